@@ -1,0 +1,93 @@
+package adi
+
+import "sync/atomic"
+
+// Wildcards and the null process, as world- or communicator-rank values.
+const (
+	AnySource = -2
+	AnyTag    = -1
+	ProcNull  = -1
+)
+
+// Op says whether a request sends or receives.
+type Op uint8
+
+// The request operations.
+const (
+	OpSend Op = iota + 1
+	OpRecv
+)
+
+// Mode is an MPI send mode. Buffered sends reach the device as Standard
+// sends of a copy the core made.
+type Mode uint8
+
+// The send modes a device sees.
+const (
+	ModeStandard Mode = iota
+	ModeSync          // completes only once a matching receive has started
+	ModeReady         // a matching receive is already posted (the device may treat it as standard)
+)
+
+// Envelope is what MPI matches on. Source is a world rank.
+type Envelope struct {
+	Context uint32
+	Source  int
+	Tag     int
+}
+
+// Status describes a completed request.
+type Status struct {
+	Source    int   // world rank of the sender (receives)
+	Tag       int   // the message's tag (receives)
+	Bytes     int   // packed bytes received (receives) or sent
+	Cancelled bool  // the request was cancelled
+	Err       error // the request's own error, e.g. ErrTruncate
+}
+
+// Request is one point-to-point operation in flight. The core fills in the
+// operation and arguments; the device keeps its own state in Dev and calls
+// Complete once.
+type Request struct {
+	Op      Op
+	Mode    Mode
+	Context uint32
+	Peer    int // world rank: destination of a send; source (or AnySource) of a receive
+	Tag     int // tag of a send; tag (or AnyTag) of a receive
+	Buf     Buffer
+
+	Status Status
+	Dev    any            // device-private state
+	OnDone func(*Request) // called by Complete (core use: buffered sends)
+	done   atomic.Bool
+}
+
+// Matches reports whether a message with envelope e may be received by this
+// receive request.
+func (r *Request) Matches(e Envelope) bool {
+	return r.Context == e.Context &&
+		(r.Peer == AnySource || r.Peer == e.Source) &&
+		(r.Tag == AnyTag || r.Tag == e.Tag)
+}
+
+// Complete records the final status and marks the request done. A device
+// calls it exactly once per started request.
+func (r *Request) Complete(st Status) {
+	r.Status = st
+	r.Dev = nil
+	r.done.Store(true)
+	if r.OnDone != nil {
+		r.OnDone(r)
+	}
+}
+
+// Done reports whether the request has completed. It may be called without
+// the core's lock.
+func (r *Request) Done() bool { return r.done.Load() }
+
+// Reset makes a completed request startable again (persistent requests).
+func (r *Request) Reset() {
+	r.Status = Status{}
+	r.Dev = nil
+	r.done.Store(false)
+}

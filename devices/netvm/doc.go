@@ -1,0 +1,32 @@
+// Package netvm is the device that reproduces NetVM remote write (MPIN, the
+// thesis in seeds/000, chapter 3) on one host's shared memory.
+//
+// Every process exports one segment. For each peer w it holds a Control
+// Message Area ring of 128 fixed 32-byte control messages written only by w,
+// and an eager byte ring also written only by w. A writer keeps its own tail
+// and a lazily refreshed copy of the reader's head: the reader remote-writes
+// its head back only when it has consumed half a ring, so a writer never reads
+// remote memory. A full ring never crashes (the thesis' MPIN did): messages
+// wait in a local backlog, flushed by the progress engine as space frees.
+//
+// Data is written once, straight into the receiver's buffer: the receiver
+// sends RTR with its buffer's address, the sender writes the data into the
+// receiver's virtual memory with process_vm_writev (NetVM's remote write) and
+// then sends SC. Small messages travel eagerly in the eager ring (threshold
+// set by the option eager=N bytes), so programs that count on small sends
+// being buffered do not deadlock.
+//
+// In this version every message is announced by its sender (EAGER, or RTS for
+// a rendezvous) and matched at the receiver by package adi/match; the RTR that
+// follows is receiver-initiated data movement as in MPIN. The thesis' pure
+// receiver-initiated mode, with sender-side matching of RTRs, sub lists and
+// ANY_SOURCE through RFA/SRFA and ENA_ANY/RTR_ANY/UNA_ANY/DISABLE_ANY, is not
+// implemented yet; the control-message types are reserved for it.
+//
+// Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
+//
+//	eager=N      largest message sent eagerly, bytes (default 16384; 0 = always rendezvous)
+//	ring=N       eager ring per peer, bytes (default 262144; eager must be ≤ ring/4)
+//	cma=auto|off single-copy remote write with process_vm_writev when allowed (auto),
+//	             or always copy through the eager ring in chunks (off)
+package netvm

@@ -1,0 +1,626 @@
+package netvm
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/adi/match"
+	"github.com/adimpi/adimpi/internal/shm"
+)
+
+func init() { adi.Register("netvm", func() adi.Device { return new(Device) }) }
+
+// Control message types. The first six are MPIN's (Table 3.1 of the thesis).
+const (
+	ctlUnused     uint32 = iota
+	ctlRTR               // receiver → sender: write the data to this address
+	ctlSC                // sender → receiver: the data is in place
+	ctlEnaAny            // reserved: MPIN ANY_SOURCE (RFA/SRFA)
+	ctlRTRAny            // reserved
+	ctlUnaAny            // reserved
+	ctlDisableAny        // reserved
+	ctlEager             // sender → receiver: a small message, payload in the eager ring
+	ctlRTS               // sender → receiver: a message waits for its RTR
+	ctlData              // sender → receiver: one chunk of a rendezvous message, in the eager ring
+)
+
+// Segment layout.
+const (
+	ringSlots   = 128
+	slotSize    = 32
+	cmaBytes    = ringSlots * slotSize
+	offDoorbell = shm.HeaderSize      // u32: bumped by every writer, futex word
+	offSleepers = shm.HeaderSize + 4  // u32: processes sleeping on the doorbell
+	offProbe    = shm.HeaderSize + 8  // u64: word peers remote-write to test permission
+	offPeers    = shm.HeaderSize + 64 // per-writer blocks start here
+	// within a writer's block
+	offCMA        = 0
+	offCMAHead    = cmaBytes      // u64: the writer's view... written by the peer: its head in MY ring at it
+	offEagerHead  = cmaBytes + 8  // u64: likewise for my eager bytes in its segment
+	offEagerRing  = cmaBytes + 64 //
+	defaultEager  = 16 << 10
+	defaultRing   = 256 << 10
+	livenessCheck = 200 * time.Millisecond
+)
+
+// ctl is a decoded control message.
+type ctl struct {
+	typ  uint32
+	ctx  uint32 // context id; for RTR the receiver's request id
+	tag  int32
+	id   uint32 // request id the message refers to
+	addr uint64 // RTR: buffer address; EAGER/DATA: eager ring position
+	n    uint64 // bytes
+}
+
+// outMsg is a control message waiting for ring space, perhaps with a payload
+// for the eager ring. A stream (ctlData with more bytes than fit one chunk)
+// is cut into chunks as space frees, followed by SC.
+type outMsg struct {
+	ctl
+	data   adi.Buffer
+	off    int // payload: packed bytes [off, off+payload) of data
+	stream bool
+	total  int          // stream: bytes left to send
+	sent   func()       // called once the message (or stream's SC) is in the ring
+	req    *adi.Request // the send this message belongs to, for failure on a dead peer
+}
+
+type peer struct {
+	rank, pid int
+	seg       *shm.Segment
+	alive     bool
+	remoteOK  bool // process_vm_writev into this peer is allowed
+
+	// outbound: my ring and eager ring inside the peer's segment
+	out, outEager          []byte
+	doorbell, sleepers     *uint32
+	outTail, eagerTail     uint64
+	cmaHeadAt, eagerHeadAt *uint64 // in MY segment: the peer's lazily reported heads
+	backlog                []*outMsg
+
+	// inbound: its ring and eager ring inside my segment
+	in, inEager              []byte
+	inHead, inReported       uint64
+	eagerHead, eagerReported uint64
+	reportCMA, reportEager   *uint64 // in ITS segment: where I report my heads
+}
+
+// rvRecv is the device state of a receive matched to a rendezvous message.
+type rvRecv struct {
+	req  *adi.Request
+	src  int
+	tag  int
+	size int // the message's size
+	n    int // bytes that will arrive (min(size, capacity))
+	got  int // stream mode: bytes arrived so far
+}
+
+// Device is the netvm device. Create it through the adi registry.
+type Device struct {
+	rank, size int
+	seg        *shm.Segment
+	peers      []*peer
+	eng        match.Engine
+	eager      int
+	ring       int
+	chunk      int
+	cma        bool
+
+	nextID   uint32
+	sends    map[uint32]*outSend // RTS sent, waiting for RTR
+	recvs    map[uint32]*rvRecv  // RTR sent, waiting for data and SC
+	lastLive time.Time
+
+	cnt counters
+}
+
+type outSend struct {
+	req  *adi.Request
+	peer *peer
+}
+
+type counters struct {
+	eagerMsgs, rndvMsgs, remoteWrites, chunks, ringFull, bytesOut int64
+}
+
+func parseSize(opts map[string]string, key string, def int) (int, error) {
+	v, ok := opts[key]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("netvm: option %s=%q: want a byte count ≥ 0", key, v)
+	}
+	return n, nil
+}
+
+// Init exports this process's segment, publishes it through the KVS, and
+// imports every peer's.
+func (d *Device) Init(cfg adi.Config) error {
+	d.rank, d.size = cfg.Rank, cfg.Size
+	for k := range cfg.Options {
+		switch k {
+		case "eager", "ring", "cma":
+		default:
+			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma)", k)
+		}
+	}
+	var err error
+	if d.eager, err = parseSize(cfg.Options, "eager", defaultEager); err != nil {
+		return err
+	}
+	if d.ring, err = parseSize(cfg.Options, "ring", defaultRing); err != nil {
+		return err
+	}
+	d.ring = (d.ring + 63) &^ 63
+	if d.ring < 4096 {
+		return fmt.Errorf("netvm: option ring=%d: at least 4096 bytes", d.ring)
+	}
+	if d.eager > d.ring/4 {
+		return fmt.Errorf("netvm: option eager=%d exceeds ring/4 = %d", d.eager, d.ring/4)
+	}
+	d.chunk = d.ring / 4
+	switch cfg.Options["cma"] {
+	case "", "auto":
+		d.cma = true
+	case "off":
+	default:
+		return fmt.Errorf("netvm: option cma=%q: want auto or off", cfg.Options["cma"])
+	}
+	block := offEagerRing + d.ring
+	d.seg, err = shm.Export(fmt.Sprintf("adimpi-netvm-%d", d.rank), offPeers+d.size*block)
+	if err != nil {
+		return err
+	}
+	probe := uintptr(unsafe.Pointer(&d.seg.Mem[offProbe]))
+	me := fmt.Sprintf("%d:%d:%x:%x:%d", os.Getpid(), d.seg.FD, d.seg.Key, probe, d.ring)
+	if err := cfg.KVS.Put(fmt.Sprintf("netvm-%d", d.rank), me); err != nil {
+		return err
+	}
+	if err := cfg.KVS.Barrier(); err != nil {
+		return err
+	}
+	d.peers = make([]*peer, d.size)
+	for r := 0; r < d.size; r++ {
+		p := &peer{rank: r, pid: os.Getpid(), seg: d.seg, alive: true, remoteOK: d.cma}
+		if r != d.rank {
+			v, err := cfg.KVS.Get(fmt.Sprintf("netvm-%d", r))
+			if err != nil {
+				return err
+			}
+			var fd, ring int
+			var key uint64
+			var paddr uintptr
+			if _, err := fmt.Sscanf(v, "%d:%d:%x:%x:%d", &p.pid, &fd, &key, &paddr, &ring); err != nil {
+				return fmt.Errorf("netvm: rank %d published %q: %v", r, v, err)
+			}
+			if ring != d.ring {
+				return fmt.Errorf("netvm: rank %d uses ring=%d, this rank ring=%d; options must agree", r, ring, d.ring)
+			}
+			if p.seg, err = shm.Import(p.pid, fd, key); err != nil {
+				return fmt.Errorf("netvm: rank %d: %w", r, err)
+			}
+			p.remoteOK = d.cma && shm.CanRemoteWrite(p.pid, paddr)
+		}
+		mine := offPeers + r*block        // p's block in my segment
+		theirs := offPeers + d.rank*block // my block in p's segment
+		p.out = p.seg.Mem[theirs+offCMA : theirs+offCMA+cmaBytes]
+		p.outEager = p.seg.Mem[theirs+offEagerRing : theirs+offEagerRing+d.ring]
+		p.doorbell, p.sleepers = p.seg.Uint32(offDoorbell), p.seg.Uint32(offSleepers)
+		p.cmaHeadAt, p.eagerHeadAt = d.seg.Uint64(mine+offCMAHead), d.seg.Uint64(mine+offEagerHead)
+		p.in = d.seg.Mem[mine+offCMA : mine+offCMA+cmaBytes]
+		p.inEager = d.seg.Mem[mine+offEagerRing : mine+offEagerRing+d.ring]
+		p.reportCMA, p.reportEager = p.seg.Uint64(theirs+offCMAHead), p.seg.Uint64(theirs+offEagerHead)
+		d.peers[r] = p
+	}
+	d.sends = map[uint32]*outSend{}
+	d.recvs = map[uint32]*rvRecv{}
+	d.lastLive = time.Now()
+	return nil
+}
+
+// Finalize drains pending control messages and releases the segments.
+func (d *Device) Finalize() error {
+	var err error
+	for _, p := range d.peers {
+		if p.seg != d.seg {
+			if cerr := p.seg.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if cerr := d.seg.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Counters reports the device's live objects and traffic.
+func (d *Device) Counters() map[string]int64 {
+	backlog := 0
+	for _, p := range d.peers {
+		backlog += len(p.backlog)
+	}
+	return map[string]int64{
+		"posted_receives":     int64(d.eng.Posted()),
+		"unexpected_messages": int64(d.eng.Unexpected()),
+		"rendezvous_sends":    int64(len(d.sends)),
+		"rendezvous_receives": int64(len(d.recvs)),
+		"backlog":             int64(backlog),
+		"eager_messages":      d.cnt.eagerMsgs,
+		"rendezvous_messages": d.cnt.rndvMsgs,
+		"remote_writes":       d.cnt.remoteWrites,
+		"data_chunks":         d.cnt.chunks,
+		"ring_full_waits":     d.cnt.ringFull,
+		"bytes_sent":          d.cnt.bytesOut,
+	}
+}
+
+func (d *Device) newID() uint32 {
+	d.nextID++
+	if d.nextID == 0 {
+		d.nextID = 1
+	}
+	return d.nextID
+}
+
+// Isend starts a send: eager when small (and not synchronous), else RTS.
+func (d *Device) Isend(r *adi.Request) error {
+	p := d.peers[r.Peer]
+	if !p.alive {
+		return adi.Errorf(adi.ErrOther, "send", "rank %d (pid %d) has exited", p.rank, p.pid)
+	}
+	n := r.Buf.Size()
+	if n <= d.eager && r.Mode != adi.ModeSync {
+		d.cnt.eagerMsgs++
+		d.post(p, &outMsg{ctl: ctl{typ: ctlEager, ctx: r.Context, tag: int32(r.Tag), n: uint64(n)},
+			data: r.Buf, req: r, sent: func() { r.Complete(adi.Status{Bytes: n}) }})
+		return nil
+	}
+	d.cnt.rndvMsgs++
+	id := d.newID()
+	d.sends[id] = &outSend{req: r, peer: p}
+	d.post(p, &outMsg{ctl: ctl{typ: ctlRTS, ctx: r.Context, tag: int32(r.Tag), id: id, n: uint64(n)}, req: r})
+	return nil
+}
+
+// Irecv posts a receive: it takes a waiting message or joins the posted queue.
+func (d *Device) Irecv(r *adi.Request) error {
+	if r.Peer != adi.AnySource && !d.peers[r.Peer].alive {
+		return adi.Errorf(adi.ErrOther, "receive", "rank %d (pid %d) has exited", r.Peer, d.peers[r.Peer].pid)
+	}
+	if m := d.eng.Post(r); m != nil {
+		d.deliver(r, m)
+	}
+	return nil
+}
+
+// deliver hands a matched message to receive r.
+func (d *Device) deliver(r *adi.Request, m *match.Message) {
+	if m.Handle == nil { // eager: the payload was copied on arrival
+		d.finishRecv(r, m.Env.Source, m.Env.Tag, m.Size, m.Data)
+		return
+	}
+	d.sendRTR(r, m.Env.Source, m.Env.Tag, m.Size, m.Handle.(uint32))
+}
+
+// finishRecv completes r with an eager payload, truncating if needed.
+func (d *Device) finishRecv(r *adi.Request, src, tag, size int, data []byte) {
+	n := min(size, r.Buf.Size())
+	r.Buf.CopyIn(0, data[:n])
+	r.Complete(recvStatus(r, src, tag, size, n))
+}
+
+func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
+	st := adi.Status{Source: src, Tag: tag, Bytes: n}
+	if size > n {
+		st.Err = adi.Errorf(adi.ErrTruncate, "receive", "message of %d bytes from rank %d (tag %d) does not fit the %d-byte receive buffer", size, src, tag, r.Buf.Size())
+	}
+	return st
+}
+
+// sendRTR answers a matched RTS with the receive buffer's address (or 0 to
+// ask for the data in chunks through the eager ring).
+func (d *Device) sendRTR(r *adi.Request, src, tag, size int, sid uint32) {
+	p := d.peers[src]
+	n := min(size, r.Buf.Size())
+	id := d.newID()
+	d.recvs[id] = &rvRecv{req: r, src: src, tag: tag, size: size, n: n}
+	var addr uint64
+	if n > 0 && p.remoteOK && r.Buf.Contiguous() && p.seg != d.seg {
+		addr = uint64(uintptr(unsafe.Pointer(&r.Buf.Mem[0])))
+	}
+	d.post(p, &outMsg{ctl: ctl{typ: ctlRTR, ctx: id, id: sid, addr: addr, n: uint64(n)}})
+}
+
+// Iprobe looks for a matching message that has arrived.
+func (d *Device) Iprobe(ctx uint32, src, tag int) (adi.Status, bool, error) {
+	if m := d.eng.Probe(ctx, src, tag); m != nil {
+		return adi.Status{Source: m.Env.Source, Tag: m.Env.Tag, Bytes: m.Size}, true, nil
+	}
+	return adi.Status{}, false, nil
+}
+
+// CancelRecv withdraws r if no message has matched it.
+func (d *Device) CancelRecv(r *adi.Request) bool {
+	if d.eng.Cancel(r) {
+		r.Complete(adi.Status{Cancelled: true, Source: r.Peer, Tag: r.Tag})
+		return true
+	}
+	return false
+}
+
+// post sends m to p now if the ring has room, else queues it behind p's backlog.
+func (d *Device) post(p *peer, m *outMsg) {
+	if len(p.backlog) == 0 && d.put(p, m) {
+		return
+	}
+	p.backlog = append(p.backlog, m)
+}
+
+// put writes m (and its payload) into p's rings if there is room, rings p's
+// doorbell, and reports whether it did. A stream puts one chunk per call and
+// reports true only when its final SC is in.
+func (d *Device) put(p *peer, m *outMsg) bool {
+	if m.stream {
+		for m.total > 0 {
+			k := min(m.total, d.chunk)
+			c := &outMsg{ctl: ctl{typ: ctlData, id: m.id, n: uint64(k)}, data: m.data, off: m.off}
+			if !d.put(p, c) {
+				return false
+			}
+			d.cnt.chunks++
+			m.off += k
+			m.total -= k
+		}
+		m.stream = false
+		m.ctl = ctl{typ: ctlSC, id: m.id}
+	}
+	if p.outTail-atomic.LoadUint64(p.cmaHeadAt) >= ringSlots {
+		d.cnt.ringFull++
+		return false
+	}
+	payload := 0
+	if m.typ == ctlEager || m.typ == ctlData {
+		payload = int(m.n)
+		if p.eagerTail+uint64(payload)-atomic.LoadUint64(p.eagerHeadAt) > uint64(d.ring) {
+			d.cnt.ringFull++
+			return false
+		}
+		m.addr = p.eagerTail
+		pos := int(p.eagerTail % uint64(d.ring))
+		first := min(payload, d.ring-pos)
+		m.data.CopyOut(m.off, p.outEager[pos:pos+first])
+		if first < payload {
+			m.data.CopyOut(m.off+first, p.outEager[:payload-first])
+		}
+		p.eagerTail += uint64(payload)
+		d.cnt.bytesOut += int64(payload)
+	}
+	s := p.out[(p.outTail%ringSlots)*slotSize:][:slotSize]
+	*(*uint32)(unsafe.Pointer(&s[4])) = m.ctx
+	*(*int32)(unsafe.Pointer(&s[8])) = m.tag
+	*(*uint32)(unsafe.Pointer(&s[12])) = m.id
+	*(*uint64)(unsafe.Pointer(&s[16])) = m.addr
+	*(*uint64)(unsafe.Pointer(&s[24])) = m.n
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&s[0])), m.typ)
+	p.outTail++
+	ring(p.doorbell, p.sleepers)
+	if m.sent != nil {
+		m.sent()
+	}
+	return true
+}
+
+func ring(doorbell, sleepers *uint32) {
+	atomic.AddUint32(doorbell, 1)
+	if atomic.LoadUint32(sleepers) > 0 {
+		_ = shm.FutexWake(doorbell, math.MaxInt32)
+	}
+}
+
+// Progress flushes backlogs and handles every control message that arrived.
+func (d *Device) Progress() (bool, error) {
+	did := false
+	for _, p := range d.peers {
+		for len(p.backlog) > 0 && d.put(p, p.backlog[0]) {
+			p.backlog[0] = nil
+			p.backlog = p.backlog[1:]
+			did = true
+		}
+		for {
+			s := p.in[(p.inHead%ringSlots)*slotSize:][:slotSize]
+			typ := atomic.LoadUint32((*uint32)(unsafe.Pointer(&s[0])))
+			if typ == ctlUnused {
+				break
+			}
+			c := ctl{typ: typ,
+				ctx:  *(*uint32)(unsafe.Pointer(&s[4])),
+				tag:  *(*int32)(unsafe.Pointer(&s[8])),
+				id:   *(*uint32)(unsafe.Pointer(&s[12])),
+				addr: *(*uint64)(unsafe.Pointer(&s[16])),
+				n:    *(*uint64)(unsafe.Pointer(&s[24]))}
+			atomic.StoreUint32((*uint32)(unsafe.Pointer(&s[0])), ctlUnused)
+			p.inHead++
+			if p.inHead-p.inReported >= ringSlots/2 {
+				p.inReported = p.inHead
+				atomic.StoreUint64(p.reportCMA, p.inHead)
+				ring(p.doorbell, p.sleepers)
+			}
+			if err := d.handle(p, &c); err != nil {
+				return true, err
+			}
+			did = true
+		}
+	}
+	if !did && time.Since(d.lastLive) > livenessCheck {
+		d.checkPeers()
+	}
+	return did, nil
+}
+
+// eagerPayload returns the (at most two) pieces of p's eager ring holding c's payload.
+func (d *Device) eagerPayload(p *peer, c *ctl) (a, b []byte) {
+	pos := int(c.addr % uint64(d.ring))
+	n := int(c.n)
+	first := min(n, d.ring-pos)
+	return p.inEager[pos : pos+first], p.inEager[:n-first]
+}
+
+// consumeEager frees c's payload in p's eager ring, reporting lazily.
+func (d *Device) consumeEager(p *peer, c *ctl) {
+	p.eagerHead = c.addr + c.n
+	if p.eagerHead-p.eagerReported >= uint64(d.ring/2) {
+		p.eagerReported = p.eagerHead
+		atomic.StoreUint64(p.reportEager, p.eagerHead)
+		ring(p.doorbell, p.sleepers)
+	}
+}
+
+func (d *Device) handle(p *peer, c *ctl) error {
+	switch c.typ {
+	case ctlEager:
+		env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
+		a, b := d.eagerPayload(p, c)
+		size := int(c.n)
+		if r := d.eng.Arrive(env); r != nil {
+			n := min(size, r.Buf.Size())
+			k := min(n, len(a))
+			r.Buf.CopyIn(0, a[:k])
+			r.Buf.CopyIn(k, b[:n-k])
+			r.Complete(recvStatus(r, p.rank, env.Tag, size, n))
+		} else {
+			data := make([]byte, size)
+			copy(data[copy(data, a):], b)
+			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: data})
+		}
+		d.consumeEager(p, c)
+	case ctlRTS:
+		env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
+		if r := d.eng.Arrive(env); r != nil {
+			d.sendRTR(r, p.rank, env.Tag, int(c.n), c.id)
+		} else {
+			d.eng.AddUnexpected(&match.Message{Env: env, Size: int(c.n), Handle: c.id})
+		}
+	case ctlRTR:
+		s := d.sends[c.id]
+		if s == nil {
+			return fmt.Errorf("netvm: RTR from rank %d for unknown send %d", p.rank, c.id)
+		}
+		delete(d.sends, c.id)
+		return d.writeData(p, s.req, c.ctx, c.addr, int(c.n))
+	case ctlData:
+		rv := d.recvs[c.id]
+		if rv == nil {
+			return fmt.Errorf("netvm: data from rank %d for unknown receive %d", p.rank, c.id)
+		}
+		a, b := d.eagerPayload(p, c)
+		rv.req.Buf.CopyIn(rv.got, a)
+		rv.req.Buf.CopyIn(rv.got+len(a), b)
+		rv.got += int(c.n)
+		d.consumeEager(p, c)
+	case ctlSC:
+		rv := d.recvs[c.id]
+		if rv == nil {
+			return fmt.Errorf("netvm: SC from rank %d for unknown receive %d", p.rank, c.id)
+		}
+		delete(d.recvs, c.id)
+		rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
+	default:
+		return fmt.Errorf("netvm: control message of unknown type %d from rank %d", c.typ, p.rank)
+	}
+	return nil
+}
+
+// writeData moves a rendezvous send's n bytes to the receiver: one remote
+// write into its buffer and SC, or a stream of chunks ending in SC.
+func (d *Device) writeData(p *peer, r *adi.Request, rid uint32, addr uint64, n int) error {
+	done := func() { r.Complete(adi.Status{Bytes: n}) }
+	switch {
+	case n == 0:
+	case p.seg == d.seg: // send to self: copy straight into the receive buffer
+		rv := d.recvs[rid]
+		if rv == nil {
+			return fmt.Errorf("netvm: RTR to self for unknown receive %d", rid)
+		}
+		off := 0
+		_ = r.Buf.Pieces(0, n, func(b []byte) error {
+			rv.req.Buf.CopyIn(off, b)
+			off += len(b)
+			return nil
+		})
+	case addr != 0:
+		var pieces [][]byte
+		_ = r.Buf.Pieces(0, n, func(b []byte) error { pieces = append(pieces, b); return nil })
+		if err := shm.RemoteWrite(p.pid, uintptr(addr), pieces); err != nil {
+			r.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "remote write to rank %d: %v", p.rank, err)})
+			return nil
+		}
+		d.cnt.remoteWrites++
+	default:
+		d.post(p, &outMsg{ctl: ctl{id: rid}, data: r.Buf, stream: true, total: n, sent: done, req: r})
+		return nil
+	}
+	d.cnt.bytesOut += int64(n)
+	d.post(p, &outMsg{ctl: ctl{typ: ctlSC, id: rid}, sent: done, req: r})
+	return nil
+}
+
+// Seq is the doorbell every writer bumps.
+func (d *Device) Seq() uint32 { return atomic.LoadUint32(d.seg.Uint32(offDoorbell)) }
+
+// Sleep waits on the doorbell futex until it moves from seq or d passes.
+func (d *Device) Sleep(seq uint32, timeout time.Duration) {
+	sl := d.seg.Uint32(offSleepers)
+	atomic.AddUint32(sl, 1)
+	_ = shm.FutexWait(d.seg.Uint32(offDoorbell), seq, timeout)
+	atomic.AddUint32(sl, ^uint32(0))
+}
+
+// Wake rings this process's own doorbell.
+func (d *Device) Wake() { ring(d.seg.Uint32(offDoorbell), d.seg.Uint32(offSleepers)) }
+
+// checkPeers fails the requests that wait on a peer whose process is gone.
+func (d *Device) checkPeers() {
+	d.lastLive = time.Now()
+	for _, p := range d.peers {
+		if !p.alive || p.seg == d.seg || shm.Alive(p.pid) {
+			continue
+		}
+		p.alive = false
+		gone := adi.Errorf(adi.ErrOther, "progress", "rank %d (pid %d) exited while a request depended on it", p.rank, p.pid)
+		fail := func(r *adi.Request) {
+			if r != nil && !r.Done() {
+				r.Complete(adi.Status{Err: gone})
+			}
+		}
+		for _, m := range p.backlog {
+			fail(m.req)
+		}
+		p.backlog = nil
+		for id, s := range d.sends {
+			if s.peer == p {
+				delete(d.sends, id)
+				fail(s.req)
+			}
+		}
+		for id, rv := range d.recvs {
+			if rv.src == p.rank {
+				delete(d.recvs, id)
+				fail(rv.req)
+			}
+		}
+		for _, r := range d.eng.CancelFrom(p.rank) {
+			fail(r)
+		}
+	}
+}

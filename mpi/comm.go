@@ -1,0 +1,103 @@
+package mpi
+
+import "github.com/adimpi/adimpi/adi"
+
+// Special ranks and tags.
+const (
+	AnySource = adi.AnySource // receive from any rank
+	AnyTag    = adi.AnyTag    // receive any tag
+	ProcNull  = adi.ProcNull  // the null process: operations with it complete at once
+	Undefined = -32766        // MPI_UNDEFINED: e.g. a count that is not a whole number of elements
+	TagUB     = 1<<31 - 1     // the largest valid tag
+)
+
+// Comm is a communicator: a group of processes and a private context in which
+// their messages match.
+type Comm struct {
+	name  string
+	ctx   uint32 // point-to-point context id; ctx+1 is reserved for collectives
+	rank  int
+	world []int       // communicator rank → world rank
+	local map[int]int // world rank → communicator rank
+}
+
+func identity(n int) []int {
+	w := make([]int, n)
+	for i := range w {
+		w[i] = i
+	}
+	return w
+}
+
+func newComm(name string, ctx uint32, rank int, world []int) *Comm {
+	c := &Comm{name: name, ctx: ctx, rank: rank, world: world, local: make(map[int]int, len(world))}
+	for i, w := range world {
+		c.local[w] = i
+	}
+	return c
+}
+
+// World is MPI_COMM_WORLD: every process of the job. It is nil before Init.
+func World() *Comm {
+	r, err := current("MPI_COMM_WORLD")
+	if err != nil {
+		return nil
+	}
+	return r.world
+}
+
+// Self is MPI_COMM_SELF: this process alone. It is nil before Init.
+func Self() *Comm {
+	r, err := current("MPI_COMM_SELF")
+	if err != nil {
+		return nil
+	}
+	return r.self
+}
+
+// Rank is this process's rank in the communicator (-1 for a nil Comm).
+func (c *Comm) Rank() int {
+	if c == nil {
+		return -1
+	}
+	return c.rank
+}
+
+// Size is the number of processes in the communicator (0 for a nil Comm).
+func (c *Comm) Size() int {
+	if c == nil {
+		return 0
+	}
+	return len(c.world)
+}
+
+// Name is the communicator's name.
+func (c *Comm) Name() string {
+	if c == nil {
+		return "MPI_COMM_NULL"
+	}
+	return c.name
+}
+
+// SetName names the communicator (for error messages and debugging).
+func (c *Comm) SetName(name string) {
+	if c != nil {
+		c.name = name
+	}
+}
+
+// worldRank translates a communicator rank; ranks are already checked.
+func (c *Comm) worldRank(rank int) int {
+	if rank < 0 {
+		return rank // AnySource
+	}
+	return c.world[rank]
+}
+
+// commRank translates a world rank back into this communicator.
+func (c *Comm) commRank(world int) int {
+	if r, ok := c.local[world]; ok {
+		return r
+	}
+	return world // AnySource, ProcNull
+}

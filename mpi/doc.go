@@ -1,0 +1,27 @@
+// Package mpi is adimpi's public API: MPI for Go programs, with no C
+// toolchain. A program calls Init, works with communicators (World), sends
+// and receives typed slices, and calls Finalize:
+//
+//	if err := mpi.Init(); err != nil {
+//		log.Fatal(err)
+//	}
+//	defer mpi.Finalize()
+//	world := mpi.World()
+//	if world.Rank() == 0 {
+//		err = mpi.Send(world, []float64{1, 2, 3}, 1, 7)
+//	}
+//
+// Run it with mpirun (go run ./cmd/mpirun -np 4 ./prog), or under any
+// launcher that speaks PMI-1, such as MPICH's Hydra mpiexec. The device that
+// moves the bytes is chosen when the job starts: mpirun -device, or the
+// environment variable ADIMPI_DEVICE (default netvm); device options come
+// from mpirun -device-opt key=value or ADIMPI_DEVICE_OPT="k=v,k=v".
+//
+// Every call returns an error carrying an MPI error class (ErrRank, ErrTag,
+// ErrTruncate, ...), testable with errors.Is. Bad arguments are reported and
+// never crash the job.
+//
+// Calls may be made from several goroutines at once: the runtime serialises
+// them internally (MPI_THREAD_MULTIPLE by a single lock), and a goroutine
+// blocked in Wait sleeps without holding it.
+package mpi

@@ -1,0 +1,385 @@
+package mpi
+
+import (
+	"unsafe"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/datatype"
+)
+
+// Numeric is the set of Go element types that the generic calls accept: every
+// type whose underlying type is an integer, float or complex type.
+type Numeric interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 |
+		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr |
+		~float32 | ~float64 | ~complex64 | ~complex128
+}
+
+// Buffer is a (memory, count, datatype) triple, the form every call takes in
+// its *Buf variant (SendBuf, RecvBuf, ...). Build one with Slice or Typed.
+type Buffer = adi.Buffer
+
+// Slice describes a Go slice as a buffer of len(s) elements of its predefined type.
+func Slice[T Numeric](s []T) Buffer {
+	t := datatype.Of[T]()
+	if len(s) == 0 {
+		return Buffer{Count: 0, Type: t}
+	}
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*t.Size())
+	return Buffer{Mem: mem, Count: len(s), Type: t}
+}
+
+// Typed describes count elements of type t laid out from the start of mem.
+// Calls check that mem is long enough.
+func Typed(mem []byte, count int, t *datatype.Type) Buffer {
+	return Buffer{Mem: mem, Count: count, Type: t}
+}
+
+func checkComm(op string, c *Comm) error {
+	if c == nil {
+		return errorf(ErrComm, op, "communicator is nil (MPI_COMM_NULL)")
+	}
+	return nil
+}
+
+func checkBuffer(op string, b Buffer) error {
+	if b.Type == nil {
+		return errorf(ErrType, op, "datatype is nil")
+	}
+	if b.Count < 0 {
+		return errorf(ErrCount, op, "count %d is negative", b.Count)
+	}
+	if need := b.Type.Span(b.Count); len(b.Mem) < need {
+		return errorf(ErrBuffer, op, "buffer of %d bytes is too short for %d elements of %s (%d bytes)", len(b.Mem), b.Count, b.Type, need)
+	}
+	return nil
+}
+
+func checkPeer(op string, c *Comm, peer int, recv bool) error {
+	if peer == ProcNull || (recv && peer == AnySource) {
+		return nil
+	}
+	if peer < 0 || peer >= c.Size() {
+		what := "dest"
+		if recv {
+			what = "source"
+		}
+		return errorf(ErrRank, op, "%s %d is out of range [0, %d) of %s", what, peer, c.Size(), c.Name())
+	}
+	return nil
+}
+
+func checkTag(op string, tag int, recv bool) error {
+	if (recv && tag == AnyTag) || (tag >= 0 && tag <= TagUB) {
+		return nil
+	}
+	return errorf(ErrTag, op, "tag %d is outside [0, %d]", tag, TagUB)
+}
+
+// newRequest checks the arguments of a point-to-point call and builds its
+// (not yet started) request.
+func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
+	r, err := current(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkComm(op, c); err != nil {
+		return nil, err
+	}
+	if err := checkBuffer(op, b); err != nil {
+		return nil, err
+	}
+	if err := checkPeer(op, c, peer, recv); err != nil {
+		return nil, err
+	}
+	if err := checkTag(op, tag, recv); err != nil {
+		return nil, err
+	}
+	return &Request{rt: r, comm: c, op: op, recv: recv, mode: mode, buffered: buffered, buf: b, peer: peer, tag: tag}, nil
+}
+
+func startNew(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
+	q, err := newRequest(op, c, b, peer, tag, recv, mode, buffered)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.start(); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+func persistent(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
+	q, err := newRequest(op, c, b, peer, tag, recv, mode, buffered)
+	if err != nil {
+		return nil, err
+	}
+	q.persistent = true
+	return q, nil
+}
+
+func blocking(q *Request, err error) (Status, error) {
+	if err != nil {
+		return emptyStatus, err
+	}
+	return q.Wait()
+}
+
+func sendErr(_ Status, err error) error { return err }
+
+// IsendBuf starts a standard-mode send.
+func IsendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
+	return startNew("MPI_Isend", c, b, dest, tag, false, adi.ModeStandard, false)
+}
+
+// IssendBuf starts a synchronous send: it completes only once the matching
+// receive has started.
+func IssendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
+	return startNew("MPI_Issend", c, b, dest, tag, false, adi.ModeSync, false)
+}
+
+// IbsendBuf starts a buffered send: the data is copied into the buffer given
+// to BufferAttach, and the request completes at once.
+func IbsendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
+	return startNew("MPI_Ibsend", c, b, dest, tag, false, adi.ModeStandard, true)
+}
+
+// IrsendBuf starts a ready-mode send; the matching receive must already be posted.
+func IrsendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
+	return startNew("MPI_Irsend", c, b, dest, tag, false, adi.ModeReady, false)
+}
+
+// IrecvBuf posts a receive.
+func IrecvBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
+	return startNew("MPI_Irecv", c, b, src, tag, true, adi.ModeStandard, false)
+}
+
+// SendBuf sends in standard mode and returns once the buffer may be reused.
+func SendBuf(c *Comm, b Buffer, dest, tag int) error {
+	return sendErr(blocking(startNew("MPI_Send", c, b, dest, tag, false, adi.ModeStandard, false)))
+}
+
+// SsendBuf sends synchronously: it returns once the matching receive has started.
+func SsendBuf(c *Comm, b Buffer, dest, tag int) error {
+	return sendErr(blocking(startNew("MPI_Ssend", c, b, dest, tag, false, adi.ModeSync, false)))
+}
+
+// BsendBuf sends through the attached buffer and returns at once.
+func BsendBuf(c *Comm, b Buffer, dest, tag int) error {
+	return sendErr(blocking(startNew("MPI_Bsend", c, b, dest, tag, false, adi.ModeStandard, true)))
+}
+
+// RsendBuf sends in ready mode.
+func RsendBuf(c *Comm, b Buffer, dest, tag int) error {
+	return sendErr(blocking(startNew("MPI_Rsend", c, b, dest, tag, false, adi.ModeReady, false)))
+}
+
+// RecvBuf receives a message.
+func RecvBuf(c *Comm, b Buffer, src, tag int) (Status, error) {
+	return blocking(startNew("MPI_Recv", c, b, src, tag, true, adi.ModeStandard, false))
+}
+
+// SendInitBuf makes a persistent standard-mode send; Start runs it.
+func SendInitBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
+	return persistent("MPI_Send_init", c, b, dest, tag, false, adi.ModeStandard, false)
+}
+
+// SsendInitBuf makes a persistent synchronous send.
+func SsendInitBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
+	return persistent("MPI_Ssend_init", c, b, dest, tag, false, adi.ModeSync, false)
+}
+
+// BsendInitBuf makes a persistent buffered send.
+func BsendInitBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
+	return persistent("MPI_Bsend_init", c, b, dest, tag, false, adi.ModeStandard, true)
+}
+
+// RsendInitBuf makes a persistent ready-mode send.
+func RsendInitBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
+	return persistent("MPI_Rsend_init", c, b, dest, tag, false, adi.ModeReady, false)
+}
+
+// RecvInitBuf makes a persistent receive.
+func RecvInitBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
+	return persistent("MPI_Recv_init", c, b, src, tag, true, adi.ModeStandard, false)
+}
+
+// SendrecvBuf sends one message and receives another, without deadlock
+// whatever the partner does first.
+func SendrecvBuf(c *Comm, sb Buffer, dest, sendtag int, rb Buffer, src, recvtag int) (Status, error) {
+	rq, err := startNew("MPI_Sendrecv", c, rb, src, recvtag, true, adi.ModeStandard, false)
+	if err != nil {
+		return emptyStatus, err
+	}
+	sq, err := startNew("MPI_Sendrecv", c, sb, dest, sendtag, false, adi.ModeStandard, false)
+	if err != nil {
+		rq.Cancel()
+		rq.Wait()
+		return emptyStatus, err
+	}
+	_, serr := sq.Wait()
+	st, rerr := rq.Wait()
+	if serr != nil {
+		return st, serr
+	}
+	return st, rerr
+}
+
+// SendrecvReplaceBuf sends the buffer's contents and replaces them with the
+// received message.
+func SendrecvReplaceBuf(c *Comm, b Buffer, dest, sendtag, src, recvtag int) (Status, error) {
+	if err := checkBuffer("MPI_Sendrecv_replace", b); err != nil {
+		return emptyStatus, err
+	}
+	tmp := make([]byte, b.Size())
+	b.CopyOut(0, tmp)
+	return SendrecvBuf(c, adi.Bytes(tmp), dest, sendtag, b, src, recvtag)
+}
+
+// Iprobe reports, without blocking, whether a message matching (src, tag)
+// can be received, and its status.
+func Iprobe(c *Comm, src, tag int) (Status, bool, error) {
+	const op = "MPI_Iprobe"
+	r, err := current(op)
+	if err != nil {
+		return emptyStatus, false, err
+	}
+	if err := probeArgs(op, c, src, tag); err != nil {
+		return emptyStatus, false, err
+	}
+	if src == ProcNull {
+		return Status{Source: ProcNull, Tag: AnyTag}, true, nil
+	}
+	if err := r.progress(); err != nil {
+		return emptyStatus, false, err
+	}
+	r.mu.Lock()
+	st, ok, err := r.dev.Iprobe(c.ctx, c.worldRank(src), tag)
+	r.mu.Unlock()
+	if !ok || err != nil {
+		return emptyStatus, false, err
+	}
+	return Status{Source: c.commRank(st.Source), Tag: st.Tag, bytes: st.Bytes}, true, nil
+}
+
+// Probe blocks until a message matching (src, tag) can be received and
+// returns its status; a Recv with the status's source and tag then receives
+// exactly that message.
+func Probe(c *Comm, src, tag int) (Status, error) {
+	const op = "MPI_Probe"
+	r, err := current(op)
+	if err != nil {
+		return emptyStatus, err
+	}
+	if err := probeArgs(op, c, src, tag); err != nil {
+		return emptyStatus, err
+	}
+	if src == ProcNull {
+		return Status{Source: ProcNull, Tag: AnyTag}, nil
+	}
+	var st adi.Status
+	err = r.waitFor(func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		s, ok, _ := r.dev.Iprobe(c.ctx, c.worldRank(src), tag)
+		st = s
+		return ok
+	})
+	if err != nil {
+		return emptyStatus, err
+	}
+	return Status{Source: c.commRank(st.Source), Tag: st.Tag, bytes: st.Bytes}, nil
+}
+
+func probeArgs(op string, c *Comm, src, tag int) error {
+	if err := checkComm(op, c); err != nil {
+		return err
+	}
+	if err := checkPeer(op, c, src, true); err != nil {
+		return err
+	}
+	return checkTag(op, tag, true)
+}
+
+// Send sends buf to rank dest with tag, in standard mode.
+func Send[T Numeric](c *Comm, buf []T, dest, tag int) error { return SendBuf(c, Slice(buf), dest, tag) }
+
+// Ssend sends buf synchronously: it returns once the matching receive has started.
+func Ssend[T Numeric](c *Comm, buf []T, dest, tag int) error {
+	return SsendBuf(c, Slice(buf), dest, tag)
+}
+
+// Bsend sends buf through the buffer given to BufferAttach.
+func Bsend[T Numeric](c *Comm, buf []T, dest, tag int) error {
+	return BsendBuf(c, Slice(buf), dest, tag)
+}
+
+// Rsend sends buf in ready mode (the matching receive is already posted).
+func Rsend[T Numeric](c *Comm, buf []T, dest, tag int) error {
+	return RsendBuf(c, Slice(buf), dest, tag)
+}
+
+// Recv receives into buf a message from src (or AnySource) with tag (or AnyTag).
+func Recv[T Numeric](c *Comm, buf []T, src, tag int) (Status, error) {
+	return RecvBuf(c, Slice(buf), src, tag)
+}
+
+// Isend starts sending buf; buf must not change until the request completes.
+func Isend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return IsendBuf(c, Slice(buf), dest, tag)
+}
+
+// Issend starts a synchronous send of buf.
+func Issend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return IssendBuf(c, Slice(buf), dest, tag)
+}
+
+// Ibsend starts a buffered send of buf.
+func Ibsend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return IbsendBuf(c, Slice(buf), dest, tag)
+}
+
+// Irsend starts a ready-mode send of buf.
+func Irsend[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return IrsendBuf(c, Slice(buf), dest, tag)
+}
+
+// Irecv starts receiving into buf.
+func Irecv[T Numeric](c *Comm, buf []T, src, tag int) (*Request, error) {
+	return IrecvBuf(c, Slice(buf), src, tag)
+}
+
+// SendInit makes a persistent send of buf; each Start sends buf's current contents.
+func SendInit[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return SendInitBuf(c, Slice(buf), dest, tag)
+}
+
+// SsendInit makes a persistent synchronous send of buf.
+func SsendInit[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return SsendInitBuf(c, Slice(buf), dest, tag)
+}
+
+// BsendInit makes a persistent buffered send of buf.
+func BsendInit[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return BsendInitBuf(c, Slice(buf), dest, tag)
+}
+
+// RsendInit makes a persistent ready-mode send of buf.
+func RsendInit[T Numeric](c *Comm, buf []T, dest, tag int) (*Request, error) {
+	return RsendInitBuf(c, Slice(buf), dest, tag)
+}
+
+// RecvInit makes a persistent receive into buf.
+func RecvInit[T Numeric](c *Comm, buf []T, src, tag int) (*Request, error) {
+	return RecvInitBuf(c, Slice(buf), src, tag)
+}
+
+// Sendrecv sends sendbuf to dest and receives into recvbuf from src.
+func Sendrecv[S, R Numeric](c *Comm, sendbuf []S, dest, sendtag int, recvbuf []R, src, recvtag int) (Status, error) {
+	return SendrecvBuf(c, Slice(sendbuf), dest, sendtag, Slice(recvbuf), src, recvtag)
+}
+
+// SendrecvReplace sends buf to dest and replaces its contents with a message from src.
+func SendrecvReplace[T Numeric](c *Comm, buf []T, dest, sendtag, src, recvtag int) (Status, error) {
+	return SendrecvReplaceBuf(c, Slice(buf), dest, sendtag, src, recvtag)
+}

@@ -1,0 +1,291 @@
+package mpi
+
+import "github.com/adimpi/adimpi/adi"
+
+// Request is a non-blocking or persistent operation. A non-blocking request
+// becomes inactive once Wait or Test has returned its completion; a
+// persistent one becomes inactive until the next Start.
+type Request struct {
+	rt         *runtime
+	comm       *Comm
+	op         string // the starting call, for errors
+	recv       bool
+	mode       adi.Mode
+	buffered   bool
+	buf        Buffer
+	peer, tag  int
+	persistent bool
+	ar         *adi.Request // the operation in flight; nil when inactive
+}
+
+// start posts the request's operation to the device.
+func (q *Request) start() error {
+	r := q.rt
+	ar := &adi.Request{Mode: q.mode, Context: q.comm.ctx, Tag: q.tag, Buf: q.buf}
+	q.ar = ar
+	if q.peer == ProcNull {
+		ar.Complete(adi.Status{Source: ProcNull, Tag: AnyTag})
+		return nil
+	}
+	ar.Peer = q.comm.worldRank(q.peer)
+	if q.recv {
+		ar.Op = adi.OpRecv
+		r.mu.Lock()
+		err := r.dev.Irecv(ar)
+		r.mu.Unlock()
+		return err
+	}
+	ar.Op = adi.OpSend
+	if q.buffered {
+		return r.bsendStart(q.op, ar)
+	}
+	r.mu.Lock()
+	err := r.dev.Isend(ar)
+	r.mu.Unlock()
+	return err
+}
+
+// finish turns the device's completion into a Status and makes the request inactive.
+func (q *Request) finish() Status {
+	st := q.ar.Status
+	q.ar = nil
+	out := Status{Source: q.comm.commRank(st.Source), Tag: st.Tag, Cancelled: st.Cancelled, Err: st.Err, bytes: st.Bytes}
+	if !q.recv {
+		out.Source, out.Tag = q.peer, q.tag
+	}
+	return out
+}
+
+// emptyStatus is what an inactive request's completion returns.
+var emptyStatus = Status{Source: AnySource, Tag: AnyTag}
+
+// Active reports whether the request has an operation in flight (started and
+// not yet returned by Wait or Test).
+func (q *Request) Active() bool { return q != nil && q.ar != nil }
+
+// Wait blocks until the request completes and returns its status. The error
+// is the operation's own (e.g. ErrTruncate). Waiting on an inactive request
+// returns at once with an empty status.
+func (q *Request) Wait() (Status, error) {
+	if q == nil {
+		return emptyStatus, errorf(ErrRequest, "MPI_Wait", "request is nil")
+	}
+	if q.ar == nil {
+		return emptyStatus, nil
+	}
+	if !q.ar.Done() {
+		if err := q.rt.waitFor(q.ar.Done); err != nil {
+			return emptyStatus, err
+		}
+	}
+	st := q.finish()
+	return st, st.Err
+}
+
+// Test reports whether the request has completed, without blocking; when it
+// has, it returns the status like Wait.
+func (q *Request) Test() (Status, bool, error) {
+	if q == nil {
+		return emptyStatus, false, errorf(ErrRequest, "MPI_Test", "request is nil")
+	}
+	if q.ar == nil {
+		return emptyStatus, true, nil
+	}
+	if !q.ar.Done() {
+		if err := q.rt.progress(); err != nil {
+			return emptyStatus, false, err
+		}
+		if !q.ar.Done() {
+			return emptyStatus, false, nil
+		}
+	}
+	st := q.finish()
+	return st, true, st.Err
+}
+
+// Cancel asks for the operation to be cancelled. A receive that has not
+// matched a message is withdrawn, and its Wait returns a status with
+// Cancelled set; a send, or a receive already matched, completes normally.
+func (q *Request) Cancel() error {
+	if q == nil {
+		return errorf(ErrRequest, "MPI_Cancel", "request is nil")
+	}
+	if q.ar == nil || !q.recv || q.ar.Done() {
+		return nil
+	}
+	q.rt.mu.Lock()
+	q.rt.dev.CancelRecv(q.ar)
+	q.rt.mu.Unlock()
+	return nil
+}
+
+// Start starts a persistent request's operation again.
+func (q *Request) Start() error {
+	if q == nil {
+		return errorf(ErrRequest, "MPI_Start", "request is nil")
+	}
+	if !q.persistent {
+		return errorf(ErrRequest, "MPI_Start", "request was not made by SendInit or RecvInit")
+	}
+	if q.ar != nil {
+		return errorf(ErrRequest, "MPI_Start", "request is still active; Wait for it first")
+	}
+	return q.start()
+}
+
+// Startall starts every persistent request in reqs.
+func Startall(reqs []*Request) error {
+	for i, q := range reqs {
+		if err := q.Start(); err != nil {
+			return errorf(ErrRequest, "MPI_Startall", "request %d: %v", i, err)
+		}
+	}
+	return nil
+}
+
+func runtimeOf(reqs []*Request) *runtime {
+	for _, q := range reqs {
+		if q != nil && q.ar != nil {
+			return q.rt
+		}
+	}
+	return nil
+}
+
+// Waitall waits for every request. If any completed with an error, it returns
+// ErrInStatus and each status's Err says which.
+func Waitall(reqs []*Request) ([]Status, error) {
+	sts := make([]Status, len(reqs))
+	bad := -1
+	for i, q := range reqs {
+		if q == nil {
+			sts[i] = emptyStatus
+			continue
+		}
+		st, err := q.Wait()
+		sts[i] = st
+		if err != nil && bad < 0 {
+			bad = i
+		}
+	}
+	if bad >= 0 {
+		return sts, errorf(ErrInStatus, "MPI_Waitall", "request %d: %v", bad, sts[bad].Err)
+	}
+	return sts, nil
+}
+
+// Waitany waits until one active request completes and returns its index and
+// status; with no active request it returns Undefined at once.
+func Waitany(reqs []*Request) (int, Status, error) {
+	r := runtimeOf(reqs)
+	if r == nil {
+		return Undefined, emptyStatus, nil
+	}
+	idx := -1
+	err := r.waitFor(func() bool {
+		for i, q := range reqs {
+			if q != nil && q.ar != nil && q.ar.Done() {
+				idx = i
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return Undefined, emptyStatus, err
+	}
+	st := reqs[idx].finish()
+	return idx, st, st.Err
+}
+
+// Waitsome waits until at least one active request completes and returns the
+// indices and statuses of all that have; with no active request it returns
+// nil indices.
+func Waitsome(reqs []*Request) ([]int, []Status, error) {
+	r := runtimeOf(reqs)
+	if r == nil {
+		return nil, nil, nil
+	}
+	if err := r.waitFor(func() bool { return anyDone(reqs) }); err != nil {
+		return nil, nil, err
+	}
+	return collectDone("MPI_Waitsome", reqs)
+}
+
+// Testall reports whether every request has completed; only if so are they
+// all completed (made inactive) and their statuses returned.
+func Testall(reqs []*Request) ([]Status, bool, error) {
+	if r := runtimeOf(reqs); r != nil {
+		if err := r.progress(); err != nil {
+			return nil, false, err
+		}
+	}
+	for _, q := range reqs {
+		if q != nil && q.ar != nil && !q.ar.Done() {
+			return nil, false, nil
+		}
+	}
+	sts, err := Waitall(reqs)
+	if err != nil {
+		err = errorf(ErrInStatus, "MPI_Testall", "%v", err)
+	}
+	return sts, true, err
+}
+
+// Testany completes one request that has completed, if any. It returns
+// Undefined and true when no request is active.
+func Testany(reqs []*Request) (int, Status, bool, error) {
+	r := runtimeOf(reqs)
+	if r == nil {
+		return Undefined, emptyStatus, true, nil
+	}
+	if err := r.progress(); err != nil {
+		return Undefined, emptyStatus, false, err
+	}
+	for i, q := range reqs {
+		if q != nil && q.ar != nil && q.ar.Done() {
+			st := q.finish()
+			return i, st, true, st.Err
+		}
+	}
+	return Undefined, emptyStatus, false, nil
+}
+
+// Testsome completes every request that has completed and returns their
+// indices and statuses (none if none has).
+func Testsome(reqs []*Request) ([]int, []Status, error) {
+	r := runtimeOf(reqs)
+	if r == nil {
+		return nil, nil, nil
+	}
+	if err := r.progress(); err != nil {
+		return nil, nil, err
+	}
+	return collectDone("MPI_Testsome", reqs)
+}
+
+func anyDone(reqs []*Request) bool {
+	for _, q := range reqs {
+		if q != nil && q.ar != nil && q.ar.Done() {
+			return true
+		}
+	}
+	return false
+}
+
+func collectDone(op string, reqs []*Request) ([]int, []Status, error) {
+	var idx []int
+	var sts []Status
+	var err error
+	for i, q := range reqs {
+		if q != nil && q.ar != nil && q.ar.Done() {
+			st := q.finish()
+			idx = append(idx, i)
+			sts = append(sts, st)
+			if st.Err != nil && err == nil {
+				err = errorf(ErrInStatus, op, "request %d: %v", i, st.Err)
+			}
+		}
+	}
+	return idx, sts, err
+}

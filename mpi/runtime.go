@@ -1,0 +1,236 @@
+package mpi
+
+import (
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/adimpi/adimpi/adi"
+	_ "github.com/adimpi/adimpi/devices" // links in and registers every device
+	"github.com/adimpi/adimpi/internal/pmi"
+)
+
+// DefaultDevice is the device used when ADIMPI_DEVICE is not set.
+const DefaultDevice = "netvm"
+
+// runtime is the one MPI runtime of a process.
+type runtime struct {
+	mu      sync.Mutex // serialises every call into the device
+	dev     adi.Device
+	devName string
+	pmi     *pmi.Client
+	rank    int
+	size    int
+	world   *Comm
+	self    *Comm
+	spin    time.Duration // how long a waiter polls before it sleeps
+	bsend   bsendBuffer
+	nextCtx uint32
+}
+
+var (
+	stateMu sync.Mutex
+	rt      *runtime
+	ended   bool // Finalize has run
+)
+
+var epoch = time.Now()
+
+// Init starts MPI: it connects to the launcher (PMI-1), starts the device
+// named by ADIMPI_DEVICE (default netvm) with options from
+// ADIMPI_DEVICE_OPT, and wires it up with the other ranks. Without a
+// launcher the program runs as a singleton: rank 0 of 1.
+func Init() error {
+	stateMu.Lock()
+	defer stateMu.Unlock()
+	if rt != nil || ended {
+		return errorf(ErrOther, "MPI_Init", "MPI is already initialized or finalized")
+	}
+	name := os.Getenv("ADIMPI_DEVICE")
+	if name == "" {
+		name = DefaultDevice
+	}
+	factory, ok := adi.Lookup(name)
+	if !ok {
+		return errorf(ErrArg, "MPI_Init", "unknown device %q (ADIMPI_DEVICE); known devices: %s", name, strings.Join(adi.Devices(), ", "))
+	}
+	opts, err := parseOptions(os.Getenv("ADIMPI_DEVICE_OPT"))
+	if err != nil {
+		return errorf(ErrArg, "MPI_Init", "%v", err)
+	}
+	client, err := pmi.Connect()
+	if err != nil {
+		return errorf(ErrOther, "MPI_Init", "connecting to the launcher: %v", err)
+	}
+	r := &runtime{pmi: client, rank: client.Rank(), size: client.Size(), devName: name, nextCtx: 4}
+	r.dev = factory()
+	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts}); err != nil {
+		client.Abort(1, err.Error())
+		return errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
+	}
+	r.spin = 20 * time.Microsecond
+	if r.size > goruntime.NumCPU() {
+		r.spin = 0 // oversubscribed: a spinning waiter only steals the sender's CPU
+	}
+	if v := os.Getenv("ADIMPI_SPIN_US"); v != "" {
+		if us, err := strconv.Atoi(v); err == nil && us >= 0 {
+			r.spin = time.Duration(us) * time.Microsecond
+		}
+	}
+	r.world = newComm("MPI_COMM_WORLD", 0, r.rank, identity(r.size))
+	r.self = newComm("MPI_COMM_SELF", 2, 0, []int{r.rank})
+	rt = r
+	return nil
+}
+
+// parseOptions reads "k=v,k=v".
+func parseOptions(s string) (map[string]string, error) {
+	opts := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("device option %q: want key=value", kv)
+		}
+		opts[k] = v
+	}
+	return opts, nil
+}
+
+// Finalize ends MPI. Every request the program started must be complete;
+// buffered sends still in flight are completed first. Finalize is collective:
+// it returns once every rank has called it.
+func Finalize() error {
+	r, err := current("MPI_Finalize")
+	if err != nil {
+		return err
+	}
+	if err := r.waitFor(func() bool { return r.bsend.idle() }); err != nil {
+		return err
+	}
+	if err := r.pmi.Barrier(); err != nil {
+		return errorf(ErrOther, "MPI_Finalize", "barrier: %v", err)
+	}
+	stateMu.Lock()
+	rt, ended = nil, true
+	stateMu.Unlock()
+	r.mu.Lock()
+	derr := r.dev.Finalize()
+	r.mu.Unlock()
+	if err := r.pmi.Finalize(); err != nil {
+		return errorf(ErrOther, "MPI_Finalize", "%v", err)
+	}
+	if derr != nil {
+		return errorf(ErrOther, "MPI_Finalize", "device %s: %v", r.devName, derr)
+	}
+	return nil
+}
+
+// Initialized reports whether Init has been called (and Finalize not yet).
+func Initialized() bool {
+	stateMu.Lock()
+	defer stateMu.Unlock()
+	return rt != nil
+}
+
+// Finalized reports whether Finalize has completed.
+func Finalized() bool {
+	stateMu.Lock()
+	defer stateMu.Unlock()
+	return ended
+}
+
+// Abort ends every process of the job with the given exit code. It does not
+// return unless the launcher cannot be told.
+func Abort(c *Comm, code int) error {
+	stateMu.Lock()
+	r := rt
+	stateMu.Unlock()
+	if r != nil {
+		_ = r.pmi.Abort(code, fmt.Sprintf("MPI_Abort(%s, %d) called by rank %d", c.Name(), code, r.rank))
+	}
+	os.Exit(code)
+	return nil
+}
+
+// Wtime is the wall-clock time in seconds since an arbitrary point in the past.
+func Wtime() float64 { return time.Since(epoch).Seconds() }
+
+// Wtick is the resolution of Wtime in seconds.
+func Wtick() float64 { return 1e-9 }
+
+// DeviceName is the name of the device this process runs on.
+func DeviceName() string {
+	stateMu.Lock()
+	defer stateMu.Unlock()
+	if rt == nil {
+		return ""
+	}
+	return rt.devName
+}
+
+// Counters reports the device's resource and traffic counters (live requests,
+// queued messages, bytes moved), for leak checks and benchmarks.
+func Counters() map[string]int64 {
+	r, err := current("MPI_Counters")
+	if err != nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dev.Counters()
+}
+
+// current returns the runtime, or an error naming op if MPI is not running.
+func current(op string) (*runtime, error) {
+	stateMu.Lock()
+	defer stateMu.Unlock()
+	if rt == nil {
+		if ended {
+			return nil, errorf(ErrOther, op, "called after MPI_Finalize")
+		}
+		return nil, errorf(ErrOther, op, "called before MPI_Init")
+	}
+	return rt, nil
+}
+
+// progress runs one non-blocking pass of the device.
+func (r *runtime) progress() error {
+	r.mu.Lock()
+	_, err := r.dev.Progress()
+	r.mu.Unlock()
+	if err != nil {
+		return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
+	}
+	return nil
+}
+
+// waitFor drives progress until cond holds: it polls for r.spin, then sleeps
+// on the device's doorbell so that oversubscribed ranks yield the CPU.
+func (r *runtime) waitFor(cond func() bool) error {
+	var start time.Time
+	for {
+		seq := r.dev.Seq()
+		if err := r.progress(); err != nil {
+			return err
+		}
+		if cond() {
+			return nil
+		}
+		if start.IsZero() {
+			start = time.Now()
+		}
+		if time.Since(start) < r.spin {
+			goruntime.Gosched()
+			continue
+		}
+		r.dev.Sleep(seq, 100*time.Millisecond)
+	}
+}
