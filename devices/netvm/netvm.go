@@ -20,15 +20,18 @@ func init() { adi.Register("netvm", func() adi.Device { return new(Device) }) }
 // Control message types. The first six are MPIN's (Table 3.1 of the thesis).
 const (
 	ctlUnused     uint32 = iota
-	ctlRTR               // receiver → sender: write the data to this address
+	ctlRTR               // receiver → sender: a receive is posted; write the data to this address
 	ctlSC                // sender → receiver: the data is in place
-	ctlEnaAny            // reserved: MPIN ANY_SOURCE (RFA/SRFA)
-	ctlRTRAny            // reserved
-	ctlUnaAny            // reserved
-	ctlDisableAny        // reserved
+	ctlEnaAny            // receiver → all: an ANY_SOURCE receive uses RFA entry id
+	ctlRTRAny            // receiver → a flagged sender: write your data for RFA entry id here
+	ctlUnaAny            // sender → receiver: no longer interested in that RTR_ANY
+	ctlDisableAny        // receiver → all: RFA entry id is retired
 	ctlEager             // sender → receiver: a small message, payload in the eager ring
-	ctlRTS               // sender → receiver: a message waits for its RTR
-	ctlData              // sender → receiver: one chunk of a rendezvous message, in the eager ring
+	ctlRTS               // sender → receiver: a message waits to be matched
+	ctlCTS               // receiver → sender: RTS matched; write the data to this address
+	ctlData              // sender → receiver: one chunk of a message, payload in the eager ring
+	ctlCancel            // receiver → sender: withdraw the RTR of receive id
+	ctlCancelAck         // sender → receiver: RTR id withdrawn (n=1) or already answered (n=0)
 )
 
 // Segment layout.
@@ -61,14 +64,15 @@ type ctl struct {
 }
 
 // outMsg is a control message waiting for ring space, perhaps with a payload
-// for the eager ring. A stream (ctlData with more bytes than fit one chunk)
-// is cut into chunks as space frees, followed by SC.
+// for the eager ring. A stream is a message's data cut into ctlData chunks as
+// ring space frees, followed by its SC (fin).
 type outMsg struct {
 	ctl
 	data   adi.Buffer
 	off    int // payload: packed bytes [off, off+payload) of data
 	stream bool
 	total  int          // stream: bytes left to send
+	fin    ctl          // stream: the SC that follows the data
 	sent   func()       // called once the message (or stream's SC) is in the ring
 	req    *adi.Request // the send this message belongs to, for failure on a dead peer
 }
@@ -339,7 +343,7 @@ func (d *Device) sendRTR(r *adi.Request, src, tag, size int, sid uint32) {
 	if n > 0 && p.remoteOK && r.Buf.Contiguous() && p.seg != d.seg {
 		addr = uint64(uintptr(unsafe.Pointer(&r.Buf.Mem[0])))
 	}
-	d.post(p, &outMsg{ctl: ctl{typ: ctlRTR, ctx: id, id: sid, addr: addr, n: uint64(n)}})
+	d.post(p, &outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, addr: addr, n: uint64(n)}})
 }
 
 // Iprobe looks for a matching message that has arrived.
@@ -383,7 +387,7 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 			m.total -= k
 		}
 		m.stream = false
-		m.ctl = ctl{typ: ctlSC, id: m.id}
+		m.ctl = m.fin
 	}
 	if p.outTail-atomic.LoadUint64(p.cmaHeadAt) >= ringSlots {
 		d.cnt.ringFull++
@@ -511,13 +515,13 @@ func (d *Device) handle(p *peer, c *ctl) error {
 		} else {
 			d.eng.AddUnexpected(&match.Message{Env: env, Size: int(c.n), Handle: c.id})
 		}
-	case ctlRTR:
+	case ctlCTS:
 		s := d.sends[c.id]
 		if s == nil {
-			return fmt.Errorf("netvm: RTR from rank %d for unknown send %d", p.rank, c.id)
+			return fmt.Errorf("netvm: CTS from rank %d for unknown send %d", p.rank, c.id)
 		}
 		delete(d.sends, c.id)
-		return d.writeData(p, s.req, c.ctx, c.addr, int(c.n))
+		return d.writeData(p, s.req, c.addr, int(c.n), ctl{typ: ctlSC, id: c.ctx})
 	case ctlData:
 		rv := d.recvs[c.id]
 		if rv == nil {
@@ -541,9 +545,11 @@ func (d *Device) handle(p *peer, c *ctl) error {
 	return nil
 }
 
-// writeData moves a rendezvous send's n bytes to the receiver: one remote
-// write into its buffer and SC, or a stream of chunks ending in SC.
-func (d *Device) writeData(p *peer, r *adi.Request, rid uint32, addr uint64, n int) error {
+// writeData moves a send's first n bytes to the receiver: one remote write
+// into its buffer at addr and then sc, or (addr 0) a stream of chunks ending
+// in sc. The send completes once sc is in the ring.
+func (d *Device) writeData(p *peer, r *adi.Request, addr uint64, n int, sc ctl) error {
+	rid := sc.id
 	done := func() { r.Complete(adi.Status{Bytes: n}) }
 	switch {
 	case n == 0:
@@ -567,11 +573,11 @@ func (d *Device) writeData(p *peer, r *adi.Request, rid uint32, addr uint64, n i
 		}
 		d.cnt.remoteWrites++
 	default:
-		d.post(p, &outMsg{ctl: ctl{id: rid}, data: r.Buf, stream: true, total: n, sent: done, req: r})
+		d.post(p, &outMsg{ctl: ctl{id: rid}, data: r.Buf, stream: true, total: n, fin: sc, sent: done, req: r})
 		return nil
 	}
 	d.cnt.bytesOut += int64(n)
-	d.post(p, &outMsg{ctl: ctl{typ: ctlSC, id: rid}, sent: done, req: r})
+	d.post(p, &outMsg{ctl: sc, sent: done, req: r})
 	return nil
 }
 
