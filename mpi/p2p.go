@@ -278,13 +278,17 @@ func Probe(c *Comm, src, tag int) (Status, error) {
 		return Status{Source: ProcNull, Tag: AnyTag}, nil
 	}
 	var st adi.Status
+	var perr error
 	err = r.waitFor(func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		s, ok, _ := r.dev.Iprobe(c.ctx, c.worldRank(src), tag)
-		st = s
-		return ok
+		s, ok, e := r.dev.Iprobe(c.ctx, c.worldRank(src), tag)
+		st, perr = s, e
+		return ok || e != nil
 	})
+	if err == nil {
+		err = perr
+	}
 	if err != nil {
 		return emptyStatus, err
 	}

@@ -115,6 +115,9 @@ func Finalize() error {
 	if err := r.waitFor(func() bool { return r.bsend.idle() }); err != nil {
 		return err
 	}
+	if err := r.finalBarrier(); err != nil {
+		return err
+	}
 	if err := r.pmi.Barrier(); err != nil {
 		return errorf(ErrOther, "MPI_Finalize", "barrier: %v", err)
 	}
@@ -233,4 +236,35 @@ func (r *runtime) waitFor(cond func() bool) error {
 		}
 		r.dev.Sleep(seq, 100*time.Millisecond)
 	}
+}
+
+// finalBarrier is a dissemination barrier over the device, on the world's
+// collective context. Unlike the launcher's barrier it keeps every rank's
+// progress engine running until all ranks have arrived, so a peer still
+// finishing its own protocol (answering a cancel, draining a ring) is served.
+func (r *runtime) finalBarrier() error {
+	const op = "MPI_Finalize"
+	ctx := r.world.ctx + 1
+	var token [1]byte
+	for k := 1; k < r.size; k <<= 1 {
+		to, from := (r.rank+k)%r.size, (r.rank-k+r.size)%r.size
+		recv := &adi.Request{Op: adi.OpRecv, Context: ctx, Peer: from, Tag: k, Buf: adi.Bytes(token[:0])}
+		send := &adi.Request{Op: adi.OpSend, Context: ctx, Peer: to, Tag: k, Buf: adi.Bytes(token[:0])}
+		r.mu.Lock()
+		err := r.dev.Irecv(recv)
+		if err == nil {
+			err = r.dev.Isend(send)
+		}
+		r.mu.Unlock()
+		if err != nil {
+			return errorf(ErrOther, op, "barrier: %v", err)
+		}
+		if err := r.waitFor(func() bool { return recv.Done() && send.Done() }); err != nil {
+			return err
+		}
+		if err := recv.Status.Err; err != nil {
+			return errorf(ErrOther, op, "barrier: %v", err)
+		}
+	}
+	return nil
 }

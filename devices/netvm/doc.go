@@ -16,16 +16,22 @@
 // set by the option eager=N bytes), so programs that count on small sends
 // being buffered do not deadlock.
 //
-// In this version every message is announced by its sender (EAGER, or RTS for
-// a rendezvous) and matched at the receiver by package adi/match; the RTR that
-// follows is receiver-initiated data movement as in MPIN. The thesis' pure
-// receiver-initiated mode, with sender-side matching of RTRs, sub lists and
-// ANY_SOURCE through RFA/SRFA and ENA_ANY/RTR_ANY/UNA_ANY/DISABLE_ANY, is not
-// implemented yet; the control-message types are reserved for it.
+// With eager > 0 (the default) every message is announced by its sender
+// (EAGER with the payload, or RTS for a large one) and matched at the
+// receiver by package adi/match; a matched RTS is answered with CTS carrying
+// the buffer's address, and the data moves by remote write as in MPIN.
+//
+// With eager=0 the device runs the thesis' pure receiver-initiated protocol
+// (mpin.go): RTR/SC, sender-side matching in post order, and ANY_SOURCE
+// through RFA/SRFA with ENA_ANY/RTR_ANY/UNA_ANY/DISABLE_ANY, extended with
+// ANY_TAG, many communicators and receive cancellation. Probe is not
+// possible there (ErrNotSupported), every send waits for its receive (as
+// in the thesis), and cancelling a receive whose RTR is out waits for the
+// sender's answer.
 //
 // Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
 //
-//	eager=N      largest message sent eagerly, bytes (default 16384; 0 = always rendezvous)
+//	eager=N      largest message sent eagerly, bytes (default 16384; 0 = pure MPIN)
 //	ring=N       eager ring per peer, bytes (default 262144; eager must be ≤ ring/4)
 //	cma=auto|off single-copy remote write with process_vm_writev when allowed (auto),
 //	             or always copy through the eager ring in chunks (off)

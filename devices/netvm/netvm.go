@@ -116,6 +116,9 @@ type Device struct {
 	eager      int
 	ring       int
 	chunk      int
+	mpin       bool // eager=0: the thesis' pure receiver-initiated protocol (mpin.go)
+	mp         mpinState
+	offRFA     int // MPIN's RFA flags in the segment
 	cma        bool
 
 	nextID   uint32
@@ -181,7 +184,9 @@ func (d *Device) Init(cfg adi.Config) error {
 		return fmt.Errorf("netvm: option cma=%q: want auto or off", cfg.Options["cma"])
 	}
 	block := offEagerRing + d.ring
-	d.seg, err = shm.Export(fmt.Sprintf("adimpi-netvm-%d", d.rank), offPeers+d.size*block)
+	d.mpin = d.eager == 0
+	d.offRFA = offPeers + d.size*block
+	d.seg, err = shm.Export(fmt.Sprintf("adimpi-netvm-%d", d.rank), d.offRFA+rfaEntries*d.size*4)
 	if err != nil {
 		return err
 	}
@@ -228,6 +233,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.sends = map[uint32]*outSend{}
 	d.recvs = map[uint32]*rvRecv{}
+	d.mpinInit()
 	d.lastLive = time.Now()
 	return nil
 }
@@ -266,6 +272,10 @@ func (d *Device) Counters() map[string]int64 {
 		"data_chunks":         d.cnt.chunks,
 		"ring_full_waits":     d.cnt.ringFull,
 		"bytes_sent":          d.cnt.bytesOut,
+		"mpin_waiting_sends":  int64(lenAll(d.mp.pend)),
+		"mpin_unmatched_rtrs": int64(lenAll(d.mp.rtrs)),
+		"mpin_held_receives":  int64(len(d.mp.rq)),
+		"mpin_open_rtrs":      int64(len(d.mp.ids)),
 	}
 }
 
@@ -282,6 +292,10 @@ func (d *Device) Isend(r *adi.Request) error {
 	p := d.peers[r.Peer]
 	if !p.alive {
 		return adi.Errorf(adi.ErrOther, "send", "rank %d (pid %d) has exited", p.rank, p.pid)
+	}
+	if d.mpin {
+		d.cnt.rndvMsgs++
+		return d.mpinSend(r)
 	}
 	n := r.Buf.Size()
 	if n <= d.eager && r.Mode != adi.ModeSync {
@@ -302,6 +316,10 @@ func (d *Device) Irecv(r *adi.Request) error {
 	if r.Peer != adi.AnySource && !d.peers[r.Peer].alive {
 		return adi.Errorf(adi.ErrOther, "receive", "rank %d (pid %d) has exited", r.Peer, d.peers[r.Peer].pid)
 	}
+	if d.mpin {
+		d.mpinRecv(r)
+		return nil
+	}
 	if m := d.eng.Post(r); m != nil {
 		d.deliver(r, m)
 	}
@@ -314,7 +332,7 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 		d.finishRecv(r, m.Env.Source, m.Env.Tag, m.Size, m.Data)
 		return
 	}
-	d.sendRTR(r, m.Env.Source, m.Env.Tag, m.Size, m.Handle.(uint32))
+	d.sendCTS(r, m.Env.Source, m.Env.Tag, m.Size, m.Handle.(uint32))
 }
 
 // finishRecv completes r with an eager payload, truncating if needed.
@@ -332,22 +350,21 @@ func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
 	return st
 }
 
-// sendRTR answers a matched RTS with the receive buffer's address (or 0 to
+// sendCTS answers a matched RTS with the receive buffer's address (or 0 to
 // ask for the data in chunks through the eager ring).
-func (d *Device) sendRTR(r *adi.Request, src, tag, size int, sid uint32) {
+func (d *Device) sendCTS(r *adi.Request, src, tag, size int, sid uint32) {
 	p := d.peers[src]
 	n := min(size, r.Buf.Size())
 	id := d.newID()
 	d.recvs[id] = &rvRecv{req: r, src: src, tag: tag, size: size, n: n}
-	var addr uint64
-	if n > 0 && p.remoteOK && r.Buf.Contiguous() && p.seg != d.seg {
-		addr = uint64(uintptr(unsafe.Pointer(&r.Buf.Mem[0])))
-	}
-	d.post(p, &outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, addr: addr, n: uint64(n)}})
+	d.post(p, &outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, addr: d.bufAddr(p, r), n: uint64(n)}})
 }
 
 // Iprobe looks for a matching message that has arrived.
 func (d *Device) Iprobe(ctx uint32, src, tag int) (adi.Status, bool, error) {
+	if d.mpin {
+		return adi.Status{}, false, adi.Errorf(adi.ErrNotSupported, "probe", "netvm with eager=0 runs the thesis' receiver-initiated protocol, where a receiver learns of a message only by receiving it")
+	}
 	if m := d.eng.Probe(ctx, src, tag); m != nil {
 		return adi.Status{Source: m.Env.Source, Tag: m.Env.Tag, Bytes: m.Size}, true, nil
 	}
@@ -356,6 +373,9 @@ func (d *Device) Iprobe(ctx uint32, src, tag int) (adi.Status, bool, error) {
 
 // CancelRecv withdraws r if no message has matched it.
 func (d *Device) CancelRecv(r *adi.Request) bool {
+	if d.mpin {
+		return d.mpinCancel(r)
+	}
 	if d.eng.Cancel(r) {
 		r.Complete(adi.Status{Cancelled: true, Source: r.Peer, Tag: r.Tag})
 		return true
@@ -466,6 +486,9 @@ func (d *Device) Progress() (bool, error) {
 			did = true
 		}
 	}
+	if d.mpin && len(d.mp.rq) > 0 {
+		d.mpinAdvance() // ANY_SOURCE receives poll their RFA flags
+	}
 	if !did && time.Since(d.lastLive) > livenessCheck {
 		d.checkPeers()
 	}
@@ -492,6 +515,12 @@ func (d *Device) consumeEager(p *peer, c *ctl) {
 
 func (d *Device) handle(p *peer, c *ctl) error {
 	switch c.typ {
+	case ctlRTR, ctlSC, ctlEnaAny, ctlRTRAny, ctlUnaAny, ctlDisableAny, ctlCancel, ctlCancelAck:
+		if d.mpin {
+			return d.mpinHandle(p, c)
+		}
+	}
+	switch c.typ {
 	case ctlEager:
 		env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
 		a, b := d.eagerPayload(p, c)
@@ -511,7 +540,7 @@ func (d *Device) handle(p *peer, c *ctl) error {
 	case ctlRTS:
 		env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
 		if r := d.eng.Arrive(env); r != nil {
-			d.sendRTR(r, p.rank, env.Tag, int(c.n), c.id)
+			d.sendCTS(r, p.rank, env.Tag, int(c.n), c.id)
 		} else {
 			d.eng.AddUnexpected(&match.Message{Env: env, Size: int(c.n), Handle: c.id})
 		}
@@ -628,5 +657,16 @@ func (d *Device) checkPeers() {
 		for _, r := range d.eng.CancelFrom(p.rank) {
 			fail(r)
 		}
+		if d.mpin {
+			d.mpinPeerGone(p.rank, fail)
+		}
 	}
+}
+
+func lenAll[T any](qs [][]T) int {
+	n := 0
+	for _, q := range qs {
+		n += len(q)
+	}
+	return n
 }
