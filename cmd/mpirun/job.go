@@ -1,0 +1,466 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/adimpi/adimpi/internal/pmi"
+)
+
+// Teardown timing.
+const (
+	// killDelay is how long ranks get to exit after SIGTERM (or a forwarded
+	// signal) before they are killed.
+	killDelay = time.Second
+	// settleDelay bounds how long mpirun waits, after a rank fails, for
+	// evidence that tells what failed first (its PMI connection draining,
+	// the exit of the rank the PMI server lost first).
+	settleDelay = 250 * time.Millisecond
+	// drainDelay bounds how long mpirun waits for output after every rank
+	// has exited (a rank's own children may keep its pipes open).
+	drainDelay = 2 * time.Second
+)
+
+// job is one run of a program on np ranks.
+type job struct {
+	np            int
+	binary        string // executable to start
+	argv0         string // argv[0] for the ranks
+	args          []string
+	device        string
+	deviceOpts    []string
+	tagOutput     bool
+	timeout       time.Duration
+	asyncProgress bool
+	stdout        *lineSink
+	stderr        *lineSink
+
+	srv      *pmi.Server
+	ranks    []*rankProc
+	exits    chan exitEvent
+	output   sync.WaitGroup // output forwarders
+	stopping bool           // teardown has begun; later exits are expected
+}
+
+// rankProc is one started rank.
+type rankProc struct {
+	rank   int
+	cmd    *exec.Cmd
+	pid    int
+	exited bool
+	state  *os.ProcessState // set when exited
+	served chan struct{}    // closed when the rank's PMI Serve returns
+}
+
+// exitEvent reports that a rank's process has ended.
+type exitEvent struct {
+	rank  int
+	state *os.ProcessState
+}
+
+// failure is the first thing that went wrong, which decides mpirun's exit
+// status.
+type failure struct {
+	msg  string
+	code int
+}
+
+// run starts the ranks, supervises them and returns mpirun's exit status.
+func (j *job) run() int {
+	j.srv = pmi.NewServer(j.np, fmt.Sprintf("adimpi_kvs_%d", os.Getpid()))
+	j.exits = make(chan exitEvent, j.np)
+
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+
+	stdin0, closeStdin := rank0Stdin()
+	for r := 0; r < j.np; r++ {
+		var stdin *os.File
+		if r == 0 {
+			stdin = stdin0
+		}
+		err := j.start(r, stdin)
+		if r == 0 {
+			closeStdin() // rank 0 has its own copy
+		}
+		if err != nil {
+			j.errorf("mpirun: cannot start rank %d (%s): %v; stopping the job", r, j.argv0, err)
+			code := exitCannotExec
+			if errors.Is(err, os.ErrNotExist) {
+				code = exitNotFound
+			}
+			return j.finish(code, true)
+		}
+	}
+	return j.supervise(signals)
+}
+
+// supervise waits for every rank, reacting to failures, aborts, signals
+// and the timeout, and returns the exit status.
+func (j *job) supervise(signals <-chan os.Signal) int {
+	var (
+		status   int
+		timeoutC <-chan time.Time
+		killC    <-chan time.Time
+		signaled bool
+	)
+	if j.timeout > 0 {
+		t := time.NewTimer(j.timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	stop := func(f failure, sig syscall.Signal) {
+		j.errorf("%s", f.msg)
+		status = f.code
+		j.stopping = true
+		j.signalAll(sig)
+		killC = time.After(killDelay)
+	}
+	for j.alive() > 0 {
+		select {
+		case ev := <-j.exits:
+			j.record(ev)
+			if j.stopping {
+				continue
+			}
+			if f, bad := j.judge(ev.rank); bad {
+				stop(j.firstFailure(ev.rank, f), syscall.SIGTERM)
+			}
+		case a := <-j.srv.Aborts():
+			if !j.stopping {
+				stop(j.abortFailure(a), syscall.SIGTERM)
+			}
+		case sig := <-signals:
+			s := sig.(syscall.Signal)
+			if signaled {
+				j.signalAll(syscall.SIGKILL)
+				continue
+			}
+			signaled = true
+			if j.stopping {
+				j.signalAll(s)
+				continue
+			}
+			stop(failure{
+				msg:  fmt.Sprintf("mpirun: received signal %d (%v); forwarding it to all ranks", int(s), s),
+				code: 128 + int(s),
+			}, s)
+		case <-timeoutC:
+			if !j.stopping {
+				stop(failure{
+					msg:  fmt.Sprintf("mpirun: job timed out after %v; stopping the job", j.timeout),
+					code: exitTimeout,
+				}, syscall.SIGTERM)
+			}
+		case <-killC:
+			j.signalAll(syscall.SIGKILL)
+		}
+	}
+	return j.finish(status, j.stopping)
+}
+
+// finish waits for the remaining output and, after a failure, for every
+// started rank, then returns status.
+func (j *job) finish(status int, failed bool) int {
+	if failed {
+		// Ranks started so far (after a launch failure) and any children
+		// they left behind in their process groups.
+		j.signalAll(syscall.SIGTERM)
+		deadline := time.After(killDelay)
+		for j.alive() > 0 {
+			select {
+			case ev := <-j.exits:
+				j.record(ev)
+			case <-deadline:
+				j.signalAll(syscall.SIGKILL)
+				deadline = nil
+			}
+		}
+		for _, r := range j.ranks {
+			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		j.output.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(drainDelay):
+	}
+	return status
+}
+
+// alive counts ranks that have not exited.
+func (j *job) alive() int {
+	n := 0
+	for _, r := range j.ranks {
+		if !r.exited {
+			n++
+		}
+	}
+	return n
+}
+
+// record notes that a rank has exited.
+func (j *job) record(ev exitEvent) {
+	r := j.ranks[ev.rank]
+	r.exited = true
+	r.state = ev.state
+}
+
+// signalAll sends sig to the process group of every rank still running.
+func (j *job) signalAll(sig syscall.Signal) {
+	for _, r := range j.ranks {
+		if !r.exited {
+			_ = syscall.Kill(-r.pid, sig)
+		}
+	}
+}
+
+// judge decides whether a rank's exit is a failure of the job.
+func (j *job) judge(rank int) (failure, bool) {
+	r := j.ranks[rank]
+	who := fmt.Sprintf("mpirun: rank %d (pid %d)", r.rank, r.pid)
+	if r.state == nil {
+		return failure{msg: who + " could not be waited for; stopping the job", code: 1}, true
+	}
+	ws, _ := r.state.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		sig := ws.Signal()
+		return failure{
+			msg:  fmt.Sprintf("%s was killed by signal %d (%v); stopping the job", who, int(sig), sig),
+			code: 128 + int(sig),
+		}, true
+	case r.state.ExitCode() != 0:
+		when := " before MPI_Finalize"
+		if j.srv.Finalized(r.rank) {
+			when = ""
+		}
+		return failure{
+			msg:  fmt.Sprintf("%s exited with status %d%s; stopping the job", who, r.state.ExitCode(), when),
+			code: r.state.ExitCode(),
+		}, true
+	case j.srv.Initialized(r.rank) && !j.srv.Finalized(r.rank):
+		// A program that never spoke PMI is not an MPI program and may
+		// exit as it likes; one that did must finalize.
+		return failure{
+			msg:  fmt.Sprintf("%s exited with status 0 without calling MPI_Finalize; stopping the job", who),
+			code: 1,
+		}, true
+	}
+	return failure{}, false
+}
+
+// abortFailure describes a rank's MPI_Abort.
+func (j *job) abortFailure(a pmi.Abort) failure {
+	msg := fmt.Sprintf("mpirun: rank %d (pid %d) called MPI_Abort with code %d", a.Rank, j.ranks[a.Rank].pid, a.Code)
+	if a.Msg != "" {
+		msg += ": " + strings.TrimSpace(a.Msg)
+	}
+	code := a.Code & 0xff
+	if code == 0 {
+		code = 1
+	}
+	return failure{msg: msg + "; stopping the job", code: code}
+}
+
+// firstFailure is called when rank failed with f. The rank's exit
+// may be a consequence of an earlier failure that mpirun has not heard
+// about yet: an abort still in the PMI connection, or another rank whose
+// death released this rank's PMI barrier with an error. It briefly waits
+// for that evidence and returns the failure that came first.
+func (j *job) firstFailure(rank int, f failure) failure {
+	select {
+	case <-j.ranks[rank].served:
+	case <-time.After(settleDelay):
+	}
+	select {
+	case a := <-j.srv.Aborts():
+		return j.abortFailure(a)
+	default:
+	}
+	lost := j.srv.FirstLost()
+	if lost < 0 || lost == rank {
+		return f
+	}
+	// The PMI server lost another rank first. If that rank's process has
+	// ended (or ends right away), it is the one to blame.
+	deadline := time.After(settleDelay)
+	for {
+		if j.ranks[lost].exited {
+			if lf, bad := j.judge(lost); bad {
+				return lf
+			}
+			return f
+		}
+		select {
+		case e := <-j.exits:
+			j.record(e)
+		case a := <-j.srv.Aborts():
+			return j.abortFailure(a)
+		case <-deadline:
+			return f
+		}
+	}
+}
+
+// errorf prints one of mpirun's own messages to stderr as a whole line.
+func (j *job) errorf(format string, a ...any) {
+	j.stderr.writeLine(nil, []byte(fmt.Sprintf(format, a...)+"\n"))
+}
+
+// environ returns the environment of rank r: mpirun's own, without any PMI
+// or device settings it inherited, plus the job's.
+func (j *job) environ(r int) []string {
+	set := map[string]string{
+		"PMI_FD":            "3",
+		"PMI_RANK":          strconv.Itoa(r),
+		"PMI_SIZE":          strconv.Itoa(j.np),
+		"ADIMPI_DEVICE":     j.device,
+		"ADIMPI_DEVICE_OPT": strings.Join(j.deviceOpts, ","),
+	}
+	if j.asyncProgress {
+		set["ADIMPI_ASYNC_PROGRESS"] = "1"
+	}
+	drop := map[string]bool{"PMI_PORT": true, "PMI_ID": true}
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ours := set[name]; ours || drop[name] {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, name := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS"} {
+		if v, ok := set[name]; ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// start launches rank r with the given stdin (nil for /dev/null), its
+// output forwarders, its PMI server goroutine and its exit watcher.
+func (j *job) start(r int, stdin *os.File) error {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socketpair: %w", err)
+	}
+	parentEnd := os.NewFile(uintptr(fds[0]), "pmi")
+	childEnd := os.NewFile(uintptr(fds[1]), "pmi-child")
+	defer childEnd.Close()
+	conn, err := net.FileConn(parentEnd)
+	parentEnd.Close()
+	if err != nil {
+		return fmt.Errorf("pmi socket: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		conn.Close()
+		outR.Close()
+		outW.Close()
+		return err
+	}
+
+	cmd := &exec.Cmd{
+		Path:       j.binary,
+		Args:       append([]string{j.argv0}, j.args...),
+		Env:        j.environ(r),
+		Stdout:     outW,
+		Stderr:     errW,
+		ExtraFiles: []*os.File{childEnd}, // fd 3
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   true,            // own group: signals reach its children, the tty's ^C reaches only mpirun
+			Pdeathsig: syscall.SIGKILL, // do not outlive a killed mpirun
+		},
+	}
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		conn.Close()
+		outR.Close()
+		errR.Close()
+		return err
+	}
+
+	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{})}
+	j.ranks = append(j.ranks, rp)
+	var prefix []byte
+	if j.tagOutput {
+		prefix = []byte(fmt.Sprintf("[%d] ", r))
+	}
+	j.output.Add(2)
+	go func() {
+		defer j.output.Done()
+		forwardLines(outR, j.stdout, prefix)
+	}()
+	go func() {
+		defer j.output.Done()
+		forwardLines(errR, j.stderr, prefix)
+	}()
+	go func() {
+		defer close(rp.served)
+		err := j.srv.Serve(r, conn)
+		if err != nil && !errors.Is(err, pmi.ErrDisconnected) && !errors.Is(err, pmi.ErrAborted) {
+			j.errorf("mpirun: %v", err)
+		}
+	}()
+	go func() {
+		_ = cmd.Wait() // the exit status is in ProcessState
+		j.exits <- exitEvent{rank: r, state: cmd.ProcessState}
+	}()
+	return nil
+}
+
+// rank0Stdin returns what rank 0 reads as standard input and a cleanup
+// function. A terminal is not handed to rank 0 directly: rank 0 runs in
+// its own process group and would be stopped (SIGTTIN) reading it, so
+// mpirun copies the terminal into a pipe, and only while mpirun is in the
+// terminal's foreground. Anything else (file, pipe) is passed as it is.
+func rank0Stdin() (*os.File, func()) {
+	nop := func() {}
+	if _, err := os.Stdin.Stat(); err != nil {
+		return nil, nop // no usable stdin: /dev/null
+	}
+	if _, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS); err != nil {
+		return os.Stdin, nop
+	}
+	fg, err := unix.IoctlGetInt(int(os.Stdin.Fd()), unix.TIOCGPGRP)
+	if err != nil || fg != unix.Getpgrp() {
+		return nil, nop // in the background: leave the terminal alone
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nop
+	}
+	go func() {
+		_, _ = io.Copy(w, os.Stdin)
+		w.Close()
+	}()
+	return r, func() { r.Close() }
+}

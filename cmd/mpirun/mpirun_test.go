@@ -1,0 +1,387 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/adimpi/adimpi/adi"
+)
+
+// Binaries built once by TestMain.
+var (
+	mpirunBin   string
+	rankprogBin string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mpirun-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mpirunBin = filepath.Join(dir, "mpirun")
+	rankprogBin = filepath.Join(dir, "rankprog")
+	for _, b := range [][2]string{{mpirunBin, "."}, {rankprogBin, "./testdata/rankprog"}} {
+		out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is one finished mpirun.
+type result struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+}
+
+// run runs mpirun with args and stdin (nil: empty) and waits for it; a
+// hard limit keeps a broken mpirun from hanging the test.
+func run(t *testing.T, stdin io.Reader, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirunBin, args...)
+	cmd.Stdin = stdin
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	res := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	if ctx.Err() != nil {
+		t.Fatalf("mpirun %q did not finish within 20s\nstdout:\n%s\nstderr:\n%s", args, res.stdout, res.stderr)
+	}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("mpirun %q: %v", args, err)
+		}
+		res.code = ee.ExitCode()
+	}
+	return res
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", r.code, r.elapsed.Round(time.Millisecond), r.stdout, r.stderr)
+}
+
+func lines(s string) []string {
+	s = strings.TrimSuffix(s, "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// (a) Every line of every rank arrives whole, with correct tags.
+func TestOutputForwarding(t *testing.T) {
+	const np, n = 4, 200
+	for _, tag := range []bool{false, true} {
+		args := []string{"-np", fmt.Sprint(np)}
+		if tag {
+			args = append(args, "-tag-output")
+		}
+		res := run(t, nil, nil, append(args, rankprogBin, "print", fmt.Sprint(n))...)
+		if res.code != 0 {
+			t.Fatalf("tag=%t: %v", tag, res)
+		}
+		lineRE := regexp.MustCompile(`^(\[(\d)\] )?rank (\d) (of 4 line (\d+)|partial)$`)
+		next := make([]int, np) // next line number expected per rank
+		partial := make([]bool, np)
+		for _, l := range lines(res.stdout) {
+			m := lineRE.FindStringSubmatch(l)
+			if m == nil {
+				t.Fatalf("tag=%t: bad stdout line %q", tag, l)
+			}
+			if (m[1] != "") != tag || (tag && m[2] != m[3]) {
+				t.Fatalf("tag=%t: wrong tag in %q", tag, l)
+			}
+			r := int(m[3][0] - '0')
+			if m[4] == "partial" {
+				partial[r] = true
+				continue
+			}
+			if want := fmt.Sprint(next[r]); m[5] != want || partial[r] {
+				t.Fatalf("tag=%t: rank %d: got %q, want line %s", tag, r, l, want)
+			}
+			next[r]++
+		}
+		for r := 0; r < np; r++ {
+			if next[r] != n || !partial[r] {
+				t.Errorf("tag=%t: rank %d: %d lines, partial line seen %t", tag, r, next[r], partial[r])
+			}
+		}
+		errLines := lines(res.stderr)
+		slices.Sort(errLines)
+		var want []string
+		for r := 0; r < np; r++ {
+			prefix := ""
+			if tag {
+				prefix = fmt.Sprintf("[%d] ", r)
+			}
+			want = append(want, fmt.Sprintf("%srank %d stderr", prefix, r))
+		}
+		if !slices.Equal(errLines, want) {
+			t.Errorf("tag=%t: stderr lines %q, want %q", tag, errLines, want)
+		}
+	}
+}
+
+// (b) A rank that exits early with status 3 stops the job, and mpirun
+// blames it, not the ranks whose barrier failed as a consequence.
+func TestRankExitsEarly(t *testing.T) {
+	msg := regexp.MustCompile(`(?m)^mpirun: rank 3 \(pid \d+\) exited with status 3 before MPI_Finalize; stopping the job$`)
+	for i := 0; i < 5; i++ {
+		res := run(t, nil, nil, "-np", "4", rankprogBin, "fail-early", "3")
+		if res.code != 3 || !msg.MatchString(res.stderr) || res.elapsed > 10*time.Second {
+			t.Fatalf("run %d: want exit 3 with the rank 3 message: %v", i, res)
+		}
+		if n := strings.Count(res.stderr, "mpirun: "); n != 1 {
+			t.Fatalf("run %d: want exactly one mpirun message: %v", i, res)
+		}
+	}
+}
+
+// (c) MPI_Abort: the aborting rank blocks afterwards; mpirun must end it.
+func TestAbort(t *testing.T) {
+	res := run(t, nil, nil, "-np", "3", rankprogBin, "abort", "5")
+	msg := regexp.MustCompile(`(?m)^mpirun: rank 2 \(pid \d+\) called MPI_Abort with code 5: rankprog gave up; stopping the job$`)
+	if res.code != 5 || !msg.MatchString(res.stderr) || res.elapsed > 10*time.Second {
+		t.Fatalf("want exit 5 with the abort message: %v", res)
+	}
+}
+
+// (d) -timeout ends a hung job, killing a rank that ignores SIGTERM.
+func TestTimeout(t *testing.T) {
+	pr, pw, err := os.Pipe() // rank 0 blocks reading this; it never ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	defer pr.Close()
+	res := run(t, pr, nil, "-np", "3", "-timeout", "500ms", rankprogBin, "hang")
+	if res.code != 124 || !strings.Contains(res.stderr, "mpirun: job timed out after 500ms; stopping the job\n") || res.elapsed > 10*time.Second {
+		t.Fatalf("want exit 124 with the timeout message: %v", res)
+	}
+	if n := strings.Count(res.stderr, "mpirun: "); n != 1 {
+		t.Fatalf("want exactly one mpirun message: %v", res)
+	}
+}
+
+// (e) Standard input reaches rank 0 and only rank 0.
+func TestStdin(t *testing.T) {
+	res := run(t, strings.NewReader("line one\nline two\n"), nil, "-np", "3", rankprogBin, "stdin")
+	got := lines(res.stdout)
+	slices.Sort(got)
+	want := []string{`rank 0 stdin "line one\nline two"`, `rank 1 stdin ""`, `rank 2 stdin ""`}
+	if res.code != 0 || !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q: %v", got, want, res)
+	}
+}
+
+// (f) A .go file and a package directory are built once and cleaned up.
+func TestGoSources(t *testing.T) {
+	for _, prog := range []string{"testdata/hello/main.go", "./testdata/hello", "testdata/hello"} {
+		tmp := t.TempDir()
+		res := run(t, nil, []string{"TMPDIR=" + tmp}, "-np", "2", prog, "x", "-y")
+		got := lines(res.stdout)
+		slices.Sort(got)
+		want := []string{
+			`hello from rank 0 of 2, args ["x" "-y"]`,
+			`hello from rank 1 of 2, args ["x" "-y"]`,
+		}
+		if res.code != 0 || !slices.Equal(got, want) {
+			t.Fatalf("%s: got %q, want %q: %v", prog, got, want, res)
+		}
+		left, err := os.ReadDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range left {
+			if strings.HasPrefix(e.Name(), "mpirun-build-") {
+				t.Errorf("%s: build directory %s left behind", prog, e.Name())
+			}
+		}
+	}
+	res := run(t, nil, nil, "-np", "1", "testdata/no-such.go")
+	if res.code != exitNotFound {
+		t.Errorf("missing .go file: %v", res)
+	}
+}
+
+func TestSignalForwarding(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	defer pr.Close()
+	cmd := exec.Command(mpirunBin, "-np", "3", rankprogBin, "ready")
+	cmd.Stdin = pr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	sc := bufio.NewScanner(out)
+	for ready := 0; ready < 3 && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "ready ") {
+			ready++
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, out)
+	err = cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "mpirun: received signal 2 (interrupt); forwarding it to all ranks") {
+		t.Fatalf("want exit 130 and the forwarding message, got %v\nstderr:\n%s", err, stderr.String())
+	}
+}
+
+func TestExitWithoutFinalize(t *testing.T) {
+	res := run(t, nil, nil, "-np", "2", rankprogBin, "nofinalize")
+	msg := regexp.MustCompile(`(?m)^mpirun: rank \d \(pid \d+\) exited with status 0 without calling MPI_Finalize; stopping the job$`)
+	if res.code != 1 || !msg.MatchString(res.stderr) {
+		t.Fatalf("want exit 1 and the no-finalize message: %v", res)
+	}
+	// A program that never uses PMI may exit 0 freely.
+	res = run(t, nil, nil, "-np", "2", "true")
+	if res.code != 0 || res.stderr != "" {
+		t.Fatalf("true: %v", res)
+	}
+}
+
+func TestKilledBySignal(t *testing.T) {
+	res := run(t, nil, nil, "-np", "2", "sh", "-c", `if [ "$PMI_RANK" = 1 ]; then kill -KILL $$; fi`)
+	msg := regexp.MustCompile(`(?m)^mpirun: rank 1 \(pid \d+\) was killed by signal 9 \(killed\); stopping the job$`)
+	if res.code != 128+9 || !msg.MatchString(res.stderr) {
+		t.Fatalf("want exit 137 and the signal message: %v", res)
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	res := run(t, nil, []string{"PMI_PORT=1.2.3.4:5", "ADIMPI_DEVICE_OPT=stale"},
+		"--np=2", "-device-opt", "a=1", "--device-opt=b=x=y", "-async-progress", "-tag-output",
+		rankprogBin, "env", "-np", "7", "--", "-x")
+	if res.code != 0 {
+		t.Fatal(res)
+	}
+	for _, want := range []string{
+		"[1] rank 1 PMI_FD=3", "[1] rank 1 PMI_RANK=1", "[0] rank 0 PMI_SIZE=2",
+		"[0] rank 0 ADIMPI_DEVICE=netvm", "[0] rank 0 ADIMPI_DEVICE_OPT=a=1,b=x=y",
+		"[1] rank 1 ADIMPI_ASYNC_PROGRESS=1", `[0] rank 0 args=["-np" "7" "--" "-x"]`,
+	} {
+		if !slices.Contains(lines(res.stdout), want) {
+			t.Errorf("missing %q: %v", want, res)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	known := strings.Join(adi.Devices(), ", ")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-device", "no-such-device", "true"}, 2, `unknown device "no-such-device"; known devices: ` + known},
+		{[]string{"-np", "0", "true"}, 2, "-np must be at least 1"},
+		{[]string{}, 2, "no program given"},
+		{[]string{"-bogus", "true"}, 2, "unknown flag"},
+		{[]string{"-device-opt", "novalue", "true"}, 2, "want key=value"},
+		{[]string{"no-such-program-xyz"}, exitNotFound, "no-such-program-xyz"},
+		{[]string{"testdata/hello/main.go/"}, exitNotFound, "main.go"},
+		{[]string{"testdata/not-a-dir/prog"}, exitNotFound, "not-a-dir"},
+	} {
+		res := run(t, nil, nil, tc.args...)
+		if res.code != tc.code || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("mpirun %q: want exit %d and %q: %v", tc.args, tc.code, tc.want, res)
+		}
+	}
+	res := run(t, nil, nil, "-list-devices")
+	if res.code != 0 || !slices.Equal(lines(res.stdout), adi.Devices()) || len(adi.Devices()) == 0 {
+		t.Errorf("-list-devices: %v", res)
+	}
+	res = run(t, nil, nil, "-h")
+	for _, want := range []string{"-np N", "-device name", "-device-opt key=value", "-tag-output", "-timeout duration",
+		"-list-devices", "-async-progress", "ADIMPI_DEVICE_OPT", "PMI_FD"} {
+		if res.code != 0 || !strings.Contains(res.stdout, want) {
+			t.Errorf("-h lacks %q: %v", want, res)
+		}
+	}
+}
+
+func TestNormalizeArgs(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"-np", "4", "prog", "-np", "2"}, []string{"--np", "4", "prog", "-np", "2"}},
+		{[]string{"-np=4", "-tag-output", "-device", "netvm", "p"}, []string{"--np=4", "--tag-output", "--device", "netvm", "p"}},
+		{[]string{"-n", "3", "-h"}, []string{"-n", "3", "-h"}},
+		{[]string{"-n4", "--timeout", "1s", "p"}, []string{"-n4", "--timeout", "1s", "p"}},
+		{[]string{"-device-opt", "-x=1", "p"}, []string{"--device-opt", "-x=1", "p"}},
+		{[]string{"-bogus", "p"}, []string{"--bogus", "p"}},
+		{[]string{"--", "-np"}, []string{"--", "-np"}},
+	} {
+		if got := normalizeArgs(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("normalizeArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestForwardLines(t *testing.T) {
+	long := strings.Repeat("x", 100_000)
+	var b strings.Builder
+	sink := &lineSink{w: &b}
+	forwardLines(io.NopCloser(strings.NewReader("a\n\nb\n"+long+"\nend")), sink, []byte("[7] "))
+	want := "[7] a\n[7] \n[7] b\n[7] " + long + "\n[7] end\n"
+	if b.String() != want {
+		t.Errorf("forwarded %d bytes, want %d", b.Len(), len(want))
+	}
+}
+
+// TestMPICHProgram runs a C program built with MPICH's mpicc under
+// mpirun: MPICH's PMI-1 client must wire up through our server. Skipped
+// when MPICH's compiler wrapper is not installed.
+func TestMPICHProgram(t *testing.T) {
+	mpicc, err := exec.LookPath("mpicc.mpich")
+	if err != nil {
+		t.Skip("mpicc.mpich not on PATH (Debian package libmpich-dev)")
+	}
+	bin := filepath.Join(t.TempDir(), "mpich-hello")
+	if out, err := exec.Command(mpicc, "-o", bin, "testdata/mpich/hello.c").CombinedOutput(); err != nil {
+		t.Skipf("mpicc.mpich cannot build a program here: %v\n%s", err, out)
+	}
+	res := run(t, nil, nil, "-np", "3", "-timeout", "15s", bin)
+	got := lines(res.stdout)
+	slices.Sort(got)
+	want := []string{"mpich rank 0 of 3 sum 3", "mpich rank 1 of 3 sum 3", "mpich rank 2 of 3 sum 3"}
+	if res.code != 0 || !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q: %v", got, want, res)
+	}
+}
