@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// build compiles the ring example and mpirun into a temporary directory.
+func build(t *testing.T) (ring, mpirun string) {
+	t.Helper()
+	dir := t.TempDir()
+	ring, mpirun = filepath.Join(dir, "ring"), filepath.Join(dir, "mpirun")
+	for out, pkg := range map[string]string{ring: ".", mpirun: "../../cmd/mpirun"} {
+		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	return ring, mpirun
+}
+
+func checkRing(t *testing.T, out []byte, err error, np string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("ring failed: %v\n%s", err, out)
+	}
+	if want := "ring: " + np + " ranks on device netvm"; !strings.Contains(string(out), want) {
+		t.Fatalf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// TestRingUnderMpirun runs the example the README's first command runs.
+func TestRingUnderMpirun(t *testing.T) {
+	ring, mpirun := build(t)
+	for _, np := range []string{"1", "2", "16"} {
+		out, err := exec.Command(mpirun, "-np", np, "-timeout", "60s", ring).CombinedOutput()
+		checkRing(t, out, err, np)
+	}
+}
+
+// TestRingUnderHydra starts an adimpi program with MPICH's Hydra launcher:
+// the PMI-1 wire-up is the standard one, and the device comes from the
+// environment.
+func TestRingUnderHydra(t *testing.T) {
+	hydra, err := exec.LookPath("mpiexec.hydra")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("mpiexec.hydra is not installed; .ci/run must install the mpich package")
+		}
+		t.Skip("mpiexec.hydra not installed (apt-get install mpich)")
+	}
+	ring, _ := build(t)
+	cmd := exec.Command(hydra, "-n", "4", ring)
+	cmd.Env = append(os.Environ(), "ADIMPI_DEVICE=netvm")
+	out, err := cmd.CombinedOutput()
+	checkRing(t, out, err, "4")
+}
