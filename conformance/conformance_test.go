@@ -1,0 +1,445 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/adimpi/adimpi/adi"
+	_ "github.com/adimpi/adimpi/devices" // registers every device, for adi.Devices
+)
+
+// mpirunTimeout is what mpirun's own -timeout gets for every job; the test
+// kills a job that outlives it by killGrace.
+const (
+	mpirunTimeout = 120 * time.Second
+	killGrace     = 30 * time.Second
+	// exitEarlyLimit is how long mpirun may take to notice and report a rank
+	// that died.
+	exitEarlyLimit = 10 * time.Second
+	// parallelJobs is how many MPI jobs run at once: the machine has two
+	// cores and 16 ranks already oversubscribe it.
+	parallelJobs = 2
+)
+
+var (
+	mpirunBin string
+	p2pBin    string
+	checks    []string // names printed by p2p -list
+	jobs      = make(chan struct{}, parallelJobs)
+	runSeq    atomic.Int64
+
+	resultsMu sync.Mutex
+	results   []result
+)
+
+// result is the outcome of one subtest, for the summary table.
+type result struct {
+	config  string // device/np=N or device/option/np=N
+	check   string
+	outcome string // PASS, FAIL, UNSUPPORTED
+	elapsed time.Duration
+}
+
+// TestMain builds cmd/mpirun and conformance/p2p into a temporary directory,
+// lists p2p's checks, runs the tests, and (with -v or on failure) prints a
+// table of every run's outcome.
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "adimpi-conformance-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	mpirunBin = filepath.Join(dir, "mpirun")
+	p2pBin = filepath.Join(dir, "p2p")
+	for bin, pkg := range map[string]string{
+		mpirunBin: "github.com/adimpi/adimpi/cmd/mpirun",
+		p2pBin:    "github.com/adimpi/adimpi/conformance/p2p",
+	} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "conformance: go build %s: %v\n%s", pkg, err, out)
+			return 1
+		}
+	}
+	out, err := exec.Command(p2pBin, "-list").Output()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: p2p -list: %v\n", err)
+		return 1
+	}
+	checks = strings.Fields(string(out))
+	if len(checks) == 0 {
+		fmt.Fprintln(os.Stderr, "conformance: p2p -list printed no checks")
+		return 1
+	}
+	start := time.Now()
+	code := m.Run()
+	if testing.Verbose() || code != 0 {
+		printSummary(time.Since(start))
+	}
+	return code
+}
+
+// optionChecks are run again with netvm's device options, at np=4.
+var optionChecks = []string{
+	"order", "anysource", "anytag", "truncate", "zero", "self", "ssend", "bsend", "rsend",
+	"probe", "cancel", "persistent", "waitany", "alltoall", "many-pending", "anysource-race",
+}
+
+// netvmOptions are the netvm device options whose runs use optionChecks.
+var netvmOptions = []string{"eager=0", "cma=off"}
+
+// TestP2P runs every p2p check through mpirun under every registered device
+// at np = 1, 2, 4 and 16 (2 and 4 with -short), and a subset with netvm's
+// options eager=0 and cma=off at np = 4; at most parallelJobs jobs at once.
+func TestP2P(t *testing.T) {
+	nps := []int{1, 2, 4, 16}
+	if testing.Short() {
+		nps = []int{2, 4}
+	}
+	devices := adi.Devices()
+	if len(devices) == 0 {
+		t.Fatal("no device is registered")
+	}
+	for _, dev := range devices {
+		t.Run(dev, func(t *testing.T) {
+			t.Parallel()
+			// Biggest jobs first, so that the slowest runs do not trail at the end.
+			for i := len(nps) - 1; i >= 0; i-- {
+				np := nps[i]
+				t.Run(fmt.Sprintf("np=%d", np), func(t *testing.T) {
+					t.Parallel()
+					for _, check := range checks {
+						t.Run(check, func(t *testing.T) {
+							t.Parallel()
+							runCheck(t, dev, nil, np, check)
+						})
+					}
+				})
+			}
+			if dev != "netvm" {
+				return
+			}
+			for _, opt := range netvmOptions {
+				t.Run(opt, func(t *testing.T) {
+					t.Parallel()
+					t.Run("np=4", func(t *testing.T) {
+						t.Parallel()
+						for _, check := range optionChecks {
+							t.Run(check, func(t *testing.T) {
+								t.Parallel()
+								runCheck(t, dev, []string{opt}, 4, check)
+							})
+						}
+					})
+				})
+			}
+		})
+	}
+}
+
+// runCheck runs p2p check under mpirun and judges the outcome.
+func runCheck(t *testing.T, dev string, opts []string, np int, check string) {
+	config := dev
+	for _, o := range opts {
+		config += "/" + o
+	}
+	config += fmt.Sprintf("/np=%d", np)
+
+	jobs <- struct{}{}
+	r := runJob(dev, opts, np, check)
+	<-jobs
+
+	outcome := judge(t, r, np, check)
+	resultsMu.Lock()
+	results = append(results, result{config: config, check: check, outcome: outcome, elapsed: r.elapsed})
+	resultsMu.Unlock()
+}
+
+// job is what one mpirun run left behind.
+type job struct {
+	args           []string
+	stdout, stderr string
+	err            error // from exec: nil, *exec.ExitError, or a start failure
+	elapsed        time.Duration
+	leftover       []int // pids of the job's processes still running after mpirun exited
+	killed         bool  // the test had to kill mpirun
+}
+
+// command is the job's command line as it can be typed at the module root.
+func (j *job) command() string {
+	args := []string{"go", "run", "./cmd/mpirun"}
+	for _, a := range j.args[1:] {
+		if a == p2pBin {
+			a = "./conformance/p2p"
+		}
+		args = append(args, a)
+	}
+	return strings.Join(args, " ")
+}
+
+func runJob(dev string, opts []string, np int, check string) *job {
+	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String()}
+	for _, o := range opts {
+		args = append(args, "-device-opt", o)
+	}
+	args = append(args, p2pBin, check)
+	j := &job{args: append([]string{mpirunBin}, args...)}
+
+	ctx, cancel := context.WithTimeout(context.Background(), mpirunTimeout+killGrace)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirunBin, args...)
+	// A marker in the environment finds the job's ranks afterwards, whatever
+	// process groups mpirun puts them in.
+	marker := fmt.Sprintf("ADIMPI_CONFORMANCE_JOB=%d-%d", os.Getpid(), runSeq.Add(1))
+	cmd.Env = append(cleanEnv(), marker)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	j.err = cmd.Run()
+	j.elapsed = time.Since(start)
+	j.killed = ctx.Err() != nil
+	j.stdout, j.stderr = stdout.String(), stderr.String()
+
+	// mpirun must not leave ranks behind. Give exiting processes a moment to
+	// disappear, then kill (by pid) whatever of this job is still there.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		j.leftover = processesWith(marker)
+		if len(j.leftover) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range j.leftover {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return j
+}
+
+// cleanEnv is the test's environment without MPI or PMI settings that could
+// change the job.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "ADIMPI_") || strings.HasPrefix(kv, "PMI_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// processesWith lists the live (not zombie) processes whose environment holds kv.
+func processesWith(kv string) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, []byte("\x00"+kv+"\x00")) && !bytes.HasPrefix(env, []byte(kv+"\x00")) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// judge decides a subtest's outcome and reports it.
+func judge(t *testing.T, j *job, np int, check string) string {
+	t.Helper()
+	fail := func(format string, args ...any) string {
+		t.Errorf("%s\nreproduce (at the module root): %s\nexit: %v, %.2fs\nstdout:\n%s\nstderr:\n%s",
+			fmt.Sprintf(format, args...), j.command(), j.err, j.elapsed.Seconds(), indent(j.stdout), indent(j.stderr))
+		return "FAIL"
+	}
+	if len(j.leftover) > 0 {
+		return fail("mpirun exited but left %d processes of the job running (pids %v; killed now)", len(j.leftover), j.leftover)
+	}
+	if j.killed {
+		return fail("mpirun did not end within %v although it was given -timeout %v", mpirunTimeout+killGrace, mpirunTimeout)
+	}
+	var exitErr *exec.ExitError
+	if j.err != nil && !errors.As(j.err, &exitErr) {
+		return fail("could not run mpirun: %v", j.err)
+	}
+
+	if check == "exit-early" {
+		// The last rank exits with status 3 right after MPI_Init: mpirun must
+		// fail, soon, and say which rank it was.
+		if j.err == nil {
+			return fail("mpirun exited 0 although rank %d exited with status 3", np-1)
+		}
+		if j.elapsed > exitEarlyLimit {
+			return fail("mpirun took %.1fs to stop the job after rank %d died (limit %v)", j.elapsed.Seconds(), np-1, exitEarlyLimit)
+		}
+		if !regexp.MustCompile(fmt.Sprintf(`(?i)\brank[ :=#]*%d\b`, np-1)).MatchString(j.stderr) {
+			return fail("mpirun's standard error does not name the failed rank %d", np-1)
+		}
+		if hasLine(j.stdout, "PASS "+check) {
+			return fail("exit-early printed PASS")
+		}
+		t.Logf("mpirun exited with %v after %.2fs and named rank %d", j.err, j.elapsed.Seconds(), np-1)
+		return "PASS"
+	}
+
+	if j.err != nil {
+		if strings.Contains(j.stderr, "timed out") {
+			return fail("the job hung: mpirun's -timeout %v fired", mpirunTimeout)
+		}
+		return fail("mpirun failed")
+	}
+	if strings.Contains(j.stdout, "FAIL") || strings.Contains(j.stderr, "FAIL "+check) {
+		return fail("a rank reported FAIL although mpirun exited 0")
+	}
+	if hasLine(j.stdout, "PASS "+check) {
+		t.Logf("PASS in %.2fs", j.elapsed.Seconds())
+		return "PASS"
+	}
+	if line, ok := findLine(j.stdout, "UNSUPPORTED "+check); ok {
+		switch {
+		case np == 1 && strings.Contains(line, "needs 2 ranks"):
+			t.Logf("counted as UNSUPPORTED (one rank): %s", line)
+			return "UNSUPPORTED"
+		case strings.Contains(line, "MPI_ERR_UNSUPPORTED_OPERATION"):
+			// The device refuses an operation the check needs; the check did
+			// not pass, and the table shows it.
+			t.Logf("counted as UNSUPPORTED (the device refused an operation): %s", line)
+			return "UNSUPPORTED"
+		}
+		return fail("unexpected UNSUPPORTED at np=%d: %s", np, line)
+	}
+	return fail("mpirun exited 0 but rank 0 did not print %q", "PASS "+check)
+}
+
+// hasLine reports whether some line of out ends with want (mpirun may prefix
+// lines with a rank tag).
+func hasLine(out, want string) bool {
+	_, ok := findLine(out, want)
+	return ok
+}
+
+// findLine returns the first line of out that contains prefix and, after
+// prefix, has nothing or a colon (so "PASS anysource" does not match "PASS
+// anysource-race").
+func findLine(out, prefix string) (string, bool) {
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		i := strings.Index(line, prefix)
+		if i < 0 {
+			continue
+		}
+		if rest := line[i+len(prefix):]; rest == "" || strings.HasPrefix(rest, ":") {
+			return line, true
+		}
+	}
+	return "", false
+}
+
+func indent(s string) string {
+	if s == "" {
+		return "\t(empty)"
+	}
+	const max = 4000
+	if len(s) > max {
+		s = s[:max] + "\n... (cut)"
+	}
+	return "\t" + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n\t")
+}
+
+// printSummary prints a table: one row per check, one column per configuration.
+func printSummary(total time.Duration) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	if len(results) == 0 {
+		return
+	}
+	var configs []string
+	seen := map[string]bool{}
+	// With -count > 1 a cell shows the worst outcome and the longest time.
+	rank := map[string]int{"PASS": 0, "UNSUPPORTED": 1, "FAIL": 2}
+	cell := map[[2]string]result{}
+	counts := map[string]int{}
+	for _, r := range results {
+		if !seen[r.config] {
+			seen[r.config] = true
+			configs = append(configs, r.config)
+		}
+		counts[r.outcome]++
+		k := [2]string{r.check, r.config}
+		if c, ok := cell[k]; ok {
+			if rank[c.outcome] > rank[r.outcome] {
+				r.outcome = c.outcome
+			}
+			r.elapsed = max(r.elapsed, c.elapsed)
+		}
+		cell[k] = r
+	}
+	sort.Slice(configs, func(a, b int) bool { return configKey(configs[a]) < configKey(configs[b]) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nconformance summary (%d runs, %.1fs):\n%-15s", len(results), total.Seconds(), "check")
+	for _, c := range configs {
+		fmt.Fprintf(&b, " %-21s", c)
+	}
+	b.WriteString("\n")
+	for _, check := range checks {
+		fmt.Fprintf(&b, "%-15s", check)
+		for _, c := range configs {
+			r, ok := cell[[2]string{check, c}]
+			if !ok {
+				fmt.Fprintf(&b, " %-21s", "-")
+				continue
+			}
+			fmt.Fprintf(&b, " %-21s", fmt.Sprintf("%s %.2fs", r.outcome, r.elapsed.Seconds()))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "PASS %d, FAIL %d, UNSUPPORTED %d\n", counts["PASS"], counts["FAIL"], counts["UNSUPPORTED"])
+	fmt.Print(b.String())
+}
+
+// configKey orders configurations: plain runs by np, then option runs.
+func configKey(c string) string {
+	parts := strings.Split(c, "/")
+	np := 0
+	if n, err := strconv.Atoi(strings.TrimPrefix(parts[len(parts)-1], "np=")); err == nil {
+		np = n
+	}
+	return fmt.Sprintf("%s|%d|%s|%04d", parts[0], len(parts), strings.Join(parts[1:len(parts)-1], "/"), np)
+}
