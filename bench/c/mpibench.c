@@ -1,0 +1,362 @@
+/*
+ * mpibench.c: the patterns of cmd/mpibench written in C against a system
+ * MPI, so that adimpi's netvm device can be compared with MPICH and Open MPI
+ * on the same machine, in the same run, with the same method.
+ *
+ *   mpiexec -n 2 ./mpibench-mpich pingpong [flags]   one-way latency (round trip / 2)
+ *   mpiexec -n 2 ./mpibench-mpich bw [flags]         osu_bw-style streaming bandwidth
+ *   mpiexec -n N ./mpibench-mpich anysource [flags]  MPI_ANY_SOURCE vs. specific-source receives
+ *
+ * Flags (as in cmd/mpibench): --min-size N, --max-size N, --iters N (0 = auto),
+ * --window N, --reps N, --min-time SECONDS, --msgs N, --senders K,
+ * --no-header. Rank 0 prints CSV: bench,device,np,size,value,unit, where
+ * device is "mpich" or "openmpi" (from the MPI header the program was built
+ * with).
+ *
+ * Build: mpicc.mpich -O2 -o mpibench-mpich mpibench.c
+ *        mpicc.openmpi -O2 -o mpibench-openmpi mpibench.c
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(OMPI_MAJOR_VERSION)
+#define DEVICE "openmpi"
+#elif defined(MPICH_VERSION)
+#define DEVICE "mpich"
+#else
+#define DEVICE "mpi"
+#endif
+
+enum { TAG_PING = 1, TAG_CTL = 2, TAG_BW = 3, TAG_ACK = 4, TAG_DATA = 5, TAG_GO = 6 };
+
+struct config {
+    long min_size, max_size;
+    long iters, window, reps, msgs, senders;
+    double min_time;
+    int header;
+};
+
+static struct config cfg = {0, 8L << 20, 0, 64, 3, 1000, 0, 0.05, 1};
+static int rank, nprocs;
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "mpibench rank %d: %s\n", rank, what);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static void row(const char *bench, int np, long size, double value, const char *unit)
+{
+    const char *fmt = value >= 1000 ? "%s,%s,%d,%ld,%.1f,%s\n"
+                    : value >= 1    ? "%s,%s,%d,%ld,%.3f,%s\n"
+                                    : "%s,%s,%d,%ld,%.4f,%s\n";
+    printf(fmt, bench, DEVICE, np, size, value, unit);
+}
+
+static void fill(unsigned char *b, long n)
+{
+    for (long i = 0; i < n; i++)
+        b[i] = (unsigned char)(i * 7 + n + 1);
+}
+
+static void verify(const unsigned char *b, long n, const char *what)
+{
+    for (long i = 0; i < n; i++)
+        if (b[i] != (unsigned char)(i * 7 + n + 1))
+            fail(what);
+}
+
+/* auto_iters: iterations of per seconds that fill min_time. */
+static long auto_iters(double per)
+{
+    if (cfg.iters > 0)
+        return cfg.iters;
+    if (per <= 0)
+        return 1L << 20;
+    long n = (long)(cfg.min_time / per) + 1;
+    if (n < 1)
+        n = 1;
+    if (n > 50000000)
+        n = 50000000;
+    return n;
+}
+
+/* share_iters: rank 0 picks the count and sends it to rank 1. */
+static long share_iters(double per)
+{
+    int64_t v = 0;
+    if (rank == 0) {
+        v = auto_iters(per);
+        MPI_Send(&v, 1, MPI_INT64_T, 1, TAG_CTL, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(&v, 1, MPI_INT64_T, 0, TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    return (long)v;
+}
+
+static int ping_warmup(long n)
+{
+    return n <= 8 << 10 ? 1000 : n <= 64 << 10 ? 200 : n <= 1 << 20 ? 20 : 4;
+}
+
+static int bw_warmup(long n)
+{
+    return n <= 64 << 10 ? 20 : n <= 1 << 20 ? 4 : 2;
+}
+
+static void ping_rounds(unsigned char *sbuf, unsigned char *rbuf, long n, long iters)
+{
+    for (long i = 0; i < iters; i++) {
+        if (rank == 0) {
+            MPI_Send(sbuf, (int)n, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, (int)n, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(rbuf, (int)n, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(sbuf, (int)n, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD);
+        }
+    }
+}
+
+static void pingpong(void)
+{
+    if (rank > 1)
+        return;
+    for (long n = 0; n <= cfg.max_size; n = n ? 2 * n : 1) {
+        if (n < cfg.min_size)
+            continue;
+        unsigned char *sbuf = malloc(n ? n : 1), *rbuf = calloc(n ? n : 1, 1);
+        if (!sbuf || !rbuf)
+            fail("out of memory");
+        fill(sbuf, n);
+        /* check round: the pattern goes over and comes back whole */
+        if (rank == 0) {
+            MPI_Send(sbuf, (int)n, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, (int)n, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            verify(rbuf, n, "pingpong: wrong data back on rank 0");
+        } else {
+            MPI_Recv(rbuf, (int)n, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            verify(rbuf, n, "pingpong: wrong data on rank 1");
+            MPI_Send(rbuf, (int)n, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD);
+        }
+        int warm = ping_warmup(n);
+        ping_rounds(sbuf, rbuf, n, 1);
+        double t0 = MPI_Wtime();
+        ping_rounds(sbuf, rbuf, n, warm - 1);
+        long iters = share_iters((MPI_Wtime() - t0) / (warm - 1));
+        double best = 1e300;
+        for (long r = 0; r < cfg.reps; r++) {
+            t0 = MPI_Wtime();
+            ping_rounds(sbuf, rbuf, n, iters);
+            double d = MPI_Wtime() - t0;
+            if (d < best)
+                best = d;
+        }
+        if (rank == 0)
+            row("pingpong", nprocs, n, best / iters / 2 * 1e6, "us");
+        free(sbuf);
+        free(rbuf);
+    }
+}
+
+static void bw_windows(unsigned char *buf, long n, MPI_Request *reqs, MPI_Status *sts, long count)
+{
+    char ack[4] = {0};
+    for (long i = 0; i < count; i++) {
+        if (rank == 0) {
+            for (long w = 0; w < cfg.window; w++)
+                MPI_Isend(buf, (int)n, MPI_BYTE, 1, TAG_BW, MPI_COMM_WORLD, &reqs[w]);
+            MPI_Waitall((int)cfg.window, reqs, sts);
+            MPI_Recv(ack, 4, MPI_BYTE, 1, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            for (long w = 0; w < cfg.window; w++)
+                MPI_Irecv(buf, (int)n, MPI_BYTE, 0, TAG_BW, MPI_COMM_WORLD, &reqs[w]);
+            MPI_Waitall((int)cfg.window, reqs, sts);
+            MPI_Send(ack, 4, MPI_BYTE, 0, TAG_ACK, MPI_COMM_WORLD);
+        }
+    }
+}
+
+static void bw(void)
+{
+    if (rank > 1)
+        return;
+    MPI_Request *reqs = malloc(cfg.window * sizeof *reqs);
+    MPI_Status *sts = malloc(cfg.window * sizeof *sts);
+    if (!reqs || !sts)
+        fail("out of memory");
+    for (long n = 1; n <= cfg.max_size; n *= 2) {
+        if (n < cfg.min_size)
+            continue;
+        unsigned char *buf = calloc(n, 1);
+        if (!buf)
+            fail("out of memory");
+        if (rank == 0)
+            fill(buf, n);
+        int warm = bw_warmup(n);
+        bw_windows(buf, n, reqs, sts, 1);
+        if (rank == 1)
+            verify(buf, n, "bw: wrong data on rank 1");
+        double t0 = MPI_Wtime();
+        bw_windows(buf, n, reqs, sts, warm - 1);
+        long iters = share_iters((MPI_Wtime() - t0) / (warm - 1));
+        double best = 1e300;
+        for (long r = 0; r < cfg.reps; r++) {
+            t0 = MPI_Wtime();
+            bw_windows(buf, n, reqs, sts, iters);
+            double d = MPI_Wtime() - t0;
+            if (d < best)
+                best = d;
+        }
+        if (rank == 0)
+            row("bw", nprocs, n, (double)n * cfg.window * iters / best / 1e6, "MB/s");
+        free(buf);
+    }
+    free(reqs);
+    free(sts);
+}
+
+/* any_run: one round with k senders; rank 0 returns its time to receive all. */
+static double any_run(int k, int use_any, int64_t *next)
+{
+    int64_t msg = 0, go = 1;
+    if (rank != 0) {
+        MPI_Recv(&go, 1, MPI_INT64_T, 0, TAG_GO, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (long i = 0; i < cfg.msgs; i++) {
+            msg = i;
+            MPI_Send(&msg, 1, MPI_INT64_T, 0, TAG_DATA, MPI_COMM_WORLD);
+        }
+        return 0;
+    }
+    memset(next, 0, (k + 1) * sizeof *next);
+    double t0 = MPI_Wtime();
+    for (int s = 1; s <= k; s++)
+        MPI_Send(&go, 1, MPI_INT64_T, s, TAG_GO, MPI_COMM_WORLD);
+    if (use_any) {
+        for (long j = 0; j < k * cfg.msgs; j++) {
+            MPI_Status st;
+            MPI_Recv(&msg, 1, MPI_INT64_T, MPI_ANY_SOURCE, TAG_DATA, MPI_COMM_WORLD, &st);
+            if (st.MPI_SOURCE < 1 || st.MPI_SOURCE > k || msg != next[st.MPI_SOURCE])
+                fail("anysource: ANY_SOURCE receive out of order or from a wrong rank");
+            next[st.MPI_SOURCE]++;
+        }
+    } else {
+        for (long i = 0; i < cfg.msgs; i++)
+            for (int s = 1; s <= k; s++) {
+                MPI_Recv(&msg, 1, MPI_INT64_T, s, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                if (msg != i)
+                    fail("anysource: specific receive out of order");
+            }
+    }
+    return MPI_Wtime() - t0;
+}
+
+static void anysource(void)
+{
+    int64_t *next = malloc(nprocs * sizeof *next);
+    if (!next)
+        fail("out of memory");
+    int kmin = 1, kmax = nprocs - 1;
+    if (cfg.senders > 0) {
+        if (cfg.senders > nprocs - 1)
+            fail("anysource: --senders needs more ranks");
+        kmin = kmax = (int)cfg.senders;
+    }
+    for (int k = kmin; k <= kmax; k++) {
+        if (rank > k)
+            continue;
+        any_run(k, 1, next);
+        any_run(k, 0, next);
+        double best_any = 1e300, best_spec = 1e300;
+        for (long r = 0; r < cfg.reps; r++) {
+            double a = any_run(k, 1, next), s = any_run(k, 0, next);
+            if (a < best_any)
+                best_any = a;
+            if (s < best_spec)
+                best_spec = s;
+        }
+        if (rank == 0) {
+            double total = (double)k * cfg.msgs;
+            double a = best_any / total * 1e6, s = best_spec / total * 1e6;
+            row("anysource_any", k + 1, 8, a, "us");
+            row("anysource_specific", k + 1, 8, s, "us");
+            row("anysource_ratio", k + 1, 8, a / s, "x");
+        }
+    }
+    free(next);
+}
+
+static void usage(void)
+{
+    if (rank == 0)
+        fprintf(stderr, "usage: mpibench pingpong|bw|anysource [--min-size N] [--max-size N] [--iters N] "
+                        "[--window N] [--reps N] [--min-time S] [--msgs N] [--senders K] [--no-header]\n");
+    MPI_Finalize();
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    const char *cmd = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long *field = NULL;
+        if (!strcmp(a, "--no-header")) {
+            cfg.header = 0;
+            continue;
+        }
+        if (!strcmp(a, "--csv"))
+            continue; /* always CSV */
+        if (a[0] != '-') {
+            if (cmd)
+                usage();
+            cmd = a;
+            continue;
+        }
+        if (i + 1 >= argc)
+            usage();
+        if (!strcmp(a, "--min-time")) {
+            cfg.min_time = atof(argv[++i]);
+            continue;
+        }
+        if (!strcmp(a, "--min-size"))
+            field = &cfg.min_size;
+        else if (!strcmp(a, "--max-size"))
+            field = &cfg.max_size;
+        else if (!strcmp(a, "--iters"))
+            field = &cfg.iters;
+        else if (!strcmp(a, "--window"))
+            field = &cfg.window;
+        else if (!strcmp(a, "--reps"))
+            field = &cfg.reps;
+        else if (!strcmp(a, "--msgs"))
+            field = &cfg.msgs;
+        else if (!strcmp(a, "--senders"))
+            field = &cfg.senders;
+        else
+            usage();
+        *field = atol(argv[++i]);
+    }
+    if (!cmd || cfg.window < 1 || cfg.reps < 1 || cfg.msgs < 1 || cfg.max_size < cfg.min_size)
+        usage();
+    if (nprocs < 2)
+        fail("needs at least 2 ranks");
+    if (rank == 0 && cfg.header)
+        printf("bench,device,np,size,value,unit\n");
+    if (!strcmp(cmd, "pingpong"))
+        pingpong();
+    else if (!strcmp(cmd, "bw"))
+        bw();
+    else if (!strcmp(cmd, "anysource"))
+        anysource();
+    else
+        usage();
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+}

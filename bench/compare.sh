@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# compare.sh: one run, on this machine, of adimpi's netvm device against
+# MPICH and Open MPI (the same benchmark patterns written in C, bench/c), and
+# against the machine's floor (Go copy() and a cache-line ping-pong).
+#
+#   bash bench/compare.sh            # from anywhere; output goes to bench-out/
+#   OUT=/tmp/b bash bench/compare.sh # another output directory
+#   MPIRUN=path bash bench/compare.sh # an already built launcher instead of cmd/mpirun
+#
+# It installs nothing: a missing MPI is reported with the apt-get line that
+# brings it, and its runs are skipped. Every CSV row lands in
+# $OUT/results.csv (bench,device,np,size,value,unit), the logs in $OUT/logs,
+# and the summary (mpibench summarize) in $OUT/summary.txt.
+# adimpi runs keep their defaults (ADIMPI_SPIN_US unset: a waiting rank spins
+# 20 µs before sleeping when ranks ≤ cores, 0 when oversubscribed).
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-bench-out}
+mkdir -p "$OUT/logs"
+RESULTS=$OUT/results.csv
+SECONDS=0
+
+note() { printf '== %s\n' "$*"; }
+
+# --- what is there -----------------------------------------------------------
+if ! command -v go >/dev/null; then
+	echo "compare.sh: go is not on PATH" >&2
+	exit 1
+fi
+have_mpich=1 have_ompi=1
+missing=()
+if ! command -v mpicc.mpich >/dev/null || ! command -v mpiexec.mpich >/dev/null; then
+	have_mpich=0
+	missing+=(mpich libmpich-dev)
+fi
+if ! command -v mpicc.openmpi >/dev/null || ! command -v mpiexec.openmpi >/dev/null; then
+	have_ompi=0
+	missing+=(openmpi-bin libopenmpi-dev)
+fi
+if ((${#missing[@]})); then
+	note "missing, skipped: apt-get install -y ${missing[*]}"
+fi
+
+# --- build -------------------------------------------------------------------
+note "building mpirun and mpibench into $OUT/"
+MPIRUN=${MPIRUN:-}
+if [ -z "$MPIRUN" ]; then
+	MPIRUN=$OUT/mpirun
+	go build -o "$MPIRUN" ./cmd/mpirun || { echo "compare.sh: cmd/mpirun does not build" >&2; exit 1; }
+fi
+go build -o "$OUT/mpibench" ./cmd/mpibench || { echo "compare.sh: cmd/mpibench does not build" >&2; exit 1; }
+if ((have_mpich)); then
+	mpicc.mpich -O2 -o "$OUT/mpibench-mpich" bench/c/mpibench.c || have_mpich=0
+fi
+if ((have_ompi)); then
+	mpicc.openmpi -O2 -o "$OUT/mpibench-openmpi" bench/c/mpibench.c || have_ompi=0
+fi
+
+echo "bench,device,np,size,value,unit" >"$RESULTS"
+failures=()
+
+# run LABEL SECONDS CMD...: runs one benchmark under a time limit, keeps its
+# output in $OUT/logs/LABEL.{csv,err} and appends its rows to the results.
+run() {
+	local label=$1 limit=$2
+	shift 2
+	local t0=$SECONDS rc=0
+	timeout -k 10 "$limit" "$@" >"$OUT/logs/$label.csv" 2>"$OUT/logs/$label.err" || rc=$?
+	if ((rc == 0)); then
+		grep -v '^bench,' "$OUT/logs/$label.csv" | grep ',' >>"$RESULTS"
+		printf '   %-28s %3ds\n' "$label" $((SECONDS - t0))
+		return 0
+	fi
+	failures+=("$label (exit $rc)")
+	printf '   %-28s FAILED (exit %d%s) after %ds: %s\n' "$label" "$rc" \
+		"$([ "$rc" = 124 ] && echo ', time limit')" $((SECONDS - t0)) "$*"
+	tail -n 5 "$OUT/logs/$label.err" | sed 's/^/      /'
+	return 1
+}
+
+NPS=(2 4 8 16)
+
+# --- the machine's floor -----------------------------------------------------
+note "reference: Go copy() and a cache-line ping-pong (one process)"
+run memcpy 120 "$OUT/mpibench" memcpy --csv
+
+# --- adimpi netvm ------------------------------------------------------------
+note "adimpi netvm (mpirun)"
+run netvm-pingpong 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" pingpong --csv
+run netvm-bw 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" bw --csv
+for np in "${NPS[@]}"; do
+	run "netvm-anysource-np$np" 120 "$MPIRUN" -np "$np" -device netvm "$OUT/mpibench" anysource --senders $((np - 1)) --csv
+done
+
+# --- MPICH -------------------------------------------------------------------
+if ((have_mpich)); then
+	note "MPICH $(mpichversion 2>/dev/null | awk -F: '/Version/ {gsub(/[ \t]/, "", $2); print $2; exit}') (mpiexec.mpich)"
+	run mpich-pingpong 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" pingpong
+	run mpich-bw 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" bw
+	for np in "${NPS[@]}"; do
+		run "mpich-anysource-np$np" 120 mpiexec.mpich -n "$np" "$OUT/mpibench-mpich" anysource --senders $((np - 1))
+	done
+fi
+
+# --- Open MPI ----------------------------------------------------------------
+if ((have_ompi)); then
+	# As root Open MPI wants --allow-run-as-root; if its default transports
+	# fail here, fall back to shared memory only with the ob1 PML.
+	ompi=()
+	for extra in "" "--mca btl self,vader --mca pml ob1" "--mca btl self,sm --mca pml ob1"; do
+		# shellcheck disable=SC2206 # the MCA options are meant to split
+		try=(mpiexec.openmpi --allow-run-as-root --oversubscribe $extra)
+		if timeout -k 5 60 "${try[@]}" -n 2 "$OUT/mpibench-openmpi" pingpong --max-size 8 --iters 100 --reps 1 \
+			>"$OUT/logs/openmpi-probe.csv" 2>"$OUT/logs/openmpi-probe.err"; then
+			ompi=("${try[@]}")
+			break
+		fi
+	done
+	if ((${#ompi[@]} == 0)); then
+		note "Open MPI does not run here (see $OUT/logs/openmpi-probe.err); skipped"
+		failures+=("openmpi (no working transport)")
+	else
+		note "Open MPI $(mpiexec.openmpi --version 2>/dev/null | awk 'NR==1 {print $NF}') (${ompi[*]})"
+		run openmpi-pingpong 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" pingpong
+		run openmpi-bw 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" bw
+		for np in "${NPS[@]}"; do
+			run "openmpi-anysource-np$np" 120 "${ompi[@]}" -n "$np" "$OUT/mpibench-openmpi" anysource --senders $((np - 1))
+		done
+	fi
+fi
+
+# --- summary -----------------------------------------------------------------
+{
+	echo "adimpi $(git describe --always --dirty 2>/dev/null || echo '?'), $(go version | awk '{print $3}'), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "rows: $(($(wc -l <"$RESULTS") - 1)) in $RESULTS; runtime ${SECONDS}s"
+	if ((${#failures[@]})); then
+		echo "failed runs: ${failures[*]}"
+	fi
+	echo
+	"$OUT/mpibench" summarize "$RESULTS"
+} | tee "$OUT/summary.txt"
+((${#failures[@]} == 0))

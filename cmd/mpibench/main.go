@@ -1,0 +1,198 @@
+// Mpibench measures adimpi's point-to-point performance, in the manner of the
+// OSU micro-benchmarks, and prints one row per measurement.
+//
+// Usage:
+//
+//	mpirun -np 2 mpibench pingpong [flags]   one-way latency, blocking Send/Recv
+//	mpirun -np 2 mpibench bw [flags]         streaming bandwidth, windows of Isend/Irecv
+//	mpirun -np N mpibench anysource [flags]  AnySource vs. specific-source receives, k = 1..N-1 senders
+//	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
+//	mpibench summarize results.csv           ratios from a CSV made by bench/compare.sh
+//
+// Rank 0 prints an aligned table, or with --csv the columns
+// bench,device,np,size,value,unit under a header row. bench/c holds the same
+// patterns written in C for MPICH and Open MPI, printing the same CSV, and
+// bench/compare.sh runs them all and summarises.
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/adimpi/adimpi/mpi"
+)
+
+// config holds the command-line settings shared by the subcommands.
+type config struct {
+	csv      bool
+	header   bool
+	minSize  int
+	maxSize  int
+	iters    int
+	window   int
+	reps     int
+	minTime  time.Duration
+	msgs     int
+	senders  int
+	checkBuf bool
+}
+
+const usage = `usage: mpibench SUBCOMMAND [flags]
+
+subcommands (run the MPI ones under mpirun):
+  pingpong    one-way latency between ranks 0 and 1 (blocking Send/Recv)
+  bw          streaming bandwidth from rank 0 to rank 1 (--window Isends per ack)
+  anysource   rank 0 receives from k senders, AnySource vs. specific source
+  memcpy      single process: copy() bandwidth and a cache-line ping-pong
+  summarize   read a results CSV (bench/compare.sh) and print the ratios
+
+flags:
+`
+
+func main() {
+	var cfg config
+	fs := pflag.NewFlagSet("mpibench", pflag.ContinueOnError)
+	fs.BoolVar(&cfg.csv, "csv", false, "print CSV (bench,device,np,size,value,unit) instead of a table")
+	fs.BoolVar(&cfg.header, "header", true, "with --csv, print the header row")
+	fs.IntVar(&cfg.minSize, "min-size", 0, "smallest message size in bytes")
+	fs.IntVar(&cfg.maxSize, "max-size", 8<<20, "largest message size in bytes")
+	fs.IntVar(&cfg.iters, "iters", 0, "timed iterations per size (0 = auto, enough for --min-time)")
+	fs.IntVar(&cfg.window, "window", 64, "bw: sends in flight per window")
+	fs.IntVar(&cfg.reps, "reps", 3, "timed repetitions per size; the best is reported")
+	fs.DurationVar(&cfg.minTime, "min-time", 50*time.Millisecond, "with --iters 0, the least time one repetition takes")
+	fs.IntVar(&cfg.msgs, "msgs", 1000, "anysource: messages of 8 B per sender")
+	fs.IntVar(&cfg.senders, "senders", 0, "anysource: only this many senders (0 = every k from 1 to np-1); the np column is k+1")
+	fs.BoolVar(&cfg.checkBuf, "check", true, "verify the received data once per size")
+	fs.Usage = func() {
+		fmt.Fprint(os.Stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == pflag.ErrHelp {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	args := fs.Args()
+	if len(args) == 0 {
+		fs.Usage()
+		os.Exit(2)
+	}
+	if cfg.reps < 1 || cfg.window < 1 || cfg.msgs < 1 || cfg.minSize < 0 || cfg.maxSize < cfg.minSize {
+		fmt.Fprintln(os.Stderr, "mpibench: need --reps, --window, --msgs ≥ 1 and 0 ≤ --min-size ≤ --max-size")
+		os.Exit(2)
+	}
+	switch args[0] {
+	case "summarize":
+		if len(args) != 2 {
+			fmt.Fprintln(os.Stderr, "usage: mpibench summarize results.csv")
+			os.Exit(2)
+		}
+		if err := summarize(os.Stdout, args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, "mpibench summarize:", err)
+			os.Exit(1)
+		}
+	case "memcpy":
+		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
+	case "pingpong", "bw", "anysource":
+		runMPI(&cfg, args[0])
+	default:
+		fmt.Fprintf(os.Stderr, "mpibench: unknown subcommand %q\n", args[0])
+		fs.Usage()
+		os.Exit(2)
+	}
+}
+
+// runMPI starts MPI, runs one of the MPI subcommands and prints on rank 0.
+func runMPI(cfg *config, name string) {
+	if err := mpi.Init(); err != nil {
+		fmt.Fprintln(os.Stderr, "mpibench:", err)
+		os.Exit(1)
+	}
+	world := mpi.World()
+	if world.Size() < 2 {
+		fail("%s needs at least 2 ranks (run it under mpirun -np 2)", name)
+	}
+	var rows []row
+	switch name {
+	case "pingpong":
+		rows = pingpong(cfg, world)
+	case "bw":
+		rows = bandwidth(cfg, world)
+	case "anysource":
+		rows = anysource(cfg, world)
+	}
+	if world.Rank() == 0 {
+		printRows(os.Stdout, cfg, rows)
+	}
+	if err := mpi.Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "mpibench:", err)
+		os.Exit(1)
+	}
+}
+
+// fail reports an error and aborts the whole job.
+func fail(format string, a ...any) {
+	rank := -1
+	if w := mpi.World(); w != nil {
+		rank = w.Rank()
+	}
+	fmt.Fprintf(os.Stderr, "mpibench rank %d: %s\n", rank, fmt.Sprintf(format, a...))
+	if w := mpi.World(); w != nil {
+		mpi.Abort(w, 1)
+	}
+	os.Exit(1)
+}
+
+// check aborts the job if err is not nil.
+func check(err error, what string) {
+	if err != nil {
+		fail("%s: %v", what, err)
+	}
+}
+
+// sizes lists 0 (if min is 0 and zero is allowed) and the powers of two from min to max.
+func sizes(cfg *config, zero bool) []int {
+	var out []int
+	if zero && cfg.minSize == 0 {
+		out = append(out, 0)
+	}
+	for n := 1; n <= cfg.maxSize; n *= 2 {
+		if n >= cfg.minSize {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// autoIters is how many iterations of per seconds each fill minTime.
+func autoIters(cfg *config, per float64) int {
+	if cfg.iters > 0 {
+		return cfg.iters
+	}
+	if per <= 0 {
+		return 1 << 20
+	}
+	n := int(cfg.minTime.Seconds()/per) + 1
+	return min(max(n, 1), 50_000_000)
+}
+
+// fill writes the pattern that size n's messages carry.
+func fill(b []byte, n int) {
+	for i := range b {
+		b[i] = byte(i*7 + n + 1)
+	}
+}
+
+// verify reports the first byte of b that differs from fill's pattern.
+func verify(b []byte, n int) error {
+	for i := range b {
+		if want := byte(i*7 + n + 1); b[i] != want {
+			return fmt.Errorf("size %d: byte %d is %#x, want %#x", n, i, b[i], want)
+		}
+	}
+	return nil
+}

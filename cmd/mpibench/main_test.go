@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestSizes(t *testing.T) {
+	cfg := &config{minSize: 0, maxSize: 16}
+	if got, want := sizes(cfg, true), []int{0, 1, 2, 4, 8, 16}; !slices.Equal(got, want) {
+		t.Errorf("sizes with zero = %v, want %v", got, want)
+	}
+	if got, want := sizes(cfg, false), []int{1, 2, 4, 8, 16}; !slices.Equal(got, want) {
+		t.Errorf("sizes without zero = %v, want %v", got, want)
+	}
+	cfg.minSize = 3
+	if got, want := sizes(cfg, true), []int{4, 8, 16}; !slices.Equal(got, want) {
+		t.Errorf("sizes from 3 = %v, want %v", got, want)
+	}
+}
+
+func TestFillVerify(t *testing.T) {
+	b := make([]byte, 1000)
+	fill(b, len(b))
+	if err := verify(b, len(b)); err != nil {
+		t.Fatal(err)
+	}
+	b[500]++
+	if err := verify(b, len(b)); err == nil {
+		t.Fatal("verify missed a changed byte")
+	}
+}
+
+func TestPrintRowsCSV(t *testing.T) {
+	var buf bytes.Buffer
+	printRows(&buf, &config{csv: true, header: true}, []row{{"bw", "netvm", 2, 4096, 1234.56, "MB/s"}, {"pingpong", "netvm", 2, 8, 0.61234, "us"}})
+	want := csvHeader + "\nbw,netvm,2,4096,1234.6,MB/s\npingpong,netvm,2,8,0.6123,us\n"
+	if buf.String() != want {
+		t.Errorf("CSV:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	csv := csvHeader + `
+pingpong,netvm,2,8,0.6,us
+pingpong,mpich,2,8,0.3,us
+bw,netvm,2,4194304,10000,MB/s
+bw,openmpi,2,4194304,5000,MB/s
+memcpy,go,1,4194304,20000,MB/s
+anysource_any,netvm,4,8,1.5,us
+anysource_specific,netvm,4,8,1.0,us
+` + csvHeader + "\n" // a second header, as concatenated files have
+	path := filepath.Join(t.TempDir(), "results.csv")
+	if err := os.WriteFile(path, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := summarize(&out, path); err != nil {
+		t.Fatal(err)
+	}
+	// Compare with runs of spaces collapsed: tabwriter pads to the widest cell.
+	s := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{
+		"latency 8 B (us) 0.6000 0.3000 n/a 2.00 n/a",
+		"bandwidth 4 MiB (MB/s) 10000.0 n/a 5000.0 n/a 2.00",
+		"netvm 4 1.500 1.000 1.50",
+		"reused 4 MiB buffers (MB/s) 10000.0 20000.0 0.50",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}

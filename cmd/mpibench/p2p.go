@@ -1,0 +1,187 @@
+package main
+
+import (
+	"math"
+
+	"github.com/adimpi/adimpi/mpi"
+)
+
+// Tags of the benchmarks' messages.
+const (
+	tagPing = 1 // pingpong payload
+	tagCtl  = 2 // iteration count chosen by rank 0
+	tagBW   = 3 // bw payload
+	tagAck  = 4 // bw window acknowledgement
+	tagData = 5 // anysource payload
+	tagGo   = 6 // anysource start signal
+)
+
+// shareIters turns rank 0's per-iteration estimate into an iteration count
+// and sends it to rank 1 (there are no collectives yet), so both loop alike.
+func shareIters(cfg *config, c *mpi.Comm, per float64) int {
+	buf := []int64{0}
+	if c.Rank() == 0 {
+		buf[0] = int64(autoIters(cfg, per))
+		check(mpi.Send(c, buf, 1, tagCtl), "send iteration count")
+	} else {
+		_, err := mpi.Recv(c, buf, 0, tagCtl)
+		check(err, "receive iteration count")
+	}
+	return int(buf[0])
+}
+
+// pingWarmup is the number of untimed round trips before a size's timing.
+func pingWarmup(n int) int {
+	switch {
+	case n <= 8<<10:
+		return 1000
+	case n <= 64<<10:
+		return 200
+	case n <= 1<<20:
+		return 20
+	default:
+		return 4
+	}
+}
+
+// pingpong measures one-way latency (round trip / 2) between ranks 0 and 1
+// with blocking Send and Recv; other ranks sit it out.
+func pingpong(cfg *config, c *mpi.Comm) []row {
+	rank := c.Rank()
+	if rank > 1 {
+		return nil
+	}
+	var rows []row
+	for _, n := range sizes(cfg, true) {
+		sbuf, rbuf := make([]byte, n), make([]byte, n)
+		fill(sbuf, n)
+		round := func(iters int) {
+			for i := 0; i < iters; i++ {
+				if rank == 0 {
+					check(mpi.Send(c, sbuf, 1, tagPing), "pingpong send")
+					_, err := mpi.Recv(c, rbuf, 1, tagPing)
+					check(err, "pingpong recv")
+				} else {
+					_, err := mpi.Recv(c, rbuf, 0, tagPing)
+					check(err, "pingpong recv")
+					check(mpi.Send(c, sbuf, 0, tagPing), "pingpong send")
+				}
+			}
+		}
+		if cfg.checkBuf {
+			pingCheck(c, sbuf, rbuf, n)
+		}
+		warm := pingWarmup(n)
+		round(1)
+		t0 := mpi.Wtime()
+		round(warm - 1)
+		iters := shareIters(cfg, c, (mpi.Wtime()-t0)/float64(warm-1))
+		best := math.Inf(1)
+		for r := 0; r < cfg.reps; r++ {
+			t0 := mpi.Wtime()
+			round(iters)
+			best = min(best, mpi.Wtime()-t0)
+		}
+		rows = append(rows, row{"pingpong", mpi.DeviceName(), c.Size(), n, best / float64(iters) / 2 * 1e6, "us"})
+	}
+	return rows
+}
+
+// pingCheck sends the pattern from rank 0 to rank 1 and back and checks it
+// arrived whole both ways.
+func pingCheck(c *mpi.Comm, sbuf, rbuf []byte, n int) {
+	clear(rbuf)
+	if c.Rank() == 0 {
+		check(mpi.Send(c, sbuf, 1, tagPing), "pingpong check send")
+		st, err := mpi.Recv(c, rbuf, 1, tagPing)
+		check(err, "pingpong check recv")
+		if st.Bytes() != n {
+			fail("pingpong: echo of size %d brought %d bytes", n, st.Bytes())
+		}
+		check(verify(rbuf, n), "pingpong: rank 0 got back wrong data")
+		return
+	}
+	st, err := mpi.Recv(c, rbuf, 0, tagPing)
+	check(err, "pingpong check recv")
+	if st.Bytes() != n {
+		fail("pingpong: message of size %d brought %d bytes", n, st.Bytes())
+	}
+	check(verify(rbuf, n), "pingpong: rank 1 got wrong data")
+	check(mpi.Send(c, rbuf, 0, tagPing), "pingpong check send")
+}
+
+// bwWarmup is the number of untimed windows before a size's timing.
+func bwWarmup(n int) int {
+	switch {
+	case n <= 64<<10:
+		return 20
+	case n <= 1<<20:
+		return 4
+	default:
+		return 2
+	}
+}
+
+// bandwidth measures streaming bandwidth like osu_bw: rank 0 starts a window
+// of Isends, rank 1 a window of Irecvs into one buffer, both Waitall, and rank
+// 1 acknowledges the window with 4 bytes.
+func bandwidth(cfg *config, c *mpi.Comm) []row {
+	rank := c.Rank()
+	if rank > 1 {
+		return nil
+	}
+	var rows []row
+	reqs := make([]*mpi.Request, cfg.window)
+	ack := make([]byte, 4)
+	for _, n := range sizes(cfg, false) {
+		buf := make([]byte, n)
+		if rank == 0 {
+			fill(buf, n)
+		}
+		windows := func(count int) {
+			for i := 0; i < count; i++ {
+				var err error
+				if rank == 0 {
+					for w := range reqs {
+						reqs[w], err = mpi.Isend(c, buf, 1, tagBW)
+						check(err, "bw isend")
+					}
+					_, err = mpi.Waitall(reqs)
+					check(err, "bw waitall")
+					_, err = mpi.Recv(c, ack, 1, tagAck)
+					check(err, "bw ack recv")
+				} else {
+					for w := range reqs {
+						reqs[w], err = mpi.Irecv(c, buf, 0, tagBW)
+						check(err, "bw irecv")
+					}
+					sts, err := mpi.Waitall(reqs)
+					check(err, "bw waitall")
+					for _, st := range sts {
+						if st.Bytes() != n {
+							fail("bw: message of size %d brought %d bytes", n, st.Bytes())
+						}
+					}
+					check(mpi.Send(c, ack, 0, tagAck), "bw ack send")
+				}
+			}
+		}
+		warm := bwWarmup(n)
+		windows(1)
+		if rank == 1 && cfg.checkBuf {
+			check(verify(buf, n), "bw: rank 1 got wrong data")
+		}
+		t0 := mpi.Wtime()
+		windows(warm - 1)
+		iters := shareIters(cfg, c, (mpi.Wtime()-t0)/float64(warm-1))
+		best := math.Inf(1)
+		for r := 0; r < cfg.reps; r++ {
+			t0 := mpi.Wtime()
+			windows(iters)
+			best = min(best, mpi.Wtime()-t0)
+		}
+		mbps := float64(n) * float64(cfg.window) * float64(iters) / best / 1e6
+		rows = append(rows, row{"bw", mpi.DeviceName(), c.Size(), n, mbps, "MB/s"})
+	}
+	return rows
+}
