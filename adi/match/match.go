@@ -18,44 +18,123 @@ type Message struct {
 	Size   int    // packed bytes in the whole message
 	Data   []byte // payload copied on arrival (eager protocols), else nil
 	Handle any    // the device's state for fetching the data (rendezvous)
+	seq    uint64 // arrival order across all sources
 }
 
-// Engine holds the posted-receive and unexpected-message queues.
+// posted is a receive waiting in the posted queues.
+type posted struct {
+	r   *adi.Request
+	seq uint64 // post order across all sources
+}
+
+// Engine holds the posted-receive and unexpected-message queues. Both are
+// binned by source, so a receive from one source and a message from one
+// source look only at that source's entries (plus, for arrivals, the
+// wildcard receives); global sequence numbers keep the earliest-first rule
+// across bins.
 type Engine struct {
-	posted     queue[*adi.Request]
-	unexpected queue[*Message]
+	posted     map[int]*queue[*posted] // by source rank
+	anySource  queue[*posted]          // receives from AnySource
+	unexpected map[int]*queue[*Message]
+	nposted    int
+	nunexp     int
+	seq        uint64
+}
+
+func (e *Engine) next() uint64 {
+	e.seq++
+	return e.seq
 }
 
 // Post matches a new receive against the unexpected messages. If one matches,
 // it is removed from the queue and returned, and the receive is not queued.
 // Otherwise the receive joins the posted queue and Post returns nil.
 func (e *Engine) Post(r *adi.Request) *Message {
-	if i := e.unexpected.find(func(m *Message) bool { return r.Matches(m.Env) }); i >= 0 {
-		return e.unexpected.remove(i)
+	if q, i := e.findUnexpected(r); q != nil {
+		e.nunexp--
+		return q.remove(i)
 	}
-	e.posted.push(r)
+	p := &posted{r: r, seq: e.next()}
+	if r.Peer == adi.AnySource {
+		e.anySource.push(p)
+	} else {
+		if e.posted == nil {
+			e.posted = map[int]*queue[*posted]{}
+		}
+		q := e.posted[r.Peer]
+		if q == nil {
+			q = &queue[*posted]{}
+			e.posted[r.Peer] = q
+		}
+		q.push(p)
+	}
+	e.nposted++
 	return nil
+}
+
+// findUnexpected locates the earliest arrived message r would match.
+func (e *Engine) findUnexpected(r *adi.Request) (*queue[*Message], int) {
+	match := func(m *Message) bool { return r.Matches(m.Env) }
+	if r.Peer != adi.AnySource {
+		if q := e.unexpected[r.Peer]; q != nil {
+			if i := q.find(match); i >= 0 {
+				return q, i
+			}
+		}
+		return nil, -1
+	}
+	var best *queue[*Message]
+	bi := -1
+	for _, q := range e.unexpected {
+		if i := q.find(match); i >= 0 && (best == nil || q.at(i).seq < best.at(bi).seq) {
+			best, bi = q, i
+		}
+	}
+	return best, bi
 }
 
 // Arrive matches a message's envelope against the posted receives and removes
 // and returns the earliest that matches, or nil (the caller then keeps the
 // message with AddUnexpected).
 func (e *Engine) Arrive(env adi.Envelope) *adi.Request {
-	if i := e.posted.find(func(r *adi.Request) bool { return r.Matches(env) }); i >= 0 {
-		return e.posted.remove(i)
+	match := func(p *posted) bool { return p.r.Matches(env) }
+	var q *queue[*posted]
+	i := -1
+	if sq := e.posted[env.Source]; sq != nil {
+		if i = sq.find(match); i >= 0 {
+			q = sq
+		}
 	}
-	return nil
+	if j := e.anySource.find(match); j >= 0 && (q == nil || e.anySource.at(j).seq < q.at(i).seq) {
+		q, i = &e.anySource, j
+	}
+	if q == nil {
+		return nil
+	}
+	e.nposted--
+	return q.remove(i).r
 }
 
 // AddUnexpected queues a message that matched no posted receive.
-func (e *Engine) AddUnexpected(m *Message) { e.unexpected.push(m) }
+func (e *Engine) AddUnexpected(m *Message) {
+	m.seq = e.next()
+	if e.unexpected == nil {
+		e.unexpected = map[int]*queue[*Message]{}
+	}
+	q := e.unexpected[m.Env.Source]
+	if q == nil {
+		q = &queue[*Message]{}
+		e.unexpected[m.Env.Source] = q
+	}
+	q.push(m)
+	e.nunexp++
+}
 
 // Probe returns, without removing it, the earliest unexpected message a
 // receive with (ctx, src, tag) would match, or nil.
 func (e *Engine) Probe(ctx uint32, src, tag int) *Message {
-	probe := adi.Request{Context: ctx, Peer: src, Tag: tag}
-	if i := e.unexpected.find(func(m *Message) bool { return probe.Matches(m.Env) }); i >= 0 {
-		return e.unexpected.at(i)
+	if q, i := e.findUnexpected(&adi.Request{Context: ctx, Peer: src, Tag: tag}); q != nil {
+		return q.at(i)
 	}
 	return nil
 }
@@ -63,18 +142,40 @@ func (e *Engine) Probe(ctx uint32, src, tag int) *Message {
 // Cancel removes a posted receive that has not matched; it reports whether
 // the receive was still posted.
 func (e *Engine) Cancel(r *adi.Request) bool {
-	if i := e.posted.find(func(q *adi.Request) bool { return q == r }); i >= 0 {
-		e.posted.remove(i)
+	q := &e.anySource
+	if r.Peer != adi.AnySource {
+		if q = e.posted[r.Peer]; q == nil {
+			return false
+		}
+	}
+	if i := q.find(func(p *posted) bool { return p.r == r }); i >= 0 {
+		q.remove(i)
+		e.nposted--
 		return true
 	}
 	return false
 }
 
 // Posted is the number of receives waiting for a message.
-func (e *Engine) Posted() int { return e.posted.n }
+func (e *Engine) Posted() int { return e.nposted }
 
 // Unexpected is the number of messages waiting for a receive.
-func (e *Engine) Unexpected() int { return e.unexpected.n }
+func (e *Engine) Unexpected() int { return e.nunexp }
+
+// CancelFrom removes and returns every posted receive that names source src
+// explicitly (used when src's process has died; wildcard receives stay).
+func (e *Engine) CancelFrom(src int) []*adi.Request {
+	q := e.posted[src]
+	if q == nil {
+		return nil
+	}
+	var out []*adi.Request
+	for q.n > 0 {
+		out = append(out, q.remove(q.find(func(*posted) bool { return true })).r)
+		e.nposted--
+	}
+	return out
+}
 
 // queue is an ordered list with cheap removal anywhere: removed slots become
 // holes that searches skip, and the slice is compacted when holes dominate.
@@ -122,17 +223,4 @@ func (q *queue[T]) remove(i int) T {
 		q.items, q.head = live, 0
 	}
 	return v
-}
-
-// CancelFrom removes and returns every posted receive that names source src
-// explicitly (used when src's process has died; wildcard receives stay).
-func (e *Engine) CancelFrom(src int) []*adi.Request {
-	var out []*adi.Request
-	for {
-		i := e.posted.find(func(r *adi.Request) bool { return r.Peer == src })
-		if i < 0 {
-			return out
-		}
-		out = append(out, e.posted.remove(i))
-	}
 }
