@@ -125,6 +125,8 @@ type Device struct {
 	sends    map[uint32]*outSend // RTS sent, waiting for RTR
 	recvs    map[uint32]*rvRecv  // RTR sent, waiting for data and SC
 	lastLive time.Time
+	idle     int         // progress passes in a row that found nothing
+	slept    atomic.Bool // a Sleep has happened since the last liveness check
 
 	cnt counters
 }
@@ -489,7 +491,9 @@ func (d *Device) Progress() (bool, error) {
 	if d.mpin && len(d.mp.rq) > 0 {
 		d.mpinAdvance() // ANY_SOURCE receives poll their RFA flags
 	}
-	if !did && time.Since(d.lastLive) > livenessCheck {
+	if did {
+		d.idle = 0
+	} else if d.idle++; (d.idle%1024 == 0 || d.slept.Swap(false)) && time.Since(d.lastLive) > livenessCheck {
 		d.checkPeers()
 	}
 	return did, nil
@@ -618,6 +622,7 @@ func (d *Device) Sleep(seq uint32, timeout time.Duration) {
 	sl := d.seg.Uint32(offSleepers)
 	atomic.AddUint32(sl, 1)
 	_ = shm.FutexWait(d.seg.Uint32(offDoorbell), seq, timeout)
+	d.slept.Store(true)
 	atomic.AddUint32(sl, ^uint32(0))
 }
 
