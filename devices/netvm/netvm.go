@@ -73,7 +73,8 @@ type outMsg struct {
 	stream bool
 	total  int          // stream: bytes left to send
 	fin    ctl          // stream: the SC that follows the data
-	sent   func()       // called once the message (or stream's SC) is in the ring
+	finish bool         // complete req (with Bytes = done) once the message (or stream's SC) is in the ring
+	done   int          // bytes the completed send reports
 	req    *adi.Request // the send this message belongs to, for failure on a dead peer
 }
 
@@ -303,7 +304,7 @@ func (d *Device) Isend(r *adi.Request) error {
 	if n <= d.eager && r.Mode != adi.ModeSync {
 		d.cnt.eagerMsgs++
 		d.post(p, &outMsg{ctl: ctl{typ: ctlEager, ctx: r.Context, tag: int32(r.Tag), n: uint64(n)},
-			data: r.Buf, req: r, sent: func() { r.Complete(adi.Status{Bytes: n}) }})
+			data: r.Buf, req: r, finish: true, done: n})
 		return nil
 	}
 	d.cnt.rndvMsgs++
@@ -441,8 +442,8 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&s[0])), m.typ)
 	p.outTail++
 	ring(p.doorbell, p.sleepers)
-	if m.sent != nil {
-		m.sent()
+	if m.finish {
+		m.req.Complete(adi.Status{Bytes: m.done})
 	}
 	return true
 }
@@ -583,7 +584,6 @@ func (d *Device) handle(p *peer, c *ctl) error {
 // in sc. The send completes once sc is in the ring.
 func (d *Device) writeData(p *peer, r *adi.Request, addr uint64, n int, sc ctl) error {
 	rid := sc.id
-	done := func() { r.Complete(adi.Status{Bytes: n}) }
 	switch {
 	case n == 0:
 	case p.seg == d.seg: // send to self: copy straight into the receive buffer
@@ -606,11 +606,11 @@ func (d *Device) writeData(p *peer, r *adi.Request, addr uint64, n int, sc ctl) 
 		}
 		d.cnt.remoteWrites++
 	default:
-		d.post(p, &outMsg{ctl: ctl{id: rid}, data: r.Buf, stream: true, total: n, fin: sc, sent: done, req: r})
+		d.post(p, &outMsg{ctl: ctl{id: rid}, data: r.Buf, stream: true, total: n, fin: sc, req: r, finish: true, done: n})
 		return nil
 	}
 	d.cnt.bytesOut += int64(n)
-	d.post(p, &outMsg{ctl: sc, sent: done, req: r})
+	d.post(p, &outMsg{ctl: sc, req: r, finish: true, done: n})
 	return nil
 }
 
