@@ -33,6 +33,11 @@ func (e *Error) Error() string { return e.Op + ": " + e.Class.Error() + ": " + e
 // Unwrap returns the error's class.
 func (e *Error) Unwrap() error { return e.Class }
 
+// Is reports whether target is an error class with the same MPI name as this
+// error's class, so that errors.Is(err, mpi.ErrType) holds for a datatype
+// error of class ErrType.
+func (e *Error) Is(target error) bool { return target != nil && target.Error() == e.Class.Error() }
+
 func errorf(class error, op, format string, args ...any) error {
 	return &Error{Class: class, Op: op, Detail: fmt.Sprintf(format, args...)}
 }

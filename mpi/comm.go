@@ -1,6 +1,10 @@
 package mpi
 
-import "github.com/adimpi/adimpi/adi"
+import (
+	"sync/atomic"
+
+	"github.com/adimpi/adimpi/adi"
+)
 
 // Special ranks and tags.
 const (
@@ -19,6 +23,16 @@ type Comm struct {
 	rank  int
 	world []int       // communicator rank → world rank
 	local map[int]int // world rank → communicator rank
+
+	freed   bool          // Free has been called
+	owned   bool          // ctx was allocated from the context-id mask (Free returns it)
+	collSeq atomic.Uint32 // collective sequence number, part of every collective's tag
+	topo    *topology     // Cartesian or graph topology, nil if none
+
+	// An intercommunicator's world and local describe the remote group (the
+	// ranks that point-to-point calls name); lworld is the local group.
+	inter  bool
+	lworld []int
 }
 
 func identity(n int) []int {
@@ -67,6 +81,9 @@ func (c *Comm) Rank() int {
 func (c *Comm) Size() int {
 	if c == nil {
 		return 0
+	}
+	if c.inter {
+		return len(c.lworld)
 	}
 	return len(c.world)
 }

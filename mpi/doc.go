@@ -21,6 +21,20 @@
 // ErrTruncate, ...), testable with errors.Is. Bad arguments are reported and
 // never crash the job.
 //
+// # Groups, communicators and collectives
+//
+// Groups (Group, from Comm.Group) are immutable ordered sets of processes;
+// Dup, Split, SplitType, Create and CreateGroup make new communicators, each
+// with its own pair of context ids (point-to-point and collective) agreed by
+// its members, and Free returns the pair for reuse. The collectives (Barrier,
+// Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v), Reduce,
+// Allreduce, ReduceScatter(Block), Scan, Exscan, and the neighbourhood
+// collectives on Cartesian and graph topologies) come in generic forms on
+// slices, *Buf forms on Buffers and non-blocking I... forms that return a
+// Request; see Barrier for the rules they share and InPlace for
+// MPI_IN_PLACE. A non-blocking collective runs in its own goroutine, which
+// drives the device while the caller computes.
+//
 // Calls may be made from several goroutines at once: the runtime serialises
 // them internally (MPI_THREAD_MULTIPLE by a single lock), and a goroutine
 // blocked in Wait sleeps without holding it.

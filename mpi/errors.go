@@ -46,9 +46,23 @@ func ErrorClass(err error) Class {
 	if errors.As(err, &c) {
 		return c
 	}
+	for _, c := range []Class{ErrType, ErrArg, ErrCount} { // datatype's classes
+		if errors.Is(err, c) {
+			return c
+		}
+	}
 	return ErrOther
 }
 
 func errorf(c Class, op, format string, args ...any) error {
 	return adi.Errorf(c, op, format, args...)
+}
+
+// named attributes an error a device raised to the MPI call op.
+func named(op string, err error) error {
+	var e *adi.Error
+	if errors.As(err, &e) && e.Op != op {
+		return &adi.Error{Class: e.Class, Op: op, Detail: e.Detail}
+	}
+	return err
 }

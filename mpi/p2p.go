@@ -29,8 +29,10 @@ func Slice[T Numeric](s []T) Buffer {
 	return Buffer{Mem: mem, Count: len(s), Type: t}
 }
 
-// Typed describes count elements of type t laid out from the start of mem.
-// Calls check that mem is long enough.
+// Typed describes count elements of type t laid out in mem. mem[0] is the
+// buffer's origin (MPI's buf), or, for a type whose true lower bound is
+// negative, origin+TrueLB (see datatype.Type.Span). Calls check that mem is
+// long enough and that t is committed.
 func Typed(mem []byte, count int, t *datatype.Type) Buffer {
 	return Buffer{Mem: mem, Count: count, Type: t}
 }
@@ -38,6 +40,9 @@ func Typed(mem []byte, count int, t *datatype.Type) Buffer {
 func checkComm(op string, c *Comm) error {
 	if c == nil {
 		return errorf(ErrComm, op, "communicator is nil (MPI_COMM_NULL)")
+	}
+	if c.freed {
+		return errorf(ErrComm, op, "communicator %s has been freed", c.name)
 	}
 	return nil
 }
@@ -49,6 +54,12 @@ func checkBuffer(op string, b Buffer) error {
 	if b.Count < 0 {
 		return errorf(ErrCount, op, "count %d is negative", b.Count)
 	}
+	if b.Type.Freed() {
+		return errorf(ErrType, op, "datatype %s has been freed", b.Type)
+	}
+	if !b.Type.Committed() {
+		return errorf(ErrType, op, "datatype %s is not committed (call Commit)", b.Type)
+	}
 	if need := b.Type.Span(b.Count); len(b.Mem) < need {
 		return errorf(ErrBuffer, op, "buffer of %d bytes is too short for %d elements of %s (%d bytes)", len(b.Mem), b.Count, b.Type, need)
 	}
@@ -59,12 +70,12 @@ func checkPeer(op string, c *Comm, peer int, recv bool) error {
 	if peer == ProcNull || (recv && peer == AnySource) {
 		return nil
 	}
-	if peer < 0 || peer >= c.Size() {
+	if peer < 0 || peer >= len(c.world) { // the remote group's size on an intercommunicator
 		what := "dest"
 		if recv {
 			what = "source"
 		}
-		return errorf(ErrRank, op, "%s %d is out of range [0, %d) of %s", what, peer, c.Size(), c.Name())
+		return errorf(ErrRank, op, "%s %d is out of range [0, %d) of %s", what, peer, len(c.world), c.Name())
 	}
 	return nil
 }
@@ -257,7 +268,7 @@ func Iprobe(c *Comm, src, tag int) (Status, bool, error) {
 	st, ok, err := r.dev.Iprobe(c.ctx, c.worldRank(src), tag)
 	r.mu.Unlock()
 	if !ok || err != nil {
-		return emptyStatus, false, err
+		return emptyStatus, false, named(op, err)
 	}
 	return Status{Source: c.commRank(st.Source), Tag: st.Tag, bytes: st.Bytes}, true, nil
 }
@@ -287,7 +298,7 @@ func Probe(c *Comm, src, tag int) (Status, error) {
 		return ok || e != nil
 	})
 	if err == nil {
-		err = perr
+		err = named(op, perr)
 	}
 	if err != nil {
 		return emptyStatus, err

@@ -15,7 +15,8 @@ type Request struct {
 	buf        Buffer
 	peer, tag  int
 	persistent bool
-	ar         *adi.Request // the operation in flight; nil when inactive
+	ar         *adi.Request  // the operation in flight; nil when inactive
+	bg         chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
 }
 
 // start posts the request's operation to the device.
@@ -47,6 +48,10 @@ func (q *Request) start() error {
 
 // finish turns the device's completion into a Status and makes the request inactive.
 func (q *Request) finish() Status {
+	if q.bg != nil {
+		<-q.bg // the collective's goroutine is done with the device
+		q.bg = nil
+	}
 	st := q.ar.Status
 	q.ar = nil
 	out := Status{Source: q.comm.commRank(st.Source), Tag: st.Tag, Cancelled: st.Cancelled, Err: st.Err, bytes: st.Bytes}

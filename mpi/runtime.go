@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
@@ -28,8 +29,10 @@ type runtime struct {
 	world   *Comm
 	self    *Comm
 	spin    time.Duration // how long a waiter polls before it sleeps
+	poll    time.Duration // how much of the spin polls without yielding the CPU
 	bsend   bsendBuffer
 	nextCtx uint32
+	ids     ctxIDs // the free context-id pairs (communicator creation)
 }
 
 var (
@@ -72,13 +75,19 @@ func Init() error {
 		client.Abort(1, err.Error())
 		return errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
 	}
-	r.spin = 20 * time.Microsecond
+	// A waiter polls, then polls yielding the CPU to other runnable
+	// processes between polls, then sleeps on the device's futex. Sleeping
+	// costs a wake-up (a syscall for the waker, scheduling latency for the
+	// sleeper), so it is worth it only once a wait is clearly long, or when
+	// ranks outnumber cores and a poller would take the CPU its peer needs.
+	r.poll, r.spin = time.Millisecond, time.Millisecond
 	if r.size > goruntime.NumCPU() {
-		r.spin = 0 // oversubscribed: a spinning waiter only steals the sender's CPU
+		r.poll, r.spin = 0, 100*time.Microsecond
 	}
 	if v := os.Getenv("ADIMPI_SPIN_US"); v != "" {
 		if us, err := strconv.Atoi(v); err == nil && us >= 0 {
 			r.spin = time.Duration(us) * time.Microsecond
+			r.poll = min(r.poll, r.spin)
 		}
 	}
 	r.world = newComm("MPI_COMM_WORLD", 0, r.rank, identity(r.size))
@@ -215,11 +224,12 @@ func (r *runtime) progress() error {
 	return nil
 }
 
-// waitFor drives progress until cond holds: it polls for r.spin, then sleeps
-// on the device's doorbell so that oversubscribed ranks yield the CPU.
+// waitFor drives progress until cond holds: it polls for r.poll, polls and
+// yields the CPU until r.spin, then sleeps on the device's doorbell so that
+// oversubscribed ranks do not starve each other.
 func (r *runtime) waitFor(cond func() bool) error {
 	var start time.Time
-	for {
+	for i := 0; ; i++ {
 		seq := r.dev.Seq()
 		if err := r.progress(); err != nil {
 			return err
@@ -227,16 +237,25 @@ func (r *runtime) waitFor(cond func() bool) error {
 		if cond() {
 			return nil
 		}
-		if start.IsZero() {
+		if i == 0 {
 			start = time.Now()
+			continue
 		}
-		if time.Since(start) < r.spin {
-			goruntime.Gosched()
+		if i%16 != 0 {
+			continue // reading the clock costs as much as a poll
+		}
+		if waited := time.Since(start); waited < r.spin {
+			if waited >= r.poll {
+				osYield()
+			}
 			continue
 		}
 		r.dev.Sleep(seq, 100*time.Millisecond)
 	}
 }
+
+// osYield gives the CPU to another runnable process, if there is one.
+func osYield() { syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // finalBarrier is a dissemination barrier over the device, on the world's
 // collective context. Unlike the launcher's barrier it keeps every rank's

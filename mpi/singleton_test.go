@@ -172,3 +172,40 @@ func TestProbeCancelProcNull(t *testing.T) {
 		t.Fatalf("ProcNull recv: %+v %v", st, err)
 	}
 }
+
+func TestDatatypeErrorsCarryMPIClasses(t *testing.T) {
+	_, err := datatype.Vector(-1, 1, 1, datatype.Float64)
+	if !errors.Is(err, mpi.ErrCount) || mpi.ErrorClass(err) != mpi.ErrCount {
+		t.Fatalf("Vector(-1,...): %v (class %v), want ErrCount", err, mpi.ErrorClass(err))
+	}
+	vec, err := datatype.Vector(2, 1, 3, datatype.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := make([]byte, 64)
+	if err := mpi.SendBuf(mpi.World(), mpi.Typed(mem, 1, vec), 0, 0); !errors.Is(err, mpi.ErrType) {
+		t.Fatalf("send with an uncommitted type: %v, want ErrType", err)
+	}
+	if err := vec.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	rq, err := mpi.IrecvBuf(mpi.World(), mpi.Typed(make([]byte, 64), 2, vec), 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range mem {
+		mem[i] = byte(i)
+	}
+	// 3 float64 arrive into a receive of 2 vectors of 2 float64: one whole
+	// vector and one float64 of the second.
+	if err := mpi.SendBuf(mpi.World(), mpi.Typed(mem, 3, datatype.Float64), 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	st, err := rq.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Count(vec) != mpi.Undefined || st.Elements(vec) != 3 || st.Bytes() != 24 {
+		t.Fatalf("count %d elements %d bytes %d, want Undefined, 3, 24", st.Count(vec), st.Elements(vec), st.Bytes())
+	}
+}

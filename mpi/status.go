@@ -29,9 +29,19 @@ func (s Status) Count(t *datatype.Type) int {
 	return s.bytes / t.Size()
 }
 
-// Elements is the number of basic elements of type t received. For the
+// Elements is the number of basic (predefined) elements of type t received
+// (MPI_Get_elements), counting those of a partially received element of a
+// derived type; Undefined if the bytes end inside a basic element. For the
 // predefined types it equals Count.
-func (s Status) Elements(t *datatype.Type) int { return s.Count(t) }
+func (s Status) Elements(t *datatype.Type) int {
+	if t == nil {
+		return Undefined
+	}
+	if n := t.Elements(s.bytes); n >= 0 {
+		return n
+	}
+	return Undefined
+}
 
 // CountOf is the number of elements of Go type T received.
 func CountOf[T Numeric](s Status) int { return s.Count(datatype.Of[T]()) }

@@ -1,0 +1,803 @@
+package mpi
+
+import (
+	"unsafe"
+
+	"github.com/adimpi/adimpi/adi"
+)
+
+// InPlaceBuf is MPI_IN_PLACE for the *Buf collective forms: the zero Buffer.
+var InPlaceBuf = Buffer{}
+
+var inPlaceMark [32]uint64
+
+// InPlace returns the MPI_IN_PLACE marker for the generic collective forms:
+// an empty slice that the collectives recognise by its address.
+func InPlace[T Numeric]() []T {
+	return unsafe.Slice((*T)(unsafe.Pointer(&inPlaceMark)), 1)[:0:0]
+}
+
+func isInPlace(b Buffer) bool { return b.Type == nil && b.Mem == nil && b.Count == 0 }
+
+// sbuf turns a send slice into a Buffer, recognising InPlace.
+func sbuf[T Numeric](s []T) Buffer {
+	if len(s) == 0 && cap(s) == 0 && unsafe.Pointer(unsafe.SliceData(s)) == unsafe.Pointer(&inPlaceMark) {
+		return InPlaceBuf
+	}
+	return Slice(s)
+}
+
+// plan is a checked collective, ready to run now or in the background.
+type plan struct {
+	r   *runtime
+	c   *Comm
+	op  string
+	run func(e *coll) error
+}
+
+func (p *plan) now() error { return p.run(p.c.newColl(p.r, p.op)) }
+
+// start runs the collective in its own goroutine, which drives progress, and
+// returns a request that completes when it is done.
+func (p *plan) start() *Request {
+	e := p.c.newColl(p.r, p.op)
+	ar := &adi.Request{}
+	bg := make(chan struct{})
+	q := &Request{rt: p.r, comm: p.c, op: p.op, peer: AnySource, tag: AnyTag, ar: ar, bg: bg}
+	go func() {
+		defer close(bg)
+		err := p.run(e)
+		ar.Complete(adi.Status{Source: AnySource, Tag: AnyTag, Err: err})
+		p.r.dev.Wake() // a waiter may be asleep on the doorbell
+	}()
+	return q
+}
+
+func blockingPlan(p *plan, err error) error {
+	if err != nil {
+		return err
+	}
+	return p.now()
+}
+
+func startPlan(p *plan, err error) (*Request, error) {
+	if err != nil {
+		return nil, err
+	}
+	return p.start(), nil
+}
+
+func newPlan(op string, c *Comm) (*plan, error) {
+	r, err := collStart(op, c)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{r: r, c: c, op: op}, nil
+}
+
+func checkRoot(op string, c *Comm, root int) error {
+	if root < 0 || root >= c.Size() {
+		return errorf(ErrRoot, op, "root %d is out of range [0, %d) of %s", root, c.Size(), c.Name())
+	}
+	return nil
+}
+
+func checkBufs(op string, bs ...Buffer) error {
+	for _, b := range bs {
+		if err := checkBuffer(op, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---- Barrier, Bcast ----
+
+func barrierPlan(op string, c *Comm) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	p.run = func(e *coll) error { return e.barrier() }
+	return p, nil
+}
+
+// Barrier blocks until every process of c has called it (MPI_Barrier).
+//
+// # Rules shared by the collectives
+//
+// The collectives work on intracommunicators.
+// Every collective is available in three forms: a generic one on Go slices
+// (Bcast, Allreduce, ...), a *Buf one on Buffers (BcastBuf, ...), and a
+// non-blocking one returning a *Request (Ibcast, IbcastBuf, ...). In the
+// generic forms counts come from slice lengths; in the *Buf forms a receive
+// Buffer describes the whole receive area (e.g. for Gather at the root,
+// Size()×count elements). Mismatched lengths that a rank can see locally are
+// ErrCount errors; an invalid root is ErrRoot, a nil or freed communicator
+// ErrComm, a nil operation ErrOp. Collectives run on the communicator's
+// collective context, so they never match point-to-point messages, and carry
+// a per-communicator sequence number, so collectives in flight at once never
+// match each other. Every rank must call the collectives of a communicator
+// in the same order.
+//
+// # In place
+//
+// MPI_IN_PLACE is InPlace[T]() in the generic forms and InPlaceBuf in the
+// *Buf forms, passed as the send buffer (for Scatter(v) at the root: as the
+// receive buffer). The data then come from, and the result goes to, the
+// receive buffer, as in MPI: for Gather and Gatherv the root's block is
+// already in place; for Allgather(v) each rank's block is; for Reduce (root),
+// Allreduce, Scan and Exscan the receive buffer holds the input; for
+// Alltoall it holds the blocks to send; for ReduceScatterBlock and
+// ReduceScatter it holds the whole input and the result is written to its
+// start.
+func Barrier(c *Comm) error { return blockingPlan(barrierPlan("MPI_Barrier", c)) }
+
+// Ibarrier starts a barrier (MPI_Ibarrier); the request completes once
+// every process of c has started it.
+func Ibarrier(c *Comm) (*Request, error) { return startPlan(barrierPlan("MPI_Ibarrier", c)) }
+
+func bcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRoot(op, c, root); err != nil {
+		return nil, err
+	}
+	if err := checkBuffer(op, b); err != nil {
+		return nil, err
+	}
+	p.run = func(e *coll) error {
+		data, done := packOut(b, e.rank == root)
+		if err := e.bcast(data, root); err != nil {
+			return err
+		}
+		if e.rank != root {
+			done()
+		}
+		return nil
+	}
+	return p, nil
+}
+
+// BcastBuf sends root's buffer to every process's b (MPI_Bcast).
+func BcastBuf(c *Comm, b Buffer, root int) error {
+	return blockingPlan(bcastPlan("MPI_Bcast", c, b, root))
+}
+
+// IbcastBuf starts a broadcast (MPI_Ibcast).
+func IbcastBuf(c *Comm, b Buffer, root int) (*Request, error) {
+	return startPlan(bcastPlan("MPI_Ibcast", c, b, root))
+}
+
+// Bcast copies root's buf into every process's buf (MPI_Bcast).
+func Bcast[T Numeric](c *Comm, buf []T, root int) error { return BcastBuf(c, Slice(buf), root) }
+
+// Ibcast starts a broadcast of buf (MPI_Ibcast).
+func Ibcast[T Numeric](c *Comm, buf []T, root int) (*Request, error) {
+	return IbcastBuf(c, Slice(buf), root)
+}
+
+// ---- Gather, Scatter ----
+
+func gatherPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRoot(op, c, root); err != nil {
+		return nil, err
+	}
+	n, me := c.Size(), c.rank
+	inplace := isInPlace(send)
+	if inplace && me != root {
+		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
+	}
+	if !inplace {
+		if err := checkBuffer(op, send); err != nil {
+			return nil, err
+		}
+	}
+	bs := send.Size()
+	if me == root {
+		if err := checkBuffer(op, recv); err != nil {
+			return nil, err
+		}
+		if inplace {
+			if recv.Size()%n != 0 {
+				return nil, errorf(ErrCount, op, "receive buffer of %d bytes is not %d equal blocks", recv.Size(), n)
+			}
+			bs = recv.Size() / n
+		} else if recv.Size() != n*bs {
+			return nil, errorf(ErrCount, op, "receive buffer holds %d bytes, want %d processes × %d", recv.Size(), n, bs)
+		}
+	}
+	p.run = func(e *coll) error {
+		if e.rank != root {
+			return e.gather(packIn(send), nil, root)
+		}
+		all, done := packOut(recv, inplace)
+		var mine []byte
+		if inplace {
+			mine = append([]byte(nil), all[me*bs:(me+1)*bs]...)
+		} else {
+			mine = packIn(send)
+		}
+		if err := e.gather(mine, all, root); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}
+	return p, nil
+}
+
+// GatherBuf collects every process's send at root, in rank order, into recv
+// (MPI_Gather); recv is only used at root and must hold Size() blocks.
+func GatherBuf(c *Comm, send, recv Buffer, root int) error {
+	return blockingPlan(gatherPlan("MPI_Gather", c, send, recv, root))
+}
+
+// IgatherBuf starts a gather (MPI_Igather).
+func IgatherBuf(c *Comm, send, recv Buffer, root int) (*Request, error) {
+	return startPlan(gatherPlan("MPI_Igather", c, send, recv, root))
+}
+
+// Gather collects every process's send at root: recv[i*len(send):] gets
+// rank i's (MPI_Gather). recv is only used at root, where
+// len(recv) = Size()·len(send).
+func Gather[T Numeric](c *Comm, send, recv []T, root int) error {
+	return GatherBuf(c, sbuf(send), Slice(recv), root)
+}
+
+// Igather starts a gather (MPI_Igather).
+func Igather[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
+	return IgatherBuf(c, sbuf(send), Slice(recv), root)
+}
+
+func scatterPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRoot(op, c, root); err != nil {
+		return nil, err
+	}
+	n, me := c.Size(), c.rank
+	inplace := isInPlace(recv)
+	if inplace && me != root {
+		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
+	}
+	if !inplace {
+		if err := checkBuffer(op, recv); err != nil {
+			return nil, err
+		}
+	}
+	bs := recv.Size()
+	if me == root {
+		if err := checkBuffer(op, send); err != nil {
+			return nil, err
+		}
+		if inplace {
+			if send.Size()%n != 0 {
+				return nil, errorf(ErrCount, op, "send buffer of %d bytes is not %d equal blocks", send.Size(), n)
+			}
+			bs = send.Size() / n
+		} else if send.Size() != n*bs {
+			return nil, errorf(ErrCount, op, "send buffer holds %d bytes, want %d processes × %d", send.Size(), n, bs)
+		}
+	}
+	p.run = func(e *coll) error {
+		if e.rank != root {
+			mine, done := packOut(recv, false)
+			if err := e.scatter(nil, mine, root); err != nil {
+				return err
+			}
+			done()
+			return nil
+		}
+		all := packIn(send)
+		if inplace {
+			return e.scatter(all, make([]byte, bs), root)
+		}
+		mine, done := packOut(recv, false)
+		if err := e.scatter(all, mine, root); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}
+	return p, nil
+}
+
+// ScatterBuf sends block i of root's send to rank i's recv (MPI_Scatter);
+// send is only used at root and holds Size() blocks.
+func ScatterBuf(c *Comm, send, recv Buffer, root int) error {
+	return blockingPlan(scatterPlan("MPI_Scatter", c, send, recv, root))
+}
+
+// IscatterBuf starts a scatter (MPI_Iscatter).
+func IscatterBuf(c *Comm, send, recv Buffer, root int) (*Request, error) {
+	return startPlan(scatterPlan("MPI_Iscatter", c, send, recv, root))
+}
+
+// Scatter sends send[i*len(recv):(i+1)*len(recv)] from root to rank i's recv
+// (MPI_Scatter). send is only used at root; at root recv may be InPlace.
+func Scatter[T Numeric](c *Comm, send, recv []T, root int) error {
+	return ScatterBuf(c, Slice(send), sbuf(recv), root)
+}
+
+// Iscatter starts a scatter (MPI_Iscatter).
+func Iscatter[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
+	return IscatterBuf(c, Slice(send), sbuf(recv), root)
+}
+
+// vlayout checks counts and displacements (in elements of b's type) against
+// b and returns the blocks' byte sizes.
+func vlayout(op string, c *Comm, b Buffer, counts, displs []int) ([]int, error) {
+	n := c.Size()
+	if len(counts) != n || len(displs) != n {
+		return nil, errorf(ErrCount, op, "%d counts and %d displacements for %d processes", len(counts), len(displs), n)
+	}
+	if b.Type == nil {
+		return nil, errorf(ErrType, op, "datatype is nil")
+	}
+	sz := make([]int, n)
+	for i := range counts {
+		if counts[i] < 0 {
+			return nil, errorf(ErrCount, op, "count %d of rank %d is negative", counts[i], i)
+		}
+		if displs[i] < 0 {
+			return nil, errorf(ErrArg, op, "displacement %d of rank %d is negative", displs[i], i)
+		}
+		if counts[i] > 0 && displs[i]*b.Type.Extent()+b.Type.Span(counts[i]) > len(b.Mem) {
+			return nil, errorf(ErrBuffer, op, "block %d (%d elements at %d) runs past the buffer's %d bytes", i, counts[i], displs[i], len(b.Mem))
+		}
+		sz[i] = counts[i] * b.Type.Size()
+	}
+	return sz, nil
+}
+
+// block is the sub-buffer of count elements at displacement displ.
+func block(b Buffer, displ, count int) Buffer {
+	if count == 0 {
+		return Buffer{Type: b.Type}
+	}
+	return Buffer{Mem: b.Mem[displ*b.Type.Extent():], Count: count, Type: b.Type}
+}
+
+func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, root int) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRoot(op, c, root); err != nil {
+		return nil, err
+	}
+	me := c.rank
+	inplace := isInPlace(send)
+	if inplace && me != root {
+		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
+	}
+	if !inplace {
+		if err := checkBuffer(op, send); err != nil {
+			return nil, err
+		}
+	}
+	var sz []int
+	if me == root {
+		if sz, err = vlayout(op, c, recv, counts, displs); err != nil {
+			return nil, err
+		}
+		if !inplace && send.Size() != sz[me] {
+			return nil, errorf(ErrCount, op, "root sends %d bytes but its count says %d", send.Size(), sz[me])
+		}
+	}
+	p.run = func(e *coll) error {
+		if e.rank != root {
+			if send.Size() == 0 {
+				return nil
+			}
+			return e.send(root, packIn(send))
+		}
+		reqs := make([]*adi.Request, e.size)
+		dones := make([]func(), e.size)
+		for i := 0; i < e.size; i++ {
+			if sz[i] == 0 || (i == me && inplace) {
+				continue
+			}
+			buf, done := packOut(block(recv, displs[i], counts[i]), false)
+			dones[i] = done
+			if i == me {
+				copy(buf, packIn(send))
+				continue
+			}
+			q, err := e.irecv(i, buf)
+			if err != nil {
+				_ = e.wait(reqs...)
+				return err
+			}
+			reqs[i] = q
+		}
+		if err := e.wait(reqs...); err != nil {
+			return err
+		}
+		for _, d := range dones {
+			if d != nil {
+				d()
+			}
+		}
+		return nil
+	}
+	return p, nil
+}
+
+// GathervBuf collects every process's send at root; rank i's lands at
+// recv's element displs[i] and must be counts[i] elements of recv's type
+// (MPI_Gatherv). recv, counts and displs are only used at root.
+func GathervBuf(c *Comm, send, recv Buffer, counts, displs []int, root int) error {
+	return blockingPlan(gathervPlan("MPI_Gatherv", c, send, recv, counts, displs, root))
+}
+
+// IgathervBuf starts a Gatherv (MPI_Igatherv).
+func IgathervBuf(c *Comm, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
+	return startPlan(gathervPlan("MPI_Igatherv", c, send, recv, counts, displs, root))
+}
+
+// Gatherv collects rank i's send into recv[displs[i]:displs[i]+counts[i]] at
+// root (MPI_Gatherv).
+func Gatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) error {
+	return GathervBuf(c, sbuf(send), Slice(recv), counts, displs, root)
+}
+
+// Igatherv starts a Gatherv (MPI_Igatherv).
+func Igatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
+	return IgathervBuf(c, sbuf(send), Slice(recv), counts, displs, root)
+}
+
+func scattervPlan(op string, c *Comm, send Buffer, counts, displs []int, recv Buffer, root int) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRoot(op, c, root); err != nil {
+		return nil, err
+	}
+	me := c.rank
+	inplace := isInPlace(recv)
+	if inplace && me != root {
+		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
+	}
+	if !inplace {
+		if err := checkBuffer(op, recv); err != nil {
+			return nil, err
+		}
+	}
+	var sz []int
+	if me == root {
+		if sz, err = vlayout(op, c, send, counts, displs); err != nil {
+			return nil, err
+		}
+		if !inplace && recv.Size() != sz[me] {
+			return nil, errorf(ErrCount, op, "root receives %d bytes but its count says %d", recv.Size(), sz[me])
+		}
+	}
+	p.run = func(e *coll) error {
+		if e.rank != root {
+			if recv.Size() == 0 {
+				return nil
+			}
+			buf, done := packOut(recv, false)
+			if err := e.recv(root, buf); err != nil {
+				return err
+			}
+			done()
+			return nil
+		}
+		reqs := make([]*adi.Request, e.size)
+		for i := 0; i < e.size; i++ {
+			if sz[i] == 0 || (i == me && inplace) {
+				continue
+			}
+			data := packIn(block(send, displs[i], counts[i]))
+			if i == me {
+				buf, done := packOut(recv, false)
+				copy(buf, data)
+				done()
+				continue
+			}
+			q, err := e.isend(i, data)
+			if err != nil {
+				_ = e.wait(reqs...)
+				return err
+			}
+			reqs[i] = q
+		}
+		return e.wait(reqs...)
+	}
+	return p, nil
+}
+
+// ScattervBuf sends counts[i] elements at send's element displs[i] from
+// root to rank i's recv (MPI_Scatterv). send, counts and displs are only
+// used at root.
+func ScattervBuf(c *Comm, send Buffer, counts, displs []int, recv Buffer, root int) error {
+	return blockingPlan(scattervPlan("MPI_Scatterv", c, send, counts, displs, recv, root))
+}
+
+// IscattervBuf starts a Scatterv (MPI_Iscatterv).
+func IscattervBuf(c *Comm, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
+	return startPlan(scattervPlan("MPI_Iscatterv", c, send, counts, displs, recv, root))
+}
+
+// Scatterv sends send[displs[i]:displs[i]+counts[i]] from root to rank i's
+// recv (MPI_Scatterv).
+func Scatterv[T Numeric](c *Comm, send []T, counts, displs []int, recv []T, root int) error {
+	return ScattervBuf(c, Slice(send), counts, displs, sbuf(recv), root)
+}
+
+// Iscatterv starts a Scatterv (MPI_Iscatterv).
+func Iscatterv[T Numeric](c *Comm, send []T, counts, displs []int, recv []T, root int) (*Request, error) {
+	return IscattervBuf(c, Slice(send), counts, displs, sbuf(recv), root)
+}
+
+// ---- Allgather, Alltoall ----
+
+func allgatherPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	n, me := c.Size(), c.rank
+	inplace := isInPlace(send)
+	if !inplace {
+		if err := checkBuffer(op, send); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkBuffer(op, recv); err != nil {
+		return nil, err
+	}
+	bs := send.Size()
+	if inplace {
+		if recv.Size()%n != 0 {
+			return nil, errorf(ErrCount, op, "receive buffer of %d bytes is not %d equal blocks", recv.Size(), n)
+		}
+		bs = recv.Size() / n
+	} else if recv.Size() != n*bs {
+		return nil, errorf(ErrCount, op, "receive buffer holds %d bytes, want %d processes × %d", recv.Size(), n, bs)
+	}
+	p.run = func(e *coll) error {
+		all, done := packOut(recv, inplace)
+		var mine []byte
+		if inplace {
+			mine = append([]byte(nil), all[me*bs:(me+1)*bs]...)
+		} else {
+			mine = packIn(send)
+		}
+		if err := e.allgather(mine, all); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}
+	return p, nil
+}
+
+// AllgatherBuf gathers every process's send into every process's recv, in
+// rank order (MPI_Allgather).
+func AllgatherBuf(c *Comm, send, recv Buffer) error {
+	return blockingPlan(allgatherPlan("MPI_Allgather", c, send, recv))
+}
+
+// IallgatherBuf starts an Allgather (MPI_Iallgather).
+func IallgatherBuf(c *Comm, send, recv Buffer) (*Request, error) {
+	return startPlan(allgatherPlan("MPI_Iallgather", c, send, recv))
+}
+
+// Allgather gathers every process's send into every process's recv:
+// recv[i*len(send):] gets rank i's (MPI_Allgather).
+func Allgather[T Numeric](c *Comm, send, recv []T) error {
+	return AllgatherBuf(c, sbuf(send), Slice(recv))
+}
+
+// Iallgather starts an Allgather (MPI_Iallgather).
+func Iallgather[T Numeric](c *Comm, send, recv []T) (*Request, error) {
+	return IallgatherBuf(c, sbuf(send), Slice(recv))
+}
+
+func allgathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	me := c.rank
+	inplace := isInPlace(send)
+	if !inplace {
+		if err := checkBuffer(op, send); err != nil {
+			return nil, err
+		}
+	}
+	sz, err := vlayout(op, c, recv, counts, displs)
+	if err != nil {
+		return nil, err
+	}
+	if !inplace && send.Size() != sz[me] {
+		return nil, errorf(ErrCount, op, "sends %d bytes but its count says %d", send.Size(), sz[me])
+	}
+	p.run = func(e *coll) error {
+		off := make([]int, e.size+1)
+		for i := range sz {
+			off[i+1] = off[i] + sz[i]
+		}
+		all := scratch(off[e.size])
+		defer release(all)
+		if inplace {
+			block(recv, displs[me], counts[me]).CopyOut(0, all[off[me]:off[me+1]])
+		} else {
+			copy(all[off[me]:], packIn(send))
+		}
+		if err := e.allgatherv(all, off, sz); err != nil {
+			return err
+		}
+		for i := range sz {
+			if sz[i] > 0 {
+				block(recv, displs[i], counts[i]).CopyIn(0, all[off[i]:off[i+1]])
+			}
+		}
+		return nil
+	}
+	return p, nil
+}
+
+// AllgathervBuf gathers every process's send into every process's recv,
+// rank i's at element displs[i] (MPI_Allgatherv).
+func AllgathervBuf(c *Comm, send, recv Buffer, counts, displs []int) error {
+	return blockingPlan(allgathervPlan("MPI_Allgatherv", c, send, recv, counts, displs))
+}
+
+// IallgathervBuf starts an Allgatherv (MPI_Iallgatherv).
+func IallgathervBuf(c *Comm, send, recv Buffer, counts, displs []int) (*Request, error) {
+	return startPlan(allgathervPlan("MPI_Iallgatherv", c, send, recv, counts, displs))
+}
+
+// Allgatherv gathers rank i's send into recv[displs[i]:displs[i]+counts[i]]
+// on every process (MPI_Allgatherv).
+func Allgatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int) error {
+	return AllgathervBuf(c, sbuf(send), Slice(recv), counts, displs)
+}
+
+// Iallgatherv starts an Allgatherv (MPI_Iallgatherv).
+func Iallgatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int) (*Request, error) {
+	return IallgathervBuf(c, sbuf(send), Slice(recv), counts, displs)
+}
+
+func alltoallPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	n := c.Size()
+	inplace := isInPlace(send)
+	if !inplace {
+		if err := checkBuffer(op, send); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkBuffer(op, recv); err != nil {
+		return nil, err
+	}
+	if recv.Size()%n != 0 || (!inplace && send.Size() != recv.Size()) {
+		return nil, errorf(ErrCount, op, "send %d and receive %d bytes are not the same %d equal blocks", send.Size(), recv.Size(), n)
+	}
+	bs := recv.Size() / n
+	p.run = func(e *coll) error {
+		var s []byte
+		if inplace {
+			s = make([]byte, recv.Size())
+			recv.CopyOut(0, s)
+		} else {
+			s = packIn(send)
+		}
+		r, done := packOut(recv, false)
+		off, sz := make([]int, n), make([]int, n)
+		for i := range off {
+			off[i], sz[i] = i*bs, bs
+		}
+		if err := e.alltoallv(s, off, sz, r, off, sz); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}
+	return p, nil
+}
+
+// AlltoallBuf sends block j of send to rank j, which stores it as block i
+// of recv, where i is the sender's rank (MPI_Alltoall).
+func AlltoallBuf(c *Comm, send, recv Buffer) error {
+	return blockingPlan(alltoallPlan("MPI_Alltoall", c, send, recv))
+}
+
+// IalltoallBuf starts an Alltoall (MPI_Ialltoall).
+func IalltoallBuf(c *Comm, send, recv Buffer) (*Request, error) {
+	return startPlan(alltoallPlan("MPI_Ialltoall", c, send, recv))
+}
+
+// Alltoall sends block j of send to rank j and receives rank i's block into
+// block i of recv; len(send) = len(recv) = Size()·block (MPI_Alltoall).
+func Alltoall[T Numeric](c *Comm, send, recv []T) error {
+	return AlltoallBuf(c, sbuf(send), Slice(recv))
+}
+
+// Ialltoall starts an Alltoall (MPI_Ialltoall).
+func Ialltoall[T Numeric](c *Comm, send, recv []T) (*Request, error) {
+	return IalltoallBuf(c, sbuf(send), Slice(recv))
+}
+
+func alltoallvPlan(op string, c *Comm, send Buffer, scounts, sdispls []int, recv Buffer, rcounts, rdispls []int) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	inplace := isInPlace(send)
+	if inplace {
+		send, scounts, sdispls = recv, rcounts, rdispls
+	}
+	ssz, err := vlayout(op, c, send, scounts, sdispls)
+	if err != nil {
+		return nil, err
+	}
+	rsz, err := vlayout(op, c, recv, rcounts, rdispls)
+	if err != nil {
+		return nil, err
+	}
+	p.run = func(e *coll) error {
+		n := e.size
+		soff, roff := make([]int, n+1), make([]int, n+1)
+		for i := 0; i < n; i++ {
+			soff[i+1], roff[i+1] = soff[i]+ssz[i], roff[i]+rsz[i]
+		}
+		s, r := scratch(soff[n]), scratch(roff[n])
+		defer release(s, r)
+		for i := 0; i < n; i++ {
+			if ssz[i] > 0 {
+				block(send, sdispls[i], scounts[i]).CopyOut(0, s[soff[i]:soff[i+1]])
+			}
+		}
+		if err := e.alltoallv(s, soff[:n], ssz, r, roff[:n], rsz); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			if rsz[i] > 0 {
+				block(recv, rdispls[i], rcounts[i]).CopyIn(0, r[roff[i]:roff[i+1]])
+			}
+		}
+		return nil
+	}
+	return p, nil
+}
+
+// AlltoallvBuf sends scounts[j] elements at send's element sdispls[j] to
+// rank j, and receives rank i's into recv at rdispls[i] (MPI_Alltoallv).
+func AlltoallvBuf(c *Comm, send Buffer, scounts, sdispls []int, recv Buffer, rcounts, rdispls []int) error {
+	return blockingPlan(alltoallvPlan("MPI_Alltoallv", c, send, scounts, sdispls, recv, rcounts, rdispls))
+}
+
+// IalltoallvBuf starts an Alltoallv (MPI_Ialltoallv).
+func IalltoallvBuf(c *Comm, send Buffer, scounts, sdispls []int, recv Buffer, rcounts, rdispls []int) (*Request, error) {
+	return startPlan(alltoallvPlan("MPI_Ialltoallv", c, send, scounts, sdispls, recv, rcounts, rdispls))
+}
+
+// Alltoallv sends send[sdispls[j]:+scounts[j]] to rank j and receives rank
+// i's into recv[rdispls[i]:+rcounts[i]] (MPI_Alltoallv). With send InPlace
+// (scounts and sdispls ignored) the data sent come from recv's layout.
+func Alltoallv[T Numeric](c *Comm, send []T, scounts, sdispls []int, recv []T, rcounts, rdispls []int) error {
+	return AlltoallvBuf(c, sbuf(send), scounts, sdispls, Slice(recv), rcounts, rdispls)
+}
+
+// Ialltoallv starts an Alltoallv (MPI_Ialltoallv).
+func Ialltoallv[T Numeric](c *Comm, send []T, scounts, sdispls []int, recv []T, rcounts, rdispls []int) (*Request, error) {
+	return IalltoallvBuf(c, sbuf(send), scounts, sdispls, Slice(recv), rcounts, rdispls)
+}

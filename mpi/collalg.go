@@ -1,0 +1,580 @@
+package mpi
+
+// The collective algorithms, on packed contiguous bytes. Every algorithm
+// reduces in a fixed order, so results are identical on every rank and from
+// run to run; reductions combine operands in rank order (lower ranks on the
+// left), which makes them correct for non-commutative operations too.
+//
+// Algorithm choice (n processes, m bytes), after MPICH:
+//
+//	Barrier      dissemination
+//	Bcast        binomial tree if m < 12 KiB or n < 8, else binomial scatter + ring allgather
+//	Reduce       binomial tree (non-commutative ops: to rank 0, then to root)
+//	Allreduce    recursive doubling if m < 2 KiB, the op is non-commutative or count < 2^⌊log n⌋;
+//	             else Rabenseifner (recursive-halving reduce-scatter + recursive-doubling allgather)
+//	Gather       binomial tree; Gatherv linear
+//	Scatter      binomial tree; Scatterv linear
+//	Allgather    recursive doubling if n is a power of two and n·m < 512 KiB;
+//	             Bruck if n·m < 80 KiB; else ring. Allgatherv ring
+//	Alltoall(v)  pairwise exchange (XOR partners when n is a power of two)
+//	ReduceScatter(Block)  commutative ops: pairwise exchange (each rank reduces its own block);
+//	             non-commutative: binomial reduce to rank 0 + scatter(v)
+//	Scan, Exscan recursive doubling
+
+const (
+	bcastShort     = 12288
+	bcastMinProcs  = 8
+	allreduceShort = 2048
+	allgatherShort = 81920
+	allgatherLong  = 524288
+	nonePeer       = -1
+)
+
+func pof2Below(n int) int {
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	return p
+}
+
+func (e *coll) barrier() error {
+	for k := 1; k < e.size; k <<= 1 {
+		if err := e.sendrecv((e.rank+k)%e.size, nil, (e.rank-k+e.size)%e.size, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *coll) abs(rel, root int) int { return (rel + root) % e.size }
+
+func (e *coll) bcast(buf []byte, root int) error {
+	if e.size == 1 || len(buf) == 0 {
+		return nil
+	}
+	if len(buf) < bcastShort || e.size < bcastMinProcs {
+		return e.bcastBinomial(buf, root)
+	}
+	return e.bcastScatterRing(buf, root)
+}
+
+func (e *coll) bcastBinomial(buf []byte, root int) error {
+	n := e.size
+	rel := (e.rank - root + n) % n
+	mask := 1
+	for mask < n {
+		if rel&mask != 0 {
+			if err := e.recv(e.abs(rel-mask, root), buf); err != nil {
+				return err
+			}
+			break
+		}
+		mask <<= 1
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if rel+mask < n {
+			if err := e.send(e.abs(rel+mask, root), buf); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// chunk is the byte range of relative rank i's piece when m bytes are cut
+// into n pieces of cs bytes (the last ones may be short or empty).
+func chunk(i, cs, m int) (int, int) {
+	lo, hi := min(i*cs, m), min((i+1)*cs, m)
+	return lo, hi
+}
+
+func (e *coll) bcastScatterRing(buf []byte, root int) error {
+	n, m := e.size, len(buf)
+	cs := (m + n - 1) / n
+	rel := (e.rank - root + n) % n
+	// Binomial scatter: relative rank x ends up with pieces [x, x+lowbit(x)).
+	mask := 1
+	for mask < n {
+		if rel&mask != 0 {
+			lo, _ := chunk(rel, cs, m)
+			_, hi := chunk(min(rel+mask, n)-1, cs, m)
+			if hi > lo {
+				if err := e.recv(e.abs(rel-mask, root), buf[lo:hi]); err != nil {
+					return err
+				}
+			}
+			break
+		}
+		mask <<= 1
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if child := rel + mask; child < n {
+			lo, _ := chunk(child, cs, m)
+			_, hi := chunk(min(child+mask, n)-1, cs, m)
+			if hi > lo {
+				if err := e.send(e.abs(child, root), buf[lo:hi]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	// Ring allgather of the pieces.
+	left, right := e.abs((rel-1+n)%n, root), e.abs((rel+1)%n, root)
+	for i := 0; i < n-1; i++ {
+		sl, sh := chunk((rel-i+n)%n, cs, m)
+		rl, rh := chunk((rel-i-1+2*n)%n, cs, m)
+		dst, src := right, left
+		if sh == sl {
+			dst = nonePeer
+		}
+		if rh == rl {
+			src = nonePeer
+		}
+		if err := e.sendrecv(dst, buf[sl:sh], src, buf[rl:rh]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reduce combines every rank's send into recv at root (recv is only used at
+// root). send is not written.
+func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
+	n, m := e.size, len(send)
+	if m == 0 {
+		return nil
+	}
+	if n == 1 {
+		copy(recv, send)
+		return nil
+	}
+	treeRoot := root
+	if !red.commute {
+		treeRoot = 0
+	}
+	rel := (e.rank - treeRoot + n) % n
+	acc, tmp := scratch(m), scratch(m)
+	defer func() { release(acc, tmp) }()
+	copy(acc, send)
+	for mask := 1; mask < n; mask <<= 1 {
+		if rel&mask == 0 {
+			src := rel | mask
+			if src < n {
+				if err := e.recv(e.abs(src, treeRoot), tmp); err != nil {
+					return err
+				}
+				red.apply(acc, tmp) // tmp = acc op tmp: acc holds the lower ranks
+				acc, tmp = tmp, acc
+			}
+		} else {
+			if err := e.send(e.abs(rel&^mask, treeRoot), acc); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	switch {
+	case treeRoot == root:
+		if e.rank == root {
+			copy(recv, acc)
+		}
+	case e.rank == treeRoot:
+		return e.send(root, acc)
+	case e.rank == root:
+		return e.recv(treeRoot, recv)
+	}
+	return nil
+}
+
+// allreduce reduces buf over every rank in place; es is the element size.
+func (e *coll) allreduce(buf []byte, red reducer, es int) error {
+	n, m := e.size, len(buf)
+	if n == 1 || m == 0 {
+		return nil
+	}
+	pof2 := pof2Below(n)
+	rem := n - pof2
+	tmp := scratch(m)
+	acc := buf
+	defer func() {
+		if &acc[0] != &buf[0] {
+			release(acc)
+		} else {
+			release(tmp)
+		}
+	}()
+	var err error
+	newrank := e.rank - rem
+	if e.rank < 2*rem {
+		if e.rank%2 == 0 {
+			err = e.send(e.rank+1, acc)
+			newrank = -1
+		} else {
+			if err = e.recv(e.rank-1, tmp); err == nil {
+				red.apply(tmp, acc)
+			}
+			newrank = e.rank / 2
+		}
+		if err != nil {
+			return err
+		}
+	}
+	phys := func(nr int) int {
+		if nr < rem {
+			return nr*2 + 1
+		}
+		return nr + rem
+	}
+	count := m / es
+	if newrank >= 0 {
+		if m < allreduceShort || !red.commute || count < pof2 {
+			for mask := 1; mask < pof2; mask <<= 1 {
+				newdst := newrank ^ mask
+				if err := e.sendrecv(phys(newdst), acc, phys(newdst), tmp); err != nil {
+					return err
+				}
+				if newdst < newrank {
+					red.apply(tmp, acc)
+				} else {
+					red.apply(acc, tmp)
+					acc, tmp = tmp, acc
+				}
+			}
+		} else if err := e.rabenseifner(acc, tmp, red, es, newrank, pof2, phys); err != nil {
+			return err
+		}
+	}
+	if &acc[0] != &buf[0] {
+		copy(buf, acc)
+	}
+	if e.rank < 2*rem {
+		if e.rank%2 == 1 {
+			return e.send(e.rank-1, buf)
+		}
+		return e.recv(e.rank+1, buf)
+	}
+	return nil
+}
+
+func (e *coll) rabenseifner(buf, tmp []byte, red reducer, es, newrank, pof2 int, phys func(int) int) error {
+	count := len(buf) / es
+	cnts := make([]int, pof2)
+	disps := make([]int, pof2+1)
+	for i := range cnts {
+		cnts[i] = count / pof2
+		if i < count%pof2 {
+			cnts[i]++
+		}
+		disps[i+1] = disps[i] + cnts[i]
+	}
+	rng := func(a, b int) (int, int) { return disps[a] * es, disps[b] * es }
+	sendIdx, recvIdx, lastIdx := 0, 0, pof2
+	mask := 1
+	for ; mask < pof2; mask <<= 1 {
+		newdst := newrank ^ mask
+		var sa, sb, ra, rb int
+		if newrank < newdst {
+			sendIdx = recvIdx + pof2/(mask*2)
+			sa, sb = rng(sendIdx, lastIdx)
+			ra, rb = rng(recvIdx, sendIdx)
+		} else {
+			recvIdx = sendIdx + pof2/(mask*2)
+			sa, sb = rng(sendIdx, recvIdx)
+			ra, rb = rng(recvIdx, lastIdx)
+		}
+		if err := e.sendrecv(phys(newdst), buf[sa:sb], phys(newdst), tmp[ra:rb]); err != nil {
+			return err
+		}
+		if newdst < newrank {
+			red.apply(tmp[ra:rb], buf[ra:rb])
+		} else {
+			red.apply(buf[ra:rb], tmp[ra:rb])
+			copy(buf[ra:rb], tmp[ra:rb])
+		}
+		sendIdx = recvIdx
+		if mask*2 < pof2 {
+			lastIdx = recvIdx + pof2/(mask*2)
+		}
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		newdst := newrank ^ mask
+		var sa, sb, ra, rb int
+		if newrank < newdst {
+			if mask != pof2/2 {
+				lastIdx += pof2 / (mask * 2)
+			}
+			recvIdx = sendIdx + pof2/(mask*2)
+			sa, sb = rng(sendIdx, recvIdx)
+			ra, rb = rng(recvIdx, lastIdx)
+		} else {
+			recvIdx = sendIdx - pof2/(mask*2)
+			sa, sb = rng(sendIdx, lastIdx)
+			ra, rb = rng(recvIdx, sendIdx)
+		}
+		if err := e.sendrecv(phys(newdst), buf[sa:sb], phys(newdst), buf[ra:rb]); err != nil {
+			return err
+		}
+		if newrank > newdst {
+			sendIdx = recvIdx
+		}
+	}
+	return nil
+}
+
+// allgather gathers every rank's block mine into all (n blocks, rank order).
+func (e *coll) allgather(mine, all []byte) error {
+	n, bs := e.size, len(mine)
+	copy(all[e.rank*bs:], mine)
+	if n == 1 || bs == 0 {
+		return nil
+	}
+	switch total := n * bs; {
+	case n&(n-1) == 0 && total < allgatherLong:
+		for mask := 1; mask < n; mask <<= 1 {
+			dst := e.rank ^ mask
+			my, their := (e.rank&^(mask-1))*bs, (dst&^(mask-1))*bs
+			if err := e.sendrecv(dst, all[my:my+mask*bs], dst, all[their:their+mask*bs]); err != nil {
+				return err
+			}
+		}
+		return nil
+	case total < allgatherShort:
+		return e.allgatherBruck(mine, all)
+	}
+	left, right := (e.rank-1+n)%n, (e.rank+1)%n
+	for i := 0; i < n-1; i++ {
+		s, r := (e.rank-i+n)%n, (e.rank-i-1+2*n)%n
+		if err := e.sendrecv(right, all[s*bs:(s+1)*bs], left, all[r*bs:(r+1)*bs]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *coll) allgatherBruck(mine, all []byte) error {
+	n, bs := e.size, len(mine)
+	tmp := scratch(n * bs)
+	defer release(tmp)
+	copy(tmp, mine)
+	cur := 1
+	for cur*2 <= n {
+		src, dst := (e.rank+cur)%n, (e.rank-cur+n)%n
+		if err := e.sendrecv(dst, tmp[:cur*bs], src, tmp[cur*bs:2*cur*bs]); err != nil {
+			return err
+		}
+		cur *= 2
+	}
+	if rem := n - cur; rem > 0 {
+		src, dst := (e.rank+cur)%n, (e.rank-cur+n)%n
+		if err := e.sendrecv(dst, tmp[:rem*bs], src, tmp[cur*bs:n*bs]); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < n; i++ {
+		j := (e.rank + i) % n
+		copy(all[j*bs:(j+1)*bs], tmp[i*bs:(i+1)*bs])
+	}
+	return nil
+}
+
+// allgatherv is a ring over blocks at byte offsets off[i] of sizes sz[i];
+// this rank's block must already be in place.
+func (e *coll) allgatherv(all []byte, off, sz []int) error {
+	n := e.size
+	left, right := (e.rank-1+n)%n, (e.rank+1)%n
+	for i := 0; i < n-1; i++ {
+		s, r := (e.rank-i+n)%n, (e.rank-i-1+2*n)%n
+		dst, src := right, left
+		if sz[s] == 0 {
+			dst = nonePeer
+		}
+		if sz[r] == 0 {
+			src = nonePeer
+		}
+		if err := e.sendrecv(dst, all[off[s]:off[s]+sz[s]], src, all[off[r]:off[r]+sz[r]]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gather collects blocks of bs bytes at root into all (rank order).
+func (e *coll) gather(mine, all []byte, root int) error {
+	n, bs := e.size, len(mine)
+	if bs == 0 {
+		return nil
+	}
+	if n == 1 {
+		copy(all, mine)
+		return nil
+	}
+	rel := (e.rank - root + n) % n
+	held := 1 // blocks held, for relative ranks [rel, rel+held)
+	var tmp []byte
+	if rel == 0 {
+		tmp = scratch(n * bs)
+	} else {
+		low := rel & -rel
+		tmp = scratch(min(low, n-rel) * bs)
+	}
+	defer release(tmp)
+	copy(tmp, mine)
+	for mask := 1; mask < n; mask <<= 1 {
+		if rel&mask == 0 {
+			src := rel | mask
+			if src < n {
+				k := min(mask, n-src)
+				if err := e.recv(e.abs(src, root), tmp[mask*bs:(mask+k)*bs]); err != nil {
+					return err
+				}
+				held = mask + k
+			}
+		} else {
+			return e.send(e.abs(rel&^mask, root), tmp[:held*bs])
+		}
+	}
+	for i := 0; i < n; i++ {
+		j := e.abs(i, root)
+		copy(all[j*bs:(j+1)*bs], tmp[i*bs:(i+1)*bs])
+	}
+	return nil
+}
+
+// scatter sends block i of all (at root) to rank i's mine.
+func (e *coll) scatter(all, mine []byte, root int) error {
+	n, bs := e.size, len(mine)
+	if bs == 0 {
+		return nil
+	}
+	if n == 1 {
+		copy(mine, all)
+		return nil
+	}
+	rel := (e.rank - root + n) % n
+	var tmp []byte
+	mask := 1
+	if rel == 0 {
+		tmp = scratch(n * bs)
+		for i := 0; i < n; i++ {
+			j := e.abs(i, root)
+			copy(tmp[i*bs:(i+1)*bs], all[j*bs:(j+1)*bs])
+		}
+		for mask < n {
+			mask <<= 1
+		}
+	} else {
+		low := rel & -rel
+		tmp = scratch(min(low, n-rel) * bs)
+		if err := e.recv(e.abs(rel-low, root), tmp); err != nil {
+			release(tmp)
+			return err
+		}
+		mask = low
+	}
+	defer release(tmp)
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if child := rel + mask; child < n {
+			k := min(mask, n-child)
+			if err := e.send(e.abs(child, root), tmp[mask*bs:(mask+k)*bs]); err != nil {
+				return err
+			}
+		}
+	}
+	copy(mine, tmp[:bs])
+	return nil
+}
+
+// alltoallv exchanges, by pairwise steps, block i of send (soff, ssz) for
+// block i of recv (roff, rsz).
+func (e *coll) alltoallv(send []byte, soff, ssz []int, recv []byte, roff, rsz []int) error {
+	n := e.size
+	copy(recv[roff[e.rank]:roff[e.rank]+rsz[e.rank]], send[soff[e.rank]:soff[e.rank]+ssz[e.rank]])
+	pow2 := n&(n-1) == 0
+	for i := 1; i < n; i++ {
+		dst, src := (e.rank+i)%n, (e.rank-i+n)%n
+		if pow2 {
+			dst, src = e.rank^i, e.rank^i
+		}
+		d, s := dst, src
+		if ssz[dst] == 0 {
+			d = nonePeer
+		}
+		if rsz[src] == 0 {
+			s = nonePeer
+		}
+		if err := e.sendrecv(d, send[soff[dst]:soff[dst]+ssz[dst]], s, recv[roff[src]:roff[src]+rsz[src]]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scan computes the inclusive (or, with exclusive, exclusive) prefix
+// reduction of send into recv. For exclusive, rank 0's recv is not written.
+func (e *coll) scan(send, recv []byte, red reducer, exclusive bool) error {
+	m := len(send)
+	if m == 0 {
+		return nil
+	}
+	partial, tmp := scratch(m), scratch(m)
+	defer func() { release(partial, tmp) }()
+	copy(partial, send)
+	have := !exclusive
+	if have {
+		copy(recv, send)
+	}
+	for mask := 1; mask < e.size; mask <<= 1 {
+		dst := e.rank ^ mask
+		if dst >= e.size {
+			continue
+		}
+		if err := e.sendrecv(dst, partial, dst, tmp); err != nil {
+			return err
+		}
+		if e.rank > dst {
+			if have {
+				red.apply(tmp, recv)
+			} else {
+				copy(recv, tmp)
+				have = true
+			}
+			red.apply(tmp, partial)
+		} else {
+			red.apply(partial, tmp)
+			partial, tmp = tmp, partial
+		}
+	}
+	return nil
+}
+
+// reduceScatterPairwise reduces, for a commutative operation, block i of
+// every rank's send (byte ranges off[i]:off[i+1]) into rank i's mine: in
+// step k each rank sends to rank+k the block for it and folds in the block
+// received from rank-k. Fixed order per rank, so runs are repeatable.
+func (e *coll) reduceScatterPairwise(send []byte, off []int, mine []byte, red reducer) error {
+	n, me := e.size, e.rank
+	copy(mine, send[off[me]:off[me+1]])
+	if len(mine) == 0 && off[n] == 0 {
+		return nil
+	}
+	tmp := scratch(len(mine))
+	defer release(tmp)
+	for k := 1; k < n; k++ {
+		dst, src := (me+k)%n, (me-k+n)%n
+		d, s := dst, src
+		if off[dst+1] == off[dst] {
+			d = nonePeer
+		}
+		if len(mine) == 0 {
+			s = nonePeer
+		}
+		if err := e.sendrecv(d, send[off[dst]:off[dst+1]], s, tmp); err != nil {
+			return err
+		}
+		if s != nonePeer {
+			red.apply(tmp, mine)
+		}
+	}
+	return nil
+}

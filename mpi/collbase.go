@@ -1,0 +1,151 @@
+package mpi
+
+import (
+	"math/bits"
+	"sync"
+
+	"github.com/adimpi/adimpi/adi"
+)
+
+// coll is the environment one collective operation runs in: the processes
+// taking part (in their collective order), the context its messages use and
+// the tag that keeps it apart from every other collective in flight on the
+// same communicator. Algorithms work on packed, contiguous byte slices.
+type coll struct {
+	r     *runtime
+	op    string
+	ctx   uint32
+	world []int // rank → world rank
+	rank  int
+	size  int
+	tag   int
+}
+
+// A collective's tag is 1<<collSeqBit plus its sequence number (mod 2^23)
+// shifted left by collSubBits; the low bits tell apart the messages of one
+// collective that must not match each other (neighbourhood collectives on a
+// Cartesian topology). Tags below 1<<collSeqBit are left to the runtime's
+// own protocols on the collective context (Finalize's barrier uses small
+// tags), and tags at and above 1<<collTagBits are reserved for
+// CreateGroup's context agreement.
+const (
+	collSubBits = 6
+	collSeqBit  = 29
+	collTagBits = 30
+)
+
+// newColl starts a collective on communicator c: it takes c's next sequence
+// number, so every rank must call collectives on c in the same order.
+func (c *Comm) newColl(r *runtime, op string) *coll {
+	seq := c.collSeq.Add(1)
+	return &coll{r: r, op: op, ctx: c.ctx + 1, world: c.world, rank: c.rank, size: len(c.world), tag: 1<<collSeqBit | int(seq%(1<<(collSeqBit-collSubBits)))<<collSubBits}
+}
+
+func (e *coll) post(send bool, peer int, b []byte) (*adi.Request, error) {
+	return e.postTag(send, peer, e.tag, b)
+}
+
+func (e *coll) postTag(send bool, peer, tag int, b []byte) (*adi.Request, error) {
+	ar := &adi.Request{Context: e.ctx, Peer: e.world[peer], Tag: tag, Buf: adi.Bytes(b)}
+	e.r.mu.Lock()
+	var err error
+	if send {
+		ar.Op = adi.OpSend
+		err = e.r.dev.Isend(ar)
+	} else {
+		ar.Op = adi.OpRecv
+		err = e.r.dev.Irecv(ar)
+	}
+	e.r.mu.Unlock()
+	if err != nil {
+		return nil, errorf(ErrOther, e.op, "%v", err)
+	}
+	return ar, nil
+}
+
+func (e *coll) isend(peer int, b []byte) (*adi.Request, error) { return e.post(true, peer, b) }
+func (e *coll) irecv(peer int, b []byte) (*adi.Request, error) { return e.post(false, peer, b) }
+
+// wait completes every request (nil entries are skipped) and returns the
+// first error.
+func (e *coll) wait(reqs ...*adi.Request) error {
+	err := e.r.waitFor(func() bool {
+		for _, q := range reqs {
+			if q != nil && !q.Done() {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, q := range reqs {
+		if q != nil && q.Status.Err != nil {
+			return errorf(ErrorClass(q.Status.Err), e.op, "%v", q.Status.Err)
+		}
+	}
+	return nil
+}
+
+func (e *coll) send(peer int, b []byte) error {
+	q, err := e.isend(peer, b)
+	if err != nil {
+		return err
+	}
+	return e.wait(q)
+}
+
+func (e *coll) recv(peer int, b []byte) error {
+	q, err := e.irecv(peer, b)
+	if err != nil {
+		return err
+	}
+	return e.wait(q)
+}
+
+// sendrecv exchanges without deadlock; a negative peer skips that half.
+func (e *coll) sendrecv(dst int, sb []byte, src int, rb []byte) error {
+	var rq, sq *adi.Request
+	var err error
+	if src >= 0 {
+		if rq, err = e.irecv(src, rb); err != nil {
+			return err
+		}
+	}
+	if dst >= 0 {
+		if sq, err = e.isend(dst, sb); err != nil {
+			_ = e.wait(rq)
+			return err
+		}
+	}
+	return e.wait(rq, sq)
+}
+
+// scratchPools recycle the algorithms' temporary buffers by power-of-two
+// size class: fresh memory costs page faults on every large collective.
+var scratchPools [48]sync.Pool
+
+// scratch returns n bytes of uninitialised temporary space.
+func scratch(n int) []byte {
+	if n <= 0 {
+		return nil
+	}
+	c := bits.Len(uint(n - 1))
+	if v, ok := scratchPools[c].Get().(*[]byte); ok {
+		return (*v)[:n]
+	}
+	return make([]byte, n, 1<<c)
+}
+
+// release returns space from scratch for reuse; b must not be used again.
+func release(bufs ...[]byte) {
+	for _, b := range bufs {
+		c := bits.Len(uint(cap(b) - 1))
+		if cap(b) == 0 || cap(b) != 1<<c {
+			continue
+		}
+		b = b[:0]
+		scratchPools[c].Put(&b)
+	}
+}

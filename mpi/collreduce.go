@@ -1,0 +1,363 @@
+package mpi
+
+import "github.com/adimpi/adimpi/adi"
+
+// The reducing collectives: Reduce, Allreduce, ReduceScatterBlock,
+// ReduceScatter, Scan, Exscan. Send and receive buffers have the same
+// datatype; the operation is checked against it (ErrOp when it is not
+// defined for the type).
+
+// reduceArgs checks a reduction's buffers: the input is send, or recv when
+// send is InPlaceBuf; count is the number of input elements.
+func reduceArgs(op string, send, recv Buffer, o *Op, useRecv bool) (in Buffer, inplace bool, red reducer, err error) {
+	inplace = isInPlace(send)
+	if inplace {
+		in = recv
+	} else {
+		in = send
+		if err = checkBuffer(op, send); err != nil {
+			return
+		}
+	}
+	if useRecv || inplace {
+		if err = checkBuffer(op, recv); err != nil {
+			return
+		}
+		if !inplace && recv.Type != send.Type {
+			err = errorf(ErrType, op, "send type %s differs from receive type %s", send.Type, recv.Type)
+			return
+		}
+	}
+	if in.Type == nil {
+		err = errorf(ErrType, op, "datatype is nil")
+		return
+	}
+	if !in.Type.Contiguous() {
+		err = errorf(ErrType, op, "reductions need a contiguous datatype, not %s", in.Type)
+		return
+	}
+	red, err = reducerFor(op, o, in.Type, in.Count)
+	return
+}
+
+func reducePlan(op string, c *Comm, send, recv Buffer, o *Op, root int) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRoot(op, c, root); err != nil {
+		return nil, err
+	}
+	isRoot := c.rank == root
+	if isInPlace(send) && !isRoot {
+		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
+	}
+	in, _, red, err := reduceArgs(op, send, recv, o, isRoot)
+	if err != nil {
+		return nil, err
+	}
+	if isRoot && recv.Count != in.Count {
+		return nil, errorf(ErrCount, op, "root sends %d elements but receives %d", in.Count, recv.Count)
+	}
+	p.run = func(e *coll) error {
+		s := packIn(in)
+		if !isRoot {
+			return e.reduce(s, nil, red, root)
+		}
+		r, done := packOut(recv, false)
+		if err := e.reduce(s, r, red, root); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}
+	return p, nil
+}
+
+// ReduceBuf combines every process's send with o, in rank order, into
+// root's recv (MPI_Reduce); recv is only used at root.
+func ReduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
+	return blockingPlan(reducePlan("MPI_Reduce", c, send, recv, o, root))
+}
+
+// IreduceBuf starts a Reduce (MPI_Ireduce).
+func IreduceBuf(c *Comm, send, recv Buffer, o *Op, root int) (*Request, error) {
+	return startPlan(reducePlan("MPI_Ireduce", c, send, recv, o, root))
+}
+
+// Reduce combines every process's send element by element with o into
+// root's recv: recv[i] = send₀[i] o send₁[i] o … (MPI_Reduce).
+func Reduce[T Numeric](c *Comm, send, recv []T, o *Op, root int) error {
+	return ReduceBuf(c, sbuf(send), Slice(recv), o, root)
+}
+
+// Ireduce starts a Reduce (MPI_Ireduce).
+func Ireduce[T Numeric](c *Comm, send, recv []T, o *Op, root int) (*Request, error) {
+	return IreduceBuf(c, sbuf(send), Slice(recv), o, root)
+}
+
+func allreducePlan(op string, c *Comm, send, recv Buffer, o *Op) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	in, inplace, red, err := reduceArgs(op, send, recv, o, true)
+	if err != nil {
+		return nil, err
+	}
+	if recv.Count != in.Count {
+		return nil, errorf(ErrCount, op, "sends %d elements but receives %d", in.Count, recv.Count)
+	}
+	es := in.Type.Size()
+	p.run = func(e *coll) error {
+		buf, done := packOut(recv, inplace)
+		if !inplace {
+			copy(buf, packIn(send))
+		}
+		if err := e.allreduce(buf, red, es); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}
+	return p, nil
+}
+
+// AllreduceBuf is Reduce with the result delivered to every process
+// (MPI_Allreduce); every process gets bit-identical results.
+func AllreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
+	return blockingPlan(allreducePlan("MPI_Allreduce", c, send, recv, o))
+}
+
+// IallreduceBuf starts an Allreduce (MPI_Iallreduce).
+func IallreduceBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
+	return startPlan(allreducePlan("MPI_Iallreduce", c, send, recv, o))
+}
+
+// Allreduce combines every process's send with o into every process's recv
+// (MPI_Allreduce).
+func Allreduce[T Numeric](c *Comm, send, recv []T, o *Op) error {
+	return AllreduceBuf(c, sbuf(send), Slice(recv), o)
+}
+
+// Iallreduce starts an Allreduce (MPI_Iallreduce).
+func Iallreduce[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) {
+	return IallreduceBuf(c, sbuf(send), Slice(recv), o)
+}
+
+func reduceScatterPlan(op string, c *Comm, send, recv Buffer, counts []int, o *Op) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	n, me := c.Size(), c.rank
+	in, inplace, red, err := reduceArgs(op, send, recv, o, true)
+	if err != nil {
+		return nil, err
+	}
+	if counts == nil { // ReduceScatterBlock
+		k := recv.Count
+		if inplace {
+			if recv.Count%n != 0 {
+				return nil, errorf(ErrCount, op, "in place: receive count %d is not %d equal blocks", recv.Count, n)
+			}
+			k = recv.Count / n
+		}
+		counts = make([]int, n)
+		for i := range counts {
+			counts[i] = k
+		}
+	}
+	if len(counts) != n {
+		return nil, errorf(ErrCount, op, "%d counts for %d processes", len(counts), n)
+	}
+	total := 0
+	for i, k := range counts {
+		if k < 0 {
+			return nil, errorf(ErrCount, op, "count %d of rank %d is negative", k, i)
+		}
+		total += k
+	}
+	if in.Count != total {
+		return nil, errorf(ErrCount, op, "input has %d elements, counts sum to %d", in.Count, total)
+	}
+	if !inplace && recv.Count != counts[me] {
+		return nil, errorf(ErrCount, op, "receive buffer has %d elements, count says %d", recv.Count, counts[me])
+	}
+	es := in.Type.Size()
+	p.run = func(e *coll) error {
+		s := packIn(in)
+		if red.commute {
+			off := make([]int, n+1)
+			for i, k := range counts {
+				off[i+1] = off[i] + k*es
+			}
+			if inplace {
+				s = append([]byte(nil), s...)
+			}
+			r, done := packOut(recv, inplace)
+			if err := e.reduceScatterPairwise(s, off, r[:counts[me]*es], red); err != nil {
+				return err
+			}
+			done()
+			return nil
+		}
+		var full []byte
+		if e.rank == 0 {
+			full = make([]byte, len(s))
+		}
+		if err := e.reduce(s, full, red, 0); err != nil {
+			return err
+		}
+		r, done := packOut(recv, inplace)
+		mine := r[:counts[me]*es]
+		if e.rank == 0 {
+			off := 0
+			var pending []*adi.Request
+			for i, k := range counts {
+				if i == 0 {
+					copy(mine, full[off:off+k*es])
+				} else if k > 0 {
+					q, err := e.isend(i, full[off:off+k*es])
+					if err != nil {
+						return err
+					}
+					pending = append(pending, q)
+				}
+				off += k * es
+			}
+			if err := e.wait(pending...); err != nil {
+				return err
+			}
+		} else if len(mine) > 0 {
+			if err := e.recv(0, mine); err != nil {
+				return err
+			}
+		}
+		done()
+		return nil
+	}
+	return p, nil
+}
+
+// ReduceScatterBlockBuf reduces Size()·recv.Count elements of send with o
+// and scatters the result: rank i gets block i (MPI_Reduce_scatter_block).
+func ReduceScatterBlockBuf(c *Comm, send, recv Buffer, o *Op) error {
+	return blockingPlan(reduceScatterPlan("MPI_Reduce_scatter_block", c, send, recv, nil, o))
+}
+
+// IreduceScatterBlockBuf starts a ReduceScatterBlock (MPI_Ireduce_scatter_block).
+func IreduceScatterBlockBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
+	return startPlan(reduceScatterPlan("MPI_Ireduce_scatter_block", c, send, recv, nil, o))
+}
+
+// ReduceScatterBlock reduces send (Size()·len(recv) elements) over every
+// process with o and gives rank i elements [i·len(recv), (i+1)·len(recv))
+// of the result (MPI_Reduce_scatter_block).
+func ReduceScatterBlock[T Numeric](c *Comm, send, recv []T, o *Op) error {
+	return ReduceScatterBlockBuf(c, sbuf(send), Slice(recv), o)
+}
+
+// IreduceScatterBlock starts a ReduceScatterBlock (MPI_Ireduce_scatter_block).
+func IreduceScatterBlock[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) {
+	return IreduceScatterBlockBuf(c, sbuf(send), Slice(recv), o)
+}
+
+// ReduceScatterBuf reduces send (the sum of counts elements) with o and
+// gives rank i the counts[i] elements after the first counts[0..i-1]
+// (MPI_Reduce_scatter).
+func ReduceScatterBuf(c *Comm, send, recv Buffer, counts []int, o *Op) error {
+	if counts == nil {
+		counts = []int{}
+	}
+	return blockingPlan(reduceScatterPlan("MPI_Reduce_scatter", c, send, recv, counts, o))
+}
+
+// IreduceScatterBuf starts a ReduceScatter (MPI_Ireduce_scatter).
+func IreduceScatterBuf(c *Comm, send, recv Buffer, counts []int, o *Op) (*Request, error) {
+	if counts == nil {
+		counts = []int{}
+	}
+	return startPlan(reduceScatterPlan("MPI_Ireduce_scatter", c, send, recv, counts, o))
+}
+
+// ReduceScatter reduces send with o over every process and gives rank i its
+// counts[i] elements of the result (MPI_Reduce_scatter).
+func ReduceScatter[T Numeric](c *Comm, send, recv []T, counts []int, o *Op) error {
+	return ReduceScatterBuf(c, sbuf(send), Slice(recv), counts, o)
+}
+
+// IreduceScatter starts a ReduceScatter (MPI_Ireduce_scatter).
+func IreduceScatter[T Numeric](c *Comm, send, recv []T, counts []int, o *Op) (*Request, error) {
+	return IreduceScatterBuf(c, sbuf(send), Slice(recv), counts, o)
+}
+
+func scanPlan(op string, c *Comm, send, recv Buffer, o *Op, exclusive bool) (*plan, error) {
+	p, err := newPlan(op, c)
+	if err != nil {
+		return nil, err
+	}
+	in, inplace, red, err := reduceArgs(op, send, recv, o, true)
+	if err != nil {
+		return nil, err
+	}
+	if recv.Count != in.Count {
+		return nil, errorf(ErrCount, op, "sends %d elements but receives %d", in.Count, recv.Count)
+	}
+	p.run = func(e *coll) error {
+		s := packIn(in)
+		if inplace {
+			s = append([]byte(nil), s...)
+		}
+		r, done := packOut(recv, exclusive)
+		if err := e.scan(s, r, red, exclusive); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}
+	return p, nil
+}
+
+// ScanBuf computes the inclusive prefix reduction: rank i's recv gets
+// send₀ o … o sendᵢ (MPI_Scan).
+func ScanBuf(c *Comm, send, recv Buffer, o *Op) error {
+	return blockingPlan(scanPlan("MPI_Scan", c, send, recv, o, false))
+}
+
+// IscanBuf starts a Scan (MPI_Iscan).
+func IscanBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
+	return startPlan(scanPlan("MPI_Iscan", c, send, recv, o, false))
+}
+
+// Scan computes the inclusive prefix reduction of send into recv (MPI_Scan).
+func Scan[T Numeric](c *Comm, send, recv []T, o *Op) error {
+	return ScanBuf(c, sbuf(send), Slice(recv), o)
+}
+
+// Iscan starts a Scan (MPI_Iscan).
+func Iscan[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) {
+	return IscanBuf(c, sbuf(send), Slice(recv), o)
+}
+
+// ExscanBuf computes the exclusive prefix reduction: rank i > 0 gets
+// send₀ o … o sendᵢ₋₁; rank 0's recv is left unchanged (MPI_Exscan).
+func ExscanBuf(c *Comm, send, recv Buffer, o *Op) error {
+	return blockingPlan(scanPlan("MPI_Exscan", c, send, recv, o, true))
+}
+
+// IexscanBuf starts an Exscan (MPI_Iexscan).
+func IexscanBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
+	return startPlan(scanPlan("MPI_Iexscan", c, send, recv, o, true))
+}
+
+// Exscan computes the exclusive prefix reduction of send into recv; rank 0's
+// recv is left unchanged (MPI_Exscan).
+func Exscan[T Numeric](c *Comm, send, recv []T, o *Op) error {
+	return ExscanBuf(c, sbuf(send), Slice(recv), o)
+}
+
+// Iexscan starts an Exscan (MPI_Iexscan).
+func Iexscan[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) {
+	return IexscanBuf(c, sbuf(send), Slice(recv), o)
+}
