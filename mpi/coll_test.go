@@ -45,3 +45,16 @@ func TestCollectives(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectivesAsyncProgress runs the collective checks with the progress
+// goroutine on (mpirun -async-progress), where it races the application's
+// own waiters for the device.
+func TestCollectivesAsyncProgress(t *testing.T) {
+	prog, mpirun := buildProgs(t, "./testdata/collprog")
+	for _, np := range []string{"2", "5"} {
+		out, err := exec.Command(mpirun, "-np", np, "-async-progress", "-timeout", "120s", prog, "-short").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ok errors np="+np) {
+			t.Fatalf("collprog -np %s -async-progress: %v\n%s", np, err, out)
+		}
+	}
+}

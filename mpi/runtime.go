@@ -33,6 +33,7 @@ type runtime struct {
 	bsend   bsendBuffer
 	nextCtx uint32
 	ids     ctxIDs // the free context-id pairs (communicator creation)
+	async   *asyncProgress
 }
 
 var (
@@ -47,13 +48,34 @@ var epoch = time.Now()
 // named by ADIMPI_DEVICE (default netvm) with options from
 // ADIMPI_DEVICE_OPT, and wires it up with the other ranks. Without a
 // launcher the program runs as a singleton: rank 0 of 1.
-func Init() error {
+func Init() error { return InitWith(Options{}) }
+
+// Options choose what InitWith starts. Zero fields take their values from
+// the environment that mpirun sets (ADIMPI_DEVICE, ADIMPI_DEVICE_OPT,
+// ADIMPI_ASYNC_PROGRESS), and then from the defaults.
+type Options struct {
+	// Device is the device's name (default: ADIMPI_DEVICE, else netvm).
+	Device string
+	// DeviceOptions are the device's key=value options (default: ADIMPI_DEVICE_OPT).
+	DeviceOptions map[string]string
+	// AsyncProgress starts a progress goroutine that advances communication
+	// while the program computes (also: ADIMPI_ASYNC_PROGRESS=1, mpirun
+	// -async-progress). It sleeps on the device's futex when there is
+	// nothing to do.
+	AsyncProgress bool
+}
+
+// InitWith starts MPI like Init, with explicit options.
+func InitWith(o Options) error {
 	stateMu.Lock()
 	defer stateMu.Unlock()
 	if rt != nil || ended {
 		return errorf(ErrOther, "MPI_Init", "MPI is already initialized or finalized")
 	}
-	name := os.Getenv("ADIMPI_DEVICE")
+	name := o.Device
+	if name == "" {
+		name = os.Getenv("ADIMPI_DEVICE")
+	}
 	if name == "" {
 		name = DefaultDevice
 	}
@@ -61,9 +83,12 @@ func Init() error {
 	if !ok {
 		return errorf(ErrArg, "MPI_Init", "unknown device %q (ADIMPI_DEVICE); known devices: %s", name, strings.Join(adi.Devices(), ", "))
 	}
-	opts, err := parseOptions(os.Getenv("ADIMPI_DEVICE_OPT"))
-	if err != nil {
-		return errorf(ErrArg, "MPI_Init", "%v", err)
+	opts := o.DeviceOptions
+	if opts == nil {
+		var err error
+		if opts, err = parseOptions(os.Getenv("ADIMPI_DEVICE_OPT")); err != nil {
+			return errorf(ErrArg, "MPI_Init", "%v", err)
+		}
 	}
 	client, err := pmi.Connect()
 	if err != nil {
@@ -92,6 +117,9 @@ func Init() error {
 	}
 	r.world = newComm("MPI_COMM_WORLD", 0, r.rank, identity(r.size))
 	r.self = newComm("MPI_COMM_SELF", 2, 0, []int{r.rank})
+	if o.AsyncProgress || os.Getenv("ADIMPI_ASYNC_PROGRESS") == "1" {
+		r.startProgress()
+	}
 	rt = r
 	return nil
 }
@@ -134,6 +162,7 @@ func Finalize() error {
 	rt, ended = nil, true
 	stateMu.Unlock()
 	r.mu.Lock()
+	r.stopProgress()
 	derr := r.dev.Finalize()
 	r.mu.Unlock()
 	if err := r.pmi.Finalize(); err != nil {

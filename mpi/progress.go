@@ -1,0 +1,60 @@
+package mpi
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// asyncProgress is the optional progress goroutine: it advances every
+// device protocol while the program computes, so that non-blocking
+// communication overlaps computation even on devices that need the host CPU
+// at each protocol step (the BIP/MPI-BIP lesson of seed 003).
+type asyncProgress struct {
+	stop atomic.Bool
+	done chan struct{}
+	err  atomic.Value // the first progress error, reported by the next waiter
+}
+
+// startProgress launches the progress goroutine.
+func (r *runtime) startProgress() {
+	a := &asyncProgress{done: make(chan struct{})}
+	r.async = a
+	go func() {
+		defer close(a.done)
+		for !a.stop.Load() {
+			seq := r.dev.Seq()
+			r.mu.Lock()
+			did, err := r.dev.Progress()
+			r.mu.Unlock()
+			if err != nil {
+				a.err.Store(err)
+				r.dev.Wake()
+				return
+			}
+			if did {
+				// Requests may have completed: wake waiters asleep on the
+				// doorbell, who otherwise wait for the next message.
+				r.dev.Wake()
+				continue
+			}
+			r.dev.Sleep(seq, 100*time.Millisecond)
+		}
+	}()
+}
+
+// stopProgress ends the progress goroutine and waits for it.
+func (r *runtime) stopProgress() {
+	if r.async == nil {
+		return
+	}
+	r.async.stop.Store(true)
+	r.dev.Wake()
+	<-r.async.done
+	r.async = nil
+}
+
+// AsyncProgress reports whether the progress goroutine is running.
+func AsyncProgress() bool {
+	r, err := current("MPI_Async_progress")
+	return err == nil && r.async != nil
+}
