@@ -89,6 +89,7 @@ run memcpy 120 "$OUT/mpibench" memcpy --csv
 note "adimpi netvm (mpirun)"
 run netvm-pingpong 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" pingpong --csv
 run netvm-bw 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" bw --csv
+run netvm-virtus 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" virtus --csv
 for np in "${NPS[@]}"; do
 	run "netvm-anysource-np$np" 120 "$MPIRUN" -np "$np" -device netvm "$OUT/mpibench" anysource --senders $((np - 1)) --csv
 done
@@ -98,6 +99,7 @@ if ((have_mpich)); then
 	note "MPICH $(mpichversion 2>/dev/null | awk -F: '/Version/ {gsub(/[ \t]/, "", $2); print $2; exit}') (mpiexec.mpich)"
 	run mpich-pingpong 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" pingpong
 	run mpich-bw 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" bw
+	run mpich-virtus 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" virtus
 	for np in "${NPS[@]}"; do
 		run "mpich-anysource-np$np" 120 mpiexec.mpich -n "$np" "$OUT/mpibench-mpich" anysource --senders $((np - 1))
 	done
@@ -124,6 +126,7 @@ if ((have_ompi)); then
 		note "Open MPI $(mpiexec.openmpi --version 2>/dev/null | awk 'NR==1 {print $NF}') (${ompi[*]})"
 		run openmpi-pingpong 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" pingpong
 		run openmpi-bw 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" bw
+		run openmpi-virtus 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" virtus
 		for np in "${NPS[@]}"; do
 			run "openmpi-anysource-np$np" 120 "${ompi[@]}" -n "$np" "$OUT/mpibench-openmpi" anysource --senders $((np - 1))
 		done

@@ -40,6 +40,8 @@ var (
 	mpirunBin string
 	p2pBin    string
 	checks    []string // names printed by p2p -list
+	dtBin     string
+	dtChecks  []string // names printed by datatypes -list
 	jobs      = make(chan struct{}, parallelJobs)
 	runSeq    atomic.Int64
 
@@ -49,15 +51,16 @@ var (
 
 // result is the outcome of one subtest, for the summary table.
 type result struct {
+	prog    string // "p2p" or "datatypes"
 	config  string // device/np=N or device/option/np=N
 	check   string
 	outcome string // PASS, FAIL, UNSUPPORTED
 	elapsed time.Duration
 }
 
-// TestMain builds cmd/mpirun and conformance/p2p into a temporary directory,
-// lists p2p's checks, runs the tests, and (with -v or on failure) prints a
-// table of every run's outcome.
+// TestMain builds cmd/mpirun, conformance/p2p and conformance/datatypes into
+// a temporary directory, lists the programs' checks, runs the tests, and
+// (with -v or on failure) prints a table of every run's outcome.
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
@@ -71,9 +74,11 @@ func testMain(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	mpirunBin = filepath.Join(dir, "mpirun")
 	p2pBin = filepath.Join(dir, "p2p")
+	dtBin = filepath.Join(dir, "datatypes")
 	for bin, pkg := range map[string]string{
 		mpirunBin: "github.com/adimpi/adimpi/cmd/mpirun",
 		p2pBin:    "github.com/adimpi/adimpi/conformance/p2p",
+		dtBin:     "github.com/adimpi/adimpi/conformance/datatypes",
 	} {
 		cmd := exec.Command("go", "build", "-o", bin, pkg)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -81,15 +86,20 @@ func testMain(m *testing.M) int {
 			return 1
 		}
 	}
-	out, err := exec.Command(p2pBin, "-list").Output()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "conformance: p2p -list: %v\n", err)
-		return 1
-	}
-	checks = strings.Fields(string(out))
-	if len(checks) == 0 {
-		fmt.Fprintln(os.Stderr, "conformance: p2p -list printed no checks")
-		return 1
+	for _, p := range []struct {
+		name, bin string
+		list      *[]string
+	}{{"p2p", p2pBin, &checks}, {"datatypes", dtBin, &dtChecks}} {
+		out, err := exec.Command(p.bin, "-list").Output()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "conformance: %s -list: %v\n", p.name, err)
+			return 1
+		}
+		*p.list = strings.Fields(string(out))
+		if len(*p.list) == 0 {
+			fmt.Fprintf(os.Stderr, "conformance: %s -list printed no checks\n", p.name)
+			return 1
+		}
 	}
 	start := time.Now()
 	code := m.Run()
@@ -131,7 +141,7 @@ func TestP2P(t *testing.T) {
 					for _, check := range checks {
 						t.Run(check, func(t *testing.T) {
 							t.Parallel()
-							runCheck(t, dev, nil, np, check)
+							runCheck(t, p2pBin, dev, nil, np, check)
 						})
 					}
 				})
@@ -147,7 +157,7 @@ func TestP2P(t *testing.T) {
 						for _, check := range optionChecks {
 							t.Run(check, func(t *testing.T) {
 								t.Parallel()
-								runCheck(t, dev, []string{opt}, 4, check)
+								runCheck(t, p2pBin, dev, []string{opt}, 4, check)
 							})
 						}
 					})
@@ -157,8 +167,60 @@ func TestP2P(t *testing.T) {
 	}
 }
 
-// runCheck runs p2p check under mpirun and judges the outcome.
-func runCheck(t *testing.T, dev string, opts []string, np int, check string) {
+// TestDatatypes runs every check of conformance/datatypes (derived datatypes
+// over point-to-point) through mpirun under every registered device at np =
+// 1, 2 and 16 (2 with -short), and with netvm's options eager=0 and cma=off
+// at np = 4; at most parallelJobs jobs at once (shared with TestP2P).
+func TestDatatypes(t *testing.T) {
+	nps := []int{1, 2, 16}
+	if testing.Short() {
+		nps = []int{2}
+	}
+	devices := adi.Devices()
+	if len(devices) == 0 {
+		t.Fatal("no device is registered")
+	}
+	for _, dev := range devices {
+		t.Run(dev, func(t *testing.T) {
+			t.Parallel()
+			for i := len(nps) - 1; i >= 0; i-- {
+				np := nps[i]
+				t.Run(fmt.Sprintf("np=%d", np), func(t *testing.T) {
+					t.Parallel()
+					for _, check := range dtChecks {
+						t.Run(check, func(t *testing.T) {
+							t.Parallel()
+							runCheck(t, dtBin, dev, nil, np, check)
+						})
+					}
+				})
+			}
+			if dev != "netvm" {
+				return
+			}
+			for _, opt := range netvmOptions {
+				t.Run(opt, func(t *testing.T) {
+					t.Parallel()
+					t.Run("np=4", func(t *testing.T) {
+						t.Parallel()
+						for _, check := range dtChecks {
+							t.Run(check, func(t *testing.T) {
+								t.Parallel()
+								runCheck(t, dtBin, dev, []string{opt}, 4, check)
+							})
+						}
+					})
+				})
+			}
+		})
+	}
+}
+
+// progName is the name of a conformance program's binary: p2p or datatypes.
+func progName(bin string) string { return filepath.Base(bin) }
+
+// runCheck runs check of the program bin under mpirun and judges the outcome.
+func runCheck(t *testing.T, bin, dev string, opts []string, np int, check string) {
 	config := dev
 	for _, o := range opts {
 		config += "/" + o
@@ -166,12 +228,12 @@ func runCheck(t *testing.T, dev string, opts []string, np int, check string) {
 	config += fmt.Sprintf("/np=%d", np)
 
 	jobs <- struct{}{}
-	r := runJob(dev, opts, np, check)
+	r := runJob(bin, dev, opts, np, check)
 	<-jobs
 
 	outcome := judge(t, r, np, check)
 	resultsMu.Lock()
-	results = append(results, result{config: config, check: check, outcome: outcome, elapsed: r.elapsed})
+	results = append(results, result{prog: progName(bin), config: config, check: check, outcome: outcome, elapsed: r.elapsed})
 	resultsMu.Unlock()
 }
 
@@ -189,20 +251,23 @@ type job struct {
 func (j *job) command() string {
 	args := []string{"go", "run", "./cmd/mpirun"}
 	for _, a := range j.args[1:] {
-		if a == p2pBin {
+		switch a {
+		case p2pBin:
 			a = "./conformance/p2p"
+		case dtBin:
+			a = "./conformance/datatypes"
 		}
 		args = append(args, a)
 	}
 	return strings.Join(args, " ")
 }
 
-func runJob(dev string, opts []string, np int, check string) *job {
+func runJob(bin, dev string, opts []string, np int, check string) *job {
 	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String()}
 	for _, o := range opts {
 		args = append(args, "-device-opt", o)
 	}
-	args = append(args, p2pBin, check)
+	args = append(args, bin, check)
 	j := &job{args: append([]string{mpirunBin}, args...)}
 
 	ctx, cancel := context.WithTimeout(context.Background(), mpirunTimeout+killGrace)
@@ -383,25 +448,54 @@ func indent(s string) string {
 	return "\t" + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n\t")
 }
 
-// printSummary prints a table: one row per check, one column per configuration.
+// printSummary prints a table per program (p2p, then datatypes, each when
+// it ran): one row per check, one column per configuration.
 func printSummary(total time.Duration) {
 	resultsMu.Lock()
 	defer resultsMu.Unlock()
 	if len(results) == 0 {
 		return
 	}
+	counts := map[string]int{}
+	for _, r := range results {
+		counts[r.outcome]++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nconformance summary (%d runs, %.1fs):\n", len(results), total.Seconds())
+	for _, p := range []struct {
+		name   string
+		checks []string
+	}{{"p2p", checks}, {"datatypes", dtChecks}} {
+		var rs []result
+		for _, r := range results {
+			if r.prog == p.name {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		if p.name != "p2p" {
+			fmt.Fprintf(&b, "\n%s:\n", p.name)
+		}
+		summaryTable(&b, rs, p.checks)
+	}
+	fmt.Fprintf(&b, "PASS %d, FAIL %d, UNSUPPORTED %d\n", counts["PASS"], counts["FAIL"], counts["UNSUPPORTED"])
+	fmt.Print(b.String())
+}
+
+// summaryTable writes one program's table of results rs, a row per check.
+func summaryTable(b *strings.Builder, rs []result, checks []string) {
 	var configs []string
 	seen := map[string]bool{}
 	// With -count > 1 a cell shows the worst outcome and the longest time.
 	rank := map[string]int{"PASS": 0, "UNSUPPORTED": 1, "FAIL": 2}
 	cell := map[[2]string]result{}
-	counts := map[string]int{}
-	for _, r := range results {
+	for _, r := range rs {
 		if !seen[r.config] {
 			seen[r.config] = true
 			configs = append(configs, r.config)
 		}
-		counts[r.outcome]++
 		k := [2]string{r.check, r.config}
 		if c, ok := cell[k]; ok {
 			if rank[c.outcome] > rank[r.outcome] {
@@ -412,26 +506,23 @@ func printSummary(total time.Duration) {
 		cell[k] = r
 	}
 	sort.Slice(configs, func(a, b int) bool { return configKey(configs[a]) < configKey(configs[b]) })
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nconformance summary (%d runs, %.1fs):\n%-15s", len(results), total.Seconds(), "check")
+	fmt.Fprintf(b, "%-15s", "check")
 	for _, c := range configs {
-		fmt.Fprintf(&b, " %-21s", c)
+		fmt.Fprintf(b, " %-21s", c)
 	}
 	b.WriteString("\n")
 	for _, check := range checks {
-		fmt.Fprintf(&b, "%-15s", check)
+		fmt.Fprintf(b, "%-15s", check)
 		for _, c := range configs {
 			r, ok := cell[[2]string{check, c}]
 			if !ok {
-				fmt.Fprintf(&b, " %-21s", "-")
+				fmt.Fprintf(b, " %-21s", "-")
 				continue
 			}
-			fmt.Fprintf(&b, " %-21s", fmt.Sprintf("%s %.2fs", r.outcome, r.elapsed.Seconds()))
+			fmt.Fprintf(b, " %-21s", fmt.Sprintf("%s %.2fs", r.outcome, r.elapsed.Seconds()))
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "PASS %d, FAIL %d, UNSUPPORTED %d\n", counts["PASS"], counts["FAIL"], counts["UNSUPPORTED"])
-	fmt.Print(b.String())
 }
 
 // configKey orders configurations: plain runs by np, then option runs.

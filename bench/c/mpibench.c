@@ -6,10 +6,11 @@
  *   mpiexec -n 2 ./mpibench-mpich pingpong [flags]   one-way latency (round trip / 2)
  *   mpiexec -n 2 ./mpibench-mpich bw [flags]         osu_bw-style streaming bandwidth
  *   mpiexec -n N ./mpibench-mpich anysource [flags]  MPI_ANY_SOURCE vs. specific-source receives
+ *   mpiexec -n 2 ./mpibench-mpich virtus [flags]     VIRTUS: strided (MPI_Type_vector) vs. contiguous bw
  *
  * Flags (as in cmd/mpibench): --min-size N, --max-size N, --iters N (0 = auto),
  * --window N, --reps N, --min-time SECONDS, --msgs N, --senders K,
- * --no-header. Rank 0 prints CSV: bench,device,np,size,value,unit, where
+ * --total N, --block-min N, --block-max N, --no-header. Rank 0 prints CSV: bench,device,np,size,value,unit, where
  * device is "mpich" or "openmpi" (from the MPI header the program was built
  * with).
  *
@@ -30,16 +31,17 @@
 #define DEVICE "mpi"
 #endif
 
-enum { TAG_PING = 1, TAG_CTL = 2, TAG_BW = 3, TAG_ACK = 4, TAG_DATA = 5, TAG_GO = 6 };
+enum { TAG_PING = 1, TAG_CTL = 2, TAG_BW = 3, TAG_ACK = 4, TAG_DATA = 5, TAG_GO = 6, TAG_VIRTUS = 7 };
 
 struct config {
     long min_size, max_size;
     long iters, window, reps, msgs, senders;
     double min_time;
     int header;
+    long total, block_min, block_max; /* virtus */
 };
 
-static struct config cfg = {0, 8L << 20, 0, 64, 3, 1000, 0, 0.05, 1};
+static struct config cfg = {0, 8L << 20, 0, 64, 3, 1000, 0, 0.05, 1, 1L << 20, 128, 8L << 10};
 static int rank, nprocs;
 
 static void fail(const char *what)
@@ -288,11 +290,122 @@ static void anysource(void)
     free(next);
 }
 
+/* virtus_windows: bw's windows of count messages of (buf, count, type). */
+static void virtus_windows(void *buf, int count, MPI_Datatype type, long total, MPI_Request *reqs, MPI_Status *sts,
+                           long windows)
+{
+    char ack[4] = {0};
+    for (long i = 0; i < windows; i++) {
+        if (rank == 0) {
+            for (long w = 0; w < cfg.window; w++)
+                MPI_Isend(buf, count, type, 1, TAG_VIRTUS, MPI_COMM_WORLD, &reqs[w]);
+            MPI_Waitall((int)cfg.window, reqs, sts);
+            MPI_Recv(ack, 4, MPI_BYTE, 1, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            for (long w = 0; w < cfg.window; w++)
+                MPI_Irecv(buf, count, type, 0, TAG_VIRTUS, MPI_COMM_WORLD, &reqs[w]);
+            MPI_Waitall((int)cfg.window, reqs, sts);
+            for (long w = 0; w < cfg.window; w++) {
+                int n = 0;
+                MPI_Get_count(&sts[w], MPI_BYTE, &n);
+                if (n != total)
+                    fail("virtus: a message brought the wrong number of bytes");
+            }
+            MPI_Send(ack, 4, MPI_BYTE, 0, TAG_ACK, MPI_COMM_WORLD);
+        }
+    }
+}
+
+/*
+ * virtus: the VIRTUS test. Streaming bandwidth (as bw) of a 2-D strided
+ * array, total/block blocks of block bytes one every 2*block bytes, described
+ * on both sides by MPI_Type_vector(total/block, block, 2*block, MPI_BYTE),
+ * against the same bytes sent contiguously; the strided and contiguous
+ * repetitions alternate. Rows virtus_strided, virtus_contig (MB/s of data) and
+ * virtus_ratio (strided/contiguous), the size column being the block size.
+ */
+static void virtus(void)
+{
+    if (rank > 1)
+        return;
+    long total = cfg.total;
+    if (cfg.block_min < 1 || cfg.block_max < cfg.block_min || total < cfg.block_max)
+        fail("virtus: need 1 <= --block-min <= --block-max <= --total");
+    MPI_Request *reqs = malloc(cfg.window * sizeof *reqs);
+    MPI_Status *sts = malloc(cfg.window * sizeof *sts);
+    unsigned char *contig = calloc(total, 1), *strided = calloc(2 * total, 1);
+    if (!reqs || !sts || !contig || !strided)
+        fail("out of memory");
+    for (long block = cfg.block_min; block <= cfg.block_max; block *= 2) {
+        if (total % block)
+            fail("virtus: --total is not a multiple of a block size");
+        long nblocks = total / block, span = (2 * nblocks - 1) * block;
+        MPI_Datatype vt;
+        MPI_Type_vector((int)nblocks, (int)block, (int)(2 * block), MPI_BYTE, &vt);
+        MPI_Type_commit(&vt);
+        if (rank == 0) {
+            /* the pattern of Go's fill(b, block), as cmd/mpibench's virtus uses */
+            for (long i = 0; i < span; i++)
+                strided[i] = (unsigned char)(i * 7 + block + 1);
+            for (long i = 0; i < total; i++)
+                contig[i] = (unsigned char)(i * 7 + block + 1);
+        } else {
+            memset(strided, 0, span);
+            memset(contig, 0, total);
+        }
+        int warm = bw_warmup(total);
+        virtus_windows(strided, 1, vt, total, reqs, sts, 1);
+        virtus_windows(contig, (int)total, MPI_BYTE, total, reqs, sts, 1);
+        if (rank == 1) {
+            for (long i = 0; i < span; i++) {
+                unsigned char want = (i / block) % 2 ? 0 : (unsigned char)(i * 7 + block + 1);
+                if (strided[i] != want)
+                    fail("virtus: wrong strided data on rank 1");
+            }
+            for (long i = 0; i < total; i++)
+                if (contig[i] != (unsigned char)(i * 7 + block + 1))
+                    fail("virtus: wrong contiguous data on rank 1");
+        }
+        double t0 = MPI_Wtime();
+        virtus_windows(strided, 1, vt, total, reqs, sts, warm - 1);
+        long iters_s = share_iters((MPI_Wtime() - t0) / (warm - 1));
+        t0 = MPI_Wtime();
+        virtus_windows(contig, (int)total, MPI_BYTE, total, reqs, sts, warm - 1);
+        long iters_c = share_iters((MPI_Wtime() - t0) / (warm - 1));
+        double best_s = 1e300, best_c = 1e300;
+        for (long r = 0; r < cfg.reps; r++) {
+            t0 = MPI_Wtime();
+            virtus_windows(strided, 1, vt, total, reqs, sts, iters_s);
+            double d = MPI_Wtime() - t0;
+            if (d < best_s)
+                best_s = d;
+            t0 = MPI_Wtime();
+            virtus_windows(contig, (int)total, MPI_BYTE, total, reqs, sts, iters_c);
+            d = MPI_Wtime() - t0;
+            if (d < best_c)
+                best_c = d;
+        }
+        MPI_Type_free(&vt);
+        if (rank == 0) {
+            double per_window = (double)total * cfg.window;
+            double s = per_window * iters_s / best_s / 1e6, c = per_window * iters_c / best_c / 1e6;
+            row("virtus_strided", nprocs, block, s, "MB/s");
+            row("virtus_contig", nprocs, block, c, "MB/s");
+            row("virtus_ratio", nprocs, block, s / c, "x");
+        }
+    }
+    free(reqs);
+    free(sts);
+    free(contig);
+    free(strided);
+}
+
 static void usage(void)
 {
     if (rank == 0)
-        fprintf(stderr, "usage: mpibench pingpong|bw|anysource [--min-size N] [--max-size N] [--iters N] "
-                        "[--window N] [--reps N] [--min-time S] [--msgs N] [--senders K] [--no-header]\n");
+        fprintf(stderr, "usage: mpibench pingpong|bw|anysource|virtus [--min-size N] [--max-size N] [--iters N] "
+                        "[--window N] [--reps N] [--min-time S] [--msgs N] [--senders K] [--total N] [--block-min N] "
+                        "[--block-max N] [--no-header]\n");
     MPI_Finalize();
     exit(2);
 }
@@ -338,6 +451,12 @@ int main(int argc, char **argv)
             field = &cfg.msgs;
         else if (!strcmp(a, "--senders"))
             field = &cfg.senders;
+        else if (!strcmp(a, "--total"))
+            field = &cfg.total;
+        else if (!strcmp(a, "--block-min"))
+            field = &cfg.block_min;
+        else if (!strcmp(a, "--block-max"))
+            field = &cfg.block_max;
         else
             usage();
         *field = atol(argv[++i]);
@@ -354,6 +473,8 @@ int main(int argc, char **argv)
         bw();
     else if (!strcmp(cmd, "anysource"))
         anysource();
+    else if (!strcmp(cmd, "virtus"))
+        virtus();
     else
         usage();
     fflush(stdout);

@@ -6,6 +6,7 @@
 //	mpirun -np 2 mpibench pingpong [flags]   one-way latency, blocking Send/Recv
 //	mpirun -np 2 mpibench bw [flags]         streaming bandwidth, windows of Isend/Irecv
 //	mpirun -np N mpibench anysource [flags]  AnySource vs. specific-source receives, k = 1..N-1 senders
+//	mpirun -np 2 mpibench virtus [flags]     VIRTUS: strided (Vector, stride 2×block) vs. contiguous bandwidth
 //	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
 //	mpibench summarize results.csv           ratios from a CSV made by bench/compare.sh
 //
@@ -46,6 +47,8 @@ subcommands (run the MPI ones under mpirun):
   pingpong    one-way latency between ranks 0 and 1 (blocking Send/Recv)
   bw          streaming bandwidth from rank 0 to rank 1 (--window Isends per ack)
   anysource   rank 0 receives from k senders, AnySource vs. specific source
+  virtus      bw of a strided array (Vector of --block-min..--block-max blocks,
+              stride 2×block, --total data bytes) vs. the same bytes contiguous
   memcpy      single process: copy() bandwidth and a cache-line ping-pong
   summarize   read a results CSV (bench/compare.sh) and print the ratios
 
@@ -66,6 +69,7 @@ func main() {
 	fs.IntVar(&cfg.msgs, "msgs", 1000, "anysource: messages of 8 B per sender")
 	fs.IntVar(&cfg.senders, "senders", 0, "anysource: only this many senders (0 = every k from 1 to np-1); the np column is k+1")
 	fs.BoolVar(&cfg.checkBuf, "check", true, "verify the received data once per size")
+	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
 		fs.PrintDefaults()
@@ -97,7 +101,7 @@ func main() {
 		}
 	case "memcpy":
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
-	case "pingpong", "bw", "anysource":
+	case "pingpong", "bw", "anysource", "virtus":
 		runMPI(&cfg, args[0])
 	default:
 		fmt.Fprintf(os.Stderr, "mpibench: unknown subcommand %q\n", args[0])
@@ -124,6 +128,8 @@ func runMPI(cfg *config, name string) {
 		rows = bandwidth(cfg, world)
 	case "anysource":
 		rows = anysource(cfg, world)
+	case "virtus":
+		rows = virtus(cfg, world)
 	}
 	if world.Rank() == 0 {
 		printRows(os.Stdout, cfg, rows)

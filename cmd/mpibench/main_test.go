@@ -53,6 +53,12 @@ bw,openmpi,2,4194304,5000,MB/s
 memcpy,go,1,4194304,20000,MB/s
 anysource_any,netvm,4,8,1.5,us
 anysource_specific,netvm,4,8,1.0,us
+virtus_strided,netvm,2,128,3000,MB/s
+virtus_contig,netvm,2,128,12000,MB/s
+virtus_ratio,netvm,2,128,0.25,x
+virtus_strided,mpich,2,128,1000,MB/s
+virtus_contig,mpich,2,128,10000,MB/s
+virtus_strided,openmpi,2,8192,2000,MB/s
 ` + csvHeader + "\n" // a second header, as concatenated files have
 	path := filepath.Join(t.TempDir(), "results.csv")
 	if err := os.WriteFile(path, []byte(csv), 0o644); err != nil {
@@ -69,6 +75,8 @@ anysource_specific,netvm,4,8,1.0,us
 		"bandwidth 4 MiB (MB/s) 10000.0 n/a 5000.0 n/a 2.00",
 		"netvm 4 1.500 1.000 1.50",
 		"reused 4 MiB buffers (MB/s) 10000.0 20000.0 0.50",
+		"128 B 0.25 0.10 n/a 3000.0 12000.0 1000.0 10000.0 n/a n/a",
+		"8 KiB n/a n/a n/a n/a n/a n/a n/a 2000.0 n/a",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())

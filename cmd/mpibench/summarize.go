@@ -142,7 +142,59 @@ func summarize(w io.Writer, path string) error {
 	perSize(w, res, "pingpong", "latency (us)", false)
 	fmt.Fprintln(w)
 	perSize(w, res, "bw", "bandwidth (MB/s)", true)
+	virtusTable(w, res)
 	return nil
+}
+
+// virtusTable prints, if the results hold virtus rows, the VIRTUS test per
+// block size: the strided/contiguous bandwidth ratio of netvm, MPICH and
+// Open MPI, then their strided and contiguous bandwidths.
+func virtusTable(w io.Writer, res results) {
+	seen := map[int]bool{}
+	for k := range res {
+		if (k.bench == "virtus_strided" || k.bench == "virtus_ratio") && k.np == 2 {
+			seen[k.size] = true
+		}
+	}
+	if len(seen) == 0 {
+		return
+	}
+	var blocks []int
+	for b := range seen {
+		blocks = append(blocks, b)
+	}
+	sort.Ints(blocks)
+	devs := append([]string{"netvm"}, mpis...)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "== VIRTUS, np=2: a strided array (Vector of blocks, stride 2x block) vs. the same bytes contiguous, bw-style streaming (ratio = strided/contiguous; < 1 means the derived type costs bandwidth)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "block\t")
+	for _, d := range devs {
+		fmt.Fprintf(tw, "%s ratio\t", d)
+	}
+	for _, d := range devs {
+		fmt.Fprintf(tw, "%s strided\t%s contig\t", d, d)
+	}
+	fmt.Fprintln(tw, "(MB/s)\t")
+	for _, b := range blocks {
+		fmt.Fprintf(tw, "%s\t", humanSize(b))
+		for _, d := range devs {
+			s, sok := res.get("virtus_strided", d, 2, b)
+			c, cok := res.get("virtus_contig", d, 2, b)
+			r := ratio(s, sok, c, cok)
+			if rv, ok := res.get("virtus_ratio", d, 2, b); ok {
+				r = strconv.FormatFloat(rv, 'f', 2, 64)
+			}
+			fmt.Fprintf(tw, "%s\t", r)
+		}
+		for _, d := range devs {
+			s, sok := res.get("virtus_strided", d, 2, b)
+			c, cok := res.get("virtus_contig", d, 2, b)
+			fmt.Fprintf(tw, "%s\t%s\t", num(s, sok), num(c, cok))
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	tw.Flush()
 }
 
 // npsOf lists the np values that a bench has rows for on a device.
