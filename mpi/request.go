@@ -161,20 +161,23 @@ func runtimeOf(reqs []*Request) *runtime {
 // ErrInStatus and each status's Err says which.
 func Waitall(reqs []*Request) ([]Status, error) {
 	sts := make([]Status, len(reqs))
-	bad := -1
+	bad, first := -1, error(nil)
 	for i, q := range reqs {
 		if q == nil {
 			sts[i] = emptyStatus
 			continue
 		}
 		st, err := q.Wait()
+		if err != nil && st.Err == nil {
+			st.Err = err // the wait itself failed (e.g. progress), not the request
+		}
 		sts[i] = st
 		if err != nil && bad < 0 {
-			bad = i
+			bad, first = i, err
 		}
 	}
 	if bad >= 0 {
-		return sts, errorf(ErrInStatus, "MPI_Waitall", "request %d: %v", bad, sts[bad].Err)
+		return sts, errorf(ErrInStatus, "MPI_Waitall", "request %d: %v", bad, first)
 	}
 	return sts, nil
 }

@@ -1,6 +1,7 @@
 package netvm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/match"
+	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
@@ -32,6 +34,7 @@ const (
 	ctlData              // sender → receiver: one chunk of a message, payload in the eager ring
 	ctlCancel            // receiver → sender: withdraw the RTR of receive id
 	ctlCancelAck         // sender → receiver: RTR id withdrawn (n=1) or already answered (n=0)
+	ctlIov               // receiver → sender: (address, length) pieces of a non-contiguous receive buffer, in the eager ring
 )
 
 // Segment layout.
@@ -71,11 +74,12 @@ type outMsg struct {
 	data   adi.Buffer
 	off    int // payload: packed bytes [off, off+payload) of data
 	stream bool
-	total  int          // stream: bytes left to send
-	fin    ctl          // stream: the SC that follows the data
-	finish bool         // complete req (with Bytes = done) once the message (or stream's SC) is in the ring
-	done   int          // bytes the completed send reports
-	req    *adi.Request // the send this message belongs to, for failure on a dead peer
+	total  int               // stream: bytes left to send
+	fin    ctl               // stream: the SC that follows the data
+	layout *datatype.Segment // layout stream: the receive buffer's pieces still to describe
+	finish bool              // complete req (with Bytes = done) once the message (or stream's SC) is in the ring
+	done   int               // bytes the completed send reports
+	req    *adi.Request      // the send this message belongs to, for failure on a dead peer
 }
 
 type peer struct {
@@ -124,6 +128,8 @@ type Device struct {
 
 	nextID   uint32
 	sends    map[uint32]*outSend // RTS sent, waiting for RTR
+	scatters map[uint32]*outSend // CTS with a layout: waiting for its ctlIov batches
+	scratch  []byte              // builds and reads ctlIov batches
 	recvs    map[uint32]*rvRecv  // RTR sent, waiting for data and SC
 	lastLive time.Time
 	idle     int         // progress passes in a row that found nothing
@@ -135,6 +141,8 @@ type Device struct {
 type outSend struct {
 	req  *adi.Request
 	peer *peer
+	off  int // scatter: packed bytes written so far
+	n    int // scatter: packed bytes to write
 }
 
 type counters struct {
@@ -235,6 +243,8 @@ func (d *Device) Init(cfg adi.Config) error {
 		d.peers[r] = p
 	}
 	d.sends = map[uint32]*outSend{}
+	d.scatters = map[uint32]*outSend{}
+	d.scratch = make([]byte, d.chunk)
 	d.recvs = map[uint32]*rvRecv{}
 	d.mpinInit()
 	d.lastLive = time.Now()
@@ -360,6 +370,18 @@ func (d *Device) sendCTS(r *adi.Request, src, tag, size int, sid uint32) {
 	n := min(size, r.Buf.Size())
 	id := d.newID()
 	d.recvs[id] = &rvRecv{req: r, src: src, tag: tag, size: size, n: n}
+	if n > 0 && p.remoteOK && p.seg != d.seg && !r.Buf.Contiguous() {
+		// A non-contiguous receive buffer of large blocks: describe its
+		// pieces so that the sender writes each block straight into place
+		// (one copy, no bounce through the eager ring). For small blocks
+		// the kernel's per-piece cost in process_vm_writev exceeds a second
+		// copy, so those come in chunks through the eager ring, pipelined.
+		if seg, err := datatype.NewSegment(r.Buf.Type, r.Buf.Count); err == nil && bigBlocks(seg, r.Buf.Mem) {
+			d.post(p, &outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, tag: 1, n: uint64(n)}})
+			d.post(p, &outMsg{ctl: ctl{ctx: id, id: sid}, data: r.Buf, layout: seg, total: n})
+			return
+		}
+	}
 	d.post(p, &outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, addr: d.bufAddr(p, r), n: uint64(n)}})
 }
 
@@ -398,6 +420,9 @@ func (d *Device) post(p *peer, m *outMsg) {
 // doorbell, and reports whether it did. A stream puts one chunk per call and
 // reports true only when its final SC is in.
 func (d *Device) put(p *peer, m *outMsg) bool {
+	if m.layout != nil {
+		return d.putLayout(p, m)
+	}
 	if m.stream {
 		for m.total > 0 {
 			k := min(m.total, d.chunk)
@@ -417,7 +442,7 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 		return false
 	}
 	payload := 0
-	if m.typ == ctlEager || m.typ == ctlData {
+	if m.typ == ctlEager || m.typ == ctlData || m.typ == ctlIov {
 		payload = int(m.n)
 		if p.eagerTail+uint64(payload)-atomic.LoadUint64(p.eagerHeadAt) > uint64(d.ring) {
 			d.cnt.ringFull++
@@ -555,7 +580,14 @@ func (d *Device) handle(p *peer, c *ctl) error {
 			return fmt.Errorf("netvm: CTS from rank %d for unknown send %d", p.rank, c.id)
 		}
 		delete(d.sends, c.id)
+		if c.tag == 1 { // the receive buffer's layout follows in ctlIov batches
+			s.n = int(c.n)
+			d.scatters[c.id] = s
+			return nil
+		}
 		return d.writeData(p, s.req, c.addr, int(c.n), ctl{typ: ctlSC, id: c.ctx})
+	case ctlIov:
+		return d.scatter(p, c)
 	case ctlData:
 		rv := d.recvs[c.id]
 		if rv == nil {
@@ -674,4 +706,75 @@ func lenAll[T any](qs [][]T) int {
 		n += len(q)
 	}
 	return n
+}
+
+// putLayout writes the next batches of a non-contiguous receive buffer's
+// (address, length) pieces into p's eager ring, as ring space allows; it
+// reports true once the whole layout is out.
+func (d *Device) putLayout(p *peer, m *outMsg) bool {
+	mem := m.data.Mem
+	for m.total > 0 {
+		at := m.layout.Pos()
+		batch, covered := d.scratch[:0], 0
+		for len(batch)+16 <= len(d.scratch) && covered < m.total && covered < 1<<30 {
+			piece, ok := m.layout.Next(mem, min(m.total, 1<<30)-covered)
+			if !ok {
+				break
+			}
+			batch = binary.LittleEndian.AppendUint64(batch, uint64(uintptr(unsafe.Pointer(&piece[0]))))
+			batch = binary.LittleEndian.AppendUint64(batch, uint64(len(piece)))
+			covered += len(piece)
+		}
+		c := &outMsg{ctl: ctl{typ: ctlIov, ctx: m.ctx, id: m.id, tag: int32(covered), n: uint64(len(batch))}, data: adi.Bytes(batch)}
+		if !d.put(p, c) {
+			_ = m.layout.Seek(at)
+			return false
+		}
+		m.total -= covered
+	}
+	return true
+}
+
+// scatter writes the next part of a send straight into the receive buffer
+// pieces that a ctlIov batch lists; after the last batch it sends SC.
+func (d *Device) scatter(p *peer, c *ctl) error {
+	s := d.scatters[c.id]
+	if s == nil {
+		return fmt.Errorf("netvm: layout from rank %d for unknown send %d", p.rank, c.id)
+	}
+	a, b := d.eagerPayload(p, c)
+	raw := append(append(d.scratch[:0], a...), b...)
+	d.consumeEager(p, c)
+	remote := make([]shm.RemoteSeg, len(raw)/16)
+	for i := range remote {
+		remote[i] = shm.RemoteSeg{Addr: binary.LittleEndian.Uint64(raw[16*i:]), Len: binary.LittleEndian.Uint64(raw[16*i+8:])}
+	}
+	covered := int(c.tag)
+	var local [][]byte
+	_ = s.req.Buf.Pieces(s.off, covered, func(b []byte) error { local = append(local, b); return nil })
+	if err := shm.RemoteScatter(p.pid, local, remote); err != nil {
+		delete(d.scatters, c.id)
+		s.req.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "remote write to rank %d: %v", p.rank, err)})
+		return nil
+	}
+	d.cnt.remoteWrites++
+	d.cnt.bytesOut += int64(covered)
+	s.off += covered
+	if s.off == s.n {
+		delete(d.scatters, c.id)
+		d.post(p, &outMsg{ctl: ctl{typ: ctlSC, id: c.ctx}, req: s.req, finish: true, done: s.n})
+	}
+	return nil
+}
+
+// scatterMin is the smallest contiguous block worth a remote-write piece of
+// its own (measured: below it, pipelined chunk copies are faster).
+const scatterMin = 8 << 10
+
+// bigBlocks reports whether a segment's first block is large enough for a
+// scatter remote write, and rewinds the segment.
+func bigBlocks(seg *datatype.Segment, mem []byte) bool {
+	piece, ok := seg.Next(mem, scatterMin)
+	_ = seg.Seek(0)
+	return ok && len(piece) >= scatterMin
 }

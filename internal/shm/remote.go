@@ -103,3 +103,111 @@ func Alive(pid int) bool {
 	err := unix.Kill(pid, 0)
 	return err == nil || err == unix.EPERM
 }
+
+// RemoteSeg is a piece of another process's memory: an address in its
+// virtual address space and a length.
+type RemoteSeg struct {
+	Addr uint64
+	Len  uint64
+}
+
+// RemoteScatter writes the local pieces, in order, into the remote pieces
+// of process pid, in order (a gather/scatter remote write): a single copy
+// from a non-contiguous source into a non-contiguous destination. The two
+// lists must cover the same number of bytes.
+func RemoteScatter(pid int, local [][]byte, remote []RemoteSeg) error {
+	li, loff := 0, 0 // next local piece, bytes of it already written
+	ri, roff := 0, uint64(0)
+	liov := make([]unix.Iovec, 0, maxIov)
+	riov := make([]unix.RemoteIovec, 0, maxIov)
+	for {
+		for li < len(local) && loff == len(local[li]) {
+			li, loff = li+1, 0
+		}
+		for ri < len(remote) && roff == remote[ri].Len {
+			ri, roff = ri+1, 0
+		}
+		if li == len(local) || ri == len(remote) {
+			if li != len(local) || ri != len(remote) {
+				return fmt.Errorf("shm: scatter to pid %d: local and remote pieces cover different byte counts", pid)
+			}
+			return nil
+		}
+		// Build one call's worth of iovecs covering the same byte count.
+		liov, riov = liov[:0], riov[:0]
+		ltot, rtot := 0, 0
+		for j, off := li, loff; j < len(local) && len(liov) < maxIov; j, off = j+1, 0 {
+			p := local[j][off:]
+			if len(p) == 0 {
+				continue
+			}
+			iv := unix.Iovec{Base: &p[0]}
+			iv.SetLen(len(p))
+			liov = append(liov, iv)
+			ltot += len(p)
+		}
+		for j, off := ri, roff; j < len(remote) && len(riov) < maxIov; j, off = j+1, 0 {
+			s := remote[j]
+			if s.Len == off {
+				continue
+			}
+			riov = append(riov, unix.RemoteIovec{Base: uintptr(s.Addr + off), Len: int(s.Len - off)})
+			rtot += int(s.Len - off)
+		}
+		want := min(ltot, rtot)
+		trimLocal(&liov, want)
+		trimRemote(&riov, want)
+		n, err := unix.ProcessVMWritev(pid, liov, riov, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("shm: process_vm_writev pid %d (%d pieces): %w", pid, len(riov), err)
+		}
+		if n == 0 {
+			return fmt.Errorf("shm: scatter to pid %d made no progress", pid)
+		}
+		// Advance both cursors by n bytes.
+		for k := n; k > 0; {
+			step := min(k, len(local[li])-loff)
+			loff += step
+			k -= step
+			if loff == len(local[li]) && k > 0 {
+				li, loff = li+1, 0
+			}
+		}
+		for k := uint64(n); k > 0; {
+			step := min(k, remote[ri].Len-roff)
+			roff += step
+			k -= step
+			if roff == remote[ri].Len && k > 0 {
+				ri, roff = ri+1, 0
+			}
+		}
+	}
+}
+
+func trimLocal(iov *[]unix.Iovec, want int) {
+	v := *iov
+	for i := range v {
+		l := int(v[i].Len)
+		if want <= l {
+			v[i].SetLen(want)
+			*iov = v[:i+1]
+			return
+		}
+		want -= l
+	}
+}
+
+func trimRemote(iov *[]unix.RemoteIovec, want int) {
+	v := *iov
+	for i := range v {
+		if want <= v[i].Len {
+			v[i].Len = want
+			*iov = v[:i+1]
+			return
+		}
+		want -= v[i].Len
+	}
+}

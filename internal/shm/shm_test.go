@@ -142,3 +142,36 @@ func TestFutexTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRemoteScatterUnevenPieces(t *testing.T) {
+	src := make([]byte, 5000)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	dst := make([]byte, 20000)
+	// local: 3 uneven pieces; remote: 4 of every 16 bytes of dst, 1250
+	// pieces (more than one call's IOV_MAX)
+	local := [][]byte{src[:1], src[1:3333], src[3333:]}
+	var remote []RemoteSeg
+	for i := 0; i < 1250; i++ {
+		remote = append(remote, RemoteSeg{Addr: uint64(uintptr(unsafe.Pointer(&dst[i*16]))), Len: 4})
+	}
+	remote = append(remote, RemoteSeg{Addr: uint64(uintptr(unsafe.Pointer(&dst[0]))), Len: 0})
+	if err := RemoteScatter(os.Getpid(), local, remote); err != nil {
+		t.Skipf("process_vm_writev not permitted here: %v", err)
+	}
+	for i := 0; i < 1250; i++ {
+		for j := 0; j < 16; j++ {
+			got, want := dst[i*16+j], byte(0)
+			if j < 4 {
+				want = src[i*4+j]
+			}
+			if got != want {
+				t.Fatalf("dst[%d] = %d, want %d", i*16+j, got, want)
+			}
+		}
+	}
+	if err := RemoteScatter(os.Getpid(), local, remote[:3]); err == nil {
+		t.Fatal("mismatched byte counts accepted")
+	}
+}
