@@ -99,6 +99,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "mpibench summarize:", err)
 			os.Exit(1)
 		}
+	case "coll":
+		runColl(&cfg)
+	case "summarize-coll":
+		runSummarizeColl(args[1:])
 	case "memcpy":
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
 	case "pingpong", "bw", "anysource", "virtus":
