@@ -16,13 +16,15 @@ type Request struct {
 	peer, tag  int
 	persistent bool
 	ar         *adi.Request  // the operation in flight; nil when inactive
+	slot       adi.Request   // what ar points to for point-to-point operations (one allocation per request)
 	bg         chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
 }
 
 // start posts the request's operation to the device.
 func (q *Request) start() error {
 	r := q.rt
-	ar := &adi.Request{Mode: q.mode, Context: q.comm.ctx, Tag: q.tag, Buf: q.buf}
+	q.slot = adi.Request{Mode: q.mode, Context: q.comm.ctx, Tag: q.tag, Buf: q.buf}
+	ar := &q.slot
 	q.ar = ar
 	if q.peer == ProcNull {
 		ar.Complete(adi.Status{Source: ProcNull, Tag: AnyTag})

@@ -212,7 +212,7 @@ func (d *Device) sendRTR(m *mrecv) {
 	m.state, m.src, m.rid = mRTR, r.Peer, d.newID()
 	d.mp.ids[m.rid] = m
 	d.recvs[m.rid] = &rvRecv{req: r, src: r.Peer}
-	d.post(p, &outMsg{ctl: ctl{typ: ctlRTR, ctx: r.Context, tag: int32(r.Tag), id: m.rid, addr: d.bufAddr(p, r), n: uint64(r.Buf.Size())}})
+	d.post(p, outMsg{ctl: ctl{typ: ctlRTR, ctx: r.Context, tag: int32(r.Tag), id: m.rid, addr: d.bufAddr(p, r), n: uint64(r.Buf.Size())}})
 }
 
 // bufAddr is where a sender may remote-write into r's buffer, or 0 when the
@@ -246,7 +246,7 @@ func (d *Device) scan(m *mrecv) {
 		m.state, m.src, m.rid = mRTR, q, d.newID()
 		d.mp.ids[m.rid] = m
 		d.recvs[m.rid] = &rvRecv{req: m.req, src: q}
-		d.post(p, &outMsg{ctl: ctl{typ: ctlRTRAny, ctx: m.rid, id: uint32(m.entry), addr: d.bufAddr(p, m.req), n: uint64(m.req.Buf.Size())}})
+		d.post(p, outMsg{ctl: ctl{typ: ctlRTRAny, ctx: m.rid, id: uint32(m.entry), addr: d.bufAddr(p, m.req), n: uint64(m.req.Buf.Size())}})
 		return
 	}
 }
@@ -273,7 +273,7 @@ func (d *Device) rfaEntry(ctx uint32, tag int) int {
 			return -1
 		}
 		for _, p := range d.peers {
-			d.post(p, &outMsg{ctl: ctl{typ: ctlDisableAny, id: uint32(i)}})
+			d.post(p, outMsg{ctl: ctl{typ: ctlDisableAny, id: uint32(i)}})
 		}
 	}
 	d.mp.rfa[i] = rfaEntry{used: true, ctx: ctx, tag: tag, lastUse: d.mp.clock}
@@ -281,7 +281,7 @@ func (d *Device) rfaEntry(ctx uint32, tag int) int {
 		atomic.StoreUint32(d.rfaFlag(d.seg.Mem, i, q), 0)
 	}
 	for _, p := range d.peers {
-		d.post(p, &outMsg{ctl: ctl{typ: ctlEnaAny, ctx: ctx, tag: int32(tag), id: uint32(i)}})
+		d.post(p, outMsg{ctl: ctl{typ: ctlEnaAny, ctx: ctx, tag: int32(tag), id: uint32(i)}})
 	}
 	return i
 }
@@ -302,7 +302,7 @@ func (d *Device) mpinCancel(r *adi.Request) bool {
 	if !m.cancel {
 		m.cancel = true
 		if !m.any {
-			d.post(d.peers[m.src], &outMsg{ctl: ctl{typ: ctlCancel, id: m.rid}})
+			d.post(d.peers[m.src], outMsg{ctl: ctl{typ: ctlCancel, id: m.rid}})
 		}
 	}
 	return true
@@ -359,7 +359,7 @@ func (d *Device) mpinHandle(p *peer, c *ctl) error {
 			s = d.takePending(q, e.ctx, e.tag)
 		}
 		if s == nil {
-			d.post(p, &outMsg{ctl: ctl{typ: ctlUnaAny, ctx: c.ctx}})
+			d.post(p, outMsg{ctl: ctl{typ: ctlUnaAny, ctx: c.ctx}})
 			return nil
 		}
 		if err := d.mpinWrite(p, s, c.ctx, c.addr, int(c.n)); err != nil {
@@ -388,7 +388,7 @@ func (d *Device) mpinHandle(p *peer, c *ctl) error {
 				break
 			}
 		}
-		d.post(p, &outMsg{ctl: ctl{typ: ctlCancelAck, id: c.id, n: ok}})
+		d.post(p, outMsg{ctl: ctl{typ: ctlCancelAck, id: c.id, n: ok}})
 	case ctlCancelAck:
 		m := d.mp.ids[c.id]
 		if m == nil || c.n == 0 {

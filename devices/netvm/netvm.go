@@ -313,14 +313,14 @@ func (d *Device) Isend(r *adi.Request) error {
 	n := r.Buf.Size()
 	if n <= d.eager && r.Mode != adi.ModeSync {
 		d.cnt.eagerMsgs++
-		d.post(p, &outMsg{ctl: ctl{typ: ctlEager, ctx: r.Context, tag: int32(r.Tag), n: uint64(n)},
+		d.post(p, outMsg{ctl: ctl{typ: ctlEager, ctx: r.Context, tag: int32(r.Tag), n: uint64(n)},
 			data: r.Buf, req: r, finish: true, done: n})
 		return nil
 	}
 	d.cnt.rndvMsgs++
 	id := d.newID()
 	d.sends[id] = &outSend{req: r, peer: p}
-	d.post(p, &outMsg{ctl: ctl{typ: ctlRTS, ctx: r.Context, tag: int32(r.Tag), id: id, n: uint64(n)}, req: r})
+	d.post(p, outMsg{ctl: ctl{typ: ctlRTS, ctx: r.Context, tag: int32(r.Tag), id: id, n: uint64(n)}, req: r})
 	return nil
 }
 
@@ -377,12 +377,12 @@ func (d *Device) sendCTS(r *adi.Request, src, tag, size int, sid uint32) {
 		// the kernel's per-piece cost in process_vm_writev exceeds a second
 		// copy, so those come in chunks through the eager ring, pipelined.
 		if seg, err := datatype.NewSegment(r.Buf.Type, r.Buf.Count); err == nil && bigBlocks(seg, r.Buf.Mem) {
-			d.post(p, &outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, tag: 1, n: uint64(n)}})
-			d.post(p, &outMsg{ctl: ctl{ctx: id, id: sid}, data: r.Buf, layout: seg, total: n})
+			d.post(p, outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, tag: 1, n: uint64(n)}})
+			d.post(p, outMsg{ctl: ctl{ctx: id, id: sid}, data: r.Buf, layout: seg, total: n})
 			return
 		}
 	}
-	d.post(p, &outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, addr: d.bufAddr(p, r), n: uint64(n)}})
+	d.post(p, outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, addr: d.bufAddr(p, r), n: uint64(n)}})
 }
 
 // Iprobe looks for a matching message that has arrived.
@@ -409,11 +409,13 @@ func (d *Device) CancelRecv(r *adi.Request) bool {
 }
 
 // post sends m to p now if the ring has room, else queues it behind p's backlog.
-func (d *Device) post(p *peer, m *outMsg) {
-	if len(p.backlog) == 0 && d.put(p, m) {
-		return
+func (d *Device) post(p *peer, m outMsg) {
+	if len(p.backlog) == 0 && d.put(p, &m) {
+		return // the common case allocates nothing
 	}
-	p.backlog = append(p.backlog, m)
+	q := new(outMsg)
+	*q = m
+	p.backlog = append(p.backlog, q)
 }
 
 // put writes m (and its payload) into p's rings if there is room, rings p's
@@ -519,7 +521,7 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if did {
 		d.idle = 0
-	} else if d.idle++; (d.idle%1024 == 0 || d.slept.Swap(false)) && time.Since(d.lastLive) > livenessCheck {
+	} else if d.idle++; (d.idle%1024 == 0 || (d.slept.Load() && d.slept.Swap(false))) && time.Since(d.lastLive) > livenessCheck {
 		d.checkPeers()
 	}
 	return did, nil
@@ -638,11 +640,11 @@ func (d *Device) writeData(p *peer, r *adi.Request, addr uint64, n int, sc ctl) 
 		}
 		d.cnt.remoteWrites++
 	default:
-		d.post(p, &outMsg{ctl: ctl{id: rid}, data: r.Buf, stream: true, total: n, fin: sc, req: r, finish: true, done: n})
+		d.post(p, outMsg{ctl: ctl{id: rid}, data: r.Buf, stream: true, total: n, fin: sc, req: r, finish: true, done: n})
 		return nil
 	}
 	d.cnt.bytesOut += int64(n)
-	d.post(p, &outMsg{ctl: sc, req: r, finish: true, done: n})
+	d.post(p, outMsg{ctl: sc, req: r, finish: true, done: n})
 	return nil
 }
 
@@ -762,7 +764,7 @@ func (d *Device) scatter(p *peer, c *ctl) error {
 	s.off += covered
 	if s.off == s.n {
 		delete(d.scatters, c.id)
-		d.post(p, &outMsg{ctl: ctl{typ: ctlSC, id: c.ctx}, req: s.req, finish: true, done: s.n})
+		d.post(p, outMsg{ctl: ctl{typ: ctlSC, id: c.ctx}, req: s.req, finish: true, done: s.n})
 	}
 	return nil
 }
