@@ -11,8 +11,8 @@
 # brings it, and its runs are skipped. Every CSV row lands in
 # $OUT/results.csv (bench,device,np,size,value,unit), the logs in $OUT/logs,
 # and the summary (mpibench summarize) in $OUT/summary.txt.
-# adimpi runs keep their defaults (ADIMPI_SPIN_US unset: a waiting rank spins
-# 20 µs before sleeping when ranks ≤ cores, 0 when oversubscribed).
+# adimpi runs keep their defaults (ADIMPI_SPIN_US unset: a waiting rank polls 1 ms
+# before sleeping when ranks ≤ cores, yields for 100 µs when oversubscribed).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
