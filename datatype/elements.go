@@ -107,3 +107,42 @@ func (t *Type) partialElements(rest int) (int, bool) {
 	}
 	return n, rest == 0
 }
+
+// Basic returns the one predefined type that all of t's data is made of
+// (t itself for a predefined type), or nil if t mixes several or has none.
+func (t *Type) Basic() *Type {
+	if t.Predefined() {
+		return t
+	}
+	var basic *Type
+	for _, p := range t.parts() {
+		if p.n == 0 || p.t.Size() == 0 {
+			continue
+		}
+		b := p.t.Basic()
+		if b == nil || (basic != nil && b != basic) {
+			return nil
+		}
+		basic = b
+	}
+	return basic
+}
+
+// signatureTypes numbers the predefined types for Signature.
+var signatureTypes = []*Type{Int, Int8, Int16, Int32, Int64, Uint, Uint8, Uint16, Uint32, Uint64,
+	Uintptr, Float32, Float64, Complex64, Complex128, Float32Int32, Float64Int32, Int64Int32, Int32Int32, Int16Int32}
+
+// Signature is a short code of t's type signature for matching checks
+// between a sender and a receiver: the number of the one predefined type t
+// is made of, or 0 when t may match anything that the code cannot describe
+// (Byte, Packed, or a mix of types). Two nonzero codes that differ mean the
+// signatures cannot match, which MPI forbids.
+func (t *Type) Signature() uint32 {
+	b := t.Basic()
+	for i, p := range signatureTypes {
+		if p == b {
+			return uint32(i + 1)
+		}
+	}
+	return 0
+}

@@ -31,3 +31,18 @@ func TestElements(t *testing.T) {
 		}
 	}
 }
+
+func TestSignature(t *testing.T) {
+	vec, _ := Vector(3, 2, 5, Float64)
+	nested, _ := Contiguous(4, vec)
+	mixed, _ := Struct([]int{1, 1}, []int{0, 8}, []*Type{Int32, Float64})
+	if vec.Signature() != Float64.Signature() || nested.Signature() != Float64.Signature() || Float64.Signature() == 0 {
+		t.Fatal("a vector of float64 must have float64's signature")
+	}
+	if Int32.Signature() == Float64.Signature() || Int.Signature() == Int64.Signature() {
+		t.Fatal("distinct predefined types share a signature")
+	}
+	if mixed.Signature() != 0 || Byte.Signature() != 0 || Packed.Signature() != 0 {
+		t.Fatal("mixed types, Byte and Packed must match anything")
+	}
+}

@@ -209,3 +209,30 @@ func TestDatatypeErrorsCarryMPIClasses(t *testing.T) {
 		t.Fatalf("count %d elements %d bytes %d, want Undefined, 3, 24", st.Count(vec), st.Elements(vec), st.Bytes())
 	}
 }
+
+func TestSignatureMismatchIsErrType(t *testing.T) {
+	w := mpi.World()
+	for _, n := range []int{4, 100000} { // eager and rendezvous
+		out := make([]float64, n)
+		in := make([]int64, n)
+		rq, err := mpi.Irecv(w, in, 0, 11)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mpi.Send(w, out, 0, 11); err != nil {
+			t.Fatalf("n=%d: send: %v", n, err)
+		}
+		if _, err := rq.Wait(); !errors.Is(err, mpi.ErrType) {
+			t.Fatalf("n=%d: float64 into int64: %v, want ErrType", n, err)
+		}
+		// bytes match anything
+		raw := make([]byte, 8*n)
+		rq, _ = mpi.IrecvBuf(w, mpi.Typed(raw, len(raw), datatype.Byte), 0, 12)
+		if err := mpi.Send(w, out, 0, 12); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := rq.Wait(); err != nil || st.Bytes() != 8*n {
+			t.Fatalf("n=%d: float64 into MPI_BYTE: %v %d", n, err, st.Bytes())
+		}
+	}
+}

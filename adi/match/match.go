@@ -18,6 +18,7 @@ type Message struct {
 	Size   int    // packed bytes in the whole message
 	Data   []byte // payload copied on arrival (eager protocols), else nil
 	Handle any    // the device's state for fetching the data (rendezvous)
+	Sig    uint32 // the sender's type signature code (datatype.Type.Signature), 0 if unknown
 	seq    uint64 // arrival order across all sources
 }
 

@@ -37,6 +37,13 @@ const (
 	ctlIov               // receiver → sender: (address, length) pieces of a non-contiguous receive buffer, in the eager ring
 )
 
+// CTS variants, in the tag field.
+const (
+	ctsAddress = 0 // write the data at addr (0: in chunks through the eager ring)
+	ctsLayout  = 1 // the receive buffer's pieces follow in ctlIov batches
+	ctsDiscard = 2 // the receiver refused the message; complete the send
+)
+
 // Segment layout.
 const (
 	ringSlots   = 128
@@ -313,14 +320,14 @@ func (d *Device) Isend(r *adi.Request) error {
 	n := r.Buf.Size()
 	if n <= d.eager && r.Mode != adi.ModeSync {
 		d.cnt.eagerMsgs++
-		d.post(p, outMsg{ctl: ctl{typ: ctlEager, ctx: r.Context, tag: int32(r.Tag), n: uint64(n)},
+		d.post(p, outMsg{ctl: ctl{typ: ctlEager, ctx: r.Context, tag: int32(r.Tag), id: r.Buf.Type.Signature(), n: uint64(n)},
 			data: r.Buf, req: r, finish: true, done: n})
 		return nil
 	}
 	d.cnt.rndvMsgs++
 	id := d.newID()
 	d.sends[id] = &outSend{req: r, peer: p}
-	d.post(p, outMsg{ctl: ctl{typ: ctlRTS, ctx: r.Context, tag: int32(r.Tag), id: id, n: uint64(n)}, req: r})
+	d.post(p, outMsg{ctl: ctl{typ: ctlRTS, ctx: r.Context, tag: int32(r.Tag), id: id, addr: uint64(r.Buf.Type.Signature()), n: uint64(n)}, req: r})
 	return nil
 }
 
@@ -341,6 +348,9 @@ func (d *Device) Irecv(r *adi.Request) error {
 
 // deliver hands a matched message to receive r.
 func (d *Device) deliver(r *adi.Request, m *match.Message) {
+	if d.mismatch(r, m.Env, m.Size, m.Sig, m.Handle) {
+		return
+	}
 	if m.Handle == nil { // eager: the payload was copied on arrival
 		d.finishRecv(r, m.Env.Source, m.Env.Tag, m.Size, m.Data)
 		return
@@ -377,7 +387,7 @@ func (d *Device) sendCTS(r *adi.Request, src, tag, size int, sid uint32) {
 		// the kernel's per-piece cost in process_vm_writev exceeds a second
 		// copy, so those come in chunks through the eager ring, pipelined.
 		if seg, err := datatype.NewSegment(r.Buf.Type, r.Buf.Count); err == nil && bigBlocks(seg, r.Buf.Mem) {
-			d.post(p, outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, tag: 1, n: uint64(n)}})
+			d.post(p, outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, tag: ctsLayout, n: uint64(n)}})
 			d.post(p, outMsg{ctl: ctl{ctx: id, id: sid}, data: r.Buf, layout: seg, total: n})
 			return
 		}
@@ -557,24 +567,26 @@ func (d *Device) handle(p *peer, c *ctl) error {
 		env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
 		a, b := d.eagerPayload(p, c)
 		size := int(c.n)
-		if r := d.eng.Arrive(env); r != nil {
+		if r := d.eng.Arrive(env); r != nil && !d.mismatch(r, env, size, c.id, nil) {
 			n := min(size, r.Buf.Size())
 			k := min(n, len(a))
 			r.Buf.CopyIn(0, a[:k])
 			r.Buf.CopyIn(k, b[:n-k])
 			r.Complete(recvStatus(r, p.rank, env.Tag, size, n))
-		} else {
+		} else if r == nil {
 			data := make([]byte, size)
 			copy(data[copy(data, a):], b)
-			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: data})
+			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: data, Sig: c.id})
 		}
 		d.consumeEager(p, c)
 	case ctlRTS:
 		env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
 		if r := d.eng.Arrive(env); r != nil {
-			d.sendCTS(r, p.rank, env.Tag, int(c.n), c.id)
+			if !d.mismatch(r, env, int(c.n), uint32(c.addr), c.id) {
+				d.sendCTS(r, p.rank, env.Tag, int(c.n), c.id)
+			}
 		} else {
-			d.eng.AddUnexpected(&match.Message{Env: env, Size: int(c.n), Handle: c.id})
+			d.eng.AddUnexpected(&match.Message{Env: env, Size: int(c.n), Handle: c.id, Sig: uint32(c.addr)})
 		}
 	case ctlCTS:
 		s := d.sends[c.id]
@@ -582,7 +594,11 @@ func (d *Device) handle(p *peer, c *ctl) error {
 			return fmt.Errorf("netvm: CTS from rank %d for unknown send %d", p.rank, c.id)
 		}
 		delete(d.sends, c.id)
-		if c.tag == 1 { // the receive buffer's layout follows in ctlIov batches
+		if c.tag == ctsDiscard { // the receiver refused the message (signature mismatch)
+			s.req.Complete(adi.Status{})
+			return nil
+		}
+		if c.tag == ctsLayout { // the receive buffer's layout follows in ctlIov batches
 			s.n = int(c.n)
 			d.scatters[c.id] = s
 			return nil
@@ -779,4 +795,22 @@ func bigBlocks(seg *datatype.Segment, mem []byte) bool {
 	piece, ok := seg.Next(mem, scatterMin)
 	_ = seg.Seek(0)
 	return ok && len(piece) >= scatterMin
+}
+
+// mismatch checks a matched message's type signature code against the
+// receive's. When both are known and differ, MPI's rule that the signatures
+// match is broken: the receive completes with ErrType, nothing is written
+// into it, and a rendezvous sender (handle = its send id) is released with a
+// zero-byte CTS so that it completes too.
+func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32, handle any) bool {
+	want := r.Buf.Type.Signature()
+	if sig == 0 || want == 0 || sig == want || size == 0 {
+		return false
+	}
+	if sid, ok := handle.(uint32); ok {
+		d.post(d.peers[env.Source], outMsg{ctl: ctl{typ: ctlCTS, id: sid, tag: ctsDiscard}})
+	}
+	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Errorf(adi.ErrType, "receive",
+		"type signature mismatch: a message of %d bytes from rank %d (tag %d) was sent as a different basic type than the receive's %s", size, env.Source, env.Tag, r.Buf.Type)})
+	return true
 }
