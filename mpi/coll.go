@@ -181,6 +181,39 @@ func Ibcast[T Numeric](c *Comm, buf []T, root int) (*Request, error) {
 
 // ---- Gather, Scatter ----
 
+// rootedArgs checks the buffers of a rooted collective with equal blocks
+// (Gather, Scatter): local is every process's block, all is the root's
+// Size() blocks (its "what" buffer), and inplace says the root passed InPlace
+// for its own block. It returns the block size in bytes.
+func rootedArgs(op string, c *Comm, root int, local, all Buffer, inplace bool, what string) (int, error) {
+	n := c.Size()
+	if inplace && c.rank != root {
+		return 0, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
+	}
+	if !inplace {
+		if err := checkBuffer(op, local); err != nil {
+			return 0, err
+		}
+	}
+	bs := local.Size()
+	if c.rank != root {
+		return bs, nil
+	}
+	if err := checkBuffer(op, all); err != nil {
+		return 0, err
+	}
+	if inplace {
+		if all.Size()%n != 0 {
+			return 0, errorf(ErrCount, op, "%s buffer of %d bytes is not %d equal blocks", what, all.Size(), n)
+		}
+		return all.Size() / n, nil
+	}
+	if all.Size() != n*bs {
+		return 0, errorf(ErrCount, op, "%s buffer holds %d bytes, want %d processes × %d", what, all.Size(), n, bs)
+	}
+	return bs, nil
+}
+
 func gatherPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error) {
 	p, err := newPlan(op, c)
 	if err != nil {
@@ -189,29 +222,11 @@ func gatherPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error) 
 	if err := checkRoot(op, c, root); err != nil {
 		return nil, err
 	}
-	n, me := c.Size(), c.rank
+	me := c.rank
 	inplace := isInPlace(send)
-	if inplace && me != root {
-		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
-	}
-	if !inplace {
-		if err := checkBuffer(op, send); err != nil {
-			return nil, err
-		}
-	}
-	bs := send.Size()
-	if me == root {
-		if err := checkBuffer(op, recv); err != nil {
-			return nil, err
-		}
-		if inplace {
-			if recv.Size()%n != 0 {
-				return nil, errorf(ErrCount, op, "receive buffer of %d bytes is not %d equal blocks", recv.Size(), n)
-			}
-			bs = recv.Size() / n
-		} else if recv.Size() != n*bs {
-			return nil, errorf(ErrCount, op, "receive buffer holds %d bytes, want %d processes × %d", recv.Size(), n, bs)
-		}
+	bs, err := rootedArgs(op, c, root, send, recv, inplace, "receive")
+	if err != nil {
+		return nil, err
 	}
 	p.run = func(e *coll) error {
 		if e.rank != root {
@@ -264,29 +279,10 @@ func scatterPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error)
 	if err := checkRoot(op, c, root); err != nil {
 		return nil, err
 	}
-	n, me := c.Size(), c.rank
 	inplace := isInPlace(recv)
-	if inplace && me != root {
-		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
-	}
-	if !inplace {
-		if err := checkBuffer(op, recv); err != nil {
-			return nil, err
-		}
-	}
-	bs := recv.Size()
-	if me == root {
-		if err := checkBuffer(op, send); err != nil {
-			return nil, err
-		}
-		if inplace {
-			if send.Size()%n != 0 {
-				return nil, errorf(ErrCount, op, "send buffer of %d bytes is not %d equal blocks", send.Size(), n)
-			}
-			bs = send.Size() / n
-		} else if send.Size() != n*bs {
-			return nil, errorf(ErrCount, op, "send buffer holds %d bytes, want %d processes × %d", send.Size(), n, bs)
-		}
+	bs, err := rootedArgs(op, c, root, recv, send, inplace, "send")
+	if err != nil {
+		return nil, err
 	}
 	p.run = func(e *coll) error {
 		if e.rank != root {
