@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +39,7 @@ type runtime struct {
 
 var (
 	stateMu sync.Mutex
+	live    atomic.Pointer[runtime] // rt while MPI runs, read without stateMu
 	rt      *runtime
 	ended   bool // Finalize has run
 )
@@ -121,6 +123,7 @@ func InitWith(o Options) error {
 		r.startProgress()
 	}
 	rt = r
+	live.Store(r)
 	return nil
 }
 
@@ -160,6 +163,7 @@ func Finalize() error {
 	}
 	stateMu.Lock()
 	rt, ended = nil, true
+	live.Store(nil)
 	stateMu.Unlock()
 	r.mu.Lock()
 	r.stopProgress()
@@ -231,6 +235,9 @@ func Counters() map[string]int64 {
 
 // current returns the runtime, or an error naming op if MPI is not running.
 func current(op string) (*runtime, error) {
+	if r := live.Load(); r != nil {
+		return r, nil // the fast path of every call: no lock
+	}
 	stateMu.Lock()
 	defer stateMu.Unlock()
 	if rt == nil {
