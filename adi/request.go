@@ -59,7 +59,11 @@ type Request struct {
 	Status Status
 	Dev    any            // device-private state
 	OnDone func(*Request) // called by Complete (core use: buffered sends)
-	done   atomic.Bool
+
+	// MatchSeq is owned by package adi/match: the receive's place in the
+	// order of posting while it waits in the posted queues.
+	MatchSeq uint64
+	done     atomic.Bool
 }
 
 // Matches reports whether a message with envelope e may be received by this

@@ -22,20 +22,14 @@ type Message struct {
 	seq    uint64 // arrival order across all sources
 }
 
-// posted is a receive waiting in the posted queues.
-type posted struct {
-	r   *adi.Request
-	seq uint64 // post order across all sources
-}
-
 // Engine holds the posted-receive and unexpected-message queues. Both are
 // binned by source, so a receive from one source and a message from one
 // source look only at that source's entries (plus, for arrivals, the
 // wildcard receives); global sequence numbers keep the earliest-first rule
 // across bins.
 type Engine struct {
-	posted     map[int]*queue[*posted] // by source rank
-	anySource  queue[*posted]          // receives from AnySource
+	posted     map[int]*queue[*adi.Request] // by source rank
+	anySource  queue[*adi.Request]          // receives from AnySource
 	unexpected map[int]*queue[*Message]
 	nposted    int
 	nunexp     int
@@ -55,16 +49,17 @@ func (e *Engine) Post(r *adi.Request) *Message {
 		e.nunexp--
 		return q.remove(i)
 	}
-	p := &posted{r: r, seq: e.next()}
+	r.MatchSeq = e.next()
+	p := r
 	if r.Peer == adi.AnySource {
 		e.anySource.push(p)
 	} else {
 		if e.posted == nil {
-			e.posted = map[int]*queue[*posted]{}
+			e.posted = map[int]*queue[*adi.Request]{}
 		}
 		q := e.posted[r.Peer]
 		if q == nil {
-			q = &queue[*posted]{}
+			q = &queue[*adi.Request]{}
 			e.posted[r.Peer] = q
 		}
 		q.push(p)
@@ -98,22 +93,22 @@ func (e *Engine) findUnexpected(r *adi.Request) (*queue[*Message], int) {
 // and returns the earliest that matches, or nil (the caller then keeps the
 // message with AddUnexpected).
 func (e *Engine) Arrive(env adi.Envelope) *adi.Request {
-	match := func(p *posted) bool { return p.r.Matches(env) }
-	var q *queue[*posted]
+	match := func(p *adi.Request) bool { return p.Matches(env) }
+	var q *queue[*adi.Request]
 	i := -1
 	if sq := e.posted[env.Source]; sq != nil {
 		if i = sq.find(match); i >= 0 {
 			q = sq
 		}
 	}
-	if j := e.anySource.find(match); j >= 0 && (q == nil || e.anySource.at(j).seq < q.at(i).seq) {
+	if j := e.anySource.find(match); j >= 0 && (q == nil || e.anySource.at(j).MatchSeq < q.at(i).MatchSeq) {
 		q, i = &e.anySource, j
 	}
 	if q == nil {
 		return nil
 	}
 	e.nposted--
-	return q.remove(i).r
+	return q.remove(i)
 }
 
 // AddUnexpected queues a message that matched no posted receive.
@@ -149,7 +144,7 @@ func (e *Engine) Cancel(r *adi.Request) bool {
 			return false
 		}
 	}
-	if i := q.find(func(p *posted) bool { return p.r == r }); i >= 0 {
+	if i := q.find(func(p *adi.Request) bool { return p == r }); i >= 0 {
 		q.remove(i)
 		e.nposted--
 		return true
@@ -172,7 +167,7 @@ func (e *Engine) CancelFrom(src int) []*adi.Request {
 	}
 	var out []*adi.Request
 	for q.n > 0 {
-		out = append(out, q.remove(q.find(func(*posted) bool { return true })).r)
+		out = append(out, q.remove(q.find(func(*adi.Request) bool { return true })))
 		e.nposted--
 	}
 	return out
