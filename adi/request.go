@@ -77,11 +77,12 @@ func (r *Request) Matches(e Envelope) bool {
 // Complete records the final status and marks the request done. A device
 // calls it exactly once per started request.
 func (r *Request) Complete(st Status) {
+	onDone := r.OnDone // read before done: a waiter may reuse r at once
 	r.Status = st
 	r.Dev = nil
 	r.done.Store(true)
-	if r.OnDone != nil {
-		r.OnDone(r)
+	if onDone != nil {
+		onDone(r)
 	}
 }
 

@@ -106,7 +106,12 @@ func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi
 	if err := checkTag(op, tag, recv); err != nil {
 		return nil, err
 	}
-	return &Request{rt: r, comm: c, op: op, recv: recv, mode: mode, buffered: buffered, buf: b, peer: peer, tag: tag}, nil
+	q, _ := r.reqs.Get().(*Request)
+	if q == nil {
+		q = new(Request)
+	}
+	*q = Request{rt: r, comm: c, op: op, recv: recv, mode: mode, buffered: buffered, buf: b, peer: peer, tag: tag}
+	return q, nil
 }
 
 func startNew(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
@@ -129,11 +134,18 @@ func persistent(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi
 	return q, nil
 }
 
+// blocking completes a request that a blocking call started. The caller
+// never sees the request, so once it is complete it goes back to the pool
+// that newRequest draws from: a blocking Send or Recv allocates nothing.
 func blocking(q *Request, err error) (Status, error) {
 	if err != nil {
 		return emptyStatus, err
 	}
-	return q.Wait()
+	st, err := q.Wait()
+	if q.ar == nil && q.bg == nil {
+		q.rt.reqs.Put(q)
+	}
+	return st, err
 }
 
 func sendErr(_ Status, err error) error { return err }

@@ -35,6 +35,7 @@ type runtime struct {
 	nextCtx uint32
 	ids     ctxIDs // the free context-id pairs (communicator creation)
 	async   *asyncProgress
+	reqs    sync.Pool // *Request objects of completed blocking calls, for reuse
 }
 
 var (
