@@ -18,7 +18,9 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"unsafe"
 
+	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/mpi"
 )
 
@@ -42,6 +44,7 @@ var checks = []check{
 	{"scatter", checkScatter},
 	{"allgather", checkAllgather},
 	{"alltoall", checkAlltoall},
+	{"alltoallw", checkAlltoallw},
 	{"reduce", checkReduce},
 	{"allreduce", checkAllreduce},
 	{"ops", checkOps},
@@ -1885,6 +1888,53 @@ func checkThreads(w *mpi.Comm) error {
 	for _, c := range comms {
 		if err := c.Free(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkAlltoallw: rank me sends rank j column j of its own row-major 4×n
+// int32 matrix, as a strided vector type; the receiver takes the columns as
+// contiguous int32 runs, one after another in rank order.
+func checkAlltoallw(w *mpi.Comm) error {
+	n, me := w.Size(), w.Rank()
+	const rows = 4
+	mat := make([]int32, rows*n)
+	for r := 0; r < rows; r++ {
+		for j := 0; j < n; j++ {
+			mat[r*n+j] = int32(me*10000 + r*100 + j)
+		}
+	}
+	col, err := datatype.Vector(rows, 1, n, datatype.Int32)
+	if err != nil {
+		return err
+	}
+	col, err = datatype.Resized(col, 0, 4)
+	if err != nil {
+		return err
+	}
+	if err := col.Commit(); err != nil {
+		return err
+	}
+	send := unsafe.Slice((*byte)(unsafe.Pointer(&mat[0])), len(mat)*4)
+	sc, sd, st := make([]int, n), make([]int, n), make([]*datatype.Type, n)
+	rc, rd, rt := make([]int, n), make([]int, n), make([]*datatype.Type, n)
+	total := 0
+	for j := 0; j < n; j++ {
+		sc[j], sd[j], st[j] = 1, 4*j, col
+		rc[j], rd[j], rt[j] = rows, total*4, datatype.Int32
+		total += rows
+	}
+	recv := make([]byte, total*4)
+	if err := mpi.Alltoallw(w, send, sc, sd, st, recv, rc, rd, rt); err != nil {
+		return err
+	}
+	got := unsafe.Slice((*int32)(unsafe.Pointer(&recv[0])), total)
+	for i := 0; i < n; i++ {
+		for r := 0; r < rows; r++ {
+			if want := int32(i*10000 + r*100 + me); got[i*rows+r] != want {
+				return fmt.Errorf("alltoallw: from rank %d row %d: got %d, want %d", i, r, got[i*rows+r], want)
+			}
 		}
 	}
 	return nil
