@@ -33,6 +33,8 @@ type Comm struct {
 	// ranks that point-to-point calls name); lworld is the local group.
 	inter  bool
 	lworld []int
+
+	attrs attrs // cached attributes (SetAttr, Attr)
 }
 
 func identity(n int) []int {

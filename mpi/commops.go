@@ -122,6 +122,7 @@ func (c *Comm) Dup() (*Comm, error) {
 	}
 	n := c.derived(ctx, c.rank, c.world, "dup")
 	n.topo = c.topo
+	n.copyAttrs(c)
 	return n, nil
 }
 
@@ -275,6 +276,9 @@ func (c *Comm) Free() error {
 	}
 	c.freed = true
 	r.ids.release(int(c.ctx / 2))
+	if err := c.dropAttrs(); err != nil {
+		return errorf(ErrOther, op, "attribute delete callback: %v", err)
+	}
 	return nil
 }
 

@@ -236,3 +236,43 @@ func TestSignatureMismatchIsErrType(t *testing.T) {
 		}
 	}
 }
+
+func TestAttributeCaching(t *testing.T) {
+	var deleted []any
+	k := &mpi.Keyval{
+		Copy:   func(_ *mpi.Comm, v any) (any, bool) { return v.(int) + 1, true },
+		Delete: func(_ *mpi.Comm, v any) error { deleted = append(deleted, v); return nil },
+	}
+	skip := &mpi.Keyval{} // no Copy: not inherited by Dup
+	c, err := mpi.World().Dup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetAttr(k, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.SetAttr(skip, "x")
+	d, err := c.Dup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := d.Attr(k); !ok || v.(int) != 2 {
+		t.Fatalf("Dup copied %v %v, want 2", v, ok)
+	}
+	if _, ok := d.Attr(skip); ok {
+		t.Fatal("an attribute without a Copy callback was copied")
+	}
+	if err := c.SetAttr(k, 10); err != nil || len(deleted) != 1 || deleted[0] != 1 {
+		t.Fatalf("replacing an attribute deleted %v (%v)", deleted, err)
+	}
+	if err := d.Free(); err != nil || len(deleted) != 2 || deleted[1] != 2 {
+		t.Fatalf("Free deleted %v (%v)", deleted, err)
+	}
+	if err := c.DeleteAttr(k); err != nil || len(deleted) != 3 {
+		t.Fatalf("DeleteAttr deleted %v (%v)", deleted, err)
+	}
+	if err := c.DeleteAttr(k); err == nil {
+		t.Fatal("deleting a missing attribute succeeded")
+	}
+	c.Free()
+}
