@@ -103,6 +103,10 @@ func main() {
 		runColl(&cfg)
 	case "summarize-coll":
 		runSummarizeColl(args[1:])
+	case "overlap":
+		runOverlap(&cfg, args[1:])
+	case "summarize-overlap":
+		runSummarizeOverlap(args[1:])
 	case "memcpy":
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
 	case "pingpong", "bw", "anysource", "virtus":
