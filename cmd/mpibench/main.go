@@ -49,8 +49,13 @@ subcommands (run the MPI ones under mpirun):
   anysource   rank 0 receives from k senders, AnySource vs. specific source
   virtus      bw of a strided array (Vector of --block-min..--block-max blocks,
               stride 2×block, --total data bytes) vs. the same bytes contiguous
+  coll        Barrier, Allreduce 8 B / 8 MiB, Bcast 1 MiB, Alltoall 64 KiB per pair
+  overlap     exchange around a fixed computation: overlap ratio, plain or with
+              "iprobe" in the loop (run under mpirun -async-progress for async)
   memcpy      single process: copy() bandwidth and a cache-line ping-pong
   summarize   read a results CSV (bench/compare.sh) and print the ratios
+  summarize-coll, summarize-overlap
+              the same for bench/compare-coll.sh and bench/compare-overlap.sh
 
 flags:
 `
