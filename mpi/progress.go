@@ -22,6 +22,13 @@ func (r *runtime) startProgress() {
 	go func() {
 		defer close(a.done)
 		for !a.stop.Load() {
+			if r.pollers.Load() > 0 {
+				// The program is waiting in an MPI call and progresses by
+				// itself; stay out of its way (and off the doorbell, so
+				// senders need not wake this goroutine with a syscall).
+				r.parkWhilePolled()
+				continue
+			}
 			seq := r.dev.Seq()
 			r.mu.Lock()
 			did, err := r.dev.Progress()
@@ -49,6 +56,10 @@ func (r *runtime) stopProgress() {
 	}
 	r.async.stop.Store(true)
 	r.dev.Wake()
+	select {
+	case r.resume <- struct{}{}:
+	default:
+	}
 	<-r.async.done
 	r.async = nil
 }
@@ -57,4 +68,15 @@ func (r *runtime) stopProgress() {
 func AsyncProgress() bool {
 	r, err := current("MPI_Async_progress")
 	return err == nil && r.async != nil
+}
+
+// parkWhilePolled blocks the progress goroutine until no goroutine is
+// waiting in waitFor (or 10 ms pass, or Finalize stops it).
+func (r *runtime) parkWhilePolled() {
+	t := time.NewTimer(10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-r.resume:
+	case <-t.C:
+	}
 }

@@ -35,7 +35,9 @@ type runtime struct {
 	nextCtx uint32
 	ids     ctxIDs // the free context-id pairs (communicator creation)
 	async   *asyncProgress
-	reqs    sync.Pool // *Request objects of completed blocking calls, for reuse
+	reqs    sync.Pool     // *Request objects of completed blocking calls, for reuse
+	pollers atomic.Int32  // goroutines inside waitFor
+	resume  chan struct{} // wakes the progress goroutine when pollers drops to 0
 }
 
 var (
@@ -120,6 +122,7 @@ func InitWith(o Options) error {
 	}
 	r.world = newComm("MPI_COMM_WORLD", 0, r.rank, identity(r.size))
 	r.self = newComm("MPI_COMM_SELF", 2, 0, []int{r.rank})
+	r.resume = make(chan struct{}, 1)
 	if o.AsyncProgress || os.Getenv("ADIMPI_ASYNC_PROGRESS") == "1" {
 		r.startProgress()
 	}
@@ -265,6 +268,15 @@ func (r *runtime) progress() error {
 // yields the CPU until r.spin, then sleeps on the device's doorbell so that
 // oversubscribed ranks do not starve each other.
 func (r *runtime) waitFor(cond func() bool) error {
+	r.pollers.Add(1)
+	defer func() {
+		if r.pollers.Add(-1) == 0 {
+			select {
+			case r.resume <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	var start time.Time
 	for i := 0; ; i++ {
 		seq := r.dev.Seq()
