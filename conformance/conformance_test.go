@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,12 +37,23 @@ const (
 	parallelJobs = 2
 )
 
+// program is one conformance program: a main package under conformance/
+// whose checks are named on its command line.
+type program struct {
+	name   string   // p2p, datatypes, stress: the directory under conformance/
+	bin    string   // built by TestMain
+	checks []string // printed by <program> -list
+}
+
+var (
+	p2p       = &program{name: "p2p"}
+	datatypes = &program{name: "datatypes"}
+	stress    = &program{name: "stress"}
+	programs  = []*program{p2p, datatypes, stress}
+)
+
 var (
 	mpirunBin string
-	p2pBin    string
-	checks    []string // names printed by p2p -list
-	dtBin     string
-	dtChecks  []string // names printed by datatypes -list
 	jobs      = make(chan struct{}, parallelJobs)
 	runSeq    atomic.Int64
 
@@ -51,16 +63,17 @@ var (
 
 // result is the outcome of one subtest, for the summary table.
 type result struct {
-	prog    string // "p2p" or "datatypes"
-	config  string // device/np=N or device/option/np=N
+	prog    string // a program's name
+	device  string
+	config  string // device/np=N or device/option.../np=N
 	check   string
 	outcome string // PASS, FAIL, UNSUPPORTED
 	elapsed time.Duration
 }
 
-// TestMain builds cmd/mpirun, conformance/p2p and conformance/datatypes into
-// a temporary directory, lists the programs' checks, runs the tests, and
-// (with -v or on failure) prints a table of every run's outcome.
+// TestMain builds cmd/mpirun and every conformance program into a temporary
+// directory, lists the programs' checks, runs the tests, and (with -v or on
+// failure) prints a table of every run's outcome.
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
@@ -73,30 +86,24 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	mpirunBin = filepath.Join(dir, "mpirun")
-	p2pBin = filepath.Join(dir, "p2p")
-	dtBin = filepath.Join(dir, "datatypes")
-	for bin, pkg := range map[string]string{
-		mpirunBin: "github.com/adimpi/adimpi/cmd/mpirun",
-		p2pBin:    "github.com/adimpi/adimpi/conformance/p2p",
-		dtBin:     "github.com/adimpi/adimpi/conformance/datatypes",
-	} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "conformance: go build %s: %v\n%s", pkg, err, out)
-			return 1
-		}
+	// One go build for all of them: the packages share most of their build.
+	args := []string{"build", "-o", dir + string(filepath.Separator), "github.com/adimpi/adimpi/cmd/mpirun"}
+	for _, p := range programs {
+		p.bin = filepath.Join(dir, p.name)
+		args = append(args, "github.com/adimpi/adimpi/conformance/"+p.name)
 	}
-	for _, p := range []struct {
-		name, bin string
-		list      *[]string
-	}{{"p2p", p2pBin, &checks}, {"datatypes", dtBin, &dtChecks}} {
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: go %s: %v\n%s", strings.Join(args, " "), err, out)
+		return 1
+	}
+	for _, p := range programs {
 		out, err := exec.Command(p.bin, "-list").Output()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "conformance: %s -list: %v\n", p.name, err)
 			return 1
 		}
-		*p.list = strings.Fields(string(out))
-		if len(*p.list) == 0 {
+		p.checks = strings.Fields(string(out))
+		if len(p.checks) == 0 {
 			fmt.Fprintf(os.Stderr, "conformance: %s -list printed no checks\n", p.name)
 			return 1
 		}
@@ -109,7 +116,8 @@ func testMain(m *testing.M) int {
 	return code
 }
 
-// optionChecks are run again with netvm's device options, at np=4.
+// optionChecks are the p2p checks run again with netvm's device options and
+// with the asynchronous progress thread, at np=4.
 var optionChecks = []string{
 	"order", "anysource", "anytag", "truncate", "zero", "self", "ssend", "bsend", "rsend",
 	"probe", "cancel", "persistent", "waitany", "alltoall", "many-pending", "anysource-race",
@@ -118,14 +126,63 @@ var optionChecks = []string{
 // netvmOptions are the netvm device options whose runs use optionChecks.
 var netvmOptions = []string{"eager=0", "cma=off"}
 
-// TestP2P runs every p2p check through mpirun under every registered device
-// at np = 1, 2, 4 and 16 (2 and 4 with -short), and a subset with netvm's
-// options eager=0 and cma=off at np = 4; at most parallelJobs jobs at once.
-func TestP2P(t *testing.T) {
-	nps := []int{1, 2, 4, 16}
+// asyncOpt, in a run's options, stands for mpirun -async-progress; every
+// other option is passed as -device-opt.
+const asyncOpt = "async"
+
+// allNPs is the process counts at which every check runs (shortNPs with
+// -short).
+var (
+	allNPs   = []int{1, 2, 3, 4, 8, 16}
+	shortNPs = []int{2, 4}
+)
+
+func testNPs() []int {
 	if testing.Short() {
-		nps = []int{2, 4}
+		return shortNPs
 	}
+	return allNPs
+}
+
+// matrix runs checks of prog under device dev with the options opts (one
+// subtest level per option) at each process count of nps, the biggest
+// first so that the slowest jobs do not trail at the end. Subtests are
+// named [option/...]np=N/check. want, if not nil, picks the checks run at
+// each count.
+func matrix(t *testing.T, prog *program, dev string, opts []string, nps []int, checks []string, want func(check string, np int) bool) {
+	t.Helper()
+	matrixFrom(t, prog, dev, opts, 0, nps, checks, want)
+}
+
+// matrixFrom is matrix inside the subtests of opts[:n].
+func matrixFrom(t *testing.T, prog *program, dev string, opts []string, n int, nps []int, checks []string, want func(check string, np int) bool) {
+	if n < len(opts) {
+		t.Run(opts[n], func(t *testing.T) {
+			t.Parallel()
+			matrixFrom(t, prog, dev, opts, n+1, nps, checks, want)
+		})
+		return
+	}
+	for i := len(nps) - 1; i >= 0; i-- {
+		np := nps[i]
+		t.Run(fmt.Sprintf("np=%d", np), func(t *testing.T) {
+			t.Parallel()
+			for _, check := range checks {
+				if want != nil && !want(check, np) {
+					continue
+				}
+				t.Run(check, func(t *testing.T) {
+					t.Parallel()
+					runCheck(t, prog, dev, opts, np, check)
+				})
+			}
+		})
+	}
+}
+
+// eachDevice runs f for every registered device, in parallel subtests
+// named after the devices.
+func eachDevice(t *testing.T, f func(t *testing.T, dev string)) {
 	devices := adi.Devices()
 	if len(devices) == 0 {
 		t.Fatal("no device is registered")
@@ -133,94 +190,112 @@ func TestP2P(t *testing.T) {
 	for _, dev := range devices {
 		t.Run(dev, func(t *testing.T) {
 			t.Parallel()
-			// Biggest jobs first, so that the slowest runs do not trail at the end.
-			for i := len(nps) - 1; i >= 0; i-- {
-				np := nps[i]
-				t.Run(fmt.Sprintf("np=%d", np), func(t *testing.T) {
-					t.Parallel()
-					for _, check := range checks {
-						t.Run(check, func(t *testing.T) {
-							t.Parallel()
-							runCheck(t, p2pBin, dev, nil, np, check)
-						})
-					}
-				})
-			}
-			if dev != "netvm" {
-				return
-			}
-			for _, opt := range netvmOptions {
-				t.Run(opt, func(t *testing.T) {
-					t.Parallel()
-					t.Run("np=4", func(t *testing.T) {
-						t.Parallel()
-						for _, check := range optionChecks {
-							t.Run(check, func(t *testing.T) {
-								t.Parallel()
-								runCheck(t, p2pBin, dev, []string{opt}, 4, check)
-							})
-						}
-					})
-				})
-			}
+			f(t, dev)
 		})
 	}
+}
+
+// TestP2P runs every p2p check through mpirun under every registered device
+// at np = 1, 2, 3, 4, 8 and 16 (2 and 4 with -short); and a subset
+// (optionChecks) at np = 4 with netvm's options eager=0 and cma=off and with
+// mpirun -async-progress (netvm/async/np=4/check). At most parallelJobs jobs
+// run at once, across all the tests.
+func TestP2P(t *testing.T) {
+	eachDevice(t, func(t *testing.T, dev string) {
+		matrix(t, p2p, dev, nil, testNPs(), p2p.checks, nil)
+		if dev != "netvm" {
+			return
+		}
+		for _, opt := range slices.Concat(netvmOptions, []string{asyncOpt}) {
+			matrix(t, p2p, dev, []string{opt}, []int{4}, optionChecks, nil)
+		}
+	})
 }
 
 // TestDatatypes runs every check of conformance/datatypes (derived datatypes
 // over point-to-point) through mpirun under every registered device at np =
-// 1, 2 and 16 (2 with -short), and with netvm's options eager=0 and cma=off
-// at np = 4; at most parallelJobs jobs at once (shared with TestP2P).
+// 1, 2, 3, 4, 8 and 16 (2 and 4 with -short), and with netvm's options
+// eager=0 and cma=off at np = 4.
 func TestDatatypes(t *testing.T) {
-	nps := []int{1, 2, 16}
-	if testing.Short() {
-		nps = []int{2}
-	}
-	devices := adi.Devices()
-	if len(devices) == 0 {
-		t.Fatal("no device is registered")
-	}
-	for _, dev := range devices {
-		t.Run(dev, func(t *testing.T) {
-			t.Parallel()
-			for i := len(nps) - 1; i >= 0; i-- {
-				np := nps[i]
-				t.Run(fmt.Sprintf("np=%d", np), func(t *testing.T) {
-					t.Parallel()
-					for _, check := range dtChecks {
-						t.Run(check, func(t *testing.T) {
-							t.Parallel()
-							runCheck(t, dtBin, dev, nil, np, check)
-						})
-					}
-				})
-			}
-			if dev != "netvm" {
-				return
-			}
-			for _, opt := range netvmOptions {
-				t.Run(opt, func(t *testing.T) {
-					t.Parallel()
-					t.Run("np=4", func(t *testing.T) {
-						t.Parallel()
-						for _, check := range dtChecks {
-							t.Run(check, func(t *testing.T) {
-								t.Parallel()
-								runCheck(t, dtBin, dev, []string{opt}, 4, check)
-							})
-						}
-					})
-				})
-			}
-		})
-	}
+	eachDevice(t, func(t *testing.T, dev string) {
+		matrix(t, datatypes, dev, nil, testNPs(), datatypes.checks, nil)
+		if dev != "netvm" {
+			return
+		}
+		for _, opt := range netvmOptions {
+			matrix(t, datatypes, dev, []string{opt}, []int{4}, datatypes.checks, nil)
+		}
+	})
 }
 
-// progName is the name of a conformance program's binary: p2p or datatypes.
-func progName(bin string) string { return filepath.Base(bin) }
+// stressNPs is where each stress check runs (stressShortNPs with -short;
+// a check missing there is left out). flood is about many peers at once,
+// thresholds about pairs and rings of ranks (odd counts leave a rank to talk
+// to itself), longrun sends 10⁵ messages whatever the count, and
+// progress-rule runs in pairs.
+var (
+	stressNPs = map[string][]int{
+		"flood":         {2, 16},
+		"thresholds":    {1, 2, 3, 4},
+		"longrun":       {4, 16},
+		"progress-rule": {1, 2, 3, 16},
+	}
+	stressShortNPs = map[string][]int{
+		"flood":         {16},
+		"thresholds":    {2},
+		"progress-rule": {2},
+	}
+)
 
-// runCheck runs check of the program bin under mpirun and judges the outcome.
-func runCheck(t *testing.T, bin, dev string, opts []string, np int, check string) {
+// tinyRing are netvm options under which the thresholds check runs again:
+// an eager limit of 1 KiB in 4 KiB rings, so that every ring wraps many
+// times (with single-copy writes, and with every byte through the ring).
+var tinyRing = [][]string{
+	{"eager=1024", "ring=4096"},
+	{"eager=1024", "ring=4096", "cma=off"},
+}
+
+// TestStress runs the checks of conformance/stress under every registered
+// device at the counts of stressNPs, and under netvm's options eager=0 and
+// cma=off and with mpirun -async-progress at the same counts; thresholds
+// runs again with tiny rings (tinyRing) at np = 2 and 3.
+func TestStress(t *testing.T) {
+	table := stressNPs
+	if testing.Short() {
+		table = stressShortNPs
+	}
+	var nps []int
+	for _, c := range stress.checks {
+		if _, ok := stressNPs[c]; !ok {
+			t.Errorf("stress check %s has no entry in stressNPs", c)
+		}
+		for _, np := range table[c] {
+			if !slices.Contains(nps, np) {
+				nps = append(nps, np)
+			}
+		}
+	}
+	sort.Ints(nps)
+	want := func(check string, np int) bool { return slices.Contains(table[check], np) }
+	eachDevice(t, func(t *testing.T, dev string) {
+		matrix(t, stress, dev, nil, nps, stress.checks, want)
+		if dev != "netvm" {
+			return
+		}
+		for _, opt := range slices.Concat(netvmOptions, []string{asyncOpt}) {
+			matrix(t, stress, dev, []string{opt}, nps, stress.checks, want)
+		}
+		if testing.Short() {
+			return
+		}
+		for _, opts := range tinyRing {
+			matrix(t, stress, dev, opts, []int{2, 3}, []string{"thresholds"}, nil)
+		}
+	})
+}
+
+// runCheck runs check of prog under mpirun and judges the outcome.
+func runCheck(t *testing.T, prog *program, dev string, opts []string, np int, check string) {
 	config := dev
 	for _, o := range opts {
 		config += "/" + o
@@ -228,12 +303,12 @@ func runCheck(t *testing.T, bin, dev string, opts []string, np int, check string
 	config += fmt.Sprintf("/np=%d", np)
 
 	jobs <- struct{}{}
-	r := runJob(bin, dev, opts, np, check)
+	r := runJob(prog.bin, dev, opts, np, check)
 	<-jobs
 
 	outcome := judge(t, r, np, check)
 	resultsMu.Lock()
-	results = append(results, result{prog: progName(bin), config: config, check: check, outcome: outcome, elapsed: r.elapsed})
+	results = append(results, result{prog: prog.name, device: dev, config: config, check: check, outcome: outcome, elapsed: r.elapsed})
 	resultsMu.Unlock()
 }
 
@@ -251,11 +326,10 @@ type job struct {
 func (j *job) command() string {
 	args := []string{"go", "run", "./cmd/mpirun"}
 	for _, a := range j.args[1:] {
-		switch a {
-		case p2pBin:
-			a = "./conformance/p2p"
-		case dtBin:
-			a = "./conformance/datatypes"
+		for _, p := range programs {
+			if a == p.bin {
+				a = "./conformance/" + p.name
+			}
 		}
 		args = append(args, a)
 	}
@@ -265,7 +339,11 @@ func (j *job) command() string {
 func runJob(bin, dev string, opts []string, np int, check string) *job {
 	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String()}
 	for _, o := range opts {
-		args = append(args, "-device-opt", o)
+		if o == asyncOpt {
+			args = append(args, "-async-progress")
+		} else {
+			args = append(args, "-device-opt", o)
+		}
 	}
 	args = append(args, bin, check)
 	j := &job{args: append([]string{mpirunBin}, args...)}
@@ -448,24 +526,18 @@ func indent(s string) string {
 	return "\t" + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n\t")
 }
 
-// printSummary prints a table per program (p2p, then datatypes, each when
-// it ran): one row per check, one column per configuration.
+// printSummary prints a table per program that ran (one row per check, one
+// column per configuration), then a table per device counting each
+// program's runs by outcome.
 func printSummary(total time.Duration) {
 	resultsMu.Lock()
 	defer resultsMu.Unlock()
 	if len(results) == 0 {
 		return
 	}
-	counts := map[string]int{}
-	for _, r := range results {
-		counts[r.outcome]++
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nconformance summary (%d runs, %.1fs):\n", len(results), total.Seconds())
-	for _, p := range []struct {
-		name   string
-		checks []string
-	}{{"p2p", checks}, {"datatypes", dtChecks}} {
+	for _, p := range programs {
 		var rs []result
 		for _, r := range results {
 			if r.prog == p.name {
@@ -475,13 +547,49 @@ func printSummary(total time.Duration) {
 		if len(rs) == 0 {
 			continue
 		}
-		if p.name != "p2p" {
-			fmt.Fprintf(&b, "\n%s:\n", p.name)
-		}
+		fmt.Fprintf(&b, "\n%s:\n", p.name)
 		summaryTable(&b, rs, p.checks)
 	}
-	fmt.Fprintf(&b, "PASS %d, FAIL %d, UNSUPPORTED %d\n", counts["PASS"], counts["FAIL"], counts["UNSUPPORTED"])
+	b.WriteString("\n")
+	countTable(&b, results)
 	fmt.Print(b.String())
+}
+
+// countTable writes, per device, how many runs of each program passed,
+// failed and were unsupported, and the totals.
+func countTable(b *strings.Builder, rs []result) {
+	type key struct{ dev, prog string }
+	counts := map[key]map[string]int{}
+	var devs []string
+	for _, r := range rs {
+		if !slices.Contains(devs, r.device) {
+			devs = append(devs, r.device)
+		}
+		for _, k := range []key{{r.device, r.prog}, {r.device, ""}, {"", ""}} {
+			if counts[k] == nil {
+				counts[k] = map[string]int{}
+			}
+			counts[k][r.outcome]++
+		}
+	}
+	sort.Strings(devs)
+	row := func(dev, prog string, c map[string]int) {
+		fmt.Fprintf(b, "%-10s %-10s %6d %6d %12d %6d\n", dev, prog, c["PASS"], c["FAIL"], c["UNSUPPORTED"], c["PASS"]+c["FAIL"]+c["UNSUPPORTED"])
+	}
+	fmt.Fprintf(b, "%-10s %-10s %6s %6s %12s %6s\n", "device", "program", "PASS", "FAIL", "UNSUPPORTED", "runs")
+	for _, dev := range devs {
+		for _, p := range programs {
+			if c, ok := counts[key{dev, p.name}]; ok {
+				row(dev, p.name, c)
+			}
+		}
+		if len(programs) > 1 {
+			row(dev, "(all)", counts[key{dev, ""}])
+		}
+	}
+	if len(devs) > 1 {
+		row("(all)", "(all)", counts[key{}])
+	}
 }
 
 // summaryTable writes one program's table of results rs, a row per check.
@@ -506,20 +614,24 @@ func summaryTable(b *strings.Builder, rs []result, checks []string) {
 		cell[k] = r
 	}
 	sort.Slice(configs, func(a, b int) bool { return configKey(configs[a]) < configKey(configs[b]) })
+	width := make([]int, len(configs))
+	for i, c := range configs {
+		width[i] = max(len(c), len("UNSUPPORTED 00.00s"))
+	}
 	fmt.Fprintf(b, "%-15s", "check")
-	for _, c := range configs {
-		fmt.Fprintf(b, " %-21s", c)
+	for i, c := range configs {
+		fmt.Fprintf(b, " %-*s", width[i], c)
 	}
 	b.WriteString("\n")
 	for _, check := range checks {
 		fmt.Fprintf(b, "%-15s", check)
-		for _, c := range configs {
+		for i, c := range configs {
 			r, ok := cell[[2]string{check, c}]
 			if !ok {
-				fmt.Fprintf(b, " %-21s", "-")
+				fmt.Fprintf(b, " %-*s", width[i], "-")
 				continue
 			}
-			fmt.Fprintf(b, " %-21s", fmt.Sprintf("%s %.2fs", r.outcome, r.elapsed.Seconds()))
+			fmt.Fprintf(b, " %-*s", width[i], fmt.Sprintf("%s %.2fs", r.outcome, r.elapsed.Seconds()))
 		}
 		b.WriteString("\n")
 	}

@@ -1,14 +1,51 @@
 // Package conformance runs adimpi's MPI conformance programs through the real
 // launcher. Its test (go test ./conformance) builds cmd/mpirun and the
-// point-to-point program conformance/p2p once, then runs every check of p2p
-// under every registered device at several process counts, plus a subset
-// with netvm's device options eager=0 and cma=off:
+// programs once, then runs their checks under every registered device. Each
+// program is one MPI program with named checks (run one with
+// "mpirun -np N ./<program> <check>", list them with "<program> -list"):
 //
-//	go test ./conformance                  # np = 1, 2, 4, 16
-//	go test -short ./conformance           # np = 2, 4
-//	go test -v -run 'netvm/np=4/' ./conformance
+//   - p2p: point-to-point semantics (ordering, wildcards, truncation, the send
+//     modes, probe, cancel, persistent requests, the Wait/Test families,
+//     error classes, a rank that dies early, hundreds of pending receives).
+//   - datatypes: derived datatypes over point-to-point (matrix columns, 3-D
+//     subarray halos, Go structs, partial receives, wildcard strided
+//     receives, Get_elements).
+//   - stress: what usually breaks MPIs: flood (300 outstanding Isend and
+//     Irecv per peer with one envelope, three peers at once), thresholds
+//     (every protocol threshold ±1 byte, blocking and non-blocking, and
+//     bursts that wrap the eager ring), longrun (10⁵ messages, then no
+//     request left in the device and a bounded heap) and progress-rule
+//     (interleaved pending sends and receives with one envelope on two
+//     ranks all complete, matched in order).
 //
-// Subtests are named device/np=N/check (device/option/np=N/check for the
-// option runs). With -v, a table of every run's outcome and time is printed
-// at the end.
+// The runs:
+//
+//	TestP2P        every check at np = 1, 2, 3, 4, 8, 16; optionChecks at np=4
+//	               with netvm's eager=0 and cma=off and with mpirun -async-progress
+//	TestDatatypes  every check at np = 1, 2, 3, 4, 8, 16; all at np=4 with
+//	               eager=0 and cma=off
+//	TestStress     each check at its own counts (stressNPs), plain, with eager=0,
+//	               cma=off and -async-progress; thresholds also with tiny rings
+//	               (eager=1024 ring=4096, with and without cma=off)
+//
+// With -short, p2p and datatypes run at np = 2 and 4 only, and stress runs
+// fewer counts and no longrun.
+//
+// Subtests are named Test<Program>/device/np=N/check, or
+// Test<Program>/device/option/.../np=N/check for runs with device options
+// (the option "async" stands for mpirun -async-progress). So, for example:
+//
+//	go test ./conformance                                  # everything
+//	go test -short ./conformance                           # the smaller set
+//	go test -v -run 'TestP2P/netvm/np=4/' ./conformance     # p2p at np=4
+//	go test -v -run '/netvm/eager=0/' ./conformance        # every eager=0 run
+//	go test -v -run 'TestP2P/netvm/async/' ./conformance   # -async-progress runs
+//	go test -v -run 'TestStress//np=16/flood' ./conformance
+//	go test -v -run 'TestStress/netvm/eager=1024/ring=4096/' ./conformance
+//
+// A failing run prints the mpirun command that reproduces it at the module
+// root. With -v (or on a failure) the test ends with one table per program,
+// a row per check and a column per configuration giving each run's outcome
+// (PASS, FAIL or UNSUPPORTED) and time, and a table per device counting
+// each program's runs by outcome.
 package conformance

@@ -113,12 +113,12 @@ func (d *Device) mpinSend(r *adi.Request) error {
 	q := r.Peer
 	for i, t := range d.mp.rtrs[q] {
 		if t.ctx == r.Context && tagMatches(t.tag, r.Tag) {
-			d.mp.rtrs[q] = append(d.mp.rtrs[q][:i], d.mp.rtrs[q][i+1:]...)
+			d.mp.rtrs[q] = removeAt(d.mp.rtrs[q], i)
 			return d.mpinWrite(d.peers[q], r, t.rid, t.addr, t.cap)
 		}
 	}
 	d.mp.pend[q] = append(d.mp.pend[q], r)
-	d.raiseFlags(q)
+	d.raiseFlags(q, r)
 	return nil
 }
 
@@ -134,7 +134,7 @@ func (d *Device) mpinWrite(p *peer, r *adi.Request, rid uint32, addr uint64, cap
 func (d *Device) takePending(q int, ctx uint32, tag int) *adi.Request {
 	for i, s := range d.mp.pend[q] {
 		if s.Context == ctx && tagMatches(tag, s.Tag) {
-			d.mp.pend[q] = append(d.mp.pend[q][:i], d.mp.pend[q][i+1:]...)
+			d.mp.pend[q] = removeAt(d.mp.pend[q], i)
 			return s
 		}
 	}
@@ -142,15 +142,21 @@ func (d *Device) takePending(q int, ctx uint32, tag int) *adi.Request {
 }
 
 // raiseFlags remote-writes this process's flag into every RFA entry of
-// receiver q for which a send is waiting.
-func (d *Device) raiseFlags(q int) {
+// receiver q for which a send is waiting. With only set, just that (new)
+// send is considered: the others were when they arrived, so a long queue of
+// waiting sends is not rescanned on every send.
+func (d *Device) raiseFlags(q int, only *adi.Request) {
 	p := d.peers[q]
+	pend := d.mp.pend[q]
+	if only != nil {
+		pend = []*adi.Request{only}
+	}
 	for e := range d.mp.srfa[q] {
 		s := &d.mp.srfa[q][e]
 		if !s.used || s.flag {
 			continue
 		}
-		for _, r := range d.mp.pend[q] {
+		for _, r := range pend {
 			if r.Context == s.ctx && tagMatches(s.tag, r.Tag) {
 				s.flag = true
 				atomic.StoreUint32(d.rfaFlag(p.seg.Mem, e, d.rank), 1)
@@ -348,7 +354,7 @@ func (d *Device) mpinHandle(p *peer, c *ctl) error {
 		}
 	case ctlEnaAny:
 		d.mp.srfa[q][c.id] = srfaEntry{used: true, ctx: c.ctx, tag: int(c.tag)}
-		d.raiseFlags(q)
+		d.raiseFlags(q, nil)
 	case ctlDisableAny:
 		d.mp.srfa[q][c.id] = srfaEntry{}
 	case ctlRTRAny:
@@ -365,7 +371,7 @@ func (d *Device) mpinHandle(p *peer, c *ctl) error {
 		if err := d.mpinWrite(p, s, c.ctx, c.addr, int(c.n)); err != nil {
 			return err
 		}
-		d.raiseFlags(q)
+		d.raiseFlags(q, nil)
 	case ctlUnaAny:
 		m := d.mp.ids[c.ctx]
 		if m == nil {
@@ -383,7 +389,7 @@ func (d *Device) mpinHandle(p *peer, c *ctl) error {
 		ok := uint64(0)
 		for i, t := range d.mp.rtrs[q] {
 			if t.rid == c.id {
-				d.mp.rtrs[q] = append(d.mp.rtrs[q][:i], d.mp.rtrs[q][i+1:]...)
+				d.mp.rtrs[q] = removeAt(d.mp.rtrs[q], i)
 				ok = 1
 				break
 			}
@@ -425,4 +431,15 @@ func (d *Device) mpinPeerGone(q int, fail func(*adi.Request)) {
 			fail(m.req)
 		}
 	}
+}
+
+// removeAt removes element i, keeping order. Matching takes the oldest
+// entry almost always, so the front is removed by re-slicing, not copying.
+func removeAt[T any](s []T, i int) []T {
+	if i == 0 {
+		var zero T
+		s[0] = zero
+		return s[1:]
+	}
+	return append(s[:i], s[i+1:]...)
 }
