@@ -15,10 +15,16 @@ type asyncProgress struct {
 	err  atomic.Value // the first progress error, reported by the next waiter
 }
 
+// asyncGrace is how long the progress goroutine leaves the device alone
+// after the program's last wait: shorter computations gain nothing from it,
+// and its wake-ups would only cost the program latency.
+const asyncGrace = 50 * time.Microsecond
+
 // startProgress launches the progress goroutine.
 func (r *runtime) startProgress() {
 	a := &asyncProgress{done: make(chan struct{})}
 	r.async = a
+	r.asyncOn.Store(true)
 	go func() {
 		defer close(a.done)
 		for !a.stop.Load() {
@@ -27,6 +33,13 @@ func (r *runtime) startProgress() {
 				// itself; stay out of its way (and off the doorbell, so
 				// senders need not wake this goroutine with a syscall).
 				r.parkWhilePolled()
+				continue
+			}
+			if idle := time.Duration(int64(time.Since(epoch)) - r.lastOut.Load()); idle < asyncGrace {
+				// It left an MPI call a moment ago and will likely make
+				// another (a ping-pong, a loop of sends): progress is only
+				// needed once it has been computing for a while.
+				time.Sleep(asyncGrace - idle)
 				continue
 			}
 			seq := r.dev.Seq()

@@ -37,6 +37,8 @@ type runtime struct {
 	async   *asyncProgress
 	reqs    sync.Pool     // *Request objects of completed blocking calls, for reuse
 	pollers atomic.Int32  // goroutines inside waitFor
+	asyncOn atomic.Bool   // the progress goroutine runs
+	lastOut atomic.Int64  // when (ns since epoch) the last waitFor returned, if asyncOn
 	resume  chan struct{} // wakes the progress goroutine when pollers drops to 0
 }
 
@@ -270,7 +272,8 @@ func (r *runtime) progress() error {
 func (r *runtime) waitFor(cond func() bool) error {
 	r.pollers.Add(1)
 	defer func() {
-		if r.pollers.Add(-1) == 0 {
+		if r.pollers.Add(-1) == 0 && r.asyncOn.Load() {
+			r.lastOut.Store(int64(time.Since(epoch)))
 			select {
 			case r.resume <- struct{}{}:
 			default:
