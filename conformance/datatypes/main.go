@@ -27,105 +27,48 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/adimpi/adimpi/conformance/internal/runner"
 	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/mpi"
 )
 
-// check is one named conformance check.
-type check struct {
-	name     string
-	minRanks int
-	run      func()
-}
+// check is one named datatype check.
+type check = runner.Check
 
 var checks = []check{
-	{"column", 1, checkColumn},
-	{"subarray3d", 1, checkSubarray3d},
-	{"struct", 1, checkStruct},
-	{"mismatch-size", 1, checkMismatchSize},
-	{"vector-any", 1, checkVectorAny},
-	{"get-elements", 1, checkGetElements},
+	{Name: "column", MinRanks: 1, Run: checkColumn},
+	{Name: "subarray3d", MinRanks: 1, Run: checkSubarray3d},
+	{Name: "struct", MinRanks: 1, Run: checkStruct},
+	{Name: "mismatch-size", MinRanks: 1, Run: checkMismatchSize},
+	{Name: "vector-any", MinRanks: 1, Run: checkVectorAny},
+	{Name: "get-elements", MinRanks: 1, Run: checkGetElements},
 }
 
 var (
-	checkName  string
 	world      *mpi.Comm
 	rank, size int
 )
 
 func main() {
-	if len(os.Args) == 2 && (os.Args[1] == "-list" || os.Args[1] == "--list") {
-		for _, c := range checks {
-			fmt.Println(c.name)
-		}
-		return
-	}
-	if len(os.Args) != 2 {
-		fmt.Fprintf(os.Stderr, "usage: datatypes <check> | datatypes -list\n")
-		os.Exit(2)
-	}
-	var c *check
-	for i := range checks {
-		if checks[i].name == os.Args[1] {
-			c = &checks[i]
-		}
-	}
-	if c == nil {
-		fmt.Fprintf(os.Stderr, "datatypes: unknown check %q (datatypes -list shows them)\n", os.Args[1])
-		os.Exit(2)
-	}
-	checkName = c.name
-	must(mpi.Init(), "MPI_Init")
-	world = mpi.World()
-	rank, size = world.Rank(), world.Size()
-	if size < c.minRanks {
-		if rank == 0 {
-			fmt.Printf("UNSUPPORTED %s: needs %d ranks\n", c.name, c.minRanks)
-		}
-		must(mpi.Finalize(), "MPI_Finalize")
-		return
-	}
-	c.run()
-	checkLeaks()
+	runner.Program{Name: "datatypes", Checks: checks, Setup: setup, After: after}.Main()
+}
+
+func setup(w *mpi.Comm) { world, rank, size = w, w.Rank(), w.Size() }
+
+// after checks for leaks and, with DATATYPES_COUNTERS set, prints every
+// rank's device counters, to see which paths the device took (eager,
+// rendezvous, remote writes, chunks).
+func after() {
+	runner.CheckLeaks()
 	if os.Getenv("DATATYPES_COUNTERS") != "" {
-		// To see which paths the device took (eager, rendezvous, remote
-		// writes, chunks): every rank prints its counters.
-		fmt.Fprintf(os.Stderr, "counters %s rank %d: %v\n", c.name, rank, mpi.Counters())
-	}
-	must(mpi.Finalize(), "MPI_Finalize")
-	if rank == 0 {
-		fmt.Printf("PASS %s\n", c.name)
+		fmt.Fprintf(os.Stderr, "counters rank %d: %v\n", rank, mpi.Counters())
 	}
 }
 
-// ---------------------------------------------------------------------------
-// Helpers.
-
-func failf(format string, args ...any) {
-	who := fmt.Sprintf("rank %d of %d", rank, size)
-	if world == nil {
-		who = fmt.Sprintf("rank %s of %s", os.Getenv("PMI_RANK"), os.Getenv("PMI_SIZE"))
-	}
-	fmt.Fprintf(os.Stderr, "FAIL %s: %s: %s\n", checkName, who, fmt.Sprintf(format, args...))
-	os.Exit(1)
-}
-
-func must(err error, format string, args ...any) {
-	if err != nil {
-		failf("%s: %v", fmt.Sprintf(format, args...), err)
-	}
-}
-
-// checkLeaks asserts that the device holds no state for this rank's own
-// operations once the check has finished (as conformance/p2p does).
-func checkLeaks() {
-	c := mpi.Counters()
-	for _, k := range []string{"posted_receives", "rendezvous_sends", "rendezvous_receives", "mpin_waiting_sends", "mpin_held_receives", "mpin_open_rtrs"} {
-		if v, ok := c[k]; ok && v != 0 {
-			failf("after the check the device counter %s = %d, want 0 (counters %v)", k, v, c)
-		}
-	}
-}
+var (
+	failf = runner.Failf
+	must  = runner.Must
+)
 
 func neighbours() (prev, next int) { return (rank + size - 1) % size, (rank + 1) % size }
 

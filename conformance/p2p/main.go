@@ -28,107 +28,56 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/adimpi/adimpi/conformance/internal/runner"
 	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/mpi"
 )
 
 // check is one named conformance check.
-type check struct {
-	name     string
-	minRanks int
-	run      func()
-}
+type check = runner.Check
 
 var checks = []check{
-	{"order", 2, checkOrder},
-	{"anysource", 2, checkAnySource},
-	{"anytag", 2, checkAnyTag},
-	{"truncate", 1, checkTruncate},
-	{"zero", 1, checkZero},
-	{"self", 1, checkSelf},
-	{"procnull", 1, checkProcNull},
-	{"ssend", 2, checkSsend},
-	{"bsend", 2, checkBsend},
-	{"rsend", 2, checkRsend},
-	{"probe", 1, checkProbe},
-	{"cancel", 1, checkCancel},
-	{"persistent", 1, checkPersistent},
-	{"waitany", 1, checkWaitany},
-	{"alltoall", 1, checkAlltoall},
-	{"errors", 1, checkErrors},
-	{"exit-early", 1, checkExitEarly},
-	{"many-pending", 1, checkManyPending},
-	{"anysource-race", 2, checkAnySourceRace},
+	{Name: "order", MinRanks: 2, Run: checkOrder},
+	{Name: "anysource", MinRanks: 2, Run: checkAnySource},
+	{Name: "anytag", MinRanks: 2, Run: checkAnyTag},
+	{Name: "truncate", MinRanks: 1, Run: checkTruncate},
+	{Name: "zero", MinRanks: 1, Run: checkZero},
+	{Name: "self", MinRanks: 1, Run: checkSelf},
+	{Name: "procnull", MinRanks: 1, Run: checkProcNull},
+	{Name: "ssend", MinRanks: 2, Run: checkSsend},
+	{Name: "bsend", MinRanks: 2, Run: checkBsend},
+	{Name: "rsend", MinRanks: 2, Run: checkRsend},
+	{Name: "probe", MinRanks: 1, Run: checkProbe},
+	{Name: "cancel", MinRanks: 1, Run: checkCancel},
+	{Name: "persistent", MinRanks: 1, Run: checkPersistent},
+	{Name: "waitany", MinRanks: 1, Run: checkWaitany},
+	{Name: "alltoall", MinRanks: 1, Run: checkAlltoall},
+	{Name: "errors", MinRanks: 1, Run: checkErrors},
+	{Name: "exit-early", MinRanks: 1, Run: checkExitEarly},
+	{Name: "many-pending", MinRanks: 1, Run: checkManyPending},
+	{Name: "anysource-race", MinRanks: 2, Run: checkAnySourceRace},
 }
 
 var (
-	checkName   string
 	unsupported string // set when the device refuses an operation the check needs
 	world       *mpi.Comm
 	rank, size  int
 )
 
 func main() {
-	if len(os.Args) == 2 && (os.Args[1] == "-list" || os.Args[1] == "--list") {
-		for _, c := range checks {
-			fmt.Println(c.name)
-		}
-		return
-	}
-	if len(os.Args) != 2 {
-		fmt.Fprintf(os.Stderr, "usage: p2p <check> | p2p -list\n")
-		os.Exit(2)
-	}
-	var c *check
-	for i := range checks {
-		if checks[i].name == os.Args[1] {
-			c = &checks[i]
-		}
-	}
-	if c == nil {
-		fmt.Fprintf(os.Stderr, "p2p: unknown check %q (p2p -list shows them)\n", os.Args[1])
-		os.Exit(2)
-	}
-	checkName = c.name
-	must(mpi.Init(), "MPI_Init")
-	world = mpi.World()
-	rank, size = world.Rank(), world.Size()
-	if size < c.minRanks {
-		if rank == 0 {
-			fmt.Printf("UNSUPPORTED %s: needs %d ranks\n", c.name, c.minRanks)
-		}
-		must(mpi.Finalize(), "MPI_Finalize")
-		return
-	}
-	c.run()
-	checkLeaks()
-	must(mpi.Finalize(), "MPI_Finalize")
-	if rank == 0 {
-		if unsupported != "" {
-			fmt.Printf("UNSUPPORTED %s: %s\n", c.name, unsupported)
-		} else {
-			fmt.Printf("PASS %s\n", c.name)
-		}
-	}
+	runner.Program{Name: "p2p", Checks: checks, Setup: setup,
+		Unsupported: func() string { return unsupported }}.Main()
 }
+
+func setup(w *mpi.Comm) { world, rank, size = w, w.Rank(), w.Size() }
 
 // ---------------------------------------------------------------------------
 // Failure reporting.
 
-func failf(format string, args ...any) {
-	who := fmt.Sprintf("rank %d of %d", rank, size)
-	if world == nil { // before MPI_Init finished: what the launcher said
-		who = fmt.Sprintf("rank %s of %s", os.Getenv("PMI_RANK"), os.Getenv("PMI_SIZE"))
-	}
-	fmt.Fprintf(os.Stderr, "FAIL %s: %s: %s\n", checkName, who, fmt.Sprintf(format, args...))
-	os.Exit(1)
-}
-
-func must(err error, format string, args ...any) {
-	if err != nil {
-		failf("%s: %v", fmt.Sprintf(format, args...), err)
-	}
-}
+var (
+	failf = runner.Failf
+	must  = runner.Must
+)
 
 func mustSt(st mpi.Status, err error) func(format string, args ...any) mpi.Status {
 	return func(format string, args ...any) mpi.Status {
@@ -160,19 +109,6 @@ func wantStatus(st mpi.Status, src, tag, nbytes int, what string) {
 	}
 	if st.Err != nil {
 		failf("%s: status error %v", what, st.Err)
-	}
-}
-
-// checkLeaks asserts that the device holds no state for this rank's own
-// operations (posted receives, rendezvous in flight, sends waiting) once a
-// check has finished on this rank. Counters of what peers sent are not
-// checked: a peer already in MPI_Finalize may have sent its barrier token.
-func checkLeaks() {
-	c := mpi.Counters()
-	for _, k := range []string{"posted_receives", "rendezvous_sends", "rendezvous_receives", "mpin_waiting_sends", "mpin_held_receives", "mpin_open_rtrs"} {
-		if v, ok := c[k]; ok && v != 0 {
-			failf("after the check the device counter %s = %d, want 0 (counters %v)", k, v, c)
-		}
 	}
 }
 

@@ -40,86 +40,35 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/adimpi/adimpi/conformance/internal/runner"
 	"github.com/adimpi/adimpi/mpi"
 )
 
 // check is one named stress check.
-type check struct {
-	name     string
-	minRanks int
-	run      func()
-}
+type check = runner.Check
 
 var checks = []check{
-	{"flood", 1, checkFlood},
-	{"thresholds", 1, checkThresholds},
-	{"longrun", 1, checkLongrun},
-	{"progress-rule", 1, checkProgressRule},
+	{Name: "flood", MinRanks: 1, Run: checkFlood},
+	{Name: "thresholds", MinRanks: 1, Run: checkThresholds},
+	{Name: "longrun", MinRanks: 1, Run: checkLongrun},
+	{Name: "progress-rule", MinRanks: 1, Run: checkProgressRule},
 }
 
 var (
-	checkName  string
 	world      *mpi.Comm
 	rank, size int
 )
 
 func main() {
-	if len(os.Args) == 2 && (os.Args[1] == "-list" || os.Args[1] == "--list") {
-		for _, c := range checks {
-			fmt.Println(c.name)
-		}
-		return
-	}
-	if len(os.Args) != 2 {
-		fmt.Fprintf(os.Stderr, "usage: stress <check> | stress -list\n")
-		os.Exit(2)
-	}
-	var c *check
-	for i := range checks {
-		if checks[i].name == os.Args[1] {
-			c = &checks[i]
-		}
-	}
-	if c == nil {
-		fmt.Fprintf(os.Stderr, "stress: unknown check %q (stress -list shows them)\n", os.Args[1])
-		os.Exit(2)
-	}
-	checkName = c.name
-	must(mpi.Init(), "MPI_Init")
-	world = mpi.World()
-	rank, size = world.Rank(), world.Size()
-	if size < c.minRanks {
-		if rank == 0 {
-			fmt.Printf("UNSUPPORTED %s: needs %d ranks\n", c.name, c.minRanks)
-		}
-		must(mpi.Finalize(), "MPI_Finalize")
-		return
-	}
-	c.run()
-	ownLeaks()
-	must(mpi.Finalize(), "MPI_Finalize")
-	if rank == 0 {
-		fmt.Printf("PASS %s\n", c.name)
-	}
+	runner.Program{Name: "stress", Checks: checks, Setup: setup}.Main()
 }
 
-// ---------------------------------------------------------------------------
-// Failure reporting.
+func setup(w *mpi.Comm) { world, rank, size = w, w.Rank(), w.Size() }
 
-func failf(format string, args ...any) {
-	who := fmt.Sprintf("rank %d of %d", rank, size)
-	if world == nil {
-		who = fmt.Sprintf("rank %s of %s", os.Getenv("PMI_RANK"), os.Getenv("PMI_SIZE"))
-	}
-	fmt.Fprintf(os.Stderr, "FAIL %s: %s: %s\n", checkName, who, fmt.Sprintf(format, args...))
-	os.Exit(1)
-}
-
-func must(err error, format string, args ...any) {
-	if err != nil {
-		failf("%s: %v", fmt.Sprintf(format, args...), err)
-	}
-}
+var (
+	failf = runner.Failf
+	must  = runner.Must
+)
 
 func isend(buf []byte, dest, tag int, what string) *mpi.Request {
 	q, err := mpi.Isend(world, buf, dest, tag)
@@ -137,19 +86,6 @@ func waitall(reqs []*mpi.Request, format string, args ...any) []mpi.Status {
 	sts, err := mpi.Waitall(reqs)
 	must(err, "MPI_Waitall on "+format, args...)
 	return sts
-}
-
-// ownLeaks fails if the device still holds state for this rank's own
-// operations once a check has finished here (what peers send cannot be
-// judged: one already in MPI_Finalize may have sent its barrier token).
-func ownLeaks() {
-	c := mpi.Counters()
-	for _, k := range []string{"posted_receives", "rendezvous_sends", "rendezvous_receives",
-		"mpin_waiting_sends", "mpin_held_receives", "mpin_open_rtrs"} {
-		if v := c[k]; v != 0 {
-			failf("after the check the device counter %s = %d, want 0 (counters %v)", k, v, c)
-		}
-	}
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,131 @@
+// Package runner is the scaffolding the conformance programs share: picking
+// a check by name, starting MPI, refusing a check that needs more ranks than
+// it got (UNSUPPORTED), reporting failures as "FAIL <check>: rank R of N:
+// <reason>", checking that the device holds nothing of this rank's own
+// operations afterwards, and printing "PASS <check>" on rank 0 after
+// MPI_Finalize, so that a pass means every rank got there.
+package runner
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/adimpi/adimpi/mpi"
+)
+
+// Check is one named conformance check.
+type Check struct {
+	Name     string
+	MinRanks int    // fewer ranks: the check reports UNSUPPORTED
+	Run      func() // fails through Failf; returning means it passed
+}
+
+// Program is one conformance program: its name and its checks, and hooks.
+type Program struct {
+	Name   string
+	Checks []Check
+	// Setup runs after MPI_Init, before the check, with MPI_COMM_WORLD.
+	Setup func(world *mpi.Comm)
+	// After runs after the check on every rank, before MPI_Finalize
+	// (default: CheckLeaks).
+	After func()
+	// Unsupported, if set, is asked after the check: a non-empty reason
+	// (the device refused an operation the check needs) turns PASS into
+	// UNSUPPORTED.
+	Unsupported func() string
+}
+
+// The running check, for failure messages.
+var (
+	current    string
+	world      *mpi.Comm
+	rank, size int
+)
+
+// Main runs the check named on the command line (or lists them with -list)
+// and exits: 0 on PASS or UNSUPPORTED, 1 on FAIL, 2 on bad usage.
+func (p Program) Main() {
+	args := os.Args[1:]
+	if len(args) == 1 && (args[0] == "-list" || args[0] == "--list") {
+		for _, c := range p.Checks {
+			fmt.Println(c.Name)
+		}
+		return
+	}
+	if len(args) != 1 {
+		fmt.Fprintf(os.Stderr, "usage: %s <check> | %s -list\n", p.Name, p.Name)
+		os.Exit(2)
+	}
+	var c *Check
+	for i := range p.Checks {
+		if p.Checks[i].Name == args[0] {
+			c = &p.Checks[i]
+		}
+	}
+	if c == nil {
+		fmt.Fprintf(os.Stderr, "%s: unknown check %q (%s -list shows them)\n", p.Name, args[0], p.Name)
+		os.Exit(2)
+	}
+	current = c.Name
+	Must(mpi.Init(), "MPI_Init")
+	world = mpi.World()
+	rank, size = world.Rank(), world.Size()
+	if size < c.MinRanks {
+		if rank == 0 {
+			fmt.Printf("UNSUPPORTED %s: needs %d ranks\n", c.Name, c.MinRanks)
+		}
+		Must(mpi.Finalize(), "MPI_Finalize")
+		return
+	}
+	if p.Setup != nil {
+		p.Setup(world)
+	}
+	c.Run()
+	if p.After != nil {
+		p.After()
+	} else {
+		CheckLeaks()
+	}
+	Must(mpi.Finalize(), "MPI_Finalize")
+	if rank != 0 {
+		return
+	}
+	if p.Unsupported != nil {
+		if why := p.Unsupported(); why != "" {
+			fmt.Printf("UNSUPPORTED %s: %s\n", c.Name, why)
+			return
+		}
+	}
+	fmt.Printf("PASS %s\n", c.Name)
+}
+
+// Failf reports the running check as failed on this rank and exits 1.
+func Failf(format string, args ...any) {
+	who := fmt.Sprintf("rank %d of %d", rank, size)
+	if world == nil { // before MPI_Init finished: what the launcher said
+		who = fmt.Sprintf("rank %s of %s", os.Getenv("PMI_RANK"), os.Getenv("PMI_SIZE"))
+	}
+	fmt.Fprintf(os.Stderr, "FAIL %s: %s: %s\n", current, who, fmt.Sprintf(format, args...))
+	os.Exit(1)
+}
+
+// Must fails the check with err, described by format, if err is not nil.
+func Must(err error, format string, args ...any) {
+	if err != nil {
+		Failf("%s: %v", fmt.Sprintf(format, args...), err)
+	}
+}
+
+// CheckLeaks fails the check if the device still holds state for this
+// rank's own operations (posted receives, rendezvous in flight, sends
+// waiting). Counters of what peers sent are not checked: a peer already in
+// MPI_Finalize may have sent its barrier token.
+func CheckLeaks() {
+	c := mpi.Counters()
+	for _, k := range []string{"posted_receives", "rendezvous_sends", "rendezvous_receives",
+		"mpin_waiting_sends", "mpin_held_receives", "mpin_open_rtrs"} {
+		if v := c[k]; v != 0 {
+			Failf("after the check the device counter %s = %d, want 0 (counters %v)", k, v, c)
+		}
+	}
+}
