@@ -55,6 +55,21 @@ type Device interface {
 	Counters() map[string]int64
 }
 
+// Barrierer is an optional device capability: a barrier among all the
+// processes of the job, done natively (netvm: each process remote-writes an
+// arrival counter that the others read, in the spirit of the reflective
+// memory collectives of seed 002). The core uses it for MPI_Barrier on
+// MPI_COMM_WORLD when the device offers it.
+type Barrierer interface {
+	// BarrierEnter announces this process's arrival at barrier number k
+	// (1, 2, 3, ... in order). Called under the core's lock.
+	BarrierEnter(k uint64)
+	// BarrierDone reports whether every process has arrived at barrier k,
+	// or an error if a process that has not arrived is gone. It may be
+	// called without the core's lock.
+	BarrierDone(k uint64) (bool, error)
+}
+
 // Factory makes a fresh, uninitialised device.
 type Factory func() Device
 

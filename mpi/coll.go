@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	goruntime "runtime"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
@@ -131,7 +132,36 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // Alltoall it holds the blocks to send; for ReduceScatterBlock and
 // ReduceScatter it holds the whole input and the result is written to its
 // start.
-func Barrier(c *Comm) error { return blockingPlan(barrierPlan("MPI_Barrier", c)) }
+func Barrier(c *Comm) error {
+	// The device's native barrier wins when every rank has a core to spin
+	// on; oversubscribed, each arrival would wake every sleeping rank, and
+	// the dissemination barrier's log2(n) rounds of messages cost less.
+	if r, err := current("MPI_Barrier"); err == nil && c != nil && c == r.world && r.size <= goruntime.NumCPU() {
+		if b, ok := r.dev.(adi.Barrierer); ok {
+			return r.nativeBarrier(b)
+		}
+	}
+	return blockingPlan(barrierPlan("MPI_Barrier", c))
+}
+
+// nativeBarrier runs MPI_Barrier on MPI_COMM_WORLD with the device's own
+// barrier, progressing everything else while it waits.
+func (r *runtime) nativeBarrier(b adi.Barrierer) error {
+	k := r.barriers.Add(1)
+	r.mu.Lock()
+	b.BarrierEnter(k)
+	r.mu.Unlock()
+	var berr error
+	err := r.waitFor(func() bool {
+		done, e := b.BarrierDone(k)
+		berr = e
+		return done || e != nil
+	})
+	if err == nil && berr != nil {
+		err = errorf(ErrOther, "MPI_Barrier", "%v", berr)
+	}
+	return err
+}
 
 // Ibarrier starts a barrier (MPI_Ibarrier); the request completes once
 // every process of c has started it.

@@ -21,25 +21,26 @@ const DefaultDevice = "netvm"
 
 // runtime is the one MPI runtime of a process.
 type runtime struct {
-	mu      sync.Mutex // serialises every call into the device
-	dev     adi.Device
-	devName string
-	pmi     *pmi.Client
-	rank    int
-	size    int
-	world   *Comm
-	self    *Comm
-	spin    time.Duration // how long a waiter polls before it sleeps
-	poll    time.Duration // how much of the spin polls without yielding the CPU
-	bsend   bsendBuffer
-	nextCtx uint32
-	ids     ctxIDs // the free context-id pairs (communicator creation)
-	async   *asyncProgress
-	reqs    sync.Pool     // *Request objects of completed blocking calls, for reuse
-	pollers atomic.Int32  // goroutines inside waitFor
-	asyncOn atomic.Bool   // the progress goroutine runs
-	lastOut atomic.Int64  // when (ns since epoch) the last waitFor returned, if asyncOn
-	resume  chan struct{} // wakes the progress goroutine when pollers drops to 0
+	mu       sync.Mutex // serialises every call into the device
+	dev      adi.Device
+	devName  string
+	pmi      *pmi.Client
+	rank     int
+	size     int
+	world    *Comm
+	self     *Comm
+	spin     time.Duration // how long a waiter polls before it sleeps
+	poll     time.Duration // how much of the spin polls without yielding the CPU
+	bsend    bsendBuffer
+	nextCtx  uint32
+	ids      ctxIDs // the free context-id pairs (communicator creation)
+	async    *asyncProgress
+	reqs     sync.Pool     // *Request objects of completed blocking calls, for reuse
+	pollers  atomic.Int32  // goroutines inside waitFor
+	barriers atomic.Uint64 // native barriers entered on MPI_COMM_WORLD
+	asyncOn  atomic.Bool   // the progress goroutine runs
+	lastOut  atomic.Int64  // when (ns since epoch) the last waitFor returned, if asyncOn
+	resume   chan struct{} // wakes the progress goroutine when pollers drops to 0
 }
 
 var (

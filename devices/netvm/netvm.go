@@ -52,6 +52,7 @@ const (
 	offDoorbell = shm.HeaderSize      // u32: bumped by every writer, futex word
 	offSleepers = shm.HeaderSize + 4  // u32: processes sleeping on the doorbell
 	offProbe    = shm.HeaderSize + 8  // u64: word peers remote-write to test permission
+	offBarrier  = shm.HeaderSize + 16 // u64: the last native barrier this process arrived at
 	offPeers    = shm.HeaderSize + 64 // per-writer blocks start here
 	// within a writer's block
 	offCMA        = 0
@@ -813,4 +814,30 @@ func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32
 	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Errorf(adi.ErrType, "receive",
 		"type signature mismatch: a message of %d bytes from rank %d (tag %d) was sent as a different basic type than the receive's %s", size, env.Source, env.Tag, r.Buf.Type)})
 	return true
+}
+
+// BarrierEnter publishes this process's arrival at barrier k in its own
+// segment and rings every peer, so that sleeping waiters look again.
+func (d *Device) BarrierEnter(k uint64) {
+	atomic.StoreUint64(d.seg.Uint64(offBarrier), k)
+	for _, p := range d.peers {
+		if p.seg != d.seg {
+			ring(p.doorbell, p.sleepers)
+		}
+	}
+}
+
+// BarrierDone reads every peer's arrival counter (a remote read of mapped
+// memory: no messages at all).
+func (d *Device) BarrierDone(k uint64) (bool, error) {
+	for _, p := range d.peers {
+		if atomic.LoadUint64(p.seg.Uint64(offBarrier)) >= k {
+			continue
+		}
+		if p.seg != d.seg && !shm.Alive(p.pid) {
+			return false, adi.Errorf(adi.ErrOther, "barrier", "rank %d (pid %d) exited before reaching the barrier", p.rank, p.pid)
+		}
+		return false, nil
+	}
+	return true, nil
 }
