@@ -22,58 +22,16 @@ OUT=${OUT:-bench-out/coll}
 DEVICE=${DEVICE:-netvm}
 read -r -a NPS <<<"${NPS:-2 4 8 16}"
 LIMIT=${LIMIT:-120} # seconds per run
-mkdir -p "$OUT/logs"
-RESULTS=$OUT/results.csv
-SECONDS=0
+. bench/lib.sh
+detect_mpis
+build_tools
+build_c coll.c coll
 
-note() { printf '== %s\n' "$*"; }
-
-# --- what is there -----------------------------------------------------------
-if ! command -v go >/dev/null; then
-	echo "compare-coll.sh: go is not on PATH" >&2
-	exit 1
-fi
-have_mpich=1 have_ompi=1
-if ! command -v mpicc.mpich >/dev/null || ! command -v mpiexec.mpich >/dev/null; then
-	have_mpich=0
-	note "MPICH missing, skipped: apt-get install -y mpich libmpich-dev"
-fi
-if ! command -v mpicc.openmpi >/dev/null || ! command -v mpiexec.openmpi >/dev/null; then
-	have_ompi=0
-	note "Open MPI missing, skipped: apt-get install -y openmpi-bin libopenmpi-dev"
-fi
-
-# --- build -------------------------------------------------------------------
-note "building mpirun, mpibench and coll.c into $OUT/"
-go build -o "$OUT/mpirun" ./cmd/mpirun || { echo "compare-coll.sh: cmd/mpirun does not build" >&2; exit 1; }
-go build -o "$OUT/mpibench" ./cmd/mpibench || { echo "compare-coll.sh: cmd/mpibench does not build" >&2; exit 1; }
-if ((have_mpich)); then
-	mpicc.mpich -O2 -o "$OUT/coll-mpich" bench/c/coll.c || { have_mpich=0; note "coll.c does not build with MPICH; skipped"; }
-fi
-if ((have_ompi)); then
-	mpicc.openmpi -O2 -o "$OUT/coll-openmpi" bench/c/coll.c || { have_ompi=0; note "coll.c does not build with Open MPI; skipped"; }
-fi
-
-echo "bench,device,np,size,value,unit" >"$RESULTS"
-failures=()
-
-# run LABEL CMD...: runs one benchmark under the time limit, keeps its output
-# in $OUT/logs/LABEL.{csv,err} and appends its rows to the results.
+# run LABEL CMD...: one benchmark under $LIMIT seconds (bench/lib.sh).
 run() {
 	local label=$1
 	shift
-	local t0=$SECONDS rc=0
-	timeout -k 10 "$LIMIT" "$@" >"$OUT/logs/$label.csv" 2>"$OUT/logs/$label.err" || rc=$?
-	if ((rc == 0)); then
-		grep '^coll_' "$OUT/logs/$label.csv" >>"$RESULTS"
-		printf '   %-24s %3ds\n' "$label" $((SECONDS - t0))
-		return 0
-	fi
-	failures+=("$label (exit $rc)")
-	printf '   %-24s FAILED (exit %d%s) after %ds: %s\n' "$label" "$rc" \
-		"$([ "$rc" = 124 ] && echo ', time limit')" $((SECONDS - t0)) "$*"
-	tail -n 5 "$OUT/logs/$label.err" | sed 's/^/      /'
-	return 1
+	run_bench "$label" "$LIMIT" '^coll_' "$@"
 }
 
 # mintime NP: the least time of one timed repetition, in seconds.
@@ -82,7 +40,7 @@ mintime() { if (($1 >= 16)); then echo 0.02; else echo 0.05; fi; }
 # --- adimpi ------------------------------------------------------------------
 note "adimpi $DEVICE (mpirun)"
 for np in "${NPS[@]}"; do
-	run "$DEVICE-np$np" "$OUT/mpirun" -np "$np" -device "$DEVICE" "$OUT/mpibench" coll --csv \
+	run "$DEVICE-np$np" "$MPIRUN" -np "$np" -device "$DEVICE" "$OUT/mpibench" coll --csv \
 		--min-time "$(mintime "$np")s"
 done
 

@@ -31,65 +31,23 @@ COMPUTE_US=${COMPUTE_US:-500}
 REPS=${REPS:-5}
 MIN_TIME=${MIN_TIME:-0.05} # seconds, the least time of one timed round
 LIMIT=${LIMIT:-90}         # seconds per run
-mkdir -p "$OUT/logs"
-RESULTS=$OUT/results.csv
-SECONDS=0
+. bench/lib.sh
+detect_mpis
+build_tools
+build_c overlap.c overlap
 
-note() { printf '== %s\n' "$*"; }
-
-# --- what is there -----------------------------------------------------------
-if ! command -v go >/dev/null; then
-	echo "compare-overlap.sh: go is not on PATH" >&2
-	exit 1
-fi
-have_mpich=1 have_ompi=1
-if ! command -v mpicc.mpich >/dev/null || ! command -v mpiexec.mpich >/dev/null; then
-	have_mpich=0
-	note "MPICH missing, skipped: apt-get install -y mpich libmpich-dev"
-fi
-if ! command -v mpicc.openmpi >/dev/null || ! command -v mpiexec.openmpi >/dev/null; then
-	have_ompi=0
-	note "Open MPI missing, skipped: apt-get install -y openmpi-bin libopenmpi-dev"
-fi
-
-# --- build -------------------------------------------------------------------
-note "building mpirun, mpibench and overlap.c into $OUT/"
-go build -o "$OUT/mpirun" ./cmd/mpirun || { echo "compare-overlap.sh: cmd/mpirun does not build" >&2; exit 1; }
-go build -o "$OUT/mpibench" ./cmd/mpibench || { echo "compare-overlap.sh: cmd/mpibench does not build" >&2; exit 1; }
-if ((have_mpich)); then
-	mpicc.mpich -O2 -o "$OUT/overlap-mpich" bench/c/overlap.c || { have_mpich=0; note "overlap.c does not build with MPICH; skipped"; }
-fi
-if ((have_ompi)); then
-	mpicc.openmpi -O2 -o "$OUT/overlap-openmpi" bench/c/overlap.c || { have_ompi=0; note "overlap.c does not build with Open MPI; skipped"; }
-fi
-
-echo "bench,device,np,size,value,unit" >"$RESULTS"
-failures=()
-
-# run LABEL CMD...: runs one benchmark under the time limit, keeps its output
-# in $OUT/logs/LABEL.{csv,err} and appends its rows to the results.
+# run LABEL CMD...: one benchmark under $LIMIT seconds (bench/lib.sh).
 run() {
 	local label=$1
 	shift
-	local t0=$SECONDS rc=0
-	timeout -k 10 "$LIMIT" "$@" >"$OUT/logs/$label.csv" 2>"$OUT/logs/$label.err" || rc=$?
-	if ((rc == 0)); then
-		grep '^overlap_' "$OUT/logs/$label.csv" >>"$RESULTS"
-		printf '   %-22s %3ds\n' "$label" $((SECONDS - t0))
-		return 0
-	fi
-	failures+=("$label (exit $rc)")
-	printf '   %-22s FAILED (exit %d%s) after %ds: %s\n' "$label" "$rc" \
-		"$([ "$rc" = 124 ] && echo ', time limit')" $((SECONDS - t0)) "$*"
-	tail -n 5 "$OUT/logs/$label.err" | sed 's/^/      /'
-	return 1
+	run_bench "$label" "$LIMIT" '^overlap_' "$@"
 }
 
 # --- adimpi ------------------------------------------------------------------
 gobench=("$OUT/mpibench" --csv --reps "$REPS" --min-time "${MIN_TIME}s")
 note "adimpi $DEVICE (mpirun), C = ${COMPUTE_US} µs"
-run "$DEVICE" "$OUT/mpirun" -np 2 -device "$DEVICE" "${gobench[@]}" overlap plain iprobe "compute=${COMPUTE_US}us"
-run "$DEVICE-async" "$OUT/mpirun" -np 2 -device "$DEVICE" -async-progress "${gobench[@]}" overlap plain "compute=${COMPUTE_US}us"
+run "$DEVICE" "$MPIRUN" -np 2 -device "$DEVICE" "${gobench[@]}" overlap plain iprobe "compute=${COMPUTE_US}us"
+run "$DEVICE-async" "$MPIRUN" -np 2 -device "$DEVICE" -async-progress "${gobench[@]}" overlap plain "compute=${COMPUTE_US}us"
 
 # --- MPICH -------------------------------------------------------------------
 cbench=(plain iprobe --compute-us "$COMPUTE_US" --reps "$REPS" --min-time "$MIN_TIME")

@@ -17,66 +17,16 @@ set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-bench-out}
-mkdir -p "$OUT/logs"
-RESULTS=$OUT/results.csv
-SECONDS=0
+. bench/lib.sh
+detect_mpis
+build_tools
+build_c mpibench.c mpibench
 
-note() { printf '== %s\n' "$*"; }
-
-# --- what is there -----------------------------------------------------------
-if ! command -v go >/dev/null; then
-	echo "compare.sh: go is not on PATH" >&2
-	exit 1
-fi
-have_mpich=1 have_ompi=1
-missing=()
-if ! command -v mpicc.mpich >/dev/null || ! command -v mpiexec.mpich >/dev/null; then
-	have_mpich=0
-	missing+=(mpich libmpich-dev)
-fi
-if ! command -v mpicc.openmpi >/dev/null || ! command -v mpiexec.openmpi >/dev/null; then
-	have_ompi=0
-	missing+=(openmpi-bin libopenmpi-dev)
-fi
-if ((${#missing[@]})); then
-	note "missing, skipped: apt-get install -y ${missing[*]}"
-fi
-
-# --- build -------------------------------------------------------------------
-note "building mpirun and mpibench into $OUT/"
-MPIRUN=${MPIRUN:-}
-if [ -z "$MPIRUN" ]; then
-	MPIRUN=$OUT/mpirun
-	go build -o "$MPIRUN" ./cmd/mpirun || { echo "compare.sh: cmd/mpirun does not build" >&2; exit 1; }
-fi
-go build -o "$OUT/mpibench" ./cmd/mpibench || { echo "compare.sh: cmd/mpibench does not build" >&2; exit 1; }
-if ((have_mpich)); then
-	mpicc.mpich -O2 -o "$OUT/mpibench-mpich" bench/c/mpibench.c || have_mpich=0
-fi
-if ((have_ompi)); then
-	mpicc.openmpi -O2 -o "$OUT/mpibench-openmpi" bench/c/mpibench.c || have_ompi=0
-fi
-
-echo "bench,device,np,size,value,unit" >"$RESULTS"
-failures=()
-
-# run LABEL SECONDS CMD...: runs one benchmark under a time limit, keeps its
-# output in $OUT/logs/LABEL.{csv,err} and appends its rows to the results.
+# run LABEL SECONDS CMD...: one benchmark under a time limit (bench/lib.sh).
 run() {
 	local label=$1 limit=$2
 	shift 2
-	local t0=$SECONDS rc=0
-	timeout -k 10 "$limit" "$@" >"$OUT/logs/$label.csv" 2>"$OUT/logs/$label.err" || rc=$?
-	if ((rc == 0)); then
-		grep -v '^bench,' "$OUT/logs/$label.csv" | grep ',' >>"$RESULTS"
-		printf '   %-28s %3ds\n' "$label" $((SECONDS - t0))
-		return 0
-	fi
-	failures+=("$label (exit $rc)")
-	printf '   %-28s FAILED (exit %d%s) after %ds: %s\n' "$label" "$rc" \
-		"$([ "$rc" = 124 ] && echo ', time limit')" $((SECONDS - t0)) "$*"
-	tail -n 5 "$OUT/logs/$label.err" | sed 's/^/      /'
-	return 1
+	run_bench "$label" "$limit" ',' "$@"
 }
 
 NPS=(2 4 8 16)
