@@ -213,26 +213,18 @@ func Union(a, b *Group) (*Group, error) {
 // Intersection is the group of a's members that are also in b, in a's order
 // (MPI_Group_intersection).
 func Intersection(a, b *Group) (*Group, error) {
-	const op = "MPI_Group_intersection"
-	if err := checkGroup(op, a); err != nil {
-		return nil, err
-	}
-	if err := checkGroup(op, b); err != nil {
-		return nil, err
-	}
-	var w []int
-	for _, x := range a.world {
-		if _, ok := b.local[x]; ok {
-			w = append(w, x)
-		}
-	}
-	return newGroup(w), nil
+	return filterGroup("MPI_Group_intersection", a, b, true)
 }
 
 // Difference is the group of a's members not in b, in a's order
 // (MPI_Group_difference).
 func Difference(a, b *Group) (*Group, error) {
-	const op = "MPI_Group_difference"
+	return filterGroup("MPI_Group_difference", a, b, false)
+}
+
+// filterGroup keeps, in a's order, the members of a that are (inB) or are
+// not (!inB) members of b.
+func filterGroup(op string, a, b *Group, inB bool) (*Group, error) {
 	if err := checkGroup(op, a); err != nil {
 		return nil, err
 	}
@@ -241,7 +233,7 @@ func Difference(a, b *Group) (*Group, error) {
 	}
 	var w []int
 	for _, x := range a.world {
-		if _, ok := b.local[x]; !ok {
+		if _, ok := b.local[x]; ok == inB {
 			w = append(w, x)
 		}
 	}
