@@ -70,6 +70,19 @@ type Barrierer interface {
 	BarrierDone(k uint64) (bool, error)
 }
 
+// Multisender is an optional device capability: one send of a buffer to
+// several destinations at once (FM's multidestination streams, seed 002
+// p. 115), with flow control checked for every destination. Each
+// destination receives an ordinary message with envelope (r.Context, this
+// process's world rank, r.Tag), which it matches with a normal Irecv; the
+// request (Op == OpSend, Peer unused) completes when r.Buf may be reused.
+// The core uses it for broadcasts when the device offers it.
+type Multisender interface {
+	// IsendMulti starts the send of r.Buf to every world rank in dests
+	// (distinct, none of them this process).
+	IsendMulti(r *Request, dests []int) error
+}
+
 // Factory makes a fresh, uninitialised device.
 type Factory func() Device
 
