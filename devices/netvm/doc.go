@@ -35,4 +35,7 @@
 //	ring=N       eager ring per peer, bytes (default 262144; eager must be ≤ ring/4)
 //	cma=auto|off single-copy remote write with process_vm_writev when allowed (auto),
 //	             or always copy through the eager ring in chunks (off)
+//	split=N      smallest contiguous message whose single copy both processes share
+//	             (default 65536; 0 = never): the receiver reads the second half
+//	             with process_vm_readv while the sender writes the first half
 package netvm

@@ -35,6 +35,8 @@ const (
 	ctlCancel            // receiver → sender: withdraw the RTR of receive id
 	ctlCancelAck         // sender → receiver: RTR id withdrawn (n=1) or already answered (n=0)
 	ctlIov               // receiver → sender: (address, length) pieces of a non-contiguous receive buffer, in the eager ring
+	ctlPull              // sender → receiver: read the last n bytes of the message yourself, from my address addr
+	ctlPulled            // receiver → sender: the pull of send id is done (n=1) or failed (n=0: write them yourself)
 )
 
 // CTS variants, in the tag field.
@@ -61,6 +63,7 @@ const (
 	offEagerRing  = cmaBytes + 64 //
 	defaultEager  = 16 << 10
 	defaultRing   = 256 << 10
+	defaultSplit  = 64 << 10
 	livenessCheck = 200 * time.Millisecond
 )
 
@@ -115,9 +118,10 @@ type rvRecv struct {
 	req  *adi.Request
 	src  int
 	tag  int
-	size int // the message's size
-	n    int // bytes that will arrive (min(size, capacity))
-	got  int // stream mode: bytes arrived so far
+	size int  // the message's size
+	n    int  // bytes that will arrive (min(size, capacity))
+	got  int  // stream mode: bytes arrived so far
+	tail bool // split copy: this process failed to read the tail; the sender writes it and sends a second SC
 }
 
 // Device is the netvm device. Create it through the adi registry.
@@ -139,6 +143,8 @@ type Device struct {
 	scatters map[uint32]*outSend // CTS with a layout: waiting for its ctlIov batches
 	scratch  []byte              // builds and reads ctlIov batches
 	recvs    map[uint32]*rvRecv  // RTR sent, waiting for data and SC
+	pulls    map[uint32]*outSend // split copies: the receiver reads the tail; waiting for its ctlPulled
+	split    int                 // smallest contiguous rendezvous message whose copy both sides share (0: never)
 	lastLive time.Time
 	idle     int         // progress passes in a row that found nothing
 	slept    atomic.Bool // a Sleep has happened since the last liveness check
@@ -149,8 +155,11 @@ type Device struct {
 type outSend struct {
 	req  *adi.Request
 	peer *peer
-	off  int // scatter: packed bytes written so far
-	n    int // scatter: packed bytes to write
+	off  int    // scatter: packed bytes written so far
+	n    int    // scatter: packed bytes to write; split: the message's bytes
+	pull int    // split: the tail bytes the receiver reads
+	dst  uint64 // split: the receive buffer's address
+	rid  uint32 // split: the receive's id
 }
 
 type counters struct {
@@ -175,9 +184,9 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.rank, d.size = cfg.Rank, cfg.Size
 	for k := range cfg.Options {
 		switch k {
-		case "eager", "ring", "cma":
+		case "eager", "ring", "cma", "split":
 		default:
-			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma)", k)
+			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma, split)", k)
 		}
 	}
 	var err error
@@ -195,6 +204,9 @@ func (d *Device) Init(cfg adi.Config) error {
 		return fmt.Errorf("netvm: option eager=%d exceeds ring/4 = %d", d.eager, d.ring/4)
 	}
 	d.chunk = d.ring / 4
+	if d.split, err = parseSize(cfg.Options, "split", defaultSplit); err != nil {
+		return err
+	}
 	switch cfg.Options["cma"] {
 	case "", "auto":
 		d.cma = true
@@ -254,6 +266,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.scatters = map[uint32]*outSend{}
 	d.scratch = make([]byte, d.chunk)
 	d.recvs = map[uint32]*rvRecv{}
+	d.pulls = map[uint32]*outSend{}
 	d.mpinInit()
 	d.lastLive = time.Now()
 	return nil
@@ -284,7 +297,7 @@ func (d *Device) Counters() map[string]int64 {
 	return map[string]int64{
 		"posted_receives":     int64(d.eng.Posted()),
 		"unexpected_messages": int64(d.eng.Unexpected()),
-		"rendezvous_sends":    int64(len(d.sends)),
+		"rendezvous_sends":    int64(len(d.sends) + len(d.pulls)),
 		"rendezvous_receives": int64(len(d.recvs)),
 		"backlog":             int64(backlog),
 		"eager_messages":      d.cnt.eagerMsgs,
@@ -604,7 +617,14 @@ func (d *Device) handle(p *peer, c *ctl) error {
 			d.scatters[c.id] = s
 			return nil
 		}
+		if d.splitCopy(p, s, c) {
+			return nil
+		}
 		return d.writeData(p, s.req, c.addr, int(c.n), ctl{typ: ctlSC, id: c.ctx})
+	case ctlPull:
+		d.pullTail(p, c)
+	case ctlPulled:
+		return d.pulled(p, c)
 	case ctlIov:
 		return d.scatter(p, c)
 	case ctlData:
@@ -621,6 +641,10 @@ func (d *Device) handle(p *peer, c *ctl) error {
 		rv := d.recvs[c.id]
 		if rv == nil {
 			return fmt.Errorf("netvm: SC from rank %d for unknown receive %d", p.rank, c.id)
+		}
+		if rv.tail { // the sender's first part; the tail it writes for us follows
+			rv.tail = false
+			return nil
 		}
 		delete(d.recvs, c.id)
 		rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
@@ -701,6 +725,12 @@ func (d *Device) checkPeers() {
 		for id, s := range d.sends {
 			if s.peer == p {
 				delete(d.sends, id)
+				fail(s.req)
+			}
+		}
+		for id, s := range d.pulls {
+			if s.peer == p {
+				delete(d.pulls, id)
 				fail(s.req)
 			}
 		}
@@ -840,4 +870,71 @@ func (d *Device) BarrierDone(k uint64) (bool, error) {
 		return false, nil
 	}
 	return true, nil
+}
+
+// splitCopy shares the copy of a large contiguous message between both
+// processes: the receiver reads the tail from the sender's buffer
+// (process_vm_readv) while the sender writes the head into the receiver's
+// (process_vm_writev), so that two cores copy at once. It still moves every
+// byte once. It reports false when the message does not qualify: too small,
+// not contiguous on both sides, or a send to self.
+func (d *Device) splitCopy(p *peer, s *outSend, c *ctl) bool {
+	n := int(c.n)
+	if d.split == 0 || n < d.split || c.addr == 0 || p.seg == d.seg || !s.req.Buf.Contiguous() {
+		return false
+	}
+	s.n, s.pull, s.dst, s.rid = n, n/2, c.addr, c.ctx
+	head := n - s.pull
+	sid := d.newID()
+	d.pulls[sid] = s
+	// The pull goes first, so that the receiver starts while this process writes.
+	d.post(p, outMsg{ctl: ctl{typ: ctlPull, id: c.ctx, ctx: sid, addr: uint64(uintptr(unsafe.Pointer(&s.req.Buf.Mem[head]))), n: uint64(s.pull)}})
+	if err := shm.RemoteWrite(p.pid, uintptr(c.addr), [][]byte{s.req.Buf.Mem[:head]}); err != nil {
+		delete(d.pulls, sid)
+		s.req.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "remote write to rank %d: %v", p.rank, err)})
+		return true
+	}
+	d.cnt.remoteWrites++
+	d.cnt.bytesOut += int64(head)
+	d.post(p, outMsg{ctl: ctl{typ: ctlSC, id: c.ctx}})
+	return true
+}
+
+// pullTail reads the tail of a split copy from the sender's buffer into the
+// receive buffer and tells the sender; if the read fails, the sender writes
+// the tail itself.
+func (d *Device) pullTail(p *peer, c *ctl) {
+	rv := d.recvs[c.id]
+	ok := uint64(0)
+	if rv != nil {
+		n := int(c.n)
+		if err := shm.RemoteRead(p.pid, uintptr(c.addr), [][]byte{rv.req.Buf.Mem[rv.n-n : rv.n]}); err == nil {
+			ok = 1
+		} else {
+			rv.tail = true
+		}
+	}
+	d.post(p, outMsg{ctl: ctl{typ: ctlPulled, id: c.ctx, n: ok}})
+}
+
+// pulled completes a split send once the receiver has read its tail, or
+// writes the tail itself when the receiver could not.
+func (d *Device) pulled(p *peer, c *ctl) error {
+	s := d.pulls[c.id]
+	if s == nil {
+		return fmt.Errorf("netvm: PULLED from rank %d for unknown send %d", p.rank, c.id)
+	}
+	delete(d.pulls, c.id)
+	if c.n == 1 {
+		s.req.Complete(adi.Status{Bytes: s.n})
+		return nil
+	}
+	head := s.n - s.pull
+	if err := shm.RemoteWrite(p.pid, uintptr(s.dst)+uintptr(head), [][]byte{s.req.Buf.Mem[head:s.n]}); err != nil {
+		s.req.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "remote write to rank %d: %v", p.rank, err)})
+		return nil
+	}
+	d.cnt.bytesOut += int64(s.pull)
+	d.post(p, outMsg{ctl: ctl{typ: ctlSC, id: s.rid}, req: s.req, finish: true, done: s.n})
+	return nil
 }
