@@ -126,6 +126,10 @@ var optionChecks = []string{
 // netvmOptions are the netvm device options whose runs use optionChecks.
 var netvmOptions = []string{"eager=0", "cma=off"}
 
+// scatterOpt turns on netvm's per-block remote writes into non-contiguous
+// receive buffers (off by default), for the datatype checks.
+const scatterOpt = "scatter=1024"
+
 // asyncOpt, in a run's options, stands for mpirun -async-progress; every
 // other option is passed as -device-opt.
 const asyncOpt = "async"
@@ -215,14 +219,14 @@ func TestP2P(t *testing.T) {
 // TestDatatypes runs every check of conformance/datatypes (derived datatypes
 // over point-to-point) through mpirun under every registered device at np =
 // 1, 2, 3, 4, 8 and 16 (2 and 4 with -short), and with netvm's options
-// eager=0 and cma=off at np = 4.
+// eager=0, cma=off and scatter=1024 at np = 4.
 func TestDatatypes(t *testing.T) {
 	eachDevice(t, func(t *testing.T, dev string) {
 		matrix(t, datatypes, dev, nil, testNPs(), datatypes.checks, nil)
 		if dev != "netvm" {
 			return
 		}
-		for _, opt := range netvmOptions {
+		for _, opt := range slices.Concat(netvmOptions, []string{scatterOpt}) {
 			matrix(t, datatypes, dev, []string{opt}, []int{4}, datatypes.checks, nil)
 		}
 	})

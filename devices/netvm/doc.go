@@ -38,4 +38,7 @@
 //	split=N      smallest contiguous message whose single copy both processes share
 //	             (default 65536; 0 = never): the receiver reads the second half
 //	             with process_vm_readv while the sender writes the first half
+//	scatter=N    a non-contiguous receive whose blocks hold at least N bytes gets
+//	             its blocks written in place, one remote write per block (default
+//	             0 = never: pipelined chunks through the eager ring measured faster)
 package netvm

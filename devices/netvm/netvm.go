@@ -138,16 +138,17 @@ type Device struct {
 	offRFA     int // MPIN's RFA flags in the segment
 	cma        bool
 
-	nextID   uint32
-	sends    map[uint32]*outSend // RTS sent, waiting for RTR
-	scatters map[uint32]*outSend // CTS with a layout: waiting for its ctlIov batches
-	scratch  []byte              // builds and reads ctlIov batches
-	recvs    map[uint32]*rvRecv  // RTR sent, waiting for data and SC
-	pulls    map[uint32]*outSend // split copies: the receiver reads the tail; waiting for its ctlPulled
-	split    int                 // smallest contiguous rendezvous message whose copy both sides share (0: never)
-	lastLive time.Time
-	idle     int         // progress passes in a row that found nothing
-	slept    atomic.Bool // a Sleep has happened since the last liveness check
+	nextID     uint32
+	sends      map[uint32]*outSend // RTS sent, waiting for RTR
+	scatters   map[uint32]*outSend // CTS with a layout: waiting for its ctlIov batches
+	scratch    []byte              // builds and reads ctlIov batches
+	recvs      map[uint32]*rvRecv  // RTR sent, waiting for data and SC
+	pulls      map[uint32]*outSend // split copies: the receiver reads the tail; waiting for its ctlPulled
+	split      int                 // smallest contiguous rendezvous message whose copy both sides share (0: never)
+	scatterMin int                 // smallest block of a non-contiguous receive that the sender writes in place (0: never)
+	lastLive   time.Time
+	idle       int         // progress passes in a row that found nothing
+	slept      atomic.Bool // a Sleep has happened since the last liveness check
 
 	cnt counters
 }
@@ -184,9 +185,9 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.rank, d.size = cfg.Rank, cfg.Size
 	for k := range cfg.Options {
 		switch k {
-		case "eager", "ring", "cma", "split":
+		case "eager", "ring", "cma", "split", "scatter":
 		default:
-			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma, split)", k)
+			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma, split, scatter)", k)
 		}
 	}
 	var err error
@@ -205,6 +206,9 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.chunk = d.ring / 4
 	if d.split, err = parseSize(cfg.Options, "split", defaultSplit); err != nil {
+		return err
+	}
+	if d.scatterMin, err = parseSize(cfg.Options, "scatter", 0); err != nil {
 		return err
 	}
 	switch cfg.Options["cma"] {
@@ -394,13 +398,13 @@ func (d *Device) sendCTS(r *adi.Request, src, tag, size int, sid uint32) {
 	n := min(size, r.Buf.Size())
 	id := d.newID()
 	d.recvs[id] = &rvRecv{req: r, src: src, tag: tag, size: size, n: n}
-	if n > 0 && p.remoteOK && p.seg != d.seg && !r.Buf.Contiguous() {
-		// A non-contiguous receive buffer of large blocks: describe its
-		// pieces so that the sender writes each block straight into place
-		// (one copy, no bounce through the eager ring). For small blocks
-		// the kernel's per-piece cost in process_vm_writev exceeds a second
-		// copy, so those come in chunks through the eager ring, pipelined.
-		if seg, err := datatype.NewSegment(r.Buf.Type, r.Buf.Count); err == nil && bigBlocks(seg, r.Buf.Mem) {
+	if n > 0 && d.scatterMin > 0 && p.remoteOK && p.seg != d.seg && !r.Buf.Contiguous() {
+		// A non-contiguous receive buffer of blocks of at least d.scatterMin
+		// bytes: describe its pieces so that the sender writes each block
+		// straight into place (one copy, no bounce through the eager ring).
+		// Off by default: the kernel pins pages per piece, and pipelined
+		// chunk copies on both cores measured faster for every block size.
+		if seg, err := datatype.NewSegment(r.Buf.Type, r.Buf.Count); err == nil && bigBlocks(seg, r.Buf.Mem, d.scatterMin) {
 			d.post(p, outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, tag: ctsLayout, n: uint64(n)}})
 			d.post(p, outMsg{ctl: ctl{ctx: id, id: sid}, data: r.Buf, layout: seg, total: n})
 			return
@@ -816,16 +820,12 @@ func (d *Device) scatter(p *peer, c *ctl) error {
 	return nil
 }
 
-// scatterMin is the smallest contiguous block worth a remote-write piece of
-// its own (measured: below it, pipelined chunk copies are faster).
-const scatterMin = 8 << 10
-
-// bigBlocks reports whether a segment's first block is large enough for a
-// scatter remote write, and rewinds the segment.
-func bigBlocks(seg *datatype.Segment, mem []byte) bool {
-	piece, ok := seg.Next(mem, scatterMin)
+// bigBlocks reports whether a segment's first block holds at least min
+// bytes, and rewinds the segment.
+func bigBlocks(seg *datatype.Segment, mem []byte, min int) bool {
+	piece, ok := seg.Next(mem, min)
 	_ = seg.Seek(0)
-	return ok && len(piece) >= scatterMin
+	return ok && len(piece) >= min
 }
 
 // mismatch checks a matched message's type signature code against the
