@@ -40,16 +40,26 @@ const (
 // program is one conformance program: a main package under conformance/
 // whose checks are named on its command line.
 type program struct {
-	name   string   // p2p, datatypes, stress: the directory under conformance/
+	name   string   // p2p, datatypes, stress, p2p-race: names the program in results
+	pkg    string   // the directory under conformance/ (default: name)
+	race   bool     // built with the race detector
 	bin    string   // built by TestMain
 	checks []string // printed by <program> -list
+}
+
+func (p *program) dir() string {
+	if p.pkg != "" {
+		return p.pkg
+	}
+	return p.name
 }
 
 var (
 	p2p       = &program{name: "p2p"}
 	datatypes = &program{name: "datatypes"}
 	stress    = &program{name: "stress"}
-	programs  = []*program{p2p, datatypes, stress}
+	p2pRace   = &program{name: "p2p-race", pkg: "p2p", race: true}
+	programs  = []*program{p2p, datatypes, stress, p2pRace}
 )
 
 var (
@@ -88,13 +98,21 @@ func testMain(m *testing.M) int {
 	mpirunBin = filepath.Join(dir, "mpirun")
 	// One go build for all of them: the packages share most of their build.
 	args := []string{"build", "-o", dir + string(filepath.Separator), "github.com/adimpi/adimpi/cmd/mpirun"}
+	var builds [][]string
 	for _, p := range programs {
 		p.bin = filepath.Join(dir, p.name)
-		args = append(args, "github.com/adimpi/adimpi/conformance/"+p.name)
+		pkg := "github.com/adimpi/adimpi/conformance/" + p.dir()
+		if p.race {
+			builds = append(builds, []string{"build", "-race", "-o", p.bin, pkg})
+			continue
+		}
+		args = append(args, pkg)
 	}
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "conformance: go %s: %v\n%s", strings.Join(args, " "), err, out)
-		return 1
+	for _, args := range append([][]string{args}, builds...) {
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "conformance: go %s: %v\n%s", strings.Join(args, " "), err, out)
+			return 1
+		}
 	}
 	for _, p := range programs {
 		out, err := exec.Command(p.bin, "-list").Output()
@@ -216,6 +234,17 @@ func TestP2P(t *testing.T) {
 	})
 }
 
+// TestRace runs the p2p checks of optionChecks at np = 4 with the
+// asynchronous progress goroutine under every registered device, in a build
+// of the p2p program with Go's race detector: the progress goroutine and the
+// application's waiters share the device, and a data race between them
+// fails the run.
+func TestRace(t *testing.T) {
+	eachDevice(t, func(t *testing.T, dev string) {
+		matrix(t, p2pRace, dev, []string{asyncOpt}, []int{4}, optionChecks, nil)
+	})
+}
+
 // TestDatatypes runs every check of conformance/datatypes (derived datatypes
 // over point-to-point) through mpirun under every registered device at np =
 // 1, 2, 3, 4, 8 and 16 (2 and 4 with -short), and with netvm's options
@@ -332,7 +361,7 @@ func (j *job) command() string {
 	for _, a := range j.args[1:] {
 		for _, p := range programs {
 			if a == p.bin {
-				a = "./conformance/" + p.name
+				a = "./conformance/" + p.dir()
 			}
 		}
 		args = append(args, a)
