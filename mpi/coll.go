@@ -136,7 +136,7 @@ func Barrier(c *Comm) error {
 	// The device's native barrier wins when every rank has a core to spin
 	// on; oversubscribed, each arrival would wake every sleeping rank, and
 	// the dissemination barrier's log2(n) rounds of messages cost less.
-	if r, err := current("MPI_Barrier"); err == nil && c != nil && c == r.world && r.size <= goruntime.NumCPU() {
+	if r, err := current("MPI_Barrier"); err == nil && c != nil && c == r.world && r.native && r.size <= goruntime.NumCPU() {
 		if b, ok := r.dev.(adi.Barrierer); ok {
 			return r.nativeBarrier(b)
 		}

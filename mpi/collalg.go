@@ -8,7 +8,9 @@ package mpi
 // Algorithm choice (n processes, m bytes), after MPICH:
 //
 //	Barrier      dissemination
-//	Bcast        binomial tree if m < 12 KiB or n < 8, else binomial scatter + ring allgather
+//	Bcast        binomial tree if m < 12 KiB or n < 8, else binomial scatter + ring allgather;
+//	             on a device with multidestination sends, a star (m ≤ 64 KiB) or a
+//	             pipelined 4-ary tree of 64 KiB pieces (collmulti.go)
 //	Reduce       binomial tree (non-commutative ops: to rank 0, then to root)
 //	Allreduce    recursive doubling if m < 2 KiB, the op is non-commutative or count < 2^⌊log n⌋;
 //	             else Rabenseifner (recursive-halving reduce-scatter + recursive-doubling allgather)
@@ -52,6 +54,9 @@ func (e *coll) abs(rel, root int) int { return (rel + root) % e.size }
 func (e *coll) bcast(buf []byte, root int) error {
 	if e.size == 1 || len(buf) == 0 {
 		return nil
+	}
+	if ms := e.multisender(); ms != nil {
+		return e.bcastMulti(ms, buf, root)
 	}
 	if len(buf) < bcastShort || e.size < bcastMinProcs {
 		return e.bcastBinomial(buf, root)

@@ -41,6 +41,7 @@ type runtime struct {
 	asyncOn  atomic.Bool   // the progress goroutine runs
 	lastOut  atomic.Int64  // when (ns since epoch) the last waitFor returned, if asyncOn
 	resume   chan struct{} // wakes the progress goroutine when pollers drops to 0
+	native   bool          // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
 }
 
 var (
@@ -123,6 +124,10 @@ func InitWith(o Options) error {
 			r.poll = min(r.poll, r.spin)
 		}
 	}
+	// The device's own collectives (adi.Barrierer, adi.Multisender) are
+	// used unless ADIMPI_NATIVE_COLL=off asks for the core's message-based
+	// algorithms, for comparisons.
+	r.native = os.Getenv("ADIMPI_NATIVE_COLL") != "off"
 	r.world = newComm("MPI_COMM_WORLD", 0, r.rank, identity(r.size))
 	r.self = newComm("MPI_COMM_SELF", 2, 0, []int{r.rank})
 	r.resume = make(chan struct{}, 1)
