@@ -7,6 +7,7 @@
 package runner
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
@@ -43,17 +44,21 @@ var (
 )
 
 // Main runs the check named on the command line (or lists them with -list)
-// and exits: 0 on PASS or UNSUPPORTED, 1 on FAIL, 2 on bad usage.
+// and exits: 0 on PASS or UNSUPPORTED, 1 on FAIL, 2 on bad usage. Flags
+// the program defined with package flag come before the check's name.
 func (p Program) Main() {
-	args := os.Args[1:]
-	if len(args) == 1 && (args[0] == "-list" || args[0] == "--list") {
+	list := flag.Bool("list", false, "print the checks' names and exit")
+	flag.Parse()
+	args := flag.Args()
+	if *list {
 		for _, c := range p.Checks {
 			fmt.Println(c.Name)
 		}
 		return
 	}
 	if len(args) != 1 {
-		fmt.Fprintf(os.Stderr, "usage: %s <check> | %s -list\n", p.Name, p.Name)
+		fmt.Fprintf(os.Stderr, "usage: %s [flags] <check> | %s -list\n", p.Name, p.Name)
+		flag.PrintDefaults()
 		os.Exit(2)
 	}
 	var c *Check
