@@ -18,6 +18,7 @@ type Request struct {
 	ar         *adi.Request  // the operation in flight; nil when inactive
 	slot       adi.Request   // what ar points to for point-to-point operations (one allocation per request)
 	bg         chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
+	plan       *plan         // persistent collectives: what Start runs
 }
 
 // start posts the request's operation to the device.
@@ -132,10 +133,14 @@ func (q *Request) Start() error {
 		return errorf(ErrRequest, "MPI_Start", "request is nil")
 	}
 	if !q.persistent {
-		return errorf(ErrRequest, "MPI_Start", "request was not made by SendInit or RecvInit")
+		return errorf(ErrRequest, "MPI_Start", "request is not persistent (made by SendInit, RecvInit, BcastInit, ...)")
 	}
 	if q.ar != nil {
 		return errorf(ErrRequest, "MPI_Start", "request is still active; Wait for it first")
+	}
+	if q.plan != nil {
+		q.plan.launch(q)
+		return nil
 	}
 	return q.start()
 }
