@@ -131,7 +131,7 @@ func collStart(op string, c *Comm) (*runtime, error) {
 		return nil, err
 	}
 	if c.inter {
-		return nil, errorf(ErrComm, op, "%s is an intercommunicator; only point-to-point calls, IntercommMerge and Free are supported on it", c.name)
+		return nil, errorf(ErrComm, op, "%s is an intercommunicator, on which %s is not supported", c.name, op)
 	}
 	return r, nil
 }

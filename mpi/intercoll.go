@@ -133,9 +133,6 @@ func interBcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
 		p.run = idle
 		return p, nil
 	}
-	if err := noInPlace(op, b); err != nil {
-		return nil, err
-	}
 	if err := checkBuffer(op, b); err != nil {
 		return nil, err
 	}
@@ -177,9 +174,6 @@ func interGatherPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, er
 	case roleIdle:
 		p.run = idle
 	case roleRoot:
-		if err := noInPlace(op, recv); err != nil {
-			return nil, err
-		}
 		if err := checkBuffer(op, recv); err != nil {
 			return nil, err
 		}
@@ -195,9 +189,6 @@ func interGatherPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, er
 			return nil
 		}
 	case roleRemote:
-		if err := noInPlace(op, send); err != nil {
-			return nil, err
-		}
 		if err := checkBuffer(op, send); err != nil {
 			return nil, err
 		}
@@ -237,9 +228,6 @@ func interGathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []in
 	case roleIdle:
 		p.run = idle
 	case roleRoot:
-		if err := noInPlace(op, recv); err != nil {
-			return nil, err
-		}
 		sz, err := vlayoutN(op, c.RemoteSize(), recv, counts, displs)
 		if err != nil {
 			return nil, err
@@ -272,9 +260,6 @@ func interGathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []in
 			return nil
 		}
 	case roleRemote:
-		if err := noInPlace(op, send); err != nil {
-			return nil, err
-		}
 		if err := checkBuffer(op, send); err != nil {
 			return nil, err
 		}
@@ -304,9 +289,6 @@ func interScatterPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, e
 	case roleIdle:
 		p.run = idle
 	case roleRoot:
-		if err := noInPlace(op, send); err != nil {
-			return nil, err
-		}
 		if err := checkBuffer(op, send); err != nil {
 			return nil, err
 		}
@@ -316,9 +298,6 @@ func interScatterPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, e
 		// The remote leader scatters the whole buffer in its group.
 		p.run = func(e *coll) error { return c.rem(e, 1).send(0, packIn(send)) }
 	case roleRemote:
-		if err := noInPlace(op, recv); err != nil {
-			return nil, err
-		}
 		if err := checkBuffer(op, recv); err != nil {
 			return nil, err
 		}
@@ -358,9 +337,6 @@ func interScattervPlan(op string, c *Comm, send Buffer, counts, displs []int, re
 	case roleIdle:
 		p.run = idle
 	case roleRoot:
-		if err := noInPlace(op, send); err != nil {
-			return nil, err
-		}
 		sz, err := vlayoutN(op, c.RemoteSize(), send, counts, displs)
 		if err != nil {
 			return nil, err
@@ -382,9 +358,6 @@ func interScattervPlan(op string, c *Comm, send Buffer, counts, displs []int, re
 			return x.wait(reqs...)
 		}
 	case roleRemote:
-		if err := noInPlace(op, recv); err != nil {
-			return nil, err
-		}
 		if err := checkBuffer(op, recv); err != nil {
 			return nil, err
 		}
@@ -650,9 +623,6 @@ func interReducePlan(op string, c *Comm, send, recv Buffer, o *Op, root int) (*p
 	case roleIdle:
 		p.run = idle
 	case roleRoot:
-		if err := noInPlace(op, recv); err != nil {
-			return nil, err
-		}
 		if err := checkBuffer(op, recv); err != nil {
 			return nil, err
 		}
@@ -668,9 +638,6 @@ func interReducePlan(op string, c *Comm, send, recv Buffer, o *Op, root int) (*p
 			return nil
 		}
 	case roleRemote:
-		if err := noInPlace(op, send); err != nil {
-			return nil, err
-		}
 		in, _, red, err := reduceArgs(op, send, recv, o, false)
 		if err != nil {
 			return nil, err
