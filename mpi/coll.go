@@ -119,8 +119,8 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 //
 // The collectives work on intracommunicators and, except Scan, Exscan and
 // the neighbourhood collectives, on intercommunicators, with the semantics
-// described in intercoll.go (rooted calls take Root and ProcNull in the
-// root's group; InPlace is not allowed there).
+// described at Root (rooted calls take Root and ProcNull in the root's
+// group; InPlace is not allowed there).
 // Every collective is available in three forms: a generic one on Go slices
 // (Bcast, Allreduce, ...), a *Buf one on Buffers (BcastBuf, ...), and a
 // non-blocking one returning a *Request (Ibcast, IbcastBuf, ...). In the

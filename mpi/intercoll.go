@@ -5,7 +5,10 @@ import (
 	"github.com/adimpi/adimpi/datatype"
 )
 
-// Collectives on intercommunicators (MPI 4.1 §6.2.2). The two groups play
+// Root is MPI_ROOT, the root argument of the root process of a rooted
+// collective on an intercommunicator.
+//
+// Collectives on intercommunicators (MPI 4.1 §6.2.2) give the two groups
 // different parts:
 //
 //   - Rooted calls (Bcast, Gather(v), Scatter(v), Reduce) move data between
@@ -22,19 +25,17 @@ import (
 //   - Barrier returns once every process of both groups has entered it.
 //
 // InPlace is not allowed on intercommunicators (ErrBuffer); Scan and Exscan
-// and the neighbourhood collectives are not defined on them (ErrComm).
+// and the neighbourhood collectives are not defined on them (ErrComm). The
+// non-blocking and persistent forms work on them too.
 //
-// The algorithms are MPICH's: a collective within each group on the local
-// group's processes plus one exchange between the groups' leaders (rank 0),
-// or direct messages between the root and the remote processes. They run on
+// The algorithms are MPICH's: a collective within each group over the
+// local group plus one exchange between the groups' leaders (rank 0), or
+// direct messages between the root and the remote processes. They run on
 // the intercommunicator's collective context, which both groups agreed on
-// when it was made: the local and the remote processes are disjoint, so the
+// when it was made; its local and remote processes are disjoint, so the
 // intra-group and the inter-group messages of one collective are told apart
-// by their source, and its phases by sub-tags (the low collSubBits bits).
-
-// Root is MPI_ROOT: the root process of an intercommunicator's rooted
-// collective passes it as the root argument (the rest of its group pass
-// ProcNull).
+// by their source, and its phases by sub-tags (the low collSubBits bits of
+// the tag).
 const Root = -3
 
 // sub is an environment of the collective e over processes world, whose
