@@ -113,3 +113,68 @@ func ScanInitBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
 func ScanInit[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) {
 	return ScanInitBuf(c, sbuf(send), Slice(recv), o)
 }
+
+// GathervInitBuf makes a persistent Gatherv (MPI_Gatherv_init).
+func GathervInitBuf(c *Comm, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
+	return persistentPlan(gathervPlan("MPI_Gatherv_init", c, send, recv, counts, displs, root))
+}
+
+// GathervInit makes a persistent Gatherv (MPI_Gatherv_init).
+func GathervInit[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int) (*Request, error) {
+	return GathervInitBuf(c, sbuf(send), Slice(recv), counts, displs, root)
+}
+
+// ScattervInitBuf makes a persistent Scatterv (MPI_Scatterv_init).
+func ScattervInitBuf(c *Comm, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
+	return persistentPlan(scattervPlan("MPI_Scatterv_init", c, send, counts, displs, recv, root))
+}
+
+// ScattervInit makes a persistent Scatterv (MPI_Scatterv_init).
+func ScattervInit[T Numeric](c *Comm, send []T, counts, displs []int, recv []T, root int) (*Request, error) {
+	return ScattervInitBuf(c, Slice(send), counts, displs, sbuf(recv), root)
+}
+
+// AllgathervInitBuf makes a persistent Allgatherv (MPI_Allgatherv_init).
+func AllgathervInitBuf(c *Comm, send, recv Buffer, counts, displs []int) (*Request, error) {
+	return persistentPlan(allgathervPlan("MPI_Allgatherv_init", c, send, recv, counts, displs))
+}
+
+// AllgathervInit makes a persistent Allgatherv (MPI_Allgatherv_init).
+func AllgathervInit[T Numeric](c *Comm, send, recv []T, counts, displs []int) (*Request, error) {
+	return AllgathervInitBuf(c, sbuf(send), Slice(recv), counts, displs)
+}
+
+// AlltoallvInitBuf makes a persistent Alltoallv (MPI_Alltoallv_init).
+func AlltoallvInitBuf(c *Comm, send Buffer, scounts, sdispls []int, recv Buffer, rcounts, rdispls []int) (*Request, error) {
+	return persistentPlan(alltoallvPlan("MPI_Alltoallv_init", c, send, scounts, sdispls, recv, rcounts, rdispls))
+}
+
+// AlltoallvInit makes a persistent Alltoallv (MPI_Alltoallv_init).
+func AlltoallvInit[T Numeric](c *Comm, send []T, scounts, sdispls []int, recv []T, rcounts, rdispls []int) (*Request, error) {
+	return AlltoallvInitBuf(c, sbuf(send), scounts, sdispls, Slice(recv), rcounts, rdispls)
+}
+
+// ReduceScatterInitBuf makes a persistent ReduceScatter
+// (MPI_Reduce_scatter_init).
+func ReduceScatterInitBuf(c *Comm, send, recv Buffer, counts []int, o *Op) (*Request, error) {
+	if counts == nil {
+		counts = []int{}
+	}
+	return persistentPlan(reduceScatterPlan("MPI_Reduce_scatter_init", c, send, recv, counts, o))
+}
+
+// ReduceScatterInit makes a persistent ReduceScatter
+// (MPI_Reduce_scatter_init).
+func ReduceScatterInit[T Numeric](c *Comm, send, recv []T, counts []int, o *Op) (*Request, error) {
+	return ReduceScatterInitBuf(c, sbuf(send), Slice(recv), counts, o)
+}
+
+// ExscanInitBuf makes a persistent Exscan (MPI_Exscan_init).
+func ExscanInitBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
+	return persistentPlan(scanPlan("MPI_Exscan_init", c, send, recv, o, true))
+}
+
+// ExscanInit makes a persistent Exscan (MPI_Exscan_init).
+func ExscanInit[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) {
+	return ExscanInitBuf(c, sbuf(send), Slice(recv), o)
+}

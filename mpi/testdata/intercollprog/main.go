@@ -232,6 +232,7 @@ func checkInterColl(w *mpi.Comm) error {
 			{"reduce", interReduce},
 			{"allreduce", interAllreduce},
 			{"reducescatter", interReduceScatter},
+			{"strided", interStrided},
 			{"dup", interDupCheck},
 		} {
 			for _, nb := range []bool{false, true} {
@@ -796,6 +797,166 @@ func interReduceScatter(x *inter, nb bool) error {
 	return nil
 }
 
+// stride2 is m float64s at every other position, resized to extent 2m
+// elements so that consecutive ones tile: element j, item i is at 2mj+2i.
+func stride2(m int) (*datatype.Type, error) {
+	v, err := datatype.Vector(m, 1, 2, datatype.Float64)
+	if err != nil {
+		return nil, err
+	}
+	if v, err = datatype.Resized(v, 0, 16*m); err != nil {
+		return nil, err
+	}
+	return v, v.Commit()
+}
+
+func bytesOf(f []float64) []byte {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 8*len(f))
+}
+
+// spread is what a stride2 buffer of blocks holds: the data at even
+// positions, gap at odd ones.
+func spread(data []float64) []float64 {
+	out := make([]float64, 2*len(data))
+	for i := range out {
+		out[i] = gap
+	}
+	for i, v := range data {
+		out[2*i] = v
+	}
+	return out
+}
+
+func gaps(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = gap
+	}
+	return out
+}
+
+// interStrided runs the data-moving intercommunicator collectives with a
+// non-contiguous datatype on one side and a contiguous one on the other.
+func interStrided(x *inter, nb bool) error {
+	nr := len(x.remote())
+	for _, m := range []int{1, 7, 1000} {
+		st, err := stride2(m)
+		if err != nil {
+			return err
+		}
+		// Bcast from the last rank of group 0: contiguous at the root,
+		// strided at the receivers.
+		root, isRoot := x.rootArg(0, len(x.members[0])-1)
+		rootWorld := x.members[0][len(x.members[0])-1]
+		var b mpi.Buffer
+		var got []float64
+		switch {
+		case isRoot:
+			b = mpi.Slice(vals(rootWorld, m, 20))
+		case x.color == 1:
+			got = gaps(2 * m)
+			b = mpi.Typed(bytesOf(got), 1, st)
+		default:
+			b = mpi.Slice([]float64(nil))
+		}
+		if err := run(nb, func() error { return mpi.BcastBuf(x.ic, b, root) },
+			func() (*mpi.Request, error) { return mpi.IbcastBuf(x.ic, b, root) }); err != nil {
+			return err
+		}
+		if x.color == 1 {
+			if err := eq(fmt.Sprintf("bcast m=%d", m), got, spread(vals(rootWorld, m, 20))); err != nil {
+				return err
+			}
+		}
+		// Gather to the first rank of group 1 from strided senders.
+		root, isRoot = x.rootArg(1, 0)
+		var send, recv mpi.Buffer
+		var all []float64
+		if x.color == 0 {
+			src := spread(vals(x.me, m, 21))
+			send = mpi.Typed(bytesOf(src), 1, st)
+		} else {
+			send = mpi.Slice([]float64(nil))
+		}
+		recv = mpi.Slice([]float64(nil))
+		if isRoot {
+			all = make([]float64, nr*m)
+			recv = mpi.Slice(all)
+		}
+		if err := run(nb, func() error { return mpi.GatherBuf(x.ic, send, recv, root) },
+			func() (*mpi.Request, error) { return mpi.IgatherBuf(x.ic, send, recv, root) }); err != nil {
+			return err
+		}
+		if isRoot {
+			var want []float64
+			for _, s := range x.remote() {
+				want = append(want, vals(s, m, 21)...)
+			}
+			if err := eq(fmt.Sprintf("gather m=%d", m), all, want); err != nil {
+				return err
+			}
+		}
+		// Scatter from the same root into strided receivers.
+		send, recv = mpi.Slice([]float64(nil)), mpi.Slice([]float64(nil))
+		var mine []float64
+		if isRoot {
+			var src []float64
+			for _, d := range x.remote() {
+				src = append(src, vals(d, m, 22)...)
+			}
+			send = mpi.Slice(src)
+		}
+		if x.color == 0 {
+			mine = gaps(2 * m)
+			recv = mpi.Typed(bytesOf(mine), 1, st)
+		}
+		if err := run(nb, func() error { return mpi.ScatterBuf(x.ic, send, recv, root) },
+			func() (*mpi.Request, error) { return mpi.IscatterBuf(x.ic, send, recv, root) }); err != nil {
+			return err
+		}
+		if x.color == 0 {
+			if err := eq(fmt.Sprintf("scatter m=%d", m), mine, spread(vals(x.me, m, 22))); err != nil {
+				return err
+			}
+		}
+		// Allgather and Alltoall into strided blocks.
+		ag := gaps(2 * m * nr)
+		agb := mpi.Typed(bytesOf(ag), nr, st)
+		if err := run(nb, func() error { return mpi.AllgatherBuf(x.ic, mpi.Slice(vals(x.me, m, 23)), agb) },
+			func() (*mpi.Request, error) { return mpi.IallgatherBuf(x.ic, mpi.Slice(vals(x.me, m, 23)), agb) }); err != nil {
+			return err
+		}
+		var want []float64
+		for _, s := range x.remote() {
+			want = append(want, vals(s, m, 23)...)
+		}
+		if err := eq(fmt.Sprintf("allgather m=%d", m), ag, spread(want)); err != nil {
+			return err
+		}
+		var a2s, a2want []float64
+		for _, d := range x.remote() {
+			a2s = append(a2s, pair(x.me, d, m)...)
+			a2want = append(a2want, pair(d, x.me, m)...)
+		}
+		a2r := gaps(2 * m * nr)
+		a2b := mpi.Typed(bytesOf(a2r), nr, st)
+		if err := run(nb, func() error { return mpi.AlltoallBuf(x.ic, mpi.Slice(a2s), a2b) },
+			func() (*mpi.Request, error) { return mpi.IalltoallBuf(x.ic, mpi.Slice(a2s), a2b) }); err != nil {
+			return err
+		}
+		if err := eq(fmt.Sprintf("alltoall m=%d", m), a2r, spread(a2want)); err != nil {
+			return err
+		}
+		if err := st.Free(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // interDupCheck duplicates the intercommunicator (Dup, or Idup when nb)
 // and runs an Allreduce and point-to-point traffic on the copy.
 func interDupCheck(x *inter, nb bool) error {
@@ -1135,6 +1296,9 @@ func checkPersistent(w *mpi.Comm) error {
 			}
 		}
 	}
+	if err := persistentV(w, iters); err != nil {
+		return err
+	}
 	// Persistent collectives on an intercommunicator.
 	xs, err := inters(w)
 	if err != nil {
@@ -1157,17 +1321,30 @@ func checkPersistent(w *mpi.Comm) error {
 		if err != nil {
 			return err
 		}
+		// Reduce to the first rank of group 0 from group 1.
+		rroot, rIsRoot := x.rootArg(0, 0)
+		rds, rdr := make([]float64, m), make([]float64, m)
+		qd, err := mpi.ReduceInit(x.ic, rds, rdr, mpi.Sum, rroot)
+		if err != nil {
+			return err
+		}
 		rootWorld := x.members[1][len(x.members[1])-1]
 		for it := 0; it < iters; it++ {
 			copy(ars, vals(x.me, m, it))
 			if isRoot {
 				copy(bc, vals(rootWorld, m, it+1))
 			}
-			if err := mpi.Startall([]*mpi.Request{qa, qb, qc}); err != nil {
+			copy(rds, vals(x.me, m, it+2))
+			if err := mpi.Startall([]*mpi.Request{qa, qb, qc, qd}); err != nil {
 				return err
 			}
-			if _, err := mpi.Waitall([]*mpi.Request{qc, qb, qa}); err != nil {
+			if _, err := mpi.Waitall([]*mpi.Request{qc, qd, qb, qa}); err != nil {
 				return err
+			}
+			if rIsRoot {
+				if err := eq(x.name+" persistent reduce", rdr, sumRef(x.members[1], m, it+2)); err != nil {
+					return err
+				}
 			}
 			if err := eq(x.name+" persistent allreduce", arr, sumRef(x.remote(), m, it)); err != nil {
 				return err
@@ -1180,6 +1357,107 @@ func checkPersistent(w *mpi.Comm) error {
 		}
 		if err := x.free(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// persistentV checks the persistent v-forms, ReduceScatter and Exscan on
+// the world, started together many times with new contents.
+func persistentV(w *mpi.Comm, iters int) error {
+	n, me := w.Size(), w.Rank()
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	for _, m := range []int{5, 300} {
+		root := n - 1
+		cnt := make([]int, n)
+		for r := range cnt {
+			cnt[r] = vcount(r, 0, m)
+		}
+		displs, total := layout(cnt)
+		gvs, gvr := make([]float64, cnt[me]), make([]float64, total)
+		svs, svr := make([]float64, total), make([]float64, cnt[me])
+		avs, avr := make([]float64, cnt[me]), make([]float64, total)
+		sc, rc := make([]int, n), make([]int, n)
+		for r := 0; r < n; r++ {
+			sc[r], rc[r] = vcount(me, r, m), vcount(r, me, m)
+		}
+		sd, st := layout(sc)
+		rd, rt := layout(rc)
+		a2s, a2r := make([]float64, st), make([]float64, rt)
+		rcounts := cuts(2*m+1, n)
+		rss, rsr := make([]float64, 2*m+1), make([]float64, rcounts[me])
+		exs, exr := make([]float64, m), make([]float64, m)
+		var reqs []*mpi.Request
+		for _, mk := range []func() (*mpi.Request, error){
+			func() (*mpi.Request, error) { return mpi.GathervInit(w, gvs, gvr, cnt, displs, root) },
+			func() (*mpi.Request, error) { return mpi.ScattervInit(w, svs, cnt, displs, svr, root) },
+			func() (*mpi.Request, error) { return mpi.AllgathervInit(w, avs, avr, cnt, displs) },
+			func() (*mpi.Request, error) { return mpi.AlltoallvInit(w, a2s, sc, sd, a2r, rc, rd) },
+			func() (*mpi.Request, error) { return mpi.ReduceScatterInit(w, rss, rsr, rcounts, mpi.Sum) },
+			func() (*mpi.Request, error) { return mpi.ExscanInit(w, exs, exr, mpi.Sum) },
+		} {
+			q, err := mk()
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, q)
+		}
+		for it := 0; it < iters; it++ {
+			copy(gvs, vals(me, cnt[me], it))
+			if me == root {
+				for r := 0; r < n; r++ {
+					copy(svs[displs[r]:], vals(r, cnt[r], it+1))
+				}
+			}
+			copy(avs, vals(me, cnt[me], it+2))
+			for d := 0; d < n; d++ {
+				copy(a2s[sd[d]:], pair(me, d+it, sc[d]))
+			}
+			copy(rss, vals(me, len(rss), it+3))
+			copy(exs, vals(me, m, it+4))
+			for i := range exr {
+				exr[i] = gap
+			}
+			if err := mpi.Startall(reqs); err != nil {
+				return err
+			}
+			if _, err := mpi.Waitall(reqs); err != nil {
+				return err
+			}
+			what := func(s string) string { return fmt.Sprintf("%s m=%d iteration %d", s, m, it) }
+			for r := 0; r < n; r++ {
+				if me == root {
+					if err := eq(what("gatherv"), gvr[displs[r]:displs[r]+cnt[r]], vals(r, cnt[r], it)); err != nil {
+						return err
+					}
+				}
+				if err := eq(what("allgatherv"), avr[displs[r]:displs[r]+cnt[r]], vals(r, cnt[r], it+2)); err != nil {
+					return err
+				}
+				if err := eq(what("alltoallv"), a2r[rd[r]:rd[r]+rc[r]], pair(r, me+it, rc[r])); err != nil {
+					return err
+				}
+			}
+			if err := eq(what("scatterv"), svr, vals(me, cnt[me], it+1)); err != nil {
+				return err
+			}
+			off := 0
+			for r := 0; r < me; r++ {
+				off += rcounts[r]
+			}
+			if err := eq(what("reducescatter"), rsr, sumRef(all, len(rss), it+3)[off:off+rcounts[me]]); err != nil {
+				return err
+			}
+			want := gaps(m)
+			if me > 0 {
+				want = sumRef(all[:me], m, it+4)
+			}
+			if err := eq(what("exscan"), exr, want); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
