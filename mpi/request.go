@@ -82,7 +82,12 @@ func (q *Request) Wait() (Status, error) {
 		return emptyStatus, nil
 	}
 	if !q.ar.Done() {
-		if err := q.rt.waitFor(q.ar.Done); err != nil {
+		if q.bg != nil {
+			// A collective's own goroutine drives progress until it is
+			// done; polling here as well would only contend with it for
+			// the device and the CPU.
+			<-q.bg
+		} else if err := q.rt.waitFor(q.ar.Done); err != nil {
 			return emptyStatus, err
 		}
 	}
