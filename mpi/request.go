@@ -144,6 +144,9 @@ func (q *Request) Start() error {
 		return errorf(ErrRequest, "MPI_Start", "request is still active; Wait for it first")
 	}
 	if q.plan != nil {
+		if err := checkComm("MPI_Start", q.comm); err != nil {
+			return err
+		}
 		q.plan.launch(q)
 		return nil
 	}

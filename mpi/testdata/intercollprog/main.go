@@ -1039,6 +1039,33 @@ func checkIdup(w *mpi.Comm) error {
 	if err != nil {
 		return err
 	}
+	// Idup copies attributes through their Copy callbacks, like Dup.
+	copied := &mpi.Keyval{Copy: func(_ *mpi.Comm, v any) (any, bool) { return v.(int) + 1, true }}
+	dropped := &mpi.Keyval{}
+	if err := base.SetAttr(copied, 41); err != nil {
+		return err
+	}
+	if err := base.SetAttr(dropped, 7); err != nil {
+		return err
+	}
+	{
+		d, q, err := base.Idup()
+		if err != nil {
+			return err
+		}
+		if _, err := q.Wait(); err != nil {
+			return err
+		}
+		if v, ok := d.Attr(copied); !ok || v.(int) != 42 {
+			return fmt.Errorf("idup attribute: %v %v", v, ok)
+		}
+		if _, ok := d.Attr(dropped); ok {
+			return errors.New("idup copied an attribute without a Copy callback")
+		}
+		if err := d.Free(); err != nil {
+			return err
+		}
+	}
 	for it := 0; it < rounds; it++ {
 		// An Idup between non-blocking and blocking collectives on w.
 		sum := []int{0}
@@ -1503,6 +1530,21 @@ func checkErrors(w *mpi.Comm) error {
 	}
 	if _, err := mpi.BcastInit(ic, f, nr+3); !errors.Is(err, mpi.ErrRoot) {
 		return fmt.Errorf("bcast init bad root: %v", err)
+	}
+	// A persistent collective cannot start once its communicator is freed.
+	d, err := w.Dup()
+	if err != nil {
+		return err
+	}
+	pq, err := mpi.AllreduceInit(d, []int{1}, make([]int, 1), mpi.Sum)
+	if err != nil {
+		return err
+	}
+	if err := d.Free(); err != nil {
+		return err
+	}
+	if err := pq.Start(); !errors.Is(err, mpi.ErrComm) {
+		return fmt.Errorf("start on a freed communicator: %v", err)
 	}
 	// The intercommunicator still works after the rejected calls.
 	got := []int{0}
