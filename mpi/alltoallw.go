@@ -6,11 +6,14 @@ import "github.com/adimpi/adimpi/datatype"
 // displacement into the memory and a datatype, on both sides.
 func alltoallwPlan(op string, c *Comm, send []byte, scounts, sdispls []int, stypes []*datatype.Type,
 	recv []byte, rcounts, rdispls []int, rtypes []*datatype.Type) (*plan, error) {
-	p, err := newPlan(op, c)
+	p, err := newPlanAny(op, c)
 	if err != nil {
 		return nil, err
 	}
 	n := c.Size()
+	if c.inter {
+		n = c.RemoteSize() // one block per remote process
+	}
 	blocks := func(what string, mem []byte, counts, displs []int, types []*datatype.Type) ([]Buffer, []int, error) {
 		if len(counts) != n || len(displs) != n || len(types) != n {
 			return nil, nil, errorf(ErrArg, op, "%s counts, displacements and types must each have %d entries (got %d, %d, %d)",
@@ -47,7 +50,13 @@ func alltoallwPlan(op string, c *Comm, send []byte, scounts, sdispls []int, styp
 		for i := 0; i < n; i++ {
 			sb[i].CopyOut(0, s[soff[i]:soff[i+1]])
 		}
-		if err := e.alltoallv(s, soff[:n], ssz, r, roff[:n], rsz); err != nil {
+		var err error
+		if c.inter {
+			err = interAlltoallv(c, e, s, soff[:n], ssz, r, roff[:n], rsz)
+		} else {
+			err = e.alltoallv(s, soff[:n], ssz, r, roff[:n], rsz)
+		}
+		if err != nil {
 			return err
 		}
 		for i := 0; i < n; i++ {

@@ -41,17 +41,24 @@ func (p *plan) now() error { return p.run(p.c.newColl(p.r, p.op)) }
 // start runs the collective in its own goroutine, which drives progress, and
 // returns a request that completes when it is done.
 func (p *plan) start() *Request {
+	q := &Request{rt: p.r, comm: p.c, op: p.op, peer: AnySource, tag: AnyTag}
+	p.launch(q)
+	return q
+}
+
+// launch runs the collective in its own goroutine as q's operation (a new
+// one, or the next run of a persistent collective request).
+func (p *plan) launch(q *Request) {
 	e := p.c.newColl(p.r, p.op)
 	ar := &adi.Request{}
 	bg := make(chan struct{})
-	q := &Request{rt: p.r, comm: p.c, op: p.op, peer: AnySource, tag: AnyTag, ar: ar, bg: bg}
+	q.ar, q.bg = ar, bg
 	go func() {
 		defer close(bg)
 		err := p.run(e)
 		ar.Complete(adi.Status{Source: AnySource, Tag: AnyTag, Err: err})
 		p.r.dev.Wake() // a waiter may be asleep on the doorbell
 	}()
-	return q
 }
 
 func blockingPlan(p *plan, err error) error {
@@ -95,6 +102,9 @@ func checkBufs(op string, bs ...Buffer) error {
 // ---- Barrier, Bcast ----
 
 func barrierPlan(op string, c *Comm) (*plan, error) {
+	if c.IsInter() {
+		return interBarrierPlan(op, c)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -107,7 +117,10 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 //
 // # Rules shared by the collectives
 //
-// The collectives work on intracommunicators.
+// The collectives work on intracommunicators and, except Scan, Exscan and
+// the neighbourhood collectives, on intercommunicators, with the semantics
+// described at Root (rooted calls take Root and ProcNull in the root's
+// group; InPlace is not allowed there).
 // Every collective is available in three forms: a generic one on Go slices
 // (Bcast, Allreduce, ...), a *Buf one on Buffers (BcastBuf, ...), and a
 // non-blocking one returning a *Request (Ibcast, IbcastBuf, ...). In the
@@ -168,6 +181,9 @@ func (r *runtime) nativeBarrier(b adi.Barrierer) error {
 func Ibarrier(c *Comm) (*Request, error) { return startPlan(barrierPlan("MPI_Ibarrier", c)) }
 
 func bcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
+	if c.IsInter() {
+		return interBcastPlan(op, c, b, root)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -245,6 +261,9 @@ func rootedArgs(op string, c *Comm, root int, local, all Buffer, inplace bool, w
 }
 
 func gatherPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error) {
+	if c.IsInter() {
+		return interGatherPlan(op, c, send, recv, root)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -302,6 +321,9 @@ func Igather[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
 }
 
 func scatterPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error) {
+	if c.IsInter() {
+		return interScatterPlan(op, c, send, recv, root)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -362,7 +384,11 @@ func Iscatter[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) {
 // vlayout checks counts and displacements (in elements of b's type) against
 // b and returns the blocks' byte sizes.
 func vlayout(op string, c *Comm, b Buffer, counts, displs []int) ([]int, error) {
-	n := c.Size()
+	return vlayoutN(op, c.Size(), b, counts, displs)
+}
+
+// vlayoutN is vlayout for n blocks.
+func vlayoutN(op string, n int, b Buffer, counts, displs []int) ([]int, error) {
 	if len(counts) != n || len(displs) != n {
 		return nil, errorf(ErrCount, op, "%d counts and %d displacements for %d processes", len(counts), len(displs), n)
 	}
@@ -394,6 +420,9 @@ func block(b Buffer, displ, count int) Buffer {
 }
 
 func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, root int) (*plan, error) {
+	if c.IsInter() {
+		return interGathervPlan(op, c, send, recv, counts, displs, root)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -483,6 +512,9 @@ func Igatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int, root int
 }
 
 func scattervPlan(op string, c *Comm, send Buffer, counts, displs []int, recv Buffer, root int) (*plan, error) {
+	if c.IsInter() {
+		return interScattervPlan(op, c, send, counts, displs, recv, root)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -571,6 +603,9 @@ func Iscatterv[T Numeric](c *Comm, send []T, counts, displs []int, recv []T, roo
 // ---- Allgather, Alltoall ----
 
 func allgatherPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
+	if c.IsInter() {
+		return interAllgatherPlan(op, c, send, recv)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -634,6 +669,9 @@ func Iallgather[T Numeric](c *Comm, send, recv []T) (*Request, error) {
 }
 
 func allgathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int) (*plan, error) {
+	if c.IsInter() {
+		return interAllgathervPlan(op, c, send, recv, counts, displs)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -700,6 +738,9 @@ func Iallgatherv[T Numeric](c *Comm, send, recv []T, counts, displs []int) (*Req
 }
 
 func alltoallPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
+	if c.IsInter() {
+		return interAlltoallPlan(op, c, send, recv)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -763,6 +804,9 @@ func Ialltoall[T Numeric](c *Comm, send, recv []T) (*Request, error) {
 }
 
 func alltoallvPlan(op string, c *Comm, send Buffer, scounts, sdispls []int, recv Buffer, rcounts, rdispls []int) (*plan, error) {
+	if c.IsInter() {
+		return interAlltoallvPlan(op, c, send, scounts, sdispls, recv, rcounts, rdispls)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err

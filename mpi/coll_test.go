@@ -58,3 +58,28 @@ func TestCollectivesAsyncProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestInterCollectives runs testdata/intercollprog: every collective on
+// intercommunicators with uneven groups, Idup among concurrent collectives
+// and Idups, and persistent collectives started many times.
+func TestInterCollectives(t *testing.T) {
+	prog, mpirun := buildProgs(t, "./testdata/intercollprog")
+	args := []string{}
+	if testing.Short() {
+		args = append(args, "-short")
+	}
+	for _, np := range []string{"2", "3", "4", "5", "8"} {
+		t.Run("np="+np, func(t *testing.T) {
+			out, err := exec.Command(mpirun, append([]string{"-np", np, "-timeout", "120s", prog}, args...)...).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "ok errors np="+np) {
+				t.Fatalf("intercollprog -np %s: %v\n%s", np, err, out)
+			}
+		})
+	}
+	t.Run("np=4/async-progress", func(t *testing.T) {
+		out, err := exec.Command(mpirun, append([]string{"-np", "4", "-async-progress", "-timeout", "120s", prog}, args...)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ok errors np=4") {
+			t.Fatalf("intercollprog -np 4 -async-progress: %v\n%s", err, out)
+		}
+	})
+}

@@ -41,6 +41,9 @@ func reduceArgs(op string, send, recv Buffer, o *Op, useRecv bool) (in Buffer, i
 }
 
 func reducePlan(op string, c *Comm, send, recv Buffer, o *Op, root int) (*plan, error) {
+	if c.IsInter() {
+		return interReducePlan(op, c, send, recv, o, root)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -97,6 +100,9 @@ func Ireduce[T Numeric](c *Comm, send, recv []T, o *Op, root int) (*Request, err
 }
 
 func allreducePlan(op string, c *Comm, send, recv Buffer, o *Op) (*plan, error) {
+	if c.IsInter() {
+		return interAllreducePlan(op, c, send, recv, o)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err
@@ -146,6 +152,9 @@ func Iallreduce[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) {
 }
 
 func reduceScatterPlan(op string, c *Comm, send, recv Buffer, counts []int, o *Op) (*plan, error) {
+	if c.IsInter() {
+		return interReduceScatterPlan(op, c, send, recv, counts, o)
+	}
 	p, err := newPlan(op, c)
 	if err != nil {
 		return nil, err

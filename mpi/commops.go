@@ -18,19 +18,34 @@ import (
 // Dup, Split, Create, ... can be alive at once.
 const ctxPairs = 16384
 
+// idupPairs is how many of the highest context-id pairs are kept for Idup,
+// whose agreement runs in the background and may overlap other creations
+// in the same process (see idup.go); the blocking creation calls use only
+// the pairs below idupLo, so the two never contend for a pair.
+const (
+	idupPairs = 4096
+	idupLo    = ctxPairs - idupPairs
+)
+
 // ctxIDs is a process's mask of free context-id pairs (a set bit is free).
 // A new communicator's pair is the lowest pair free on every member: the
 // members AND their masks together (an allreduce over the parent) and take
 // its lowest set bit. Free returns the pair to the mask.
 //
-// Communicator creation calls must not run concurrently in one process (from
-// several goroutines): two of them could pick the same pair.
+// Blocking communicator creation calls must not run concurrently in one
+// process (from several goroutines): two of them could pick the same pair.
+// Idup's background agreements use their own pairs and a take-or-retry
+// protocol instead (idup.go).
 type ctxIDs struct {
 	mu    sync.Mutex
 	words []uint64
 }
 
-func (m *ctxIDs) snapshot() []byte {
+func (m *ctxIDs) snapshot() []byte { return m.snapshotRange(0, idupLo) }
+
+// snapshotRange is the mask of pairs [lo, hi) (multiples of 64); bit i of
+// the result is pair lo+i.
+func (m *ctxIDs) snapshotRange(lo, hi int) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.words == nil {
@@ -40,11 +55,24 @@ func (m *ctxIDs) snapshot() []byte {
 		}
 		m.words[0] &^= 3 // world, self
 	}
-	b := make([]byte, 8*len(m.words))
-	for i, w := range m.words {
+	words := m.words[lo/64 : hi/64]
+	b := make([]byte, 8*len(words))
+	for i, w := range words {
 		binary.LittleEndian.PutUint64(b[8*i:], w)
 	}
 	return b
+}
+
+// tryTake takes pair if it is still free and reports whether it did.
+func (m *ctxIDs) tryTake(pair int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	bit := uint64(1) << (pair % 64)
+	if m.words[pair/64]&bit == 0 {
+		return false
+	}
+	m.words[pair/64] &^= bit
+	return true
 }
 
 // lowest finds the lowest pair free in the ANDed mask b, or -1.
@@ -79,7 +107,7 @@ func agreeContext(r *runtime, e *coll, reserve bool) (uint32, error) {
 	}
 	pair := lowest(mask)
 	if pair < 0 {
-		return 0, errorf(ErrOther, e.op, "no free context id: %d communicators are alive", ctxPairs-2)
+		return 0, errorf(ErrOther, e.op, "no free context id: %d communicators are alive", idupLo-2)
 	}
 	if reserve {
 		r.ids.take(pair)
@@ -103,15 +131,20 @@ func collStart(op string, c *Comm) (*runtime, error) {
 		return nil, err
 	}
 	if c.inter {
-		return nil, errorf(ErrComm, op, "%s is an intercommunicator; only point-to-point calls, IntercommMerge and Free are supported on it", c.name)
+		return nil, errorf(ErrComm, op, "%s is an intercommunicator, on which %s is not supported", c.name, op)
 	}
 	return r, nil
 }
 
 // Dup makes a new communicator with the same group (and topology) as c and
-// a new context (MPI_Comm_dup). It is collective over c.
+// a new context (MPI_Comm_dup). It is collective over c; on an
+// intercommunicator, over both groups, and the copy is an intercommunicator
+// with the same local and remote groups. Idup is the non-blocking form.
 func (c *Comm) Dup() (*Comm, error) {
 	const op = "MPI_Comm_dup"
+	if c.IsInter() {
+		return c.interDup(op)
+	}
 	r, err := collStart(op, c)
 	if err != nil {
 		return nil, err
@@ -309,3 +342,6 @@ func Compare(a, b *Comm) (Comparison, error) {
 	}
 	return res, nil
 }
+
+// Compare compares c with o (MPI_Comm_compare); see the function Compare.
+func (c *Comm) Compare(o *Comm) (Comparison, error) { return Compare(c, o) }

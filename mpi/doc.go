@@ -33,7 +33,11 @@
 // slices, *Buf forms on Buffers and non-blocking I... forms that return a
 // Request; see Barrier for the rules they share and InPlace for
 // MPI_IN_PLACE. A non-blocking collective runs in its own goroutine, which
-// drives the device while the caller computes.
+// drives the device while the caller computes; the persistent forms
+// (BcastInit, AllreduceInit, ...) return a request that Start runs again and
+// again. Idup duplicates a communicator in the background. The collectives
+// also work on intercommunicators (IntercommCreate), with MPI's semantics
+// (see Root).
 //
 // Calls may be made from several goroutines at once: the runtime serialises
 // them internally (MPI_THREAD_MULTIPLE by a single lock), and a goroutine

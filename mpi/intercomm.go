@@ -9,8 +9,8 @@ import (
 
 // Intercommunicators: two disjoint groups, the local one (Rank, Size,
 // Group) and the remote one (RemoteSize, RemoteGroup); point-to-point calls
-// on an intercommunicator name ranks of the remote group. Collectives are
-// not supported on intercommunicators (ErrComm); IntercommMerge makes an
+// on an intercommunicator name ranks of the remote group. The collectives
+// on intercommunicators are in intercoll.go; IntercommMerge makes an
 // intracommunicator of both groups.
 
 // IsInter reports whether c is an intercommunicator (MPI_Comm_test_inter).
@@ -140,7 +140,7 @@ func IntercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag
 	}
 	pair := lowest(msg[:len(mask)])
 	if pair < 0 {
-		return nil, errorf(ErrOther, op, "no free context id: %d communicators are alive", ctxPairs-2)
+		return nil, errorf(ErrOther, op, "no free context id: %d communicators are alive", idupLo-2)
 	}
 	r.ids.take(pair)
 	remote := getInts(msg[len(mask):])
@@ -204,7 +204,7 @@ func (c *Comm) IntercommMerge(high bool) (*Comm, error) {
 	}
 	pair := lowest(msg[:len(mask)])
 	if pair < 0 {
-		return nil, errorf(ErrOther, op, "no free context id: %d communicators are alive", ctxPairs-2)
+		return nil, errorf(ErrOther, op, "no free context id: %d communicators are alive", idupLo-2)
 	}
 	r.ids.take(pair)
 	remoteHigh := getInts(msg[len(mask):])[0] == 1

@@ -18,6 +18,7 @@ type Request struct {
 	ar         *adi.Request  // the operation in flight; nil when inactive
 	slot       adi.Request   // what ar points to for point-to-point operations (one allocation per request)
 	bg         chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
+	plan       *plan         // persistent collectives: what Start runs
 }
 
 // start posts the request's operation to the device.
@@ -81,7 +82,12 @@ func (q *Request) Wait() (Status, error) {
 		return emptyStatus, nil
 	}
 	if !q.ar.Done() {
-		if err := q.rt.waitFor(q.ar.Done); err != nil {
+		if q.bg != nil {
+			// A collective's own goroutine drives progress until it is
+			// done; polling here as well would only contend with it for
+			// the device and the CPU.
+			<-q.bg
+		} else if err := q.rt.waitFor(q.ar.Done); err != nil {
 			return emptyStatus, err
 		}
 	}
@@ -132,10 +138,17 @@ func (q *Request) Start() error {
 		return errorf(ErrRequest, "MPI_Start", "request is nil")
 	}
 	if !q.persistent {
-		return errorf(ErrRequest, "MPI_Start", "request was not made by SendInit or RecvInit")
+		return errorf(ErrRequest, "MPI_Start", "request is not persistent (made by SendInit, RecvInit, BcastInit, ...)")
 	}
 	if q.ar != nil {
 		return errorf(ErrRequest, "MPI_Start", "request is still active; Wait for it first")
+	}
+	if q.plan != nil {
+		if err := checkComm("MPI_Start", q.comm); err != nil {
+			return err
+		}
+		q.plan.launch(q)
+		return nil
 	}
 	return q.start()
 }

@@ -1789,8 +1789,11 @@ func checkIntercomm(w *mpi.Comm) error {
 	if _, err := sq.Wait(); err != nil {
 		return err
 	}
-	if err := mpi.Barrier(ic); !errors.Is(err, mpi.ErrComm) {
+	if err := mpi.Barrier(ic); err != nil {
 		return fmt.Errorf("barrier on an intercommunicator: %v", err)
+	}
+	if err := mpi.Scan(ic, []int{1}, []int{0}, mpi.Sum); !errors.Is(err, mpi.ErrComm) {
+		return fmt.Errorf("scan on an intercommunicator: %v", err)
 	}
 	m, err := ic.IntercommMerge(color == 0) // evens high: odds first
 	if err != nil {
