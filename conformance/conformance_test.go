@@ -43,6 +43,7 @@ type program struct {
 	name   string   // p2p, datatypes, stress, p2p-race: names the program in results
 	pkg    string   // the directory under conformance/ (default: name)
 	race   bool     // built with the race detector
+	short  bool     // takes -short (smaller sizes), passed when go test runs with -short
 	bin    string   // built by TestMain
 	checks []string // printed by <program> -list
 }
@@ -55,11 +56,13 @@ func (p *program) dir() string {
 }
 
 var (
-	p2p       = &program{name: "p2p"}
-	datatypes = &program{name: "datatypes"}
-	stress    = &program{name: "stress"}
-	p2pRace   = &program{name: "p2p-race", pkg: "p2p", race: true}
-	programs  = []*program{p2p, datatypes, stress, p2pRace}
+	p2p         = &program{name: "p2p"}
+	datatypes   = &program{name: "datatypes"}
+	stress      = &program{name: "stress"}
+	p2pRace     = &program{name: "p2p-race", pkg: "p2p", race: true}
+	collectives = &program{name: "collectives", short: true}
+	intercoll   = &program{name: "intercoll", short: true}
+	programs    = []*program{p2p, datatypes, stress, collectives, intercoll, p2pRace}
 )
 
 var (
@@ -245,6 +248,33 @@ func TestRace(t *testing.T) {
 	})
 }
 
+// TestCollectives runs every check of conformance/collectives (groups,
+// communicators, topologies, every intracommunicator collective blocking
+// and non-blocking) under every registered device at np = 1, 2, 3, 4, 8 and
+// 16 (2 and 4 with -short, and smaller sizes), and at np = 4 with the
+// asynchronous progress goroutine.
+func TestCollectives(t *testing.T) {
+	eachDevice(t, func(t *testing.T, dev string) {
+		matrix(t, collectives, dev, nil, testNPs(), collectives.checks, nil)
+		matrix(t, collectives, dev, []string{asyncOpt}, []int{4}, collectives.checks, nil)
+	})
+}
+
+// TestInterColl runs every check of conformance/intercoll (collectives on
+// intercommunicators, Idup, persistent collectives) under every registered
+// device at np = 2, 3, 4 and 8 (2 and 4 with -short), and at np = 4 with the
+// asynchronous progress goroutine.
+func TestInterColl(t *testing.T) {
+	nps := []int{2, 3, 4, 8}
+	if testing.Short() {
+		nps = shortNPs
+	}
+	eachDevice(t, func(t *testing.T, dev string) {
+		matrix(t, intercoll, dev, nil, nps, intercoll.checks, nil)
+		matrix(t, intercoll, dev, []string{asyncOpt}, []int{4}, intercoll.checks, nil)
+	})
+}
+
 // TestDatatypes runs every check of conformance/datatypes (derived datatypes
 // over point-to-point) through mpirun under every registered device at np =
 // 1, 2, 3, 4, 8 and 16 (2 and 4 with -short), and with netvm's options
@@ -336,7 +366,11 @@ func runCheck(t *testing.T, prog *program, dev string, opts []string, np int, ch
 	config += fmt.Sprintf("/np=%d", np)
 
 	jobs <- struct{}{}
-	r := runJob(prog.bin, dev, opts, np, check)
+	var args []string
+	if prog.short && testing.Short() {
+		args = append(args, "-short")
+	}
+	r := runJob(prog.bin, dev, opts, np, append(args, check))
 	<-jobs
 
 	outcome := judge(t, r, np, check)
@@ -369,7 +403,7 @@ func (j *job) command() string {
 	return strings.Join(args, " ")
 }
 
-func runJob(bin, dev string, opts []string, np int, check string) *job {
+func runJob(bin, dev string, opts []string, np int, progArgs []string) *job {
 	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String()}
 	for _, o := range opts {
 		if o == asyncOpt {
@@ -378,7 +412,7 @@ func runJob(bin, dev string, opts []string, np int, check string) *job {
 			args = append(args, "-device-opt", o)
 		}
 	}
-	args = append(args, bin, check)
+	args = append(append(args, bin), progArgs...)
 	j := &job{args: append([]string{mpirunBin}, args...)}
 
 	ctx, cancel := context.WithTimeout(context.Background(), mpirunTimeout+killGrace)

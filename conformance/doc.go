@@ -17,18 +17,33 @@
 //     request left in the device and a bounded heap) and progress-rule
 //     (interleaved pending sends and receives with one envelope on two
 //     ranks all complete, matched in order).
+//   - collectives: groups, communicators (Dup/Split/Create/Free, thousands
+//     alive, attributes), topologies and neighbour collectives, and every
+//     intracommunicator collective blocking and non-blocking, with
+//     predefined, user and non-commutative operations, InPlace, collectives
+//     from several goroutines, and error classes; every result is compared
+//     with a sequential computation of the same inputs.
+//   - intercoll: every collective on intercommunicators with uneven groups,
+//     Idup among concurrent collectives, persistent collectives started
+//     many times, and their error classes.
+//   - p2p-race: the p2p program built with Go's race detector.
 //
 // The runs:
 //
 //	TestP2P        every check at np = 1, 2, 3, 4, 8, 16; optionChecks at np=4
 //	               with netvm's eager=0 and cma=off and with mpirun -async-progress
 //	TestDatatypes  every check at np = 1, 2, 3, 4, 8, 16; all at np=4 with
-//	               eager=0 and cma=off
+//	               eager=0, cma=off and scatter=1024
 //	TestStress     each check at its own counts (stressNPs), plain, with eager=0,
 //	               cma=off and -async-progress; thresholds also with tiny rings
 //	               (eager=1024 ring=4096, with and without cma=off)
+//	TestCollectives every check at np = 1, 2, 3, 4, 8, 16, and at np=4 with
+//	               -async-progress
+//	TestInterColl  every check at np = 2, 3, 4, 8, and at np=4 with -async-progress
+//	TestRace       optionChecks of p2p-race at np=4 with -async-progress
 //
-// With -short, p2p and datatypes run at np = 2 and 4 only, and stress runs
+// With -short, p2p, datatypes, collectives and intercoll run at np = 2 and
+// 4 only (the collective programs with smaller sizes), and stress runs
 // fewer counts and no longrun.
 //
 // Subtests are named Test<Program>/device/np=N/check, or

@@ -1,11 +1,11 @@
-// Command collprog checks adimpi's groups, communicators and collectives
-// against sequential references. Run it under mpirun:
+// Command collectives is the conformance program for groups,
+// communicators, topologies and every collective on intracommunicators
+// (blocking and non-blocking), each check comparing every rank's results
+// with what a sequential computation of the same inputs gives. Run one
+// check under mpirun (conformance/internal/runner):
 //
-//	mpirun -np 4 collprog [-short] [check ...]
-//
-// With no check names every check runs. Each check compares every rank's
-// results with what a sequential computation of the same inputs gives; the
-// program exits non-zero on the first mismatch.
+//	mpirun -np 4 collectives [-short] <check>
+//	collectives -list
 package main
 
 import (
@@ -14,13 +14,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sort"
 	"sync"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/conformance/internal/runner"
 	"github.com/adimpi/adimpi/mpi"
 )
 
@@ -61,37 +61,13 @@ var checks = []check{
 }
 
 func main() {
-	flag.Parse()
-	if err := mpi.Init(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	w := mpi.World()
-	want := map[string]bool{}
-	for _, a := range flag.Args() {
-		want[a] = true
-	}
+	var cs []runner.Check
 	for _, c := range checks {
-		if len(want) > 0 && !want[c.name] {
-			continue
-		}
-		if err := c.fn(w); err != nil {
-			fmt.Fprintf(os.Stderr, "rank %d: check %s FAILED: %v\n", w.Rank(), c.name, err)
-			os.Exit(1)
-		}
-		// Everyone passed this check before the next starts.
-		if err := mpi.Barrier(w); err != nil {
-			fmt.Fprintf(os.Stderr, "rank %d: barrier after %s: %v\n", w.Rank(), c.name, err)
-			os.Exit(1)
-		}
-		if w.Rank() == 0 {
-			fmt.Printf("ok %s np=%d\n", c.name, w.Size())
-		}
+		cs = append(cs, runner.Check{Name: c.name, MinRanks: 1, Run: func() {
+			runner.Must(c.fn(mpi.World()), "%s", c.name)
+		}})
 	}
-	if err := mpi.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	runner.Program{Name: "collectives", Checks: cs}.Main()
 }
 
 // sizes are the element counts collectives are checked with: 0, 1, odd, and

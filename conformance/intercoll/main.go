@@ -1,29 +1,29 @@
-// Command intercollprog checks adimpi's collectives on intercommunicators,
-// Idup and the persistent collectives against sequential references. Run
-// it under mpirun with at least 2 processes:
+// Command intercoll is the conformance program for collectives on
+// intercommunicators, Idup and the persistent collectives, checked against
+// sequential references. Run one check under mpirun with at least 2
+// processes (conformance/internal/runner):
 //
-//	mpirun -np 4 intercollprog [-short] [check ...]
+//	mpirun -np 4 intercoll [-short] <check>
 //
 // The intercommunicator checks run on three splits of the world with
 // uneven groups: even against odd ranks, rank 0 against the rest, and the
 // first third against the rest with both groups' ranks in reverse order.
 // Every collective runs blocking and non-blocking, with every root of
 // interest in either group, and is compared with what a sequential
-// computation of the same inputs gives. The program exits non-zero on the
-// first mismatch and prints "ok errors np=N" last when everything passed.
+// computation of the same inputs gives.
 package main
 
 import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/conformance/internal/runner"
 	"github.com/adimpi/adimpi/mpi"
 )
 
@@ -42,40 +42,13 @@ var checks = []check{
 }
 
 func main() {
-	flag.Parse()
-	if err := mpi.Init(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	w := mpi.World()
-	if w.Size() < 2 {
-		fmt.Fprintln(os.Stderr, "intercollprog needs at least 2 processes")
-		os.Exit(2)
-	}
-	want := map[string]bool{}
-	for _, a := range flag.Args() {
-		want[a] = true
-	}
+	var cs []runner.Check
 	for _, c := range checks {
-		if len(want) > 0 && !want[c.name] {
-			continue
-		}
-		if err := c.fn(w); err != nil {
-			fmt.Fprintf(os.Stderr, "rank %d: check %s FAILED: %v\n", w.Rank(), c.name, err)
-			os.Exit(1)
-		}
-		if err := mpi.Barrier(w); err != nil {
-			fmt.Fprintf(os.Stderr, "rank %d: barrier after %s: %v\n", w.Rank(), c.name, err)
-			os.Exit(1)
-		}
-		if w.Rank() == 0 {
-			fmt.Printf("ok %s np=%d\n", c.name, w.Size())
-		}
+		cs = append(cs, runner.Check{Name: c.name, MinRanks: 2, Run: func() {
+			runner.Must(c.fn(mpi.World()), "%s", c.name)
+		}})
 	}
-	if err := mpi.Finalize(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	runner.Program{Name: "intercoll", Checks: cs}.Main()
 }
 
 func sizes() []int {
