@@ -19,8 +19,8 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/conformance/internal/runner"
+	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/mpi"
 )
 

@@ -22,8 +22,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/conformance/internal/runner"
+	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/mpi"
 )
 
