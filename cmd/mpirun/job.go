@@ -163,7 +163,7 @@ func (j *job) supervise(signals <-chan os.Signal) int {
 				stop(failure{
 					msg:  fmt.Sprintf("mpirun: job timed out after %v; stopping the job", j.timeout),
 					code: exitTimeout,
-				}, syscall.SIGTERM)
+				}, syscall.SIGQUIT) // a Go rank prints every goroutine's stack: where it hung
 			}
 		case <-killC:
 			j.signalAll(syscall.SIGKILL)

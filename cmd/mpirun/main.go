@@ -89,7 +89,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.device, "device", defDev, "communication device `name` for the job (default: $ADIMPI_DEVICE, else "+defaultDevice+")")
 	fs.StringArrayVar(&o.deviceOpts, "device-opt", nil, "device option `key=value`; repeatable, passed to every rank in order")
 	fs.BoolVar(&o.tagOutput, "tag-output", false, "prefix every output line with \"[rank] \"")
-	fs.DurationVar(&o.timeout, "timeout", 0, "stop the whole job after `duration` (such as 30s or 5m; 0 = no limit)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "stop the whole job after `duration` (such as 30s or 5m; 0 = no limit); ranks get SIGQUIT, so Go programs print their goroutines' stacks")
 	fs.BoolVar(&o.listDevices, "list-devices", false, "print the names of the available devices, one per line, and exit")
 	fs.BoolVar(&o.asyncProgress, "async-progress", false, "ask ranks to run an asynchronous progress thread (sets ADIMPI_ASYNC_PROGRESS=1)")
 	fs.BoolVarP(&o.help, "help", "h", false, "show this help and exit")
