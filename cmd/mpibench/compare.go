@@ -44,15 +44,31 @@ import (
 // compareBenches are the benchmark groups of compare, in run order.
 var compareBenches = []string{"pingpong", "bw", "anysource", "coll", "overlap", "examples"}
 
-// compareExamples are the example programs timed by compare, with their arguments.
+// compareExamples are the example programs timed by compare, with their
+// arguments in a full run (a quick run takes their defaults, which finish in
+// a few tens of milliseconds, mostly the launch).
 var compareExamples = []struct {
 	name string
-	args []string
+	full []string
 }{
-	{"jacobi", nil},
-	{"masterworker", nil},
+	{"jacobi", []string{"-n", "256", "-iters", "500"}},
+	{"masterworker", []string{"-items", "20000"}},
 	{"ring", nil},
 }
+
+// exampleArgs are the arguments an example gets.
+func (o *compareOpts) exampleArgs(name string) []string {
+	for _, ex := range compareExamples {
+		if ex.name == name && !o.quick {
+			return ex.full
+		}
+	}
+	return nil
+}
+
+// quickMaxTimeouts is how many timed-out runs a target may have in a quick
+// run before its remaining runs are skipped.
+const quickMaxTimeouts = 2
 
 // compareOpts are compare's settings.
 type compareOpts struct {
@@ -246,12 +262,24 @@ func (c *comparer) run(ctx context.Context) error {
 	}
 	c.note("targets: %s; benchmarks: %s; np %v; limit %v per run", strings.Join(names, ", "), strings.Join(o.benches, ","), o.nps, o.limit)
 	steps := c.plan()
+	timeouts := map[string]int{} // per target
 	for i, s := range steps {
 		if ctx.Err() != nil {
 			break
 		}
 		fmt.Fprintf(c.w, "[%*d/%d] %-10s %-28s ", len(strconv.Itoa(len(steps))), i+1, len(steps), s.target.name, s.what)
-		rows, r := c.exec(ctx, s)
+		var rows []row
+		var r cmpRun
+		if o.quick && timeouts[s.target.name] >= quickMaxTimeouts {
+			// A quick run must stay quick: a target that keeps hanging is given up.
+			r = cmpRun{label: s.label, target: s.target.name, bench: s.bench, what: s.what, np: s.np,
+				status: "skipped", errLine: fmt.Sprintf("%d earlier runs timed out (--quick)", timeouts[s.target.name])}
+		} else {
+			rows, r = c.exec(ctx, s)
+		}
+		if strings.HasPrefix(r.status, "timed out") {
+			timeouts[s.target.name]++
+		}
 		c.rows = append(c.rows, rows...)
 		c.runs = append(c.runs, r)
 		if r.ok {
@@ -306,6 +334,13 @@ func (c *comparer) meta() compareMeta {
 		quick:   c.opts.quick,
 		notes:   c.notes,
 		exReps:  c.opts.exReps,
+		examples: func() []string {
+			var out []string
+			for _, ex := range compareExamples {
+				out = append(out, strings.Join(append([]string{"examples/" + ex.name}, c.opts.exampleArgs(ex.name)...), " "))
+			}
+			return out
+		}(),
 		compute: c.opts.computeUS,
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {

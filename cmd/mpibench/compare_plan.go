@@ -120,8 +120,8 @@ func (c *comparer) plan() []*cmpStep {
 	// for mpibench and seconds for bench/c.
 	var p2pG, p2pC []string
 	if q {
-		p2pG = []string{"--max-size", "1048576", "--min-time", "5ms", "--reps", "1"}
-		p2pC = []string{"--max-size", "1048576", "--min-time", "0.005", "--reps", "1"}
+		p2pG = []string{"--max-size", "1048576", "--min-time", "5ms", "--reps", "2"}
+		p2pC = []string{"--max-size", "1048576", "--min-time", "0.005", "--reps", "2"}
 	}
 	anyArgs := []string{}
 	if q {
@@ -213,7 +213,7 @@ func (c *comparer) plan() []*cmpStep {
 							continue
 						}
 						what := fmt.Sprintf("%s np%d", ex.name, np)
-						add(t, bench, np, what, ours(t, np, nil, c.exBins[ex.name], ex.args...))
+						add(t, bench, np, what, ours(t, np, nil, c.exBins[ex.name], o.exampleArgs(ex.name)...))
 						s := steps[len(steps)-1]
 						s.example, s.reps = ex.name, o.exReps
 					}

@@ -21,6 +21,7 @@ type compareMeta struct {
 	quick                     bool
 	notes                     []string
 	exReps                    int
+	examples                  []string    // the example command lines
 	compute                   int         // overlap: C in µs
 	order                     []string    // target names, in column order
 	targets                   [][2]string // name, description
@@ -136,11 +137,12 @@ func (r *cmpReport) plot(file string, spec plotSpec) {
 	}
 }
 
-// table writes a Markdown table, the first column left-aligned.
-func (r *cmpReport) table(header []string, rows [][]string) {
+// table writes a Markdown table; align has an l (left) or r (right) per
+// column, and columns beyond it are right-aligned.
+func (r *cmpReport) table(align string, header []string, rows [][]string) {
 	r.p("| %s |\n|", strings.Join(header, " | "))
 	for i := range header {
-		if i == 0 {
+		if i < len(align) && align[i] == 'l' {
 			r.p("---|")
 		} else {
 			r.p("---:|")
@@ -203,7 +205,7 @@ func (r *cmpReport) header(runs []cmpRun) {
 	facts = append(facts, mode, "took "+m.elapsed.String())
 	r.p("%s.\n\n", strings.Join(facts, " · "))
 	if len(m.targets) > 0 {
-		r.table([]string{"target", "what"}, func() [][]string {
+		r.table("ll", []string{"target", "what"}, func() [][]string {
 			var rows [][]string
 			for _, t := range m.targets {
 				rows = append(rows, []string{t[0], t[1]})
@@ -252,7 +254,7 @@ func (r *cmpReport) perSizeSection(bench, title, text, unit, file string, lowerB
 		}
 		rows = append(rows, append([]string{humanSize(size)}, cells(vals, ok, lowerBetter, formatValue)...))
 	}
-	r.table(append([]string{"size"}, devs...), rows)
+	r.table("l", append([]string{"size"}, devs...), rows)
 }
 
 func (r *cmpReport) latency() {
@@ -300,7 +302,7 @@ func (r *cmpReport) anysource() {
 		}
 		rows = append(rows, append([]string{strconv.Itoa(k)}, cs...))
 	}
-	r.table(append([]string{"senders"}, devs...), rows)
+	r.table("l", append([]string{"senders"}, devs...), rows)
 }
 
 // shiftKeys adds d to every key (np → senders).
@@ -385,7 +387,7 @@ func (r *cmpReport) collectives() {
 			rows = append(rows, append([]string{name, strconv.Itoa(np)}, cells(vals, ok, true, formatValue)...))
 		}
 	}
-	r.table(append([]string{"collective", "np"}, devs...), rows)
+	r.table("l", append([]string{"collective", "np"}, devs...), rows)
 }
 
 // ovlSeries is one column of the overlap table: a device with a variant.
@@ -440,12 +442,16 @@ func (r *cmpReport) overlap() {
 		}
 		rows = append(rows, append([]string{humanSize(size)}, cells(vals, ok, false, func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) })...))
 	}
-	r.table(header, rows)
+	r.table("l", header, rows)
 }
 
 func (r *cmpReport) examples() {
 	r.p("## Examples: wall time\n\n")
-	r.p("Wall time of `mpirun -np N -device D examples/X` (launch included; the best of %d runs), seconds; lower is better.\n\n", r.m.exReps)
+	r.p("Wall time of `mpirun -np N -device D examples/X` (launch included; the best of %d runs), seconds; lower is better.", r.m.exReps)
+	if len(r.m.examples) > 0 {
+		r.p(" The programs: `%s`.", strings.Join(r.m.examples, "`, `"))
+	}
+	r.p("\n\n")
 	var names []string
 	for k := range r.res {
 		if ex, ok := strings.CutPrefix(k.bench, "example_"); ok && !slices.Contains(names, ex) {
@@ -511,7 +517,7 @@ func (r *cmpReport) examples() {
 	if drawn {
 		r.p("![%s](examples.png)\n\n", title)
 	}
-	r.table(append([]string{"example", "np"}, devs...), rows)
+	r.table("l", append([]string{"example", "np"}, devs...), rows)
 }
 
 func (r *cmpReport) runs(runs []cmpRun) {
@@ -532,5 +538,5 @@ func (r *cmpReport) runs(runs []cmpRun) {
 		rows = append(rows, []string{strconv.Itoa(i + 1), run.target, run.what, status,
 			strconv.FormatFloat(run.secs, 'f', 1, 64), strconv.Itoa(run.rows), "`logs/" + run.label + ".{out,err}`"})
 	}
-	r.table([]string{"#", "target", "run", "status", "seconds", "rows", "output"}, rows)
+	r.table("rlllrrl", []string{"#", "target", "run", "status", "seconds", "rows", "output"}, rows)
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -173,31 +176,54 @@ func TestParseRows(t *testing.T) {
 	}
 }
 
-// buildBench builds this command into a temporary directory.
+// builtBench is this command built once for the tests that run it.
+var builtBench struct {
+	sync.Once
+	dir, bin string
+	err      error
+	out      []byte
+}
+
+// buildBench builds this command into a temporary directory (once).
 func buildBench(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mpibench")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	b := &builtBench
+	b.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "mpibench-test-"); b.err != nil {
+			return
+		}
+		b.bin = filepath.Join(b.dir, "mpibench")
+		b.out, b.err = exec.Command("go", "build", "-o", b.bin, ".").CombinedOutput()
+	})
+	if b.err != nil {
+		t.Fatalf("go build: %v\n%s", b.err, b.out)
 	}
-	return bin
+	return b.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBench.dir != "" {
+		os.RemoveAll(builtBench.dir)
+	}
+	os.Exit(code)
 }
 
 // TestCompareQuick runs compare --quick for real on netvm, restricted to
-// the latency benchmark and one example at np 2, and reads its report.
+// the ANY_SOURCE benchmark and the examples at np 2, and reads its report.
 func TestCompareQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs mpirun jobs")
 	}
 	bin := buildBench(t)
 	out := t.TempDir()
-	cmd := exec.Command("timeout", "120", bin, "compare", "--quick", "--devices", "netvm", "--benches", "pingpong,examples",
+	cmd := exec.Command("timeout", "120", bin, "compare", "--quick", "--devices", "netvm", "--benches", "anysource,examples",
 		"--nps", "2", "--example-reps", "1", "-o", out)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("compare: %v\n%s", err, b)
 	}
-	for _, want := range []string{"[1/4] netvm      pingpong np2", "[4/4] netvm      ring np2", "4 runs (0 failed)"} {
+	for _, want := range []string{"[1/4] netvm      anysource np2", "[4/4] netvm      ring np2", "4 runs (0 failed)"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("progress output lacks %q:\n%s", want, b)
 		}
@@ -206,26 +232,23 @@ func TestCompareQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []key{{"pingpong", "netvm", 2, 0}, {"pingpong", "netvm", 2, 1 << 20}, {"example_jacobi", "netvm", 2, 0},
+	for _, k := range []key{{"anysource_any", "netvm", 2, 8}, {"anysource_specific", "netvm", 2, 8}, {"example_jacobi", "netvm", 2, 0},
 		{"example_masterworker", "netvm", 2, 0}, {"example_ring", "netvm", 2, 0}} {
 		if v, ok := res[k]; !ok || v <= 0 {
 			t.Errorf("results.csv: %v = %v, %v; want a positive value", k, v, ok)
 		}
 	}
-	if _, ok := res[key{"pingpong", "netvm", 2, 2 << 20}]; ok {
-		t.Error("--quick measured beyond 1 MiB")
-	}
 	report, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| size | netvm |", "| example | np | netvm |", "](latency.png)", "](examples.png)"} {
+	for _, want := range []string{"| senders | netvm |", "| example | np | netvm |", "](anysource.png)", "](examples.png)"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
-	if _, err := png.Decode(mustOpen(t, filepath.Join(out, "latency.png"))); err != nil {
-		t.Errorf("latency.png: %v", err)
+	if _, err := png.Decode(mustOpen(t, filepath.Join(out, "anysource.png"))); err != nil {
+		t.Errorf("anysource.png: %v", err)
 	}
 }
 
@@ -241,33 +264,44 @@ func TestCompareFailures(t *testing.T) {
 	if err := os.WriteFile(hang, []byte("#!/bin/sh\necho 'about to hang' >&2\nsleep 300\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		mpirun, status string
+	for i, c := range []struct {
+		mpirun string
+		quick  bool
+		status []string // of the three runs: pingpong, coll np2, coll np3
 	}{
-		{"/bin/false", "failed (exit 1)"},
-		{hang, "timed out (1s)"},
+		{"/bin/false", false, []string{"failed (exit 1)", "failed (exit 1)", "failed (exit 1)"}},
+		{hang, false, []string{"timed out (1s)", "timed out (1s)", "timed out (1s)"}},
+		// A quick run gives a target up after two timeouts.
+		{hang, true, []string{"timed out (1s)", "timed out (1s)", "skipped"}},
 	} {
-		out := filepath.Join(dir, "out-"+filepath.Base(c.mpirun))
+		out := filepath.Join(dir, "out"+strconv.Itoa(i))
 		t0 := time.Now()
-		cmd := exec.Command("timeout", "60", bin, "compare", "--devices", "netvm", "--benches", "pingpong,coll",
-			"--nps", "2,3", "--timeout", "1s", "--mpirun", c.mpirun, "-o", out)
-		b, err := cmd.CombinedOutput()
+		args := []string{"60", bin, "compare", "--devices", "netvm", "--benches", "pingpong,coll",
+			"--nps", "2,3", "--timeout", "1s", "--mpirun", c.mpirun, "-o", out}
+		if c.quick {
+			args = append(args, "--quick")
+		}
+		b, err := exec.Command("timeout", args...).CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-			t.Errorf("--mpirun %s: %v, want exit status 1:\n%s", c.mpirun, err, b)
+			t.Errorf("case %d: %v, want exit status 1:\n%s", i, err, b)
 		}
 		if d := time.Since(t0); d > 30*time.Second {
-			t.Errorf("--mpirun %s: took %v", c.mpirun, d)
-		}
-		if n := strings.Count(string(b), strings.ToUpper(c.status[:1])+c.status[1:]); n != 3 {
-			t.Errorf("--mpirun %s: %d progress lines say %q, want 3 (pingpong, coll np2, coll np3):\n%s", c.mpirun, n, c.status, b)
+			t.Errorf("case %d: took %v", i, d)
 		}
 		report, err := os.ReadFile(filepath.Join(out, "report.md"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"**3 of 3 runs failed or timed out**", "| 3 | netvm | coll np3 | **" + c.status} {
-			if !strings.Contains(string(report), want) {
-				t.Errorf("--mpirun %s: report.md lacks %q:\n%s", c.mpirun, want, report)
+		if want := "**3 of 3 runs failed or timed out**"; !strings.Contains(string(report), want) {
+			t.Errorf("case %d: report.md lacks %q:\n%s", i, want, report)
+		}
+		for j, what := range []string{"pingpong np2", "coll np2", "coll np3"} {
+			progress := fmt.Sprintf("netvm      %-28s %s after", what, strings.ToUpper(c.status[j][:1])+c.status[j][1:])
+			if !strings.Contains(string(b), progress) {
+				t.Errorf("case %d: progress output lacks %q:\n%s", i, progress, b)
+			}
+			if row := fmt.Sprintf("| %d | netvm | %s | **%s**", j+1, what, c.status[j]); !strings.Contains(string(report), row) {
+				t.Errorf("case %d: report.md lacks %q", i, row)
 			}
 		}
 	}

@@ -161,7 +161,7 @@ func savePlot(path string, spec plotSpec) (bool, error) {
 	}
 	if spec.logY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = decadeTicks{}
 		// Whole decades at both ends, so that the axis always has labels.
 		p.Y.Min = math.Pow(10, math.Floor(math.Log10(slices.Min(allY))))
 		p.Y.Max = math.Pow(10, math.Ceil(math.Log10(slices.Max(allY))))
@@ -246,4 +246,24 @@ func saveWithLegend(p *plot.Plot, leg plot.Legend, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// decadeTicks marks a log axis: a label at each power of ten, minor ticks
+// at 2–9 times it.
+type decadeTicks struct{}
+
+func (decadeTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := int(math.Floor(math.Log10(lo) + 1e-9)); e <= int(math.Ceil(math.Log10(hi)-1e-9)); e++ {
+		d := math.Pow(10, float64(e))
+		if d >= lo*(1-1e-9) && d <= hi*(1+1e-9) {
+			ticks = append(ticks, plot.Tick{Value: d, Label: strconv.FormatFloat(d, 'g', -1, 64)})
+		}
+		for i := 2; i < 10; i++ {
+			if v := d * float64(i); v > lo && v < hi {
+				ticks = append(ticks, plot.Tick{Value: v})
+			}
+		}
+	}
+	return ticks
 }
