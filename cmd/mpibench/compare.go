@@ -120,6 +120,12 @@ func parseCompareArgs(args []string, stderr io.Writer) (*compareOpts, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	devs := adi.Devices()
+	for _, name := range o.devices {
+		if !slices.Contains(devs, name) && name != "mpich" && name != "openmpi" {
+			return nil, fmt.Errorf("--devices: unknown target %q (registered devices: %s; and mpich, openmpi)", name, strings.Join(devs, ", "))
+		}
+	}
 	if len(o.benches) == 0 {
 		o.benches = compareBenches
 	}
@@ -440,13 +446,7 @@ func (c *comparer) wanted(name string) bool {
 
 // findTargets lists the adimpi devices and finds, builds and probes the C MPIs.
 func (c *comparer) findTargets(ctx context.Context) error {
-	devs := adi.Devices()
-	for _, name := range c.opts.devices {
-		if !slices.Contains(devs, name) && name != "mpich" && name != "openmpi" {
-			return fmt.Errorf("--devices: unknown target %q (registered devices: %s; and mpich, openmpi)", name, strings.Join(devs, ", "))
-		}
-	}
-	for _, d := range devs {
+	for _, d := range adi.Devices() {
 		if c.wanted(d) {
 			c.targets = append(c.targets, &cmpTarget{name: d, adimpi: true})
 		}

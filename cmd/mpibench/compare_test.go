@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -315,4 +317,28 @@ func mustOpen(t *testing.T, path string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+func TestParseCompareArgs(t *testing.T) {
+	o, err := parseCompareArgs(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.out != filepath.Join("bench-out", "compare") || !slices.Equal(o.nps, []int{2, 4, 8, 16}) || o.limit != 180*time.Second ||
+		!slices.Equal(o.benches, compareBenches) || o.exReps != 5 || len(o.devices) != 0 {
+		t.Errorf("defaults: %+v", o)
+	}
+	o, err = parseCompareArgs([]string{"--quick", "-o", "x", "--devices", "netvm,mpich", "--benches", "bw"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.out != "x" || !slices.Equal(o.nps, []int{2, 4}) || o.limit != 60*time.Second || !slices.Equal(o.benches, []string{"bw"}) ||
+		o.exReps != 3 || !slices.Equal(o.devices, []string{"netvm", "mpich"}) {
+		t.Errorf("--quick: %+v", o)
+	}
+	for _, bad := range [][]string{{"--devices", "nosuch"}, {"--benches", "pingpong,nosuch"}, {"--nps", "1"}, {"extra"}} {
+		if _, err := parseCompareArgs(bad, io.Discard); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
 }
