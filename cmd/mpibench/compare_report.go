@@ -40,6 +40,7 @@ type cmpReport struct {
 func writeCompareReport(dir string, res results, m compareMeta, runs []cmpRun) error {
 	r := &cmpReport{dir: dir, res: res, m: m}
 	r.header(runs)
+	r.summary()
 	r.latency()
 	r.bandwidth()
 	r.anysource()
@@ -229,6 +230,85 @@ func (r *cmpReport) header(runs []cmpRun) {
 		r.p("**%d of %d runs failed or timed out**; their cells are empty (—). See [Runs](#runs).\n\n", failed, len(runs))
 	}
 	r.p("Made by `go run ./cmd/mpibench compare` (add `--quick` for a short run); every row is in `results.csv`, every run's output in `logs/`.\n\n")
+}
+
+// reference is the target the summary divides by: the first adimpi
+// device with results (netvm when it is there), else the first target.
+func (r *cmpReport) reference() string {
+	devs := r.devices("pingpong", "bw", "anysource_any", "coll_barrier", "coll_allreduce", "coll_bcast", "coll_alltoall")
+	switch {
+	case slices.Contains(devs, "netvm"):
+		return "netvm"
+	case len(devs) == 0:
+		return ""
+	}
+	return devs[0]
+}
+
+// geoRatio is the geometric mean of dev's values over ref's, over the rows
+// keep lets through that both have; ok is false when there are none.
+func (r *cmpReport) geoRatio(dev, ref string, keep func(k key) bool) (float64, bool) {
+	sum, n := 0.0, 0
+	for k, v := range r.res {
+		if k.device != dev || !keep(k) {
+			continue
+		}
+		rk := k
+		rk.device = ref
+		if w, ok := r.res[rk]; ok && v > 0 && w > 0 {
+			sum += math.Log(v / w)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return math.Exp(sum / float64(n)), true
+}
+
+// summary is a table of each target's geometric-mean ratios to the reference.
+func (r *cmpReport) summary() {
+	ref := r.reference()
+	if ref == "" {
+		return
+	}
+	r.p("## Summary\n\n")
+	r.p("Each target's time (or bandwidth) divided by %s's, geometric mean over the points both measured: "+
+		"below 1× is faster than %s for times, above 1× is faster for bandwidth.\n\n", ref, ref)
+	cols := []struct {
+		name string
+		keep func(k key) bool
+	}{
+		{"latency ≤ 1 KiB", func(k key) bool { return k.bench == "pingpong" && k.size <= 1<<10 }},
+		{"latency ≥ 64 KiB", func(k key) bool { return k.bench == "pingpong" && k.size >= 64<<10 }},
+		{"bandwidth ≥ 64 KiB", func(k key) bool { return k.bench == "bw" && k.size >= 64<<10 }},
+		{"ANY_SOURCE", func(k key) bool { return k.bench == "anysource_any" }},
+		{"collectives", func(k key) bool { return strings.HasPrefix(k.bench, "coll_") }},
+		{"examples", func(k key) bool { return strings.HasPrefix(k.bench, "example_") }},
+	}
+	header := []string{"target"}
+	for _, c := range cols {
+		header = append(header, c.name)
+	}
+	var rows [][]string
+	for _, d := range r.m.order {
+		row := []string{d}
+		some := false
+		for _, c := range cols {
+			switch v, ok := r.geoRatio(d, ref, c.keep); {
+			case d == ref && ok:
+				row, some = append(row, "1× (reference)"), true
+			case ok:
+				row, some = append(row, strconv.FormatFloat(v, 'f', 2, 64)+"×"), true
+			default:
+				row = append(row, "—")
+			}
+		}
+		if some {
+			rows = append(rows, row)
+		}
+	}
+	r.table("l", header, rows)
 }
 
 // perSizeSection is latency or bandwidth: one row per size, one column per device.

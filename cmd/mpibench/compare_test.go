@@ -85,6 +85,12 @@ func TestCompareReport(t *testing.T) {
 	}
 	report := string(b)
 	for _, want := range []string{
+		// Summary: geometric means of the ratios to netvm.
+		"| target | latency ≤ 1 KiB | latency ≥ 64 KiB | bandwidth ≥ 64 KiB | ANY_SOURCE | collectives | examples |",
+		"| netvm | 1× (reference) | 1× (reference) | 1× (reference) | 1× (reference) | 1× (reference) | 1× (reference) |",
+		"| via | 1.10× | — | — | — | — | 1.61× |",
+		"| mpich | 0.59× | 1.50× | — | 2.50× | 1.75× | — |",
+		"| openmpi | — | — | 0.25× | — | — | — |",
 		// Latency: sizes as rows, targets with pingpong rows as columns, the best in bold, missing as —.
 		"| size | netvm | via | mpich |",
 		"| 0 B | 0.5000 | 0.9000 | **0.3000** |",
