@@ -120,8 +120,10 @@ func (c *comparer) plan() []*cmpStep {
 	// for mpibench and seconds for bench/c.
 	var p2pG, p2pC []string
 	if q {
-		p2pG = []string{"--max-size", "1048576", "--min-time", "5ms", "--reps", "2"}
-		p2pC = []string{"--max-size", "1048576", "--min-time", "0.005", "--reps", "2"}
+		// Short timed rounds, best of several: on a busy machine a
+		// round that was descheduled is dropped rather than averaged in.
+		p2pG = []string{"--max-size", "1048576", "--min-time", "2ms", "--reps", "5"}
+		p2pC = []string{"--max-size", "1048576", "--min-time", "0.002", "--reps", "5"}
 	}
 	anyArgs := []string{}
 	if q {
@@ -130,7 +132,7 @@ func (c *comparer) plan() []*cmpStep {
 	collMin := func(np int) time.Duration {
 		switch {
 		case q:
-			return 10 * time.Millisecond
+			return 3 * time.Millisecond
 		case np >= 16:
 			return 20 * time.Millisecond
 		}
@@ -138,7 +140,7 @@ func (c *comparer) plan() []*cmpStep {
 	}
 	collReps, ovlReps, ovlMin := "3", "5", 50*time.Millisecond
 	if q {
-		collReps, ovlReps, ovlMin = "1", "1", 10*time.Millisecond
+		collReps, ovlReps, ovlMin = "3", "3", 5*time.Millisecond
 	}
 	add := func(t *cmpTarget, bench string, np int, what string, argv []string) {
 		label := fmt.Sprintf("%s-%s", t.name, strings.ReplaceAll(what, " ", "-"))
