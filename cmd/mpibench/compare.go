@@ -489,8 +489,8 @@ func (c *comparer) exec(ctx context.Context, s *cmpStep) ([]row, cmpRun) {
 		if err != nil {
 			r.status = err.Error()
 			r.errLine = lastLine(stderr.String())
-			if r.errLine == "" {
-				r.errLine = lastLine(stdout.String())
+			if r.errLine == "" && strings.TrimSpace(stdout.String()) != "" {
+				r.errLine = "last output: " + lastLine(stdout.String())
 			}
 			rows = append(rows, parseRows(stdout.String())...)
 			r.secs, r.rows = time.Since(t0).Seconds(), len(rows)
