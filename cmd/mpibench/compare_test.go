@@ -348,3 +348,18 @@ func TestParseCompareArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestDecadeTicks(t *testing.T) {
+	var labels []string
+	for _, tk := range (decadeTicks{}).Ticks(0.01, 1e6) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if want := []string{"0.01", "0.1", "1", "10", "100", "1000", "10000", "100000", "1e6"}; !slices.Equal(labels, want) {
+		t.Errorf("labels %v, want %v", labels, want)
+	}
+	if n := len((decadeTicks{}).Ticks(1, 10)); n != 10 {
+		t.Errorf("1..10: %d ticks, want 10 (1, 2..9, 10)", n)
+	}
+}

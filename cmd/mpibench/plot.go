@@ -257,7 +257,11 @@ func (decadeTicks) Ticks(lo, hi float64) []plot.Tick {
 	for e := int(math.Floor(math.Log10(lo) + 1e-9)); e <= int(math.Ceil(math.Log10(hi)-1e-9)); e++ {
 		d := math.Pow(10, float64(e))
 		if d >= lo*(1-1e-9) && d <= hi*(1+1e-9) {
-			ticks = append(ticks, plot.Tick{Value: d, Label: strconv.FormatFloat(d, 'g', -1, 64)})
+			label := strconv.FormatFloat(d, 'f', -1, 64)
+			if e >= 6 || e <= -4 {
+				label = "1e" + strconv.Itoa(e)
+			}
+			ticks = append(ticks, plot.Tick{Value: d, Label: label})
 		}
 		for i := 2; i < 10; i++ {
 			if v := d * float64(i); v > lo && v < hi {
