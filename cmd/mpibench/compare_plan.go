@@ -140,7 +140,7 @@ func (c *comparer) plan() []*cmpStep {
 	}
 	collReps, ovlReps, ovlMin := "3", "5", 50*time.Millisecond
 	if q {
-		collReps, ovlReps, ovlMin = "3", "3", 5*time.Millisecond
+		ovlReps, ovlMin = "3", 5*time.Millisecond
 	}
 	add := func(t *cmpTarget, bench string, np int, what string, argv []string) {
 		label := fmt.Sprintf("%s-%s", t.name, strings.ReplaceAll(what, " ", "-"))
@@ -174,7 +174,7 @@ func (c *comparer) plan() []*cmpStep {
 				for _, t := range c.targets {
 					what := fmt.Sprintf("anysource np%d", np)
 					if t.adimpi {
-						add(t, bench, np, what, ours(t, np, nil, c.bench, append(args, "--csv")...))
+						add(t, bench, np, what, ours(t, np, nil, c.bench, slices.Concat(args, []string{"--csv"})...))
 					} else {
 						add(t, bench, np, what, theirs(t, np, "mpibench", args...))
 					}
@@ -197,8 +197,8 @@ func (c *comparer) plan() []*cmpStep {
 			for _, t := range c.targets {
 				if t.adimpi {
 					args := []string{"--csv", "--reps", ovlReps, "--min-time", ovlMin.String(), "overlap"}
-					add(t, bench, 2, "overlap np2", ours(t, 2, nil, c.bench, append(args, "plain", "iprobe", compute)...))
-					add(t, bench, 2, "overlap async np2", ours(t, 2, []string{"-async-progress"}, c.bench, append(args, "plain", compute)...))
+					add(t, bench, 2, "overlap np2", ours(t, 2, nil, c.bench, slices.Concat(args, []string{"plain", "iprobe", compute})...))
+					add(t, bench, 2, "overlap async np2", ours(t, 2, []string{"-async-progress"}, c.bench, slices.Concat(args, []string{"plain", compute})...))
 				} else {
 					add(t, bench, 2, "overlap np2", theirs(t, 2, "overlap", "plain", "iprobe", "--compute-us", strconv.Itoa(o.computeUS),
 						"--reps", ovlReps, "--min-time", strconv.FormatFloat(ovlMin.Seconds(), 'f', -1, 64)))
