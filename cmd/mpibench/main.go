@@ -56,11 +56,16 @@ subcommands (run the MPI ones under mpirun):
   summarize   read a results CSV (bench/compare.sh) and print the ratios
   summarize-coll, summarize-overlap
               the same for bench/compare-coll.sh and bench/compare-overlap.sh
+  compare     run everything on every device and on MPICH / Open MPI, write
+              a Markdown report with plots (mpibench compare --help)
 
 flags:
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "compare" {
+		os.Exit(runCompare(os.Args[2:]))
+	}
 	var cfg config
 	fs := pflag.NewFlagSet("mpibench", pflag.ContinueOnError)
 	fs.BoolVar(&cfg.csv, "csv", false, "print CSV (bench,device,np,size,value,unit) instead of a table")
