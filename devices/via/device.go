@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -179,6 +180,12 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.slot = (hdrSize + d.eager + 63) &^ 63
 	o.MaxVIs, o.RecvQueue, o.MaxCQs = d.size, d.credits, 1
+	// The engine polls a while before sleeping when every rank has a core;
+	// oversubscribed, a polling engine takes the CPU a peer needs.
+	o.Spin = 50 * time.Microsecond
+	if d.size > runtime.NumCPU() {
+		o.Spin = 5 * time.Microsecond
+	}
 	if d.nic, err = OpenNIC(o); err != nil {
 		return err
 	}

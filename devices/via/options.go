@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Doorbell is how a process tells its NIC that a send descriptor is posted
@@ -69,13 +70,17 @@ type Options struct {
 	MaxRegions    int // registered memory regions
 	MaxCQs        int // completion queues
 	NICTablePages int // AT2: pages the NIC's translation table can map
+
+	// Spin is how long an idle engine keeps polling (yielding the CPU
+	// between passes) before it sleeps on its doorbell futex.
+	Spin time.Duration
 }
 
 // DefaultOptions are D1, AT3 with a 1024-entry cache, descriptor caching
 // on, CQ1.
 func DefaultOptions() Options {
 	return Options{Doorbell: D1, AT: AT3, TLBSize: 1024, DescCache: true, CQ: CQ1,
-		MaxVIs: 64, RecvQueue: 64, SendQueue: 256, MaxRegions: 4096, MaxCQs: 8, NICTablePages: 1 << 16}
+		MaxVIs: 64, RecvQueue: 64, SendQueue: 256, MaxRegions: 4096, MaxCQs: 8, NICTablePages: 1 << 16, Spin: 20 * time.Microsecond}
 }
 
 // designWord packs the design choices, for the Connect check.

@@ -482,6 +482,7 @@ func (n *NIC) engine() {
 		byVI = map[*VI]bool{}
 	}
 	var d2 []*VI // D2: VIs with dispatched entries, in order of first arrival
+	var idleSince time.Time
 	idle := 0
 	for !n.closed.Load() {
 		seq := atomic.LoadUint32(bell)
@@ -524,7 +525,10 @@ func (n *NIC) engine() {
 			idle = 0
 			continue
 		}
-		if idle++; idle < 32 {
+		if idle == 0 {
+			idleSince = time.Now()
+		}
+		if idle++; idle < 4 || time.Since(idleSince) < n.o.Spin {
 			runtime.Gosched()
 			continue
 		}
