@@ -137,6 +137,7 @@ type Device struct {
 	sends      map[uint32]*rvSend
 	recvs      map[uint32]*rvRecv
 	liveSends  int // rendezvous sends not complete yet
+	rc         regCache
 	lastLive   time.Time
 	idle       int
 	slept      atomic.Bool // a Sleep happened since the last liveness check
@@ -145,7 +146,7 @@ type Device struct {
 }
 
 // DeviceOptionKeys are the keys the MPI device takes besides the NIC's.
-var DeviceOptionKeys = []string{"eager", "credits"}
+var DeviceOptionKeys = []string{"eager", "credits", "regcache"}
 
 func intOpt(opts map[string]string, k string, def, lo, hi int) (int, error) {
 	v, ok := opts[k]
@@ -168,7 +169,7 @@ func (d *Device) Init(cfg adi.Config) error {
 		return err
 	}
 	for k := range rest {
-		if k != "eager" && k != "credits" {
+		if k != "eager" && k != "credits" && k != "regcache" {
 			return fmt.Errorf("via: unknown option %q (known: %s, %s)", k, strings.Join(NICOptionKeys, ", "), strings.Join(DeviceOptionKeys, ", "))
 		}
 	}
@@ -176,6 +177,9 @@ func (d *Device) Init(cfg adi.Config) error {
 		return err
 	}
 	if d.credits, err = intOpt(rest, "credits", 16, 4, 1024); err != nil {
+		return err
+	}
+	if d.rc.limit, err = intOpt(rest, "regcache", 64<<20, 0, 1<<40); err != nil {
 		return err
 	}
 	d.slot = (hdrSize + d.eager + 63) &^ 63
@@ -284,6 +288,9 @@ func (d *Device) Counters() map[string]int64 {
 	c["rendezvous_messages"] = d.cnt.rndv
 	c["credit_messages"] = d.cnt.credit
 	c["backlogged_items"] = d.cnt.backlogged
+	c["regcache_hits"] = d.rc.hits
+	c["regcache_misses"] = d.rc.misses
+	c["regcache_bytes"] = int64(d.rc.bytes)
 	return c
 }
 
@@ -317,7 +324,7 @@ func (d *Device) Isend(r *adi.Request) error {
 	h := hdr{typ: mRTS, ctx: r.Context, tag: int32(r.Tag), sig: r.Buf.Type.Signature(), size: uint64(n)}
 	if n > 0 {
 		var err error
-		if s.h, err = d.nic.RegisterMem(r.Buf.Mem); err != nil {
+		if s.h, err = d.register(r.Buf.Mem); err != nil {
 			return adi.Errorf(adi.ErrOther, "send", "registering the send buffer: %v", err)
 		}
 		if r.Buf.Contiguous() {
@@ -430,7 +437,7 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 	var err error
 	switch {
 	case r.Buf.Contiguous():
-		if rv.h, err = d.nic.RegisterMem(r.Buf.Mem[:n]); err != nil {
+		if rv.h, err = d.register(r.Buf.Mem); err != nil {
 			fail(err)
 			return
 		}
@@ -439,7 +446,7 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 	case h.addr != 0:
 		// The sender's buffer is contiguous: read it straight into the
 		// receive buffer's blocks (a scatter list per descriptor).
-		if rv.h, err = d.nic.RegisterMem(r.Buf.Mem); err != nil {
+		if rv.h, err = d.register(r.Buf.Mem); err != nil {
 			fail(err)
 			return
 		}
@@ -471,7 +478,7 @@ func (d *Device) readDone(rid uint32, err error) {
 		return
 	}
 	delete(d.recvs, rid)
-	_ = d.nic.DeregisterMem(rv.h)
+	d.release(rv.h)
 	if err != nil {
 		rv.req.Complete(adi.Status{Source: rv.p.rank, Tag: rv.tag, Err: adi.Errorf(adi.ErrOther, "receive", "RDMA read from rank %d: %v", rv.p.rank, err)})
 		return
@@ -553,6 +560,11 @@ func (d *Device) put(p *peer, it *outItem) bool {
 	desc := p.sdesc[k]
 	desc.DS[0].Len = uint32(hdrSize + payload)
 	desc.User.(*sctx).onDone = it.onSent
+	if it.onSent == nil { // nobody waits for this completion
+		desc.Control |= FlagQuiet
+	} else {
+		desc.Control &^= FlagQuiet
+	}
 	if err := p.vi.PostSend(desc); err != nil {
 		p.free = append(p.free, k)
 		if it.owner != nil && !it.owner.Done() {
@@ -612,6 +624,9 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if did {
 		d.idle = 0
+	} else if d.nic.Busy() {
+		// The caller is waiting and our own NIC has work: let its thread run.
+		d.nic.Yield()
 	} else if d.idle++; (d.idle%256 == 0 || (d.slept.Load() && d.slept.Swap(false))) && time.Since(d.lastLive) > livePause {
 		d.checkPeers()
 	}
@@ -671,8 +686,10 @@ func (d *Device) arrive(p *peer, desc *Descriptor) error {
 		delete(d.recvs, h.rid)
 		if rv.tmp != nil {
 			rv.req.Buf.CopyIn(0, rv.tmp)
+			_ = d.nic.DeregisterMem(rv.h)
+		} else {
+			d.release(rv.h)
 		}
-		_ = d.nic.DeregisterMem(rv.h)
 		rv.req.Complete(recvStatus(rv.req, p.rank, rv.tag, rv.size, rv.n))
 	case mDONE:
 		s := d.sends[h.sid]
@@ -695,7 +712,7 @@ func (d *Device) arrive(p *peer, desc *Descriptor) error {
 // sendDone completes a rendezvous send.
 func (d *Device) sendDone(s *rvSend, err error, n int) {
 	if s.h != 0 {
-		_ = d.nic.DeregisterMem(s.h)
+		d.release(s.h)
 		s.h = 0
 	}
 	d.liveSends--

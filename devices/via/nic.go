@@ -57,6 +57,12 @@ const (
 // and reports Imm there).
 const FlagImmediate uint32 = 1 << 8
 
+// FlagQuiet in a send-queue descriptor's Control: its completion is marked
+// (status, CQ entry) but does not wake a sleeping waiter of this process;
+// for descriptors whose completion only frees resources the application
+// reclaims when it next polls.
+const FlagQuiet uint32 = 1 << 9
+
 // Status bits, written by the NIC into Descriptor.Status when it is done
 // with the descriptor.
 const (
@@ -262,7 +268,7 @@ type NIC struct {
 	done   chan struct{}
 
 	cnt struct {
-		posts, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
+		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -461,7 +462,7 @@ func (n *NIC) wait(timeout time.Duration, cond func() bool) error {
 			}
 		}
 		if i < 64 {
-			runtime.Gosched()
+			n.Yield()
 			continue
 		}
 		if left == 0 || left > 100*time.Millisecond {
@@ -469,6 +470,21 @@ func (n *NIC) wait(timeout time.Duration, cond func() bool) error {
 		}
 		n.Sleep(seq, left)
 	}
+}
+
+// Busy reports whether the engine has posted send descriptors it has not
+// executed yet.
+func (n *NIC) Busy() bool { return n.cnt.executed.Load() < n.cnt.posts.Load() }
+
+// Yield gives the CPU away for a moment while waiting: to the engine if it
+// has work (it is another thread, which may need this very core), else to
+// other goroutines.
+func (n *NIC) Yield() {
+	if n.Busy() {
+		syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		return
+	}
+	runtime.Gosched()
 }
 
 // ---------------------------------------------------------------------------
@@ -729,6 +745,7 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 
 // complete marks a send-queue descriptor and (CQ1) appends its CQ entry.
 func (n *NIC) complete(vi *VI, d *Descriptor, length, st uint32) {
+	n.cnt.executed.Add(1)
 	if d.Op() == OpRDMARead {
 		d.Length = length
 	}
@@ -736,7 +753,11 @@ func (n *NIC) complete(vi *VI, d *Descriptor, length, st uint32) {
 	if vi.sendCQ != nil && n.o.CQ == CQ1 {
 		n.self.cqAppend(uint32(vi.sendCQ.id+1), vi.id, false)
 	}
-	n.self.ringApp()
+	if d.Control&FlagQuiet == 0 || st != StatusDone {
+		n.self.ringApp()
+	} else {
+		atomic.AddUint32(n.self.u32(offAppBell), 1)
+	}
 }
 
 // trim cuts a segment list to n bytes.
