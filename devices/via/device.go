@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
@@ -624,9 +625,7 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if did {
 		d.idle = 0
-	} else if d.nic.Busy() {
-		// The caller is waiting and our own NIC has work: let its thread run.
-		d.nic.Yield()
+	} else if d.yield() {
 	} else if d.idle++; (d.idle%256 == 0 || (d.slept.Load() && d.slept.Swap(false))) && time.Since(d.lastLive) > livePause {
 		d.checkPeers()
 	}
@@ -724,6 +723,15 @@ func (d *Device) sendDone(s *rvSend, err error, n int) {
 		return
 	}
 	s.req.Complete(adi.Status{Bytes: n})
+}
+
+// yield gives the core away when a waiter polls and nothing happened: the
+// data a waiter waits for is moved by engine threads (this process's or a
+// peer's) that need a core too, and with two cores a polling waiter would
+// keep them off it. It reports false, so that the idle bookkeeping goes on.
+func (d *Device) yield() bool {
+	syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+	return false
 }
 
 // Seq is the NIC's completion word.
