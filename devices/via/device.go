@@ -256,6 +256,7 @@ func (d *Device) Init(cfg adi.Config) error {
 func (d *Device) Finalize() error {
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
+		seq := d.nic.Seq()
 		busy := false
 		for _, p := range d.peers {
 			if s, _ := p.vi.Pending(); s > 0 && p.alive {
@@ -265,10 +266,11 @@ func (d *Device) Finalize() error {
 		if !busy {
 			break
 		}
-		if _, err := d.Progress(); err != nil {
+		if did, err := d.Progress(); err != nil {
 			break
+		} else if !did {
+			d.nic.Sleep(seq, time.Millisecond)
 		}
-		time.Sleep(50 * time.Microsecond)
 	}
 	return d.nic.Close()
 }

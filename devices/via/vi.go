@@ -372,7 +372,9 @@ func (vi *VI) RecvWait(timeout time.Duration) (*Descriptor, error) {
 
 // Done reports a work queue of the CQ with a completed descriptor
 // (VipCQDone): the VI and whether it is its receive queue. Take the
-// descriptor with SendDone/RecvDone. Under CQ1 the NIC appended an entry
+// descriptor with SendDone/RecvDone. A work queue associated with a CQ
+// should have its completions found through the CQ: under CQ1 every
+// completion leaves an entry there until Done takes it. Under CQ1 the NIC appended an entry
 // per completion; under CQ2 Done polls every associated queue's head.
 func (cq *CQ) Done() (vi *VI, recv bool, ok bool) {
 	n := cq.nic
