@@ -550,9 +550,9 @@ func (v *view) cacheInvalidate(vpn uint64) {
 
 // nicTranslate is the NIC translating (h, addr, n) of NIC v's registered
 // memory into physical segments: AT2 from the table in v's NIC memory, AT3
-// through v's translation cache (a miss reads v's host table by DMA), AT1
-// (only for RDMA targets, which the initiator's host cannot translate) from
-// v's host table by DMA.
+// through v's translation cache (a miss reads the page's entry of v's host
+// table by DMA), AT1 (only for RDMA targets, which the initiator's host
+// cannot translate) from v's host table, the range's entries in one DMA.
 func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([]shm.RemoteSeg, error) {
 	np, base, length, table, ok := v.regionEntry(h)
 	if !ok {
@@ -563,6 +563,19 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 	}
 	first := base &^ (pageSize - 1)
 	start := len(out)
+	var host []uint64 // AT1: the range's host table entries, read in one DMA
+	if v.o.AT == AT1 && n > 0 {
+		p0, p1 := (addr-first)/pageSize, (addr+n-1-first)/pageSize
+		if p1 >= uint64(np) {
+			return out, fmt.Errorf("page %d outside region %d", p1, h)
+		}
+		host = make([]uint64, p1-p0+1)
+		if err := shm.RemoteRead(v.pid, uintptr(table+p0*8), [][]byte{unsafe.Slice((*byte)(unsafe.Pointer(&host[0])), len(host)*8)}); err != nil {
+			return out, err
+		}
+		host = host[:len(host):len(host)]
+		table = p0 // index base for host below
+	}
 	for n > 0 {
 		pg := (addr - first) / pageSize
 		if pg >= uint64(np) {
@@ -590,11 +603,7 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 			}
 			frame = f
 		default:
-			var e [8]byte
-			if err := shm.RemoteRead(v.pid, uintptr(table+pg*8), [][]byte{e[:]}); err != nil {
-				return out, err
-			}
-			frame = *(*uint64)(unsafe.Pointer(&e[0]))
+			frame = host[pg-table]
 		}
 		phys := frame + in
 		if m := len(out) - 1; m >= start && out[m].Addr+out[m].Len == phys {

@@ -38,7 +38,7 @@ func Open(opts map[string]string) (*Job, error) {
 		return nil, err
 	}
 	for k := range rest {
-		if k != "eager" && k != "credits" && k != "regcache" { // MPI-device options: not the NIC's business
+		if k != "eager" && k != "credits" && k != "regcache" && k != "nicspin" { // MPI-device options: not the NIC's business
 			return nil, fmt.Errorf("via: Open: unknown option %q (known: %s)", k, strings.Join(NICOptionKeys, ", "))
 		}
 	}

@@ -80,7 +80,7 @@ type Options struct {
 // on, CQ1.
 func DefaultOptions() Options {
 	return Options{Doorbell: D1, AT: AT3, TLBSize: 1024, DescCache: true, CQ: CQ1,
-		MaxVIs: 64, RecvQueue: 64, SendQueue: 256, MaxRegions: 4096, MaxCQs: 8, NICTablePages: 1 << 16, Spin: 20 * time.Microsecond}
+		MaxVIs: 64, RecvQueue: 64, SendQueue: 256, MaxRegions: 4096, MaxCQs: 8, NICTablePages: 1 << 16, Spin: 5 * time.Microsecond}
 }
 
 // designWord packs the design choices, for the Connect check.
