@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/internal/shm"
+	"golang.org/x/sys/unix"
 )
 
 // pageSize is the translation granularity.
@@ -267,8 +268,16 @@ type NIC struct {
 	closed atomic.Bool
 	done   chan struct{}
 
+	liov      []unix.Iovec // engine only: reused by scatter
+	riov      []unix.RemoteIovec
+	physBuf   []shm.RemoteSeg // engine only: reused by execute
+	remoteBuf []shm.RemoteSeg
+	localBuf  [][]byte
+	toRing    []*view // engine only: applications to wake after a descriptor
+
 	cnt struct {
 		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
+		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
 	}
 }
 

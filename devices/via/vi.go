@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/internal/shm"
+	"golang.org/x/sys/unix"
 )
 
 // ErrQueueFull is returned by a post when the work queue has no room.
@@ -215,6 +216,7 @@ func (d *Descriptor) nicSegs(at Translation) []DataSegment {
 // registered memory of this NIC.
 func (vi *VI) PostSend(d *Descriptor) error {
 	n := vi.nic
+	t0 := time.Now()
 	switch d.Op() {
 	case OpSend:
 	case OpRDMAWrite, OpRDMARead:
@@ -264,6 +266,7 @@ func (vi *VI) PostSend(d *Descriptor) error {
 		n.central.mu.Unlock()
 	}
 	n.cnt.posts.Add(1)
+	n.cnt.postNs.Add(int64(time.Since(t0))) // the doorbell's wake-up is not the post's work
 	n.self.ringNIC()
 	return nil
 }
@@ -272,6 +275,8 @@ func (vi *VI) PostSend(d *Descriptor) error {
 // scatter list the next arriving message fills.
 func (vi *VI) PostRecv(d *Descriptor) error {
 	n := vi.nic
+	t0 := time.Now()
+	n.cnt.recvPosts.Add(1)
 	d.Control = d.Control&^0xff | OpRecv
 	if err := vi.prepare("PostRecv", d); err != nil {
 		return err
@@ -300,6 +305,7 @@ func (vi *VI) PostRecv(d *Descriptor) error {
 	vi.recvPosted = append(vi.recvPosted, d)
 	atomic.StoreUint64(n.self.u64(off+8), t+1)
 	vi.mu.Unlock()
+	n.cnt.postNs.Add(int64(time.Since(t0)))
 	// A peer NIC that found no receive descriptor waits for this one.
 	if atomic.LoadUint32(n.self.u32(off+16)) != 0 && atomic.SwapUint32(n.self.u32(off+16), 0) != 0 && vi.peer != nil {
 		vi.peer.ringNIC()
@@ -378,6 +384,8 @@ func (vi *VI) RecvWait(timeout time.Duration) (*Descriptor, error) {
 // per completion; under CQ2 Done polls every associated queue's head.
 func (cq *CQ) Done() (vi *VI, recv bool, ok bool) {
 	n := cq.nic
+	t0 := time.Now()
+	defer func() { n.cnt.cqNs.Add(int64(time.Since(t0))); n.cnt.cqCalls.Add(1) }()
 	if n.o.CQ == CQ1 {
 		off := n.self.cqOff(cq.id)
 		e := n.self.u64(off + cqHdrSize + uint32(cq.head%uint64(n.lay.cqLen))*8)
@@ -617,6 +625,17 @@ func fetch(pid int, addr uint64, at Translation) (descHdr, []DataSegment, error)
 // execute performs one send-queue descriptor. It reports false when the
 // descriptor needs a receive descriptor the peer has not posted yet.
 func (n *NIC) execute(vi *VI, e *sendEntry) bool {
+	t0 := time.Now()
+	defer func() {
+		n.cnt.execNs.Add(int64(time.Since(t0)))
+		// Wake the applications after the clock stops: nic_exec_ns is
+		// the NIC's own work, not the scheduler's.
+		for i, v := range n.toRing {
+			v.ringApp()
+			n.toRing[i] = nil
+		}
+		n.toRing = n.toRing[:0]
+	}()
 	if !e.cached {
 		h, segs, err := fetch(n.self.pid, uint64(uintptr(unsafe.Pointer(e.d))), n.o.AT)
 		n.cnt.fetches.Add(1)
@@ -627,11 +646,14 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 		e.cached, e.ctl, e.imm, e.rh, e.raddr, e.segs = true, h.Control, h.Imm, h.RemoteHandle, h.RemoteAddr, segs
 	}
 	op := e.ctl & 0xff
-	phys, err := n.self.translateSegs(e.segs, nil)
+	phys, err := n.self.translateSegs(e.segs, n.physBuf[:0])
+	n.physBuf = phys
 	var local [][]byte
 	if err == nil {
-		local, err = n.localPieces(e.segs, phys, nil)
+		local, err = n.localPieces(e.segs, phys, n.localBuf[:0])
+		n.localBuf = local
 	}
+	defer clear(n.localBuf) // no references to user memory stay behind
 	if err != nil {
 		n.complete(vi, e.d, 0, StatusDone|StatusProtectionError)
 		return true
@@ -680,12 +702,14 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	st := StatusDone
 	switch op {
 	case OpSend:
-		remote, err = p.translateSegs(rsegs, nil)
+		remote, err = p.translateSegs(rsegs, n.remoteBuf[:0])
+		n.remoteBuf = remote
 		if err != nil {
 			st |= StatusProtectionError
 		}
 	case OpRDMAWrite, OpRDMARead:
-		remote, err = p.nicTranslate(e.rh, e.raddr, total, nil)
+		remote, err = p.nicTranslate(e.rh, e.raddr, total, n.remoteBuf[:0])
+		n.remoteBuf = remote
 		if err != nil {
 			st |= StatusProtectionError
 		}
@@ -720,7 +744,7 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 				local = append(local, lenImm[:], rst[:])
 				remote = append(remote, shm.RemoteSeg{Addr: rdesc + offDescLength, Len: 8}, shm.RemoteSeg{Addr: rdesc + offDescStatus, Len: 4})
 			}
-			err = shm.RemoteScatter(p.pid, local, remote)
+			err = n.scatter(p.pid, local, remote)
 		}
 		if err != nil {
 			st |= StatusTransportError
@@ -738,11 +762,21 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 			p.cqAppend(cq, vi.peerVI, true)
 		}
 		if p != n.self {
-			p.ringApp()
+			n.ring(p)
 		}
 	}
 	n.complete(vi, e.d, uint32(total), st)
 	return true
+}
+
+// ring notes that v's application is to be woken once the descriptor is done.
+func (n *NIC) ring(v *view) {
+	for _, x := range n.toRing {
+		if x == v {
+			return
+		}
+	}
+	n.toRing = append(n.toRing, v)
 }
 
 // complete marks a send-queue descriptor and (CQ1) appends its CQ entry.
@@ -756,7 +790,7 @@ func (n *NIC) complete(vi *VI, d *Descriptor, length, st uint32) {
 		n.self.cqAppend(uint32(vi.sendCQ.id+1), vi.id, false)
 	}
 	if d.Control&FlagQuiet == 0 || st != StatusDone {
-		n.self.ringApp()
+		n.ring(n.self)
 	} else {
 		atomic.AddUint32(n.self.u32(offAppBell), 1)
 	}
@@ -796,8 +830,11 @@ func readRemote(pid int, remote []shm.RemoteSeg, local [][]byte) error {
 }
 
 // Counters reports the NIC's activity: posts, kernel crossings, descriptor
-// fetches by DMA, stalls, engine sleeps, doorbell polls, bytes moved, and
-// (AT3) the hits and misses of this NIC's translation cache.
+// fetches by DMA, stalls, engine sleeps, doorbell polls, bytes moved, the
+// time spent in posts (host_post_ns, sends and receives), in the engine per
+// descriptor (nic_exec_ns over nic_executed) and in CQ checks (cq_done_ns
+// over cq_done_calls), and (AT3) the hits and misses of this NIC's
+// translation cache.
 func (n *NIC) Counters() map[string]int64 {
 	return map[string]int64{
 		"nic_posts":            n.cnt.posts.Load(),
@@ -810,7 +847,58 @@ func (n *NIC) Counters() map[string]int64 {
 		"nic_sends":            n.cnt.sends.Load(),
 		"nic_rdma_writes":      n.cnt.rdmaW.Load(),
 		"nic_rdma_reads":       n.cnt.rdmaR.Load(),
+		"nic_recv_posts":       n.cnt.recvPosts.Load(),
+		"nic_executed":         n.cnt.executed.Load(),
+		"host_post_ns":         n.cnt.postNs.Load(),
+		"nic_exec_ns":          n.cnt.execNs.Load(),
+		"cq_done_ns":           n.cnt.cqNs.Load(),
+		"cq_done_calls":        n.cnt.cqCalls.Load(),
 		"tlb_hits":             int64(atomic.LoadUint64(n.self.u64(offTLBHits))),
 		"tlb_misses":           int64(atomic.LoadUint64(n.self.u64(offTLBMisses))),
 	}
+}
+
+// scatter writes the local pieces into the remote segments of process pid
+// with one process_vm_writev (the kernel walks both lists, whatever their
+// piece boundaries), reusing the engine's iovec arrays; long lists or a
+// short transfer go through shm.RemoteScatter.
+func (n *NIC) scatter(pid int, local [][]byte, remote []shm.RemoteSeg) error {
+	const iovMax = 1024
+	if len(local) > iovMax || len(remote) > iovMax {
+		return shm.RemoteScatter(pid, local, remote)
+	}
+	liov, riov := n.liov[:0], n.riov[:0]
+	total := 0
+	for _, p := range local {
+		if len(p) == 0 {
+			continue
+		}
+		iv := unix.Iovec{Base: &p[0]}
+		iv.SetLen(len(p))
+		liov = append(liov, iv)
+		total += len(p)
+	}
+	rtotal := 0
+	for _, r := range remote {
+		if r.Len > 0 {
+			riov = append(riov, unix.RemoteIovec{Base: uintptr(r.Addr), Len: int(r.Len)})
+			rtotal += int(r.Len)
+		}
+	}
+	n.liov, n.riov = liov, riov
+	if total != rtotal {
+		return fmt.Errorf("via: scatter of %d bytes into %d", total, rtotal)
+	}
+	if total == 0 {
+		return nil
+	}
+	w, err := unix.ProcessVMWritev(pid, liov, riov, 0)
+	clear(liov) // drop the references to the pieces
+	if err == nil && w == total {
+		return nil
+	}
+	if err != nil && err != syscall.EINTR {
+		return fmt.Errorf("via: process_vm_writev pid %d: %w", pid, err)
+	}
+	return shm.RemoteScatter(pid, local, remote)
 }

@@ -38,4 +38,6 @@ for np in 2 8; do
 	done
 	vb "at=at3 tlbsize=1024 regcache=0" "$np" regcache=0
 done
+# The NIC's own costs per operation, in one process (see bench_test.go).
+go test -run '^$' -bench Design -benchtime 2000x ./devices/via
 uptime

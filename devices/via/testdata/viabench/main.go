@@ -116,7 +116,8 @@ func main() {
 			}
 		}
 	}
-	keys := []string{"tlb_hits", "tlb_misses", "nic_kernel_crossings", "nic_desc_fetches", "nic_sleeps", "credit_messages"}
+	keys := []string{"tlb_hits", "tlb_misses", "nic_kernel_crossings", "nic_desc_fetches", "nic_sleeps", "credit_messages",
+		"host_post_ns", "nic_posts", "nic_recv_posts", "nic_exec_ns", "nic_executed", "cq_done_ns", "cq_done_calls"}
 	c := mpi.Counters()
 	mine := make([]int64, len(keys))
 	for i, k := range keys {
@@ -129,9 +130,21 @@ func main() {
 		_, err := mpi.Recv(w, theirs, 1, 4)
 		check(err, "counters")
 		fmt.Printf("%-46s np=%-2d lat8B %8.2f us  bw1MiB %8.1f MB/s", *label, w.Size(), float64(best.Nanoseconds())/1e3, bestBW)
+		sum := map[string]int64{}
 		for i, k := range keys {
-			fmt.Printf("  %s=%d", k, mine[i]+theirs[i])
+			sum[k] = mine[i] + theirs[i]
 		}
+		for _, k := range keys[:6] {
+			fmt.Printf("  %s=%d", k, sum[k])
+		}
+		per := func(a, b string) float64 {
+			if sum[b] == 0 {
+				return 0
+			}
+			return float64(sum[a]) / float64(sum[b])
+		}
+		fmt.Printf("  post=%.0fns nic=%.0fns/desc cqcheck=%.0fns", float64(sum["host_post_ns"])/float64(max(1, sum["nic_posts"]+sum["nic_recv_posts"])),
+			per("nic_exec_ns", "nic_executed"), per("cq_done_ns", "cq_done_calls"))
 		if h, m := mine[0]+theirs[0], mine[1]+theirs[1]; h+m > 0 {
 			fmt.Printf("  tlb_hit_rate=%.4f", float64(h)/float64(h+m))
 		}
