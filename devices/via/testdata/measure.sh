@@ -10,11 +10,11 @@ trap 'rm -rf "$dir"' EXIT
 go build -o "$dir/mpirun" ./cmd/mpirun
 go build -o "$dir/mpibench" ./cmd/mpibench
 go build -o "$dir/viabench" ./devices/via/testdata/viabench
-run() { timeout 300 "$dir/mpirun" -timeout 280s "$@"; }
+run() { timeout 300 "$dir/mpirun" -timeout 280s "$@" || echo "measure.sh: FAILED: $*"; }
 uptime
 for bench in pingpong bw; do
 	for dev in netvm via; do
-		run -np 2 -device "$dev" "$dir/mpibench" "$bench" --max-size 4194304
+		run -np 2 -device "$dev" "$dir/mpibench" "$bench" --max-size 1048576 --min-time 20ms
 	done
 done
 vb() { # label np options...
