@@ -54,7 +54,9 @@
 // receive queue in the peer's segment, and writes the data straight into the
 // peer's registered buffers with process_vm_writev — the data, then the
 // receive descriptor's length, immediate data and status, in one call so
-// that the status lands last. It then appends completion entries (CQ1) and
+// that the status lands last; consecutive sends of one VI (up to 32) go
+// together in one such call, as a NIC pipelines its DMAs. It then appends
+// completion entries (CQ1) and
 // rings the peer application's completion futex. The receiving application
 // is not involved: it only finds completed descriptors. When there is
 // nothing to do the engine polls for Options.Spin, yielding the CPU, then

@@ -274,6 +274,7 @@ type NIC struct {
 	remoteBuf []shm.RemoteSeg
 	localBuf  [][]byte
 	toRing    []*view // engine only: applications to wake after a descriptor
+	batch     batch   // engine only: sends moved together
 
 	cnt struct {
 		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64

@@ -574,6 +574,7 @@ func (n *NIC) engine() {
 }
 
 func (n *NIC) runD1(vi *VI) (did, stalled bool) {
+	defer n.flush()
 	for vi.sqHead != vi.sqTail.Load() {
 		e := &vi.sq[vi.sqHead%uint64(len(vi.sq))]
 		if !n.execute(vi, e) {
@@ -588,6 +589,7 @@ func (n *NIC) runD1(vi *VI) (did, stalled bool) {
 }
 
 func (n *NIC) runD2(vi *VI) (did, stalled bool) {
+	defer n.flush()
 	for len(vi.pend) > 0 {
 		if !n.execute(vi, &vi.pend[0]) {
 			return did, true
@@ -628,24 +630,22 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	t0 := time.Now()
 	defer func() {
 		n.cnt.execNs.Add(int64(time.Since(t0)))
-		// Wake the applications after the clock stops: nic_exec_ns is
-		// the NIC's own work, not the scheduler's.
-		for i, v := range n.toRing {
-			v.ringApp()
-			n.toRing[i] = nil
-		}
-		n.toRing = n.toRing[:0]
+		n.wakeAll()
 	}()
 	if !e.cached {
 		h, segs, err := fetch(n.self.pid, uint64(uintptr(unsafe.Pointer(e.d))), n.o.AT)
 		n.cnt.fetches.Add(1)
 		if err != nil {
+			n.flush()
 			n.complete(vi, e.d, 0, StatusDone|StatusProtectionError)
 			return true
 		}
 		e.cached, e.ctl, e.imm, e.rh, e.raddr, e.segs = true, h.Control, h.Imm, h.RemoteHandle, h.RemoteAddr, segs
 	}
 	op := e.ctl & 0xff
+	if op != OpSend || n.batch.vi != vi {
+		n.flush() // whatever is not batched with them goes after them
+	}
 	phys, err := n.self.translateSegs(e.segs, n.physBuf[:0])
 	n.physBuf = phys
 	var local [][]byte
@@ -655,6 +655,7 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	}
 	defer clear(n.localBuf) // no references to user memory stay behind
 	if err != nil {
+		n.flush()
 		n.complete(vi, e.d, 0, StatusDone|StatusProtectionError)
 		return true
 	}
@@ -669,10 +670,14 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	var rsegs []DataSegment
 	if needRecv {
 		head := atomic.LoadUint64(p.u64(pvi))
+		if n.batch.vi == vi {
+			head += uint64(len(n.batch.recs)) // taken by the batch already
+		}
 		if head == atomic.LoadUint64(p.u64(pvi+8)) {
 			atomic.StoreUint32(p.u32(pvi+16), 1)
 			if head == atomic.LoadUint64(p.u64(pvi+8)) {
 				if !shm.Alive(p.pid) {
+					n.flush()
 					n.complete(vi, e.d, 0, StatusDone|StatusTransportError)
 					return true
 				}
@@ -692,6 +697,7 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 			_, segs, err := fetch(p.pid, rdesc, p.o.AT)
 			n.cnt.fetches.Add(1)
 			if err != nil {
+				n.flush()
 				n.complete(vi, e.d, 0, StatusDone|StatusTransportError)
 				return true
 			}
@@ -721,6 +727,13 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	if op == OpSend && st == StatusDone && total > rlen {
 		st |= StatusLengthError
 	}
+	if op == OpSend && st == StatusDone {
+		remote = trim(remote, total)
+		if n.batchAdd(vi, e, local, remote, rdesc, total) {
+			return true
+		}
+	}
+	n.flush()
 	// Move the data, then (for a consumed receive descriptor) its length,
 	// immediate data and status, in one remote write: the status lands last.
 	var lenImm [8]byte
@@ -767,6 +780,90 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	}
 	n.complete(vi, e.d, uint32(total), st)
 	return true
+}
+
+// batchMax is how many consecutive sends of one VI the engine moves with
+// one process_vm_writev (their data and receive-descriptor statuses, in
+// order), as a NIC pipelines its DMAs.
+const batchMax = 32
+
+type batchRec struct {
+	d     *Descriptor
+	total uint32
+}
+
+type batch struct {
+	vi     *VI
+	recs   []batchRec
+	local  [][]byte
+	remote []shm.RemoteSeg
+	stat   [batchMax][12]byte // length, immediate data, status of each receive descriptor
+}
+
+// batchAdd queues a send whose receive descriptor and translations are
+// ready; it reports false (and queues nothing) when the batch is full.
+func (n *NIC) batchAdd(vi *VI, e *sendEntry, local [][]byte, remote []shm.RemoteSeg, rdesc, total uint64) bool {
+	b := &n.batch
+	if b.vi != nil && b.vi != vi || len(b.recs) == batchMax || len(b.local)+len(local) > 900 || len(b.remote)+len(remote) > 900 {
+		return false
+	}
+	b.vi = vi
+	st := &b.stat[len(b.recs)]
+	*(*uint32)(unsafe.Pointer(&st[0])) = uint32(total)
+	*(*uint32)(unsafe.Pointer(&st[4])) = e.imm
+	*(*uint32)(unsafe.Pointer(&st[8])) = StatusDone
+	b.local = append(append(b.local, local...), st[0:8], st[8:12])
+	b.remote = append(append(b.remote, remote...), shm.RemoteSeg{Addr: rdesc + offDescLength, Len: 8}, shm.RemoteSeg{Addr: rdesc + offDescStatus, Len: 4})
+	b.recs = append(b.recs, batchRec{d: e.d, total: uint32(total)})
+	n.cnt.sends.Add(1)
+	return true
+}
+
+// flush moves the batched sends: one remote write, then the receive queue's
+// head, CQ entries and completions.
+func (n *NIC) flush() {
+	b := &n.batch
+	if len(b.recs) == 0 {
+		return
+	}
+	t0 := time.Now()
+	vi := b.vi
+	p := vi.peer
+	pvi := p.viOff(vi.peerVI)
+	err := n.scatter(p.pid, b.local, b.remote)
+	atomic.AddUint64(p.u64(pvi), uint64(len(b.recs)))
+	cq := atomic.LoadUint32(p.u32(pvi + 20))
+	for i, r := range b.recs {
+		st := StatusDone
+		if err != nil {
+			st |= StatusTransportError
+		} else {
+			n.cnt.bytes.Add(int64(r.total))
+		}
+		if cq != 0 && p.o.CQ == CQ1 {
+			p.cqAppend(cq, vi.peerVI, true)
+		}
+		n.complete(vi, r.d, r.total, st)
+		b.recs[i] = batchRec{}
+	}
+	if p != n.self {
+		n.ring(p)
+	}
+	clear(b.local)
+	b.vi, b.recs, b.local, b.remote = nil, b.recs[:0], b.local[:0], b.remote[:0]
+	n.cnt.execNs.Add(int64(time.Since(t0)))
+	n.wakeAll()
+}
+
+// wakeAll wakes the applications the last descriptors completed work for,
+// after the clock stops: nic_exec_ns is the NIC's own work, not the
+// scheduler's.
+func (n *NIC) wakeAll() {
+	for i, v := range n.toRing {
+		v.ringApp()
+		n.toRing[i] = nil
+	}
+	n.toRing = n.toRing[:0]
 }
 
 // ring notes that v's application is to be woken once the descriptor is done.
