@@ -6,4 +6,5 @@ package devices
 import (
 	// Each device registers itself with adi in its init function.
 	_ "github.com/adimpi/adimpi/devices/netvm"
+	_ "github.com/adimpi/adimpi/devices/via"
 )

@@ -1,0 +1,137 @@
+// Package via is a Virtual Interface Architecture provider and the MPI
+// device built on it (-device via). It reproduces the design study "Comparison
+// and Evaluation of Design Choices for Implementing the Virtual Interface
+// Architecture" (seed 002, p. 145) on one host: every process has a NIC whose
+// firmware is a goroutine, and the seed's design alternatives are options
+// that change what that goroutine and the posting calls really do.
+//
+// # The VIPL-style API
+//
+// The API follows the VI Provider Library, in Go dress:
+//
+//	nic, _ := via.OpenNIC(via.DefaultOptions())      // VipOpenNic
+//	cq, _  := nic.CreateCQ()                          // VipCreateCQ
+//	vi, _  := nic.CreateVI(sendCQ, recvCQ)            // VipCreateVi (CQs may be nil)
+//	vi.Connect(peerNICAddress, peerVI)                // both sides; loopback allowed
+//	h, _   := nic.RegisterMem(buf)                    // VipRegisterMem → memory handle
+//	d := &via.Descriptor{Control: via.OpSend | via.FlagImmediate, Imm: 7,
+//		DS: []via.DataSegment{via.Seg(h, buf[:n])}}      // control + data segments
+//	vi.PostSend(d) / vi.PostRecv(d)                   // VipPostSend / VipPostRecv
+//	vi.SendDone() / vi.RecvDone()                     // VipSendDone / VipRecvDone: poll
+//	vi.SendWait(t) / vi.RecvWait(t)                   // VipSendWait / VipRecvWait: block
+//	cq.Done() / cq.Wait(t)                            // VipCQDone / VipCQWait
+//
+// A Descriptor is the seed's descriptor: a control segment (Control =
+// operation | flags, Length, Imm = immediate data, Status), an address
+// segment (RemoteHandle, RemoteAddr: the peer's registered memory, for RDMA)
+// and data segments DS, each (address, length, memory handle): a gather list
+// for sends and RDMA writes, a scatter list for receives and RDMA reads.
+// Every data segment must lie in memory registered with this NIC; a post
+// that names anything else fails with an error that names the segment and
+// the region. The address segment is checked by the NIC against the peer's
+// registrations; a bad one completes the descriptor with
+// StatusProtectionError. Operations: OpSend (consumes the peer's oldest
+// posted receive descriptor; a send longer than it completes both with
+// StatusLengthError), OpRDMAWrite (required by VIA; with FlagImmediate it also
+// consumes a receive descriptor at the peer, which reports Imm and the
+// length), OpRDMARead (optional in VIA; done here). The NIC writes Length,
+// Imm and then Status into the descriptor when it is done; Done and Err read
+// them.
+//
+// A process started by mpirun (or alone) gets its NIC and its peers' NIC
+// addresses with Open, which wires up through the launcher's PMI key-value
+// space like the MPI runtime does: job.Connect(vi, rank, remoteVI). The
+// command testdata/viaping is a complete cross-process program; Example
+// shows the calls within one process.
+//
+// # The NIC engine
+//
+// Each NIC is a shared-memory segment (memfd, mapped by its peers) that
+// plays NIC memory, and an engine goroutine that plays the firmware. The
+// engine notices doorbells, takes send descriptors (from its descriptor
+// cache or by fetching them from host memory), translates their addresses,
+// takes the connected peer's oldest posted receive descriptor from the
+// receive queue in the peer's segment, and writes the data straight into the
+// peer's registered buffers with process_vm_writev — the data, then the
+// receive descriptor's length, immediate data and status, in one call so
+// that the status lands last; consecutive sends of one VI (up to 32) go
+// together in one such call, as a NIC pipelines its DMAs. It then appends
+// completion entries (CQ1) and
+// rings the peer application's completion futex. The receiving application
+// is not involved: it only finds completed descriptors. When there is
+// nothing to do the engine polls for Options.Spin, yielding the CPU, then
+// sleeps on its doorbell futex; posting rings it. A send for which the peer
+// has posted no receive descriptor waits at the NIC (the peer's next
+// PostRecv rings the engine), holding up only its own VI.
+//
+// Addresses: a NIC moves data by DMA to physical addresses. Here the only
+// addresses another process's kernel can write to are virtual ones, so the
+// "frame" a translation table holds for a page is the page's virtual
+// address in its owner. The tables, caches, lookups, misses and their DMA
+// reads are all real; only the numbers they translate to are the same.
+//
+// # Design options (mpirun -device-opt key=value, repeatable)
+//
+//	doorbell=d1   one doorbell queue per VI in NIC memory; the engine polls
+//	              every connected VI's queue (cost grows with VIs) [default]
+//	doorbell=d2   one central queue for all VIs behind the "kernel": every
+//	              post makes a system call and takes one lock shared by all
+//	              VIs; the engine polls that queue only
+//	at=at1        host translation table per region; the host translates at
+//	              post time (one system call per post + one index per page);
+//	              descriptors reach the NIC already translated
+//	at=at2        the whole table in NIC memory (the segment); registration
+//	              writes every page's entry; the NIC translates
+//	at=at3        host table + a direct-mapped translation cache of tlbsize
+//	              entries in NIC memory; a miss reads the host table entry by
+//	              DMA (process_vm_readv). Counters tlb_hits / tlb_misses
+//	              [default, tlbsize=1024]
+//	tlbsize=N     at3 cache entries
+//	desccache=on  posting copies what the NIC needs (buffer addresses and
+//	              sizes, control, where the status goes) into NIC memory: a
+//	              send-queue entry, or the receive-queue slot in the segment
+//	              (up to 4 segments) [default]
+//	desccache=off the NIC fetches each descriptor from host memory by DMA
+//	              (two process_vm_readv: control/address segment, then the
+//	              segment list) when it processes it — for a receive, when
+//	              the message arrives
+//	cq=cq1        the NIC appends an entry to the CQ in the owner's segment
+//	              after marking the descriptor [default]
+//	cq=cq2        no CQ memory: CQDone polls the head descriptor of every
+//	              work queue associated with the CQ
+//
+// Receive-side translation is done by the NIC that moves the data, through
+// the receiving NIC's tables and cache (they are in its segment), so a
+// cache's hit and miss counters belong to the NIC that owns the memory.
+//
+// # MPI over VIA
+//
+// The device connects one VI to every rank (itself included) and reports
+// all work queues to one CQ. Small messages (eager=N bytes, default 16384)
+// are copied with their 48-byte envelope into a registered send buffer and
+// sent into one of the credits=N (default 16) receive buffers the peer
+// pre-posted for this VI; each message costs a credit, and credits come back
+// piggybacked on every message, or in an explicit credit message once half
+// of them are owed (the last credit is kept for that, so two senders out of
+// credits cannot deadlock). Larger and synchronous messages use rendezvous:
+// RTS; the receiver matches (package adi/match) and answers CTS with its
+// registered buffer, into which the sender RDMA-writes straight from its own
+// buffer — a gather list built from Buffer.Pieces, so derived datatypes go
+// without packing — then sends FIN. If the receive buffer is not contiguous
+// but the sender's is, the receiver RDMA-reads it into its blocks (a scatter
+// list) and answers DONE; if neither is, the sender writes into a
+// registered bounce buffer the receiver unpacks. Rendezvous buffers stay
+// registered after use in a registration cache (regcache=N bytes, default
+// 64 MiB, least recently used out first; 0 = deregister at once), so that a
+// buffer used again costs no registration and its pages stay in the NIC's
+// translation cache. Eager sends complete as soon as their copy is posted;
+// their descriptors carry FlagQuiet, so the NIC does not wake a sleeping
+// waiter for a completion nobody waits for. Truncation, Iprobe,
+// CancelRecv, type-signature checks (ErrType) and failure of requests on a
+// dead peer (ErrOther) behave as in netvm.
+//
+// MPI device options, besides the NIC's: eager=N (bytes, default 16384),
+// credits=N (receive buffers per peer, default 16), regcache=N (bytes,
+// default 64 MiB), nicspin=N (microseconds an idle engine polls before it
+// sleeps, default 5).
+package via

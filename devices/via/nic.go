@@ -1,0 +1,671 @@
+package via
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/adimpi/adimpi/internal/shm"
+	"golang.org/x/sys/unix"
+)
+
+// pageSize is the translation granularity.
+const pageSize = 4096
+
+// MemHandle names a registered memory region of one NIC; 0 is no region.
+type MemHandle uint32
+
+// DataSegment is one piece of a gather or scatter list: Len bytes at
+// virtual address Addr inside the registered region Handle.
+type DataSegment struct {
+	Addr   uint64
+	Len    uint32
+	Handle MemHandle
+}
+
+// Seg builds the data segment for b, which must lie inside region h.
+func Seg(h MemHandle, b []byte) DataSegment {
+	if len(b) == 0 {
+		return DataSegment{Handle: h}
+	}
+	return DataSegment{Addr: uint64(uintptr(unsafe.Pointer(&b[0]))), Len: uint32(len(b)), Handle: h}
+}
+
+// Addr is the virtual address of b's first byte (for address segments).
+func Addr(b []byte) uint64 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(&b[0])))
+}
+
+// Operations, in the low byte of Descriptor.Control.
+const (
+	OpSend      uint32 = 1 // send/receive model: consumes a receive descriptor at the peer
+	OpRecv      uint32 = 2 // a receive descriptor
+	OpRDMAWrite uint32 = 3 // write the gather list to the peer's (RemoteHandle, RemoteAddr)
+	OpRDMARead  uint32 = 4 // read the peer's (RemoteHandle, RemoteAddr) into the scatter list
+)
+
+// FlagImmediate in Descriptor.Control: Imm travels with the data (a send,
+// or an RDMA write, which then consumes a receive descriptor at the peer
+// and reports Imm there).
+const FlagImmediate uint32 = 1 << 8
+
+// FlagQuiet in a send-queue descriptor's Control: its completion is marked
+// (status, CQ entry) but does not wake a sleeping waiter of this process;
+// for descriptors whose completion only frees resources the application
+// reclaims when it next polls.
+const FlagQuiet uint32 = 1 << 9
+
+// Status bits, written by the NIC into Descriptor.Status when it is done
+// with the descriptor.
+const (
+	StatusDone            uint32 = 1
+	StatusLengthError     uint32 = 2 // the data is longer than the receive descriptor's buffers
+	StatusProtectionError uint32 = 4 // a segment names unregistered memory at the NIC
+	StatusTransportError  uint32 = 8 // the peer is gone or not connected
+)
+
+// Descriptor is a VIA descriptor: the control segment (Control, Length,
+// Imm, Status), the address segment (RemoteHandle, RemoteAddr; RDMA only)
+// and the data segments DS. It lives in the process's memory; the NIC reads
+// it either from its descriptor cache (option desccache=on, filled when the
+// descriptor is posted) or by DMA from host memory (desccache=off), and
+// writes Length, Imm and Status back when it completes it. The fields up to
+// DS must not be changed while the descriptor is posted.
+type Descriptor struct {
+	Control      uint32 // op | flags
+	Length       uint32 // total bytes; for receives set by the NIC
+	Imm          uint32 // immediate data
+	Status       uint32 // 0 while posted; StatusDone|errors when complete
+	RemoteHandle MemHandle
+	_            uint32
+	RemoteAddr   uint64
+	DS           []DataSegment
+	phys         []DataSegment // AT1: the host's translation of DS, made at post time
+	// User is the application's own cookie; the NIC never reads it.
+	User any
+}
+
+// descHdr is a Descriptor as the NIC reads it by DMA: no Go pointers.
+type descHdr struct {
+	Control, Length, Imm, Status uint32
+	RemoteHandle                 MemHandle
+	_                            uint32
+	RemoteAddr                   uint64
+	dsPtr                        uintptr
+	dsLen, dsCap                 int
+	physPtr                      uintptr
+	physLen, physCap             int
+}
+
+// Offsets of the status words the NIC writes back.
+const (
+	offDescLength = 4
+	offDescStatus = 12
+)
+
+// Done reports whether the NIC has completed d.
+func (d *Descriptor) Done() bool { return atomic.LoadUint32(&d.Status)&StatusDone != 0 }
+
+// Err describes a completed descriptor's error bits, or nil.
+func (d *Descriptor) Err() error {
+	st := atomic.LoadUint32(&d.Status)
+	switch {
+	case st&StatusTransportError != 0:
+		return errors.New("via: transport error: the connected peer is gone or the VI is not connected")
+	case st&StatusProtectionError != 0:
+		return errors.New("via: protection error: a segment names memory that is not registered at the NIC")
+	case st&StatusLengthError != 0:
+		return errors.New("via: length error: the data does not fit the receive descriptor's buffers")
+	}
+	return nil
+}
+
+// Op is the descriptor's operation.
+func (d *Descriptor) Op() uint32 { return d.Control & 0xff }
+
+// Segment layout, after shm.HeaderSize.
+const (
+	offNICBell   = shm.HeaderSize + 0  // u32 futex: the NIC's doorbell word
+	offNICSleep  = shm.HeaderSize + 4  // u32: the NIC engine sleeps
+	offAppBell   = shm.HeaderSize + 8  // u32 futex: completions for the application
+	offAppSleep  = shm.HeaderSize + 12 // u32: application waiters sleeping
+	offDesign    = shm.HeaderSize + 16 // u64: Options.designWord
+	offTLBHits   = shm.HeaderSize + 24 // u64
+	offTLBMisses = shm.HeaderSize + 32 // u64
+	offProbe     = shm.HeaderSize + 40 // u64: remote-write permission probe
+	offLayout    = shm.HeaderSize + 64 // layout words (u32 each)
+	offTables    = shm.HeaderSize + 128
+
+	regionSize = 32 // gen u32, npages u32, base u64, len u64, table u64
+	viHdrSize  = 64 // rqHead u64, rqTail u64, peerStalled u32, recvCQ u32
+	slotSegs   = 4
+	slotSize   = 16 + slotSegs*16 // desc u64, nseg u32, cached u32, segs
+	cqHdrSize  = 64               // tail u64, head u64
+	cacheEntry = 24               // version u64, tag u64, frame u64
+)
+
+// layout locates a NIC's tables in its segment; it is written into the
+// segment so that peers read it from there.
+type layout struct {
+	regions, maxRegions  uint32
+	vis, viStride, rqLen uint32
+	cqs, cqStride, cqLen uint32
+	maxVIs, maxCQs       uint32
+	at2, at2Pages        uint32
+	at3, tlbSize         uint32
+	total                uint32
+	_, _                 uint32
+}
+
+func makeLayout(o Options) layout {
+	l := layout{maxRegions: uint32(o.MaxRegions), maxVIs: uint32(o.MaxVIs), rqLen: uint32(o.RecvQueue), maxCQs: uint32(o.MaxCQs)}
+	off := uint32(offTables)
+	l.regions = off
+	off += l.maxRegions * regionSize
+	l.vis, l.viStride = off, viHdrSize+l.rqLen*slotSize
+	off += l.maxVIs * l.viStride
+	// A CQ can take an entry for every descriptor of every queue it serves.
+	l.cqLen = l.maxVIs * uint32(o.RecvQueue+o.SendQueue)
+	l.cqs, l.cqStride = off, cqHdrSize+l.cqLen*8
+	if o.CQ == CQ2 {
+		l.cqLen, l.cqStride = 0, 0 // no CQ memory at all
+	}
+	off += l.maxCQs * l.cqStride
+	if o.AT == AT2 {
+		l.at2, l.at2Pages = off, uint32(o.NICTablePages)
+		off += l.at2Pages * 8
+	}
+	if o.AT == AT3 {
+		off = (off + 7) &^ 7
+		l.at3, l.tlbSize = off, uint32(o.TLBSize)
+		off += l.tlbSize * cacheEntry
+	}
+	l.total = off
+	return l
+}
+
+func (l *layout) words() []uint32 {
+	return (*[16]uint32)(unsafe.Pointer(l))[:]
+}
+
+// view is a NIC as an engine sees it: its segment, process and layout. An
+// engine uses the views of its own NIC and of the NICs it is connected to.
+type view struct {
+	pid  int
+	seg  *shm.Segment
+	lay  layout
+	o    Options
+	self *NIC // the local NIC, if this is its view
+}
+
+func (v *view) u32(off uint32) *uint32 { return v.seg.Uint32(int(off)) }
+func (v *view) u64(off uint32) *uint64 { return v.seg.Uint64(int(off)) }
+
+func (v *view) viOff(id int) uint32 { return v.lay.vis + uint32(id)*v.lay.viStride }
+func (v *view) cqOff(id int) uint32 { return v.lay.cqs + uint32(id)*v.lay.cqStride }
+
+// ringApp tells the NIC's application that something completed.
+func (v *view) ringApp() {
+	atomic.AddUint32(v.u32(offAppBell), 1)
+	if atomic.LoadUint32(v.u32(offAppSleep)) > 0 {
+		_ = shm.FutexWake(v.u32(offAppBell), math.MaxInt32)
+	}
+}
+
+// ringNIC rings the NIC's doorbell word.
+func (v *view) ringNIC() {
+	atomic.AddUint32(v.u32(offNICBell), 1)
+	if atomic.LoadUint32(v.u32(offNICSleep)) > 0 {
+		_ = shm.FutexWake(v.u32(offNICBell), 1)
+	}
+}
+
+// region is a registered memory region as the host knows it.
+type region struct {
+	h     MemHandle
+	mem   []byte
+	base  uint64
+	first uint64   // page-aligned base
+	pages []uint64 // the host translation table: one frame per page
+	at2   int      // AT2: first entry in the NIC's table
+}
+
+// NIC is one process's virtual network interface: the registered memory,
+// the VIs and CQs, and the engine goroutine that plays the NIC firmware.
+type NIC struct {
+	o    Options
+	lay  layout
+	seg  *shm.Segment
+	self *view
+
+	regMu   sync.Mutex
+	regs    []atomic.Pointer[region]
+	freeReg []int
+	at2Free []span // free runs of the AT2 table
+
+	viMu   sync.Mutex
+	vis    []*VI
+	active atomic.Pointer[[]*VI] // connected VIs, polled by the engine (D1)
+	cqs    []*CQ
+
+	viewMu sync.Mutex
+	views  map[int]*view // by pid
+
+	central struct { // D2: the kernel's central descriptor queue
+		mu sync.Mutex
+		q  []sendEntry
+	}
+
+	closed atomic.Bool
+	done   chan struct{}
+
+	liov      []unix.Iovec // engine only: reused by scatter
+	riov      []unix.RemoteIovec
+	physBuf   []shm.RemoteSeg // engine only: reused by execute
+	remoteBuf []shm.RemoteSeg
+	localBuf  [][]byte
+	toRing    []*view // engine only: applications to wake after a descriptor
+	batch     batch   // engine only: sends moved together
+
+	cnt struct {
+		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
+		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
+	}
+}
+
+type span struct{ at, n int }
+
+// Open starts a NIC with the given options (use DefaultOptions and
+// ParseOptions): it creates its shared segment and starts its engine.
+func OpenNIC(o Options) (*NIC, error) {
+	if o.Doorbell == 0 || o.AT == 0 || o.CQ == 0 {
+		return nil, errors.New("via: options lack a doorbell, translation or CQ design; start from DefaultOptions")
+	}
+	if o.MaxVIs < 1 || o.RecvQueue < 1 || o.SendQueue < 1 || o.MaxRegions < 1 || o.MaxCQs < 1 {
+		return nil, fmt.Errorf("via: queue sizes must be positive: %+v", o)
+	}
+	lay := makeLayout(o)
+	seg, err := shm.Export(fmt.Sprintf("adimpi-via-%d", os.Getpid()), int(lay.total))
+	if err != nil {
+		return nil, err
+	}
+	n := &NIC{o: o, lay: lay, seg: seg, views: map[int]*view{}, done: make(chan struct{})}
+	n.self = &view{pid: os.Getpid(), seg: seg, lay: lay, o: o, self: n}
+	n.views[n.self.pid] = n.self
+	copy((*[16]uint32)(unsafe.Pointer(&seg.Mem[offLayout]))[:], lay.words())
+	atomic.StoreUint64(seg.Uint64(offDesign), o.designWord())
+	n.regs = make([]atomic.Pointer[region], o.MaxRegions)
+	for i := o.MaxRegions - 1; i >= 0; i-- {
+		n.freeReg = append(n.freeReg, i)
+	}
+	if o.AT == AT2 {
+		n.at2Free = []span{{0, o.NICTablePages}}
+	}
+	empty := []*VI{}
+	n.active.Store(&empty)
+	go n.engine()
+	return n, nil
+}
+
+// Options are the NIC's options.
+func (n *NIC) Options() Options { return n.o }
+
+// Address is what a peer passes to VI.Connect to reach this NIC.
+func (n *NIC) Address() string {
+	return fmt.Sprintf("%d:%d:%x:%x", os.Getpid(), n.seg.FD, n.seg.Key, uintptr(unsafe.Pointer(&n.seg.Mem[offProbe])))
+}
+
+// Close stops the engine and releases the NIC's memory. Descriptors still
+// posted are abandoned.
+func (n *NIC) Close() error {
+	if n.closed.Swap(true) {
+		return nil
+	}
+	n.self.ringNIC()
+	<-n.done
+	n.viewMu.Lock()
+	defer n.viewMu.Unlock()
+	var err error
+	for pid, v := range n.views {
+		if v != n.self {
+			if cerr := v.seg.Close(); err == nil {
+				err = cerr
+			}
+		}
+		delete(n.views, pid)
+	}
+	if cerr := n.seg.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// kernelCrossing is one user→kernel→user switch: the price the seed charges
+// for D2's kernel-mediated post and AT1's in-kernel translation.
+func (n *NIC) kernelCrossing() {
+	syscall.Syscall(syscall.SYS_GETPPID, 0, 0, 0)
+	n.cnt.kernel.Add(1)
+}
+
+// ---------------------------------------------------------------------------
+// Memory registration and translation
+
+// RegisterMem registers b so that descriptors may name it, and returns its
+// handle. The memory must stay alive (referenced) until DeregisterMem.
+func (n *NIC) RegisterMem(b []byte) (MemHandle, error) {
+	if len(b) == 0 {
+		return 0, errors.New("via: RegisterMem: empty region")
+	}
+	base := Addr(b)
+	first := base &^ (pageSize - 1)
+	np := int((base + uint64(len(b)) - first + pageSize - 1) / pageSize)
+	r := &region{mem: b, base: base, first: first, pages: make([]uint64, np), at2: -1}
+	for i := range r.pages {
+		r.pages[i] = first + uint64(i)*pageSize // the page's frame: see doc.go on addresses
+	}
+	n.regMu.Lock()
+	defer n.regMu.Unlock()
+	if len(n.freeReg) == 0 {
+		return 0, fmt.Errorf("via: RegisterMem: all %d regions are in use", n.o.MaxRegions)
+	}
+	if n.o.AT == AT2 {
+		// The whole table lives in NIC memory: write every page's entry.
+		at := n.at2Alloc(np)
+		if at < 0 {
+			return 0, fmt.Errorf("via: RegisterMem: the NIC's translation table (%d pages, at=at2) has no room for %d more pages", n.o.NICTablePages, np)
+		}
+		r.at2 = at
+		for i, f := range r.pages {
+			atomic.StoreUint64(n.self.u64(n.lay.at2+uint32(at+i)*8), f)
+		}
+	}
+	idx := n.freeReg[len(n.freeReg)-1]
+	n.freeReg = n.freeReg[:len(n.freeReg)-1]
+	r.h = MemHandle(idx + 1)
+	off := n.lay.regions + uint32(idx)*regionSize
+	atomic.StoreUint32(n.self.u32(off+4), uint32(np))
+	atomic.StoreUint64(n.self.u64(off+8), base)
+	atomic.StoreUint64(n.self.u64(off+16), uint64(len(b)))
+	table := uint64(uintptr(unsafe.Pointer(&r.pages[0])))
+	if r.at2 >= 0 {
+		table = uint64(r.at2)
+	}
+	atomic.StoreUint64(n.self.u64(off+24), table)
+	n.regs[idx].Store(r)
+	atomic.StoreUint32(n.self.u32(off), 1)
+	return r.h, nil
+}
+
+// DeregisterMem releases region h. No posted descriptor may still name it.
+func (n *NIC) DeregisterMem(h MemHandle) error {
+	r := n.region(h)
+	if r == nil {
+		return fmt.Errorf("via: DeregisterMem: %d is not a registered region", h)
+	}
+	n.regMu.Lock()
+	defer n.regMu.Unlock()
+	idx := int(h) - 1
+	atomic.StoreUint32(n.self.u32(n.lay.regions+uint32(idx)*regionSize), 0)
+	n.regs[idx].Store(nil)
+	if n.o.AT == AT3 {
+		for i := range r.pages {
+			n.self.cacheInvalidate((r.first >> 12) + uint64(i))
+		}
+	}
+	if r.at2 >= 0 {
+		n.at2Release(span{r.at2, len(r.pages)})
+	}
+	n.freeReg = append(n.freeReg, idx)
+	return nil
+}
+
+func (n *NIC) region(h MemHandle) *region {
+	if h == 0 || int(h) > len(n.regs) {
+		return nil
+	}
+	return n.regs[h-1].Load()
+}
+
+func (n *NIC) at2Alloc(np int) int {
+	for i, s := range n.at2Free {
+		if s.n >= np {
+			n.at2Free[i] = span{s.at + np, s.n - np}
+			return s.at
+		}
+	}
+	return -1
+}
+
+func (n *NIC) at2Release(s span) {
+	n.at2Free = append(n.at2Free, s)
+	// merge neighbours
+	for changed := true; changed; {
+		changed = false
+		for i := range n.at2Free {
+			for j := range n.at2Free {
+				a, b := n.at2Free[i], n.at2Free[j]
+				if i != j && a.at+a.n == b.at && b.n > 0 {
+					n.at2Free[i] = span{a.at, a.n + b.n}
+					n.at2Free = append(n.at2Free[:j], n.at2Free[j+1:]...)
+					changed = true
+					break
+				}
+			}
+			if changed {
+				break
+			}
+		}
+	}
+}
+
+// checkSeg verifies that a data segment lies inside a registered region of
+// this NIC: a descriptor may name registered memory only.
+func (n *NIC) checkSeg(op string, k int, s DataSegment) (*region, error) {
+	r := n.region(s.Handle)
+	if r == nil {
+		return nil, fmt.Errorf("via: %s: data segment %d (addr %#x, %d bytes) names memory handle %d, which is not a registered region of this NIC", op, k, s.Addr, s.Len, s.Handle)
+	}
+	if s.Len > 0 && (s.Addr < r.base || s.Addr+uint64(s.Len) > r.base+uint64(len(r.mem))) {
+		return nil, fmt.Errorf("via: %s: data segment %d (addr %#x, %d bytes) is not inside registered region %d [%#x, %#x)", op, k, s.Addr, s.Len, s.Handle, r.base, r.base+uint64(len(r.mem)))
+	}
+	return r, nil
+}
+
+// hostTranslate is AT1: the host translates a segment page by page from the
+// region's own table (in the kernel: the caller pays one crossing per post).
+func hostTranslate(r *region, s DataSegment, out []DataSegment) []DataSegment {
+	start := len(out)
+	addr, left := s.Addr, uint64(s.Len)
+	for left > 0 {
+		pg := (addr - r.first) / pageSize
+		in := addr & (pageSize - 1)
+		k := min(left, pageSize-in)
+		phys := r.pages[pg] + in
+		if m := len(out) - 1; m >= start && out[m].Addr+uint64(out[m].Len) == phys && uint64(out[m].Len)+k < 1<<31 {
+			out[m].Len += uint32(k)
+		} else {
+			out = append(out, DataSegment{Addr: phys, Len: uint32(k), Handle: s.Handle})
+		}
+		addr += k
+		left -= k
+	}
+	return out
+}
+
+// regionEntry reads region h of a NIC from its segment (NIC memory).
+func (v *view) regionEntry(h MemHandle) (np uint32, base, length, table uint64, ok bool) {
+	if h == 0 || uint32(h) > v.lay.maxRegions {
+		return 0, 0, 0, 0, false
+	}
+	off := v.lay.regions + uint32(h-1)*regionSize
+	if atomic.LoadUint32(v.u32(off)) == 0 {
+		return 0, 0, 0, 0, false
+	}
+	return atomic.LoadUint32(v.u32(off + 4)), atomic.LoadUint64(v.u64(off + 8)), atomic.LoadUint64(v.u64(off + 16)), atomic.LoadUint64(v.u64(off + 24)), true
+}
+
+// cache entry access (AT3): a seqlock per entry, since several engines
+// (this process's and its peers') translate through one NIC's cache.
+func (v *view) cacheLookup(vpn uint64) (uint64, bool) {
+	e := v.lay.at3 + uint32(vpn%uint64(v.lay.tlbSize))*cacheEntry
+	s1 := atomic.LoadUint64(v.u64(e))
+	if s1&1 != 0 {
+		return 0, false
+	}
+	tag, frame := atomic.LoadUint64(v.u64(e+8)), atomic.LoadUint64(v.u64(e+16))
+	if atomic.LoadUint64(v.u64(e)) != s1 || tag != vpn+1 {
+		return 0, false
+	}
+	return frame, true
+}
+
+func (v *view) cacheFill(vpn, frame uint64) {
+	e := v.lay.at3 + uint32(vpn%uint64(v.lay.tlbSize))*cacheEntry
+	s := atomic.LoadUint64(v.u64(e))
+	if s&1 != 0 || !atomic.CompareAndSwapUint64(v.u64(e), s, s+1) {
+		return // another engine is filling it
+	}
+	atomic.StoreUint64(v.u64(e+8), vpn+1)
+	atomic.StoreUint64(v.u64(e+16), frame)
+	atomic.StoreUint64(v.u64(e), s+2)
+}
+
+func (v *view) cacheInvalidate(vpn uint64) {
+	e := v.lay.at3 + uint32(vpn%uint64(v.lay.tlbSize))*cacheEntry
+	for {
+		s := atomic.LoadUint64(v.u64(e))
+		if s&1 != 0 {
+			runtime.Gosched()
+			continue
+		}
+		if atomic.LoadUint64(v.u64(e+8)) != vpn+1 {
+			return
+		}
+		if atomic.CompareAndSwapUint64(v.u64(e), s, s+1) {
+			atomic.StoreUint64(v.u64(e+8), 0)
+			atomic.StoreUint64(v.u64(e), s+2)
+			return
+		}
+	}
+}
+
+// nicTranslate is the NIC translating (h, addr, n) of NIC v's registered
+// memory into physical segments: AT2 from the table in v's NIC memory, AT3
+// through v's translation cache (a miss reads the page's entry of v's host
+// table by DMA), AT1 (only for RDMA targets, which the initiator's host
+// cannot translate) from v's host table, the range's entries in one DMA.
+func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([]shm.RemoteSeg, error) {
+	np, base, length, table, ok := v.regionEntry(h)
+	if !ok {
+		return out, fmt.Errorf("memory handle %d is not registered at the peer", h)
+	}
+	if n > 0 && (addr < base || addr+n > base+length) {
+		return out, fmt.Errorf("[%#x, %#x) is outside registered region %d [%#x, %#x)", addr, addr+n, h, base, base+length)
+	}
+	first := base &^ (pageSize - 1)
+	start := len(out)
+	var host []uint64 // AT1: the range's host table entries, read in one DMA
+	if v.o.AT == AT1 && n > 0 {
+		p0, p1 := (addr-first)/pageSize, (addr+n-1-first)/pageSize
+		if p1 >= uint64(np) {
+			return out, fmt.Errorf("page %d outside region %d", p1, h)
+		}
+		host = make([]uint64, p1-p0+1)
+		if err := shm.RemoteRead(v.pid, uintptr(table+p0*8), [][]byte{unsafe.Slice((*byte)(unsafe.Pointer(&host[0])), len(host)*8)}); err != nil {
+			return out, err
+		}
+		host = host[:len(host):len(host)]
+		table = p0 // index base for host below
+	}
+	for n > 0 {
+		pg := (addr - first) / pageSize
+		if pg >= uint64(np) {
+			return out, fmt.Errorf("page %d outside region %d", pg, h)
+		}
+		in := addr & (pageSize - 1)
+		k := min(n, pageSize-in)
+		var frame uint64
+		switch v.o.AT {
+		case AT2:
+			frame = atomic.LoadUint64(v.u64(v.lay.at2 + uint32(table+pg)*8))
+		case AT3:
+			vpn := (first >> 12) + pg
+			f, hit := v.cacheLookup(vpn)
+			if hit {
+				atomic.AddUint64(v.u64(offTLBHits), 1)
+			} else {
+				atomic.AddUint64(v.u64(offTLBMisses), 1)
+				var e [8]byte
+				if err := shm.RemoteRead(v.pid, uintptr(table+pg*8), [][]byte{e[:]}); err != nil {
+					return out, err
+				}
+				f = *(*uint64)(unsafe.Pointer(&e[0]))
+				v.cacheFill(vpn, f)
+			}
+			frame = f
+		default:
+			frame = host[pg-table]
+		}
+		phys := frame + in
+		if m := len(out) - 1; m >= start && out[m].Addr+out[m].Len == phys {
+			out[m].Len += k
+		} else {
+			out = append(out, shm.RemoteSeg{Addr: phys, Len: k})
+		}
+		addr += k
+		n -= k
+	}
+	return out, nil
+}
+
+// translateSegs turns a descriptor's segments into physical segments of
+// NIC v: already translated by the host (AT1), or by the NIC now.
+func (v *view) translateSegs(segs []DataSegment, out []shm.RemoteSeg) ([]shm.RemoteSeg, error) {
+	for _, s := range segs {
+		if s.Len == 0 {
+			continue
+		}
+		if v.o.AT == AT1 {
+			out = append(out, shm.RemoteSeg{Addr: s.Addr, Len: uint64(s.Len)})
+			continue
+		}
+		var err error
+		if out, err = v.nicTranslate(s.Handle, s.Addr, uint64(s.Len), out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// localPieces maps the engine's own physical segments to memory it can
+// copy from or into. The physical address of a page is its virtual address
+// in this process (see doc.go), so the region's slice gives the bytes.
+func (n *NIC) localPieces(segs []DataSegment, phys []shm.RemoteSeg, out [][]byte) ([][]byte, error) {
+	// phys came from segs in order; walk both to find each piece's region.
+	si, used := 0, uint64(0)
+	for _, p := range phys {
+		for si < len(segs) && uint64(segs[si].Len) == used {
+			si, used = si+1, 0
+		}
+		if si == len(segs) {
+			return out, errors.New("translation produced more bytes than the segments hold")
+		}
+		r := n.region(segs[si].Handle)
+		if r == nil || p.Addr < r.base || p.Addr+p.Len > r.base+uint64(len(r.mem)) {
+			return out, fmt.Errorf("physical segment [%#x, +%d) is outside region %d", p.Addr, p.Len, segs[si].Handle)
+		}
+		off := p.Addr - r.base
+		out = append(out, r.mem[off:off+p.Len])
+		used += p.Len
+	}
+	return out, nil
+}

@@ -1,0 +1,1001 @@
+package via
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/adimpi/adimpi/internal/shm"
+	"golang.org/x/sys/unix"
+)
+
+// ErrQueueFull is returned by a post when the work queue has no room.
+var ErrQueueFull = errors.New("via: work queue full")
+
+// ErrTimeout is returned by the Wait calls when the timeout passes.
+var ErrTimeout = errors.New("via: wait timed out")
+
+// VI is a virtual interface: a send queue and a receive queue, connected to
+// one VI of a peer NIC (or of this one).
+type VI struct {
+	nic *NIC
+	id  int
+
+	mu         sync.Mutex // the application side: posting and completion lists
+	sendPosted []*Descriptor
+	recvPosted []*Descriptor
+	sendCQ     *CQ
+	recvCQ     *CQ
+
+	// D1 doorbell queue: written by the application, read by the engine.
+	sq     []sendEntry
+	sqTail atomic.Uint64
+	sqHead uint64 // engine only
+
+	peer   *view // connected peer NIC
+	peerVI int
+	conn   atomic.Bool
+
+	pend []sendEntry // engine only: D2 entries dispatched to this VI
+}
+
+// sendEntry is a posted send-queue descriptor as the NIC holds it: with
+// desccache=on a copy of what the NIC needs (written at post time, as a host
+// would write it into NIC memory), with desccache=off only the descriptor's
+// address.
+type sendEntry struct {
+	d      *Descriptor
+	vi     *VI // D2: the VI handle that travels with the descriptor
+	cached bool
+	ctl    uint32
+	imm    uint32
+	rh     MemHandle
+	raddr  uint64
+	segs   []DataSegment
+}
+
+// CQ is a completion queue: it merges the completions of the work queues
+// associated with it.
+type CQ struct {
+	nic  *NIC
+	id   int
+	head uint64 // CQ1: consumer position (application only)
+	mu   sync.Mutex
+	wqs  []wq // CQ2: the queues to poll
+	next int
+}
+
+type wq struct {
+	vi   *VI
+	recv bool
+}
+
+// CreateCQ makes a completion queue.
+func (n *NIC) CreateCQ() (*CQ, error) {
+	n.viMu.Lock()
+	defer n.viMu.Unlock()
+	if len(n.cqs) >= n.o.MaxCQs {
+		return nil, fmt.Errorf("via: CreateCQ: all %d completion queues are in use", n.o.MaxCQs)
+	}
+	cq := &CQ{nic: n, id: len(n.cqs)}
+	n.cqs = append(n.cqs, cq)
+	return cq, nil
+}
+
+// CreateVI makes a VI whose send and receive queues report to sendCQ and
+// recvCQ (either may be nil: completions are then found with SendDone and
+// RecvDone only).
+func (n *NIC) CreateVI(sendCQ, recvCQ *CQ) (*VI, error) {
+	n.viMu.Lock()
+	defer n.viMu.Unlock()
+	if len(n.vis) >= n.o.MaxVIs {
+		return nil, fmt.Errorf("via: CreateVI: all %d VIs are in use", n.o.MaxVIs)
+	}
+	vi := &VI{nic: n, id: len(n.vis), sendCQ: sendCQ, recvCQ: recvCQ}
+	if n.o.Doorbell == D1 {
+		vi.sq = make([]sendEntry, n.o.SendQueue)
+	}
+	n.vis = append(n.vis, vi)
+	off := n.self.viOff(vi.id)
+	if recvCQ != nil {
+		atomic.StoreUint32(n.self.u32(off+20), uint32(recvCQ.id+1))
+		recvCQ.mu.Lock()
+		recvCQ.wqs = append(recvCQ.wqs, wq{vi, true})
+		recvCQ.mu.Unlock()
+	}
+	if sendCQ != nil {
+		sendCQ.mu.Lock()
+		sendCQ.wqs = append(sendCQ.wqs, wq{vi, false})
+		sendCQ.mu.Unlock()
+	}
+	return vi, nil
+}
+
+// ID is the VI's number on its NIC, which a peer passes to Connect.
+func (vi *VI) ID() int { return vi.id }
+
+// NIC is the VI's NIC.
+func (vi *VI) NIC() *NIC { return vi.nic }
+
+// importView finds or maps the NIC at addr.
+func (n *NIC) importView(addr string) (*view, error) {
+	var pid, fd int
+	var key uint64
+	var probe uintptr
+	if _, err := fmt.Sscanf(strings.TrimSpace(addr), "%d:%d:%x:%x", &pid, &fd, &key, &probe); err != nil {
+		return nil, fmt.Errorf("via: NIC address %q: %v", addr, err)
+	}
+	n.viewMu.Lock()
+	defer n.viewMu.Unlock()
+	if v := n.views[pid]; v != nil {
+		return v, nil
+	}
+	seg, err := shm.Import(pid, fd, key)
+	if err != nil {
+		return nil, fmt.Errorf("via: NIC %s: %w", addr, err)
+	}
+	if !shm.CanRemoteWrite(pid, probe) {
+		seg.Close()
+		return nil, fmt.Errorf("via: NIC %s: process_vm_writev into pid %d is not permitted (the NIC needs it to move data)", addr, pid)
+	}
+	v := &view{pid: pid, seg: seg}
+	copy(v.lay.words(), (*[16]uint32)(unsafe.Pointer(&seg.Mem[offLayout]))[:])
+	if w := atomic.LoadUint64(seg.Uint64(offDesign)); w != n.o.designWord() {
+		seg.Close()
+		return nil, fmt.Errorf("via: NIC %s uses different design options than this NIC (%s); every NIC of a job must agree", addr, n.o)
+	}
+	v.o = n.o
+	v.o.TLBSize = int(v.lay.tlbSize)
+	n.views[pid] = v
+	return v, nil
+}
+
+// Connect connects vi to VI peerVI of the NIC at peerAddr (its Address).
+// Both sides call Connect, each naming the other; a VI may be connected to
+// a VI of the same NIC (loopback).
+func (vi *VI) Connect(peerAddr string, peerVI int) error {
+	if vi.conn.Load() {
+		return errors.New("via: Connect: the VI is already connected")
+	}
+	v, err := vi.nic.importView(peerAddr)
+	if err != nil {
+		return err
+	}
+	if peerVI < 0 || uint32(peerVI) >= v.lay.maxVIs {
+		return fmt.Errorf("via: Connect: VI %d does not exist at %s", peerVI, peerAddr)
+	}
+	vi.peer, vi.peerVI = v, peerVI
+	vi.conn.Store(true)
+	n := vi.nic
+	n.viMu.Lock()
+	act := append(append([]*VI(nil), *n.active.Load()...), vi)
+	n.active.Store(&act)
+	n.viMu.Unlock()
+	return nil
+}
+
+// prepare checks a descriptor's data segments against the registered
+// memory and, under AT1, translates them in the kernel.
+func (vi *VI) prepare(op string, d *Descriptor) error {
+	n := vi.nic
+	regs := make([]*region, len(d.DS))
+	for k, s := range d.DS {
+		r, err := n.checkSeg(op, k, s)
+		if err != nil {
+			return err
+		}
+		regs[k] = r
+	}
+	d.phys = d.phys[:0]
+	if n.o.AT == AT1 {
+		n.kernelCrossing()
+		for k, s := range d.DS {
+			d.phys = hostTranslate(regs[k], s, d.phys)
+		}
+	}
+	return nil
+}
+
+// nicSegs are the segments the NIC works from: the host's translation
+// (AT1) or the virtual ones.
+func (d *Descriptor) nicSegs(at Translation) []DataSegment {
+	if at == AT1 {
+		return d.phys
+	}
+	return d.DS
+}
+
+// PostSend posts d on the send queue and rings the doorbell. d's operation
+// is OpSend, OpRDMAWrite or OpRDMARead; every data segment must lie in
+// registered memory of this NIC.
+func (vi *VI) PostSend(d *Descriptor) error {
+	n := vi.nic
+	t0 := time.Now()
+	switch d.Op() {
+	case OpSend:
+	case OpRDMAWrite, OpRDMARead:
+		if d.RemoteHandle == 0 {
+			return errors.New("via: PostSend: an RDMA descriptor needs an address segment (RemoteHandle, RemoteAddr)")
+		}
+	default:
+		return fmt.Errorf("via: PostSend: operation %d is not a send, RDMA write or RDMA read", d.Op())
+	}
+	if !vi.conn.Load() {
+		return errors.New("via: PostSend: the VI is not connected")
+	}
+	if err := vi.prepare("PostSend", d); err != nil {
+		return err
+	}
+	total := uint64(0)
+	for _, s := range d.DS {
+		total += uint64(s.Len)
+	}
+	if total >= 1<<32 {
+		return fmt.Errorf("via: PostSend: %d bytes exceed a descriptor's 32-bit length", total)
+	}
+	d.Length = uint32(total)
+	atomic.StoreUint32(&d.Status, 0)
+	e := sendEntry{d: d, vi: vi}
+	if n.o.DescCache {
+		e.cached, e.ctl, e.imm, e.rh, e.raddr = true, d.Control, d.Imm, d.RemoteHandle, d.RemoteAddr
+		e.segs = append([]DataSegment(nil), d.nicSegs(n.o.AT)...)
+	}
+	vi.mu.Lock()
+	if len(vi.sendPosted) >= n.o.SendQueue {
+		vi.mu.Unlock()
+		return ErrQueueFull
+	}
+	vi.sendPosted = append(vi.sendPosted, d)
+	if n.o.Doorbell == D1 {
+		t := vi.sqTail.Load()
+		vi.sq[t%uint64(len(vi.sq))] = e
+		vi.sqTail.Store(t + 1)
+		vi.mu.Unlock()
+	} else {
+		vi.mu.Unlock()
+		// D2: through the kernel into the one central queue.
+		n.kernelCrossing()
+		n.central.mu.Lock()
+		n.central.q = append(n.central.q, e)
+		n.central.mu.Unlock()
+	}
+	n.cnt.posts.Add(1)
+	n.cnt.postNs.Add(int64(time.Since(t0))) // the doorbell's wake-up is not the post's work
+	n.self.ringNIC()
+	return nil
+}
+
+// PostRecv posts d on the receive queue. Its data segments are the
+// scatter list the next arriving message fills.
+func (vi *VI) PostRecv(d *Descriptor) error {
+	n := vi.nic
+	t0 := time.Now()
+	n.cnt.recvPosts.Add(1)
+	d.Control = d.Control&^0xff | OpRecv
+	if err := vi.prepare("PostRecv", d); err != nil {
+		return err
+	}
+	atomic.StoreUint32(&d.Status, 0)
+	d.Length = 0
+	segs := d.nicSegs(n.o.AT)
+	vi.mu.Lock()
+	if len(vi.recvPosted) >= n.o.RecvQueue {
+		vi.mu.Unlock()
+		return ErrQueueFull
+	}
+	off := n.self.viOff(vi.id)
+	t := atomic.LoadUint64(n.self.u64(off + 8))
+	s := off + viHdrSize + uint32(t%uint64(n.lay.rqLen))*slotSize
+	*n.self.u64(s) = uint64(uintptr(unsafe.Pointer(d)))
+	*n.self.u32(s + 8) = uint32(len(segs))
+	cached := uint32(0)
+	if n.o.DescCache && len(segs) <= slotSegs {
+		cached = 1
+		for k, sg := range segs {
+			*(*DataSegment)(unsafe.Pointer(&n.seg.Mem[s+16+uint32(k)*16])) = sg
+		}
+	}
+	*n.self.u32(s + 12) = cached
+	vi.recvPosted = append(vi.recvPosted, d)
+	atomic.StoreUint64(n.self.u64(off+8), t+1)
+	vi.mu.Unlock()
+	n.cnt.postNs.Add(int64(time.Since(t0)))
+	// A peer NIC that found no receive descriptor waits for this one.
+	if atomic.LoadUint32(n.self.u32(off+16)) != 0 && atomic.SwapUint32(n.self.u32(off+16), 0) != 0 && vi.peer != nil {
+		vi.peer.ringNIC()
+	}
+	return nil
+}
+
+// SendDone returns the oldest send descriptor if the NIC has completed it
+// (VipSendDone), or nil.
+func (vi *VI) SendDone() *Descriptor {
+	vi.mu.Lock()
+	defer vi.mu.Unlock()
+	if len(vi.sendPosted) == 0 || !vi.sendPosted[0].Done() {
+		return nil
+	}
+	d := vi.sendPosted[0]
+	vi.sendPosted[0] = nil
+	vi.sendPosted = vi.sendPosted[1:]
+	return d
+}
+
+// RecvDone returns the oldest receive descriptor if a message has filled
+// it (VipRecvDone), or nil.
+func (vi *VI) RecvDone() *Descriptor {
+	vi.mu.Lock()
+	defer vi.mu.Unlock()
+	if len(vi.recvPosted) == 0 || !vi.recvPosted[0].Done() {
+		return nil
+	}
+	d := vi.recvPosted[0]
+	vi.recvPosted[0] = nil
+	vi.recvPosted = vi.recvPosted[1:]
+	return d
+}
+
+// Pending reports how many send and receive descriptors are posted and not
+// yet taken back with SendDone/RecvDone.
+func (vi *VI) Pending() (sends, recvs int) {
+	vi.mu.Lock()
+	defer vi.mu.Unlock()
+	return len(vi.sendPosted), len(vi.recvPosted)
+}
+
+func (vi *VI) headDone(recv bool) bool {
+	vi.mu.Lock()
+	defer vi.mu.Unlock()
+	q := vi.sendPosted
+	if recv {
+		q = vi.recvPosted
+	}
+	return len(q) > 0 && q[0].Done()
+}
+
+// SendWait blocks until the oldest send descriptor completes
+// (VipSendWait): it polls briefly, then sleeps on the NIC's completion
+// futex. timeout 0 waits for ever.
+func (vi *VI) SendWait(timeout time.Duration) (*Descriptor, error) {
+	var d *Descriptor
+	err := vi.nic.wait(timeout, func() bool { d = vi.SendDone(); return d != nil })
+	return d, err
+}
+
+// RecvWait blocks until a message fills the oldest receive descriptor
+// (VipRecvWait).
+func (vi *VI) RecvWait(timeout time.Duration) (*Descriptor, error) {
+	var d *Descriptor
+	err := vi.nic.wait(timeout, func() bool { d = vi.RecvDone(); return d != nil })
+	return d, err
+}
+
+// Done reports a work queue of the CQ with a completed descriptor
+// (VipCQDone): the VI and whether it is its receive queue. Take the
+// descriptor with SendDone/RecvDone. A work queue associated with a CQ
+// should have its completions found through the CQ: under CQ1 every
+// completion leaves an entry there until Done takes it. Under CQ1 the NIC appended an entry
+// per completion; under CQ2 Done polls every associated queue's head.
+func (cq *CQ) Done() (vi *VI, recv bool, ok bool) {
+	n := cq.nic
+	t0 := time.Now()
+	defer func() { n.cnt.cqNs.Add(int64(time.Since(t0))); n.cnt.cqCalls.Add(1) }()
+	if n.o.CQ == CQ1 {
+		off := n.self.cqOff(cq.id)
+		e := n.self.u64(off + cqHdrSize + uint32(cq.head%uint64(n.lay.cqLen))*8)
+		v := atomic.LoadUint64(e)
+		if v == 0 {
+			return nil, false, false
+		}
+		atomic.StoreUint64(e, 0)
+		cq.head++
+		atomic.StoreUint64(n.self.u64(off+8), cq.head)
+		v--
+		n.viMu.Lock()
+		vi = n.vis[v>>1]
+		n.viMu.Unlock()
+		return vi, v&1 != 0, true
+	}
+	cq.mu.Lock()
+	wqs := cq.wqs
+	start := cq.next
+	cq.mu.Unlock()
+	for k := range wqs {
+		i := (start + k) % len(wqs)
+		if wqs[i].vi.headDone(wqs[i].recv) {
+			cq.mu.Lock()
+			cq.next = i + 1
+			cq.mu.Unlock()
+			return wqs[i].vi, wqs[i].recv, true
+		}
+	}
+	return nil, false, false
+}
+
+// Wait blocks until Done has something to report (VipCQWait).
+func (cq *CQ) Wait(timeout time.Duration) (vi *VI, recv bool, err error) {
+	err = cq.nic.wait(timeout, func() bool {
+		var ok bool
+		vi, recv, ok = cq.Done()
+		return ok
+	})
+	return vi, recv, err
+}
+
+// cqAppend is CQ1: the NIC writes an entry into CQ id of NIC v.
+func (v *view) cqAppend(id uint32, vi int, recv bool) {
+	off := v.cqOff(int(id - 1))
+	t := atomic.AddUint64(v.u64(off), 1) - 1
+	val := uint64(vi)<<1 + 1
+	if recv {
+		val++
+	}
+	atomic.StoreUint64(v.u64(off+cqHdrSize+uint32(t%uint64(v.lay.cqLen))*8), val)
+}
+
+// Seq is the NIC's completion sequence word: it moves whenever a NIC
+// completes a descriptor of this process.
+func (n *NIC) Seq() uint32 { return atomic.LoadUint32(n.self.u32(offAppBell)) }
+
+// Sleep blocks until Seq differs from seq or timeout passes.
+func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
+	sl := n.self.u32(offAppSleep)
+	atomic.AddUint32(sl, 1)
+	_ = shm.FutexWait(n.self.u32(offAppBell), seq, timeout)
+	atomic.AddUint32(sl, ^uint32(0))
+}
+
+// Wake makes every Sleep of this NIC return.
+func (n *NIC) Wake() { n.self.ringApp() }
+
+// wait polls cond briefly and then sleeps on the completion futex.
+func (n *NIC) wait(timeout time.Duration, cond func() bool) error {
+	start := time.Now()
+	for i := 0; ; i++ {
+		seq := n.Seq()
+		if cond() {
+			return nil
+		}
+		if n.closed.Load() {
+			return errors.New("via: the NIC is closed")
+		}
+		left := time.Duration(0)
+		if timeout > 0 {
+			if left = timeout - time.Since(start); left <= 0 {
+				return ErrTimeout
+			}
+		}
+		if i < 64 {
+			n.Yield()
+			continue
+		}
+		if left == 0 || left > 100*time.Millisecond {
+			left = 100 * time.Millisecond
+		}
+		n.Sleep(seq, left)
+	}
+}
+
+// Busy reports whether the engine has posted send descriptors it has not
+// executed yet.
+func (n *NIC) Busy() bool { return n.cnt.executed.Load() < n.cnt.posts.Load() }
+
+// Yield gives the CPU away for a moment while waiting: to the engine if it
+// has work (it is another thread, which may need this very core), else to
+// other goroutines.
+func (n *NIC) Yield() {
+	if n.Busy() {
+		syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		return
+	}
+	runtime.Gosched()
+}
+
+// ---------------------------------------------------------------------------
+// The engine: what the NIC firmware does.
+
+func (n *NIC) engine() {
+	defer close(n.done)
+	bell, sleep := n.self.u32(offNICBell), n.self.u32(offNICSleep)
+	var byVI map[*VI]bool
+	if n.o.Doorbell == D2 {
+		byVI = map[*VI]bool{}
+	}
+	var d2 []*VI // D2: VIs with dispatched entries, in order of first arrival
+	var idleSince time.Time
+	idle := 0
+	for !n.closed.Load() {
+		seq := atomic.LoadUint32(bell)
+		did, stalled := false, false
+		if n.o.Doorbell == D1 {
+			// Poll the doorbell queue of every active VI.
+			for _, vi := range *n.active.Load() {
+				n.cnt.polls.Add(1)
+				w, s := n.runD1(vi)
+				did, stalled = did || w, stalled || s
+			}
+		} else {
+			n.central.mu.Lock()
+			q := n.central.q
+			n.central.q = nil
+			n.central.mu.Unlock()
+			n.cnt.polls.Add(1)
+			for _, e := range q {
+				vi := e.vi
+				vi.pend = append(vi.pend, e)
+				if !byVI[vi] {
+					byVI[vi] = true
+					d2 = append(d2, vi)
+				}
+			}
+			keep := d2[:0]
+			for _, vi := range d2 {
+				w, s := n.runD2(vi)
+				did, stalled = did || w, stalled || s
+				if len(vi.pend) > 0 {
+					keep = append(keep, vi)
+				} else {
+					delete(byVI, vi)
+				}
+			}
+			clear(d2[len(keep):])
+			d2 = keep
+		}
+		if did {
+			idle = 0
+			continue
+		}
+		if idle == 0 {
+			idleSince = time.Now()
+		}
+		if idle++; idle < 4 || time.Since(idleSince) < n.o.Spin {
+			runtime.Gosched()
+			continue
+		}
+		// Sleep until a doorbell rings (or, with a stalled send, a while).
+		atomic.StoreUint32(sleep, 1)
+		if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
+			n.cnt.sleeps.Add(1)
+			t := time.Duration(0)
+			if stalled {
+				t = 20 * time.Millisecond
+			}
+			_ = shm.FutexWait(bell, seq, t)
+		}
+		atomic.StoreUint32(sleep, 0)
+		idle = 0
+	}
+}
+
+func (n *NIC) runD1(vi *VI) (did, stalled bool) {
+	defer n.flush()
+	for vi.sqHead != vi.sqTail.Load() {
+		e := &vi.sq[vi.sqHead%uint64(len(vi.sq))]
+		if !n.execute(vi, e) {
+			return did, true
+		}
+		// The slot is not cleared: once the descriptor is complete the
+		// application may already be reusing it.
+		vi.sqHead++
+		did = true
+	}
+	return did, false
+}
+
+func (n *NIC) runD2(vi *VI) (did, stalled bool) {
+	defer n.flush()
+	for len(vi.pend) > 0 {
+		if !n.execute(vi, &vi.pend[0]) {
+			return did, true
+		}
+		vi.pend[0] = sendEntry{}
+		vi.pend = vi.pend[1:]
+		did = true
+	}
+	return did, false
+}
+
+// fetch reads a descriptor from host memory by DMA (process_vm_readv): the
+// control and address segments, then its segment list.
+func fetch(pid int, addr uint64, at Translation) (descHdr, []DataSegment, error) {
+	var h descHdr
+	if err := shm.RemoteRead(pid, uintptr(addr), [][]byte{unsafe.Slice((*byte)(unsafe.Pointer(&h)), unsafe.Sizeof(h))}); err != nil {
+		return h, nil, err
+	}
+	p, l := h.dsPtr, h.dsLen
+	if at == AT1 {
+		p, l = h.physPtr, h.physLen
+	}
+	if l < 0 || l > 1<<20 {
+		return h, nil, fmt.Errorf("descriptor at %#x has %d segments", addr, l)
+	}
+	segs := make([]DataSegment, l)
+	if l > 0 {
+		if err := shm.RemoteRead(pid, p, [][]byte{unsafe.Slice((*byte)(unsafe.Pointer(&segs[0])), l*int(unsafe.Sizeof(segs[0])))}); err != nil {
+			return h, nil, err
+		}
+	}
+	return h, segs, nil
+}
+
+// execute performs one send-queue descriptor. It reports false when the
+// descriptor needs a receive descriptor the peer has not posted yet.
+func (n *NIC) execute(vi *VI, e *sendEntry) bool {
+	t0 := time.Now()
+	defer func() {
+		n.cnt.execNs.Add(int64(time.Since(t0)))
+		n.wakeAll()
+	}()
+	if !e.cached {
+		h, segs, err := fetch(n.self.pid, uint64(uintptr(unsafe.Pointer(e.d))), n.o.AT)
+		n.cnt.fetches.Add(1)
+		if err != nil {
+			n.flush()
+			n.complete(vi, e.d, 0, StatusDone|StatusProtectionError)
+			return true
+		}
+		e.cached, e.ctl, e.imm, e.rh, e.raddr, e.segs = true, h.Control, h.Imm, h.RemoteHandle, h.RemoteAddr, segs
+	}
+	op := e.ctl & 0xff
+	if op != OpSend || n.batch.vi != vi {
+		n.flush() // whatever is not batched with them goes after them
+	}
+	phys, err := n.self.translateSegs(e.segs, n.physBuf[:0])
+	n.physBuf = phys
+	var local [][]byte
+	if err == nil {
+		local, err = n.localPieces(e.segs, phys, n.localBuf[:0])
+		n.localBuf = local
+	}
+	defer clear(n.localBuf) // no references to user memory stay behind
+	if err != nil {
+		n.flush()
+		n.complete(vi, e.d, 0, StatusDone|StatusProtectionError)
+		return true
+	}
+	total := uint64(0)
+	for _, p := range local {
+		total += uint64(len(p))
+	}
+	p := vi.peer
+	pvi := p.viOff(vi.peerVI)
+	needRecv := op == OpSend || (op == OpRDMAWrite && e.ctl&FlagImmediate != 0)
+	var rdesc uint64
+	var rsegs []DataSegment
+	if needRecv {
+		head := atomic.LoadUint64(p.u64(pvi))
+		if n.batch.vi == vi {
+			head += uint64(len(n.batch.recs)) // taken by the batch already
+		}
+		if head == atomic.LoadUint64(p.u64(pvi+8)) {
+			atomic.StoreUint32(p.u32(pvi+16), 1)
+			if head == atomic.LoadUint64(p.u64(pvi+8)) {
+				if !shm.Alive(p.pid) {
+					n.flush()
+					n.complete(vi, e.d, 0, StatusDone|StatusTransportError)
+					return true
+				}
+				n.cnt.stalls.Add(1)
+				return false
+			}
+		}
+		s := pvi + viHdrSize + uint32(head%uint64(p.lay.rqLen))*slotSize
+		rdesc = atomic.LoadUint64(p.u64(s))
+		if *p.u32(s + 12) != 0 {
+			ns := *p.u32(s + 8)
+			rsegs = make([]DataSegment, ns)
+			for k := range rsegs {
+				rsegs[k] = *(*DataSegment)(unsafe.Pointer(&p.seg.Mem[s+16+uint32(k)*16]))
+			}
+		} else {
+			_, segs, err := fetch(p.pid, rdesc, p.o.AT)
+			n.cnt.fetches.Add(1)
+			if err != nil {
+				n.flush()
+				n.complete(vi, e.d, 0, StatusDone|StatusTransportError)
+				return true
+			}
+			rsegs = segs
+		}
+	}
+	var remote []shm.RemoteSeg
+	st := StatusDone
+	switch op {
+	case OpSend:
+		remote, err = p.translateSegs(rsegs, n.remoteBuf[:0])
+		n.remoteBuf = remote
+		if err != nil {
+			st |= StatusProtectionError
+		}
+	case OpRDMAWrite, OpRDMARead:
+		remote, err = p.nicTranslate(e.rh, e.raddr, total, n.remoteBuf[:0])
+		n.remoteBuf = remote
+		if err != nil {
+			st |= StatusProtectionError
+		}
+	}
+	rlen := uint64(0)
+	for _, r := range remote {
+		rlen += r.Len
+	}
+	if op == OpSend && st == StatusDone && total > rlen {
+		st |= StatusLengthError
+	}
+	if op == OpSend && st == StatusDone {
+		remote = trim(remote, total)
+		if n.batchAdd(vi, e, local, remote, rdesc, total) {
+			return true
+		}
+	}
+	n.flush()
+	// Move the data, then (for a consumed receive descriptor) its length,
+	// immediate data and status, in one remote write: the status lands last.
+	var lenImm [8]byte
+	var rst [4]byte
+	if st == StatusDone {
+		switch op {
+		case OpRDMARead:
+			err = readRemote(p.pid, remote, local)
+			n.cnt.rdmaR.Add(1)
+		default:
+			remote = trim(remote, total)
+			if op == OpRDMAWrite {
+				n.cnt.rdmaW.Add(1)
+			} else {
+				n.cnt.sends.Add(1)
+			}
+			if needRecv {
+				*(*uint32)(unsafe.Pointer(&lenImm[0])) = uint32(total)
+				*(*uint32)(unsafe.Pointer(&lenImm[4])) = e.imm
+				*(*uint32)(unsafe.Pointer(&rst[0])) = StatusDone
+				local = append(local, lenImm[:], rst[:])
+				remote = append(remote, shm.RemoteSeg{Addr: rdesc + offDescLength, Len: 8}, shm.RemoteSeg{Addr: rdesc + offDescStatus, Len: 4})
+			}
+			err = n.scatter(p.pid, local, remote)
+		}
+		if err != nil {
+			st |= StatusTransportError
+		} else {
+			n.cnt.bytes.Add(int64(total))
+		}
+	} else if needRecv {
+		// The receive descriptor is consumed with the error.
+		*(*uint32)(unsafe.Pointer(&rst[0])) = st
+		_ = shm.RemoteWrite(p.pid, uintptr(rdesc+offDescStatus), [][]byte{rst[:]})
+	}
+	if needRecv {
+		atomic.AddUint64(p.u64(pvi), 1)
+		if cq := atomic.LoadUint32(p.u32(pvi + 20)); cq != 0 && p.o.CQ == CQ1 {
+			p.cqAppend(cq, vi.peerVI, true)
+		}
+		if p != n.self {
+			n.ring(p)
+		}
+	}
+	n.complete(vi, e.d, uint32(total), st)
+	return true
+}
+
+// batchMax is how many consecutive sends of one VI the engine moves with
+// one process_vm_writev (their data and receive-descriptor statuses, in
+// order), as a NIC pipelines its DMAs.
+const batchMax = 32
+
+type batchRec struct {
+	d     *Descriptor
+	total uint32
+}
+
+type batch struct {
+	vi     *VI
+	recs   []batchRec
+	local  [][]byte
+	remote []shm.RemoteSeg
+	stat   [batchMax][12]byte // length, immediate data, status of each receive descriptor
+}
+
+// batchAdd queues a send whose receive descriptor and translations are
+// ready; it reports false (and queues nothing) when the batch is full.
+func (n *NIC) batchAdd(vi *VI, e *sendEntry, local [][]byte, remote []shm.RemoteSeg, rdesc, total uint64) bool {
+	b := &n.batch
+	if b.vi != nil && b.vi != vi || len(b.recs) == batchMax || len(b.local)+len(local) > 900 || len(b.remote)+len(remote) > 900 {
+		return false
+	}
+	b.vi = vi
+	st := &b.stat[len(b.recs)]
+	*(*uint32)(unsafe.Pointer(&st[0])) = uint32(total)
+	*(*uint32)(unsafe.Pointer(&st[4])) = e.imm
+	*(*uint32)(unsafe.Pointer(&st[8])) = StatusDone
+	b.local = append(append(b.local, local...), st[0:8], st[8:12])
+	b.remote = append(append(b.remote, remote...), shm.RemoteSeg{Addr: rdesc + offDescLength, Len: 8}, shm.RemoteSeg{Addr: rdesc + offDescStatus, Len: 4})
+	b.recs = append(b.recs, batchRec{d: e.d, total: uint32(total)})
+	n.cnt.sends.Add(1)
+	return true
+}
+
+// flush moves the batched sends: one remote write, then the receive queue's
+// head, CQ entries and completions.
+func (n *NIC) flush() {
+	b := &n.batch
+	if len(b.recs) == 0 {
+		return
+	}
+	t0 := time.Now()
+	vi := b.vi
+	p := vi.peer
+	pvi := p.viOff(vi.peerVI)
+	err := n.scatter(p.pid, b.local, b.remote)
+	atomic.AddUint64(p.u64(pvi), uint64(len(b.recs)))
+	cq := atomic.LoadUint32(p.u32(pvi + 20))
+	for i, r := range b.recs {
+		st := StatusDone
+		if err != nil {
+			st |= StatusTransportError
+		} else {
+			n.cnt.bytes.Add(int64(r.total))
+		}
+		if cq != 0 && p.o.CQ == CQ1 {
+			p.cqAppend(cq, vi.peerVI, true)
+		}
+		n.complete(vi, r.d, r.total, st)
+		b.recs[i] = batchRec{}
+	}
+	if p != n.self {
+		n.ring(p)
+	}
+	clear(b.local)
+	b.vi, b.recs, b.local, b.remote = nil, b.recs[:0], b.local[:0], b.remote[:0]
+	n.cnt.execNs.Add(int64(time.Since(t0)))
+	n.wakeAll()
+}
+
+// wakeAll wakes the applications the last descriptors completed work for,
+// after the clock stops: nic_exec_ns is the NIC's own work, not the
+// scheduler's.
+func (n *NIC) wakeAll() {
+	for i, v := range n.toRing {
+		v.ringApp()
+		n.toRing[i] = nil
+	}
+	n.toRing = n.toRing[:0]
+}
+
+// ring notes that v's application is to be woken once the descriptor is done.
+func (n *NIC) ring(v *view) {
+	for _, x := range n.toRing {
+		if x == v {
+			return
+		}
+	}
+	n.toRing = append(n.toRing, v)
+}
+
+// complete marks a send-queue descriptor and (CQ1) appends its CQ entry.
+func (n *NIC) complete(vi *VI, d *Descriptor, length, st uint32) {
+	n.cnt.executed.Add(1)
+	if d.Op() == OpRDMARead {
+		d.Length = length
+	}
+	atomic.StoreUint32(&d.Status, st)
+	if vi.sendCQ != nil && n.o.CQ == CQ1 {
+		n.self.cqAppend(uint32(vi.sendCQ.id+1), vi.id, false)
+	}
+	if d.Control&FlagQuiet == 0 || st != StatusDone {
+		n.ring(n.self)
+	} else {
+		atomic.AddUint32(n.self.u32(offAppBell), 1)
+	}
+}
+
+// trim cuts a segment list to n bytes.
+func trim(segs []shm.RemoteSeg, n uint64) []shm.RemoteSeg {
+	for i := range segs {
+		if segs[i].Len >= n {
+			segs[i].Len = n
+			return segs[:i+1]
+		}
+		n -= segs[i].Len
+	}
+	return segs
+}
+
+// readRemote reads remote segments of process pid into the local pieces.
+func readRemote(pid int, remote []shm.RemoteSeg, local [][]byte) error {
+	for _, r := range remote {
+		left := r.Len
+		var pieces [][]byte
+		for left > 0 && len(local) > 0 {
+			k := min(uint64(len(local[0])), left)
+			pieces = append(pieces, local[0][:k])
+			local[0] = local[0][k:]
+			if len(local[0]) == 0 {
+				local = local[1:]
+			}
+			left -= k
+		}
+		if err := shm.RemoteRead(pid, uintptr(r.Addr), pieces); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Counters reports the NIC's activity: posts, kernel crossings, descriptor
+// fetches by DMA, stalls, engine sleeps, doorbell polls, bytes moved, the
+// time spent in posts (host_post_ns, sends and receives), in the engine per
+// descriptor (nic_exec_ns over nic_executed) and in CQ checks (cq_done_ns
+// over cq_done_calls), and (AT3) the hits and misses of this NIC's
+// translation cache.
+func (n *NIC) Counters() map[string]int64 {
+	return map[string]int64{
+		"nic_posts":            n.cnt.posts.Load(),
+		"nic_kernel_crossings": n.cnt.kernel.Load(),
+		"nic_desc_fetches":     n.cnt.fetches.Load(),
+		"nic_stalls":           n.cnt.stalls.Load(),
+		"nic_sleeps":           n.cnt.sleeps.Load(),
+		"nic_doorbell_polls":   n.cnt.polls.Load(),
+		"nic_bytes":            n.cnt.bytes.Load(),
+		"nic_sends":            n.cnt.sends.Load(),
+		"nic_rdma_writes":      n.cnt.rdmaW.Load(),
+		"nic_rdma_reads":       n.cnt.rdmaR.Load(),
+		"nic_recv_posts":       n.cnt.recvPosts.Load(),
+		"nic_executed":         n.cnt.executed.Load(),
+		"host_post_ns":         n.cnt.postNs.Load(),
+		"nic_exec_ns":          n.cnt.execNs.Load(),
+		"cq_done_ns":           n.cnt.cqNs.Load(),
+		"cq_done_calls":        n.cnt.cqCalls.Load(),
+		"tlb_hits":             int64(atomic.LoadUint64(n.self.u64(offTLBHits))),
+		"tlb_misses":           int64(atomic.LoadUint64(n.self.u64(offTLBMisses))),
+	}
+}
+
+// scatter writes the local pieces into the remote segments of process pid
+// with one process_vm_writev (the kernel walks both lists, whatever their
+// piece boundaries), reusing the engine's iovec arrays; long lists or a
+// short transfer go through shm.RemoteScatter.
+func (n *NIC) scatter(pid int, local [][]byte, remote []shm.RemoteSeg) error {
+	const iovMax = 1024
+	if len(local) > iovMax || len(remote) > iovMax {
+		return shm.RemoteScatter(pid, local, remote)
+	}
+	liov, riov := n.liov[:0], n.riov[:0]
+	total := 0
+	for _, p := range local {
+		if len(p) == 0 {
+			continue
+		}
+		iv := unix.Iovec{Base: &p[0]}
+		iv.SetLen(len(p))
+		liov = append(liov, iv)
+		total += len(p)
+	}
+	rtotal := 0
+	for _, r := range remote {
+		if r.Len > 0 {
+			riov = append(riov, unix.RemoteIovec{Base: uintptr(r.Addr), Len: int(r.Len)})
+			rtotal += int(r.Len)
+		}
+	}
+	n.liov, n.riov = liov, riov
+	if total != rtotal {
+		return fmt.Errorf("via: scatter of %d bytes into %d", total, rtotal)
+	}
+	if total == 0 {
+		return nil
+	}
+	w, err := unix.ProcessVMWritev(pid, liov, riov, 0)
+	clear(liov) // drop the references to the pieces
+	if err == nil && w == total {
+		return nil
+	}
+	if err != nil && err != syscall.EINTR {
+		return fmt.Errorf("via: process_vm_writev pid %d: %w", pid, err)
+	}
+	return shm.RemoteScatter(pid, local, remote)
+}
