@@ -26,12 +26,12 @@ func build(t *testing.T) {
 			return
 		}
 		pkgs := map[string]string{
-			"mpirun":    "github.com/adimpi/adimpi/cmd/mpirun",
-			"p2p":       "github.com/adimpi/adimpi/conformance/p2p",
-			"datatypes": "github.com/adimpi/adimpi/conformance/datatypes",
-			"collprog":  "github.com/adimpi/adimpi/mpi/testdata/collprog",
-			"viaping":   "github.com/adimpi/adimpi/devices/via/testdata/viaping",
-			"stress":    "github.com/adimpi/adimpi/conformance/stress",
+			"mpirun":      "github.com/adimpi/adimpi/cmd/mpirun",
+			"p2p":         "github.com/adimpi/adimpi/conformance/p2p",
+			"datatypes":   "github.com/adimpi/adimpi/conformance/datatypes",
+			"collectives": "github.com/adimpi/adimpi/conformance/collectives",
+			"viaping":     "github.com/adimpi/adimpi/devices/via/testdata/viaping",
+			"stress":      "github.com/adimpi/adimpi/conformance/stress",
 		}
 		for name, pkg := range pkgs {
 			out := filepath.Join(dir, name)
@@ -104,7 +104,7 @@ func optionSets() [][]string {
 // TestOptionCombinations runs MPI over every combination of the design
 // options at np=4: a subset of the p2p and datatype conformance checks
 // (ordering with eager and rendezvous sizes, truncation, synchronous mode,
-// a strided datatype) and collprog -short. With -short it keeps the
+// a strided datatype) and every check of conformance/collectives -short. With -short it keeps the
 // combinations that put every option value into play at least once with
 // each other value of another option (6 of 24).
 func TestOptionCombinations(t *testing.T) {
@@ -126,7 +126,7 @@ func TestOptionCombinations(t *testing.T) {
 				<-sem
 			}
 			sem <- struct{}{}
-			run(t, 4, s, "ok errors np=4", "collprog", "-short")
+			run(t, 4, s, "PASS errors", "collectives", "-short", "all")
 			<-sem
 		})
 	}

@@ -43,9 +43,12 @@ var (
 	rank, size int
 )
 
-// Main runs the check named on the command line (or lists them with -list)
-// and exits: 0 on PASS or UNSUPPORTED, 1 on FAIL, 2 on bad usage. Flags
-// the program defined with package flag come before the check's name.
+// Main runs the checks named on the command line ("all": every check), in
+// one MPI job, or lists them with -list, and exits: 0 on PASS or
+// UNSUPPORTED, 1 on FAIL, 2 on bad usage. Flags the program defined with
+// package flag come before the checks' names. Rank 0 prints each check's
+// PASS or UNSUPPORTED line after MPI_Finalize, so that a pass means every
+// rank got there.
 func (p Program) Main() {
 	list := flag.Bool("list", false, "print the checks' names and exit")
 	flag.Parse()
@@ -56,52 +59,62 @@ func (p Program) Main() {
 		}
 		return
 	}
-	if len(args) != 1 {
-		fmt.Fprintf(os.Stderr, "usage: %s [flags] <check> | %s -list\n", p.Name, p.Name)
+	if len(args) == 0 {
+		fmt.Fprintf(os.Stderr, "usage: %s [flags] <check>... | %s [flags] all | %s -list\n", p.Name, p.Name, p.Name)
 		flag.PrintDefaults()
 		os.Exit(2)
 	}
-	var c *Check
-	for i := range p.Checks {
-		if p.Checks[i].Name == args[0] {
-			c = &p.Checks[i]
+	var run []*Check
+	for _, a := range args {
+		found := false
+		for i := range p.Checks {
+			if a == "all" || p.Checks[i].Name == a {
+				run = append(run, &p.Checks[i])
+				found = true
+			}
+		}
+		if !found {
+			fmt.Fprintf(os.Stderr, "%s: unknown check %q (%s -list shows them)\n", p.Name, a, p.Name)
+			os.Exit(2)
 		}
 	}
-	if c == nil {
-		fmt.Fprintf(os.Stderr, "%s: unknown check %q (%s -list shows them)\n", p.Name, args[0], p.Name)
-		os.Exit(2)
-	}
-	current = c.Name
+	current = run[0].Name
 	Must(mpi.Init(), "MPI_Init")
 	world = mpi.World()
 	rank, size = world.Rank(), world.Size()
-	if size < c.MinRanks {
-		if rank == 0 {
-			fmt.Printf("UNSUPPORTED %s: needs %d ranks\n", c.Name, c.MinRanks)
+	var report []string
+	for i, c := range run {
+		current = c.Name
+		if size < c.MinRanks {
+			report = append(report, fmt.Sprintf("UNSUPPORTED %s: needs %d ranks", c.Name, c.MinRanks))
+			continue
 		}
-		Must(mpi.Finalize(), "MPI_Finalize")
-		return
-	}
-	if p.Setup != nil {
-		p.Setup(world)
-	}
-	c.Run()
-	if p.After != nil {
-		p.After()
-	} else {
-		CheckLeaks()
+		if p.Setup != nil {
+			p.Setup(world)
+		}
+		c.Run()
+		if p.After != nil {
+			p.After()
+		} else {
+			CheckLeaks()
+		}
+		if p.Unsupported != nil {
+			if why := p.Unsupported(); why != "" {
+				report = append(report, fmt.Sprintf("UNSUPPORTED %s: %s", c.Name, why))
+				continue
+			}
+		}
+		report = append(report, "PASS "+c.Name)
+		if i < len(run)-1 { // every rank is done with this check before the next starts
+			Must(mpi.Barrier(world), "MPI_Barrier after the check")
+		}
 	}
 	Must(mpi.Finalize(), "MPI_Finalize")
-	if rank != 0 {
-		return
-	}
-	if p.Unsupported != nil {
-		if why := p.Unsupported(); why != "" {
-			fmt.Printf("UNSUPPORTED %s: %s\n", c.Name, why)
-			return
+	if rank == 0 {
+		for _, line := range report {
+			fmt.Println(line)
 		}
 	}
-	fmt.Printf("PASS %s\n", c.Name)
 }
 
 // Failf reports the running check as failed on this rank and exits 1.
