@@ -877,16 +877,19 @@ func (n *NIC) ring(v *view) {
 }
 
 // complete marks a send-queue descriptor and (CQ1) appends its CQ entry.
+// The status store is the NIC's last touch of d: once it is visible the
+// host may reuse the descriptor at once.
 func (n *NIC) complete(vi *VI, d *Descriptor, length, st uint32) {
 	n.cnt.executed.Add(1)
 	if d.Op() == OpRDMARead {
 		d.Length = length
 	}
+	quiet := d.Control&FlagQuiet != 0
 	atomic.StoreUint32(&d.Status, st)
 	if vi.sendCQ != nil && n.o.CQ == CQ1 {
 		n.self.cqAppend(uint32(vi.sendCQ.id+1), vi.id, false)
 	}
-	if d.Control&FlagQuiet == 0 || st != StatusDone {
+	if !quiet || st != StatusDone {
 		n.ring(n.self)
 	} else {
 		atomic.AddUint32(n.self.u32(offAppBell), 1)
