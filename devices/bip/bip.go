@@ -20,6 +20,9 @@ import (
 // MaxLong long operations outstanding in that direction (BIP's bound).
 var ErrBusy = errors.New("bip: too many outstanding long operations with this peer")
 
+// AnySource in NextShort and RecvShort takes a message from any sender.
+const AnySource = adi.AnySource
+
 // ErrTooLong is returned when a short message exceeds Options.Short.
 var ErrTooLong = errors.New("bip: short message longer than the short-message size")
 
