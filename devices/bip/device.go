@@ -126,35 +126,37 @@ func (d *Device) newID() uint32 {
 	return d.nextID
 }
 
-// Counters reports live objects and traffic.
+// Counters reports live objects and traffic. rendezvous_sends and
+// rendezvous_receives count this process's long-protocol operations at
+// every stage (REQ out, acknowledged, waiting for BIP's bound, streaming).
 func (d *Device) Counters() map[string]int64 {
-	backlog, waiting := 0, 0
+	backlog, waitSlot, waitSend := 0, 0, 0
 	for _, p := range d.pc {
 		backlog += len(p.backlog)
-		waiting += len(p.waitSlot) + len(p.waitSend)
+		waitSlot += len(p.waitSlot)
+		waitSend += len(p.waitSend)
 	}
 	s := d.ep.Stats
 	return map[string]int64{
 		"posted_receives":     int64(d.eng.Posted()),
 		"unexpected_messages": int64(d.eng.Unexpected()),
-		"long_sends_unacked":  int64(len(d.sends)),
-		"long_waiting_bip":    int64(waiting),
+		"rendezvous_sends":    int64(len(d.sends) + waitSend + len(d.ep.sends)),
+		"rendezvous_receives": int64(waitSlot + len(d.ep.recvs)),
 		"backlog":             int64(backlog),
-		"bip_long_sends":      int64(len(d.ep.sends)),
-		"bip_long_recvs":      int64(len(d.ep.recvs)),
+		"waiting_bip_bound":   int64(waitSlot + waitSend),
 		"eager_messages":      d.cnt.eager,
 		"long_messages":       d.cnt.long,
 		"credit_waits":        d.cnt.creditWaits,
 		"credit_messages":     d.cnt.creditMsgs,
+		"bip_bound_waits":     d.cnt.ackWaits,
 		"bip_short_sent":      s.ShortSent,
+		"bip_short_received":  s.ShortRecv,
 		"bip_queue_full":      s.QueueFull,
 		"bip_long_sent":       s.LongSent,
+		"bip_long_received":   s.LongRecv,
 		"bip_remote_writes":   s.RemoteWrites,
 		"bip_chunks":          s.Chunks,
 		"bytes_sent":          s.BytesSent,
-		"bip_short_received":  s.ShortRecv,
-		"bip_long_received":   s.LongRecv,
-		"long_ops_beyond_bip": d.cnt.ackWaits,
 	}
 }
 
@@ -440,7 +442,9 @@ func (d *Device) fail(err error) {
 func (d *Device) Progress() (bool, error) {
 	did := false
 	for src, p := range d.pc {
-		for d.ep.NextShort(src, d.handle) {
+		// At most a queue's worth per pass, so that one busy sender
+		// cannot hold the others up.
+		for i := 0; i < d.ep.opt.Queue && d.ep.NextShort(src, d.handle); i++ {
 			did = true
 		}
 		if p.consumed-p.reported >= d.credit/2 {
