@@ -158,6 +158,38 @@ func TestDevicePeerDeath(t *testing.T) {
 	}
 }
 
+// TestConformanceVariants runs the p2p conformance checks that exercise
+// protocol corners at np=4 under mpirun -async-progress (the core's
+// progress goroutine calls Progress concurrently with the program's own
+// calls and Sleep) and with tiny queues and chunks (credits run out, every
+// long message goes through staging, BIP's bound is 2).
+func TestConformanceVariants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the conformance suite runs the device's main matrix")
+	}
+	dir := t.TempDir()
+	mpirun, prog := filepath.Join(dir, "mpirun"), filepath.Join(dir, "p2p")
+	for pkg, out := range map[string]string{"../../cmd/mpirun": mpirun, "../../conformance/p2p": prog} {
+		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	checks := []string{"order", "anysource", "anytag", "truncate", "zero", "self", "ssend", "bsend", "rsend",
+		"probe", "cancel", "persistent", "waitany", "alltoall", "many-pending", "anysource-race"}
+	for _, opts := range [][]string{
+		{"-async-progress"},
+		{"-device-opt", "queue=4", "-device-opt", "short=256", "-device-opt", "cma=off", "-device-opt", "chunk=1024", "-device-opt", "maxlong=2"},
+	} {
+		for _, check := range checks {
+			args := append(append([]string{"-np", "4", "-device", "bip", "-timeout", "60s"}, opts...), prog, check)
+			out, err := exec.Command(mpirun, args...).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "PASS "+check) || strings.Contains(string(out), "FAIL") {
+				t.Errorf("mpirun %v: %v\n%s", args, err, out)
+			}
+		}
+	}
+}
+
 // TestStandalone runs the standalone BIP API checks (testdata/bipprog)
 // through mpirun, with the default options and with tiny queues, chunks
 // instead of remote write and maxlong=3.
