@@ -125,6 +125,8 @@ const (
 	slSize    = 40 // u64: the sender's full message size (valid at slotDone)
 	slFill    = 48 // 2 × u64: bytes in staging chunk 0/1 (0 = empty)
 	slMode    = 64 // u32: modeChunks when the data comes through staging (valid at slotDone)
+	slIov     = 72 // u64: address of the receive's gather list ((address, length) u64 pairs), or 0
+	slIovN    = 80 // u64: pairs in the gather list
 
 	qHdr = 16 // short slot header: seq u64, len u32, tag u32
 
@@ -233,7 +235,9 @@ type LongRecv struct {
 	buf    adi.Buffer
 	slot   int
 	cap    int
-	got    int // bytes arrived through staging chunks
+	iov    []uint64 // gather list of a non-contiguous buffer of large blocks
+	direct bool     // the data was written into place, not through staging
+	got    int      // bytes arrived through staging chunks
 	half   int
 	n      int // bytes delivered
 	size   int // the sender's message size
@@ -251,6 +255,11 @@ func (r *LongRecv) Err() error { return r.err }
 // Bytes is the number of bytes received; Size the sender's message size
 // (larger than Bytes when the message was truncated).
 func (r *LongRecv) Bytes() int { return r.n }
+
+// Direct reports whether the data was written straight into place (remote
+// write into a contiguous buffer or through its gather list, or a copy to
+// self) rather than through the staging chunks.
+func (r *LongRecv) Direct() bool { return r.direct }
 
 // Size is the size of the message that the sender sent.
 func (r *LongRecv) Size() int { return r.size }
@@ -550,14 +559,23 @@ func (e *Endpoint) PostLongN(src int, tag uint32, buf adi.Buffer, n int, done fu
 	p.recvSlots[slot] = r
 	d := p.in[blkSlots+slot*slotDesc:][:slotDesc]
 	addr := uint64(0)
-	if n > 0 && buf.Contiguous() && !p.self {
+	iov, niov := uint64(0), 0
+	r.iov = nil
+	switch {
+	case n > 0 && buf.Contiguous() && !p.self:
 		addr = uint64(uintptr(unsafe.Pointer(&buf.Mem[0])))
+	case n > 0 && !p.self && e.opt.CMA:
+		if r.iov = gatherList(buf, n); r.iov != nil {
+			iov, niov = uint64(uintptr(unsafe.Pointer(&r.iov[0]))), len(r.iov)/2
+		}
 	}
 	p.postSeq++
 	*u32(d, slTag) = tag
 	*u64(d, slSeq) = p.postSeq
 	*u64(d, slAddr) = addr
 	*u64(d, slCap) = uint64(n)
+	*u64(d, slIov) = iov
+	*u64(d, slIovN) = uint64(niov)
 	*u64(d, slWritten) = 0
 	*u64(d, slSize) = 0
 	atomic.StoreUint64(u64(d, slFill), 0)
@@ -688,6 +706,7 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 	}
 	d := p.out[blkSlots+s.slot*slotDesc:][:slotDesc]
 	addr := *u64(d, slAddr)
+	mode := modeDirect
 	switch {
 	case s.n == 0:
 	case p.self:
@@ -713,7 +732,14 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 			s.off += k
 		}
 		e.Stats.RemoteWrites++
+	case *u64(d, slIovN) > 0 && p.remoteOK:
+		if err := e.scatter(s, *u64(d, slIov), int(*u64(d, slIovN))); err != nil {
+			e.finishSend(s, adi.Errorf(adi.ErrOther, "bip long send", "remote write to rank %d: %v", p.rank, err))
+			p.claimed[s.slot] = false
+			return true
+		}
 	default:
+		mode = modeChunks
 		for s.off < s.n {
 			fp := u64(d, slFill+8*s.half)
 			if atomic.LoadUint64(fp) != 0 {
@@ -729,10 +755,6 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 			e.Stats.Chunks++
 			did = true
 		}
-	}
-	mode := modeDirect
-	if s.n > 0 && !p.self && (addr == 0 || !p.remoteOK) {
-		mode = modeChunks
 	}
 	*u32(d, slMode) = mode
 	*u64(d, slWritten) = uint64(s.n)
@@ -776,6 +798,7 @@ func (e *Endpoint) advanceRecv(r *LongRecv) bool {
 		return did // chunks still to come
 	}
 	r.n, r.size = w, int(*u64(d, slSize))
+	r.direct = *u32(d, slMode) == modeDirect
 	atomic.StoreUint32(u32(d, slState), slotFree)
 	e.Stats.LongRecv++
 	e.finishRecv(r, nil)
@@ -879,3 +902,62 @@ func (e *Endpoint) Sleep(seq uint32, d time.Duration) {
 
 // Wake rings this process's own doorbell, so that every Sleep returns.
 func (e *Endpoint) Wake() { ring(e.seg.Uint32(offDoorbell), e.seg.Uint32(offSleepers)) }
+
+// scatterMin is the smallest average block of a non-contiguous receive
+// buffer worth a gather list: for smaller blocks the kernel's per-piece
+// cost in process_vm_writev exceeds a second copy through staging.
+const scatterMin = 8 << 10
+
+// gatherList describes the first n packed bytes of buf as (address,
+// length) pairs — BIP's gather list, which the sender reads with
+// process_vm_readv and writes through with one scatter remote write per
+// batch — or returns nil when buf's blocks are too small for it.
+func gatherList(buf adi.Buffer, n int) []uint64 {
+	limit := n/scatterMin + 1
+	var iov []uint64
+	err := buf.Pieces(0, n, func(p []byte) error {
+		if len(iov)/2 >= limit {
+			return errSmallBlocks
+		}
+		iov = append(iov, uint64(uintptr(unsafe.Pointer(&p[0]))), uint64(len(p)))
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return iov
+}
+
+var errSmallBlocks = errors.New("blocks too small for a gather list")
+
+// scatter writes send s straight into the pieces of the receiver's gather
+// list (niov pairs at address list in the receiver's memory), reading the
+// list in batches.
+func (e *Endpoint) scatter(s *LongSend, list uint64, niov int) error {
+	const batch = 512
+	p := s.peer
+	raw := make([]byte, 16*batch)
+	remote := make([]shm.RemoteSeg, 0, batch)
+	var local [][]byte
+	for i := 0; i < niov && s.off < s.n; i += batch {
+		k := min(batch, niov-i)
+		if err := shm.RemoteRead(p.pid, uintptr(list)+uintptr(16*i), [][]byte{raw[:16*k]}); err != nil {
+			return err
+		}
+		remote, covered := remote[:0], 0
+		for j := 0; j < k && s.off+covered < s.n; j++ {
+			seg := shm.RemoteSeg{Addr: *u64(raw, 16*j), Len: *u64(raw, 16*j+8)}
+			seg.Len = min(seg.Len, uint64(s.n-s.off-covered))
+			remote = append(remote, seg)
+			covered += int(seg.Len)
+		}
+		local = local[:0]
+		_ = s.buf.Pieces(s.off, covered, func(b []byte) error { local = append(local, b); return nil })
+		if err := shm.RemoteScatter(p.pid, local, remote); err != nil {
+			return err
+		}
+		s.off += covered
+		e.Stats.RemoteWrites++
+	}
+	return nil
+}

@@ -168,7 +168,15 @@ func checkLong(e *bip.Endpoint) error {
 	if err != nil {
 		return err
 	}
-	for i, size := range []int{0, 1, 5000, 100000, 1<<20 + 13, 3 << 14} {
+	big, err := datatype.Vector(9, 16<<10, 20<<10, datatype.Byte)
+	if err == nil {
+		err = big.Commit()
+	}
+	if err != nil {
+		return err
+	}
+	var contigDirect bool // whether the 1 MiB contiguous message came by remote write
+	for i, size := range []int{0, 1, 5000, 100000, 1<<20 + 13, 3 << 14, 9 << 14} {
 		data := payload(me, i, size)
 		s, err := e.StartLong(right, uint32(i), adi.Bytes(data), nil)
 		if err != nil {
@@ -176,22 +184,29 @@ func checkLong(e *bip.Endpoint) error {
 		}
 		want := payload(left, i, size)
 		switch i {
-		case 5: // strided receive buffer: 3 bytes of every 5
-			mem := make([]byte, 5<<14)
-			r, err := e.PostLong(left, uint32(i), adi.Buffer{Mem: mem, Count: 1, Type: vec}, nil)
+		case 5, 6: // strided receive buffers: 3 bytes of every 5 (through staging), 16 of every 20 KiB (gather list)
+			typ, blk, stride := vec, 3, 5
+			if i == 6 {
+				typ, blk, stride = big, 16<<10, 20<<10
+			}
+			mem := make([]byte, typ.Extent())
+			r, err := e.PostLong(left, uint32(i), adi.Buffer{Mem: mem, Count: 1, Type: typ}, nil)
 			if err != nil {
 				return err
 			}
 			if err := e.Wait(r.Done, r.Err); err != nil {
 				return err
 			}
+			if i == 6 && r.Direct() != contigDirect {
+				return fmt.Errorf("strided receive of 16 KiB blocks: written in place %v, the contiguous one %v: the gather list was not used", r.Direct(), contigDirect)
+			}
 			for k := 0; k < size; k++ {
-				if mem[k/3*5+k%3] != want[k] {
+				if mem[k/blk*stride+k%blk] != want[k] {
 					return fmt.Errorf("strided long message: byte %d wrong", k)
 				}
 			}
 			for k := 0; k < len(mem); k++ {
-				if k%5 >= 3 && mem[k] != 0 {
+				if k%stride >= blk && mem[k] != 0 {
 					return fmt.Errorf("strided long message wrote into a gap at %d", k)
 				}
 			}
@@ -209,9 +224,19 @@ func checkLong(e *bip.Endpoint) error {
 			}
 		default:
 			buf := make([]byte, size)
-			got, err := e.RecvLong(left, uint32(i), buf)
-			if err != nil || got != size || !bytes.Equal(buf, want) {
-				return fmt.Errorf("long message %d of %d bytes: got %d, err %v, equal %v", i, size, got, err, bytes.Equal(buf, want))
+			r, err := e.PostLong(left, uint32(i), adi.Bytes(buf), nil)
+			if err != nil {
+				return err
+			}
+			err = e.Wait(r.Done, r.Err)
+			if err != nil || r.Bytes() != size || !bytes.Equal(buf, want) {
+				return fmt.Errorf("long message %d of %d bytes: got %d, err %v, equal %v", i, size, r.Bytes(), err, bytes.Equal(buf, want))
+			}
+			if i == 4 {
+				contigDirect = r.Direct()
+				if !e.Options().CMA && (contigDirect != (left == me)) {
+					return fmt.Errorf("with cma=off a long message from rank %d came by remote write", left)
+				}
 			}
 		}
 		if err := e.Wait(s.Done, s.Err); err != nil {
