@@ -174,24 +174,26 @@ func (d *Device) Isend(r *adi.Request) error {
 	sig := r.Buf.Type.Signature()
 	if n <= d.eager && r.Mode != adi.ModeSync {
 		d.cnt.eager++
-		d.send(r.Peer, &outMsg{typ: msgEager, h: hdr{ctx: r.Context, tag: int32(r.Tag), sig: sig, size: uint64(n)}, data: r.Buf, req: r})
+		d.send(r.Peer, outMsg{typ: msgEager, h: hdr{ctx: r.Context, tag: int32(r.Tag), sig: sig, size: uint64(n)}, data: r.Buf, req: r})
 		return nil
 	}
 	d.cnt.long++
 	id := d.newID()
 	d.sends[id] = &lsend{req: r, peer: r.Peer}
-	d.send(r.Peer, &outMsg{typ: msgReq, h: hdr{ctx: r.Context, tag: int32(r.Tag), sig: sig, size: uint64(n), id: id}})
+	d.send(r.Peer, outMsg{typ: msgReq, h: hdr{ctx: r.Context, tag: int32(r.Tag), sig: sig, size: uint64(n), id: id}})
 	return nil
 }
 
 // send puts m into the peer's BIP queue now if credit and space allow, else
 // behind the peer's backlog (order is kept).
-func (d *Device) send(dest int, m *outMsg) {
+func (d *Device) send(dest int, m outMsg) {
 	p := d.pc[dest]
-	if len(p.backlog) == 0 && d.put(dest, m) {
-		return
+	if len(p.backlog) == 0 && d.put(dest, &m) {
+		return // the common case allocates nothing
 	}
-	p.backlog = append(p.backlog, m)
+	q := new(outMsg)
+	*q = m
+	p.backlog = append(p.backlog, q)
 }
 
 // put writes m as one BIP short message if a credit (for counted messages)
@@ -289,12 +291,12 @@ func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32
 // (when BIP's bound allows) and acknowledge.
 func (d *Device) matchLong(r *adi.Request, env adi.Envelope, size int, sig, sendID uint32) {
 	if d.mismatch(r, env, size, sig) {
-		d.send(env.Source, &outMsg{typ: msgAck, h: hdr{id: sendID, flags: ackDiscard}})
+		d.send(env.Source, outMsg{typ: msgAck, h: hdr{id: sendID, flags: ackDiscard}})
 		return
 	}
 	n := min(size, r.Buf.Size())
 	if n == 0 {
-		d.send(env.Source, &outMsg{typ: msgAck, h: hdr{id: sendID}})
+		d.send(env.Source, outMsg{typ: msgAck, h: hdr{id: sendID}})
 		r.Complete(recvStatus(r, env.Source, env.Tag, size, 0))
 		return
 	}
@@ -328,7 +330,7 @@ func (d *Device) postLongs(src int) {
 			lr.req.Complete(adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
 			continue
 		}
-		d.send(src, &outMsg{typ: msgAck, h: hdr{id: lr.sendID, aux: tag, size: uint64(lr.n)}})
+		d.send(src, outMsg{typ: msgAck, h: hdr{id: lr.sendID, aux: tag, size: uint64(lr.n)}})
 	}
 }
 
