@@ -192,11 +192,11 @@ func TestConformanceVariants(t *testing.T) {
 
 // TestStandalone runs the standalone BIP API checks (testdata/bipprog)
 // through mpirun, with the default options and with tiny queues, chunks
-// instead of remote write and maxlong=3.
+// instead of remote write and maxlong=3; and MPI-BIP's credit check.
 func TestStandalone(t *testing.T) {
 	dir := t.TempDir()
 	bins := map[string]string{}
-	for _, pkg := range []string{"../../cmd/mpirun", "./testdata/bipprog"} {
+	for _, pkg := range []string{"../../cmd/mpirun", "./testdata/bipprog", "./testdata/creditprog"} {
 		out := filepath.Join(dir, filepath.Base(pkg))
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
@@ -213,6 +213,15 @@ func TestStandalone(t *testing.T) {
 					t.Errorf("mpirun %v: %v\n%s", args, err, out)
 				}
 			}
+		}
+	}
+	// MPI-BIP's credits: a flood of small sends waits for credit, and the
+	// receiver returns credits explicitly (testdata/creditprog).
+	for _, q := range []string{"queue=4", "queue=32"} {
+		args := []string{"-np", "2", "-device", "bip", "-device-opt", q, "-timeout", "60s", bins["creditprog"]}
+		out, err := exec.Command(bins["mpirun"], args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "PASS credits") {
+			t.Errorf("mpirun %v: %v\n%s", args, err, out)
 		}
 	}
 }
