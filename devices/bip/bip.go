@@ -189,6 +189,7 @@ type Endpoint struct {
 	// is found dead, after the long operations with it have failed.
 	OnPeerGone func(rank int, err error)
 
+	rr       int // where NextShort from AnySource starts looking
 	lastLive time.Time
 	idle     int
 	slept    atomic.Bool
@@ -487,8 +488,10 @@ func (e *Endpoint) NextShort(src int, fn func(src int, tag uint32, msg []byte)) 
 		}
 		return e.next(e.peers[src], fn)
 	}
-	for _, p := range e.peers {
+	for k := range e.size {
+		p := e.peers[(e.rr+k)%e.size]
 		if e.next(p, fn) {
+			e.rr = (p.rank + 1) % e.size
 			return true
 		}
 	}
@@ -725,18 +728,14 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 			var pieces [][]byte
 			_ = s.buf.Pieces(s.off, k, func(b []byte) error { pieces = append(pieces, b); return nil })
 			if err := shm.RemoteWrite(p.pid, uintptr(addr)+uintptr(s.off), pieces); err != nil {
-				e.finishSend(s, adi.Errorf(adi.ErrOther, "bip long send", "remote write to rank %d: %v", p.rank, err))
-				p.claimed[s.slot] = false
-				return true
+				return e.remoteFailed(s, err)
 			}
 			s.off += k
 		}
 		e.Stats.RemoteWrites++
 	case *u64(d, slIovN) > 0 && p.remoteOK:
 		if err := e.scatter(s, *u64(d, slIov), int(*u64(d, slIovN))); err != nil {
-			e.finishSend(s, adi.Errorf(adi.ErrOther, "bip long send", "remote write to rank %d: %v", p.rank, err))
-			p.claimed[s.slot] = false
-			return true
+			return e.remoteFailed(s, err)
 		}
 	default:
 		mode = modeChunks
@@ -765,6 +764,23 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 	e.Stats.LongSent++
 	e.Stats.BytesSent += int64(s.n)
 	e.finishSend(s, nil)
+	return true
+}
+
+// remoteFailed handles a failed remote write of send s: if the peer still
+// lives (the kernel's policy changed, say), the send starts over through
+// the staging chunks and remote write to that peer stays off; else the
+// send fails.
+func (e *Endpoint) remoteFailed(s *LongSend, err error) bool {
+	p := s.peer
+	if shm.Alive(p.pid) && p.remoteOK {
+		p.remoteOK = false
+		s.off = 0
+		e.advanceSend(s)
+		return true
+	}
+	e.finishSend(s, adi.Errorf(adi.ErrOther, "bip long send", "remote write to rank %d: %v", p.rank, err))
+	p.claimed[s.slot] = false
 	return true
 }
 

@@ -18,9 +18,13 @@
 //     a long send (StartLong, SendLong) waits for a posted receive with its
 //     tag and then streams the data straight into the receive buffer —
 //     with process_vm_writev (internal/shm RemoteWrite, NetVM-style remote
-//     write) when the kernel allows it and the buffer is contiguous, else
-//     through two shared-memory staging chunks per slot that the receiver
-//     scatters into place. As in BIP, only a bounded number of long
+//     write) when the kernel allows it, else through two shared-memory
+//     staging chunks per slot that the receiver scatters into place. A
+//     non-contiguous receive buffer of large blocks is described by a
+//     gather list (address, length pairs, as BIP's NIC took them) that
+//     the sender reads with process_vm_readv and writes through in one
+//     scatter call per batch; small blocks go through the staging
+//     chunks, which is faster for them. As in BIP, only a bounded number of long
 //     operations per peer may be outstanding in each direction
 //     (Options.MaxLong; beyond it PostLong and StartLong return ErrBusy).
 //
@@ -65,7 +69,7 @@
 //
 // Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
 //
-//	short=N      largest short message, bytes, header included (default 4096)
+//	short=N      largest short message, bytes (default 4096); MPI eager limit = short − 40-byte header
 //	queue=N      short-message queue slots per sender (default 32, at least 4)
 //	maxlong=N    outstanding long sends / receives per peer (default 1, as BIP)
 //	chunk=N      staging chunk of a long message without remote write (default 32768)
