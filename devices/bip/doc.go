@@ -65,7 +65,11 @@
 // The seed's point holds here: every step of the long protocol needs the
 // host CPU of one side, so a program that computes without calling MPI
 // gets no overlap; calling MPI_Iprobe in the computation, or running the
-// core's progress goroutine (mpirun -async-progress), gives it back.
+// core's progress goroutine (mpirun -async-progress), lets the protocol
+// advance meanwhile. Unlike Myrinet's NIC, nothing here moves the bytes
+// without a CPU: the remote write (or chunk copy) itself runs on a core,
+// so the overlap it can give is bounded by the cores left idle by the
+// computation.
 //
 // Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
 //
