@@ -192,11 +192,12 @@ func TestConformanceVariants(t *testing.T) {
 
 // TestStandalone runs the standalone BIP API checks (testdata/bipprog)
 // through mpirun, with the default options and with tiny queues, chunks
-// instead of remote write and maxlong=3; and MPI-BIP's credit check.
+// instead of remote write and maxlong=3; and MPI over BIP at its protocol
+// thresholds and MPI-BIP's credit check.
 func TestStandalone(t *testing.T) {
 	dir := t.TempDir()
 	bins := map[string]string{}
-	for _, pkg := range []string{"../../cmd/mpirun", "./testdata/bipprog", "./testdata/creditprog"} {
+	for _, pkg := range []string{"../../cmd/mpirun", "./testdata/bipprog", "./testdata/creditprog", "./testdata/thresholdprog"} {
 		out := filepath.Join(dir, filepath.Base(pkg))
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
@@ -213,6 +214,16 @@ func TestStandalone(t *testing.T) {
 					t.Errorf("mpirun %v: %v\n%s", args, err, out)
 				}
 			}
+		}
+	}
+	// MPI over BIP at every protocol threshold ±1 byte (testdata/thresholdprog),
+	// at np=3 (a pair and a rank talking to itself).
+	for _, opts := range [][]string{nil, {"-async-progress"},
+		{"-device-opt", "cma=off", "-device-opt", "short=256", "-device-opt", "chunk=1024", "-device-opt", "maxlong=2", "-device-opt", "queue=4"}} {
+		args := append(append([]string{"-np", "3", "-device", "bip", "-timeout", "90s"}, opts...), bins["thresholdprog"])
+		out, err := exec.Command(bins["mpirun"], args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "PASS thresholds") {
+			t.Errorf("mpirun %v: %v\n%s", args, err, out)
 		}
 	}
 	// MPI-BIP's credits: a flood of small sends waits for credit, and the
