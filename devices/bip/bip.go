@@ -855,7 +855,7 @@ func (e *Endpoint) Progress() bool {
 	if did {
 		e.idle = 0
 	} else if e.idle++; (e.idle%1024 == 0 || (e.slept.Load() && e.slept.Swap(false))) && time.Since(e.lastLive) > livenessCheck {
-		e.checkPeers()
+		did = e.checkPeers() // requests failed: waiters must look
 	}
 	e.runDone()
 	return did
@@ -871,15 +871,18 @@ func (e *Endpoint) runDone() {
 }
 
 // checkPeers fails the long operations with a peer whose process is gone
-// and reports the death through OnPeerGone.
-func (e *Endpoint) checkPeers() {
+// and reports the death through OnPeerGone; it tells whether one was.
+func (e *Endpoint) checkPeers() bool {
 	e.lastLive = time.Now()
+	died := false
 	for _, p := range e.peers {
 		if !p.alive || p.self || shm.Alive(p.pid) {
 			continue
 		}
 		e.peerDied(p)
+		died = true
 	}
+	return died
 }
 
 func (e *Endpoint) peerDied(p *peer) {
