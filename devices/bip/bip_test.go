@@ -193,11 +193,11 @@ func TestConformanceVariants(t *testing.T) {
 // TestStandalone runs the standalone BIP API checks (testdata/bipprog)
 // through mpirun, with the default options and with tiny queues, chunks
 // instead of remote write and maxlong=3; and MPI over BIP at its protocol
-// thresholds and MPI-BIP's credit check.
+// thresholds, MPI-BIP's credit check and the overlap check.
 func TestStandalone(t *testing.T) {
 	dir := t.TempDir()
 	bins := map[string]string{}
-	for _, pkg := range []string{"../../cmd/mpirun", "./testdata/bipprog", "./testdata/creditprog", "./testdata/thresholdprog"} {
+	for _, pkg := range []string{"../../cmd/mpirun", "./testdata/bipprog", "./testdata/creditprog", "./testdata/thresholdprog", "./testdata/overlapprog"} {
 		out := filepath.Join(dir, filepath.Base(pkg))
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
@@ -223,6 +223,20 @@ func TestStandalone(t *testing.T) {
 		args := append(append([]string{"-np", "3", "-device", "bip", "-timeout", "90s"}, opts...), bins["thresholdprog"])
 		out, err := exec.Command(bins["mpirun"], args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "PASS thresholds") {
+			t.Errorf("mpirun %v: %v\n%s", args, err, out)
+		}
+	}
+	// The seed's point (testdata/overlapprog): a long receive cannot
+	// complete while both sides compute without MPI calls; it does with
+	// Iprobe calls in the computation or with the progress goroutine.
+	for _, mode := range []string{"plain", "iprobe", "async"} {
+		args := []string{"-np", "2", "-device", "bip", "-timeout", "60s"}
+		if mode == "async" {
+			args = append(args, "-async-progress")
+		}
+		args = append(args, bins["overlapprog"], mode)
+		out, err := exec.Command(bins["mpirun"], args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "PASS overlap "+mode) {
 			t.Errorf("mpirun %v: %v\n%s", args, err, out)
 		}
 	}
