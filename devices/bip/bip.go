@@ -1,0 +1,982 @@
+package bip
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/pmi"
+	"github.com/adimpi/adimpi/internal/shm"
+)
+
+// ErrBusy is returned by PostLong and StartLong when the peer already has
+// MaxLong long operations outstanding in that direction (BIP's bound).
+var ErrBusy = errors.New("bip: too many outstanding long operations with this peer")
+
+// AnySource in NextShort and RecvShort takes a message from any sender.
+const AnySource = adi.AnySource
+
+// ErrTooLong is returned when a short message exceeds Options.Short.
+var ErrTooLong = errors.New("bip: short message longer than the short-message size")
+
+// Options are BIP's tunables (mpirun -device-opt key=value for the device).
+type Options struct {
+	Short   int  // short=N: largest short message, bytes (default 4096)
+	Queue   int  // queue=N: slots in each receiver's circular queue per sender (default 32)
+	MaxLong int  // maxlong=N: outstanding long sends (and long receives) per peer (default 1, as in BIP)
+	Chunk   int  // chunk=N: bytes per shared-memory chunk of a long message without remote write (default 32768)
+	CMA     bool // cma=auto|off: stream long messages with process_vm_writev when allowed
+}
+
+// DefaultOptions are the options Open and New use for keys not given.
+var DefaultOptions = Options{Short: 4096, Queue: 32, MaxLong: 1, Chunk: 32 << 10, CMA: true}
+
+// ParseOptions reads key=value options (short, queue, maxlong, chunk, cma)
+// over DefaultOptions; extra lists further keys the caller accepts.
+func ParseOptions(opts map[string]string, extra ...string) (Options, error) {
+	o := DefaultOptions
+	for k, v := range opts {
+		v = strings.TrimSpace(v)
+		var dst *int
+		switch k {
+		case "short":
+			dst = &o.Short
+		case "queue":
+			dst = &o.Queue
+		case "maxlong":
+			dst = &o.MaxLong
+		case "chunk":
+			dst = &o.Chunk
+		case "cma":
+			switch v {
+			case "", "auto":
+				o.CMA = true
+			case "off":
+				o.CMA = false
+			default:
+				return o, fmt.Errorf("bip: option cma=%q: want auto or off", v)
+			}
+			continue
+		default:
+			known := false
+			for _, e := range extra {
+				known = known || e == k
+			}
+			if !known {
+				return o, fmt.Errorf("bip: unknown option %q (known: short, queue, maxlong, chunk, cma%s)", k, strings.Join(append([]string{""}, extra...), ", "))
+			}
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return o, fmt.Errorf("bip: option %s=%q: want a number ≥ 0", k, v)
+		}
+		*dst = n
+	}
+	switch {
+	case o.Short < 64 || o.Short > 1<<20:
+		return o, fmt.Errorf("bip: option short=%d: want 64 .. 1048576 bytes", o.Short)
+	case o.Queue < 4 || o.Queue > 1<<16:
+		return o, fmt.Errorf("bip: option queue=%d: want 4 .. 65536 slots", o.Queue)
+	case o.MaxLong < 1 || o.MaxLong > 64:
+		return o, fmt.Errorf("bip: option maxlong=%d: want 1 .. 64", o.MaxLong)
+	case o.Chunk < 512 || o.Chunk > 4<<20:
+		return o, fmt.Errorf("bip: option chunk=%d: want 512 .. 4194304 bytes", o.Chunk)
+	}
+	o.Short = (o.Short + 63) &^ 63
+	o.Chunk = (o.Chunk + 63) &^ 63
+	return o, nil
+}
+
+// Segment layout. Every process exports one segment holding, for each
+// sender w (itself included), a block that only w writes into (apart from
+// the words marked "reader"):
+//
+//	+0    head      u64  reader: short messages consumed so far
+//	+8    waitSpace u32  writer sets it when it found the queue full; reader clears it and rings
+//	+64   MaxLong long-receive slots of 128 bytes (descriptor: see slot*)
+//	...   MaxLong × 2 staging chunks (long data without remote write)
+//	...   Queue short-message slots of 16+Short bytes: seq u64, len u32, tag u32, payload
+const (
+	offDoorbell = shm.HeaderSize      // u32: bumped by every writer, futex word
+	offSleepers = shm.HeaderSize + 4  // u32: goroutines sleeping on the doorbell
+	offProbe    = shm.HeaderSize + 8  // u64: peers test remote-write permission on it
+	offPeers    = shm.HeaderSize + 64 // per-writer blocks
+
+	blkHead      = 0
+	blkWaitSpace = 8
+	blkSlots     = 64
+	slotDesc     = 128
+
+	// long slot descriptor fields
+	slState   = 0  // u32: slotFree, slotPosted (reader), slotClaimed, slotDone (writer)
+	slTag     = 4  // u32
+	slSeq     = 8  // u64: posting order
+	slAddr    = 16 // u64: receive buffer address (contiguous buffers), else 0
+	slCap     = 24 // u64: bytes the receive accepts
+	slWritten = 32 // u64: bytes the sender delivered (valid at slotDone)
+	slSize    = 40 // u64: the sender's full message size (valid at slotDone)
+	slFill    = 48 // 2 × u64: bytes in staging chunk 0/1 (0 = empty)
+	slMode    = 64 // u32: modeChunks when the data comes through staging (valid at slotDone)
+	slIov     = 72 // u64: address of the receive's gather list ((address, length) u64 pairs), or 0
+	slIovN    = 80 // u64: pairs in the gather list
+
+	qHdr = 16 // short slot header: seq u64, len u32, tag u32
+
+	livenessCheck = 200 * time.Millisecond
+)
+
+const (
+	slotFree uint32 = iota
+	slotPosted
+	slotClaimed
+	slotDone
+)
+
+const (
+	modeDirect uint32 = iota // written into place (remote write, or a copy to self)
+	modeChunks               // through the staging chunks
+)
+
+type peer struct {
+	rank, pid int
+	seg       *shm.Segment
+	alive     bool
+	gone      error // why it is not alive
+	remoteOK  bool  // process_vm_writev into it is allowed
+	self      bool
+
+	// outbound: my block in its segment
+	out                []byte
+	doorbell, sleepers *uint32
+	tail               uint64 // short messages written
+	nlongOut           int    // long sends to it not complete
+	claimed            []bool // its slots (for me) that one of my sends took
+
+	// inbound: its block in my segment
+	in        []byte
+	head      uint64      // short messages consumed
+	recvSlots []*LongRecv // long receives from it, by slot
+	postSeq   uint64
+}
+
+// Endpoint is one process's BIP interface. It is not safe for concurrent
+// use, except Seq, Sleep and Wake: callers serialise the other methods (the
+// MPI core does, under its lock).
+type Endpoint struct {
+	rank, size int
+	opt        Options
+	seg        *shm.Segment
+	peers      []*peer
+	blockSize  int
+	offStage   int
+	offQueue   int
+	slotBytes  int
+
+	sends  []*LongSend // started, not complete
+	recvs  []*LongRecv // posted, not complete
+	done   []func()    // completion callbacks to run at the end of Progress
+	client *pmi.Client // set by Open: Close finalizes it
+
+	// OnPeerGone, if set, is called (from Progress) when a peer's process
+	// is found dead, after the long operations with it have failed.
+	OnPeerGone func(rank int, err error)
+
+	rr       int // where NextShort from AnySource starts looking
+	lastLive time.Time
+	idle     int
+	slept    atomic.Bool
+
+	Stats Stats
+}
+
+// Stats counts an endpoint's traffic.
+type Stats struct {
+	ShortSent, ShortRecv, QueueFull int64
+	LongSent, LongRecv              int64
+	RemoteWrites, Chunks            int64
+	BytesSent                       int64
+}
+
+// LongSend is a long message being sent.
+type LongSend struct {
+	peer   *peer
+	tag    uint32
+	buf    adi.Buffer
+	slot   int // -1 until matched with a posted receive
+	n      int // bytes to deliver: min(size, the receive's capacity)
+	off    int // bytes delivered so far
+	half   int // next staging chunk (0 or 1)
+	done   bool
+	err    error
+	onDone func(n int, err error)
+}
+
+// Done reports whether the send has completed (its buffer may be reused).
+func (s *LongSend) Done() bool { return s.done }
+
+// Err is the send's error, once done.
+func (s *LongSend) Err() error { return s.err }
+
+// Bytes is the number of bytes delivered (less than the buffer's size when
+// the receive was shorter).
+func (s *LongSend) Bytes() int { return s.n }
+
+// LongRecv is a posted long receive.
+type LongRecv struct {
+	peer   *peer
+	tag    uint32
+	buf    adi.Buffer
+	slot   int
+	cap    int
+	iov    []uint64 // gather list of a non-contiguous buffer of large blocks
+	direct bool     // the data was written into place, not through staging
+	got    int      // bytes arrived through staging chunks
+	half   int
+	n      int // bytes delivered
+	size   int // the sender's message size
+	done   bool
+	err    error
+	onDone func(n, size int, err error)
+}
+
+// Done reports whether the receive has completed.
+func (r *LongRecv) Done() bool { return r.done }
+
+// Err is the receive's error, once done.
+func (r *LongRecv) Err() error { return r.err }
+
+// Bytes is the number of bytes received; Size the sender's message size
+// (larger than Bytes when the message was truncated).
+func (r *LongRecv) Bytes() int { return r.n }
+
+// Direct reports whether the data was written straight into place (remote
+// write into a contiguous buffer or through its gather list, or a copy to
+// self) rather than through the staging chunks.
+func (r *LongRecv) Direct() bool { return r.direct }
+
+// Size is the size of the message that the sender sent.
+func (r *LongRecv) Size() int { return r.size }
+
+// Open starts a standalone BIP endpoint for a process started by a PMI
+// launcher (mpirun, Hydra's mpiexec, Slurm): it connects to PMI, wires up
+// with every process of the job through the key-value space, and returns.
+// Without a launcher the process is rank 0 of 1. opts are key=value options
+// (nil: ADIMPI_DEVICE_OPT's, else the defaults). Close ends the job's PMI
+// session too.
+func Open(opts map[string]string) (*Endpoint, error) {
+	if opts == nil {
+		opts = map[string]string{}
+		for kv := range strings.SplitSeq(os.Getenv("ADIMPI_DEVICE_OPT"), ",") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+				opts[k] = v
+			}
+		}
+	}
+	o, err := ParseOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	c, err := pmi.Connect()
+	if err != nil {
+		return nil, err
+	}
+	e, err := New(c.Rank(), c.Size(), c, o)
+	if err != nil {
+		_ = c.Abort(1, err.Error())
+		return nil, err
+	}
+	e.client = c
+	return e, nil
+}
+
+// New wires up an endpoint for process rank of size through kvs (collective
+// over the job: every process calls it).
+func New(rank, size int, kvs adi.KVS, o Options) (*Endpoint, error) {
+	if o.Short == 0 {
+		o = DefaultOptions
+	}
+	e := &Endpoint{rank: rank, size: size, opt: o}
+	e.slotBytes = qHdr + o.Short
+	e.offStage = blkSlots + o.MaxLong*slotDesc
+	e.offQueue = e.offStage + o.MaxLong*2*o.Chunk
+	e.blockSize = (e.offQueue + o.Queue*e.slotBytes + 63) &^ 63
+	var err error
+	e.seg, err = shm.Export(fmt.Sprintf("adimpi-bip-%d", rank), offPeers+size*e.blockSize)
+	if err != nil {
+		return nil, err
+	}
+	probe := uintptr(unsafe.Pointer(&e.seg.Mem[offProbe]))
+	me := fmt.Sprintf("%d:%d:%x:%x:%d:%d:%d:%d", os.Getpid(), e.seg.FD, e.seg.Key, probe, o.Short, o.Queue, o.MaxLong, o.Chunk)
+	if err := kvs.Put(fmt.Sprintf("bip-%d", rank), me); err != nil {
+		e.seg.Close()
+		return nil, err
+	}
+	if err := kvs.Barrier(); err != nil {
+		e.seg.Close()
+		return nil, err
+	}
+	e.peers = make([]*peer, size)
+	for r := 0; r < size; r++ {
+		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, alive: true, self: r == rank}
+		if r != rank {
+			v, err := kvs.Get(fmt.Sprintf("bip-%d", r))
+			if err != nil {
+				e.Close()
+				return nil, err
+			}
+			var fd, short, queue, maxlong, chunk int
+			var key uint64
+			var paddr uintptr
+			if _, err := fmt.Sscanf(v, "%d:%d:%x:%x:%d:%d:%d:%d", &p.pid, &fd, &key, &paddr, &short, &queue, &maxlong, &chunk); err != nil {
+				e.Close()
+				return nil, fmt.Errorf("bip: rank %d published %q: %v", r, v, err)
+			}
+			if short != o.Short || queue != o.Queue || maxlong != o.MaxLong || chunk != o.Chunk {
+				e.Close()
+				return nil, fmt.Errorf("bip: rank %d uses short=%d queue=%d maxlong=%d chunk=%d, this rank %d/%d/%d/%d; options must agree",
+					r, short, queue, maxlong, chunk, o.Short, o.Queue, o.MaxLong, o.Chunk)
+			}
+			if p.seg, err = shm.Import(p.pid, fd, key); err != nil {
+				e.Close()
+				return nil, fmt.Errorf("bip: rank %d: %w", r, err)
+			}
+			p.remoteOK = o.CMA && shm.CanRemoteWrite(p.pid, paddr)
+		}
+		p.out = p.seg.Mem[offPeers+rank*e.blockSize:][:e.blockSize]
+		p.in = e.seg.Mem[offPeers+r*e.blockSize:][:e.blockSize]
+		p.doorbell, p.sleepers = p.seg.Uint32(offDoorbell), p.seg.Uint32(offSleepers)
+		p.recvSlots = make([]*LongRecv, o.MaxLong)
+		p.claimed = make([]bool, o.MaxLong)
+		e.peers[r] = p
+	}
+	e.lastLive = time.Now()
+	return e, nil
+}
+
+// Rank is this process's rank in the job.
+func (e *Endpoint) Rank() int { return e.rank }
+
+// Size is the number of processes in the job.
+func (e *Endpoint) Size() int { return e.size }
+
+// Options are the options the endpoint runs with.
+func (e *Endpoint) Options() Options { return e.opt }
+
+// Close releases the endpoint's segments. An endpoint from Open first
+// waits at a PMI barrier for every process (so that no peer still writes
+// into this one) and finalizes PMI.
+func (e *Endpoint) Close() error {
+	var err error
+	if e.client != nil {
+		err = e.client.Barrier()
+		if ferr := e.client.Finalize(); err == nil {
+			err = ferr
+		}
+		e.client = nil
+	}
+	for _, p := range e.peers {
+		if p != nil && p.seg != e.seg {
+			if cerr := p.seg.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if cerr := e.seg.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func u32(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
+func u64(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+
+func ring(doorbell, sleepers *uint32) {
+	atomic.AddUint32(doorbell, 1)
+	if atomic.LoadUint32(sleepers) > 0 {
+		_ = shm.FutexWake(doorbell, math.MaxInt32)
+	}
+}
+
+func (e *Endpoint) peerErr(p *peer, op string) error {
+	if p.gone != nil {
+		return p.gone
+	}
+	return adi.Errorf(adi.ErrOther, op, "rank %d (pid %d) has exited", p.rank, p.pid)
+}
+
+func (e *Endpoint) checkRank(r int, op string) (*peer, error) {
+	if r < 0 || r >= e.size {
+		return nil, adi.Errorf(adi.ErrRank, op, "rank %d out of range [0,%d)", r, e.size)
+	}
+	p := e.peers[r]
+	if !p.alive {
+		return nil, e.peerErr(p, op)
+	}
+	return p, nil
+}
+
+// ShortMax is the largest short message.
+func (e *Endpoint) ShortMax() int { return e.opt.Short }
+
+// QueueSlots is the number of short messages a sender can have waiting in
+// one receiver's queue.
+func (e *Endpoint) QueueSlots() int { return e.opt.Queue }
+
+// TrySend writes a short message of n bytes into dest's circular queue,
+// filling it with fill (which gets exactly n bytes to write), and reports
+// false when the queue is full. It never waits: the message is in the
+// receiver's memory when it returns true, whether or not anything is
+// posted there.
+func (e *Endpoint) TrySend(dest int, tag uint32, n int, fill func(p []byte)) (bool, error) {
+	p, err := e.checkRank(dest, "bip send")
+	if err != nil {
+		return false, err
+	}
+	if n > e.opt.Short || n < 0 {
+		return false, ErrTooLong
+	}
+	q := e.opt.Queue
+	headp := u64(p.out, blkHead)
+	if p.tail-atomic.LoadUint64(headp) >= uint64(q) {
+		// Full: ask the reader to ring us when it consumes, then look again
+		// (it may have consumed in between).
+		atomic.StoreUint32(u32(p.out, blkWaitSpace), 1)
+		if p.tail-atomic.LoadUint64(headp) >= uint64(q) {
+			e.Stats.QueueFull++
+			return false, nil
+		}
+	}
+	s := p.out[e.offQueue+int(p.tail%uint64(q))*e.slotBytes:][:e.slotBytes]
+	*u32(s, 8) = uint32(n)
+	*u32(s, 12) = tag
+	if n > 0 && fill != nil {
+		fill(s[qHdr : qHdr+n])
+	}
+	p.tail++
+	atomic.StoreUint64(u64(s, 0), p.tail)
+	e.Stats.ShortSent++
+	e.Stats.BytesSent += int64(n)
+	ring(p.doorbell, p.sleepers)
+	return true, nil
+}
+
+// SendShort sends a short message, blocking while dest's queue is full:
+// it makes progress, spins briefly, then sleeps on its doorbell until the
+// receiver consumes.
+func (e *Endpoint) SendShort(dest int, tag uint32, msg []byte) error {
+	return e.wait(func() (bool, error) {
+		return e.TrySend(dest, tag, len(msg), func(p []byte) { copy(p, msg) })
+	})
+}
+
+// NextShort consumes the oldest short message from src (AnySource: from
+// the first source, in rank order from a rotating start, that has one)
+// and calls fn with it; msg is valid only during fn. It reports whether
+// there was one.
+func (e *Endpoint) NextShort(src int, fn func(src int, tag uint32, msg []byte)) bool {
+	if src >= 0 {
+		if src >= e.size {
+			return false
+		}
+		return e.next(e.peers[src], fn)
+	}
+	for k := range e.size {
+		p := e.peers[(e.rr+k)%e.size]
+		if e.next(p, fn) {
+			e.rr = (p.rank + 1) % e.size
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Endpoint) next(p *peer, fn func(src int, tag uint32, msg []byte)) bool {
+	q := uint64(e.opt.Queue)
+	s := p.in[e.offQueue+int(p.head%q)*e.slotBytes:][:e.slotBytes]
+	if atomic.LoadUint64(u64(s, 0)) != p.head+1 {
+		return false
+	}
+	n := int(*u32(s, 8))
+	tag := *u32(s, 12)
+	fn(p.rank, tag, s[qHdr:qHdr+n])
+	p.head++
+	atomic.StoreUint64(u64(p.in, blkHead), p.head)
+	e.Stats.ShortRecv++
+	if atomic.LoadUint32(u32(p.in, blkWaitSpace)) != 0 {
+		atomic.StoreUint32(u32(p.in, blkWaitSpace), 0)
+		ring(p.doorbell, p.sleepers)
+	}
+	return true
+}
+
+// RecvShort blocks until a short message from src (or AnySource = -2)
+// arrives and copies it into buf, returning its source, tag and length
+// (the message is cut to len(buf)).
+func (e *Endpoint) RecvShort(src int, buf []byte) (from int, tag uint32, n int, err error) {
+	err = e.wait(func() (bool, error) {
+		got := e.NextShort(src, func(s int, t uint32, msg []byte) {
+			from, tag, n = s, t, copy(buf, msg)
+		})
+		if !got && src >= 0 && src < e.size && !e.peers[src].alive {
+			return false, e.peerErr(e.peers[src], "bip receive")
+		}
+		return got, nil
+	})
+	return
+}
+
+// PostLong posts a long receive from src with tag into buf; the matching
+// long send streams its data straight into buf. At most MaxLong long
+// receives per source may be outstanding (ErrBusy). done, if not nil, is
+// called from Progress when the receive completes.
+func (e *Endpoint) PostLong(src int, tag uint32, buf adi.Buffer, done func(n, size int, err error)) (*LongRecv, error) {
+	return e.PostLongN(src, tag, buf, buf.Size(), done)
+}
+
+// PostLongN is PostLong accepting at most n bytes (n ≤ buf.Size()).
+func (e *Endpoint) PostLongN(src int, tag uint32, buf adi.Buffer, n int, done func(n, size int, err error)) (*LongRecv, error) {
+	p, err := e.checkRank(src, "bip long receive")
+	if err != nil {
+		return nil, err
+	}
+	n = min(n, buf.Size())
+	slot := -1
+	for i, r := range p.recvSlots {
+		if r == nil {
+			slot = i
+			break
+		}
+	}
+	if slot < 0 {
+		return nil, ErrBusy
+	}
+	r := &LongRecv{peer: p, tag: tag, buf: buf, slot: slot, cap: n, onDone: done}
+	p.recvSlots[slot] = r
+	d := p.in[blkSlots+slot*slotDesc:][:slotDesc]
+	addr := uint64(0)
+	iov, niov := uint64(0), 0
+	r.iov = nil
+	switch {
+	case n > 0 && buf.Contiguous() && !p.self:
+		addr = uint64(uintptr(unsafe.Pointer(&buf.Mem[0])))
+	case n > 0 && !p.self && e.opt.CMA:
+		if r.iov = gatherList(buf, n); r.iov != nil {
+			iov, niov = uint64(uintptr(unsafe.Pointer(&r.iov[0]))), len(r.iov)/2
+		}
+	}
+	p.postSeq++
+	*u32(d, slTag) = tag
+	*u64(d, slSeq) = p.postSeq
+	*u64(d, slAddr) = addr
+	*u64(d, slCap) = uint64(n)
+	*u64(d, slIov) = iov
+	*u64(d, slIovN) = uint64(niov)
+	*u64(d, slWritten) = 0
+	*u64(d, slSize) = 0
+	atomic.StoreUint64(u64(d, slFill), 0)
+	atomic.StoreUint64(u64(d, slFill+8), 0)
+	atomic.StoreUint32(u32(d, slState), slotPosted)
+	e.recvs = append(e.recvs, r)
+	ring(p.doorbell, p.sleepers)
+	return r, nil
+}
+
+// StartLong starts a long send of buf to dest with tag. The data moves
+// once dest has posted a long receive with that tag (rendezvous): straight
+// into the receive buffer with process_vm_writev when allowed, else through
+// shared-memory chunks. At most MaxLong long sends per destination may be
+// outstanding (ErrBusy). done, if not nil, is called from Progress when the
+// send completes.
+func (e *Endpoint) StartLong(dest int, tag uint32, buf adi.Buffer, done func(n int, err error)) (*LongSend, error) {
+	p, err := e.checkRank(dest, "bip long send")
+	if err != nil {
+		return nil, err
+	}
+	if p.nlongOut >= e.opt.MaxLong {
+		return nil, ErrBusy
+	}
+	p.nlongOut++
+	s := &LongSend{peer: p, tag: tag, buf: buf, slot: -1, onDone: done}
+	e.sends = append(e.sends, s)
+	e.advanceSend(s)
+	return s, nil
+}
+
+// SendLong is StartLong and waiting for the send.
+func (e *Endpoint) SendLong(dest int, tag uint32, data []byte) error {
+	s, err := e.StartLong(dest, tag, adi.Bytes(data), nil)
+	if err != nil {
+		return err
+	}
+	return e.Wait(s.Done, s.Err)
+}
+
+// RecvLong is PostLong and waiting for the receive; it returns the bytes
+// received.
+func (e *Endpoint) RecvLong(src int, tag uint32, buf []byte) (int, error) {
+	r, err := e.PostLong(src, tag, adi.Bytes(buf), nil)
+	if err != nil {
+		return 0, err
+	}
+	err = e.Wait(r.Done, r.Err)
+	return r.n, err
+}
+
+// Wait makes progress until done() holds, then returns errf().
+func (e *Endpoint) Wait(done func() bool, errf func() error) error {
+	if err := e.wait(func() (bool, error) { return done(), nil }); err != nil {
+		return err
+	}
+	return errf()
+}
+
+// wait runs try until it reports true or an error, making progress in
+// between: spinning briefly, then sleeping on the doorbell.
+func (e *Endpoint) wait(try func() (bool, error)) error {
+	for spins := 0; ; spins++ {
+		seq := e.Seq()
+		ok, err := try()
+		if ok || err != nil {
+			e.runDone()
+			return err
+		}
+		if e.Progress() {
+			spins = 0
+			continue
+		}
+		if spins > 64 {
+			e.Sleep(seq, 50*time.Millisecond)
+		}
+	}
+}
+
+func (e *Endpoint) finishSend(s *LongSend, err error) {
+	s.done, s.err = true, err
+	s.peer.nlongOut--
+	if s.onDone != nil {
+		e.done = append(e.done, func() { s.onDone(s.n, err) })
+	}
+}
+
+func (e *Endpoint) finishRecv(r *LongRecv, err error) {
+	r.done, r.err = true, err
+	p := r.peer
+	p.recvSlots[r.slot] = nil
+	if r.onDone != nil {
+		e.done = append(e.done, func() { r.onDone(r.n, r.size, err) })
+	}
+}
+
+// advanceSend moves a long send forward: match a posted receive, then
+// deliver data. It reports whether anything happened.
+func (e *Endpoint) advanceSend(s *LongSend) bool {
+	p := s.peer
+	if s.done {
+		return false
+	}
+	did := false
+	if s.slot < 0 {
+		best, bestSeq := -1, uint64(0)
+		for i := 0; i < e.opt.MaxLong; i++ {
+			if p.claimed[i] {
+				continue
+			}
+			d := p.out[blkSlots+i*slotDesc:][:slotDesc]
+			if atomic.LoadUint32(u32(d, slState)) != slotPosted || *u32(d, slTag) != s.tag {
+				continue
+			}
+			if seq := *u64(d, slSeq); best < 0 || seq < bestSeq {
+				best, bestSeq = i, seq
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		s.slot = best
+		p.claimed[best] = true
+		d := p.out[blkSlots+best*slotDesc:][:slotDesc]
+		atomic.StoreUint32(u32(d, slState), slotClaimed)
+		s.n = min(s.buf.Size(), int(*u64(d, slCap)))
+		did = true
+	}
+	d := p.out[blkSlots+s.slot*slotDesc:][:slotDesc]
+	addr := *u64(d, slAddr)
+	mode := modeDirect
+	switch {
+	case s.n == 0:
+	case p.self:
+		r := p.recvSlots[s.slot]
+		off := 0
+		_ = s.buf.Pieces(0, s.n, func(b []byte) error {
+			r.buf.CopyIn(off, b)
+			off += len(b)
+			return nil
+		})
+		s.off = s.n
+	case addr != 0 && p.remoteOK:
+		const window = 1 << 20
+		for s.off < s.n {
+			k := min(window, s.n-s.off)
+			var pieces [][]byte
+			_ = s.buf.Pieces(s.off, k, func(b []byte) error { pieces = append(pieces, b); return nil })
+			if err := shm.RemoteWrite(p.pid, uintptr(addr)+uintptr(s.off), pieces); err != nil {
+				return e.remoteFailed(s, err)
+			}
+			s.off += k
+		}
+		e.Stats.RemoteWrites++
+	case *u64(d, slIovN) > 0 && p.remoteOK:
+		if err := e.scatter(s, *u64(d, slIov), int(*u64(d, slIovN))); err != nil {
+			return e.remoteFailed(s, err)
+		}
+	default:
+		mode = modeChunks
+		for s.off < s.n {
+			fp := u64(d, slFill+8*s.half)
+			if atomic.LoadUint64(fp) != 0 {
+				return did // the receiver has not emptied this chunk yet
+			}
+			k := min(e.opt.Chunk, s.n-s.off)
+			st := e.offStage + (s.slot*2+s.half)*e.opt.Chunk
+			s.buf.CopyOut(s.off, p.out[st:st+k])
+			atomic.StoreUint64(fp, uint64(k))
+			ring(p.doorbell, p.sleepers)
+			s.off += k
+			s.half ^= 1
+			e.Stats.Chunks++
+			did = true
+		}
+	}
+	*u32(d, slMode) = mode
+	*u64(d, slWritten) = uint64(s.n)
+	*u64(d, slSize) = uint64(s.buf.Size())
+	atomic.StoreUint32(u32(d, slState), slotDone)
+	p.claimed[s.slot] = false
+	ring(p.doorbell, p.sleepers)
+	e.Stats.LongSent++
+	e.Stats.BytesSent += int64(s.n)
+	e.finishSend(s, nil)
+	return true
+}
+
+// remoteFailed handles a failed remote write of send s: if the peer still
+// lives (the kernel's policy changed, say), the send starts over through
+// the staging chunks and remote write to that peer stays off; else the
+// send fails.
+func (e *Endpoint) remoteFailed(s *LongSend, err error) bool {
+	p := s.peer
+	if shm.Alive(p.pid) && p.remoteOK {
+		p.remoteOK = false
+		s.off = 0
+		e.advanceSend(s)
+		return true
+	}
+	e.finishSend(s, adi.Errorf(adi.ErrOther, "bip long send", "remote write to rank %d: %v", p.rank, err))
+	p.claimed[s.slot] = false
+	return true
+}
+
+// advanceRecv takes chunks of a long receive out of staging and completes
+// it when the sender is done.
+func (e *Endpoint) advanceRecv(r *LongRecv) bool {
+	p := r.peer
+	d := p.in[blkSlots+r.slot*slotDesc:][:slotDesc]
+	st := atomic.LoadUint32(u32(d, slState))
+	did := false
+	for {
+		fp := u64(d, slFill+8*r.half)
+		k := int(atomic.LoadUint64(fp))
+		if k == 0 {
+			break
+		}
+		k = min(k, r.cap-r.got)
+		at := e.offStage + (r.slot*2+r.half)*e.opt.Chunk
+		r.buf.CopyIn(r.got, p.in[at:at+k])
+		r.got += k
+		atomic.StoreUint64(fp, 0)
+		ring(p.doorbell, p.sleepers)
+		r.half ^= 1
+		did = true
+	}
+	if st != slotDone {
+		return did
+	}
+	w := int(*u64(d, slWritten))
+	if *u32(d, slMode) == modeChunks && r.got < w {
+		return did // chunks still to come
+	}
+	r.n, r.size = w, int(*u64(d, slSize))
+	r.direct = *u32(d, slMode) == modeDirect
+	atomic.StoreUint32(u32(d, slState), slotFree)
+	e.Stats.LongRecv++
+	e.finishRecv(r, nil)
+	return true
+}
+
+// Progress advances every long operation and checks, now and then, that
+// peers are alive. It reports whether anything happened. Completion
+// callbacks run before it returns.
+func (e *Endpoint) Progress() bool {
+	did := false
+	if len(e.sends) > 0 {
+		keep := e.sends[:0]
+		for _, s := range e.sends {
+			if e.advanceSend(s) {
+				did = true
+			}
+			if !s.done {
+				keep = append(keep, s)
+			}
+		}
+		clear(e.sends[len(keep):])
+		e.sends = keep
+	}
+	if len(e.recvs) > 0 {
+		keep := e.recvs[:0]
+		for _, r := range e.recvs {
+			if !r.done && e.advanceRecv(r) {
+				did = true
+			}
+			if !r.done {
+				keep = append(keep, r)
+			}
+		}
+		clear(e.recvs[len(keep):])
+		e.recvs = keep
+	}
+	if did {
+		e.idle = 0
+	} else if e.idle++; (e.idle%1024 == 0 || (e.slept.Load() && e.slept.Swap(false))) && time.Since(e.lastLive) > livenessCheck {
+		did = e.checkPeers() // requests failed: waiters must look
+	}
+	e.runDone()
+	return did
+}
+
+func (e *Endpoint) runDone() {
+	for len(e.done) > 0 {
+		f := e.done[0]
+		e.done = e.done[1:]
+		f()
+	}
+	e.done = e.done[:0]
+}
+
+// checkPeers fails the long operations with a peer whose process is gone
+// and reports the death through OnPeerGone; it tells whether one was.
+func (e *Endpoint) checkPeers() bool {
+	e.lastLive = time.Now()
+	died := false
+	for _, p := range e.peers {
+		if !p.alive || p.self || shm.Alive(p.pid) {
+			continue
+		}
+		e.peerDied(p)
+		died = true
+	}
+	return died
+}
+
+func (e *Endpoint) peerDied(p *peer) {
+	p.alive = false
+	p.gone = adi.Errorf(adi.ErrOther, "bip", "rank %d (pid %d) exited while a request depended on it", p.rank, p.pid)
+	for _, s := range e.sends {
+		if s.peer == p && !s.done {
+			e.finishSend(s, p.gone)
+		}
+	}
+	for _, r := range e.recvs {
+		if r.peer == p && !r.done {
+			e.finishRecv(r, p.gone)
+		}
+	}
+	if e.OnPeerGone != nil {
+		e.OnPeerGone(p.rank, p.gone)
+	}
+}
+
+// Alive reports whether rank's process was alive at the last check.
+func (e *Endpoint) Alive(rank int) bool { return e.peers[rank].alive }
+
+// Seq is the doorbell word every writer bumps.
+func (e *Endpoint) Seq() uint32 { return atomic.LoadUint32(e.seg.Uint32(offDoorbell)) }
+
+// Sleep waits on the doorbell until it moves from seq or d passes. It may
+// be called concurrently with the other methods.
+func (e *Endpoint) Sleep(seq uint32, d time.Duration) {
+	sl := e.seg.Uint32(offSleepers)
+	atomic.AddUint32(sl, 1)
+	_ = shm.FutexWait(e.seg.Uint32(offDoorbell), seq, d)
+	e.slept.Store(true)
+	atomic.AddUint32(sl, ^uint32(0))
+}
+
+// Wake rings this process's own doorbell, so that every Sleep returns.
+func (e *Endpoint) Wake() { ring(e.seg.Uint32(offDoorbell), e.seg.Uint32(offSleepers)) }
+
+// scatterMin is the smallest average block of a non-contiguous receive
+// buffer worth a gather list: for smaller blocks the kernel's per-piece
+// cost in process_vm_writev exceeds a second copy through staging.
+const scatterMin = 8 << 10
+
+// gatherList describes the first n packed bytes of buf as (address,
+// length) pairs — BIP's gather list, which the sender reads with
+// process_vm_readv and writes through with one scatter remote write per
+// batch — or returns nil when buf's blocks are too small for it.
+func gatherList(buf adi.Buffer, n int) []uint64 {
+	limit := n/scatterMin + 1
+	var iov []uint64
+	err := buf.Pieces(0, n, func(p []byte) error {
+		if len(iov)/2 >= limit {
+			return errSmallBlocks
+		}
+		iov = append(iov, uint64(uintptr(unsafe.Pointer(&p[0]))), uint64(len(p)))
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return iov
+}
+
+var errSmallBlocks = errors.New("blocks too small for a gather list")
+
+// scatter writes send s straight into the pieces of the receiver's gather
+// list (niov pairs at address list in the receiver's memory), reading the
+// list in batches.
+func (e *Endpoint) scatter(s *LongSend, list uint64, niov int) error {
+	const batch = 512
+	p := s.peer
+	raw := make([]byte, 16*batch)
+	remote := make([]shm.RemoteSeg, 0, batch)
+	var local [][]byte
+	for i := 0; i < niov && s.off < s.n; i += batch {
+		k := min(batch, niov-i)
+		if err := shm.RemoteRead(p.pid, uintptr(list)+uintptr(16*i), [][]byte{raw[:16*k]}); err != nil {
+			return err
+		}
+		remote, covered := remote[:0], 0
+		for j := 0; j < k && s.off+covered < s.n; j++ {
+			seg := shm.RemoteSeg{Addr: *u64(raw, 16*j), Len: *u64(raw, 16*j+8)}
+			seg.Len = min(seg.Len, uint64(s.n-s.off-covered))
+			remote = append(remote, seg)
+			covered += int(seg.Len)
+		}
+		local = local[:0]
+		_ = s.buf.Pieces(s.off, covered, func(b []byte) error { local = append(local, b); return nil })
+		if err := shm.RemoteScatter(p.pid, local, remote); err != nil {
+			return err
+		}
+		s.off += covered
+		e.Stats.RemoteWrites++
+	}
+	return nil
+}

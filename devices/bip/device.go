@@ -1,0 +1,512 @@
+package bip
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/adi/match"
+)
+
+func init() { adi.Register("bip", func() adi.Device { return new(Device) }) }
+
+// MPI-BIP message types, carried as the BIP short message's tag.
+const (
+	msgEager  uint32 = iota + 1 // an MPI message small enough for one short message (payload follows the header)
+	msgReq                      // long protocol 1/3: a message waits to be matched (size, signature, send id)
+	msgAck                      // long protocol 2/3: matched; the BIP long receive with tag aux is posted for n bytes
+	msgCredit                   // explicit credit return (uncounted: it uses the queue's reserved slots)
+)
+
+// Header of every MPI-BIP short message.
+const (
+	hCtx     = 0  // u32 context id
+	hTag     = 4  // i32 MPI tag
+	hSig     = 8  // u32 type signature code
+	hID      = 12 // u32 REQ: send id; ACK: the send id it answers
+	hSize    = 16 // u64 EAGER/REQ: message size; ACK: bytes to send
+	hCredits = 24 // u32 cumulative count of the receiver's counted messages consumed (piggybacked credits)
+	hAux     = 28 // u32 ACK: BIP tag of the posted long receive
+	hFlags   = 32 // u32 ACK: ackDiscard
+	hdrSize  = 40
+
+	ackDiscard = 1 // the receiver refused the message (type signature mismatch)
+
+	// reserved queue slots per sender, for explicit credit messages
+	reserved = 2
+)
+
+type hdr struct {
+	ctx, sig, id, aux, flags uint32
+	tag                      int32
+	size                     uint64
+}
+
+// outMsg is an MPI-BIP message waiting for credit or queue space.
+type outMsg struct {
+	typ  uint32
+	h    hdr
+	data adi.Buffer   // eager payload
+	req  *adi.Request // an eager send, completed once its message is in the queue
+}
+
+type pstate struct {
+	used, granted      uint32 // counted messages I sent it; its cumulative grant
+	consumed, reported uint32 // its counted messages I consumed; the count I last sent back
+	backlog            []*outMsg
+	waitSlot           []*lrecv // matched long receives waiting for a BIP long-receive slot
+	waitSend           []*lsend // acknowledged sends waiting for a BIP long-send slot
+}
+
+// lsend is a send in the long protocol.
+type lsend struct {
+	req  *adi.Request
+	peer int
+	tag  uint32 // ACK: BIP tag of the receive
+}
+
+// lrecv is a receive matched to a REQ.
+type lrecv struct {
+	req       *adi.Request
+	src, tag  int
+	size, n   int
+	sendID    uint32
+	bipPosted bool
+}
+
+// Device is MPI over BIP (MPI-BIP). Create it through the adi registry
+// (mpirun -device bip).
+type Device struct {
+	ep     *Endpoint
+	size   int
+	eng    match.Engine
+	eager  int // largest MPI payload sent eagerly
+	credit uint32
+	pc     []*pstate
+	sends  map[uint32]*lsend // REQ sent, waiting for ACK
+	nextID uint32
+	err    error // a protocol error found inside a callback
+
+	cnt struct {
+		eager, long, creditWaits, creditMsgs, ackWaits int64
+	}
+}
+
+// Init wires up the BIP endpoint.
+func (d *Device) Init(cfg adi.Config) error {
+	o, err := ParseOptions(cfg.Options)
+	if err != nil {
+		return err
+	}
+	if d.ep, err = New(cfg.Rank, cfg.Size, cfg.KVS, o); err != nil {
+		return err
+	}
+	d.size = cfg.Size
+	d.eager = o.Short - hdrSize
+	d.credit = uint32(o.Queue - reserved)
+	d.pc = make([]*pstate, cfg.Size)
+	for i := range d.pc {
+		d.pc[i] = &pstate{}
+	}
+	d.sends = map[uint32]*lsend{}
+	d.ep.OnPeerGone = d.peerGone
+	return nil
+}
+
+// Finalize releases the endpoint.
+func (d *Device) Finalize() error { return d.ep.Close() }
+
+func (d *Device) newID() uint32 {
+	d.nextID++
+	if d.nextID == 0 {
+		d.nextID = 1
+	}
+	return d.nextID
+}
+
+// Counters reports live objects and traffic. rendezvous_sends and
+// rendezvous_receives count this process's long-protocol operations at
+// every stage (REQ out, acknowledged, waiting for BIP's bound, streaming).
+func (d *Device) Counters() map[string]int64 {
+	backlog, waitSlot, waitSend := 0, 0, 0
+	for _, p := range d.pc {
+		backlog += len(p.backlog)
+		waitSlot += len(p.waitSlot)
+		waitSend += len(p.waitSend)
+	}
+	s := d.ep.Stats
+	return map[string]int64{
+		"posted_receives":     int64(d.eng.Posted()),
+		"unexpected_messages": int64(d.eng.Unexpected()),
+		"rendezvous_sends":    int64(len(d.sends) + waitSend + len(d.ep.sends)),
+		"rendezvous_receives": int64(waitSlot + len(d.ep.recvs)),
+		"backlog":             int64(backlog),
+		"waiting_bip_bound":   int64(waitSlot + waitSend),
+		"eager_messages":      d.cnt.eager,
+		"long_messages":       d.cnt.long,
+		"credit_waits":        d.cnt.creditWaits,
+		"credit_messages":     d.cnt.creditMsgs,
+		"bip_bound_waits":     d.cnt.ackWaits,
+		"bip_short_sent":      s.ShortSent,
+		"bip_short_received":  s.ShortRecv,
+		"bip_queue_full":      s.QueueFull,
+		"bip_long_sent":       s.LongSent,
+		"bip_long_received":   s.LongRecv,
+		"bip_remote_writes":   s.RemoteWrites,
+		"bip_chunks":          s.Chunks,
+		"bytes_sent":          s.BytesSent,
+	}
+}
+
+func deadErr(op string, rank int) error {
+	return adi.Errorf(adi.ErrOther, op, "rank %d has exited", rank)
+}
+
+// Isend: eager when the message fits a short message (and is not
+// synchronous), else the three-message long protocol.
+func (d *Device) Isend(r *adi.Request) error {
+	if !d.ep.Alive(r.Peer) {
+		return deadErr("send", r.Peer)
+	}
+	n := r.Buf.Size()
+	sig := r.Buf.Type.Signature()
+	if n <= d.eager && r.Mode != adi.ModeSync {
+		d.cnt.eager++
+		d.send(r.Peer, outMsg{typ: msgEager, h: hdr{ctx: r.Context, tag: int32(r.Tag), sig: sig, size: uint64(n)}, data: r.Buf, req: r})
+		return nil
+	}
+	d.cnt.long++
+	id := d.newID()
+	d.sends[id] = &lsend{req: r, peer: r.Peer}
+	d.send(r.Peer, outMsg{typ: msgReq, h: hdr{ctx: r.Context, tag: int32(r.Tag), sig: sig, size: uint64(n), id: id}})
+	return nil
+}
+
+// send puts m into the peer's BIP queue now if credit and space allow, else
+// behind the peer's backlog (order is kept).
+func (d *Device) send(dest int, m outMsg) {
+	p := d.pc[dest]
+	if len(p.backlog) == 0 && d.put(dest, &m) {
+		return // the common case allocates nothing
+	}
+	q := new(outMsg)
+	*q = m
+	p.backlog = append(p.backlog, q)
+}
+
+// put writes m as one BIP short message if a credit (for counted messages)
+// and queue space are there; it reports whether m is done with.
+func (d *Device) put(dest int, m *outMsg) bool {
+	p := d.pc[dest]
+	counted := m.typ != msgCredit
+	if counted && p.used-p.granted >= d.credit {
+		d.cnt.creditWaits++
+		return false
+	}
+	n := hdrSize
+	if m.typ == msgEager {
+		n += int(m.h.size)
+	}
+	credits := p.consumed
+	ok, err := d.ep.TrySend(dest, m.typ, n, func(b []byte) {
+		*u32(b, hCtx) = m.h.ctx
+		*(*int32)(unsafe.Pointer(&b[hTag])) = m.h.tag
+		*u32(b, hSig) = m.h.sig
+		*u32(b, hID) = m.h.id
+		*u64(b, hSize) = m.h.size
+		*u32(b, hCredits) = credits
+		*u32(b, hAux) = m.h.aux
+		*u32(b, hFlags) = m.h.flags
+		if m.typ == msgEager && m.h.size > 0 {
+			m.data.CopyOut(0, b[hdrSize:hdrSize+int(m.h.size)])
+		}
+	})
+	if err != nil {
+		if m.req != nil {
+			m.req.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "rank %d: %v", dest, err)})
+		}
+		return true
+	}
+	if !ok {
+		return false
+	}
+	if counted {
+		p.used++
+	}
+	p.reported = credits
+	if m.req != nil {
+		m.req.Complete(adi.Status{Bytes: int(m.h.size)})
+	}
+	return true
+}
+
+// Irecv posts a receive: it takes a waiting message or joins the posted queue.
+func (d *Device) Irecv(r *adi.Request) error {
+	if r.Peer != adi.AnySource && !d.ep.Alive(r.Peer) {
+		return deadErr("receive", r.Peer)
+	}
+	if m := d.eng.Post(r); m != nil {
+		d.deliver(r, m)
+	}
+	return nil
+}
+
+// deliver hands a matched message to receive r.
+func (d *Device) deliver(r *adi.Request, m *match.Message) {
+	if id, ok := m.Handle.(uint32); ok {
+		d.matchLong(r, m.Env, m.Size, m.Sig, id)
+		return
+	}
+	if d.mismatch(r, m.Env, m.Size, m.Sig) {
+		return
+	}
+	n := min(m.Size, r.Buf.Size())
+	r.Buf.CopyIn(0, m.Data[:n])
+	r.Complete(recvStatus(r, m.Env.Source, m.Env.Tag, m.Size, n))
+}
+
+func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
+	st := adi.Status{Source: src, Tag: tag, Bytes: n}
+	if size > n {
+		st.Err = adi.Errorf(adi.ErrTruncate, "receive", "message of %d bytes from rank %d (tag %d) does not fit the %d-byte receive buffer", size, src, tag, r.Buf.Size())
+	}
+	return st
+}
+
+// mismatch completes r with ErrType when the message's type signature
+// differs from the receive's (both known), writing nothing into it.
+func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32) bool {
+	want := r.Buf.Type.Signature()
+	if sig == 0 || want == 0 || sig == want || size == 0 {
+		return false
+	}
+	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Errorf(adi.ErrType, "receive",
+		"type signature mismatch: a message of %d bytes from rank %d (tag %d) was sent as a different basic type than the receive's %s", size, env.Source, env.Tag, r.Buf.Type)})
+	return true
+}
+
+// matchLong handles a receive matched to a REQ: post the BIP long receive
+// (when BIP's bound allows) and acknowledge.
+func (d *Device) matchLong(r *adi.Request, env adi.Envelope, size int, sig, sendID uint32) {
+	if d.mismatch(r, env, size, sig) {
+		d.send(env.Source, outMsg{typ: msgAck, h: hdr{id: sendID, flags: ackDiscard}})
+		return
+	}
+	n := min(size, r.Buf.Size())
+	if n == 0 {
+		d.send(env.Source, outMsg{typ: msgAck, h: hdr{id: sendID}})
+		r.Complete(recvStatus(r, env.Source, env.Tag, size, 0))
+		return
+	}
+	p := d.pc[env.Source]
+	p.waitSlot = append(p.waitSlot, &lrecv{req: r, src: env.Source, tag: env.Tag, size: size, n: n, sendID: sendID})
+	d.postLongs(env.Source)
+}
+
+// postLongs posts BIP long receives for matched receives from src while
+// BIP's bound allows, acknowledging each.
+func (d *Device) postLongs(src int) {
+	p := d.pc[src]
+	for len(p.waitSlot) > 0 {
+		lr := p.waitSlot[0]
+		tag := d.newID()
+		_, err := d.ep.PostLongN(src, tag, lr.req.Buf, lr.n, func(n, _ int, err error) {
+			if err != nil {
+				lr.req.Complete(adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
+			} else {
+				lr.req.Complete(recvStatus(lr.req, lr.src, lr.tag, lr.size, lr.n))
+			}
+			d.postLongs(src)
+		})
+		if errors.Is(err, ErrBusy) {
+			d.cnt.ackWaits++
+			return
+		}
+		p.waitSlot[0] = nil
+		p.waitSlot = p.waitSlot[1:]
+		if err != nil {
+			lr.req.Complete(adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
+			continue
+		}
+		d.send(src, outMsg{typ: msgAck, h: hdr{id: lr.sendID, aux: tag, size: uint64(lr.n)}})
+	}
+}
+
+// startLongs starts BIP long sends for acknowledged sends to dest while
+// BIP's bound allows.
+func (d *Device) startLongs(dest int) {
+	p := d.pc[dest]
+	for len(p.waitSend) > 0 {
+		s := p.waitSend[0]
+		_, err := d.ep.StartLong(dest, s.tag, s.req.Buf, func(n int, err error) {
+			if err != nil {
+				s.req.Complete(adi.Status{Err: err})
+			} else {
+				s.req.Complete(adi.Status{Bytes: n})
+			}
+			d.startLongs(dest)
+		})
+		if errors.Is(err, ErrBusy) {
+			d.cnt.ackWaits++
+			return
+		}
+		p.waitSend[0] = nil
+		p.waitSend = p.waitSend[1:]
+		if err != nil {
+			s.req.Complete(adi.Status{Err: err})
+		}
+	}
+}
+
+// Iprobe looks for a matching message that has arrived.
+func (d *Device) Iprobe(ctx uint32, src, tag int) (adi.Status, bool, error) {
+	if m := d.eng.Probe(ctx, src, tag); m != nil {
+		return adi.Status{Source: m.Env.Source, Tag: m.Env.Tag, Bytes: m.Size}, true, nil
+	}
+	return adi.Status{}, false, nil
+}
+
+// CancelRecv withdraws r if no message has matched it.
+func (d *Device) CancelRecv(r *adi.Request) bool {
+	if d.eng.Cancel(r) {
+		r.Complete(adi.Status{Cancelled: true, Source: r.Peer, Tag: r.Tag})
+		return true
+	}
+	return false
+}
+
+// handle processes one MPI-BIP message from src (b valid only during the call).
+func (d *Device) handle(src int, typ uint32, b []byte) {
+	if len(b) < hdrSize {
+		d.fail(fmt.Errorf("bip: short message of %d bytes from rank %d: no MPI-BIP header", len(b), src))
+		return
+	}
+	p := d.pc[src]
+	if c := *u32(b, hCredits); c-p.granted < 1<<31 {
+		p.granted = c
+	}
+	if typ != msgCredit {
+		p.consumed++
+	}
+	env := adi.Envelope{Context: *u32(b, hCtx), Source: src, Tag: int(*(*int32)(unsafe.Pointer(&b[hTag])))}
+	sig, size, id := *u32(b, hSig), int(*u64(b, hSize)), *u32(b, hID)
+	switch typ {
+	case msgEager:
+		data := b[hdrSize : hdrSize+size]
+		if r := d.eng.Arrive(env); r != nil {
+			if !d.mismatch(r, env, size, sig) {
+				n := min(size, r.Buf.Size())
+				r.Buf.CopyIn(0, data[:n])
+				r.Complete(recvStatus(r, src, env.Tag, size, n))
+			}
+		} else {
+			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: append([]byte(nil), data...), Sig: sig})
+		}
+	case msgReq:
+		if r := d.eng.Arrive(env); r != nil {
+			d.matchLong(r, env, size, sig, id)
+		} else {
+			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Handle: id, Sig: sig})
+		}
+	case msgAck:
+		s := d.sends[id]
+		if s == nil {
+			d.fail(fmt.Errorf("bip: acknowledgement from rank %d for unknown send %d", src, id))
+			return
+		}
+		delete(d.sends, id)
+		switch {
+		case *u32(b, hFlags)&ackDiscard != 0:
+			s.req.Complete(adi.Status{})
+		case size == 0:
+			s.req.Complete(adi.Status{})
+		default:
+			s.tag = *u32(b, hAux)
+			d.pc[src].waitSend = append(d.pc[src].waitSend, s)
+			d.startLongs(src)
+		}
+	case msgCredit:
+	default:
+		d.fail(fmt.Errorf("bip: MPI-BIP message of unknown type %d from rank %d", typ, src))
+	}
+}
+
+func (d *Device) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+// Progress drains every short-message queue, returns credits, flushes
+// backlogs and advances BIP's long operations.
+func (d *Device) Progress() (bool, error) {
+	did := false
+	for src, p := range d.pc {
+		// At most a queue's worth per pass, so that one busy sender
+		// cannot hold the others up.
+		for i := 0; i < d.ep.opt.Queue && d.ep.NextShort(src, d.handle); i++ {
+			did = true
+		}
+		if p.consumed-p.reported >= d.credit/2 {
+			if d.put(src, &outMsg{typ: msgCredit}) {
+				d.cnt.creditMsgs++
+			}
+		}
+	}
+	for dest, p := range d.pc {
+		for len(p.backlog) > 0 && d.put(dest, p.backlog[0]) {
+			p.backlog[0] = nil
+			p.backlog = p.backlog[1:]
+			did = true
+		}
+	}
+	if d.ep.Progress() {
+		did = true
+	}
+	if d.err != nil {
+		return true, d.err
+	}
+	return did, nil
+}
+
+// peerGone fails every request that waits on a dead peer.
+func (d *Device) peerGone(rank int, gone error) {
+	fail := func(r *adi.Request) {
+		if r != nil && !r.Done() {
+			r.Complete(adi.Status{Err: gone})
+		}
+	}
+	p := d.pc[rank]
+	for _, m := range p.backlog {
+		fail(m.req)
+	}
+	p.backlog = nil
+	for id, s := range d.sends {
+		if s.peer == rank {
+			delete(d.sends, id)
+			fail(s.req)
+		}
+	}
+	for _, lr := range p.waitSlot {
+		fail(lr.req)
+	}
+	p.waitSlot = nil
+	for _, s := range p.waitSend {
+		fail(s.req)
+	}
+	p.waitSend = nil
+	for _, r := range d.eng.CancelFrom(rank) {
+		fail(r)
+	}
+}
+
+// Seq is the endpoint's doorbell.
+func (d *Device) Seq() uint32 { return d.ep.Seq() }
+
+// Sleep waits on the doorbell (safe without the core's lock).
+func (d *Device) Sleep(seq uint32, t time.Duration) { d.ep.Sleep(seq, t) }
+
+// Wake makes every Sleep return.
+func (d *Device) Wake() { d.ep.Wake() }

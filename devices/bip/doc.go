@@ -1,0 +1,81 @@
+// Package bip reproduces BIP, the Basic Interface for Parallelism of
+// Myrinet (seeds/003, and seeds/000 §2.4.3), on one host's shared memory,
+// and runs MPI over it as MPI-BIP did.
+//
+// # BIP
+//
+// An Endpoint is one process's BIP interface. BIP has two mechanisms:
+//
+//   - Short messages (at most Options.Short bytes) are written into a
+//     circular queue at the receiver, one queue of Options.Queue slots per
+//     sender. A short send completes at once, whether or not the receiver
+//     has asked for anything (TrySend, SendShort); only a full queue stops
+//     it: TrySend then reports false, and SendShort blocks — making
+//     progress, spinning briefly, then sleeping on its futex doorbell until
+//     the receiver consumes (NextShort, RecvShort) and rings it.
+//   - Long messages use a rendezvous: the receive must be posted first
+//     (PostLong, RecvLong), into a descriptor slot that the sender can see;
+//     a long send (StartLong, SendLong) waits for a posted receive with its
+//     tag and then streams the data straight into the receive buffer —
+//     with process_vm_writev (internal/shm RemoteWrite, NetVM-style remote
+//     write) when the kernel allows it, else through two shared-memory
+//     staging chunks per slot that the receiver scatters into place. A
+//     non-contiguous receive buffer of large blocks is described by a
+//     gather list (address, length pairs, as BIP's NIC took them) that
+//     the sender reads with process_vm_readv and writes through in one
+//     scatter call per batch; small blocks go through the staging
+//     chunks, which is faster for them. As in BIP, only a bounded number of long
+//     operations per peer may be outstanding in each direction
+//     (Options.MaxLong; beyond it PostLong and StartLong return ErrBusy).
+//
+// Open starts a standalone endpoint under any PMI-1 launcher (mpirun,
+// Hydra, Slurm) and wires it up through the job's key-value space, as the
+// devices do; New does the same with a given KVS. An Endpoint is driven by
+// its caller: Progress advances long operations; Seq, Sleep and Wake let a
+// caller wait on the doorbell without spinning.
+//
+// # MPI over BIP
+//
+// The device "bip" (mpirun -device bip) is MPI-BIP on this interface:
+//
+//   - Every MPI message starts with a 40-byte header in a BIP short
+//     message. A message that fits in one short message goes eagerly; the
+//     receiver matches it (package adi/match) or keeps a copy as
+//     unexpected. BIP only stops a sender whose queue is full, so MPI-BIP
+//     adds credit-based flow control above it: a sender has Queue−2
+//     credits per receiver, the receiver returns them as it consumes —
+//     piggybacked on every message it sends back, or in an explicit credit
+//     message once half of them are owed, which uses the two reserved
+//     slots. Messages without credit wait in an ordered per-peer backlog.
+//   - A long message uses MPI-BIP's three messages: REQ (envelope, size,
+//     type signature) → ACK once a receive has matched and the BIP long
+//     receive is posted into its buffer → the data as a BIP long message.
+//     MPI allows any number of pending operations, BIP only MaxLong per
+//     peer: matched receives and acknowledged sends beyond BIP's bound
+//     queue in the device and move on as BIP operations complete.
+//     Synchronous sends always take this path, so they complete only once
+//     matched.
+//
+// Derived datatypes move block by block (adi.Buffer Pieces/CopyIn/CopyOut
+// into and out of queue slots, staging chunks and remote-write iovecs),
+// never through a pack buffer of the whole message. A truncated receive
+// gets the bytes that fit and ErrTruncate; a type-signature mismatch
+// ErrType; a dead peer fails the requests waiting on it with ErrOther.
+//
+// The seed's point holds here: every step of the long protocol needs the
+// host CPU of one side, so a program that computes without calling MPI
+// gets no overlap; calling MPI_Iprobe in the computation, or running the
+// core's progress goroutine (mpirun -async-progress), lets the protocol
+// advance meanwhile. Unlike Myrinet's NIC, nothing here moves the bytes
+// without a CPU: the remote write (or chunk copy) itself runs on a core,
+// so the overlap it can give is bounded by the cores left idle by the
+// computation.
+//
+// Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
+//
+//	short=N      largest short message, bytes (default 4096); MPI eager limit = short − 40-byte header
+//	queue=N      short-message queue slots per sender (default 32, at least 4)
+//	maxlong=N    outstanding long sends / receives per peer (default 1, as BIP)
+//	chunk=N      staging chunk of a long message without remote write (default 32768)
+//	cma=auto|off remote write with process_vm_writev when allowed, or always chunks
+package bip
