@@ -5,5 +5,6 @@ package devices
 
 import (
 	// Each device registers itself with adi in its init function.
+	_ "github.com/adimpi/adimpi/devices/fm"
 	_ "github.com/adimpi/adimpi/devices/netvm"
 )
