@@ -231,7 +231,7 @@ func (d *Device) IsendMulti(r *adi.Request, dests []int) error {
 		}
 	}
 	if len(dests) == 0 {
-		r.Complete(adi.Status{})
+		r.Complete(adi.Status{Bytes: r.Buf.Size()})
 		return nil
 	}
 	if len(dests) == 1 {

@@ -109,6 +109,7 @@ type peer struct {
 	in       []byte
 	head     uint64
 	owed     uint32  // packets consumed, credit not yet returned
+	owedPass uint64  // the Extract pass in which owed became non-zero
 	report   *uint64 // in ITS segment: credits I returned to it explicitly
 	streams  map[uint32]*Stream
 	busy     bool // a handler of one of its packets is running
@@ -126,6 +127,8 @@ type Endpoint struct {
 	peers         []*peer
 	handlers      []Handler
 	nextStream    uint32
+	pass          uint64 // Extract calls
+	retAt         uint32 // owed credits returned explicitly at once
 	freeSend      []*Stream
 	freeRecv      []*Stream
 	pmi           *pmi.Client // set by Open
@@ -196,6 +199,7 @@ func New(cfg Config) (*Endpoint, error) {
 		return nil, fmt.Errorf("fm: slots=%d: want 2..65536", e.slots)
 	}
 	e.payload = e.packet - HeaderSize
+	e.retAt = uint32(3*e.slots+3) / 4
 	name := cfg.Name
 	if name == "" {
 		name = "fm"
@@ -544,9 +548,15 @@ func (e *Endpoint) Skip(s *Stream, n int) {
 // handler is working on.
 func (e *Endpoint) Extract() (int, error) {
 	n := 0
+	e.pass++
 	for _, p := range e.peers {
 		if p.busy {
 			continue
+		}
+		if p.owed > 0 && p.owedPass != e.pass-1 {
+			// Owed since before the previous pass and no packet to p
+			// carried them: return them explicitly.
+			e.returnCredits(p)
 		}
 		for {
 			h := p.in[int(p.head%uint64(e.slots))*e.packet:][:e.packet]
@@ -600,11 +610,14 @@ func (e *Endpoint) Extract() (int, error) {
 			}
 			atomic.StoreUint32((*uint32)(unsafe.Pointer(&h[0])), 0)
 			p.head++
+			if p.owed == 0 {
+				p.owedPass = e.pass
+			}
 			p.owed++
 			p.received++
 			n++
 			e.Stats.PacketsReceived++
-			if int(p.owed) >= e.slots/2 {
+			if p.owed >= e.retAt {
 				e.returnCredits(p)
 			}
 		}
