@@ -431,6 +431,7 @@ func (e *Endpoint) reserve(s *Stream) error {
 			return fmt.Errorf("fm: a message to rank %d is already half way through a packet; end it first", p.rank)
 		}
 	}
+	var start time.Time
 	for {
 		ok := true
 		for _, p := range s.dests {
@@ -445,7 +446,7 @@ func (e *Endpoint) reserve(s *Stream) error {
 			break
 		}
 		e.Stats.CreditWaits++
-		if err := e.wait(); err != nil {
+		if err := e.wait(&start); err != nil {
 			return err
 		}
 	}
@@ -458,17 +459,25 @@ func (e *Endpoint) reserve(s *Stream) error {
 }
 
 // wait runs one round of waiting for credits: extract, and if nothing came
-// in, yield the CPU and then sleep briefly on the doorbell.
-func (e *Endpoint) wait() error {
+// in, yield the CPU; after 50 us of that, sleep briefly on the doorbell
+// (explicit credit returns ring it).
+func (e *Endpoint) wait(start *time.Time) error {
 	seq := e.Seq()
 	n, err := e.Extract()
 	if err != nil || n > 0 {
 		return err
 	}
-	if time.Since(e.lastLive) > 200*time.Millisecond {
+	now := time.Now()
+	if now.Sub(e.lastLive) > 200*time.Millisecond {
 		e.CheckPeers()
 	}
-	runtime.Gosched()
+	if start.IsZero() {
+		*start = now
+	}
+	if now.Sub(*start) < 50*time.Microsecond {
+		runtime.Gosched()
+		return nil
+	}
 	e.Sleep(seq, time.Millisecond)
 	return nil
 }
