@@ -472,6 +472,18 @@ func (d *Device) handle(e *Endpoint, s *Stream) {
 			s.Ctx = p
 		}
 	}
+	if um := st.um; um != nil && (um.claimed != nil || um.dropped) {
+		// A receive took the message while it was still arriving: what
+		// came so far moves from the temporary buffer into the receive
+		// buffer, and the rest goes there straight from the packets.
+		delete(d.unexp, um)
+		st.um, st.capacity = nil, 0
+		if r := um.claimed; r != nil {
+			um.claimed = nil
+			st.req, st.capacity = r, min(st.size, r.Buf.Size())
+			r.Buf.CopyIn(0, um.data[:min(st.off, st.capacity)])
+		}
+	}
 	for s.Avail() > 0 {
 		k := s.Avail()
 		if st.off < st.capacity {

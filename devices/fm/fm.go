@@ -172,6 +172,11 @@ func (e *Endpoint) Close() error {
 	if e.pmi == nil {
 		return e.Release()
 	}
+	for _, p := range e.peers { // nothing more will carry them
+		if p.owed > 0 {
+			e.returnCredits(p)
+		}
+	}
 	err := e.pmi.Barrier()
 	if rerr := e.Release(); err == nil {
 		err = rerr

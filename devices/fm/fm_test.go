@@ -278,3 +278,59 @@ func TestMultiProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceClaimWhileArriving posts receives for eager messages that
+// started arriving unexpected and are still coming in (the region holds 4
+// packets of a 40-packet message): the receive gets the whole message,
+// truncated or refused for a type mismatch as MPI says.
+func TestDeviceClaimWhileArriving(t *testing.T) {
+	d := new(Device)
+	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: memKVS{}, Options: map[string]string{"rndv": "100000", "packet": "256", "slots": "4"}}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Finalize()
+	n := 40 * d.e.Payload()
+	msg := make([]byte, n)
+	for i := range msg {
+		msg[i] = byte(i * 3)
+	}
+	for _, c := range []struct {
+		capacity int
+		typ      *datatype.Type
+		want     error
+	}{{n, datatype.Byte, nil}, {n / 2, datatype.Byte, adi.ErrTruncate}, {n / 8, datatype.Float64, adi.ErrType}} {
+		s := &adi.Request{Op: adi.OpSend, Context: 4, Peer: 0, Tag: 9, Buf: adi.Buffer{Mem: msg, Count: n / 8, Type: datatype.Int64}}
+		if err := d.Isend(s); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			d.Progress()
+		}
+		if s.Done() || d.Counters()["unexpected_messages"] != 1 {
+			t.Fatalf("the message should be half way: send done %v, counters %v", s.Done(), d.Counters())
+		}
+		got := make([]byte, c.capacity)
+		r := &adi.Request{Op: adi.OpRecv, Context: 4, Peer: 0, Tag: 9, Buf: adi.Buffer{Mem: got, Count: c.capacity / c.typ.Size(), Type: c.typ}}
+		if err := d.Irecv(r); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; !(s.Done() && r.Done()); i++ {
+			if _, err := d.Progress(); err != nil || i > 1e6 {
+				t.Fatalf("progress: %v after %d passes", err, i)
+			}
+		}
+		if !errors.Is(r.Status.Err, c.want) && !(c.want == nil && r.Status.Err == nil) {
+			t.Errorf("capacity %d %s: status %+v, want %v", c.capacity, c.typ, r.Status, c.want)
+		}
+		wantData := msg[:c.capacity]
+		if c.want == adi.ErrType {
+			wantData = make([]byte, c.capacity)
+		}
+		if !bytes.Equal(got, wantData) {
+			t.Errorf("capacity %d %s: wrong data", c.capacity, c.typ)
+		}
+		if cnt := d.Counters(); cnt["unexpected_messages"] != 0 || cnt["backlog"] != 0 || len(d.unexp) != 0 {
+			t.Errorf("left over: %v, %d partial messages", cnt, len(d.unexp))
+		}
+	}
+}
