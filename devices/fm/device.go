@@ -3,6 +3,7 @@ package fm
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -70,6 +71,7 @@ type outMsg struct {
 	st    *Stream
 	off   int // data bytes written
 	hdrOK bool
+	err   error // a destination of a multidestination message died
 }
 
 // rvRecv is a receive matched to an RTS, waiting for its DATA.
@@ -302,7 +304,7 @@ func (d *Device) push(m *outMsg) bool {
 	_ = e.EndMessage(m.st)
 	m.st = nil
 	if m.req != nil {
-		m.req.Complete(adi.Status{Bytes: m.n})
+		m.req.Complete(adi.Status{Bytes: m.n, Err: m.err})
 	}
 	return true
 }
@@ -637,14 +639,17 @@ func (d *Device) checkPeers() {
 			}
 		}
 		for _, m := range d.outq[q] {
-			fail(m.req)
-			if m.dests != nil {
-				for _, x := range m.dests {
-					if x != q {
-						d.outq[x] = removeMsg(d.outq[x], m)
-					}
+			if m.dests != nil && len(m.dests) > 1 {
+				// A multidestination message still goes to the living
+				// destinations; the send reports the loss when it completes.
+				m.dests = slices.DeleteFunc(m.dests, func(x int) bool { return x == q })
+				if m.st != nil {
+					d.e.dropDest(m.st, q)
 				}
+				m.err = gone
+				continue
 			}
+			fail(m.req)
 			d.queued--
 		}
 		d.outq[q] = nil
@@ -675,15 +680,6 @@ func (d *Device) checkPeers() {
 			}
 		}
 	}
-}
-
-func removeMsg(q []*outMsg, m *outMsg) []*outMsg {
-	for i, x := range q {
-		if x == m {
-			return append(q[:i], q[i+1:]...)
-		}
-	}
-	return q
 }
 
 // Seq is the FM doorbell.

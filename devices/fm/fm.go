@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -359,6 +360,21 @@ func (e *Endpoint) begin(ps []*peer, length int, handler uint16) (*Stream, error
 		s.slot = append(s.slot, 0)
 	}
 	return s, nil
+}
+
+// dropDest takes a destination that has died out of a send stream, so the
+// stream goes on to the others.
+func (e *Endpoint) dropDest(s *Stream, rank int) {
+	for i, p := range s.dests {
+		if p.rank == rank {
+			if p.open == s {
+				p.open = nil
+			}
+			s.dests = slices.Delete(s.dests, i, i+1)
+			s.slot = slices.Delete(s.slot, i, i+1)
+			return
+		}
+	}
 }
 
 // Room is the number of bytes SendPiece can take on s now without waiting

@@ -2,6 +2,8 @@ package fm
 
 import (
 	"bytes"
+	"net"
+	"os"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/internal/pmi"
 )
 
 // memKVS is a one-process key-value space.
@@ -331,6 +334,51 @@ func TestDeviceClaimWhileArriving(t *testing.T) {
 		}
 		if cnt := d.Counters(); cnt["unexpected_messages"] != 0 || cnt["backlog"] != 0 || len(d.unexp) != 0 {
 			t.Errorf("left over: %v, %d partial messages", cnt, len(d.unexp))
+		}
+	}
+}
+
+// TestMultiDie starts 4 ranks of fmprog multidie under an in-test PMI
+// server (mpirun would stop the job as soon as one rank exits): the last
+// rank exits right after wire-up, rank 0's multidestination send of 1 MiB
+// (ten regions' worth) still reaches ranks 1 and 2 and completes with
+// ErrOther.
+func TestMultiDie(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fmprog")
+	if b, err := exec.Command("go", "build", "-o", bin, "./testdata/fmprog").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	const np = 4
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srv := pmi.NewServer(np, "fmtest")
+	go srv.ServeListener(l)
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for i := 0; i < np; i++ {
+		cmd := exec.Command(bin, "multidie")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.Env = append(os.Environ(), pmi.EnvPort+"="+l.Addr().String(), fmt.Sprintf("%s=%d", pmi.EnvID, i))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, &out)
+	}
+	// Reap every rank as soon as it exits (as mpirun does): a zombie
+	// still counts as alive.
+	errs := make([]chan error, np)
+	for i, cmd := range cmds {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- cmd.Wait() }()
+	}
+	for i := range cmds {
+		err := <-errs[i]
+		if err != nil || (i < np-1 && !strings.Contains(outs[i].String(), fmt.Sprintf("ok multidie rank %d", i))) {
+			t.Errorf("rank %d: %v\n%s", i, err, outs[i])
 		}
 	}
 }

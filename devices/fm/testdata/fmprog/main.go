@@ -8,12 +8,16 @@
 //	fmprog multi   the adi device "fm" driven directly: IsendMulti of
 //	               eager, above-threshold and strided buffers, received
 //	               with ordinary Irecv (also with ANY_SOURCE)
+//	fmprog multidie the last rank exits at once; rank 0's IsendMulti of a
+//	               message larger than a region to everyone still reaches the
+//	               living ranks and completes with ErrOther
 //
 // On success every rank exits 0 and rank 0 prints "ok <mode>".
 package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -44,6 +48,8 @@ func main() {
 		flood()
 	case "multi":
 		multi()
+	case "multidie":
+		multiDie()
 	default:
 		fail("unknown mode %q", os.Args[1])
 	}
@@ -275,4 +281,62 @@ func multi() {
 	if rank == 0 {
 		fmt.Printf("ok multi np=%d\n", size)
 	}
+}
+
+func multiDie() {
+	c, err := pmi.Connect()
+	check(err, "pmi.Connect")
+	f, _ := adi.Lookup("fm")
+	dev := f()
+	rank, size := c.Rank(), c.Size()
+	check(dev.Init(adi.Config{Rank: rank, Size: size, KVS: c, Options: map[string]string{}}), "Init")
+	check(c.Barrier(), "Barrier") // every rank has mapped every segment
+	if rank == size-1 {
+		os.Exit(0)
+	}
+	wait := func(r *adi.Request) {
+		deadline := time.Now().Add(60 * time.Second)
+		for !r.Done() {
+			seq := dev.Seq()
+			_, err := dev.Progress()
+			check(err, "Progress")
+			if time.Now().After(deadline) {
+				fail("rank %d: request did not complete; counters %v", rank, dev.Counters())
+			}
+			if !r.Done() {
+				dev.Sleep(seq, time.Millisecond)
+			}
+		}
+	}
+	const n = 1 << 20
+	b := make([]byte, n)
+	if rank == 0 {
+		for j := range b {
+			b[j] = byte(j * 5)
+		}
+		var others []int
+		for r := 1; r < size; r++ {
+			others = append(others, r)
+		}
+		r := &adi.Request{Op: adi.OpSend, Context: 4, Tag: 1, Buf: adi.Bytes(b)}
+		check(dev.(adi.Multisender).IsendMulti(r, others), "IsendMulti")
+		wait(r)
+		if !errors.Is(r.Status.Err, adi.ErrOther) {
+			fail("rank 0: multidestination send to a dead rank: status %+v, want ErrOther", r.Status)
+		}
+	} else {
+		r := &adi.Request{Op: adi.OpRecv, Context: 4, Peer: 0, Tag: 1, Buf: adi.Bytes(b)}
+		check(dev.Irecv(r), "Irecv")
+		wait(r)
+		if r.Status.Err != nil || r.Status.Bytes != n {
+			fail("rank %d: receive: %+v", rank, r.Status)
+		}
+		for j := range b {
+			if b[j] != byte(j*5) {
+				fail("rank %d: byte %d wrong", rank, j)
+			}
+		}
+	}
+	fmt.Printf("ok multidie rank %d\n", rank)
+	os.Exit(0)
 }
