@@ -2,10 +2,10 @@ package fm
 
 import (
 	"bytes"
-	"net"
-	"os"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
