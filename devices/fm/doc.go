@@ -22,9 +22,10 @@
 // Flow control is by credits: a sender starts with Slots credits per
 // destination and spends one per packet. The receiver returns a credit per
 // packet it has handled: piggybacked in the header of its next packet to
-// that sender, or, once half a region is owed and no packet carried them,
-// explicitly through a counter in the sender's segment (and a doorbell
-// ring). A SendPiece that finds no credit does not spin idle: it runs
+// that sender, or explicitly — through a counter in the sender's segment,
+// and a doorbell ring — when three quarters of a region are owed, or when
+// owed credits were not carried by a packet before the next Extract but
+// one (there is no reverse traffic). A SendPiece that finds no credit does not spin idle: it runs
 // Extract (and sleeps on the doorbell when nothing arrives), so two
 // processes flooding each other always drain each other's regions.
 // Room(s) tells how many bytes SendPiece would take right now without
@@ -58,7 +59,12 @@
 //
 // Open(Config{}) starts a standalone endpoint in a program launched by
 // mpirun (PMI-1 gives the rank, size and key-value space) and Close ends
-// it; New(cfg) wires up with an existing key-value space. See
+// it; New(cfg) wires up with an existing key-value space. Close returns
+// the credits this process owes and waits for every process in a PMI
+// barrier, during which it does not extract: call it once no process
+// still sends to this one. Poll(cond) extracts until cond holds (spinning
+// briefly, then sleeping on the doorbell), failing if a watched rank dies;
+// a blocking SendPiece to a rank that has died fails too. See
 // devices/fm/example for a complete program and devices/fm/cmd/fmbench for
 // the raw latency and bandwidth measurement.
 //
@@ -87,6 +93,8 @@
 // The device also offers adi.Multisender: IsendMulti sends one buffer to
 // several ranks in one multidestination stream; every destination sees an
 // ordinary eager message (context, sender's rank, tag), whatever its size.
+// If a destination dies, the message still goes to the others and the send
+// completes with ErrOther.
 //
 // Options (mpirun -device-opt key=value):
 //
