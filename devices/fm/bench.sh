@@ -19,6 +19,7 @@ CSV="$OUT/results.csv"
 echo "bench,device,np,size,value,unit" >"$CSV"
 run() { timeout 300 "$@" | grep -v '^bench,' >>"$CSV" || echo "bench.sh: $* failed" >&2; }
 run "$OUT/mpirun" -np 2 "$OUT/fmbench" --csv
+run "$OUT/mpirun" -np 2 -device fm "$OUT/fmbench" --mpi --csv
 for dev in fm netvm; do
 	run "$OUT/mpirun" -np 2 -device "$dev" "$OUT/mpibench" pingpong --csv --max-size 1048576
 	run "$OUT/mpirun" -np 2 -device "$dev" "$OUT/mpibench" bw --csv --max-size 4194304
@@ -29,7 +30,16 @@ awk -F, '
 	END {
 		raw = v["pingpong,fm-raw,0"]; mpi = v["pingpong,fm,0"]
 		if (raw > 0) printf "0-byte latency: MPI over fm %.3f us, raw FM %.3f us, ratio %.2f (netvm %.3f us)\n\n", mpi, raw, mpi / raw, v["pingpong,netvm,0"]
-		printf "%-16s %9s %12s %12s %8s\n", "bench", "size", "fm", "netvm", "fm/netvm"
+		printf "packet boundaries (1536-byte packets, 1512 payload, 32-byte MPI header):\n"
+		for (i = 0; i < n; i++) {
+			split(order[i], k, ",")
+			if (k[1] == "pingpong-mpi") printf "  MPI over fm %5d B: %.3f us\n", k[2], v["pingpong-mpi,fm," k[2]]
+		}
+		for (i = 0; i < n; i++) {
+			split(order[i], k, ",")
+			if (k[1] == "pingpong" && v["pingpong,fm-raw," k[2]] != "") printf "  raw FM %5d B: %.3f us\n", k[2], v["pingpong,fm-raw," k[2]]
+		}
+		printf "\n%-16s %9s %12s %12s %8s\n", "bench", "size", "fm", "netvm", "fm/netvm"
 		for (i = 0; i < n; i++) {
 			split(order[i], k, ",")
 			if (k[1] ~ /^virtus/) continue

@@ -5,6 +5,12 @@
 // rows match mpibench's, so fm's MPI latency can be set against raw FM:
 //
 //	go run ./cmd/mpirun -np 2 ./devices/fm/cmd/fmbench [-packet N] [-slots N] [-csv]
+//
+// With -mpi it measures instead MPI ping-pong latency over the fm device
+// at the sizes where the 32-byte MPI header pushes a message into one more
+// packet (payload-32 ± 1, 2×payload-32 ± 1), rows "pingpong-mpi":
+//
+//	go run ./cmd/mpirun -np 2 -device fm ./devices/fm/cmd/fmbench -mpi
 package main
 
 import (
@@ -15,6 +21,7 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/devices/fm"
+	"github.com/adimpi/adimpi/mpi"
 )
 
 const (
@@ -27,7 +34,12 @@ func main() {
 	slots := flag.Int("slots", fm.DefaultSlots, "packets per receive region")
 	csv := flag.Bool("csv", false, "print CSV rows bench,device,np,size,value,unit")
 	reps := flag.Int("reps", 5, "timed repetitions; the best is reported")
+	mpiMode := flag.Bool("mpi", false, "measure MPI over the fm device at the packet boundaries")
 	flag.Parse()
+	if *mpiMode {
+		mpiBoundaries(*packet, *reps, *csv)
+		return
+	}
 	e, err := fm.Open(fm.Config{Packet: *packet, Slots: *slots})
 	check(err)
 	rank := e.Rank()
@@ -125,6 +137,52 @@ func main() {
 		}
 	}
 	check(e.Close())
+}
+
+// mpiBoundaries is the MPI ping-pong at the sizes around the packet
+// boundaries that the MPI header moves (run under -device fm with the same
+// packet size).
+func mpiBoundaries(packet, reps int, csv bool) {
+	check(mpi.Init())
+	w := mpi.World()
+	rank := w.Rank()
+	pl := packet - fm.HeaderSize - 32 // payload after the MPI header
+	if rank == 0 && csv {
+		fmt.Println("bench,device,np,size,value,unit")
+	}
+	if rank <= 1 && w.Size() >= 2 {
+		peer := 1 - rank
+		for _, n := range []int{0, pl - 1, pl, pl + 1, pl + packet - fm.HeaderSize, pl + packet - fm.HeaderSize + 1} {
+			sbuf, rbuf := make([]byte, n), make([]byte, n)
+			round := func(iters int) {
+				for i := 0; i < iters; i++ {
+					if rank == 0 {
+						check(mpi.Send(w, sbuf, peer, 1))
+						_, err := mpi.Recv(w, rbuf, peer, 1)
+						check(err)
+					} else {
+						_, err := mpi.Recv(w, rbuf, peer, 1)
+						check(err)
+						check(mpi.Send(w, sbuf, peer, 1))
+					}
+				}
+			}
+			round(100)
+			best := math.Inf(1)
+			for r := 0; r < reps; r++ {
+				t0 := time.Now()
+				round(2000)
+				best = min(best, time.Since(t0).Seconds())
+			}
+			v := best / 2000 / 2 * 1e6
+			if rank == 0 && csv {
+				fmt.Printf("pingpong-mpi,%s,2,%d,%.4f,us\n", mpi.DeviceName(), n, v)
+			} else if rank == 0 {
+				fmt.Printf("%-12s %9d %12.3f us (%s, %d packets)\n", "pingpong-mpi", n, v, mpi.DeviceName(), (n+32+packet-fm.HeaderSize-1)/(packet-fm.HeaderSize))
+			}
+		}
+	}
+	check(mpi.Finalize())
 }
 
 func check(err error) {
