@@ -49,3 +49,27 @@ func BenchmarkSelfStream(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDeviceSelf8B is the device's own cost of one 8-byte eager
+// message to itself (Irecv, Isend, Progress until both complete), to set
+// against the core's BenchmarkSelfSendRecv8B in package mpi run with
+// ADIMPI_DEVICE=fm: the difference is the MPI core's share.
+func BenchmarkDeviceSelf8B(b *testing.B) {
+	d := new(Device)
+	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: memKVS{}}); err != nil {
+		b.Fatal(err)
+	}
+	defer d.Finalize()
+	out, in := make([]byte, 8), make([]byte, 8)
+	var r, s adi.Request
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		r = adi.Request{Op: adi.OpRecv, Context: 4, Peer: 0, Tag: 1, Buf: adi.Bytes(in)}
+		s = adi.Request{Op: adi.OpSend, Context: 4, Peer: 0, Tag: 1, Buf: adi.Bytes(out)}
+		d.Irecv(&r)
+		d.Isend(&s)
+		for !r.Done() {
+			d.Progress()
+		}
+	}
+}
