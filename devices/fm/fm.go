@@ -588,7 +588,9 @@ func (e *Endpoint) Extract() (int, error) {
 			// carried them: return them explicitly.
 			e.returnCredits(p)
 		}
-		for {
+		// At most one region's worth per sender per call, so that a sender
+		// refilled by the credits returned here cannot starve the others.
+		for k := 0; k < e.slots; k++ {
 			h := p.in[int(p.head%uint64(e.slots))*e.packet:][:e.packet]
 			fl := atomic.LoadUint32((*uint32)(unsafe.Pointer(&h[0])))
 			if fl == 0 {
