@@ -289,7 +289,9 @@ func (e *Endpoint) Packet() int { return e.packet }
 func (e *Endpoint) Slots() int { return e.slots }
 
 // SetHandler registers h under id; a message begun with handler id runs h
-// at its receiver.
+// at its receiver. Register every handler before anything can extract
+// (Extract, Poll, or a SendPiece waiting for credits): a packet for an
+// unregistered handler is a protocol error.
 func (e *Endpoint) SetHandler(id uint16, h Handler) {
 	for len(e.handlers) <= int(id) {
 		e.handlers = append(e.handlers, nil)
