@@ -279,7 +279,9 @@ func (d *Device) push(m *outMsg) bool {
 			d.failMsg(m, adi.Errorf(adi.ErrOther, "send", "%v", err))
 			return true
 		}
+		m.st.batch = true
 	}
+	defer e.ringPending() // one doorbell per push, not per packet
 	room := e.Room(m.st)
 	if !m.hdrOK {
 		if room < mpiHeader {

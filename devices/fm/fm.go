@@ -83,6 +83,7 @@ type Stream struct {
 	fill  int   // payload bytes in the current packet (0: none reserved)
 	first bool  // the next packet is the stream's first
 	ended bool
+	batch bool // leave doorbells to the caller's RingPending
 
 	// receive side
 	src     int
@@ -105,6 +106,7 @@ type peer struct {
 	returned           uint64  // credits it piggybacked on its packets
 	mailbox            *uint64 // in MY segment: credits it returned explicitly
 	open               *Stream // a send stream holding an unflushed packet here
+	unrung             bool    // packets handed over since its doorbell last rang
 
 	// inbound: its region inside my segment
 	in       []byte
@@ -132,6 +134,7 @@ type Endpoint struct {
 	retAt         uint32 // owed credits returned explicitly at once
 	freeSend      []*Stream
 	freeRecv      []*Stream
+	unrung        []*peer     // peers with packets whose doorbell has not rung yet
 	pmi           *pmi.Client // set by Open
 	lastLive      time.Time
 
@@ -422,6 +425,9 @@ func (e *Endpoint) SendPiece(s *Stream, buf []byte) error {
 			e.flush(s)
 		}
 	}
+	if !s.batch {
+		e.ringPending()
+	}
 	return nil
 }
 
@@ -439,6 +445,9 @@ func (e *Endpoint) EndMessage(s *Stream) error {
 			return err
 		}
 		e.flush(s)
+		if !s.batch {
+			e.ringPending()
+		}
 	}
 	s.ended = true
 	s.Ctx = nil
@@ -485,6 +494,7 @@ func (e *Endpoint) reserve(s *Stream) error {
 // in, yield the CPU; after 50 us of that, sleep briefly on the doorbell
 // (explicit credit returns ring it).
 func (e *Endpoint) wait(start *time.Time) error {
+	e.ringPending() // the receiver must see what is in its region
 	seq := e.Seq()
 	n, err := e.Extract()
 	if err != nil || n > 0 {
@@ -526,10 +536,26 @@ func (e *Endpoint) flush(s *Stream) {
 		*(*uint64)(unsafe.Pointer(&h[16])) = uint64(s.length)
 		atomic.StoreUint32((*uint32)(unsafe.Pointer(&h[0])), fl)
 		p.open = nil
-		ring(p.doorbell, p.sleepers)
+		if !p.unrung {
+			p.unrung = true
+			e.unrung = append(e.unrung, p)
+		}
 		e.Stats.PacketsSent++
 	}
 	s.fill = 0
+}
+
+// ringPending rings the doorbell of every peer that was handed packets
+// since the last ring: once per SendPiece, or once per batch of pieces for
+// the MPI device, rather than once per packet, so that a stream of packets
+// does not bounce the receiver's doorbell cache line per packet.
+func (e *Endpoint) ringPending() {
+	for _, p := range e.unrung {
+		p.unrung = false
+		ring(p.doorbell, p.sleepers)
+	}
+	clear(e.unrung)
+	e.unrung = e.unrung[:0]
 }
 
 func ring(doorbell, sleepers *uint32) {
