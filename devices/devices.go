@@ -6,6 +6,7 @@ package devices
 import (
 	// Each device registers itself with adi in its init function.
 	_ "github.com/adimpi/adimpi/devices/bip"
+	_ "github.com/adimpi/adimpi/devices/fm"
 	_ "github.com/adimpi/adimpi/devices/netvm"
 	_ "github.com/adimpi/adimpi/devices/via"
 )

@@ -1,0 +1,104 @@
+// Package fm reproduces Illinois Fast Messages 2.x (seed 002: VIRTUS, §2.1,
+// Table 1, and the multidestination paper, p. 115) on one host's shared
+// memory, and MPI over it as VIRTUS did (the adi device "fm").
+//
+// # The FM model
+//
+// Every process exports one shared-memory segment holding a receive region
+// per sender: Slots fixed-size packets (Packet bytes each, default 1536,
+// a 24-byte header and the payload). A message is a stream:
+//
+//	s, _ := e.BeginMessage(dest, length, handler) // FM_begin_message
+//	e.SendPiece(s, hdr)                           // FM_send_piece, any number of times
+//	e.SendPiece(s, body)
+//	e.EndMessage(s)                               // FM_end_message
+//
+// SendPiece gathers pieces into packets and hands a packet over (stores its
+// flag word; the receiver polls it) as soon as it is full or holds the
+// message's last byte, so small pieces share packets and a short message
+// with its header takes one packet. Delivery is reliable and in order per
+// sender (a region is a ring that only that sender writes).
+//
+// Flow control is by credits: a sender starts with Slots credits per
+// destination and spends one per packet. The receiver returns a credit per
+// packet it has handled: piggybacked in the header of its next packet to
+// that sender, or explicitly — through a counter in the sender's segment,
+// and a doorbell ring — when three quarters of a region are owed, or when
+// owed credits were not carried by a packet before the next Extract but
+// one (there is no reverse traffic). A SendPiece that finds no credit does not spin idle: it runs
+// Extract (and sleeps on the doorbell when nothing arrives), so two
+// processes flooding each other always drain each other's regions.
+// Room(s) tells how many bytes SendPiece would take right now without
+// waiting, for callers that must never block (the MPI device).
+//
+// BeginMessageMulti(dests, length, handler) is the multidestination stream
+// of the seed's p. 115: each packet is written into every destination's
+// region, and only when every destination has a credit for it.
+//
+// # Handlers
+//
+// Handlers are registered by a small integer (SetHandler) and run inside
+// Extract (FM_extract). Go has no coroutines for handlers, so a handler is
+// a function called once per packet of its stream: first when the stream's
+// first packet arrives, then again for every further packet, in arrival
+// order. Handlers of different incoming streams interleave as their
+// packets arrive. In each call the handler pulls the packet's bytes with
+// Receive(s, buf) — as many calls as it likes, each into wherever the bytes
+// belong (FM_receive) — or drops them with Skip; bytes it leaves are
+// dropped when it returns, and the packet's slot goes back to the sender.
+// Its state between calls lives in s.Ctx; s.Last() says that the current
+// packet is the stream's last. Stream values are recycled after their last
+// packet: a handler must not keep one.
+//
+// A handler may begin and send messages, but as in FM a handler should
+// not wait for credits: while it runs, Extract (called again by a blocking
+// SendPiece) skips the sender whose packet is being handled, so two
+// handlers sending to each other's full regions would wait for ever.
+//
+// # Starting
+//
+// Open(Config{}) starts a standalone endpoint in a program launched by
+// mpirun (PMI-1 gives the rank, size and key-value space) and Close ends
+// it; New(cfg) wires up with an existing key-value space. Close returns
+// the credits this process owes and waits for every process in a PMI
+// barrier, during which it does not extract: call it once no process
+// still sends to this one. Poll(cond) extracts until cond holds (spinning
+// briefly, then sleeping on the doorbell), failing if a watched rank dies;
+// a blocking SendPiece to a rank that has died fails too. See
+// devices/fm/example for a complete program and devices/fm/cmd/fmbench for
+// the raw latency and bandwidth measurement.
+//
+// # MPI over FM (the adi device "fm")
+//
+// Every MPI message is one FM stream to handler 1, starting with a 32-byte
+// header (kind, context, tag, type signature, size, send and receive ids).
+// Up to the rendezvous threshold a message is eager: header and data in one
+// stream, the data sent with one SendPiece per contiguous block of the
+// send buffer (Buffer.Pieces, no pack buffer). The receiver's handler
+// matches the header with package adi/match on the first packet; for an
+// expected message it scatters every packet straight into the receive
+// buffer with one Receive per contiguous block of its datatype (one copy,
+// out of the packet region); an unexpected message goes into a temporary
+// buffer (two copies). A truncated message fills the buffer and skips the
+// rest (ErrTruncate); a type signature mismatch writes nothing (ErrType).
+//
+// Larger messages, and synchronous sends of any size, use a rendezvous:
+// RTS (header only), CTS from the receiver once it is matched (it carries
+// the number of bytes that fit), then DATA, scattered like an eager
+// message. The device never blocks in a call: a message that does not fit
+// the credits waits in a per-destination queue, in order, and Progress
+// pushes it. Liveness: a process that exits fails the requests that wait on
+// it with ErrOther.
+//
+// The device also offers adi.Multisender: IsendMulti sends one buffer to
+// several ranks in one multidestination stream; every destination sees an
+// ordinary eager message (context, sender's rank, tag), whatever its size.
+// If a destination dies, the message still goes to the others and the send
+// completes with ErrOther.
+//
+// Options (mpirun -device-opt key=value):
+//
+//	packet=N   packet size in bytes, header included (default 1536)
+//	slots=N    packets per sender's receive region, i.e. credits (default 64)
+//	rndv=N     largest message sent eagerly (default 16384)
+package fm

@@ -1,0 +1,769 @@
+package fm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/pmi"
+	"github.com/adimpi/adimpi/internal/shm"
+)
+
+// Packet layout: a 24-byte header, then the payload.
+//
+//	[0:4]   flags (valid|first|last), stored last: the packet is in the region
+//	[4:6]   handler id
+//	[6:8]   payload bytes in this packet
+//	[8:12]  stream id (the sender's)
+//	[12:16] credits piggybacked: packets of the receiver's this sender consumed
+//	[16:24] the message's length (first packet)
+const (
+	// HeaderSize is the per-packet header; Payload = packet - HeaderSize.
+	HeaderSize = 24
+
+	flagValid = 1
+	flagFirst = 2
+	flagLast  = 4
+
+	// DefaultPacket is the packet size (the seed's FM used 1–1.5 KiB packets).
+	DefaultPacket = 1536
+	// DefaultSlots is the number of packets in each per-sender receive
+	// region, i.e. the credits a sender starts with.
+	DefaultSlots = 64
+
+	minPacket = 128
+	maxPacket = 65536
+
+	offDoorbell = shm.HeaderSize     // u32: bumped by every writer, futex word
+	offSleepers = shm.HeaderSize + 4 // u32: processes sleeping on the doorbell
+	offCredits  = shm.HeaderSize + 64
+	creditLine  = 64 // one cache line per sender's explicit credit word
+)
+
+// Config sets up an Endpoint. Rank, Size and KVS are the job's (Open fills
+// them from PMI); zero Packet and Slots take the defaults.
+type Config struct {
+	Rank, Size int
+	KVS        adi.KVS
+	Packet     int    // bytes per packet, header included
+	Slots      int    // packets per sender's receive region (initial credits)
+	Name       string // KVS key prefix, default "fm"
+}
+
+// Handler is called during Extract for every packet of an incoming stream
+// whose message named it: first when the stream's first packet arrives,
+// then once per further packet, in arrival order. It takes the packet's
+// bytes with Receive (or drops them with Skip); what it leaves is dropped
+// when it returns. It keeps its own place in s.Ctx. See the package
+// documentation for what a handler may do.
+type Handler func(e *Endpoint, s *Stream)
+
+// Stream is one message: a send stream from BeginMessage, or an incoming
+// stream handed to a handler.
+type Stream struct {
+	// Ctx is the handler's (or sender's) own state for this stream.
+	Ctx any
+
+	e       *Endpoint
+	id      uint32
+	handler uint16
+	length  int
+
+	// send side
+	dests []*peer
+	slot  []int // per dest: byte offset of the current packet in its region
+	sent  int   // payload bytes written
+	fill  int   // payload bytes in the current packet (0: none reserved)
+	first bool  // the next packet is the stream's first
+	ended bool
+	batch bool // leave doorbells to the caller's RingPending
+
+	// receive side
+	src     int
+	pkt     []byte // the current packet's payload
+	pos     int    // bytes of pkt taken
+	arrived int    // payload bytes that arrived, this packet included
+	last    bool   // the current packet is the stream's last
+	taken   int    // bytes taken by Receive over the whole stream
+}
+
+type peer struct {
+	rank, pid int
+	seg       *shm.Segment
+	alive     bool
+
+	// outbound: my region inside its segment
+	out                []byte
+	doorbell, sleepers *uint32
+	sent               uint64  // packets reserved in its region
+	returned           uint64  // credits it piggybacked on its packets
+	mailbox            *uint64 // in MY segment: credits it returned explicitly
+	open               *Stream // a send stream holding an unflushed packet here
+	unrung             bool    // packets handed over since its doorbell last rang
+
+	// inbound: its region inside my segment
+	in       []byte
+	head     uint64
+	owed     uint32  // packets consumed, credit not yet returned
+	owedPass uint64  // the Extract pass in which owed became non-zero
+	report   *uint64 // in ITS segment: credits I returned to it explicitly
+	streams  map[uint32]*Stream
+	busy     bool // a handler of one of its packets is running
+	received int64
+}
+
+// Endpoint is one process's FM interface: a receive region per sender in a
+// shared-memory segment it exports, handlers, and its send streams into the
+// peers' regions.
+type Endpoint struct {
+	rank, size    int
+	packet, slots int
+	payload       int
+	seg           *shm.Segment
+	peers         []*peer
+	handlers      []Handler
+	nextStream    uint32
+	pass          uint64 // Extract calls
+	retAt         uint32 // owed credits returned explicitly at once
+	freeSend      []*Stream
+	freeRecv      []*Stream
+	unrung        []*peer     // peers with packets whose doorbell has not rung yet
+	pmi           *pmi.Client // set by Open
+	lastLive      time.Time
+
+	// Stats are the endpoint's traffic counters.
+	Stats Stats
+}
+
+// Stats counts an endpoint's traffic.
+type Stats struct {
+	PacketsSent, PacketsReceived int64
+	Piggybacked                  int64 // credits that came back on data packets
+	ExplicitReturns              int64 // explicit credit returns this endpoint made
+	CreditWaits                  int64 // times a blocking send found no credit
+}
+
+// Open starts a standalone FM endpoint in a process started by a PMI
+// launcher (mpirun): it connects to PMI for its rank, size and key-value
+// space and wires up with the other processes. It is collective. Fields of
+// cfg other than Packet, Slots and Name are ignored.
+func Open(cfg Config) (*Endpoint, error) {
+	c, err := pmi.Connect()
+	if err != nil {
+		return nil, fmt.Errorf("fm: %w", err)
+	}
+	cfg.Rank, cfg.Size, cfg.KVS = c.Rank(), c.Size(), c
+	e, err := New(cfg)
+	if err != nil {
+		_ = c.Abort(1, err.Error())
+		return nil, err
+	}
+	e.pmi = c
+	return e, nil
+}
+
+// Close ends an endpoint made by Open: it waits for every process (a PMI
+// barrier), releases the segments and leaves PMI. Endpoints made with New
+// use Release instead.
+func (e *Endpoint) Close() error {
+	if e.pmi == nil {
+		return e.Release()
+	}
+	for _, p := range e.peers { // nothing more will carry them
+		if p.owed > 0 {
+			e.returnCredits(p)
+		}
+	}
+	err := e.pmi.Barrier()
+	if rerr := e.Release(); err == nil {
+		err = rerr
+	}
+	if ferr := e.pmi.Finalize(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// New exports this process's receive regions, publishes them through
+// cfg.KVS and maps every peer's. It is collective over the job.
+func New(cfg Config) (*Endpoint, error) {
+	e := &Endpoint{rank: cfg.Rank, size: cfg.Size, packet: cfg.Packet, slots: cfg.Slots}
+	if e.packet == 0 {
+		e.packet = DefaultPacket
+	}
+	if e.slots == 0 {
+		e.slots = DefaultSlots
+	}
+	if e.packet < minPacket || e.packet > maxPacket || e.packet%8 != 0 {
+		return nil, fmt.Errorf("fm: packet=%d: want a multiple of 8 in [%d, %d]", e.packet, minPacket, maxPacket)
+	}
+	if e.slots < 2 || e.slots > 1<<16 {
+		return nil, fmt.Errorf("fm: slots=%d: want 2..65536", e.slots)
+	}
+	e.payload = e.packet - HeaderSize
+	e.retAt = uint32(3*e.slots+3) / 4
+	name := cfg.Name
+	if name == "" {
+		name = "fm"
+	}
+	region := e.packet * e.slots
+	offRegions := offCredits + e.size*creditLine
+	var err error
+	e.seg, err = shm.Export(fmt.Sprintf("adimpi-%s-%d", name, e.rank), offRegions+e.size*region)
+	if err != nil {
+		return nil, err
+	}
+	me := fmt.Sprintf("%d:%d:%x:%d:%d", os.Getpid(), e.seg.FD, e.seg.Key, e.packet, e.slots)
+	if err := cfg.KVS.Put(fmt.Sprintf("%s-%d", name, e.rank), me); err != nil {
+		return nil, err
+	}
+	if err := cfg.KVS.Barrier(); err != nil {
+		return nil, err
+	}
+	e.peers = make([]*peer, e.size)
+	for r := 0; r < e.size; r++ {
+		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, alive: true, streams: map[uint32]*Stream{}}
+		if r != e.rank {
+			v, err := cfg.KVS.Get(fmt.Sprintf("%s-%d", name, r))
+			if err != nil {
+				return nil, err
+			}
+			var fd, packet, slots int
+			var key uint64
+			if _, err := fmt.Sscanf(v, "%d:%d:%x:%d:%d", &p.pid, &fd, &key, &packet, &slots); err != nil {
+				return nil, fmt.Errorf("fm: rank %d published %q: %v", r, v, err)
+			}
+			if packet != e.packet || slots != e.slots {
+				return nil, fmt.Errorf("fm: rank %d uses packet=%d slots=%d, this rank packet=%d slots=%d; options must agree", r, packet, slots, e.packet, e.slots)
+			}
+			if p.seg, err = shm.Import(p.pid, fd, key); err != nil {
+				return nil, fmt.Errorf("fm: rank %d: %w", r, err)
+			}
+		}
+		mine := offRegions + r*region
+		theirs := offRegions + e.rank*region
+		p.out = p.seg.Mem[theirs : theirs+region]
+		p.in = e.seg.Mem[mine : mine+region]
+		p.doorbell, p.sleepers = p.seg.Uint32(offDoorbell), p.seg.Uint32(offSleepers)
+		p.mailbox = e.seg.Uint64(offCredits + r*creditLine)
+		p.report = p.seg.Uint64(offCredits + e.rank*creditLine)
+		e.peers[r] = p
+	}
+	e.lastLive = time.Now()
+	return e, nil
+}
+
+// Release unmaps every segment. No stream may be in use.
+func (e *Endpoint) Release() error {
+	var err error
+	for _, p := range e.peers {
+		if p.seg != e.seg {
+			if cerr := p.seg.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if cerr := e.seg.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Rank is this process's rank; Size the number of processes.
+func (e *Endpoint) Rank() int { return e.rank }
+
+// Size is the number of processes in the job.
+func (e *Endpoint) Size() int { return e.size }
+
+// Payload is the number of message bytes one packet carries.
+func (e *Endpoint) Payload() int { return e.payload }
+
+// Packet is the packet size, header included.
+func (e *Endpoint) Packet() int { return e.packet }
+
+// Slots is the number of packets in each sender's receive region.
+func (e *Endpoint) Slots() int { return e.slots }
+
+// SetHandler registers h under id; a message begun with handler id runs h
+// at its receiver. Register every handler before anything can extract
+// (Extract, Poll, or a SendPiece waiting for credits): a packet for an
+// unregistered handler is a protocol error.
+func (e *Endpoint) SetHandler(id uint16, h Handler) {
+	for len(e.handlers) <= int(id) {
+		e.handlers = append(e.handlers, nil)
+	}
+	e.handlers[id] = h
+}
+
+// Credits is the number of packets this process may put into dest's
+// receive region now without waiting.
+func (e *Endpoint) Credits(dest int) int {
+	p := e.peers[dest]
+	return e.slots - int(p.sent-p.returned-atomic.LoadUint64(p.mailbox))
+}
+
+// BeginMessage starts a message of length bytes to dest, to be handled
+// there by the handler registered as handler. It never waits: packets (and
+// credits) are taken as SendPiece fills them.
+func (e *Endpoint) BeginMessage(dest, length int, handler uint16) (*Stream, error) {
+	if dest < 0 || dest >= e.size {
+		return nil, fmt.Errorf("fm: BeginMessage: destination %d out of range [0,%d)", dest, e.size)
+	}
+	return e.begin([]*peer{e.peers[dest]}, length, handler)
+}
+
+// BeginMessageMulti starts one message to every rank in dests (distinct):
+// each packet goes into every destination's region, and is written only
+// when every destination has a credit for it.
+func (e *Endpoint) BeginMessageMulti(dests []int, length int, handler uint16) (*Stream, error) {
+	ps := make([]*peer, len(dests))
+	for i, d := range dests {
+		if d < 0 || d >= e.size {
+			return nil, fmt.Errorf("fm: BeginMessageMulti: destination %d out of range [0,%d)", d, e.size)
+		}
+		ps[i] = e.peers[d]
+		for _, q := range ps[:i] {
+			if q == ps[i] {
+				return nil, fmt.Errorf("fm: BeginMessageMulti: destination %d named twice", d)
+			}
+		}
+	}
+	if len(ps) == 0 {
+		return nil, errors.New("fm: BeginMessageMulti: no destination")
+	}
+	return e.begin(ps, length, handler)
+}
+
+func (e *Endpoint) begin(ps []*peer, length int, handler uint16) (*Stream, error) {
+	if length < 0 {
+		return nil, fmt.Errorf("fm: message length %d is negative", length)
+	}
+	for _, p := range ps {
+		if !p.alive {
+			return nil, fmt.Errorf("fm: rank %d (pid %d) has exited", p.rank, p.pid)
+		}
+	}
+	var s *Stream
+	if n := len(e.freeSend); n > 0 {
+		s = e.freeSend[n-1]
+		e.freeSend = e.freeSend[:n-1]
+		*s = Stream{dests: s.dests[:0], slot: s.slot[:0]}
+	} else {
+		s = new(Stream)
+	}
+	e.nextStream++
+	s.e, s.id, s.handler, s.length, s.first = e, e.nextStream, handler, length, true
+	s.dests = append(s.dests, ps...)
+	for range ps {
+		s.slot = append(s.slot, 0)
+	}
+	return s, nil
+}
+
+// dropDest takes a destination that has died out of a send stream, so the
+// stream goes on to the others.
+func (e *Endpoint) dropDest(s *Stream, rank int) {
+	for i, p := range s.dests {
+		if p.rank == rank {
+			if p.open == s {
+				p.open = nil
+			}
+			s.dests = slices.Delete(s.dests, i, i+1)
+			s.slot = slices.Delete(s.slot, i, i+1)
+			return
+		}
+	}
+}
+
+// Room is the number of bytes SendPiece can take on s now without waiting
+// for credits.
+func (e *Endpoint) Room(s *Stream) int {
+	room := s.length - s.sent
+	for _, p := range s.dests {
+		r := e.Credits(p.rank) * e.payload
+		if s.fill > 0 {
+			r += e.payload - s.fill
+		}
+		room = min(room, r)
+	}
+	return room
+}
+
+// SendPiece appends buf to the message. Pieces are gathered into packets;
+// a packet is handed over as soon as it is full (or holds the message's
+// last byte). When a destination has no credit left, SendPiece runs the
+// engine (Extract) until credits come back, so two processes flooding each
+// other do not deadlock.
+func (e *Endpoint) SendPiece(s *Stream, buf []byte) error {
+	if s.ended {
+		return errors.New("fm: SendPiece after EndMessage")
+	}
+	if len(buf) > s.length-s.sent {
+		return fmt.Errorf("fm: SendPiece of %d bytes overruns the message (%d of %d bytes sent)", len(buf), s.sent, s.length)
+	}
+	for len(buf) > 0 {
+		if s.fill == 0 {
+			if err := e.reserve(s); err != nil {
+				return err
+			}
+		}
+		k := min(len(buf), e.payload-s.fill)
+		for i, p := range s.dests {
+			copy(p.out[s.slot[i]+HeaderSize+s.fill:], buf[:k])
+		}
+		s.fill += k
+		s.sent += k
+		buf = buf[k:]
+		if s.fill == e.payload || s.sent == s.length {
+			e.flush(s)
+		}
+	}
+	if !s.batch {
+		e.ringPending()
+	}
+	return nil
+}
+
+// EndMessage ends a message; every byte of its length must have been sent.
+// The stream must not be used afterwards.
+func (e *Endpoint) EndMessage(s *Stream) error {
+	if s.ended {
+		return errors.New("fm: EndMessage twice")
+	}
+	if s.sent != s.length {
+		return fmt.Errorf("fm: EndMessage after %d of %d bytes", s.sent, s.length)
+	}
+	if s.length == 0 { // an empty message still takes a packet
+		if err := e.reserve(s); err != nil {
+			return err
+		}
+		e.flush(s)
+		if !s.batch {
+			e.ringPending()
+		}
+	}
+	s.ended = true
+	s.Ctx = nil
+	e.freeSend = append(e.freeSend, s)
+	return nil
+}
+
+// reserve takes a credit and a packet in every destination's region,
+// waiting (and extracting) when one is out of credits.
+func (e *Endpoint) reserve(s *Stream) error {
+	for _, p := range s.dests {
+		if p.open != nil && p.open != s {
+			return fmt.Errorf("fm: a message to rank %d is already half way through a packet; end it first", p.rank)
+		}
+	}
+	var start time.Time
+	for {
+		ok := true
+		for _, p := range s.dests {
+			if e.Credits(p.rank) <= 0 {
+				ok = false
+				if !p.alive {
+					return fmt.Errorf("fm: rank %d (pid %d) has exited", p.rank, p.pid)
+				}
+			}
+		}
+		if ok {
+			break
+		}
+		e.Stats.CreditWaits++
+		if err := e.wait(&start); err != nil {
+			return err
+		}
+	}
+	for i, p := range s.dests {
+		s.slot[i] = int(p.sent%uint64(e.slots)) * e.packet
+		p.sent++
+		p.open = s
+	}
+	return nil
+}
+
+// wait runs one round of waiting for credits: extract, and if nothing came
+// in, yield the CPU; after 50 us of that, sleep briefly on the doorbell
+// (explicit credit returns ring it).
+func (e *Endpoint) wait(start *time.Time) error {
+	e.ringPending() // the receiver must see what is in its region
+	seq := e.Seq()
+	n, err := e.Extract()
+	if err != nil || n > 0 {
+		return err
+	}
+	now := time.Now()
+	if now.Sub(e.lastLive) > 200*time.Millisecond {
+		e.CheckPeers()
+	}
+	if start.IsZero() {
+		*start = now
+	}
+	if now.Sub(*start) < 50*time.Microsecond {
+		runtime.Gosched()
+		return nil
+	}
+	e.Sleep(seq, time.Millisecond)
+	return nil
+}
+
+// flush hands the current packet over to every destination.
+func (e *Endpoint) flush(s *Stream) {
+	fl := uint32(flagValid)
+	if s.first {
+		fl |= flagFirst
+		s.first = false
+	}
+	if s.sent == s.length {
+		fl |= flagLast
+	}
+	for i, p := range s.dests {
+		h := p.out[s.slot[i]:]
+		*(*uint16)(unsafe.Pointer(&h[4])) = s.handler
+		*(*uint16)(unsafe.Pointer(&h[6])) = uint16(s.fill)
+		*(*uint32)(unsafe.Pointer(&h[8])) = s.id
+		// Piggyback the credits I owe this peer for its packets.
+		*(*uint32)(unsafe.Pointer(&h[12])) = p.owed
+		p.owed = 0
+		*(*uint64)(unsafe.Pointer(&h[16])) = uint64(s.length)
+		atomic.StoreUint32((*uint32)(unsafe.Pointer(&h[0])), fl)
+		p.open = nil
+		if !p.unrung {
+			p.unrung = true
+			e.unrung = append(e.unrung, p)
+		}
+		e.Stats.PacketsSent++
+	}
+	s.fill = 0
+}
+
+// ringPending rings the doorbell of every peer that was handed packets
+// since the last ring: once per SendPiece, or once per batch of pieces for
+// the MPI device, rather than once per packet, so that a stream of packets
+// does not bounce the receiver's doorbell cache line per packet.
+func (e *Endpoint) ringPending() {
+	for _, p := range e.unrung {
+		p.unrung = false
+		ring(p.doorbell, p.sleepers)
+	}
+	clear(e.unrung)
+	e.unrung = e.unrung[:0]
+}
+
+func ring(doorbell, sleepers *uint32) {
+	atomic.AddUint32(doorbell, 1)
+	if atomic.LoadUint32(sleepers) > 0 {
+		_ = shm.FutexWake(doorbell, math.MaxInt32)
+	}
+}
+
+// Source is the rank that sent an incoming stream.
+func (s *Stream) Source() int { return s.src }
+
+// Len is the message's length in bytes.
+func (s *Stream) Len() int { return s.length }
+
+// Avail is the number of bytes of the current packet not taken yet.
+func (s *Stream) Avail() int { return len(s.pkt) - s.pos }
+
+// Taken is the number of the message's bytes taken so far (Receive and Skip).
+func (s *Stream) Taken() int { return s.taken }
+
+// Last reports whether the current packet is the message's last one: when
+// the handler returns, the stream is over.
+func (s *Stream) Last() bool { return s.last }
+
+// Receive copies the next bytes of the current packet into buf, as many as
+// fit and the packet still holds, and returns how many.
+func (e *Endpoint) Receive(s *Stream, buf []byte) int {
+	n := copy(buf, s.pkt[s.pos:])
+	s.pos += n
+	s.taken += n
+	return n
+}
+
+// Skip drops the next n bytes of the current packet (at most what it holds).
+func (e *Endpoint) Skip(s *Stream, n int) {
+	n = min(n, s.Avail())
+	s.pos += n
+	s.taken += n
+}
+
+// Extract handles every packet that has arrived: it runs each packet's
+// handler, returns the packet's slot to its sender (credits go back
+// piggybacked on the next packet to that sender, or explicitly once half a
+// region is owed), and reports how many packets it handled. Handlers of
+// different incoming streams run interleaved, in packet arrival order per
+// sender. Called from a handler, it skips the sender whose packet that
+// handler is working on.
+func (e *Endpoint) Extract() (int, error) {
+	n := 0
+	e.pass++
+	for _, p := range e.peers {
+		if p.busy {
+			continue
+		}
+		if p.owed > 0 && p.owedPass != e.pass-1 {
+			// Owed since before the previous pass and no packet to p
+			// carried them: return them explicitly.
+			e.returnCredits(p)
+		}
+		// At most one region's worth per sender per call, so that a sender
+		// refilled by the credits returned here cannot starve the others.
+		for k := 0; k < e.slots; k++ {
+			h := p.in[int(p.head%uint64(e.slots))*e.packet:][:e.packet]
+			fl := atomic.LoadUint32((*uint32)(unsafe.Pointer(&h[0])))
+			if fl == 0 {
+				break
+			}
+			hid := *(*uint16)(unsafe.Pointer(&h[4]))
+			plen := int(*(*uint16)(unsafe.Pointer(&h[6])))
+			id := *(*uint32)(unsafe.Pointer(&h[8]))
+			if c := *(*uint32)(unsafe.Pointer(&h[12])); c > 0 {
+				p.returned += uint64(c)
+				e.Stats.Piggybacked += int64(c)
+			}
+			if plen > e.payload {
+				return n, fmt.Errorf("fm: packet from rank %d claims %d payload bytes (max %d)", p.rank, plen, e.payload)
+			}
+			var s *Stream
+			if fl&flagFirst != 0 {
+				if k := len(e.freeRecv); k > 0 {
+					s = e.freeRecv[k-1]
+					e.freeRecv = e.freeRecv[:k-1]
+					*s = Stream{}
+				} else {
+					s = new(Stream)
+				}
+				s.e, s.id, s.handler, s.src = e, id, hid, p.rank
+				s.length = int(*(*uint64)(unsafe.Pointer(&h[16])))
+				if fl&flagLast == 0 {
+					p.streams[id] = s
+				}
+			} else if s = p.streams[id]; s == nil {
+				return n, fmt.Errorf("fm: packet from rank %d for unknown stream %d", p.rank, id)
+			}
+			if int(hid) >= len(e.handlers) || e.handlers[hid] == nil {
+				return n, fmt.Errorf("fm: packet from rank %d for unregistered handler %d", p.rank, hid)
+			}
+			s.pkt, s.pos = h[HeaderSize:HeaderSize+plen], 0
+			s.arrived += plen
+			s.last = fl&flagLast != 0
+			p.busy = true
+			e.handlers[hid](e, s)
+			p.busy = false
+			s.pkt = nil
+			if s.last {
+				if fl&flagFirst == 0 {
+					delete(p.streams, id)
+				}
+				s.Ctx = nil
+				e.freeRecv = append(e.freeRecv, s)
+			}
+			atomic.StoreUint32((*uint32)(unsafe.Pointer(&h[0])), 0)
+			p.head++
+			if p.owed == 0 {
+				p.owedPass = e.pass
+			}
+			p.owed++
+			p.received++
+			n++
+			e.Stats.PacketsReceived++
+			if p.owed >= e.retAt {
+				e.returnCredits(p)
+			}
+		}
+	}
+	return n, nil
+}
+
+// returnCredits gives p the credits owed to it explicitly (no packet to
+// p is going to carry them soon).
+func (e *Endpoint) returnCredits(p *peer) {
+	atomic.AddUint64(p.report, uint64(p.owed))
+	p.owed = 0
+	e.Stats.ExplicitReturns++
+	ring(p.doorbell, p.sleepers)
+}
+
+// Incoming calls fn for every incoming stream from src that has started and
+// not ended (for failing them when src dies).
+func (e *Endpoint) Incoming(src int, fn func(s *Stream)) {
+	for _, s := range e.peers[src].streams {
+		fn(s)
+	}
+}
+
+// Alive reports whether rank's process was alive at the last CheckPeers.
+func (e *Endpoint) Alive(rank int) bool { return e.peers[rank].alive }
+
+// Pid is rank's process id.
+func (e *Endpoint) Pid(rank int) int { return e.peers[rank].pid }
+
+// CheckPeers looks for processes that have exited since the last check and
+// returns their ranks.
+func (e *Endpoint) CheckPeers() []int {
+	e.lastLive = time.Now()
+	var gone []int
+	for _, p := range e.peers {
+		if p.alive && p.seg != e.seg && !shm.Alive(p.pid) {
+			p.alive = false
+			gone = append(gone, p.rank)
+		}
+	}
+	return gone
+}
+
+// Seq is this process's doorbell: every sender bumps it when it hands over
+// a packet or returns credits.
+func (e *Endpoint) Seq() uint32 { return atomic.LoadUint32(e.seg.Uint32(offDoorbell)) }
+
+// Sleep waits on the doorbell futex until it moves from seq or d passes.
+func (e *Endpoint) Sleep(seq uint32, d time.Duration) {
+	sl := e.seg.Uint32(offSleepers)
+	atomic.AddUint32(sl, 1)
+	_ = shm.FutexWait(e.seg.Uint32(offDoorbell), seq, d)
+	atomic.AddUint32(sl, ^uint32(0))
+}
+
+// Wake rings this process's own doorbell.
+func (e *Endpoint) Wake() { ring(e.seg.Uint32(offDoorbell), e.seg.Uint32(offSleepers)) }
+
+// Poll extracts until cond holds, spinning briefly and then sleeping on the
+// doorbell; it fails when a process in watch (if any) has exited.
+func (e *Endpoint) Poll(cond func() bool, watch ...int) error {
+	start := time.Now()
+	for i := 0; ; i++ {
+		seq := e.Seq()
+		if _, err := e.Extract(); err != nil {
+			return err
+		}
+		if cond() {
+			return nil
+		}
+		if i%64 != 63 {
+			continue
+		}
+		if time.Since(e.lastLive) > 200*time.Millisecond {
+			e.CheckPeers()
+			for _, r := range watch {
+				if !e.peers[r].alive {
+					return fmt.Errorf("fm: rank %d (pid %d) has exited", r, e.peers[r].pid)
+				}
+			}
+		}
+		if time.Since(start) > 50*time.Microsecond {
+			e.Sleep(seq, 10*time.Millisecond)
+		} else {
+			runtime.Gosched()
+		}
+	}
+}
