@@ -177,8 +177,10 @@ func Finalize() error {
 	rt, ended = nil, true
 	live.Store(nil)
 	stateMu.Unlock()
-	r.mu.Lock()
+	// The progress goroutine takes r.mu for every pass: stop it before
+	// taking the lock, or it may wait for the lock while we wait for it.
 	r.stopProgress()
+	r.mu.Lock()
 	derr := r.dev.Finalize()
 	r.mu.Unlock()
 	if err := r.pmi.Finalize(); err != nil {
