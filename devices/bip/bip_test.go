@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,7 +235,11 @@ func TestStandalone(t *testing.T) {
 		if mode == "async" {
 			args = append(args, "-async-progress")
 		}
-		args = append(args, bins["overlapprog"], mode)
+		gate := filepath.Join(t.TempDir(), "gate")
+		if err := syscall.Mkfifo(gate, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, bins["overlapprog"], mode, gate)
 		out, err := exec.Command(bins["mpirun"], args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "PASS overlap "+mode) {
 			t.Errorf("mpirun %v: %v\n%s", args, err, out)

@@ -10,7 +10,10 @@
 //	overlapprog async   run under mpirun -async-progress, no MPI calls in
 //	                    the computation: it has completed
 //
-// Rank 0 prints "PASS overlap MODE".
+// GATE is a FIFO: rank 1 opens it for reading after its computation and
+// rank 0 for writing after its test, so rank 1 makes no MPI call (which
+// would progress the transfer) before rank 0 has looked. Rank 0 prints
+// "PASS overlap MODE".
 package main
 
 import (
@@ -42,11 +45,11 @@ func compute(w *mpi.Comm, d time.Duration, probe bool) {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Println("usage: overlapprog plain|iprobe|async")
+	if len(os.Args) != 3 {
+		fmt.Println("usage: overlapprog plain|iprobe|async GATE")
 		os.Exit(2)
 	}
-	mode := os.Args[1]
+	mode, gate := os.Args[1], os.Args[2]
 	must(mpi.Init())
 	w := mpi.World()
 	if w.Size() != 2 {
@@ -64,6 +67,9 @@ func main() {
 		compute(w, 200*time.Millisecond, mode == "iprobe")
 		_, done, err := r.Test()
 		must(err)
+		f, err := os.OpenFile(gate, os.O_WRONLY, 0) // lets rank 1 go on
+		must(err)
+		f.Close()
 		if _, err := r.Wait(); err != nil {
 			fail("wait: %v", err)
 		}
@@ -83,6 +89,9 @@ func main() {
 		r, err := mpi.Isend(w, buf, 0, 7)
 		must(err)
 		compute(w, 200*time.Millisecond, mode == "iprobe")
+		f, err := os.Open(gate) // blocks until rank 0 has tested its receive
+		must(err)
+		f.Close()
 		_, err = r.Wait()
 		must(err)
 	}
