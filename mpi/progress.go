@@ -20,6 +20,11 @@ type asyncProgress struct {
 // and its wake-ups would only cost the program latency.
 const asyncGrace = 50 * time.Microsecond
 
+// asyncPark is the longest the progress goroutine stays parked while the
+// program is inside MPI calls before it looks again (waitFor wakes it at
+// once only after a call that came a while after the previous one).
+const asyncPark = time.Millisecond
+
 // startProgress launches the progress goroutine.
 func (r *runtime) startProgress() {
 	a := &asyncProgress{done: make(chan struct{})}
@@ -83,10 +88,11 @@ func AsyncProgress() bool {
 	return err == nil && r.async != nil
 }
 
-// parkWhilePolled blocks the progress goroutine until no goroutine is
-// waiting in waitFor (or 10 ms pass, or Finalize stops it).
+// parkWhilePolled blocks the progress goroutine until waitFor signals
+// that no goroutine waits in it any more (or asyncPark passes, or Finalize
+// stops it).
 func (r *runtime) parkWhilePolled() {
-	t := time.NewTimer(10 * time.Millisecond)
+	t := time.NewTimer(asyncPark)
 	defer t.Stop()
 	select {
 	case <-r.resume:

@@ -281,10 +281,16 @@ func (r *runtime) waitFor(cond func() bool) error {
 	r.pollers.Add(1)
 	defer func() {
 		if r.pollers.Add(-1) == 0 && r.asyncOn.Load() {
-			r.lastOut.Store(int64(time.Since(epoch)))
-			select {
-			case r.resume <- struct{}{}:
-			default:
+			// Wake the parked progress goroutine only when MPI calls are
+			// spaced out: in a rapid series (a ping-pong) every call would
+			// pay a goroutine wake-up, and the goroutine, parked for at
+			// most asyncPark, looks again by itself.
+			now := int64(time.Since(epoch))
+			if prev := r.lastOut.Swap(now); now-prev >= int64(asyncGrace) {
+				select {
+				case r.resume <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}()
