@@ -29,45 +29,34 @@ var (
 	dups  = flag.Int("dups", 0, "communicators the dupfree check keeps alive at once (0: 10000, or 1000 with -short or more than 4 ranks)")
 )
 
-type check struct {
-	name string
-	fn   func(w *mpi.Comm) error
-}
-
-var checks = []check{
-	{"groups", checkGroups},
-	{"comms", checkComms},
-	{"dupfree", checkDupFree},
-	{"barrier", checkBarrier},
-	{"bcast", checkBcast},
-	{"gather", checkGather},
-	{"scatter", checkScatter},
-	{"allgather", checkAllgather},
-	{"alltoall", checkAlltoall},
-	{"alltoallw", checkAlltoallw},
-	{"reduce", checkReduce},
-	{"allreduce", checkAllreduce},
-	{"ops", checkOps},
-	{"noncommutative", checkNonCommutative},
-	{"reducescatter", checkReduceScatter},
-	{"scan", checkScan},
-	{"inplace", checkInPlace},
-	{"split", checkSplitColl},
-	{"nbc", checkNBC},
-	{"threads", checkThreads},
-	{"topo", checkTopo},
-	{"intercomm", checkIntercomm},
-	{"errors", checkErrors},
+var checks = []runner.NamedFunc{
+	{Name: "groups", Fn: checkGroups},
+	{Name: "comms", Fn: checkComms},
+	{Name: "dupfree", Fn: checkDupFree},
+	{Name: "barrier", Fn: checkBarrier},
+	{Name: "bcast", Fn: checkBcast},
+	{Name: "gather", Fn: checkGather},
+	{Name: "scatter", Fn: checkScatter},
+	{Name: "allgather", Fn: checkAllgather},
+	{Name: "alltoall", Fn: checkAlltoall},
+	{Name: "alltoallw", Fn: checkAlltoallw},
+	{Name: "reduce", Fn: checkReduce},
+	{Name: "allreduce", Fn: checkAllreduce},
+	{Name: "ops", Fn: checkOps},
+	{Name: "noncommutative", Fn: checkNonCommutative},
+	{Name: "reducescatter", Fn: checkReduceScatter},
+	{Name: "scan", Fn: checkScan},
+	{Name: "inplace", Fn: checkInPlace},
+	{Name: "split", Fn: checkSplitColl},
+	{Name: "nbc", Fn: checkNBC},
+	{Name: "threads", Fn: checkThreads},
+	{Name: "topo", Fn: checkTopo},
+	{Name: "intercomm", Fn: checkIntercomm},
+	{Name: "errors", Fn: checkErrors},
 }
 
 func main() {
-	var cs []runner.Check
-	for _, c := range checks {
-		cs = append(cs, runner.Check{Name: c.name, MinRanks: 1, Run: func() {
-			runner.Must(c.fn(mpi.World()), "%s", c.name)
-		}})
-	}
-	runner.Program{Name: "collectives", Checks: cs}.Main()
+	runner.Program{Name: "collectives", Checks: runner.CommChecks(1, checks)}.Main()
 }
 
 // sizes are the element counts collectives are checked with: 0, 1, odd, and

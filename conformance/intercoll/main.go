@@ -29,26 +29,15 @@ import (
 
 var short = flag.Bool("short", false, "smaller sizes and loops")
 
-type check struct {
-	name string
-	fn   func(w *mpi.Comm) error
-}
-
-var checks = []check{
-	{"intercoll", checkInterColl},
-	{"idup", checkIdup},
-	{"persistent", checkPersistent},
-	{"errors", checkErrors},
+var checks = []runner.NamedFunc{
+	{Name: "intercoll", Fn: checkInterColl},
+	{Name: "idup", Fn: checkIdup},
+	{Name: "persistent", Fn: checkPersistent},
+	{Name: "errors", Fn: checkErrors},
 }
 
 func main() {
-	var cs []runner.Check
-	for _, c := range checks {
-		cs = append(cs, runner.Check{Name: c.name, MinRanks: 2, Run: func() {
-			runner.Must(c.fn(mpi.World()), "%s", c.name)
-		}})
-	}
-	runner.Program{Name: "intercoll", Checks: cs}.Main()
+	runner.Program{Name: "intercoll", Checks: runner.CommChecks(2, checks)}.Main()
 }
 
 func sizes() []int {

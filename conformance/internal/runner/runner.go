@@ -43,6 +43,25 @@ var (
 	rank, size int
 )
 
+// CommChecks turns checks written as functions of MPI_COMM_WORLD that
+// return an error into Checks needing minRanks ranks each; a returned error
+// fails the check.
+func CommChecks(minRanks int, fns []NamedFunc) []Check {
+	cs := make([]Check, 0, len(fns))
+	for _, f := range fns {
+		cs = append(cs, Check{Name: f.Name, MinRanks: minRanks, Run: func() {
+			Must(f.Fn(mpi.World()), "%s", f.Name)
+		}})
+	}
+	return cs
+}
+
+// NamedFunc is a check written as a function of MPI_COMM_WORLD.
+type NamedFunc struct {
+	Name string
+	Fn   func(world *mpi.Comm) error
+}
+
 // Main runs the checks named on the command line ("all": every check), in
 // one MPI job, or lists them with -list, and exits: 0 on PASS or
 // UNSUPPORTED, 1 on FAIL, 2 on bad usage. Flags the program defined with
