@@ -55,19 +55,32 @@ type Device interface {
 	Counters() map[string]int64
 }
 
-// Barrierer is an optional device capability: a barrier among all the
-// processes of the job, done natively (netvm: each process remote-writes an
-// arrival counter that the others read, in the spirit of the reflective
-// memory collectives of seed 002). The core uses it for MPI_Barrier on
-// MPI_COMM_WORLD when the device offers it.
-type Barrierer interface {
-	// BarrierEnter announces this process's arrival at barrier number k
-	// (1, 2, 3, ... in order). Called under the core's lock.
-	BarrierEnter(k uint64)
-	// BarrierDone reports whether every process has arrived at barrier k,
-	// or an error if a process that has not arrived is gone. It may be
-	// called without the core's lock.
-	BarrierDone(k uint64) (bool, error)
+// Board is an optional device capability: every process of the job owns a
+// small board in shared memory that every other process reads directly
+// (netvm: a corner of its segment, which every peer maps; the reflective
+// memory of seed 002). A board is a sequence word and two data slots. The
+// core runs Barrier and small Bcast, Reduce and Allreduce on
+// MPI_COMM_WORLD over the boards, with no messages at all.
+//
+// The core numbers those collectives 1, 2, 3, ... and uses slot k%2 for
+// collective k. Posting k tells every peer both that this process's slot
+// k%2 holds its data for k (if it has any) and that it has finished with
+// every board collective before k.
+type Board interface {
+	// BoardSlotSize is the size in bytes of one slot.
+	BoardSlotSize() int
+	// BoardSlot returns slot i (0 or 1) of world rank p's board, mapped in
+	// this process: its own for writing, a peer's for reading.
+	BoardSlot(p, i int) []byte
+	// BoardPost publishes k in this process's sequence word, after its
+	// slot writes. It wakes sleeping peers when this post completes a round
+	// (every process has now posted k), or always when wakeAll is set (a
+	// broadcast root's data is ready). Called without the core's lock.
+	BoardPost(k uint64, wakeAll bool)
+	// BoardPosted reports whether world rank p has posted k or later, or an
+	// error if p's process is gone without posting it. It may be called
+	// without the core's lock.
+	BoardPosted(p int, k uint64) (bool, error)
 }
 
 // Multisender is an optional device capability: one send of a buffer to

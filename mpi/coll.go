@@ -1,7 +1,6 @@
 package mpi
 
 import (
-	goruntime "runtime"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
@@ -146,34 +145,12 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // ReduceScatter it holds the whole input and the result is written to its
 // start.
 func Barrier(c *Comm) error {
-	// The device's native barrier wins when every rank has a core to spin
-	// on; oversubscribed, each arrival would wake every sleeping rank, and
-	// the dissemination barrier's log2(n) rounds of messages cost less.
-	if r, err := current("MPI_Barrier"); err == nil && c != nil && c == r.world && r.native && r.size <= goruntime.NumCPU() {
-		if b, ok := r.dev.(adi.Barrierer); ok {
-			return r.nativeBarrier(b)
+	if r, err := current("MPI_Barrier"); err == nil && c != nil {
+		if b := r.boardFor(c, 0); b != nil {
+			return r.boardBarrier(b)
 		}
 	}
 	return blockingPlan(barrierPlan("MPI_Barrier", c))
-}
-
-// nativeBarrier runs MPI_Barrier on MPI_COMM_WORLD with the device's own
-// barrier, progressing everything else while it waits.
-func (r *runtime) nativeBarrier(b adi.Barrierer) error {
-	k := r.barriers.Add(1)
-	r.mu.Lock()
-	b.BarrierEnter(k)
-	r.mu.Unlock()
-	var berr error
-	err := r.waitFor(func() bool {
-		done, e := b.BarrierDone(k)
-		berr = e
-		return done || e != nil
-	})
-	if err == nil && berr != nil {
-		err = errorf(ErrOther, "MPI_Barrier", "%v", berr)
-	}
-	return err
 }
 
 // Ibarrier starts a barrier (MPI_Ibarrier); the request completes once
@@ -209,7 +186,21 @@ func bcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
 
 // BcastBuf sends root's buffer to every process's b (MPI_Bcast).
 func BcastBuf(c *Comm, b Buffer, root int) error {
-	return blockingPlan(bcastPlan("MPI_Bcast", c, b, root))
+	p, err := bcastPlan("MPI_Bcast", c, b, root)
+	if err != nil {
+		return err
+	}
+	if bd := p.r.boardFor(c, b.Size()); bd != nil {
+		data, done := packOut(b, c.rank == root)
+		if err := p.r.boardBcast(bd, data, root); err != nil {
+			return err
+		}
+		if c.rank != root {
+			done()
+		}
+		return nil
+	}
+	return p.now()
 }
 
 // IbcastBuf starts a broadcast (MPI_Ibcast).

@@ -40,28 +40,43 @@ func reduceArgs(op string, send, recv Buffer, o *Op, useRecv bool) (in Buffer, i
 	return
 }
 
+// reduceCheck checks an intracommunicator Reduce; in is the input buffer.
+func reduceCheck(op string, c *Comm, send, recv Buffer, o *Op, root int) (r *runtime, in Buffer, red reducer, err error) {
+	if r, err = collStart(op, c); err != nil {
+		return
+	}
+	if err = checkRoot(op, c, root); err != nil {
+		return
+	}
+	isRoot := c.rank == root
+	if isInPlace(send) && !isRoot {
+		err = errorf(ErrBuffer, op, "InPlace is only allowed at the root")
+		return
+	}
+	if in, _, red, err = reduceArgs(op, send, recv, o, isRoot); err != nil {
+		return
+	}
+	if isRoot && recv.Count != in.Count {
+		err = errorf(ErrCount, op, "root sends %d elements but receives %d", in.Count, recv.Count)
+	}
+	return
+}
+
 func reducePlan(op string, c *Comm, send, recv Buffer, o *Op, root int) (*plan, error) {
 	if c.IsInter() {
 		return interReducePlan(op, c, send, recv, o, root)
 	}
-	p, err := newPlan(op, c)
+	r, in, red, err := reduceCheck(op, c, send, recv, o, root)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRoot(op, c, root); err != nil {
-		return nil, err
-	}
+	return reduceWith(op, c, r, in, recv, red, root), nil
+}
+
+// reduceWith is the plan of a checked Reduce.
+func reduceWith(op string, c *Comm, r *runtime, in, recv Buffer, red reducer, root int) *plan {
 	isRoot := c.rank == root
-	if isInPlace(send) && !isRoot {
-		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
-	}
-	in, _, red, err := reduceArgs(op, send, recv, o, isRoot)
-	if err != nil {
-		return nil, err
-	}
-	if isRoot && recv.Count != in.Count {
-		return nil, errorf(ErrCount, op, "root sends %d elements but receives %d", in.Count, recv.Count)
-	}
+	p := &plan{r: r, c: c, op: op}
 	p.run = func(e *coll) error {
 		s := packIn(in)
 		if !isRoot {
@@ -74,13 +89,28 @@ func reducePlan(op string, c *Comm, send, recv Buffer, o *Op, root int) (*plan, 
 		done()
 		return nil
 	}
-	return p, nil
+	return p
 }
 
 // ReduceBuf combines every process's send with o, in rank order, into
 // root's recv (MPI_Reduce); recv is only used at root.
 func ReduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
-	return blockingPlan(reducePlan("MPI_Reduce", c, send, recv, o, root))
+	const op = "MPI_Reduce"
+	if c.IsInter() {
+		return blockingPlan(reducePlan(op, c, send, recv, o, root))
+	}
+	r, in, red, err := reduceCheck(op, c, send, recv, o, root)
+	if err != nil {
+		return err
+	}
+	if b := r.boardFor(c, in.Size()); b != nil {
+		var out []byte
+		if c.rank == root {
+			out = recv.Mem[:recv.Size()] // reductions take contiguous types only
+		}
+		return r.boardReduce(b, op, packIn(in), out, red, root, false)
+	}
+	return reduceWith(op, c, r, in, recv, red, root).now()
 }
 
 // IreduceBuf starts a Reduce (MPI_Ireduce).
@@ -99,21 +129,35 @@ func Ireduce[T Numeric](c *Comm, send, recv []T, o *Op, root int) (*Request, err
 	return IreduceBuf(c, sbuf(send), Slice(recv), o, root)
 }
 
+// allreduceCheck checks an intracommunicator Allreduce; in is the input
+// buffer.
+func allreduceCheck(op string, c *Comm, send, recv Buffer, o *Op) (r *runtime, in Buffer, inplace bool, red reducer, err error) {
+	if r, err = collStart(op, c); err != nil {
+		return
+	}
+	if in, inplace, red, err = reduceArgs(op, send, recv, o, true); err != nil {
+		return
+	}
+	if recv.Count != in.Count {
+		err = errorf(ErrCount, op, "sends %d elements but receives %d", in.Count, recv.Count)
+	}
+	return
+}
+
 func allreducePlan(op string, c *Comm, send, recv Buffer, o *Op) (*plan, error) {
 	if c.IsInter() {
 		return interAllreducePlan(op, c, send, recv, o)
 	}
-	p, err := newPlan(op, c)
+	r, in, inplace, red, err := allreduceCheck(op, c, send, recv, o)
 	if err != nil {
 		return nil, err
 	}
-	in, inplace, red, err := reduceArgs(op, send, recv, o, true)
-	if err != nil {
-		return nil, err
-	}
-	if recv.Count != in.Count {
-		return nil, errorf(ErrCount, op, "sends %d elements but receives %d", in.Count, recv.Count)
-	}
+	return allreduceWith(op, c, r, send, recv, in, inplace, red), nil
+}
+
+// allreduceWith is the plan of a checked Allreduce.
+func allreduceWith(op string, c *Comm, r *runtime, send, recv, in Buffer, inplace bool, red reducer) *plan {
+	p := &plan{r: r, c: c, op: op}
 	es := in.Type.Size()
 	p.run = func(e *coll) error {
 		buf, done := packOut(recv, inplace)
@@ -126,13 +170,25 @@ func allreducePlan(op string, c *Comm, send, recv Buffer, o *Op) (*plan, error) 
 		done()
 		return nil
 	}
-	return p, nil
+	return p
 }
 
 // AllreduceBuf is Reduce with the result delivered to every process
 // (MPI_Allreduce); every process gets bit-identical results.
 func AllreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
-	return blockingPlan(allreducePlan("MPI_Allreduce", c, send, recv, o))
+	const op = "MPI_Allreduce"
+	if c.IsInter() {
+		return blockingPlan(allreducePlan(op, c, send, recv, o))
+	}
+	r, in, inplace, red, err := allreduceCheck(op, c, send, recv, o)
+	if err != nil {
+		return err
+	}
+	if b := r.boardFor(c, in.Size()); b != nil {
+		// reductions take contiguous types only: recv needs no packing
+		return r.boardReduce(b, op, packIn(in), recv.Mem[:recv.Size()], red, 0, true)
+	}
+	return allreduceWith(op, c, r, send, recv, in, inplace, red).now()
 }
 
 // IallreduceBuf starts an Allreduce (MPI_Iallreduce).

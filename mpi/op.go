@@ -286,8 +286,39 @@ func intOps[T integer](code opCode) func(in, inout []byte) {
 }
 
 // builtin returns the kernel of a predefined operation on a predefined
-// datatype, or nil if the operation is not defined for it.
+// datatype, or nil if the operation is not defined for it. The kernels are
+// made once, when the package loads (kernels), so that a reduction's set-up
+// allocates nothing.
 func builtin(code opCode, t *datatype.Type) func(in, inout []byte) {
+	if k, ok := kernels[t]; ok {
+		return k[code]
+	}
+	if code == opReplace || code == opNoOp {
+		return kernels[datatype.Uint8][code]
+	}
+	return nil
+}
+
+// kernels holds every predefined operation's kernel on every predefined
+// datatype it is defined for; it is filled at package initialisation and
+// only read afterwards.
+var kernels = func() map[*datatype.Type]*[opNoOp + 1]func(in, inout []byte) {
+	m := map[*datatype.Type]*[opNoOp + 1]func(in, inout []byte){}
+	for _, t := range []*datatype.Type{datatype.Int, datatype.Int8, datatype.Int16, datatype.Int32, datatype.Int64,
+		datatype.Uint, datatype.Uint8, datatype.Byte, datatype.Uint16, datatype.Uint32, datatype.Uint64, datatype.Uintptr,
+		datatype.Float32, datatype.Float64, datatype.Complex64, datatype.Complex128} {
+		k := new([opNoOp + 1]func(in, inout []byte))
+		for code := opSum; code <= opNoOp; code++ {
+			k[code] = makeKernel(code, t)
+		}
+		m[t] = k
+	}
+	return m
+}()
+
+// makeKernel builds the kernel of a predefined operation on a predefined
+// datatype (nil if it is not defined for it).
+func makeKernel(code opCode, t *datatype.Type) func(in, inout []byte) {
 	switch t {
 	case datatype.Int:
 		return intOps[int](code)

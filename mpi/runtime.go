@@ -37,7 +37,7 @@ type runtime struct {
 	async    *asyncProgress
 	reqs     sync.Pool     // *Request objects of completed blocking calls, for reuse
 	pollers  atomic.Int32  // goroutines inside waitFor
-	barriers atomic.Uint64 // native barriers entered on MPI_COMM_WORLD
+	boardSeq atomic.Uint64 // board collectives run on MPI_COMM_WORLD (collboard.go)
 	asyncOn  atomic.Bool   // the progress goroutine runs
 	lastOut  atomic.Int64  // when (ns since epoch) the last waitFor returned, if asyncOn
 	resume   chan struct{} // wakes the progress goroutine when pollers drops to 0
@@ -124,7 +124,7 @@ func InitWith(o Options) error {
 			r.poll = min(r.poll, r.spin)
 		}
 	}
-	// The device's own collectives (adi.Barrierer, adi.Multisender) are
+	// The device's own collectives (adi.Board, adi.Multisender) are
 	// used unless ADIMPI_NATIVE_COLL=off asks for the core's message-based
 	// algorithms, for comparisons.
 	r.native = os.Getenv("ADIMPI_NATIVE_COLL") != "off"

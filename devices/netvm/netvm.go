@@ -54,7 +54,7 @@ const (
 	offDoorbell = shm.HeaderSize      // u32: bumped by every writer, futex word
 	offSleepers = shm.HeaderSize + 4  // u32: processes sleeping on the doorbell
 	offProbe    = shm.HeaderSize + 8  // u64: word peers remote-write to test permission
-	offBarrier  = shm.HeaderSize + 16 // u64: the last native barrier this process arrived at
+	offBoardSeq = shm.HeaderSize + 16 // u64: the last board collective this process posted (board.go)
 	offPeers    = shm.HeaderSize + 64 // per-writer blocks start here
 	// within a writer's block
 	offCMA        = 0
@@ -97,7 +97,8 @@ type peer struct {
 	rank, pid int
 	seg       *shm.Segment
 	alive     bool
-	remoteOK  bool // process_vm_writev into this peer is allowed
+	gone      atomic.Bool // !alive, for readers without the core's lock (BoardPosted)
+	remoteOK  bool        // process_vm_writev into this peer is allowed
 
 	// outbound: my ring and eager ring inside the peer's segment
 	out, outEager          []byte
@@ -136,6 +137,7 @@ type Device struct {
 	mpin       bool // eager=0: the thesis' pure receiver-initiated protocol (mpin.go)
 	mp         mpinState
 	offRFA     int // MPIN's RFA flags in the segment
+	offBoard   int // the board's two slots in the segment (board.go)
 	cma        bool
 
 	nextID     uint32
@@ -221,7 +223,8 @@ func (d *Device) Init(cfg adi.Config) error {
 	block := offEagerRing + d.ring
 	d.mpin = d.eager == 0
 	d.offRFA = offPeers + d.size*block
-	d.seg, err = shm.Export(fmt.Sprintf("adimpi-netvm-%d", d.rank), d.offRFA+rfaEntries*d.size*4)
+	d.offBoard = (d.offRFA + rfaEntries*d.size*4 + 63) &^ 63
+	d.seg, err = shm.Export(fmt.Sprintf("adimpi-netvm-%d", d.rank), d.offBoard+2*boardSlot)
 	if err != nil {
 		return err
 	}
@@ -716,6 +719,7 @@ func (d *Device) checkPeers() {
 			continue
 		}
 		p.alive = false
+		p.gone.Store(true)
 		gone := adi.Errorf(adi.ErrOther, "progress", "rank %d (pid %d) exited while a request depended on it", p.rank, p.pid)
 		fail := func(r *adi.Request) {
 			if r != nil && !r.Done() {
@@ -844,32 +848,6 @@ func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32
 	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Errorf(adi.ErrType, "receive",
 		"type signature mismatch: a message of %d bytes from rank %d (tag %d) was sent as a different basic type than the receive's %s", size, env.Source, env.Tag, r.Buf.Type)})
 	return true
-}
-
-// BarrierEnter publishes this process's arrival at barrier k in its own
-// segment and rings every peer, so that sleeping waiters look again.
-func (d *Device) BarrierEnter(k uint64) {
-	atomic.StoreUint64(d.seg.Uint64(offBarrier), k)
-	for _, p := range d.peers {
-		if p.seg != d.seg {
-			ring(p.doorbell, p.sleepers)
-		}
-	}
-}
-
-// BarrierDone reads every peer's arrival counter (a remote read of mapped
-// memory: no messages at all).
-func (d *Device) BarrierDone(k uint64) (bool, error) {
-	for _, p := range d.peers {
-		if atomic.LoadUint64(p.seg.Uint64(offBarrier)) >= k {
-			continue
-		}
-		if p.seg != d.seg && !shm.Alive(p.pid) {
-			return false, adi.Errorf(adi.ErrOther, "barrier", "rank %d (pid %d) exited before reaching the barrier", p.rank, p.pid)
-		}
-		return false, nil
-	}
-	return true, nil
 }
 
 // splitCopy shares the copy of a large contiguous message between both
