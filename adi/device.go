@@ -81,6 +81,13 @@ type Board interface {
 	// error if p's process is gone without posting it. It may be called
 	// without the core's lock.
 	BoardPosted(p int, k uint64) (bool, error)
+	// BoardReadable reports whether this process may read every peer's
+	// memory with BoardRead (netvm: process_vm_readv is permitted). The
+	// core agrees on it job-wide before relying on it.
+	BoardReadable() bool
+	// BoardRead copies len(dst) bytes of peer p's memory, at address addr
+	// of p's address space, into dst (a remote read, without p's help).
+	BoardRead(p int, addr uintptr, dst []byte) error
 }
 
 // Multisender is an optional device capability: one send of a buffer to

@@ -190,17 +190,26 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 	if err != nil {
 		return err
 	}
-	if bd := p.r.boardFor(c, b.Size()); bd != nil {
-		data, done := packOut(b, c.rank == root)
-		if err := p.r.boardBcast(bd, data, root); err != nil {
+	bd, large := p.r.boardFor(c, b.Size()), false
+	if bd == nil && b.Size() > 0 {
+		if bd, err = p.r.boardLargeFor(c); err != nil {
 			return err
 		}
-		if c.rank != root {
-			done()
-		}
-		return nil
+		large = true
 	}
-	return p.now()
+	if bd == nil {
+		return p.now()
+	}
+	data, done := packOut(b, c.rank == root)
+	if large {
+		err = p.r.boardBcastLarge(bd, data, root)
+	} else {
+		err = p.r.boardBcast(bd, data, root)
+	}
+	if err == nil && c.rank != root {
+		done()
+	}
+	return err
 }
 
 // IbcastBuf starts a broadcast (MPI_Ibcast).

@@ -1,6 +1,12 @@
 package mpi
 
-import "github.com/adimpi/adimpi/adi"
+import (
+	"encoding/binary"
+	goruntime "runtime"
+	"unsafe"
+
+	"github.com/adimpi/adimpi/adi"
+)
 
 // Small collectives on MPI_COMM_WORLD over the device's boards (adi.Board:
 // netvm's reflective memory). Every process writes its contribution into
@@ -128,6 +134,173 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 	copy(out, b.BoardSlot(r.size-1, slot)[:n])
 	for p := r.size - 2; p >= 0; p-- {
 		red.apply(b.BoardSlot(p, slot)[:n], out)
+	}
+	return nil
+}
+
+// Larger collectives read each other's buffers in place (adi.Board's
+// BoardRead: netvm's process_vm_readv): a board slot then carries buffer
+// addresses, not data, and every byte is copied once, by the process that
+// needs it, with no hand-off per piece.
+
+// boardLargeFor returns the device's board if collectives on c whose data
+// exceed a slot run on it: every process must be able to read every
+// other's memory, which the first such collective agrees on with a board
+// round of its own (so every rank decides alike).
+func (r *runtime) boardLargeFor(c *Comm) (adi.Board, error) {
+	b := r.boardFor(c, 0)
+	if b == nil {
+		return nil, nil
+	}
+	if r.readable == 0 {
+		k := r.boardSeq.Add(1)
+		slot := int(k % 2)
+		if err := r.boardWait(b, "MPI_Init", -1, k-1); err != nil {
+			return nil, err
+		}
+		flag := byte(0)
+		if b.BoardReadable() {
+			flag = 1
+		}
+		b.BoardSlot(r.rank, slot)[0] = flag
+		b.BoardPost(k, false)
+		if err := r.boardWait(b, "MPI_Init", -1, k); err != nil {
+			return nil, err
+		}
+		r.readable = 1
+		for p := 0; p < r.size; p++ {
+			if b.BoardSlot(p, slot)[0] != 1 {
+				r.readable = -1
+			}
+		}
+	}
+	if r.readable < 0 {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// addrOf is the address of b's first byte (0 when b is empty).
+func addrOf(b []byte) uintptr {
+	if len(b) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&b[0]))
+}
+
+// boardBcastLarge: the root posts its buffer's address; every other
+// process reads the data from it, then posts; the root returns once all
+// have.
+func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
+	const op = "MPI_Bcast"
+	k := r.boardSeq.Add(1)
+	slot := int(k % 2)
+	if r.rank == root {
+		if err := r.boardWait(b, op, -1, k-1); err != nil {
+			return err
+		}
+		binary.NativeEndian.PutUint64(b.BoardSlot(root, slot), uint64(addrOf(data)))
+		b.BoardPost(k, true)
+		err := r.boardWait(b, op, -1, k)
+		goruntime.KeepAlive(data)
+		return err
+	}
+	if err := r.boardWait(b, op, root, k); err != nil {
+		return err
+	}
+	addr := uintptr(binary.NativeEndian.Uint64(b.BoardSlot(root, slot)))
+	err := b.BoardRead(root, addr, data)
+	b.BoardPost(k, false) // even after a failed read: the root must not wait forever
+	if err != nil {
+		return errorf(ErrOther, op, "%v", err)
+	}
+	return nil
+}
+
+// boardPiece is how much of a chunk a large board reduction folds at once:
+// its operands stay in cache between the reads and the fold.
+const boardPiece = 64 << 10
+
+// boardAllreduceLarge is a reduce-scatter then an allgather, by reading:
+// process i folds, in rank order, chunk i of every process's input into
+// chunk i of its own output; then every process reads every other chunk
+// from its owner's output. It takes three board rounds: addresses posted,
+// chunks folded, chunks read. Chunks are whole multiples of es bytes, so
+// that no operand element is cut.
+func (r *runtime) boardAllreduceLarge(b adi.Board, op string, in, out []byte, red reducer, es int) error {
+	n, np := len(in), r.size
+	k := r.boardSeq.Add(3) - 2 // rounds k, k+1, k+2
+	slot := int(k % 2)
+	if err := r.boardWait(b, op, -1, k-1); err != nil {
+		return err
+	}
+	hdr := b.BoardSlot(r.rank, slot)
+	binary.NativeEndian.PutUint64(hdr, uint64(addrOf(in)))
+	binary.NativeEndian.PutUint64(hdr[8:], uint64(addrOf(out)))
+	b.BoardPost(k, false)
+	if err := r.boardWait(b, op, -1, k); err != nil {
+		return err
+	}
+	// The addresses are read before round k+1 is posted: from then on a
+	// peer may start its next collective and reuse the slot's twin.
+	addrs := make([]uintptr, 2*np)
+	for p := range np {
+		h := b.BoardSlot(p, slot)
+		addrs[2*p] = uintptr(binary.NativeEndian.Uint64(h))
+		addrs[2*p+1] = uintptr(binary.NativeEndian.Uint64(h[8:]))
+	}
+	count := n / es
+	chunk := func(p int) (lo, hi int) {
+		lo, hi = p*count/np*es, (p+1)*count/np*es
+		if p == np-1 {
+			hi = n // a tail shorter than es stays with the last chunk
+		}
+		return
+	}
+	var err error
+	lo, hi := chunk(r.rank)
+	if hi > lo {
+		acc, t := scratch(min(boardPiece, hi-lo)), scratch(min(boardPiece, hi-lo))
+		operand := func(p, off, m int, dst []byte) []byte {
+			if p == r.rank {
+				return in[off : off+m]
+			}
+			if e := b.BoardRead(p, addrs[2*p]+uintptr(off), dst[:m]); e != nil && err == nil {
+				err = e
+			}
+			return dst[:m]
+		}
+		for off := lo; off < hi; off += boardPiece {
+			m := min(boardPiece, hi-off)
+			// out may be in: fold into acc and store the piece only after
+			// every operand of it has been read.
+			copy(acc[:m], operand(np-1, off, m, t))
+			for p := np - 2; p >= 0; p-- {
+				red.apply(operand(p, off, m, t), acc[:m])
+			}
+			copy(out[off:off+m], acc[:m])
+		}
+		release(acc, t)
+	}
+	b.BoardPost(k+1, false)
+	if e := r.boardWait(b, op, -1, k+1); e != nil {
+		return e
+	}
+	for p := range np {
+		if lo, hi := chunk(p); p != r.rank && hi > lo {
+			if e := b.BoardRead(p, addrs[2*p+1]+uintptr(lo), out[lo:hi]); e != nil && err == nil {
+				err = e
+			}
+		}
+	}
+	b.BoardPost(k+2, false)
+	if e := r.boardWait(b, op, -1, k+2); e != nil && err == nil {
+		err = e
+	}
+	goruntime.KeepAlive(in)
+	goruntime.KeepAlive(out)
+	if err != nil {
+		return errorf(ErrOther, op, "%v", err)
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ type runtime struct {
 	reqs     sync.Pool     // *Request objects of completed blocking calls, for reuse
 	pollers  atomic.Int32  // goroutines inside waitFor
 	boardSeq atomic.Uint64 // board collectives run on MPI_COMM_WORLD (collboard.go)
+	readable int8          // every rank can BoardRead every other: 0 not yet agreed, 1 yes, -1 no
 	asyncOn  atomic.Bool   // the progress goroutine runs
 	lastOut  atomic.Int64  // when (ns since epoch) the last waitFor returned, if asyncOn
 	resume   chan struct{} // wakes the progress goroutine when pollers drops to 0

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/shm"
 )
 
 // The board (adi.Board): a sequence word and two slots of boardSlot bytes in
@@ -55,4 +56,24 @@ func (d *Device) BoardPosted(p int, k uint64) (bool, error) {
 		return false, adi.Errorf(adi.ErrOther, "board", "rank %d (pid %d) exited before reaching collective %d", q.rank, q.pid, k)
 	}
 	return false, nil
+}
+
+// BoardReadable reports whether process_vm_readv into every peer works
+// (probed at Init, and not switched off with cma=off).
+func (d *Device) BoardReadable() bool {
+	for _, p := range d.peers {
+		if p.seg != d.seg && !p.remoteOK {
+			return false
+		}
+	}
+	return d.cma
+}
+
+// BoardRead reads peer p's memory at addr into dst (process_vm_readv).
+func (d *Device) BoardRead(p int, addr uintptr, dst []byte) error {
+	q := d.peers[p]
+	if err := shm.RemoteRead(q.pid, addr, [][]byte{dst}); err != nil {
+		return adi.Errorf(adi.ErrOther, "board", "reading %d bytes of rank %d: %v", len(dst), p, err)
+	}
+	return nil
 }
