@@ -784,7 +784,33 @@ func alltoallPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
 // AlltoallBuf sends block j of send to rank j, which stores it as block i
 // of recv, where i is the sender's rank (MPI_Alltoall).
 func AlltoallBuf(c *Comm, send, recv Buffer) error {
-	return blockingPlan(alltoallPlan("MPI_Alltoall", c, send, recv))
+	p, err := alltoallPlan("MPI_Alltoall", c, send, recv)
+	if err != nil || c.IsInter() || recv.Size() == 0 {
+		return blockingPlan(p, err)
+	}
+	small := recv.Size() <= slotSizeOf(p.r.boardFor(c, 0))
+	b := p.r.boardFor(c, recv.Size())
+	if b == nil {
+		if b, err = p.r.boardLargeFor(c); err != nil {
+			return err
+		}
+	}
+	if b == nil {
+		return p.now()
+	}
+	var s []byte
+	if isInPlace(send) {
+		s = make([]byte, recv.Size())
+		recv.CopyOut(0, s)
+	} else {
+		s = packIn(send)
+	}
+	out, done := packOut(recv, false)
+	if err := p.r.boardAlltoall(b, s, out, recv.Size()/c.Size(), small); err != nil {
+		return err
+	}
+	done()
+	return nil
 }
 
 // IalltoallBuf starts an Alltoall (MPI_Ialltoall).

@@ -33,6 +33,14 @@ func (r *runtime) boardFor(c *Comm, n int) adi.Board {
 	return b
 }
 
+// slotSizeOf is b's slot size, 0 without a board.
+func slotSizeOf(b adi.Board) int {
+	if b == nil {
+		return 0
+	}
+	return b.BoardSlotSize()
+}
+
 // boardSpin is how many looks a board wait takes at the boards alone
 // before it also drives the progress engine (r.waitFor): a peer's post is
 // usually a cache miss away.
@@ -299,6 +307,59 @@ func (r *runtime) boardAllreduceLarge(b adi.Board, op string, in, out []byte, re
 	}
 	goruntime.KeepAlive(in)
 	goruntime.KeepAlive(out)
+	if err != nil {
+		return errorf(ErrOther, op, "%v", err)
+	}
+	return nil
+}
+
+// boardAlltoall: every process offers its packed send blocks, in its slot
+// when they fit (small) or by address, and reads block i, where i is its
+// rank, from every process's offer into block p of recv. Offers by address
+// take a second round, after which every offer has been read.
+func (r *runtime) boardAlltoall(b adi.Board, s, recv []byte, bs int, small bool) error {
+	const op = "MPI_Alltoall"
+	k := r.boardSeq.Add(1)
+	if !small {
+		r.boardSeq.Add(1) // round k+1
+	}
+	slot := int(k % 2)
+	if err := r.boardWait(b, op, -1, k-1); err != nil {
+		return err
+	}
+	mine := b.BoardSlot(r.rank, slot)
+	if small {
+		copy(mine, s)
+	} else {
+		binary.NativeEndian.PutUint64(mine, uint64(addrOf(s)))
+	}
+	b.BoardPost(k, false)
+	if err := r.boardWait(b, op, -1, k); err != nil {
+		return err
+	}
+	var err error
+	me := r.rank * bs
+	for p := range r.size {
+		dst := recv[p*bs : (p+1)*bs]
+		switch {
+		case p == r.rank:
+			copy(dst, s[me:me+bs])
+		case small:
+			copy(dst, b.BoardSlot(p, slot)[me:me+bs])
+		default:
+			addr := uintptr(binary.NativeEndian.Uint64(b.BoardSlot(p, slot)))
+			if e := b.BoardRead(p, addr+uintptr(me), dst); e != nil && err == nil {
+				err = e
+			}
+		}
+	}
+	if !small {
+		b.BoardPost(k+1, false)
+		if e := r.boardWait(b, op, -1, k+1); e != nil && err == nil {
+			err = e
+		}
+		goruntime.KeepAlive(s)
+	}
 	if err != nil {
 		return errorf(ErrOther, op, "%v", err)
 	}
