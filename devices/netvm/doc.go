@@ -29,6 +29,12 @@
 // in the thesis), and cancelling a receive whose RTR is out waits for the
 // sender's answer.
 //
+// The segment also holds the process's board (board.go, adi.Board): a
+// sequence word and two 8 KiB slots that every peer reads in place. The core
+// runs small blocking collectives on MPI_COMM_WORLD there, and larger ones by
+// reading each other's buffers (process_vm_readv) at the addresses the slots
+// announce; a post rings sleeping peers only when it completes a round.
+//
 // Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
 //
 //	eager=N      largest message sent eagerly, bytes (default 16384; 0 = pure MPIN)
