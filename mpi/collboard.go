@@ -282,7 +282,9 @@ func (r *runtime) boardAllreduceLarge(b adi.Board, op string, in, out []byte, re
 			m := min(boardPiece, hi-off)
 			// out may be in: fold into acc and store the piece only after
 			// every operand of it has been read.
-			copy(acc[:m], operand(np-1, off, m, t))
+			if a := operand(np-1, off, m, acc); &a[0] != &acc[0] {
+				copy(acc[:m], a) // this process's own piece
+			}
 			for p := np - 2; p >= 0; p-- {
 				red.apply(operand(p, off, m, t), acc[:m])
 			}
