@@ -35,10 +35,24 @@
 //	ring=N       eager ring per peer, bytes (default 262144; eager must be ≤ ring/4)
 //	cma=auto|off single-copy remote write with process_vm_writev when allowed (auto),
 //	             or always copy through the eager ring in chunks (off)
-//	split=N      smallest contiguous message whose single copy both processes share
+//	split=N      smallest message whose single copy both processes share
 //	             (default 65536; 0 = never): the receiver reads the second half
 //	             with process_vm_readv while the sender writes the first half
-//	scatter=N    a non-contiguous receive whose blocks hold at least N bytes gets
-//	             its blocks written in place, one remote write per block (default
-//	             0 = never: pipelined chunks through the eager ring measured faster)
+//	             (either buffer may be non-contiguous: the layouts travel as
+//	             regular runs, vmcopy.go)
+//	scatter=N    a non-contiguous receive whose blocks hold at least N bytes
+//	             sends its layout, and the sender writes the blocks in place
+//	             with one process_vm_writev per 1024 blocks (shared with the
+//	             receiver as split says) (default 0 = never)
+//	offer=N      a non-contiguous rendezvous message of at least N bytes goes
+//	             as pipelined chunks through the eager ring (pack on one core,
+//	             unpack on the other, in cache), and the sender offers its
+//	             layout so that the receiver reads the rest itself when the
+//	             stream stalls (offer.go) (default 65536; 0 = chunks only)
+//	stall=N      microseconds without progress after which an offered stream
+//	             counts as stalled (default 50)
+//	pull=N       a non-contiguous receive of at least N bytes always reads the
+//	             whole message itself (default 0 = never)
+//	gap=N        a read takes gaps of up to N bytes between the sender's blocks
+//	             along, so that a run of blocks is one remote iovec (default 4096)
 package netvm
