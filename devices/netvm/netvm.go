@@ -164,6 +164,7 @@ type Device struct {
 	scatterMin int                 // smallest block of a non-contiguous receive that the sender writes in place (0: never)
 	pullMin    int                 // smallest non-contiguous receive that reads the sender's buffer itself (0: never)
 	sink       []byte              // receives the gap bytes a read takes along (see vmCopy)
+	bounce     []byte              // reads of small remote blocks land here first (vmReadBounce)
 	offerMin   int                 // smallest stream offered for takeover (0: never)
 	offerQ     []uint32            // receives with offered streams, oldest first
 	taken      map[uint32]bool     // taken-over receives whose SC is still to come
@@ -436,17 +437,20 @@ func (rv *rvRecv) copyIn(off int, src []byte) {
 	if len(src) == 0 {
 		return
 	}
-	if !rv.lrSet {
-		rv.lrSet = true
-		if !rv.req.Buf.Contiguous() {
-			rv.lr = regularRuns(rv.req.Buf)
-		}
-	}
-	if rv.lr != nil {
+	if rv.layout() != nil && !rv.req.Buf.Contiguous() {
 		copyRuns(rv.req.Buf.Mem, rv.lr, off, src, true)
 		return
 	}
 	rv.req.Buf.CopyIn(off, src)
+}
+
+// layout is the receive buffer's layout when it is regular (regularRuns), else nil.
+func (rv *rvRecv) layout() []vrun {
+	if !rv.lrSet {
+		rv.lrSet = true
+		rv.lr = regularRuns(rv.req.Buf)
+	}
+	return rv.lr
 }
 
 func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
@@ -1105,7 +1109,15 @@ func (d *Device) pullTailIov(p *peer, c *ctl) {
 		n := int(c.tag)
 		d.runs = decodeRuns(raw, d.runs[:0])
 		d.lruns = localRuns(rv.req.Buf, rv.n-n, n, d.lruns[:0])
-		err := vmCopy(p.pid, false, rv.req.Buf.Mem, d.lruns, 0, d.runs, 0, uint64(n), d.sink)
+		var err error
+		if len(d.runs) == 1 {
+			if d.bounce == nil && bounces(d.runs[0]) {
+				d.bounce = make([]byte, bounceBytes)
+			}
+			err = readRemote(p.pid, rv.req.Buf.Mem, d.lruns, 0, d.runs[0], 0, uint64(n), d.bounce, d.sink)
+		} else {
+			err = vmCopy(p.pid, false, rv.req.Buf.Mem, d.lruns, 0, d.runs, 0, uint64(n), d.sink)
+		}
 		if err == nil {
 			d.cnt.remoteReads++
 		}

@@ -107,8 +107,15 @@ func (d *Device) takeOver() bool {
 		}
 		p := d.peers[rv.src]
 		k := min(rv.n-rv.got, takeChunk)
-		d.lruns = localRuns(rv.req.Buf, rv.got, k, d.lruns[:0])
-		if err := vmCopy(p.pid, false, rv.req.Buf.Mem, d.lruns, 0, []vrun{rv.remote}, uint64(rv.got), uint64(k), d.sink); err != nil {
+		local, lpos := rv.layout(), uint64(rv.got)
+		if local == nil {
+			d.lruns = localRuns(rv.req.Buf, rv.got, k, d.lruns[:0])
+			local, lpos = d.lruns, 0
+		}
+		if d.bounce == nil && bounces(rv.remote) {
+			d.bounce = make([]byte, bounceBytes)
+		}
+		if err := readRemote(p.pid, rv.req.Buf.Mem, local, lpos, rv.remote, uint64(rv.got), uint64(k), d.bounce, d.sink); err != nil {
 			// cannot read: wait for the stream; its chunks fill what is missing
 			rv.remote = vrun{}
 			d.popOffer()

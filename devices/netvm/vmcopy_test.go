@@ -58,7 +58,7 @@ func TestVMCopy(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	pid := os.Getpid()
 	sink := make([]byte, 100)
-	for iter := 0; iter < 300; iter++ {
+	for iter := 0; iter < 1000; iter++ {
 		st, sc := randomType(t, rng)
 		rt, rc := randomType(t, rng)
 		src := adi.Buffer{Mem: make([]byte, st.Span(sc)), Count: sc, Type: st}
@@ -78,6 +78,8 @@ func TestVMCopy(t *testing.T) {
 		var err error
 		if write { // local = src, remote = dst
 			err = vmCopy(pid, true, src.Mem, localRuns(src, lo, k, nil), 0, layoutOf(dst, 0, n), uint64(lo), uint64(k), nil)
+		} else if rl := layoutOf(src, 0, n); iter%4 == 1 && len(rl) == 1 { // a regular remote run, perhaps through bounce
+			err = readRemote(pid, dst.Mem, localRuns(dst, 0, n, nil), uint64(lo), rl[0], uint64(lo), uint64(k), make([]byte, 1000), sink)
 		} else { // local = dst, remote = src
 			err = vmCopy(pid, false, dst.Mem, localRuns(dst, 0, n, nil), uint64(lo), layoutOf(src, lo, k), 0, uint64(k), sink)
 		}
@@ -125,6 +127,17 @@ func benchVirtus(b *testing.B, block int, how string) {
 			if err := vmCopy(pid, false, dst.Mem, localRuns(dst, 0, total, nil), 0, layoutOf(src, 0, total), 0, total, sink); err != nil {
 				b.Fatal(err)
 			}
+		case "bounce": // the receiver reads whole spans into a bounce buffer and scatters them
+			run := layoutOf(src, 0, total)[0]
+			local := localRuns(dst, 0, total, nil)
+			bounce := make([]byte, 256<<10)
+			for pos := uint64(0); pos < total; {
+				k, err := vmReadBounce(pid, dst.Mem, local, pos, run, pos, total-pos, bounce)
+				if err != nil || k == 0 {
+					b.Fatal(err, k)
+				}
+				pos += k
+			}
 		case "pack": // the chunk pipeline's two copies, on one core
 			for off := 0; off < total; off += len(tmp) {
 				src.CopyOut(off, tmp)
@@ -139,7 +152,7 @@ func benchVirtus(b *testing.B, block int, how string) {
 }
 
 func BenchmarkVirtus(b *testing.B) {
-	for _, how := range []string{"contig", "cma", "read", "pack"} {
+	for _, how := range []string{"contig", "cma", "read", "bounce", "pack"} {
 		for _, block := range []int{128, 512, 2048, 8192} {
 			b.Run(how+"/"+itoa(block), func(b *testing.B) { benchVirtus(b, block, how) })
 		}
