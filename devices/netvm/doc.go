@@ -21,6 +21,14 @@
 // receiver by package adi/match; a matched RTS is answered with CTS carrying
 // the buffer's address, and the data moves by remote write as in MPIN.
 //
+// A receive buffer that is not contiguous gets a rendezvous message as
+// pipelined chunks through the eager ring (the sender packs, the receiver
+// unpacks: two copies, in cache, on both cores); the sender offers its
+// layout with the stream, and when the stream stalls (the sender is off
+// the CPU) the receiver reads the rest itself with process_vm_readv, so a
+// loaded machine does not need both processes running for every chunk
+// (offer.go). No path uses a temporary buffer of the message's size.
+//
 // With eager=0 the device runs the thesis' pure receiver-initiated protocol
 // (mpin.go): RTR/SC, sender-side matching in post order, and ANY_SOURCE
 // through RFA/SRFA with ENA_ANY/RTR_ANY/UNA_ANY/DISABLE_ANY, extended with
@@ -53,6 +61,8 @@
 //	             counts as stalled (default 50)
 //	pull=N       a non-contiguous receive of at least N bytes always reads the
 //	             whole message itself (default 0 = never)
-//	gap=N        a read takes gaps of up to N bytes between the sender's blocks
-//	             along, so that a run of blocks is one remote iovec (default 4096)
+//	gap=N        a read of blocks of 4 KiB or more takes gaps of up to N bytes
+//	             between the sender's blocks along, so that a run of blocks is
+//	             one remote iovec (default 4096); smaller blocks are read a
+//	             whole span at a time into a 256 KiB bounce buffer (vmcopy.go)
 package netvm
