@@ -40,7 +40,9 @@
 // Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
 //
 //	eager=N      largest message sent eagerly, bytes (default 16384; 0 = pure MPIN)
-//	ring=N       eager ring per peer, bytes (default 262144; eager must be ≤ ring/4)
+//	ring=N       eager ring per peer, bytes (default 1048576 for jobs of up to 4
+//	             processes, else 262144; eager must be ≤ ring/4); streams go in
+//	             chunks of ring/4
 //	cma=auto|off single-copy remote write with process_vm_writev when allowed (auto),
 //	             or always copy through the eager ring in chunks (off)
 //	split=N      smallest message whose single copy both processes share
