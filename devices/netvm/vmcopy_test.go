@@ -138,7 +138,13 @@ func benchVirtus(b *testing.B, block int, how string) {
 				}
 				pos += k
 			}
-		case "pack": // the chunk pipeline's two copies, on one core
+		case "runs": // the chunk pipeline's two copies by regular runs (copyRuns), on one core
+			sr, dr := regularRuns(src), regularRuns(dst)
+			for off := 0; off < total; off += len(tmp) {
+				copyRuns(src.Mem, sr, off, tmp, false)
+				copyRuns(dst.Mem, dr, off, tmp, true)
+			}
+		case "pack": // the chunk pipeline's two copies through Buffer.CopyOut/CopyIn, on one core
 			for off := 0; off < total; off += len(tmp) {
 				src.CopyOut(off, tmp)
 				dst.CopyIn(off, tmp)
@@ -152,7 +158,7 @@ func benchVirtus(b *testing.B, block int, how string) {
 }
 
 func BenchmarkVirtus(b *testing.B) {
-	for _, how := range []string{"contig", "cma", "read", "bounce", "pack"} {
+	for _, how := range []string{"contig", "cma", "read", "bounce", "runs", "pack"} {
 		for _, block := range []int{128, 512, 2048, 8192} {
 			b.Run(how+"/"+itoa(block), func(b *testing.B) { benchVirtus(b, block, how) })
 		}
