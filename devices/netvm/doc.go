@@ -21,6 +21,14 @@
 // receiver by package adi/match; a matched RTS is answered with CTS carrying
 // the buffer's address, and the data moves by remote write as in MPIN.
 //
+// A receive buffer that is not contiguous gets a rendezvous message as
+// pipelined chunks through the eager ring (the sender packs, the receiver
+// unpacks: two copies, in cache, on both cores); the sender offers its
+// layout with the stream, and when the stream stalls (the sender is off
+// the CPU) the receiver reads the rest itself with process_vm_readv, so a
+// loaded machine does not need both processes running for every chunk
+// (offer.go). No path uses a temporary buffer of the message's size.
+//
 // With eager=0 the device runs the thesis' pure receiver-initiated protocol
 // (mpin.go): RTR/SC, sender-side matching in post order, and ANY_SOURCE
 // through RFA/SRFA with ENA_ANY/RTR_ANY/UNA_ANY/DISABLE_ANY, extended with
@@ -38,13 +46,31 @@
 // Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
 //
 //	eager=N      largest message sent eagerly, bytes (default 16384; 0 = pure MPIN)
-//	ring=N       eager ring per peer, bytes (default 262144; eager must be ≤ ring/4)
+//	ring=N       eager ring per peer, bytes (default 1048576 for jobs of up to 4
+//	             processes, else 262144; eager must be ≤ ring/4); streams go in
+//	             chunks of ring/4
 //	cma=auto|off single-copy remote write with process_vm_writev when allowed (auto),
 //	             or always copy through the eager ring in chunks (off)
-//	split=N      smallest contiguous message whose single copy both processes share
+//	split=N      smallest message whose single copy both processes share
 //	             (default 65536; 0 = never): the receiver reads the second half
 //	             with process_vm_readv while the sender writes the first half
-//	scatter=N    a non-contiguous receive whose blocks hold at least N bytes gets
-//	             its blocks written in place, one remote write per block (default
-//	             0 = never: pipelined chunks through the eager ring measured faster)
+//	             (either buffer may be non-contiguous: the layouts travel as
+//	             regular runs, vmcopy.go)
+//	scatter=N    a non-contiguous receive whose blocks hold at least N bytes
+//	             sends its layout, and the sender writes the blocks in place
+//	             with one process_vm_writev per 1024 blocks (shared with the
+//	             receiver as split says) (default 0 = never)
+//	offer=N      a non-contiguous rendezvous message of at least N bytes goes
+//	             as pipelined chunks through the eager ring (pack on one core,
+//	             unpack on the other, in cache), and the sender offers its
+//	             layout so that the receiver reads the rest itself when the
+//	             stream stalls (offer.go) (default 65536; 0 = chunks only)
+//	stall=N      microseconds without progress after which an offered stream
+//	             counts as stalled (default 50)
+//	pull=N       a non-contiguous receive of at least N bytes always reads the
+//	             whole message itself (default 0 = never)
+//	gap=N        a read of blocks of 4 KiB or more takes gaps of up to N bytes
+//	             between the sender's blocks along, so that a run of blocks is
+//	             one remote iovec (default 4096); smaller blocks are read a
+//	             whole span at a time into a 256 KiB bounce buffer (vmcopy.go)
 package netvm

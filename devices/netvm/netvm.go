@@ -1,7 +1,6 @@
 package netvm
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -37,6 +36,8 @@ const (
 	ctlIov               // receiver → sender: (address, length) pieces of a non-contiguous receive buffer, in the eager ring
 	ctlPull              // sender → receiver: read the last n bytes of the message yourself, from my address addr
 	ctlPulled            // receiver → sender: the pull of send id is done (n=1) or failed (n=0: write them yourself)
+	ctlPullIov           // sender → receiver: as ctlPull, the last tag bytes, from my layout in the eager ring
+	ctlOffer             // sender → receiver: my layout for the stream of receive id is this run (offer.go)
 )
 
 // CTS variants, in the tag field.
@@ -44,6 +45,7 @@ const (
 	ctsAddress = 0 // write the data at addr (0: in chunks through the eager ring)
 	ctsLayout  = 1 // the receive buffer's pieces follow in ctlIov batches
 	ctsDiscard = 2 // the receiver refused the message; complete the send
+	ctsPull    = 3 // send your buffer's layout in a ctlPullIov: the receiver reads the whole message
 )
 
 // Segment layout.
@@ -63,7 +65,12 @@ const (
 	offEagerRing  = cmaBytes + 64 //
 	defaultEager  = 16 << 10
 	defaultRing   = 256 << 10
+	smallJobRing  = 1 << 20 // the default ring when the job has at most smallJob processes
+	smallJob      = 4
 	defaultSplit  = 64 << 10
+	defaultPull   = 0
+	defaultGap    = 4096
+	defaultOffer  = 64 << 10
 	livenessCheck = 200 * time.Millisecond
 )
 
@@ -88,6 +95,7 @@ type outMsg struct {
 	total  int               // stream: bytes left to send
 	fin    ctl               // stream: the SC that follows the data
 	layout *datatype.Segment // layout stream: the receive buffer's pieces still to describe
+	runs   []vrun            // data's layout when regular (regularRuns), for fast chunk copies
 	finish bool              // complete req (with Bytes = done) once the message (or stream's SC) is in the ring
 	done   int               // bytes the completed send reports
 	req    *adi.Request      // the send this message belongs to, for failure on a dead peer
@@ -123,6 +131,14 @@ type rvRecv struct {
 	n    int  // bytes that will arrive (min(size, capacity))
 	got  int  // stream mode: bytes arrived so far
 	tail bool // split copy: this process failed to read the tail; the sender writes it and sends a second SC
+	pull bool // CTS asked the sender for its layout (ctsPull): this process reads the whole message
+	// offered stream (offer.go)
+	sid    uint32    // the sender's id for ctlPulled, 0: no offer
+	remote vrun      // the sender's layout
+	last   time.Time // the stream's last progress
+	sent   int       // bytes the sender's chunks covered so far (got may be ahead: bytes read here)
+	lr     []vrun    // stream: the receive buffer's layout when regular (regularRuns)
+	lrSet  bool      // lr was computed
 }
 
 // Device is the netvm device. Create it through the adi registry.
@@ -144,10 +160,21 @@ type Device struct {
 	sends      map[uint32]*outSend // RTS sent, waiting for RTR
 	scatters   map[uint32]*outSend // CTS with a layout: waiting for its ctlIov batches
 	scratch    []byte              // builds and reads ctlIov batches
+	runs       []vrun              // a remote layout being built or read
+	lruns      []vrun              // a local layout
 	recvs      map[uint32]*rvRecv  // RTR sent, waiting for data and SC
 	pulls      map[uint32]*outSend // split copies: the receiver reads the tail; waiting for its ctlPulled
 	split      int                 // smallest contiguous rendezvous message whose copy both sides share (0: never)
 	scatterMin int                 // smallest block of a non-contiguous receive that the sender writes in place (0: never)
+	pullMin    int                 // smallest non-contiguous receive that reads the sender's buffer itself (0: never)
+	sink       []byte              // receives the gap bytes a read takes along (see vmCopy)
+	bounce     []byte              // reads of small remote blocks land here first (vmReadBounce)
+	offerMin   int                 // smallest stream offered for takeover (0: never)
+	offerQ     []uint32            // receives with offered streams, oldest first
+	taken      map[uint32]bool     // taken-over receives whose SC is still to come
+	stallAt    atomic.Int64        // unix ns at which the oldest offered stream counts as stalled, 0: none
+	stall      time.Duration       // see defaultStall
+	stalled    bool                // the last offered stream was taken over and no live stream moved since
 	lastLive   time.Time
 	idle       int         // progress passes in a row that found nothing
 	slept      atomic.Bool // a Sleep has happened since the last liveness check
@@ -156,17 +183,19 @@ type Device struct {
 }
 
 type outSend struct {
-	req  *adi.Request
-	peer *peer
-	off  int    // scatter: packed bytes written so far
-	n    int    // scatter: packed bytes to write; split: the message's bytes
-	pull int    // split: the tail bytes the receiver reads
-	dst  uint64 // split: the receive buffer's address
-	rid  uint32 // split: the receive's id
+	req    *adi.Request
+	peer   *peer
+	off    int    // scatter: packed bytes written so far
+	n      int    // scatter: packed bytes to write; split: the message's bytes
+	pull   int    // split: the tail bytes the receiver reads
+	rid    uint32 // split: the receive's id
+	all    bool   // the receiver reads the whole message (ctsPull)
+	offer  bool   // the stream was offered: complete on ctlPulled (offer.go)
+	remote []vrun // split: the receive buffer's layout
 }
 
 type counters struct {
-	eagerMsgs, rndvMsgs, remoteWrites, chunks, ringFull, bytesOut int64
+	eagerMsgs, rndvMsgs, remoteWrites, remoteReads, chunks, ringFull, bytesOut, takeovers int64
 }
 
 func parseSize(opts map[string]string, key string, def int) (int, error) {
@@ -187,16 +216,23 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.rank, d.size = cfg.Rank, cfg.Size
 	for k := range cfg.Options {
 		switch k {
-		case "eager", "ring", "cma", "split", "scatter":
+		case "eager", "ring", "cma", "split", "scatter", "pull", "gap", "offer", "stall":
 		default:
-			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma, split, scatter)", k)
+			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma, split, scatter, pull, gap, offer, stall)", k)
 		}
 	}
 	var err error
 	if d.eager, err = parseSize(cfg.Options, "eager", defaultEager); err != nil {
 		return err
 	}
-	if d.ring, err = parseSize(cfg.Options, "ring", defaultRing); err != nil {
+	ringDef := defaultRing
+	if d.size <= smallJob {
+		// Few peers: a bigger ring costs little memory and lets non-contiguous
+		// streams go in 256 KiB chunks (VIRTUS test, idle machine: strided
+		// bandwidth 10-29 GB/s with 64 KiB chunks, 15-43 GB/s with 256 KiB).
+		ringDef = smallJobRing
+	}
+	if d.ring, err = parseSize(cfg.Options, "ring", ringDef); err != nil {
 		return err
 	}
 	d.ring = (d.ring + 63) &^ 63
@@ -212,6 +248,24 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	if d.scatterMin, err = parseSize(cfg.Options, "scatter", 0); err != nil {
 		return err
+	}
+	if d.pullMin, err = parseSize(cfg.Options, "pull", defaultPull); err != nil {
+		return err
+	}
+	if d.offerMin, err = parseSize(cfg.Options, "offer", defaultOffer); err != nil {
+		return err
+	}
+	stall, err := parseSize(cfg.Options, "stall", defaultStall)
+	if err != nil {
+		return err
+	}
+	d.stall = time.Duration(stall) * time.Microsecond
+	gap, err := parseSize(cfg.Options, "gap", defaultGap)
+	if err != nil {
+		return err
+	}
+	if gap > 0 {
+		d.sink = make([]byte, gap)
 	}
 	switch cfg.Options["cma"] {
 	case "", "auto":
@@ -274,6 +328,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.scratch = make([]byte, d.chunk)
 	d.recvs = map[uint32]*rvRecv{}
 	d.pulls = map[uint32]*outSend{}
+	d.taken = map[uint32]bool{}
 	d.mpinInit()
 	d.lastLive = time.Now()
 	return nil
@@ -313,6 +368,8 @@ func (d *Device) Counters() map[string]int64 {
 		"data_chunks":         d.cnt.chunks,
 		"ring_full_waits":     d.cnt.ringFull,
 		"bytes_sent":          d.cnt.bytesOut,
+		"stream_takeovers":    d.cnt.takeovers,
+		"remote_reads":        d.cnt.remoteReads,
 		"mpin_waiting_sends":  int64(lenAll(d.mp.pend)),
 		"mpin_unmatched_rtrs": int64(lenAll(d.mp.rtrs)),
 		"mpin_held_receives":  int64(len(d.mp.rq)),
@@ -386,6 +443,28 @@ func (d *Device) finishRecv(r *adi.Request, src, tag, size int, data []byte) {
 	r.Complete(recvStatus(r, src, tag, size, n))
 }
 
+// copyIn scatters a stream chunk's bytes into the receive buffer from its
+// packed byte off.
+func (rv *rvRecv) copyIn(off int, src []byte) {
+	if len(src) == 0 {
+		return
+	}
+	if rv.layout() != nil && !rv.req.Buf.Contiguous() {
+		copyRuns(rv.req.Buf.Mem, rv.lr, off, src, true)
+		return
+	}
+	rv.req.Buf.CopyIn(off, src)
+}
+
+// layout is the receive buffer's layout when it is regular (regularRuns), else nil.
+func (rv *rvRecv) layout() []vrun {
+	if !rv.lrSet {
+		rv.lrSet = true
+		rv.lr = regularRuns(rv.req.Buf)
+	}
+	return rv.lr
+}
+
 func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
 	st := adi.Status{Source: src, Tag: tag, Bytes: n}
 	if size > n {
@@ -401,6 +480,17 @@ func (d *Device) sendCTS(r *adi.Request, src, tag, size int, sid uint32) {
 	n := min(size, r.Buf.Size())
 	id := d.newID()
 	d.recvs[id] = &rvRecv{req: r, src: src, tag: tag, size: size, n: n}
+	if n > 0 && d.pullMin > 0 && n >= d.pullMin && n < 1<<31 && p.remoteOK && p.seg != d.seg && !r.Buf.Contiguous() {
+		// A large non-contiguous receive: the sender describes its buffer
+		// and this process reads the whole message in place with
+		// process_vm_readv, its own pieces as local iovecs and the
+		// sender's regular runs as few remote ones (see vmCopy). One copy,
+		// one round trip per message, and no chunk hand-offs that need
+		// both processes on a CPU at once.
+		d.recvs[id].pull = true
+		d.post(p, outMsg{ctl: ctl{typ: ctlCTS, ctx: id, id: sid, tag: ctsPull, n: uint64(n)}})
+		return
+	}
 	if n > 0 && d.scatterMin > 0 && p.remoteOK && p.seg != d.seg && !r.Buf.Contiguous() {
 		// A non-contiguous receive buffer of blocks of at least d.scatterMin
 		// bytes: describe its pieces so that the sender writes each block
@@ -459,7 +549,7 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 	if m.stream {
 		for m.total > 0 {
 			k := min(m.total, d.chunk)
-			c := &outMsg{ctl: ctl{typ: ctlData, id: m.id, n: uint64(k)}, data: m.data, off: m.off}
+			c := &outMsg{ctl: ctl{typ: ctlData, id: m.id, n: uint64(k)}, data: m.data, off: m.off, runs: m.runs}
 			if !d.put(p, c) {
 				return false
 			}
@@ -475,7 +565,7 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 		return false
 	}
 	payload := 0
-	if m.typ == ctlEager || m.typ == ctlData || m.typ == ctlIov {
+	if m.typ == ctlEager || m.typ == ctlData || m.typ == ctlIov || m.typ == ctlPullIov {
 		payload = int(m.n)
 		if p.eagerTail+uint64(payload)-atomic.LoadUint64(p.eagerHeadAt) > uint64(d.ring) {
 			d.cnt.ringFull++
@@ -484,9 +574,9 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 		m.addr = p.eagerTail
 		pos := int(p.eagerTail % uint64(d.ring))
 		first := min(payload, d.ring-pos)
-		m.data.CopyOut(m.off, p.outEager[pos:pos+first])
+		m.copyOut(m.off, p.outEager[pos:pos+first])
 		if first < payload {
-			m.data.CopyOut(m.off+first, p.outEager[:payload-first])
+			m.copyOut(m.off+first, p.outEager[:payload-first])
 		}
 		p.eagerTail += uint64(payload)
 		d.cnt.bytesOut += int64(payload)
@@ -504,6 +594,15 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 		m.req.Complete(adi.Status{Bytes: m.done})
 	}
 	return true
+}
+
+// copyOut gathers m's payload bytes from off into dst.
+func (m *outMsg) copyOut(off int, dst []byte) {
+	if m.runs != nil && !m.data.Contiguous() {
+		copyRuns(m.data.Mem, m.runs, off, dst, false)
+		return
+	}
+	m.data.CopyOut(off, dst)
 }
 
 func ring(doorbell, sleepers *uint32) {
@@ -549,6 +648,9 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if d.mpin && len(d.mp.rq) > 0 {
 		d.mpinAdvance() // ANY_SOURCE receives poll their RFA flags
+	}
+	if len(d.offerQ) > 0 && d.takeOver() {
+		did = true
 	}
 	if did {
 		d.idle = 0
@@ -619,33 +721,53 @@ func (d *Device) handle(p *peer, c *ctl) error {
 			s.req.Complete(adi.Status{})
 			return nil
 		}
+		if c.tag == ctsPull { // the receiver reads the whole message
+			s.n = int(c.n)
+			return d.offerAll(p, s, c.ctx)
+		}
 		if c.tag == ctsLayout { // the receive buffer's layout follows in ctlIov batches
 			s.n = int(c.n)
 			d.scatters[c.id] = s
 			return nil
 		}
-		if d.splitCopy(p, s, c) {
+		if d.splitCopy(p, s, c) || (c.addr == 0 && d.offerStream(p, s, c)) {
 			return nil
 		}
 		return d.writeData(p, s.req, c.addr, int(c.n), ctl{typ: ctlSC, id: c.ctx})
 	case ctlPull:
 		d.pullTail(p, c)
+	case ctlPullIov:
+		d.pullTailIov(p, c)
+	case ctlOffer:
+		d.offered(p, c)
 	case ctlPulled:
 		return d.pulled(p, c)
 	case ctlIov:
 		return d.scatter(p, c)
 	case ctlData:
 		rv := d.recvs[c.id]
+		if rv == nil && d.taken[c.id] { // taken over: the bytes are in already
+			d.consumeEager(p, c)
+			return nil
+		}
 		if rv == nil {
 			return fmt.Errorf("netvm: data from rank %d for unknown receive %d", p.rank, c.id)
 		}
 		a, b := d.eagerPayload(p, c)
-		rv.req.Buf.CopyIn(rv.got, a)
-		rv.req.Buf.CopyIn(rv.got+len(a), b)
-		rv.got += int(c.n)
+		if rv.sid == 0 {
+			rv.copyIn(rv.got, a)
+			rv.copyIn(rv.got+len(a), b)
+			rv.got += int(c.n)
+		} else { // an offered stream: this process may have read some of the chunk's bytes itself
+			d.chunkIn(rv, a, b)
+		}
 		d.consumeEager(p, c)
 	case ctlSC:
 		rv := d.recvs[c.id]
+		if rv == nil && d.taken[c.id] { // the end of a taken-over stream
+			delete(d.taken, c.id)
+			return nil
+		}
 		if rv == nil {
 			return fmt.Errorf("netvm: SC from rank %d for unknown receive %d", p.rank, c.id)
 		}
@@ -654,6 +776,9 @@ func (d *Device) handle(p *peer, c *ctl) error {
 			return nil
 		}
 		delete(d.recvs, c.id)
+		if rv.sid != 0 { // an offered stream: the sender completes when told
+			d.post(p, outMsg{ctl: ctl{typ: ctlPulled, id: rv.sid, n: 1}})
+		}
 		rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
 	default:
 		return fmt.Errorf("netvm: control message of unknown type %d from rank %d", c.typ, p.rank)
@@ -688,7 +813,7 @@ func (d *Device) writeData(p *peer, r *adi.Request, addr uint64, n int, sc ctl) 
 		}
 		d.cnt.remoteWrites++
 	default:
-		d.post(p, outMsg{ctl: ctl{id: rid}, data: r.Buf, stream: true, total: n, fin: sc, req: r, finish: true, done: n})
+		d.post(p, outMsg{ctl: ctl{id: rid}, data: r.Buf, runs: regularRuns(r.Buf), stream: true, total: n, fin: sc, req: r, finish: true, done: n})
 		return nil
 	}
 	d.cnt.bytesOut += int64(n)
@@ -703,7 +828,7 @@ func (d *Device) Seq() uint32 { return atomic.LoadUint32(d.seg.Uint32(offDoorbel
 func (d *Device) Sleep(seq uint32, timeout time.Duration) {
 	sl := d.seg.Uint32(offSleepers)
 	atomic.AddUint32(sl, 1)
-	_ = shm.FutexWait(d.seg.Uint32(offDoorbell), seq, timeout)
+	_ = shm.FutexWait(d.seg.Uint32(offDoorbell), seq, d.sleepFor(timeout))
 	d.slept.Store(true)
 	atomic.AddUint32(sl, ^uint32(0))
 }
@@ -766,22 +891,31 @@ func lenAll[T any](qs [][]T) int {
 }
 
 // putLayout writes the next batches of a non-contiguous receive buffer's
-// (address, length) pieces into p's eager ring, as ring space allows; it
-// reports true once the whole layout is out.
+// layout (runs of equal pieces, see vrun) into p's eager ring, as ring
+// space allows; it reports true once the whole layout is out.
 func (d *Device) putLayout(p *peer, m *outMsg) bool {
 	mem := m.data.Mem
+	base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
+	maxRuns := len(d.scratch) / vrunBytes
 	for m.total > 0 {
 		at := m.layout.Pos()
-		batch, covered := d.scratch[:0], 0
-		for len(batch)+16 <= len(d.scratch) && covered < m.total && covered < 1<<30 {
+		runs, covered := d.runs[:0], 0
+		for covered < m.total && covered < 1<<30 {
+			start := m.layout.Pos()
 			piece, ok := m.layout.Next(mem, min(m.total, 1<<30)-covered)
 			if !ok {
 				break
 			}
-			batch = binary.LittleEndian.AppendUint64(batch, uint64(uintptr(unsafe.Pointer(&piece[0]))))
-			batch = binary.LittleEndian.AppendUint64(batch, uint64(len(piece)))
+			runs = addPiece(runs, uint64(uintptr(unsafe.Pointer(&piece[0])))-base, uint64(len(piece)))
+			if len(runs) > maxRuns {
+				runs = runs[:maxRuns]
+				_ = m.layout.Seek(start)
+				break
+			}
 			covered += len(piece)
 		}
+		d.runs = runs
+		batch := encodeRuns(d.scratch[:0], runs, base)
 		c := &outMsg{ctl: ctl{typ: ctlIov, ctx: m.ctx, id: m.id, tag: int32(covered), n: uint64(len(batch))}, data: adi.Bytes(batch)}
 		if !d.put(p, c) {
 			_ = m.layout.Seek(at)
@@ -793,7 +927,9 @@ func (d *Device) putLayout(p *peer, m *outMsg) bool {
 }
 
 // scatter writes the next part of a send straight into the receive buffer
-// pieces that a ctlIov batch lists; after the last batch it sends SC.
+// pieces that a ctlIov batch lists (one process_vm_writev per 1024 pieces);
+// after the last batch it sends SC. A layout that arrives in one batch may
+// have its copy shared with the receiver (splitSend).
 func (d *Device) scatter(p *peer, c *ctl) error {
 	s := d.scatters[c.id]
 	if s == nil {
@@ -802,14 +938,19 @@ func (d *Device) scatter(p *peer, c *ctl) error {
 	a, b := d.eagerPayload(p, c)
 	raw := append(append(d.scratch[:0], a...), b...)
 	d.consumeEager(p, c)
-	remote := make([]shm.RemoteSeg, len(raw)/16)
-	for i := range remote {
-		remote[i] = shm.RemoteSeg{Addr: binary.LittleEndian.Uint64(raw[16*i:]), Len: binary.LittleEndian.Uint64(raw[16*i+8:])}
-	}
 	covered := int(c.tag)
-	var local [][]byte
-	_ = s.req.Buf.Pieces(s.off, covered, func(b []byte) error { local = append(local, b); return nil })
-	if err := shm.RemoteScatter(p.pid, local, remote); err != nil {
+	if s.off == 0 && covered == s.n {
+		remote := decodeRuns(raw, nil)
+		if d.splitSend(p, s, c.ctx, remote) {
+			delete(d.scatters, c.id)
+			return nil
+		}
+		d.runs = remote
+	} else {
+		d.runs = decodeRuns(raw, d.runs[:0])
+	}
+	d.lruns = localRuns(s.req.Buf, s.off, covered, d.lruns[:0])
+	if err := vmCopy(p.pid, true, s.req.Buf.Mem, d.lruns, 0, d.runs, 0, uint64(covered), nil); err != nil {
 		delete(d.scatters, c.id)
 		s.req.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "remote write to rank %d: %v", p.rank, err)})
 		return nil
@@ -850,31 +991,55 @@ func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32
 	return true
 }
 
-// splitCopy shares the copy of a large contiguous message between both
-// processes: the receiver reads the tail from the sender's buffer
-// (process_vm_readv) while the sender writes the head into the receiver's
-// (process_vm_writev), so that two cores copy at once. It still moves every
-// byte once. It reports false when the message does not qualify: too small,
-// not contiguous on both sides, or a send to self.
+// splitCopy shares the copy of a large message whose receive buffer is
+// contiguous between both processes (splitSend). It reports false when the
+// message does not qualify.
 func (d *Device) splitCopy(p *peer, s *outSend, c *ctl) bool {
-	n := int(c.n)
-	if d.split == 0 || n < d.split || c.addr == 0 || p.seg == d.seg || !s.req.Buf.Contiguous() {
+	if c.addr == 0 {
 		return false
 	}
-	s.n, s.pull, s.dst, s.rid = n, n/2, c.addr, c.ctx
+	s.n = int(c.n)
+	return d.splitSend(p, s, c.ctx, []vrun{{addr: c.addr, n: c.n, count: 1}})
+}
+
+// splitSend shares the copy of a large message between both processes: the
+// receiver reads the tail from the sender's buffer (process_vm_readv) while
+// the sender writes the head into the receiver's (process_vm_writev), so
+// that two cores copy at once. remote is the receive buffer's layout for
+// the s.n bytes; either side may be non-contiguous (the receiver then gets
+// the sender's layout of the tail in a ctlPullIov). It still moves every
+// byte once. It reports false when the message does not qualify: too small,
+// a send to self, or a sender's layout too irregular to describe in one batch.
+func (d *Device) splitSend(p *peer, s *outSend, rid uint32, remote []vrun) bool {
+	n := s.n
+	if d.split == 0 || n < d.split || p.seg == d.seg || n/2 >= 1<<31 {
+		return false
+	}
+	s.pull, s.rid, s.remote = n/2, rid, remote
 	head := n - s.pull
 	sid := d.newID()
-	d.pulls[sid] = s
 	// The pull goes first, so that the receiver starts while this process writes.
-	d.post(p, outMsg{ctl: ctl{typ: ctlPull, id: c.ctx, ctx: sid, addr: uint64(uintptr(unsafe.Pointer(&s.req.Buf.Mem[head]))), n: uint64(s.pull)}})
-	if err := shm.RemoteWrite(p.pid, uintptr(c.addr), [][]byte{s.req.Buf.Mem[:head]}); err != nil {
+	if s.req.Buf.Contiguous() {
+		d.post(p, outMsg{ctl: ctl{typ: ctlPull, id: rid, ctx: sid, addr: uint64(uintptr(unsafe.Pointer(&s.req.Buf.Mem[head]))), n: uint64(s.pull)}})
+	} else {
+		tail := localRuns(s.req.Buf, head, s.pull, d.lruns[:0])
+		d.lruns = tail
+		if len(tail)*vrunBytes > len(d.scratch) {
+			return false
+		}
+		payload := encodeRuns(nil, tail, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(s.req.Buf.Mem)))))
+		d.post(p, outMsg{ctl: ctl{typ: ctlPullIov, id: rid, ctx: sid, tag: int32(s.pull), n: uint64(len(payload))}, data: adi.Bytes(payload)})
+	}
+	d.pulls[sid] = s
+	d.lruns = localRuns(s.req.Buf, 0, head, d.lruns[:0])
+	if err := vmCopy(p.pid, true, s.req.Buf.Mem, d.lruns, 0, remote, 0, uint64(head), nil); err != nil {
 		delete(d.pulls, sid)
 		s.req.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "remote write to rank %d: %v", p.rank, err)})
 		return true
 	}
 	d.cnt.remoteWrites++
 	d.cnt.bytesOut += int64(head)
-	d.post(p, outMsg{ctl: ctl{typ: ctlSC, id: c.ctx}})
+	d.post(p, outMsg{ctl: ctl{typ: ctlSC, id: rid}})
 	return true
 }
 
@@ -886,9 +1051,73 @@ func (d *Device) pullTail(p *peer, c *ctl) {
 	ok := uint64(0)
 	if rv != nil {
 		n := int(c.n)
-		if err := shm.RemoteRead(p.pid, uintptr(c.addr), [][]byte{rv.req.Buf.Mem[rv.n-n : rv.n]}); err == nil {
+		var err error
+		if rv.req.Buf.Contiguous() {
+			err = shm.RemoteRead(p.pid, uintptr(c.addr), [][]byte{rv.req.Buf.Mem[rv.n-n : rv.n]})
+		} else { // the sender wrote the head into this buffer's layout (scatter)
+			d.lruns = localRuns(rv.req.Buf, rv.n-n, n, d.lruns[:0])
+			err = vmCopy(p.pid, false, rv.req.Buf.Mem, d.lruns, 0, []vrun{{addr: c.addr, n: c.n, count: 1}}, 0, c.n, nil)
+		}
+		if err == nil {
 			ok = 1
+			d.cnt.remoteReads++
 		} else {
+			rv.tail = true
+		}
+	}
+	d.post(p, outMsg{ctl: ctl{typ: ctlPulled, id: c.ctx, n: ok}})
+}
+
+// offerAll answers a ctsPull: it sends the receiver this send's layout in a
+// ctlPullIov so that the receiver reads the whole message, or, when the
+// layout does not fit one batch, streams the message through the eager ring.
+func (d *Device) offerAll(p *peer, s *outSend, rid uint32) error {
+	d.lruns = localRuns(s.req.Buf, 0, s.n, d.lruns[:0])
+	if len(d.lruns)*vrunBytes > len(d.scratch) {
+		return d.writeData(p, s.req, 0, s.n, ctl{typ: ctlSC, id: rid})
+	}
+	payload := encodeRuns(nil, d.lruns, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(s.req.Buf.Mem)))))
+	sid := d.newID()
+	s.pull, s.rid, s.all = s.n, rid, true
+	d.pulls[sid] = s
+	d.post(p, outMsg{ctl: ctl{typ: ctlPullIov, id: rid, ctx: sid, tag: int32(s.n), n: uint64(len(payload))}, data: adi.Bytes(payload)})
+	return nil
+}
+
+// pullTailIov is pullTail for a non-contiguous sender: the ctlPullIov's
+// payload lists the sender's layout of the tail (c.tag bytes).
+func (d *Device) pullTailIov(p *peer, c *ctl) {
+	a, b := d.eagerPayload(p, c)
+	raw := append(append(d.scratch[:0], a...), b...)
+	d.consumeEager(p, c)
+	rv := d.recvs[c.id]
+	ok := uint64(0)
+	if rv != nil {
+		n := int(c.tag)
+		d.runs = decodeRuns(raw, d.runs[:0])
+		d.lruns = localRuns(rv.req.Buf, rv.n-n, n, d.lruns[:0])
+		var err error
+		if len(d.runs) == 1 {
+			if d.bounce == nil && bounces(d.runs[0]) {
+				d.bounce = make([]byte, bounceBytes)
+			}
+			err = readRemote(p.pid, rv.req.Buf.Mem, d.lruns, 0, d.runs[0], 0, uint64(n), d.bounce, d.sink)
+		} else {
+			err = vmCopy(p.pid, false, rv.req.Buf.Mem, d.lruns, 0, d.runs, 0, uint64(n), d.sink)
+		}
+		if err == nil {
+			d.cnt.remoteReads++
+		}
+		switch {
+		case err == nil && rv.pull: // the whole message is in
+			ok = 1
+			delete(d.recvs, c.id)
+			rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
+		case err == nil:
+			ok = 1
+		case rv.pull: // the sender streams the message instead
+			rv.got = 0
+		default:
 			rv.tail = true
 		}
 	}
@@ -903,12 +1132,21 @@ func (d *Device) pulled(p *peer, c *ctl) error {
 		return fmt.Errorf("netvm: PULLED from rank %d for unknown send %d", p.rank, c.id)
 	}
 	delete(d.pulls, c.id)
+	if s.offer { // the receiver has the whole message (and may have read it itself)
+		d.stopStream(p, s)
+		s.req.Complete(adi.Status{Bytes: s.n})
+		return nil
+	}
 	if c.n == 1 {
 		s.req.Complete(adi.Status{Bytes: s.n})
 		return nil
 	}
+	if s.all { // the receiver could not read: stream the message
+		return d.writeData(p, s.req, 0, s.n, ctl{typ: ctlSC, id: s.rid})
+	}
 	head := s.n - s.pull
-	if err := shm.RemoteWrite(p.pid, uintptr(s.dst)+uintptr(head), [][]byte{s.req.Buf.Mem[head:s.n]}); err != nil {
+	d.lruns = localRuns(s.req.Buf, head, s.pull, d.lruns[:0])
+	if err := vmCopy(p.pid, true, s.req.Buf.Mem, d.lruns, 0, s.remote, uint64(head), uint64(s.pull), nil); err != nil {
 		s.req.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "remote write to rank %d: %v", p.rank, err)})
 		return nil
 	}
