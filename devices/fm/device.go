@@ -55,8 +55,9 @@ const (
 	defaultMinBlock = 65536
 	// maxLayout bounds the blocks a CTS lists (16 bytes each).
 	maxLayout = 1 << 16
-	// The bulk lane: chunks of defaultBulk bytes (a 64-byte header, then
-	// data), defaultBulkSlots of them per sender.
+	// The bulk lane: per sender defaultBulkSlots chunks of defaultBulk data
+	// bytes, each with a 64-byte header line; the header lines come first,
+	// then the chunks (so that a chunk is 64 KiB of aligned data).
 	defaultBulk      = 65536
 	defaultBulkSlots = 16
 	bulkHeader       = 64 // [0:4] flag (stored last)  [4:8] rid  [8:12] data bytes
@@ -198,13 +199,13 @@ func (d *Device) Init(cfg adi.Config) error {
 	if d.bslots, err = parseSize(cfg.Options, "bslots", defaultBulkSlots); err != nil {
 		return err
 	}
-	if d.bulk != 0 && (d.bulk < 2*bulkHeader || d.bulk%64 != 0 || d.bulk > 1<<24 || d.bslots < 1 || d.bslots > 1024) {
-		return fmt.Errorf("fm: bulk=%d bslots=%d: want bulk a multiple of 64 in [128, 16 MiB] (or 0: no bulk lane) and bslots in [1, 1024]", d.bulk, d.bslots)
+	if d.bulk != 0 && (d.bulk%64 != 0 || d.bulk > 1<<24 || d.bslots < 1 || d.bslots > 1024) {
+		return fmt.Errorf("fm: bulk=%d bslots=%d: want bulk a multiple of 64 in [64, 16 MiB] (or 0: no bulk lane) and bslots in [1, 1024]", d.bulk, d.bslots)
 	}
 	if d.bulk == 0 {
 		d.bslots = 0
 	}
-	d.e, err = New(Config{Rank: cfg.Rank, Size: cfg.Size, KVS: cfg.KVS, Packet: packet, Slots: slots, NoRemoteWrite: !d.remote, Bulk: d.bulk * d.bslots})
+	d.e, err = New(Config{Rank: cfg.Rank, Size: cfg.Size, KVS: cfg.KVS, Packet: packet, Slots: slots, NoRemoteWrite: !d.remote, Bulk: (bulkHeader + d.bulk) * d.bslots})
 	if err != nil {
 		return err
 	}
@@ -425,18 +426,18 @@ func (d *Device) writeData(m *outMsg) bool {
 func (d *Device) pushBulk(m *outMsg) bool {
 	out := d.e.BulkOut(m.dest)
 	rid := binary.LittleEndian.Uint32(m.hdr[28:])
-	pay := d.bulk - bulkHeader
 	for m.off < m.n {
-		h := out[int(d.bOut[m.dest]%uint64(d.bslots))*d.bulk:][:d.bulk]
+		slot := int(d.bOut[m.dest] % uint64(d.bslots))
+		h := out[slot*bulkHeader:]
 		fl := (*uint32)(unsafe.Pointer(&h[0]))
 		if atomic.LoadUint32(fl) != 0 {
 			return false // the receiver has not freed it yet; it rings when it does
 		}
-		k := min(pay, m.n-m.off)
+		k := min(d.bulk, m.n-m.off)
+		dst := out[d.bslots*bulkHeader+slot*d.bulk:][:k]
 		if m.buf.Contiguous() {
-			copy(h[bulkHeader:], m.buf.Mem[m.off:m.off+k])
+			copy(dst, m.buf.Mem[m.off:m.off+k])
 		} else {
-			dst := h[bulkHeader : bulkHeader+k]
 			_ = m.buf.Pieces(m.off, k, func(p []byte) error { dst = dst[copy(dst, p):]; return nil })
 		}
 		*(*uint32)(unsafe.Pointer(&h[4])) = rid
@@ -457,16 +458,17 @@ func (d *Device) pullBulk(src int) bool {
 	in := d.e.BulkIn(src)
 	did := false
 	for {
-		h := in[int(d.bIn[src]%uint64(d.bslots))*d.bulk:][:d.bulk]
+		slot := int(d.bIn[src] % uint64(d.bslots))
+		h := in[slot*bulkHeader:]
 		fl := (*uint32)(unsafe.Pointer(&h[0]))
 		if atomic.LoadUint32(fl) == 0 {
 			return did
 		}
 		rid := *(*uint32)(unsafe.Pointer(&h[4]))
-		k := min(int(*(*uint32)(unsafe.Pointer(&h[8]))), d.bulk-bulkHeader)
+		k := min(int(*(*uint32)(unsafe.Pointer(&h[8]))), d.bulk)
 		if rv := d.recvs[rid]; rv != nil && rv.src == src {
 			k = min(k, rv.n-rv.got)
-			rv.req.Buf.CopyIn(rv.got, h[bulkHeader:bulkHeader+k])
+			rv.req.Buf.CopyIn(rv.got, in[d.bslots*bulkHeader+slot*d.bulk:][:k])
 			rv.got += k
 			if rv.got == rv.n {
 				d.recvDone(rid, rv)

@@ -95,7 +95,8 @@
 // and a handler call per packet, and a credit round trip per region: about
 // 3 GB/s. So rendezvous data takes a bulk lane, FM's packets made large:
 // besides its packet regions, every process's segment holds per sender a
-// ring of bslots chunks of bulk bytes (defaults 16 × 64 KiB). After the CTS
+// ring of bslots chunks of bulk bytes (defaults 16 × 64 KiB, each with a
+// 64-byte header line). After the CTS
 // the sender copies the data into the free chunks, gathering the send
 // buffer's contiguous blocks (Buffer.Pieces) straight into the chunk, and
 // hands each over by storing its flag word (the receive's id and byte count
@@ -135,8 +136,8 @@
 //	packet=N   packet size in bytes, header included (default 1536)
 //	slots=N    packets per sender's receive region, i.e. credits (default 64)
 //	rndv=N     largest message sent eagerly (default 16384)
-//	bulk=N     bulk lane chunk in bytes, a 64-byte header included
-//	           (default 65536; 0: no bulk lane, rendezvous data in packets)
+//	bulk=N     bulk lane chunk in bytes, a multiple of 64 (default 65536;
+//	           0: no bulk lane, rendezvous data in packets)
 //	bslots=N   chunks per sender's bulk lane (default 16)
 //	remote=1   offer receive buffers for remote writes (default 0)
 //	minblock=N with remote=1, least average block of either buffer for a

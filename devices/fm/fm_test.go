@@ -159,8 +159,8 @@ func TestMisuse(t *testing.T) {
 // remote=0, by packets.
 func TestDeviceSelf(t *testing.T) {
 	for _, c := range []struct{ remote, bulk, path string }{
-		{"1", "128", "remote"}, {"0", "128", "bulk"}, {"0", "0", "packets"},
-		{"1", "128", "nowrite"}, // buffers offered, but process_vm_writev is not permitted
+		{"1", "64", "remote"}, {"0", "64", "bulk"}, {"0", "0", "packets"},
+		{"1", "64", "nowrite"}, // buffers offered, but process_vm_writev is not permitted
 	} {
 		t.Run(c.path, func(t *testing.T) { testDeviceSelf(t, c.remote, c.bulk, c.path) })
 	}

@@ -381,8 +381,8 @@ func multiDie() {
 func rndv(path string) {
 	opts := map[string]string{"rndv": "2048", "packet": "256", "slots": "8"}
 	switch path {
-	case "bulk": // chunks of 960 data bytes, 3 of them: messages wrap the lane
-		opts["bulk"], opts["bslots"] = "1024", "3"
+	case "bulk": // 3 chunks of 960 bytes: messages wrap the lane
+		opts["bulk"], opts["bslots"] = "960", "3"
 	case "remote":
 		opts["remote"], opts["minblock"] = "1", "16"
 	case "packets":
