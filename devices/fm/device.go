@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -81,6 +82,7 @@ type Device struct {
 	bOut, bIn    []uint64 // per peer: chunks written to it / read from it
 	bWait        []int    // per peer: rendezvous receives from it awaiting data
 	bMoved       bool     // a chunk went out since the last Progress
+	bFull        bool     // a send waits for the receiver to free a chunk
 
 	outq   [][]*outMsg // per destination, in posting order
 	queued int
@@ -431,6 +433,7 @@ func (d *Device) pushBulk(m *outMsg) bool {
 		h := out[slot*bulkHeader:]
 		fl := (*uint32)(unsafe.Pointer(&h[0]))
 		if atomic.LoadUint32(fl) != 0 {
+			d.bFull = true
 			return false // the receiver has not freed it yet; it rings when it does
 		}
 		k := min(d.bulk, m.n-m.off)
@@ -876,7 +879,10 @@ func (d *Device) Progress() (bool, error) {
 		return true, err
 	}
 	did := n > 0
+	wait := d.bFull
+	d.bFull = false
 	if len(d.recvs) > 0 && d.bulk > 0 {
+		wait = true
 		for src, w := range d.bWait {
 			if w > 0 && d.pullBulk(src) {
 				did = true
@@ -888,6 +894,12 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if d.bMoved { // part of a message went into the bulk lane
 		d.bMoved, did = false, true
+	}
+	if wait && !did {
+		// The bulk lane waits on the other process (to free chunks, or to
+		// fill them): if it waits for this CPU, let it have it now rather
+		// than at the end of the caller's polling.
+		syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 	if did {
 		d.idle = 0
