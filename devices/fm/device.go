@@ -14,6 +14,7 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/match"
+	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
@@ -153,6 +154,12 @@ type inState struct {
 
 	cts *outMsg // a CTS: the DATA it asks for, sent once the CTS is in
 	raw []byte  // a CTS's payload (where the receiver wants the data)
+
+	// The receive buffer's layout, looked at once per message: seg walks
+	// a non-contiguous one block by block across packets (no datatype
+	// lookup or window check per packet).
+	typed bool
+	seg   *datatype.Segment
 }
 
 func parseSize(opts map[string]string, key string, def int) (int, error) {
@@ -728,10 +735,27 @@ func (d *Device) handle(e *Endpoint, s *Stream) {
 				e.Receive(s, st.raw[st.off:st.off+k])
 			case st.req == nil:
 				e.Receive(s, st.um.data[st.off:st.off+k])
-			case st.req.Buf.Contiguous():
-				e.Receive(s, st.req.Buf.Mem[st.off:st.off+k])
 			default:
-				_ = st.req.Buf.Pieces(st.off, k, func(p []byte) error { e.Receive(s, p); return nil })
+				if !st.typed {
+					st.typed = true
+					if b := st.req.Buf; !b.Contiguous() {
+						if st.seg, _ = datatype.NewSegment(b.Type, b.Count); st.seg != nil {
+							_ = st.seg.Seek(st.off)
+						}
+					}
+				}
+				if st.seg == nil {
+					e.Receive(s, st.req.Buf.Mem[st.off:st.off+k])
+					break
+				}
+				for rem := k; rem > 0; {
+					p, ok := st.seg.Next(st.req.Buf.Mem, rem)
+					if !ok {
+						break
+					}
+					e.Receive(s, p)
+					rem -= len(p)
+				}
 			}
 		} else {
 			e.Skip(s, k)

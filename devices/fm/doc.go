@@ -109,7 +109,10 @@
 // and the same two copies, with one copy call per block on each side and
 // no pack buffer: this is the VIRTUS property, and it is why the bulk lane
 // and not a remote write is the default. Both copies go through a chunk
-// that stays in cache, and on two free cores they overlap.
+// that stays in cache, and on two free cores they overlap. When the lane
+// waits on the other process (no free chunk, or no chunk yet) and nothing
+// else moved, Progress yields the CPU, so that on an oversubscribed core
+// the peer runs at once rather than after the waiter's polling.
 //
 // With remote=1 the receiver also names its buffer in the CTS — its address
 // when contiguous, else the list of its blocks — and a sender that can write
