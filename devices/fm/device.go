@@ -74,7 +74,7 @@ type Device struct {
 	eng        match.Engine
 	rndv       int
 	remote     bool // offer receive buffers for remote writes (option remote)
-	minBlock   int  // least average block of a strided receive offered for remote writes
+	minBlock   int  // least average block, on either side, for a remote write
 	pieces     [][]byte
 
 	// The bulk lane (option bulk): per sender a ring of bslots chunks of
@@ -113,7 +113,8 @@ type outMsg struct {
 	err   error // a destination of a multidestination message died
 
 	// A rendezvous DATA the receiver offered its buffer for: push writes
-	// it straight there and sends kFin instead (or packets if that fails).
+	// it straight there and sends kFin instead (or, if that fails, sends
+	// it by the bulk lane or packets).
 	write  bool
 	addr   uint64
 	layout []shm.RemoteSeg
@@ -412,7 +413,8 @@ func (d *Device) push(m *outMsg) bool {
 // writeData writes a rendezvous send's data straight into the receive
 // buffer the CTS named: one process_vm_writev gathering the send buffer's
 // blocks, into one address or scattered over the receive buffer's blocks.
-// It reports false (send by packets instead) if the write fails.
+// It reports false (the data then goes by the bulk lane, or packets) if
+// the write fails.
 func (d *Device) writeData(m *outMsg) bool {
 	d.pieces = d.pieces[:0]
 	_ = m.buf.Pieces(0, m.n, func(p []byte) error { d.pieces = append(d.pieces, p); return nil })
