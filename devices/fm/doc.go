@@ -55,6 +55,13 @@
 // SendPiece) skips the sender whose packet is being handled, so two
 // handlers sending to each other's full regions would wait for ever.
 //
+// Outside the packet model, an endpoint can also hold a bulk region per
+// sender (Config.Bulk bytes; BulkOut, BulkIn, Ring) whose contents a layer
+// above defines — the MPI device's bulk lane below — and can write into
+// another process's memory directly (CanWrite, WriteTo, ScatterTo:
+// process_vm_writev, probed at start, off with Config.NoRemoteWrite).
+// Neither changes BeginMessage, SendPiece, EndMessage, Extract or Receive.
+//
 // # Starting
 //
 // Open(Config{}) starts a standalone endpoint in a program launched by
@@ -126,7 +133,11 @@
 // bulk lane. When the write is not permitted or fails, the data takes the
 // bulk lane (or packets with bulk=0). The remote write needs only the
 // sender to run, which pays off on an oversubscribed machine, where the
-// bulk lane's two processes wait on each other at every full ring.
+// bulk lane's two processes wait on each other at every full ring. One run
+// each on the shared 2-core test machine: with the bulk lane the VIRTUS
+// strided/contiguous ratio was 0.87–0.99 for 1–8 KiB blocks and 1–4 MiB
+// bandwidth 7.1–8.6 GB/s; with remote=1, 0.59–0.69 and 12.1–12.7 GB/s
+// (contiguous data written remotely, small strided blocks by the lane).
 //
 // The device also offers adi.Multisender: IsendMulti sends one buffer to
 // several ranks in one multidestination stream; every destination sees an
