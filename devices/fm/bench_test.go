@@ -10,14 +10,26 @@ import (
 
 // BenchmarkSelfStream is the device's CPU cost per byte for 1 MiB messages
 // to itself, contiguous and strided (a Vector of blocks with stride
-// 2×block, the VIRTUS pattern), sent with one SendPiece per block and
-// received with one Receive per block: both copies, no second process and
-// no scheduling in the way. The strided/contiguous ratio of MB/s is the
-// per-block overhead of walking the datatype.
+// 2×block, the VIRTUS pattern): both copies, no second process and no
+// scheduling in the way. The strided/contiguous ratio of MB/s is the
+// per-block overhead of walking the datatype. "packets": eager, one
+// SendPiece per block into 1.5 KiB packets and one Receive per block out;
+// "bulk": rendezvous, the data through the bulk lane's 64 KiB chunks, one
+// copy call per block on either side.
 func BenchmarkSelfStream(b *testing.B) {
+	for _, path := range []string{"packets", "bulk"} {
+		b.Run(path, func(b *testing.B) { benchSelfStream(b, path) })
+	}
+}
+
+func benchSelfStream(b *testing.B, path string) {
 	const total = 1 << 20
+	opts := map[string]string{"rndv": fmt.Sprint(total)}
+	if path == "bulk" {
+		opts["rndv"] = "0"
+	}
 	d := new(Device)
-	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: memKVS{}, Options: map[string]string{"rndv": fmt.Sprint(total)}}); err != nil {
+	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: memKVS{}, Options: opts}); err != nil {
 		b.Fatal(err)
 	}
 	defer d.Finalize()
@@ -41,7 +53,7 @@ func BenchmarkSelfStream(b *testing.B) {
 	b.Run("contig", func(b *testing.B) {
 		run(b, adi.Bytes(make([]byte, total)), adi.Bytes(make([]byte, total)))
 	})
-	for _, block := range []int{128, 1024, 8192} {
+	for _, block := range []int{128, 1024, 4096, 8192} {
 		vt, _ := datatype.Vector(total/block, block, 2*block, datatype.Byte)
 		vt.Commit()
 		b.Run(fmt.Sprintf("strided-%d", block), func(b *testing.B) {

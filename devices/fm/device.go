@@ -2,15 +2,20 @@ package fm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/match"
+	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/internal/shm"
 )
 
 func init() { adi.Register("fm", func() adi.Device { return new(Device) }) }
@@ -22,20 +27,43 @@ const (
 	kCTS     = 3 // receiver → sender: send n bytes of send sid for receive rid
 	kData    = 4 // header + data of a rendezvous, for receive rid
 	kDiscard = 5 // receiver → sender: send sid was refused (type mismatch); complete it
+	kFin     = 6 // sender → receiver: the data of receive rid is in its buffer (remote write)
+)
+
+// How a CTS tells the sender where the data goes (its context field); the
+// CTS's payload follows its header.
+const (
+	ctsPackets = 0 // nothing: send DATA in packets
+	ctsAddr    = 1 // 8 bytes: the address of the contiguous receive buffer
+	ctsLayout  = 2 // 16 bytes per block (address, length): the receive buffer's blocks
 )
 
 // mpiHeader is the MPI header at the front of every MPI message:
 //
 //	[0] kind  [4:8] context  [8:12] tag  [12:16] type signature
 //	[16:24] size (message bytes; CTS: bytes to send)  [24:28] sid  [28:32] rid
+//
+// A CTS's context field is its ctsPackets/ctsAddr/ctsLayout mode.
 const mpiHeader = 32
 
 // hMPI is the handler id of every MPI message.
 const hMPI = 1
 
 const (
-	defaultRndv   = 16384
-	livenessCheck = 200 * time.Millisecond
+	defaultRndv = 16384
+	// defaultMinBlock: with remote=1, a buffer (either side) whose blocks
+	// average fewer bytes is not remote-written: the kernel pins the
+	// remote pages once per block, so small blocks go by the bulk lane.
+	defaultMinBlock = 65536
+	// maxLayout bounds the blocks a CTS lists (16 bytes each).
+	maxLayout = 1 << 16
+	// The bulk lane: per sender defaultBulkSlots chunks of defaultBulk data
+	// bytes, each with a 64-byte header line; the header lines come first,
+	// then the chunks (so that a chunk is 64 KiB of aligned data).
+	defaultBulk      = 65536
+	defaultBulkSlots = 16
+	bulkHeader       = 64 // [0:4] flag (stored last)  [4:8] rid  [8:12] data bytes
+	livenessCheck    = 200 * time.Millisecond
 )
 
 // Device is MPI over FM: an adi.Device (and adi.Multisender) whose every
@@ -45,6 +73,17 @@ type Device struct {
 	rank, size int
 	eng        match.Engine
 	rndv       int
+	remote     bool // offer receive buffers for remote writes (option remote)
+	minBlock   int  // least average block, on either side, for a remote write
+	pieces     [][]byte
+
+	// The bulk lane (option bulk): per sender a ring of bslots chunks of
+	// bulk bytes in the receiver's segment, for rendezvous data.
+	bulk, bslots int
+	bOut, bIn    []uint64 // per peer: chunks written to it / read from it
+	bWait        []int    // per peer: rendezvous receives from it awaiting data
+	bMoved       bool     // a chunk went out since the last Progress
+	bFull        bool     // a send waits for the receiver to free a chunk
 
 	outq   [][]*outMsg // per destination, in posting order
 	queued int
@@ -57,7 +96,7 @@ type Device struct {
 	idle     int
 	slept    atomic.Bool
 
-	cnt struct{ eager, rndv, multi int64 }
+	cnt struct{ eager, rndv, multi, writes, scatters, bulk int64 }
 }
 
 // outMsg is an MPI message not yet wholly in packets.
@@ -72,6 +111,15 @@ type outMsg struct {
 	off   int // data bytes written
 	hdrOK bool
 	err   error // a destination of a multidestination message died
+
+	// A rendezvous DATA the receiver offered its buffer for: push writes
+	// it straight there and sends kFin instead (or, if that fails, sends
+	// it by the bulk lane or packets).
+	write  bool
+	addr   uint64
+	layout []shm.RemoteSeg
+	// A rendezvous DATA that goes through the bulk lane.
+	bulk bool
 }
 
 // rvRecv is a receive matched to an RTS, waiting for its DATA.
@@ -79,6 +127,7 @@ type rvRecv struct {
 	req            *adi.Request
 	src, tag, size int
 	n              int // bytes that will come
+	got            int // bytes that came through the bulk lane
 }
 
 // unexpMsg is an eager message that arrived before its receive: its data
@@ -103,6 +152,15 @@ type inState struct {
 	off            int // data bytes taken
 	rid            uint32
 	rv             bool // a rendezvous DATA stream
+
+	cts *outMsg // a CTS: the DATA it asks for, sent once the CTS is in
+	raw []byte  // a CTS's payload (where the receiver wants the data)
+
+	// The receive buffer's layout, looked at once per message: seg walks
+	// a non-contiguous one block by block across packets (no datatype
+	// lookup or window check per packet).
+	typed bool
+	seg   *datatype.Segment
 }
 
 func parseSize(opts map[string]string, key string, def int) (int, error) {
@@ -121,9 +179,9 @@ func parseSize(opts map[string]string, key string, def int) (int, error) {
 func (d *Device) Init(cfg adi.Config) error {
 	for k := range cfg.Options {
 		switch k {
-		case "packet", "slots", "rndv":
+		case "packet", "slots", "rndv", "remote", "minblock", "bulk", "bslots":
 		default:
-			return fmt.Errorf("fm: unknown option %q (known: packet, slots, rndv)", k)
+			return fmt.Errorf("fm: unknown option %q (known: packet, slots, rndv, remote, minblock, bulk, bslots)", k)
 		}
 	}
 	packet, err := parseSize(cfg.Options, "packet", DefaultPacket)
@@ -137,13 +195,34 @@ func (d *Device) Init(cfg adi.Config) error {
 	if d.rndv, err = parseSize(cfg.Options, "rndv", defaultRndv); err != nil {
 		return err
 	}
-	d.e, err = New(Config{Rank: cfg.Rank, Size: cfg.Size, KVS: cfg.KVS, Packet: packet, Slots: slots})
+	remote, err := parseSize(cfg.Options, "remote", 0)
+	if err != nil || remote > 1 {
+		return fmt.Errorf("fm: option remote=%q: want 0 or 1", cfg.Options["remote"])
+	}
+	d.remote = remote == 1
+	if d.minBlock, err = parseSize(cfg.Options, "minblock", defaultMinBlock); err != nil {
+		return err
+	}
+	if d.bulk, err = parseSize(cfg.Options, "bulk", defaultBulk); err != nil {
+		return err
+	}
+	if d.bslots, err = parseSize(cfg.Options, "bslots", defaultBulkSlots); err != nil {
+		return err
+	}
+	if d.bulk != 0 && (d.bulk%64 != 0 || d.bulk > 1<<24 || d.bslots < 1 || d.bslots > 1024) {
+		return fmt.Errorf("fm: bulk=%d bslots=%d: want bulk a multiple of 64 in [64, 16 MiB] (or 0: no bulk lane) and bslots in [1, 1024]", d.bulk, d.bslots)
+	}
+	if d.bulk == 0 {
+		d.bslots = 0
+	}
+	d.e, err = New(Config{Rank: cfg.Rank, Size: cfg.Size, KVS: cfg.KVS, Packet: packet, Slots: slots, NoRemoteWrite: !d.remote, Bulk: (bulkHeader + d.bulk) * d.bslots})
 	if err != nil {
 		return err
 	}
 	d.rank, d.size = cfg.Rank, cfg.Size
 	d.e.SetHandler(hMPI, d.handle)
 	d.outq = make([][]*outMsg, d.size)
+	d.bOut, d.bIn, d.bWait = make([]uint64, d.size), make([]uint64, d.size), make([]int, d.size)
 	d.sends = map[uint32]*adi.Request{}
 	d.recvs = map[uint32]*rvRecv{}
 	d.unexp = map[*unexpMsg]struct{}{}
@@ -166,6 +245,9 @@ func (d *Device) Counters() map[string]int64 {
 		"eager_messages":      d.cnt.eager,
 		"rendezvous_messages": d.cnt.rndv,
 		"multi_messages":      d.cnt.multi,
+		"remote_writes":       d.cnt.writes,
+		"remote_scatters":     d.cnt.scatters,
+		"bulk_messages":       d.cnt.bulk,
 		"packets_sent":        s.PacketsSent,
 		"packets_received":    s.PacketsReceived,
 		"credits_piggybacked": s.Piggybacked,
@@ -268,6 +350,23 @@ func (d *Device) post(m *outMsg) {
 // is out. Data goes one SendPiece per contiguous block of the buffer.
 func (d *Device) push(m *outMsg) bool {
 	e := d.e
+	if m.bulk {
+		return d.pushBulk(m)
+	}
+	if m.write {
+		m.write = false
+		if d.writeData(m) {
+			// The data is in the receive buffer: the send is complete,
+			// and a header-only kFin tells the receiver.
+			m.req.Complete(adi.Status{Bytes: m.n})
+			m.req, m.n, m.buf, m.layout = nil, 0, adi.Buffer{}, nil
+			m.hdr[0] = kFin
+		} else if d.bulk > 0 {
+			m.bulk = true
+			d.cnt.bulk++
+			return d.pushBulk(m)
+		}
+	}
 	if m.st == nil {
 		var err error
 		if m.dests != nil {
@@ -309,6 +408,96 @@ func (d *Device) push(m *outMsg) bool {
 		m.req.Complete(adi.Status{Bytes: m.n, Err: m.err})
 	}
 	return true
+}
+
+// writeData writes a rendezvous send's data straight into the receive
+// buffer the CTS named: one process_vm_writev gathering the send buffer's
+// blocks, into one address or scattered over the receive buffer's blocks.
+// It reports false (the data then goes by the bulk lane, or packets) if
+// the write fails.
+func (d *Device) writeData(m *outMsg) bool {
+	d.pieces = d.pieces[:0]
+	_ = m.buf.Pieces(0, m.n, func(p []byte) error { d.pieces = append(d.pieces, p); return nil })
+	var err error
+	if m.layout == nil {
+		err = d.e.WriteTo(m.dest, uintptr(m.addr), d.pieces)
+		d.cnt.writes++
+	} else {
+		err = d.e.ScatterTo(m.dest, d.pieces, m.layout)
+		d.cnt.scatters++
+	}
+	clear(d.pieces)
+	return err == nil
+}
+
+// pushBulk writes a rendezvous send's data into the free chunks of its
+// destination's bulk lane (one copy, gathering the send buffer's blocks)
+// and reports whether all of it is out; the receiver copies each chunk out
+// into the receive buffer's blocks (the second copy) and frees it.
+func (d *Device) pushBulk(m *outMsg) bool {
+	out := d.e.BulkOut(m.dest)
+	rid := binary.LittleEndian.Uint32(m.hdr[28:])
+	for m.off < m.n {
+		slot := int(d.bOut[m.dest] % uint64(d.bslots))
+		h := out[slot*bulkHeader:]
+		fl := (*uint32)(unsafe.Pointer(&h[0]))
+		if atomic.LoadUint32(fl) != 0 {
+			d.bFull = true
+			return false // the receiver has not freed it yet; it rings when it does
+		}
+		k := min(d.bulk, m.n-m.off)
+		dst := out[d.bslots*bulkHeader+slot*d.bulk:][:k]
+		if m.buf.Contiguous() {
+			copy(dst, m.buf.Mem[m.off:m.off+k])
+		} else {
+			_ = m.buf.Pieces(m.off, k, func(p []byte) error { dst = dst[copy(dst, p):]; return nil })
+		}
+		*(*uint32)(unsafe.Pointer(&h[4])) = rid
+		*(*uint32)(unsafe.Pointer(&h[8])) = uint32(k)
+		atomic.StoreUint32(fl, 1)
+		d.bOut[m.dest]++
+		d.bMoved = true
+		m.off += k
+		d.e.Ring(m.dest)
+	}
+	m.req.Complete(adi.Status{Bytes: m.n})
+	return true
+}
+
+// pullBulk copies the chunks that have arrived in src's bulk lane into
+// their receive buffers and frees them; it reports whether there were any.
+func (d *Device) pullBulk(src int) bool {
+	in := d.e.BulkIn(src)
+	did := false
+	for {
+		slot := int(d.bIn[src] % uint64(d.bslots))
+		h := in[slot*bulkHeader:]
+		fl := (*uint32)(unsafe.Pointer(&h[0]))
+		if atomic.LoadUint32(fl) == 0 {
+			return did
+		}
+		rid := *(*uint32)(unsafe.Pointer(&h[4]))
+		k := min(int(*(*uint32)(unsafe.Pointer(&h[8]))), d.bulk)
+		if rv := d.recvs[rid]; rv != nil && rv.src == src {
+			k = min(k, rv.n-rv.got)
+			rv.req.Buf.CopyIn(rv.got, in[d.bslots*bulkHeader+slot*d.bulk:][:k])
+			rv.got += k
+			if rv.got == rv.n {
+				d.recvDone(rid, rv)
+			}
+		}
+		atomic.StoreUint32(fl, 0)
+		d.bIn[src]++
+		d.e.Ring(src) // the sender may wait for a free chunk
+		did = true
+	}
+}
+
+// recvDone completes rendezvous receive rid: its data is all in.
+func (d *Device) recvDone(rid uint32, rv *rvRecv) {
+	delete(d.recvs, rid)
+	d.bWait[rv.src]--
+	rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
 }
 
 func (d *Device) failMsg(m *outMsg, err error) {
@@ -421,10 +610,61 @@ func (d *Device) sendCTS(r *adi.Request, src, tag, size int, sid uint32) {
 	rid := d.newID()
 	n := min(size, r.Buf.Size())
 	d.recvs[rid] = &rvRecv{req: r, src: src, tag: tag, size: size, n: n}
+	d.bWait[src]++
 	m := outMsg{dest: src}
-	putHeader(&m.hdr, kCTS, 0, 0, 0, n, sid, rid)
+	mode, payload := d.offer(r, n)
+	putHeader(&m.hdr, kCTS, mode, 0, 0, n, sid, rid)
+	m.buf, m.n = adi.Bytes(payload), len(payload)
 	d.enqueue(&m)
 }
+
+// offer says where the first n bytes of receive r may be written by the
+// sender: the address of a contiguous buffer, or the list of a strided
+// one's blocks when they are not too small; else nothing (packets).
+func (d *Device) offer(r *adi.Request, n int) (uint32, []byte) {
+	if !d.remote || n == 0 {
+		return ctsPackets, nil
+	}
+	if r.Buf.Contiguous() {
+		return ctsAddr, binary.LittleEndian.AppendUint64(nil, uint64(uintptr(unsafe.Pointer(&r.Buf.Mem[0]))))
+	}
+	blocks, ok := d.bigBlocks(r.Buf, n)
+	if !ok {
+		return ctsPackets, nil
+	}
+	lay := make([]byte, 0, 16*blocks)
+	_ = r.Buf.Pieces(0, n, func(p []byte) error {
+		lay = binary.LittleEndian.AppendUint64(lay, uint64(uintptr(unsafe.Pointer(&p[0]))))
+		lay = binary.LittleEndian.AppendUint64(lay, uint64(len(p)))
+		return nil
+	})
+	return ctsLayout, lay
+}
+
+// bigBlocks counts the blocks of a buffer's first n packed bytes and reports
+// whether they average at least minBlock bytes (and are at most maxLayout):
+// whether a remote write of them is worth its per-block cost in the kernel.
+func (d *Device) bigBlocks(b adi.Buffer, n int) (int, bool) {
+	if b.Contiguous() {
+		return 1, true
+	}
+	blocks := 0
+	_ = b.Pieces(0, n, func(p []byte) error {
+		blocks++
+		if blocks > maxLayout || blocks*d.minBlock > n {
+			return errStop
+		}
+		return nil
+	})
+	return blocks, blocks <= maxLayout && blocks*d.minBlock <= n
+}
+
+func (d *Device) big(b adi.Buffer, n int) bool {
+	_, ok := d.bigBlocks(b, n)
+	return ok
+}
+
+var errStop = errors.New("stop")
 
 // enqueue queues a control message; handlers use it (they never send from
 // inside Extract), and Progress pushes it.
@@ -493,12 +733,31 @@ func (d *Device) handle(e *Endpoint, s *Stream) {
 		if st.off < st.capacity {
 			k = min(k, st.capacity-st.off)
 			switch {
+			case st.raw != nil:
+				e.Receive(s, st.raw[st.off:st.off+k])
 			case st.req == nil:
 				e.Receive(s, st.um.data[st.off:st.off+k])
-			case st.req.Buf.Contiguous():
-				e.Receive(s, st.req.Buf.Mem[st.off:st.off+k])
 			default:
-				_ = st.req.Buf.Pieces(st.off, k, func(p []byte) error { e.Receive(s, p); return nil })
+				if !st.typed {
+					st.typed = true
+					if b := st.req.Buf; !b.Contiguous() {
+						if st.seg, _ = datatype.NewSegment(b.Type, b.Count); st.seg != nil {
+							_ = st.seg.Seek(st.off)
+						}
+					}
+				}
+				if st.seg == nil {
+					e.Receive(s, st.req.Buf.Mem[st.off:st.off+k])
+					break
+				}
+				for rem := k; rem > 0; {
+					p, ok := st.seg.Next(st.req.Buf.Mem, rem)
+					if !ok {
+						break
+					}
+					e.Receive(s, p)
+					rem -= len(p)
+				}
 			}
 		} else {
 			e.Skip(s, k)
@@ -555,9 +814,21 @@ func (d *Device) header(s *Stream, h *[mpiHeader]byte, st *inState) bool {
 			r.Complete(adi.Status{})
 			return false
 		}
-		m := outMsg{dest: src, buf: r.Buf, n: size, req: r}
+		m := &outMsg{dest: src, buf: r.Buf, n: size, req: r}
 		putHeader(&m.hdr, kData, 0, 0, 0, size, 0, rid)
-		d.enqueue(&m)
+		*st = inState{cts: m}
+		// The CTS's payload says where the data may be written.
+		switch plen := s.Len() - mpiHeader; {
+		case !d.e.CanWrite(src):
+		case ctx == ctsAddr && plen == 8, ctx == ctsLayout && plen > 0 && plen%16 == 0:
+			st.raw = make([]byte, plen)
+			st.capacity = plen
+		}
+		return true
+	case kFin:
+		if rv := d.recvs[rid]; rv != nil && rv.src == src {
+			d.recvDone(rid, rv)
+		}
 		return false
 	case kData:
 		rv := d.recvs[rid]
@@ -573,11 +844,26 @@ func (d *Device) header(s *Stream, h *[mpiHeader]byte, st *inState) bool {
 // finishIn completes what an incoming message was for, after its last packet.
 func (d *Device) finishIn(st *inState) {
 	switch {
+	case st.cts != nil:
+		m := st.cts
+		if raw := st.raw; raw != nil && d.big(m.buf, m.n) {
+			m.write = true
+			if len(raw) == 8 {
+				m.addr = binary.LittleEndian.Uint64(raw)
+			} else {
+				m.layout = make([]shm.RemoteSeg, len(raw)/16)
+				for i := range m.layout {
+					m.layout[i] = shm.RemoteSeg{Addr: binary.LittleEndian.Uint64(raw[16*i:]), Len: binary.LittleEndian.Uint64(raw[16*i+8:])}
+				}
+			}
+		} else if d.bulk > 0 && m.n > 0 {
+			m.bulk = true
+			d.cnt.bulk++
+		}
+		d.enqueue(m)
 	case st.rv:
-		rv := d.recvs[st.rid]
-		delete(d.recvs, st.rid)
-		if rv != nil {
-			rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
+		if rv := d.recvs[st.rid]; rv != nil {
+			d.recvDone(st.rid, rv)
 		}
 	case st.req != nil:
 		if !st.req.Done() {
@@ -619,8 +905,27 @@ func (d *Device) Progress() (bool, error) {
 		return true, err
 	}
 	did := n > 0
+	wait := d.bFull
+	d.bFull = false
+	if len(d.recvs) > 0 && d.bulk > 0 {
+		wait = true
+		for src, w := range d.bWait {
+			if w > 0 && d.pullBulk(src) {
+				did = true
+			}
+		}
+	}
 	if d.queued > 0 && d.flush() {
 		did = true
+	}
+	if d.bMoved { // part of a message went into the bulk lane
+		d.bMoved, did = false, true
+	}
+	if wait && !did {
+		// The bulk lane waits on the other process (to free chunks, or to
+		// fill them): if it waits for this CPU, let it have it now rather
+		// than at the end of the caller's polling.
+		syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 	if did {
 		d.idle = 0
@@ -664,6 +969,7 @@ func (d *Device) checkPeers() {
 		for rid, rv := range d.recvs {
 			if rv.src == q {
 				delete(d.recvs, rid)
+				d.bWait[q]--
 				fail(rv.req)
 			}
 		}

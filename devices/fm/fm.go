@@ -43,6 +43,7 @@ const (
 
 	offDoorbell = shm.HeaderSize     // u32: bumped by every writer, futex word
 	offSleepers = shm.HeaderSize + 4 // u32: processes sleeping on the doorbell
+	offProbe    = shm.HeaderSize + 8 // u64: a word peers write to test process_vm_writev
 	offCredits  = shm.HeaderSize + 64
 	creditLine  = 64 // one cache line per sender's explicit credit word
 )
@@ -55,6 +56,14 @@ type Config struct {
 	Packet     int    // bytes per packet, header included
 	Slots      int    // packets per sender's receive region (initial credits)
 	Name       string // KVS key prefix, default "fm"
+	// NoRemoteWrite keeps this endpoint from writing into other processes'
+	// memory (WriteTo, ScatterTo report false), as when the system forbids
+	// process_vm_writev: for testing the fallback.
+	NoRemoteWrite bool
+	// Bulk is the size in bytes (a multiple of 64) of an extra region per
+	// sender in every process's segment, outside the packet model, that a
+	// layer above may use for bulk data (BulkOut, BulkIn); 0: none.
+	Bulk int
 }
 
 // Handler is called during Extract for every packet of an incoming stream
@@ -98,6 +107,9 @@ type peer struct {
 	rank, pid int
 	seg       *shm.Segment
 	alive     bool
+	remote    bool   // process_vm_writev into it works
+	bulkOut   []byte // my bulk region in its segment
+	bulkIn    []byte // its bulk region in my segment
 
 	// outbound: my region inside its segment
 	out                []byte
@@ -195,6 +207,9 @@ func (e *Endpoint) Close() error {
 // cfg.KVS and maps every peer's. It is collective over the job.
 func New(cfg Config) (*Endpoint, error) {
 	e := &Endpoint{rank: cfg.Rank, size: cfg.Size, packet: cfg.Packet, slots: cfg.Slots}
+	if cfg.Bulk < 0 || cfg.Bulk%64 != 0 || cfg.Bulk > 1<<30 {
+		return nil, fmt.Errorf("fm: bulk region of %d bytes: want a multiple of 64 in [0, 1 GiB]", cfg.Bulk)
+	}
 	if e.packet == 0 {
 		e.packet = DefaultPacket
 	}
@@ -216,11 +231,13 @@ func New(cfg Config) (*Endpoint, error) {
 	region := e.packet * e.slots
 	offRegions := offCredits + e.size*creditLine
 	var err error
-	e.seg, err = shm.Export(fmt.Sprintf("adimpi-%s-%d", name, e.rank), offRegions+e.size*region)
+	offBulk := offRegions + e.size*region
+	e.seg, err = shm.Export(fmt.Sprintf("adimpi-%s-%d", name, e.rank), offBulk+e.size*cfg.Bulk)
 	if err != nil {
 		return nil, err
 	}
-	me := fmt.Sprintf("%d:%d:%x:%d:%d", os.Getpid(), e.seg.FD, e.seg.Key, e.packet, e.slots)
+	probe := uintptr(unsafe.Pointer(&e.seg.Mem[offProbe]))
+	me := fmt.Sprintf("%d:%d:%x:%d:%d:%x:%d", os.Getpid(), e.seg.FD, e.seg.Key, e.packet, e.slots, probe, cfg.Bulk)
 	if err := cfg.KVS.Put(fmt.Sprintf("%s-%d", name, e.rank), me); err != nil {
 		return nil, err
 	}
@@ -230,27 +247,31 @@ func New(cfg Config) (*Endpoint, error) {
 	e.peers = make([]*peer, e.size)
 	for r := 0; r < e.size; r++ {
 		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, alive: true, streams: map[uint32]*Stream{}}
+		paddr := probe
 		if r != e.rank {
 			v, err := cfg.KVS.Get(fmt.Sprintf("%s-%d", name, r))
 			if err != nil {
 				return nil, err
 			}
-			var fd, packet, slots int
+			var fd, packet, slots, bulk int
 			var key uint64
-			if _, err := fmt.Sscanf(v, "%d:%d:%x:%d:%d", &p.pid, &fd, &key, &packet, &slots); err != nil {
+			if _, err := fmt.Sscanf(v, "%d:%d:%x:%d:%d:%x:%d", &p.pid, &fd, &key, &packet, &slots, &paddr, &bulk); err != nil {
 				return nil, fmt.Errorf("fm: rank %d published %q: %v", r, v, err)
 			}
-			if packet != e.packet || slots != e.slots {
-				return nil, fmt.Errorf("fm: rank %d uses packet=%d slots=%d, this rank packet=%d slots=%d; options must agree", r, packet, slots, e.packet, e.slots)
+			if packet != e.packet || slots != e.slots || bulk != cfg.Bulk {
+				return nil, fmt.Errorf("fm: rank %d uses packet=%d slots=%d bulk=%d, this rank packet=%d slots=%d bulk=%d; options must agree", r, packet, slots, bulk, e.packet, e.slots, cfg.Bulk)
 			}
 			if p.seg, err = shm.Import(p.pid, fd, key); err != nil {
 				return nil, fmt.Errorf("fm: rank %d: %w", r, err)
 			}
 		}
+		p.remote = !cfg.NoRemoteWrite && shm.CanRemoteWrite(p.pid, paddr)
 		mine := offRegions + r*region
 		theirs := offRegions + e.rank*region
 		p.out = p.seg.Mem[theirs : theirs+region]
 		p.in = e.seg.Mem[mine : mine+region]
+		p.bulkOut = p.seg.Mem[offBulk+e.rank*cfg.Bulk : offBulk+(e.rank+1)*cfg.Bulk]
+		p.bulkIn = e.seg.Mem[offBulk+r*cfg.Bulk : offBulk+(r+1)*cfg.Bulk]
 		p.doorbell, p.sleepers = p.seg.Uint32(offDoorbell), p.seg.Uint32(offSleepers)
 		p.mailbox = e.seg.Uint64(offCredits + r*creditLine)
 		p.report = p.seg.Uint64(offCredits + e.rank*creditLine)
@@ -307,6 +328,49 @@ func (e *Endpoint) SetHandler(id uint16, h Handler) {
 func (e *Endpoint) Credits(dest int) int {
 	p := e.peers[dest]
 	return e.slots - int(p.sent-p.returned-atomic.LoadUint64(p.mailbox))
+}
+
+// CanWrite reports whether this process may write straight into dest's
+// memory (process_vm_writev, probed at start; false when the system forbids
+// it or Config.NoRemoteWrite is set). It is outside FM's message model: the
+// MPI device uses it for the data of large messages (see the package
+// documentation).
+func (e *Endpoint) CanWrite(dest int) bool { return e.peers[dest].remote && e.peers[dest].alive }
+
+// WriteTo copies the local pieces, in order, into dest's memory starting
+// at addr (an address in dest's address space that dest handed out): one
+// copy, a gather from the pieces, without dest taking part.
+func (e *Endpoint) WriteTo(dest int, addr uintptr, pieces [][]byte) error {
+	p := e.peers[dest]
+	if !p.remote {
+		return fmt.Errorf("fm: no remote write into rank %d", dest)
+	}
+	return shm.RemoteWrite(p.pid, addr, pieces)
+}
+
+// ScatterTo copies the local pieces, in order, into dest's memory pieces
+// remote, in order (both lists cover the same bytes).
+func (e *Endpoint) ScatterTo(dest int, local [][]byte, remote []shm.RemoteSeg) error {
+	p := e.peers[dest]
+	if !p.remote {
+		return fmt.Errorf("fm: no remote write into rank %d", dest)
+	}
+	return shm.RemoteScatter(p.pid, local, remote)
+}
+
+// BulkOut is this process's bulk region in dest's segment (Config.Bulk
+// bytes, shared with dest); BulkIn is src's bulk region in this process's
+// segment. FM does not use them: a layer above defines their contents and
+// rings the doorbell (Ring) when it has put something there.
+func (e *Endpoint) BulkOut(dest int) []byte { return e.peers[dest].bulkOut }
+
+// BulkIn is src's bulk region in this process's segment (see BulkOut).
+func (e *Endpoint) BulkIn(src int) []byte { return e.peers[src].bulkIn }
+
+// Ring rings rank's doorbell (its Seq moves and a Sleep there returns).
+func (e *Endpoint) Ring(rank int) {
+	p := e.peers[rank]
+	ring(p.doorbell, p.sleepers)
 }
 
 // BeginMessage starts a message of length bytes to dest, to be handled

@@ -154,13 +154,28 @@ func TestMisuse(t *testing.T) {
 }
 
 // TestDeviceSelf drives the adi device on one rank: eager and rendezvous
-// messages to itself, a strided receive, truncation and a type mismatch.
+// messages to itself, a strided receive, truncation and a type mismatch;
+// rendezvous data by remote writes (contiguous and scattered) and, with
+// remote=0, by packets.
 func TestDeviceSelf(t *testing.T) {
+	for _, c := range []struct{ remote, bulk, path string }{
+		{"1", "64", "remote"}, {"0", "64", "bulk"}, {"0", "0", "packets"},
+		{"1", "64", "nowrite"}, // buffers offered, but process_vm_writev is not permitted
+	} {
+		t.Run(c.path, func(t *testing.T) { testDeviceSelf(t, c.remote, c.bulk, c.path) })
+	}
+}
+
+func testDeviceSelf(t *testing.T, remote, bulk, path string) {
 	d := new(Device)
-	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: memKVS{}, Options: map[string]string{"rndv": "1000", "packet": "256", "slots": "4"}}); err != nil {
+	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: memKVS{}, Options: map[string]string{"rndv": "1000", "packet": "256", "slots": "4", "remote": remote, "minblock": "8", "bulk": bulk, "bslots": "3"}}); err != nil {
 		t.Fatal(err)
 	}
 	defer d.Finalize()
+	if path == "nowrite" {
+		d.e.peers[0].remote = false
+		path = "bulk"
+	}
 	wait := func(rs ...*adi.Request) {
 		for i := 0; ; i++ {
 			if _, err := d.Progress(); err != nil {
@@ -203,14 +218,19 @@ func TestDeviceSelf(t *testing.T) {
 			}
 		}
 	}
-	// Strided receive of 800 packed bytes, then a truncated one.
+	// Strided receive of 800 packed bytes, then a truncated one, eager
+	// (standard mode) and by rendezvous (synchronous mode).
 	msg := make([]byte, 900)
 	for i := range msg {
 		msg[i] = byte(i)
 	}
-	for _, n := range []int{800, 900} {
+	for _, n := range []int{800, 900, -800, -900} {
+		mode := adi.ModeStandard
+		if n < 0 {
+			n, mode = -n, adi.ModeSync
+		}
 		mem := make([]byte, vec.Span(1)+10)
-		s := &adi.Request{Op: adi.OpSend, Context: 4, Peer: 0, Tag: 1, Buf: adi.Bytes(msg[:n])}
+		s := &adi.Request{Op: adi.OpSend, Mode: mode, Context: 4, Peer: 0, Tag: 1, Buf: adi.Bytes(msg[:n])}
 		r := &adi.Request{Op: adi.OpRecv, Context: 4, Peer: 0, Tag: 1, Buf: adi.Buffer{Mem: mem, Count: 1, Type: vec}}
 		d.Irecv(r)
 		d.Isend(s)
@@ -247,6 +267,11 @@ func TestDeviceSelf(t *testing.T) {
 			t.Errorf("counter %s = %d, want 0", k, c[k])
 		}
 	}
+	for k, p := range map[string]string{"remote_writes": "remote", "remote_scatters": "remote", "bulk_messages": "bulk"} {
+		if (c[k] > 0) != (p == path) {
+			t.Errorf("%s: counter %s = %d", path, k, c[k])
+		}
+	}
 }
 
 // TestMultiProcess runs the standalone API (flood through tiny regions,
@@ -272,6 +297,9 @@ func TestMultiProcess(t *testing.T) {
 		{5, []string{bins["fmprog"], "flood"}, "ok flood np=5"},
 		{2, []string{bins["fmprog"], "multi"}, "ok multi np=2"},
 		{4, []string{bins["fmprog"], "multi"}, "ok multi np=4"},
+		{3, []string{bins["fmprog"], "rndv", "bulk"}, "ok rndv bulk np=3"},
+		{3, []string{bins["fmprog"], "rndv", "remote"}, "ok rndv remote np=3"},
+		{2, []string{bins["fmprog"], "rndv", "packets"}, "ok rndv packets np=2"},
 		{4, []string{bins["example"]}, "every array of 10000 values arrived intact"},
 	} {
 		args := append([]string{"-np", fmt.Sprint(c.np), "-timeout", "120s"}, c.args...)

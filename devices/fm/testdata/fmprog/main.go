@@ -9,6 +9,12 @@
 //	fmprog multi   the adi device "fm" driven directly: IsendMulti of
 //	               eager, above-threshold and strided buffers, received
 //	               with ordinary Irecv (also with ANY_SOURCE)
+//	fmprog rndv PATH every rank sends every other rank rendezvous
+//	               messages (contiguous and strided on either side, several
+//	               in flight per pair, sizes that wrap the bulk lane) with
+//	               the device's rendezvous data going by PATH: bulk (the
+//	               bulk lane), remote (remote writes and scatters) or
+//	               packets; the counters must show that path was taken
 //	fmprog multidie the last rank exits at once; rank 0's IsendMulti of a
 //	               message larger than a region to everyone still reaches the
 //	               living ranks and completes with ErrOther
@@ -41,8 +47,8 @@ func check(err error, what string) {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fail("usage: fmprog flood|multi")
+	if len(os.Args) < 2 {
+		fail("usage: fmprog flood|multi|multidie|rndv PATH")
 	}
 	switch os.Args[1] {
 	case "flood":
@@ -51,6 +57,11 @@ func main() {
 		multi()
 	case "multidie":
 		multiDie()
+	case "rndv":
+		if len(os.Args) != 3 {
+			fail("usage: fmprog rndv bulk|remote|packets")
+		}
+		rndv(os.Args[2])
 	default:
 		fail("unknown mode %q", os.Args[1])
 	}
@@ -363,4 +374,132 @@ func multiDie() {
 	}
 	fmt.Printf("ok multidie rank %d\n", rank)
 	os.Exit(0)
+}
+
+// rndv exchanges rendezvous messages between every pair of ranks with the
+// rendezvous data going by one path.
+func rndv(path string) {
+	opts := map[string]string{"rndv": "2048", "packet": "256", "slots": "8"}
+	switch path {
+	case "bulk": // 3 chunks of 960 bytes: messages wrap the lane
+		opts["bulk"], opts["bslots"] = "960", "3"
+	case "remote":
+		opts["remote"], opts["minblock"] = "1", "16"
+	case "packets":
+		opts["bulk"] = "0"
+	default:
+		fail("rndv: unknown path %q", path)
+	}
+	c, err := pmi.Connect()
+	check(err, "pmi.Connect")
+	f, _ := adi.Lookup("fm")
+	dev := f()
+	rank, size := c.Rank(), c.Size()
+	check(dev.Init(adi.Config{Rank: rank, Size: size, KVS: c, Options: opts}), "Init")
+	vec, err := datatype.Vector(700, 24, 40, datatype.Byte) // 16800 packed bytes
+	check(err, "Vector")
+	check(vec.Commit(), "Commit")
+	const n = 16800
+	val := func(src, dst, k, j int) byte { return byte(src*29 + dst*11 + k*5 + j*3 + j>>7) }
+	// Message k of a pair: k%2 says whether the sender's buffer is
+	// strided, k/2%2 the receiver's.
+	const msgs = 8
+	buffer := func(strided bool, mem []byte) adi.Buffer {
+		if strided {
+			return adi.Buffer{Mem: mem, Count: 1, Type: vec}
+		}
+		return adi.Bytes(mem[:n])
+	}
+	var reqs []*adi.Request
+	recvMem := map[[2]int][]byte{}
+	for peer := 0; peer < size; peer++ {
+		if peer == rank {
+			continue
+		}
+		for k := 0; k < msgs; k++ {
+			mem := make([]byte, vec.Span(1))
+			recvMem[[2]int{peer, k}] = mem
+			r := &adi.Request{Op: adi.OpRecv, Context: 4, Peer: peer, Tag: k, Buf: buffer(k/2%2 == 1, mem)}
+			check(dev.Irecv(r), "Irecv")
+			reqs = append(reqs, r)
+		}
+	}
+	for peer := 0; peer < size; peer++ {
+		if peer == rank {
+			continue
+		}
+		for k := 0; k < msgs; k++ {
+			mem := make([]byte, vec.Span(1))
+			b := buffer(k%2 == 1, mem)
+			packed := make([]byte, n)
+			for j := range packed {
+				packed[j] = val(rank, peer, k, j)
+			}
+			b.CopyIn(0, packed)
+			mode := adi.ModeStandard
+			if k%4 == 3 {
+				mode = adi.ModeSync
+			}
+			r := &adi.Request{Op: adi.OpSend, Mode: mode, Context: 4, Peer: peer, Tag: k, Buf: b}
+			check(dev.Isend(r), "Isend")
+			reqs = append(reqs, r)
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		seq := dev.Seq()
+		_, err := dev.Progress()
+		check(err, "Progress")
+		all := true
+		for _, r := range reqs {
+			all = all && r.Done()
+		}
+		if all {
+			break
+		}
+		if time.Now().After(deadline) {
+			fail("rank %d: rendezvous requests did not complete", rank)
+		}
+		dev.Sleep(seq, time.Millisecond)
+	}
+	for _, r := range reqs {
+		if r.Status.Err != nil || (r.Op == adi.OpRecv && (r.Status.Bytes != n || r.Status.Source != r.Peer)) {
+			fail("rank %d: request %+v: status %+v", rank, r.Op, r.Status)
+		}
+	}
+	for key, mem := range recvMem {
+		src, k := key[0], key[1]
+		b := buffer(k/2%2 == 1, mem)
+		got := make([]byte, n)
+		b.CopyOut(0, got)
+		for j := range got {
+			if got[j] != val(src, rank, k, j) {
+				fail("rank %d: message %d from %d (%s): packed byte %d is %d, want %d", rank, k, src, path, j, got[j], val(src, rank, k, j))
+			}
+		}
+		if k/2%2 == 1 { // gaps of a strided receive stay untouched
+			for j := range mem {
+				if j%40 >= 24 && mem[j] != 0 {
+					fail("rank %d: message %d from %d: gap byte %d written", rank, k, src, j)
+				}
+			}
+		} else if len(mem) > n && mem[n] != 0 {
+			fail("rank %d: message %d from %d: byte after the message written", rank, k, src)
+		}
+	}
+	cnt := dev.Counters()
+	if size > 1 {
+		want := map[string]bool{"bulk_messages": path == "bulk", "remote_writes": path == "remote", "remote_scatters": path == "remote"}
+		for k, w := range want {
+			if (cnt[k] > 0) != w {
+				fail("rank %d: path %s: counter %s = %d", rank, path, k, cnt[k])
+			}
+		}
+	}
+	check(c.Barrier(), "Barrier")
+	check(dev.Finalize(), "Finalize")
+	check(c.Finalize(), "pmi Finalize")
+	if rank == 0 {
+		fmt.Printf("ok rndv %s np=%d\n", path, size)
+	}
 }
