@@ -110,7 +110,11 @@ func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi
 	if q == nil {
 		q = new(Request)
 	}
-	*q = Request{rt: r, comm: c, op: op, recv: recv, mode: mode, buffered: buffered, buf: b, peer: peer, tag: tag}
+	// Field by field: a pooled request is inactive (ar, bg and plan nil,
+	// not persistent), and start sets up its slot.
+	q.rt, q.comm, q.op = r, c, op
+	q.recv, q.mode, q.buffered = recv, mode, buffered
+	q.buf, q.peer, q.tag = b, peer, tag
 	return q, nil
 }
 
@@ -123,6 +127,16 @@ func startNew(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.M
 		return nil, err
 	}
 	return q, nil
+}
+
+// startNB starts a non-blocking operation: the program may now compute
+// while it is in flight, which the progress goroutine is told.
+func startNB(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
+	q, err := startNew(op, c, b, peer, tag, recv, mode, buffered)
+	if err == nil && q.rt.asyncOn.Load() {
+		q.rt.kick()
+	}
+	return q, err
 }
 
 func persistent(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
@@ -152,29 +166,29 @@ func sendErr(_ Status, err error) error { return err }
 
 // IsendBuf starts a standard-mode send.
 func IsendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
-	return startNew("MPI_Isend", c, b, dest, tag, false, adi.ModeStandard, false)
+	return startNB("MPI_Isend", c, b, dest, tag, false, adi.ModeStandard, false)
 }
 
 // IssendBuf starts a synchronous send: it completes only once the matching
 // receive has started.
 func IssendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
-	return startNew("MPI_Issend", c, b, dest, tag, false, adi.ModeSync, false)
+	return startNB("MPI_Issend", c, b, dest, tag, false, adi.ModeSync, false)
 }
 
 // IbsendBuf starts a buffered send: the data is copied into the buffer given
 // to BufferAttach, and the request completes at once.
 func IbsendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
-	return startNew("MPI_Ibsend", c, b, dest, tag, false, adi.ModeStandard, true)
+	return startNB("MPI_Ibsend", c, b, dest, tag, false, adi.ModeStandard, true)
 }
 
 // IrsendBuf starts a ready-mode send; the matching receive must already be posted.
 func IrsendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
-	return startNew("MPI_Irsend", c, b, dest, tag, false, adi.ModeReady, false)
+	return startNB("MPI_Irsend", c, b, dest, tag, false, adi.ModeReady, false)
 }
 
 // IrecvBuf posts a receive.
 func IrecvBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
-	return startNew("MPI_Irecv", c, b, src, tag, true, adi.ModeStandard, false)
+	return startNB("MPI_Irecv", c, b, src, tag, true, adi.ModeStandard, false)
 }
 
 // SendBuf sends in standard mode and returns once the buffer may be reused.

@@ -24,8 +24,12 @@ type Request struct {
 // start posts the request's operation to the device.
 func (q *Request) start() error {
 	r := q.rt
-	q.slot = adi.Request{Mode: q.mode, Context: q.comm.ctx, Tag: q.tag, Buf: q.buf}
 	ar := &q.slot
+	if ar.Done() {
+		ar.Reset() // a restarted or pooled request
+	}
+	ar.Mode, ar.Context, ar.Tag, ar.Buf = q.mode, q.comm.ctx, q.tag, q.buf
+	ar.OnDone, ar.MatchSeq = nil, 0
 	q.ar = ar
 	if q.peer == ProcNull {
 		ar.Complete(adi.Status{Source: ProcNull, Tag: AnyTag})
@@ -55,13 +59,18 @@ func (q *Request) finish() Status {
 		<-q.bg // the collective's goroutine is done with the device
 		q.bg = nil
 	}
-	st := q.ar.Status
+	ar := q.ar
 	q.ar = nil
-	out := Status{Source: q.comm.commRank(st.Source), Tag: st.Tag, Cancelled: st.Cancelled, Err: st.Err, bytes: st.Bytes}
 	if !q.recv {
-		out.Source, out.Tag = q.peer, q.tag
+		return Status{Source: q.peer, Tag: q.tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
 	}
-	return out
+	src := ar.Status.Source
+	if q.peer >= 0 && src == ar.Peer {
+		src = q.peer // the named source: no lookup
+	} else {
+		src = q.comm.commRank(src)
+	}
+	return Status{Source: src, Tag: ar.Status.Tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
 }
 
 // emptyStatus is what an inactive request's completion returns.
@@ -150,7 +159,13 @@ func (q *Request) Start() error {
 		q.plan.launch(q)
 		return nil
 	}
-	return q.start()
+	if err := q.start(); err != nil {
+		return err
+	}
+	if q.rt.asyncOn.Load() {
+		q.rt.kick()
+	}
+	return nil
 }
 
 // Startall starts every persistent request in reqs.
