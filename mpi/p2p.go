@@ -110,11 +110,17 @@ func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi
 	if q == nil {
 		q = new(Request)
 	}
-	// Field by field: a pooled request is inactive (ar, bg and plan nil,
-	// not persistent), and start sets up its slot.
+	// Field by field: a pooled request is inactive (ar, bg, plan and body
+	// nil, not persistent).
 	q.rt, q.comm, q.op = r, c, op
 	q.recv, q.mode, q.buffered = recv, mode, buffered
-	q.buf, q.peer, q.tag = b, peer, tag
+	q.peer, q.tag = peer, tag
+	ar, _ := r.areqs.Get().(*adi.Request)
+	if ar == nil {
+		ar = new(adi.Request)
+	}
+	ar.Buf = b // start resets the rest
+	q.body = ar
 	return q, nil
 }
 
@@ -162,6 +168,69 @@ func blocking(q *Request, err error) (Status, error) {
 	return st, err
 }
 
+// blockingCall is a blocking Send, Ssend, Rsend or Recv: the program never
+// sees its request, so the call runs on a bare adi.Request from a pool,
+// without a Request around it — the per-message path of every latency-bound
+// program.
+func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (Status, error) {
+	r, err := current(op)
+	if err != nil {
+		return emptyStatus, err
+	}
+	if err := checkComm(op, c); err != nil {
+		return emptyStatus, err
+	}
+	if err := checkBuffer(op, b); err != nil {
+		return emptyStatus, err
+	}
+	if err := checkPeer(op, c, peer, recv); err != nil {
+		return emptyStatus, err
+	}
+	if err := checkTag(op, tag, recv); err != nil {
+		return emptyStatus, err
+	}
+	if peer == ProcNull {
+		if recv {
+			return Status{Source: ProcNull, Tag: AnyTag}, nil
+		}
+		return Status{Source: ProcNull, Tag: tag}, nil
+	}
+	ar, _ := r.areqs.Get().(*adi.Request)
+	if ar == nil {
+		ar = new(adi.Request)
+	}
+	// A pooled request is complete; the composite literal also clears its
+	// done flag, without an atomic store (its completion, seen through
+	// Done, happened before).
+	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: c.worldRank(peer), Tag: tag, Buf: b}
+	r.mu.Lock()
+	if recv {
+		ar.Op = adi.OpRecv
+		err = r.dev.Irecv(ar)
+	} else {
+		ar.Op = adi.OpSend
+		err = r.dev.Isend(ar)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return emptyStatus, err
+	}
+	if !ar.Done() {
+		if err := r.waitFor(ar.Done); err != nil {
+			return emptyStatus, err // ar stays with the device
+		}
+	}
+	st := Status{Source: peer, Tag: tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	if recv {
+		st.Tag = ar.Status.Tag
+		if src := ar.Status.Source; peer < 0 || src != ar.Peer {
+			st.Source = c.commRank(src)
+		}
+	}
+	r.areqs.Put(ar)
+	return st, st.Err
+}
+
 func sendErr(_ Status, err error) error { return err }
 
 // IsendBuf starts a standard-mode send.
@@ -193,12 +262,14 @@ func IrecvBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
 
 // SendBuf sends in standard mode and returns once the buffer may be reused.
 func SendBuf(c *Comm, b Buffer, dest, tag int) error {
-	return sendErr(blocking(startNew("MPI_Send", c, b, dest, tag, false, adi.ModeStandard, false)))
+	_, err := blockingCall("MPI_Send", c, b, dest, tag, false, adi.ModeStandard)
+	return err
 }
 
 // SsendBuf sends synchronously: it returns once the matching receive has started.
 func SsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	return sendErr(blocking(startNew("MPI_Ssend", c, b, dest, tag, false, adi.ModeSync, false)))
+	_, err := blockingCall("MPI_Ssend", c, b, dest, tag, false, adi.ModeSync)
+	return err
 }
 
 // BsendBuf sends through the attached buffer and returns at once.
@@ -208,12 +279,13 @@ func BsendBuf(c *Comm, b Buffer, dest, tag int) error {
 
 // RsendBuf sends in ready mode.
 func RsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	return sendErr(blocking(startNew("MPI_Rsend", c, b, dest, tag, false, adi.ModeReady, false)))
+	_, err := blockingCall("MPI_Rsend", c, b, dest, tag, false, adi.ModeReady)
+	return err
 }
 
 // RecvBuf receives a message.
 func RecvBuf(c *Comm, b Buffer, src, tag int) (Status, error) {
-	return blocking(startNew("MPI_Recv", c, b, src, tag, true, adi.ModeStandard, false))
+	return blockingCall("MPI_Recv", c, b, src, tag, true, adi.ModeStandard)
 }
 
 // SendInitBuf makes a persistent standard-mode send; Start runs it.

@@ -12,24 +12,27 @@ type Request struct {
 	recv       bool
 	mode       adi.Mode
 	buffered   bool
-	buf        Buffer
-	peer, tag  int
 	persistent bool
-	ar         *adi.Request  // the operation in flight; nil when inactive
-	slot       adi.Request   // what ar points to for point-to-point operations (one allocation per request)
-	bg         chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
-	plan       *plan         // persistent collectives: what Start runs
+	peer, tag  int
+	ar         *adi.Request // the operation in flight; nil when inactive
+	// body is what ar points to for a point-to-point operation, and holds
+	// its buffer (body.Buf) from newRequest on. It comes from r.areqs and
+	// goes back there once Wait or Test has returned the completion (a
+	// persistent request keeps it): a request the program holds on to is
+	// small.
+	body *adi.Request
+	bg   chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
+	plan *plan         // persistent collectives: what Start runs
 }
 
 // start posts the request's operation to the device.
 func (q *Request) start() error {
 	r := q.rt
-	ar := &q.slot
-	if ar.Done() {
-		ar.Reset() // a restarted or pooled request
-	}
-	ar.Mode, ar.Context, ar.Tag, ar.Buf = q.mode, q.comm.ctx, q.tag, q.buf
-	ar.OnDone, ar.MatchSeq = nil, 0
+	ar := q.body
+	// A pooled or restarted request is complete; the composite literal
+	// also clears its done flag, without an atomic store (its completion,
+	// seen through Done, happened before).
+	*ar = adi.Request{Mode: q.mode, Context: q.comm.ctx, Tag: q.tag, Buf: ar.Buf}
 	q.ar = ar
 	if q.peer == ProcNull {
 		ar.Complete(adi.Status{Source: ProcNull, Tag: AnyTag})
@@ -61,16 +64,20 @@ func (q *Request) finish() Status {
 	}
 	ar := q.ar
 	q.ar = nil
-	if !q.recv {
-		return Status{Source: q.peer, Tag: q.tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	st := Status{Source: q.peer, Tag: q.tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	if q.recv {
+		st.Tag = ar.Status.Tag
+		if src := ar.Status.Source; q.peer < 0 || src != ar.Peer {
+			st.Source = q.comm.commRank(src)
+		}
 	}
-	src := ar.Status.Source
-	if q.peer >= 0 && src == ar.Peer {
-		src = q.peer // the named source: no lookup
-	} else {
-		src = q.comm.commRank(src)
+	if ar == q.body && !q.persistent {
+		// The device is done with it and the program can no longer reach
+		// it (an inactive request's Wait and Test do not look at it).
+		q.body = nil
+		q.rt.areqs.Put(ar)
 	}
-	return Status{Source: src, Tag: ar.Status.Tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	return st
 }
 
 // emptyStatus is what an inactive request's completion returns.

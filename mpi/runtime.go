@@ -37,6 +37,7 @@ type runtime struct {
 	ids      ctxIDs         // the free context-id pairs (communicator creation)
 	async    *asyncProgress // the progress goroutine, if asyncOn
 	reqs     sync.Pool      // *Request objects of completed blocking calls, for reuse
+	areqs    sync.Pool      // *adi.Request objects of completed blocking calls (blockingCall)
 	waits    atomic.Uint64  // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
 	barriers atomic.Uint64  // native barriers entered on MPI_COMM_WORLD
 	asyncOn  atomic.Bool    // the progress goroutine runs (set before the runtime is published)
