@@ -297,14 +297,6 @@ func (r *runtime) waitFor(cond func() bool) error {
 // of a latency-bound program end within a few polls.
 const freePolls = 64
 
-// maxSkips is how many polls in a row may skip the device's Progress: a
-// poll skips it when the previous pass found nothing to do and the
-// device's Seq has not moved since (nothing arrived), and then costs two
-// atomic loads instead of the lock and a pass over every peer. Every
-// maxSkips+1-th poll runs Progress anyway, for a device whose Progress has
-// work that does not move Seq (liveness checks, flags polled by Progress).
-const maxSkips = 7
-
 // wait is waitFor's loop.
 func (r *runtime) wait(cond func() bool) error {
 	free, mask := freePolls, 63
@@ -313,33 +305,30 @@ func (r *runtime) wait(cond func() bool) error {
 		free, mask = 0, 15
 	}
 	var start int64
-	var last uint32
-	idle, skips := false, 0
 	for i := 0; ; i++ {
-		seq := r.dev.Seq()
-		if idle && seq == last && skips < maxSkips {
-			skips++
-		} else {
-			r.mu.Lock()
-			did, err := r.dev.Progress()
-			r.mu.Unlock()
-			if err != nil {
-				return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
-			}
-			idle, last, skips = !did, seq, 0
+		// The device's Seq is read only before a pass after which the
+		// waiter may sleep: the doorbell's cache line moves to the sender
+		// at every message, and reading it in every poll would put that
+		// miss in the way of seeing the message itself.
+		clock := i > free && i&mask == 0
+		var seq uint32
+		if clock {
+			seq = r.dev.Seq()
+		}
+		r.mu.Lock()
+		_, err := r.dev.Progress()
+		r.mu.Unlock()
+		if err != nil {
+			return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
 		}
 		if cond() {
 			return nil
 		}
-		if i < free {
-			continue
-		}
 		if i == free {
 			start = nanotime()
-			continue
 		}
-		if i&mask != 0 {
-			continue // reading the clock costs more than a poll
+		if !clock {
+			continue
 		}
 		if waited := time.Duration(nanotime() - start); waited < r.spin {
 			if waited >= r.poll {
@@ -348,7 +337,6 @@ func (r *runtime) wait(cond func() bool) error {
 			continue
 		}
 		r.dev.Sleep(seq, 100*time.Millisecond)
-		idle = false // a pass after every sleep (the device checks liveness)
 	}
 }
 
