@@ -1,7 +1,6 @@
 package mpi
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -80,5 +79,3 @@ func BenchmarkCoreIsendIrecvWait(b *testing.B) {
 		}
 	})
 }
-
-var _ sync.Locker = &sync.Mutex{}
