@@ -110,7 +110,17 @@ func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi
 	if q == nil {
 		q = new(Request)
 	}
-	*q = Request{rt: r, comm: c, op: op, recv: recv, mode: mode, buffered: buffered, buf: b, peer: peer, tag: tag}
+	// Field by field: a pooled request is inactive (ar, bg, plan and body
+	// nil, not persistent).
+	q.rt, q.comm, q.op = r, c, op
+	q.recv, q.mode, q.buffered = recv, mode, buffered
+	q.peer, q.tag = peer, tag
+	ar, _ := r.areqs.Get().(*adi.Request)
+	if ar == nil {
+		ar = new(adi.Request)
+	}
+	ar.Buf = b // start resets the rest
+	q.body = ar
 	return q, nil
 }
 
@@ -123,6 +133,16 @@ func startNew(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.M
 		return nil, err
 	}
 	return q, nil
+}
+
+// startNB starts a non-blocking operation: the program may now compute
+// while it is in flight, which the progress goroutine is told.
+func startNB(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
+	q, err := startNew(op, c, b, peer, tag, recv, mode, buffered)
+	if err == nil && q.rt.asyncOn.Load() {
+		q.rt.kick()
+	}
+	return q, err
 }
 
 func persistent(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
@@ -148,43 +168,108 @@ func blocking(q *Request, err error) (Status, error) {
 	return st, err
 }
 
+// blockingCall is a blocking Send, Ssend, Rsend or Recv: the program never
+// sees its request, so the call runs on a bare adi.Request from a pool,
+// without a Request around it — the per-message path of every latency-bound
+// program.
+func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (Status, error) {
+	r, err := current(op)
+	if err != nil {
+		return emptyStatus, err
+	}
+	if err := checkComm(op, c); err != nil {
+		return emptyStatus, err
+	}
+	if err := checkBuffer(op, b); err != nil {
+		return emptyStatus, err
+	}
+	if err := checkPeer(op, c, peer, recv); err != nil {
+		return emptyStatus, err
+	}
+	if err := checkTag(op, tag, recv); err != nil {
+		return emptyStatus, err
+	}
+	if peer == ProcNull {
+		if recv {
+			return Status{Source: ProcNull, Tag: AnyTag}, nil
+		}
+		return Status{Source: ProcNull, Tag: tag}, nil
+	}
+	ar, _ := r.areqs.Get().(*adi.Request)
+	if ar == nil {
+		ar = new(adi.Request)
+	}
+	// A pooled request is complete; the composite literal also clears its
+	// done flag, without an atomic store (its completion, seen through
+	// Done, happened before).
+	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: c.worldRank(peer), Tag: tag, Buf: b}
+	r.mu.Lock()
+	if recv {
+		ar.Op = adi.OpRecv
+		err = r.dev.Irecv(ar)
+	} else {
+		ar.Op = adi.OpSend
+		err = r.dev.Isend(ar)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return emptyStatus, err
+	}
+	if !ar.Done() {
+		if err := r.waitFor(ar.Done); err != nil {
+			return emptyStatus, err // ar stays with the device
+		}
+	}
+	st := Status{Source: peer, Tag: tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	if recv {
+		st.Tag = ar.Status.Tag
+		if src := ar.Status.Source; peer < 0 || src != ar.Peer {
+			st.Source = c.commRank(src)
+		}
+	}
+	r.areqs.Put(ar)
+	return st, st.Err
+}
+
 func sendErr(_ Status, err error) error { return err }
 
 // IsendBuf starts a standard-mode send.
 func IsendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
-	return startNew("MPI_Isend", c, b, dest, tag, false, adi.ModeStandard, false)
+	return startNB("MPI_Isend", c, b, dest, tag, false, adi.ModeStandard, false)
 }
 
 // IssendBuf starts a synchronous send: it completes only once the matching
 // receive has started.
 func IssendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
-	return startNew("MPI_Issend", c, b, dest, tag, false, adi.ModeSync, false)
+	return startNB("MPI_Issend", c, b, dest, tag, false, adi.ModeSync, false)
 }
 
 // IbsendBuf starts a buffered send: the data is copied into the buffer given
 // to BufferAttach, and the request completes at once.
 func IbsendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
-	return startNew("MPI_Ibsend", c, b, dest, tag, false, adi.ModeStandard, true)
+	return startNB("MPI_Ibsend", c, b, dest, tag, false, adi.ModeStandard, true)
 }
 
 // IrsendBuf starts a ready-mode send; the matching receive must already be posted.
 func IrsendBuf(c *Comm, b Buffer, dest, tag int) (*Request, error) {
-	return startNew("MPI_Irsend", c, b, dest, tag, false, adi.ModeReady, false)
+	return startNB("MPI_Irsend", c, b, dest, tag, false, adi.ModeReady, false)
 }
 
 // IrecvBuf posts a receive.
 func IrecvBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
-	return startNew("MPI_Irecv", c, b, src, tag, true, adi.ModeStandard, false)
+	return startNB("MPI_Irecv", c, b, src, tag, true, adi.ModeStandard, false)
 }
 
 // SendBuf sends in standard mode and returns once the buffer may be reused.
 func SendBuf(c *Comm, b Buffer, dest, tag int) error {
-	return sendErr(blocking(startNew("MPI_Send", c, b, dest, tag, false, adi.ModeStandard, false)))
+	_, err := blockingCall("MPI_Send", c, b, dest, tag, false, adi.ModeStandard)
+	return err
 }
 
 // SsendBuf sends synchronously: it returns once the matching receive has started.
 func SsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	return sendErr(blocking(startNew("MPI_Ssend", c, b, dest, tag, false, adi.ModeSync, false)))
+	_, err := blockingCall("MPI_Ssend", c, b, dest, tag, false, adi.ModeSync)
+	return err
 }
 
 // BsendBuf sends through the attached buffer and returns at once.
@@ -194,12 +279,13 @@ func BsendBuf(c *Comm, b Buffer, dest, tag int) error {
 
 // RsendBuf sends in ready mode.
 func RsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	return sendErr(blocking(startNew("MPI_Rsend", c, b, dest, tag, false, adi.ModeReady, false)))
+	_, err := blockingCall("MPI_Rsend", c, b, dest, tag, false, adi.ModeReady)
+	return err
 }
 
 // RecvBuf receives a message.
 func RecvBuf(c *Comm, b Buffer, src, tag int) (Status, error) {
-	return blocking(startNew("MPI_Recv", c, b, src, tag, true, adi.ModeStandard, false))
+	return blockingCall("MPI_Recv", c, b, src, tag, true, adi.ModeStandard)
 }
 
 // SendInitBuf makes a persistent standard-mode send; Start runs it.

@@ -12,20 +12,27 @@ type Request struct {
 	recv       bool
 	mode       adi.Mode
 	buffered   bool
-	buf        Buffer
-	peer, tag  int
 	persistent bool
-	ar         *adi.Request  // the operation in flight; nil when inactive
-	slot       adi.Request   // what ar points to for point-to-point operations (one allocation per request)
-	bg         chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
-	plan       *plan         // persistent collectives: what Start runs
+	peer, tag  int
+	ar         *adi.Request // the operation in flight; nil when inactive
+	// body is what ar points to for a point-to-point operation, and holds
+	// its buffer (body.Buf) from newRequest on. It comes from r.areqs and
+	// goes back there once Wait or Test has returned the completion (a
+	// persistent request keeps it): a request the program holds on to is
+	// small.
+	body *adi.Request
+	bg   chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
+	plan *plan         // persistent collectives: what Start runs
 }
 
 // start posts the request's operation to the device.
 func (q *Request) start() error {
 	r := q.rt
-	q.slot = adi.Request{Mode: q.mode, Context: q.comm.ctx, Tag: q.tag, Buf: q.buf}
-	ar := &q.slot
+	ar := q.body
+	// A pooled or restarted request is complete; the composite literal
+	// also clears its done flag, without an atomic store (its completion,
+	// seen through Done, happened before).
+	*ar = adi.Request{Mode: q.mode, Context: q.comm.ctx, Tag: q.tag, Buf: ar.Buf}
 	q.ar = ar
 	if q.peer == ProcNull {
 		ar.Complete(adi.Status{Source: ProcNull, Tag: AnyTag})
@@ -55,13 +62,22 @@ func (q *Request) finish() Status {
 		<-q.bg // the collective's goroutine is done with the device
 		q.bg = nil
 	}
-	st := q.ar.Status
+	ar := q.ar
 	q.ar = nil
-	out := Status{Source: q.comm.commRank(st.Source), Tag: st.Tag, Cancelled: st.Cancelled, Err: st.Err, bytes: st.Bytes}
-	if !q.recv {
-		out.Source, out.Tag = q.peer, q.tag
+	st := Status{Source: q.peer, Tag: q.tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	if q.recv {
+		st.Tag = ar.Status.Tag
+		if src := ar.Status.Source; q.peer < 0 || src != ar.Peer {
+			st.Source = q.comm.commRank(src)
+		}
 	}
-	return out
+	if ar == q.body && !q.persistent {
+		// The device is done with it and the program can no longer reach
+		// it (an inactive request's Wait and Test do not look at it).
+		q.body = nil
+		q.rt.areqs.Put(ar)
+	}
+	return st
 }
 
 // emptyStatus is what an inactive request's completion returns.
@@ -150,7 +166,13 @@ func (q *Request) Start() error {
 		q.plan.launch(q)
 		return nil
 	}
-	return q.start()
+	if err := q.start(); err != nil {
+		return err
+	}
+	if q.rt.asyncOn.Load() {
+		q.rt.kick()
+	}
+	return nil
 }
 
 // Startall starts every persistent request in reqs.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	_ "unsafe" // go:linkname nanotime
 
 	"github.com/adimpi/adimpi/adi"
 	_ "github.com/adimpi/adimpi/devices" // links in and registers every device
@@ -33,16 +34,16 @@ type runtime struct {
 	poll     time.Duration // how much of the spin polls without yielding the CPU
 	bsend    bsendBuffer
 	nextCtx  uint32
-	ids      ctxIDs // the free context-id pairs (communicator creation)
-	async    *asyncProgress
-	reqs     sync.Pool     // *Request objects of completed blocking calls, for reuse
-	pollers  atomic.Int32  // goroutines inside waitFor
-	boardSeq atomic.Uint64 // board collectives run on MPI_COMM_WORLD (collboard.go)
-	readable int8          // every rank can BoardRead every other: 0 not yet agreed, 1 yes, -1 no
-	asyncOn  atomic.Bool   // the progress goroutine runs
-	lastOut  atomic.Int64  // when (ns since epoch) the last waitFor returned, if asyncOn
-	resume   chan struct{} // wakes the progress goroutine when pollers drops to 0
-	native   bool          // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
+	ids      ctxIDs         // the free context-id pairs (communicator creation)
+	async    *asyncProgress // the progress goroutine, if asyncOn
+	reqs     sync.Pool      // *Request objects of completed blocking calls, for reuse
+	areqs    sync.Pool      // *adi.Request objects of completed blocking calls (blockingCall)
+	waits    atomic.Uint64  // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
+	boardSeq atomic.Uint64  // board collectives run on MPI_COMM_WORLD (collboard.go)
+	readable int8           // every rank can BoardRead every other: 0 not yet agreed, 1 yes, -1 no
+	asyncOn  atomic.Bool    // the progress goroutine runs (set before the runtime is published)
+	resume   chan struct{}  // wakes the parked progress goroutine
+	native   bool           // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
 }
 
 var (
@@ -279,39 +280,58 @@ func (r *runtime) progress() error {
 // yields the CPU until r.spin, then sleeps on the device's doorbell so that
 // oversubscribed ranks do not starve each other.
 func (r *runtime) waitFor(cond func() bool) error {
-	r.pollers.Add(1)
-	defer func() {
-		if r.pollers.Add(-1) == 0 && r.asyncOn.Load() {
-			// Wake the parked progress goroutine only when MPI calls are
-			// spaced out: in a rapid series (a ping-pong) every call would
-			// pay a goroutine wake-up, and the goroutine, parked for at
-			// most asyncPark, looks again by itself.
-			now := int64(time.Since(epoch))
-			if prev := r.lastOut.Swap(now); now-prev >= int64(asyncGrace) {
-				select {
-				case r.resume <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}()
-	var start time.Time
+	if !r.asyncOn.Load() {
+		return r.wait(cond)
+	}
+	// The progress goroutine stays out of the device while a goroutine
+	// waits here (it progresses by itself), and learns from the count of
+	// returns whether the program keeps calling MPI. Two atomic adds on a
+	// word no other process touches: no clock, no wake-up.
+	r.waits.Add(1)
+	err := r.wait(cond)
+	r.waits.Add(1<<32 - 1)
+	return err
+}
+
+// freePolls is how many polls a waiter makes before it first reads the
+// clock (when r.poll > 0): reading it costs more than a poll, and most waits
+// of a latency-bound program end within a few polls.
+const freePolls = 64
+
+// wait is waitFor's loop.
+func (r *runtime) wait(cond func() bool) error {
+	free, mask := freePolls, 63
+	if r.poll == 0 {
+		// Ranks outnumber cores: yield from the start, and often.
+		free, mask = 0, 15
+	}
+	var start int64
 	for i := 0; ; i++ {
-		seq := r.dev.Seq()
-		if err := r.progress(); err != nil {
-			return err
+		// The device's Seq is read only before a pass after which the
+		// waiter may sleep: the doorbell's cache line moves to the sender
+		// at every message, and reading it in every poll would put that
+		// miss in the way of seeing the message itself.
+		clock := i > free && i&mask == 0
+		var seq uint32
+		if clock {
+			seq = r.dev.Seq()
+		}
+		r.mu.Lock()
+		_, err := r.dev.Progress()
+		r.mu.Unlock()
+		if err != nil {
+			return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
 		}
 		if cond() {
 			return nil
 		}
-		if i == 0 {
-			start = time.Now()
+		if i == free {
+			start = nanotime()
+		}
+		if !clock {
 			continue
 		}
-		if i%16 != 0 {
-			continue // reading the clock costs as much as a poll
-		}
-		if waited := time.Since(start); waited < r.spin {
+		if waited := time.Duration(nanotime() - start); waited < r.spin {
 			if waited >= r.poll {
 				osYield()
 			}
@@ -320,6 +340,12 @@ func (r *runtime) waitFor(cond func() bool) error {
 		r.dev.Sleep(seq, 100*time.Millisecond)
 	}
 }
+
+// nanotime is the runtime's monotonic clock in nanoseconds: time.Now reads
+// the wall clock as well and costs twice as much, on the waiters' path.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
 
 // osYield gives the CPU to another runnable process, if there is one.
 func osYield() { syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
