@@ -73,10 +73,16 @@ type Board interface {
 	// this process: its own for writing, a peer's for reading.
 	BoardSlot(p, i int) []byte
 	// BoardPost publishes k in this process's sequence word, after its
-	// slot writes. It wakes sleeping peers when this post completes a round
-	// (every process has now posted k), or always when wakeAll is set (a
-	// broadcast root's data is ready). Called without the core's lock.
+	// slot writes. It wakes the peers that wait with BoardWaiting raised
+	// when this post completes a round (every process has now posted k), or
+	// always when wakeAll is set (a broadcast root's data is ready). Called
+	// without the core's lock.
 	BoardPost(k uint64, wakeAll bool)
+	// BoardWaiting raises (before a wait that may sleep, and before its
+	// next look at the boards) or lowers this process's flag telling
+	// posters to wake it. A waiter that only polls needs no wake-up, and its
+	// posters then touch none of its memory.
+	BoardWaiting(on bool)
 	// BoardPosted reports whether world rank p has posted k or later, or an
 	// error if p's process is gone without posting it. It may be called
 	// without the core's lock.

@@ -74,7 +74,10 @@ func (r *runtime) boardWait(b adi.Board, op string, p int, k uint64) error {
 		done = cond()
 	}
 	if !done {
-		if err := r.waitFor(cond); err != nil {
+		b.BoardWaiting(true)
+		err := r.waitFor(cond)
+		b.BoardWaiting(false)
+		if err != nil {
 			return err
 		}
 	}

@@ -7,41 +7,64 @@ import (
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
-// The board (adi.Board): a sequence word and two slots of boardSlot bytes in
-// every process's segment, which every peer has mapped. Peers read a board
-// directly, as processes read each other's reflective memory in seed 002;
-// the core runs Barrier and small broadcasts and reductions on it.
-const boardSlot = 8 << 10
+// The board (adi.Board): a cache line holding the sequence word and the
+// waiting flag, then two slots of boardSlot bytes, in every process's
+// segment, which every peer has mapped. Peers read a board directly, as
+// processes read each other's reflective memory in seed 002; the core runs
+// small collectives on it. The line is the board's own: the doorbell, which
+// every sender bumps, lives elsewhere, so polling a peer's sequence word
+// does not miss on unrelated traffic.
+const (
+	boardSlot    = 8 << 10
+	boardHead    = 64
+	boardSeq     = 0 // u64: the last round this process posted
+	boardWaiting = 8 // u32: non-zero while this process may sleep in a board wait
+)
+
+func (d *Device) boardWord(p *peer) *uint64 { return p.seg.Uint64(d.offBoard + boardSeq) }
+func (d *Device) boardFlag(p *peer) *uint32 { return p.seg.Uint32(d.offBoard + boardWaiting) }
 
 // BoardSlotSize is the size of one board slot.
 func (d *Device) BoardSlotSize() int { return boardSlot }
 
 // BoardSlot returns slot i of world rank p's board as mapped here.
 func (d *Device) BoardSlot(p, i int) []byte {
-	off := d.offBoard + i*boardSlot
+	off := d.offBoard + boardHead + i*boardSlot
 	return d.peers[p].seg.Mem[off : off+boardSlot : off+boardSlot]
 }
 
 // BoardPost publishes k in this process's sequence word. A post that
 // completes round k (every process has posted k), or one with wakeAll,
-// rings every peer that sleeps; any other post leaves them asleep, since
-// what they wait for is a whole round or a root. Of two processes posting
-// the last two posts of a round at once, each stores its word before
-// reading the other's, so at least one of them sees the round complete.
+// rings the peers that announced they may sleep (BoardWaiting); any other
+// post leaves them be, since what they wait for is a whole round or a root.
+// Of two processes posting the last two posts of a round at once, each
+// stores its word before reading the other's, so at least one of them sees
+// the round complete. Likewise a waiter raises its flag before it looks at
+// the words again, so a poster either sees the flag or the waiter sees the
+// post.
 func (d *Device) BoardPost(k uint64, wakeAll bool) {
-	atomic.StoreUint64(d.seg.Uint64(offBoardSeq), k)
+	atomic.StoreUint64(d.boardWord(d.peers[d.rank]), k)
 	if !wakeAll {
 		for _, p := range d.peers {
-			if atomic.LoadUint64(p.seg.Uint64(offBoardSeq)) < k {
+			if atomic.LoadUint64(d.boardWord(p)) < k {
 				return
 			}
 		}
 	}
 	for _, p := range d.peers {
-		if p.seg != d.seg {
+		if p.seg != d.seg && atomic.LoadUint32(d.boardFlag(p)) != 0 {
 			ring(p.doorbell, p.sleepers)
 		}
 	}
+}
+
+// BoardWaiting raises or lowers this process's waiting flag.
+func (d *Device) BoardWaiting(on bool) {
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	atomic.StoreUint32(d.boardFlag(d.peers[d.rank]), v)
 }
 
 // BoardPosted reads world rank p's sequence word. Liveness comes from the
@@ -49,7 +72,7 @@ func (d *Device) BoardPost(k uint64, wakeAll bool) {
 // look.
 func (d *Device) BoardPosted(p int, k uint64) (bool, error) {
 	q := d.peers[p]
-	if atomic.LoadUint64(q.seg.Uint64(offBoardSeq)) >= k {
+	if atomic.LoadUint64(d.boardWord(q)) >= k {
 		return true, nil
 	}
 	if q.gone.Load() {

@@ -56,7 +56,6 @@ const (
 	offDoorbell = shm.HeaderSize      // u32: bumped by every writer, futex word
 	offSleepers = shm.HeaderSize + 4  // u32: processes sleeping on the doorbell
 	offProbe    = shm.HeaderSize + 8  // u64: word peers remote-write to test permission
-	offBoardSeq = shm.HeaderSize + 16 // u64: the last board collective this process posted (board.go)
 	offPeers    = shm.HeaderSize + 64 // per-writer blocks start here
 	// within a writer's block
 	offCMA        = 0
@@ -153,7 +152,7 @@ type Device struct {
 	mpin       bool // eager=0: the thesis' pure receiver-initiated protocol (mpin.go)
 	mp         mpinState
 	offRFA     int // MPIN's RFA flags in the segment
-	offBoard   int // the board's two slots in the segment (board.go)
+	offBoard   int // the board in the segment: its line of words, then two slots (board.go)
 	cma        bool
 
 	nextID     uint32
@@ -278,7 +277,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.mpin = d.eager == 0
 	d.offRFA = offPeers + d.size*block
 	d.offBoard = (d.offRFA + rfaEntries*d.size*4 + 63) &^ 63
-	d.seg, err = shm.Export(fmt.Sprintf("adimpi-netvm-%d", d.rank), d.offBoard+2*boardSlot)
+	d.seg, err = shm.Export(fmt.Sprintf("adimpi-netvm-%d", d.rank), d.offBoard+boardHead+2*boardSlot)
 	if err != nil {
 		return err
 	}
