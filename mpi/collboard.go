@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"encoding/binary"
+	"math/bits"
 	goruntime "runtime"
 	"unsafe"
 
@@ -199,29 +200,42 @@ func addrOf(b []byte) uintptr {
 	return uintptr(unsafe.Pointer(&b[0]))
 }
 
-// boardBcastLarge: the root posts its buffer's address; every other
-// process reads the data from it, then posts; the root returns once all
-// have.
+// boardBcastLarge reads the data down a binomial tree: every process
+// posts its buffer's address, reads the data from its parent's buffer once
+// the parent has posted the round (it has the data then), posts the round
+// itself, and returns once its children have posted theirs (they are done
+// reading its buffer). Each buffer is read by at most log2(n) processes,
+// rather than the root's by all at once. (Passing the data on in pieces, so
+// that tree levels overlap, measured slower: each piece costs every
+// waiting process a wake-up on an oversubscribed machine.)
 func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
 	const op = "MPI_Bcast"
 	k := r.boardSeq.Add(1)
 	slot := int(k % 2)
-	if r.rank == root {
-		if err := r.boardWait(b, op, -1, k-1); err != nil {
+	np := r.size
+	rel := (r.rank - root + np) % np
+	if err := r.boardWait(b, op, -1, k-1); err != nil {
+		return err
+	}
+	binary.NativeEndian.PutUint64(b.BoardSlot(r.rank, slot), uint64(addrOf(data)))
+	var err error
+	if rel != 0 {
+		parent := (rel&^(1<<(bits.Len(uint(rel))-1)) + root) % np
+		if err = r.boardWait(b, op, parent, k); err != nil {
 			return err
 		}
-		binary.NativeEndian.PutUint64(b.BoardSlot(root, slot), uint64(addrOf(data)))
-		b.BoardPost(k, true)
-		err := r.boardWait(b, op, -1, k)
-		goruntime.KeepAlive(data)
-		return err
+		addr := uintptr(binary.NativeEndian.Uint64(b.BoardSlot(parent, slot)))
+		err = b.BoardRead(parent, addr, data)
 	}
-	if err := r.boardWait(b, op, root, k); err != nil {
-		return err
+	b.BoardPost(k, true) // even after a failed read: the children must not wait forever
+	for mask := 1; rel+mask < np; mask <<= 1 {
+		if mask > rel {
+			if e := r.boardWait(b, op, (rel+mask+root)%np, k); e != nil && err == nil {
+				err = e
+			}
+		}
 	}
-	addr := uintptr(binary.NativeEndian.Uint64(b.BoardSlot(root, slot)))
-	err := b.BoardRead(root, addr, data)
-	b.BoardPost(k, false) // even after a failed read: the root must not wait forever
+	goruntime.KeepAlive(data)
 	if err != nil {
 		return errorf(ErrOther, op, "%v", err)
 	}
