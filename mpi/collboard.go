@@ -247,8 +247,8 @@ func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
 const boardPiece = 64 << 10
 
 // boardAllreduceLarge is a reduce-scatter then an allgather, by reading:
-// process i folds, in rank order, chunk i of every process's input into
-// chunk i of its own output; then every process reads every other chunk
+// process i folds chunk i of every process's input, in the fixed order
+// i+1, i+2, …, i (mod n), into chunk i of its own output; then every process reads every other chunk
 // from its owner's output. It takes three board rounds: addresses posted,
 // chunks folded, chunks read. Chunks are whole multiples of es bytes, so
 // that no operand element is cut.
@@ -299,11 +299,14 @@ func (r *runtime) boardAllreduceLarge(b adi.Board, op string, in, out []byte, re
 			m := min(boardPiece, hi-off)
 			// out may be in: fold into acc and store the piece only after
 			// every operand of it has been read.
-			if a := operand(np-1, off, m, acc); &a[0] != &acc[0] {
-				copy(acc[:m], a) // this process's own piece
+			// The operands come in the order rank+1, rank+2, …, rank
+			// (mod np): the processes start their reads at different
+			// peers instead of all at the same one.
+			if a := operand((r.rank+1)%np, off, m, acc); &a[0] != &acc[0] {
+				copy(acc[:m], a) // np == 1: this process's own piece
 			}
-			for p := np - 2; p >= 0; p-- {
-				red.apply(operand(p, off, m, t), acc[:m])
+			for i := 2; i <= np; i++ {
+				red.apply(operand((r.rank+i)%np, off, m, t), acc[:m])
 			}
 			copy(out[off:off+m], acc[:m])
 		}
@@ -313,8 +316,9 @@ func (r *runtime) boardAllreduceLarge(b adi.Board, op string, in, out []byte, re
 	if e := r.boardWait(b, op, -1, k+1); e != nil {
 		return e
 	}
-	for p := range np {
-		if lo, hi := chunk(p); p != r.rank && hi > lo {
+	for i := 1; i < np; i++ {
+		p := (r.rank + i) % np
+		if lo, hi := chunk(p); hi > lo {
 			if e := b.BoardRead(p, addrs[2*p+1]+uintptr(lo), out[lo:hi]); e != nil && err == nil {
 				err = e
 			}
@@ -358,7 +362,8 @@ func (r *runtime) boardAlltoall(b adi.Board, s, recv []byte, bs int, small bool)
 	}
 	var err error
 	me := r.rank * bs
-	for p := range r.size {
+	for i := range r.size {
+		p := (r.rank + i) % r.size // start at different peers
 		dst := recv[p*bs : (p+1)*bs]
 		switch {
 		case p == r.rank:
