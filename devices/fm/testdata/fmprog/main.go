@@ -218,25 +218,7 @@ func multi() {
 	check(err, "Vector")
 	check(vec.Commit(), "Commit")
 	sizes := []int{0, 7, 1000, 4096, 4097, 50000}
-	wait := func(reqs ...*adi.Request) {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			seq := dev.Seq()
-			_, err := dev.Progress()
-			check(err, "Progress")
-			all := true
-			for _, r := range reqs {
-				all = all && r.Done()
-			}
-			if all {
-				return
-			}
-			if time.Now().After(deadline) {
-				fail("rank %d: requests did not complete", rank)
-			}
-			dev.Sleep(seq, time.Millisecond)
-		}
-	}
+	wait := func(reqs ...*adi.Request) { awaitAll(dev, rank, "requests", reqs) }
 	var others []int
 	for r := 0; r < size; r++ {
 		if r != rank {
@@ -445,23 +427,7 @@ func rndv(path string) {
 			reqs = append(reqs, r)
 		}
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		seq := dev.Seq()
-		_, err := dev.Progress()
-		check(err, "Progress")
-		all := true
-		for _, r := range reqs {
-			all = all && r.Done()
-		}
-		if all {
-			break
-		}
-		if time.Now().After(deadline) {
-			fail("rank %d: rendezvous requests did not complete", rank)
-		}
-		dev.Sleep(seq, time.Millisecond)
-	}
+	awaitAll(dev, rank, "rendezvous requests", reqs)
 	for _, r := range reqs {
 		if r.Status.Err != nil || (r.Op == adi.OpRecv && (r.Status.Bytes != n || r.Status.Source != r.Peer)) {
 			fail("rank %d: request %+v: status %+v", rank, r.Op, r.Status)
@@ -501,5 +467,27 @@ func rndv(path string) {
 	check(c.Finalize(), "pmi Finalize")
 	if rank == 0 {
 		fmt.Printf("ok rndv %s np=%d\n", path, size)
+	}
+}
+
+// awaitAll drives dev until every request is done, sleeping on its
+// doorbell between looks; after 60 s it fails the program.
+func awaitAll(dev adi.Device, rank int, what string, reqs []*adi.Request) {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		seq := dev.Seq()
+		_, err := dev.Progress()
+		check(err, "Progress")
+		all := true
+		for _, r := range reqs {
+			all = all && r.Done()
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			fail("rank %d: %s did not complete", rank, what)
+		}
+		dev.Sleep(seq, time.Millisecond)
 	}
 }
