@@ -87,9 +87,9 @@ func checkTag(op string, tag int, recv bool) error {
 	return errorf(ErrTag, op, "tag %d is outside [0, %d]", tag, TagUB)
 }
 
-// newRequest checks the arguments of a point-to-point call and builds its
-// (not yet started) request.
-func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
+// p2pArgs checks the arguments of a point-to-point call and returns the
+// runtime.
+func p2pArgs(op string, c *Comm, b Buffer, peer, tag int, recv bool) (*runtime, error) {
 	r, err := current(op)
 	if err != nil {
 		return nil, err
@@ -104,6 +104,16 @@ func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi
 		return nil, err
 	}
 	if err := checkTag(op, tag, recv); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// newRequest checks the arguments of a point-to-point call and builds its
+// (not yet started) request.
+func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
+	r, err := p2pArgs(op, c, b, peer, tag, recv)
+	if err != nil {
 		return nil, err
 	}
 	q, _ := r.reqs.Get().(*Request)
@@ -173,20 +183,8 @@ func blocking(q *Request, err error) (Status, error) {
 // without a Request around it — the per-message path of every latency-bound
 // program.
 func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (Status, error) {
-	r, err := current(op)
+	r, err := p2pArgs(op, c, b, peer, tag, recv)
 	if err != nil {
-		return emptyStatus, err
-	}
-	if err := checkComm(op, c); err != nil {
-		return emptyStatus, err
-	}
-	if err := checkBuffer(op, b); err != nil {
-		return emptyStatus, err
-	}
-	if err := checkPeer(op, c, peer, recv); err != nil {
-		return emptyStatus, err
-	}
-	if err := checkTag(op, tag, recv); err != nil {
 		return emptyStatus, err
 	}
 	if peer == ProcNull {
