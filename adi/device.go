@@ -72,6 +72,10 @@ type Board interface {
 	// BoardSlot returns slot i (0 or 1) of world rank p's board, mapped in
 	// this process: its own for writing, a peer's for reading.
 	BoardSlot(p, i int) []byte
+	// BoardLine returns a few dozen bytes that may stand in for slot i
+	// (same rules) and travel with the sequence word, in the same cache
+	// line: a peer that sees round k posted has line k%2's data already.
+	BoardLine(p, i int) []byte
 	// BoardPost publishes k in this process's sequence word, after its
 	// slot writes. It wakes the peers that wait with BoardWaiting raised
 	// when this post completes a round (every process has now posted k), or

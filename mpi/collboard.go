@@ -34,6 +34,16 @@ func (r *runtime) boardFor(c *Comm, n int) adi.Board {
 	return b
 }
 
+// boardArea is where n bytes of round-parity slot go on p's board: the
+// line that carries the sequence word when they fit there (one cache miss
+// brings a peer both), else the slot. Every rank passes the same n.
+func boardArea(b adi.Board, p, slot, n int) []byte {
+	if l := b.BoardLine(p, slot); n <= len(l) {
+		return l[:n:n]
+	}
+	return b.BoardSlot(p, slot)[:n:n]
+}
+
 // slotSizeOf is b's slot size, 0 without a board.
 func slotSizeOf(b adi.Board) int {
 	if b == nil {
@@ -107,14 +117,14 @@ func (r *runtime) boardBcast(b adi.Board, data []byte, root int) error {
 		if err := r.boardWait(b, op, -1, k-1); err != nil {
 			return err
 		}
-		copy(b.BoardSlot(root, slot), data)
+		copy(boardArea(b, root, slot, len(data)), data)
 		b.BoardPost(k, true)
 		return nil
 	}
 	if err := r.boardWait(b, op, root, k); err != nil {
 		return err
 	}
-	copy(data, b.BoardSlot(root, slot))
+	copy(data, boardArea(b, root, slot, len(data)))
 	b.BoardPost(k, false)
 	return nil
 }
@@ -135,7 +145,7 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 	}
 	// Every process, the root too, folds from the slots, so out may be in
 	// (in place).
-	copy(b.BoardSlot(r.rank, slot), in)
+	copy(boardArea(b, r.rank, slot, n), in)
 	b.BoardPost(k, false)
 	if !all && r.rank != root {
 		return nil
@@ -143,9 +153,9 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 	if err := r.boardWait(b, op, -1, k); err != nil {
 		return err
 	}
-	copy(out, b.BoardSlot(r.size-1, slot)[:n])
+	copy(out, boardArea(b, r.size-1, slot, n))
 	for p := r.size - 2; p >= 0; p-- {
-		red.apply(b.BoardSlot(p, slot)[:n], out)
+		red.apply(boardArea(b, p, slot, n), out)
 	}
 	return nil
 }
@@ -174,14 +184,14 @@ func (r *runtime) boardLargeFor(c *Comm) (adi.Board, error) {
 		if b.BoardReadable() {
 			flag = 1
 		}
-		b.BoardSlot(r.rank, slot)[0] = flag
+		boardArea(b, r.rank, slot, 1)[0] = flag
 		b.BoardPost(k, false)
 		if err := r.boardWait(b, "MPI_Init", -1, k); err != nil {
 			return nil, err
 		}
 		r.readable = 1
 		for p := 0; p < r.size; p++ {
-			if b.BoardSlot(p, slot)[0] != 1 {
+			if boardArea(b, p, slot, 1)[0] != 1 {
 				r.readable = -1
 			}
 		}
@@ -217,14 +227,14 @@ func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
-	binary.NativeEndian.PutUint64(b.BoardSlot(r.rank, slot), uint64(addrOf(data)))
+	binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, 8), uint64(addrOf(data)))
 	var err error
 	if rel != 0 {
 		parent := (rel&^(1<<(bits.Len(uint(rel))-1)) + root) % np
 		if err = r.boardWait(b, op, parent, k); err != nil {
 			return err
 		}
-		addr := uintptr(binary.NativeEndian.Uint64(b.BoardSlot(parent, slot)))
+		addr := uintptr(binary.NativeEndian.Uint64(boardArea(b, parent, slot, 8)))
 		err = b.BoardRead(parent, addr, data)
 	}
 	b.BoardPost(k, true) // even after a failed read: the children must not wait forever
@@ -259,7 +269,7 @@ func (r *runtime) boardAllreduceLarge(b adi.Board, op string, in, out []byte, re
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
-	hdr := b.BoardSlot(r.rank, slot)
+	hdr := boardArea(b, r.rank, slot, 16)
 	binary.NativeEndian.PutUint64(hdr, uint64(addrOf(in)))
 	binary.NativeEndian.PutUint64(hdr[8:], uint64(addrOf(out)))
 	b.BoardPost(k, false)
@@ -270,7 +280,7 @@ func (r *runtime) boardAllreduceLarge(b adi.Board, op string, in, out []byte, re
 	// peer may start its next collective and reuse the slot's twin.
 	addrs := make([]uintptr, 2*np)
 	for p := range np {
-		h := b.BoardSlot(p, slot)
+		h := boardArea(b, p, slot, 16)
 		addrs[2*p] = uintptr(binary.NativeEndian.Uint64(h))
 		addrs[2*p+1] = uintptr(binary.NativeEndian.Uint64(h[8:]))
 	}
@@ -350,11 +360,12 @@ func (r *runtime) boardAlltoall(b adi.Board, s, recv []byte, bs int, small bool)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
-	mine := b.BoardSlot(r.rank, slot)
+	offer := 8 // the address of s, or s itself
 	if small {
-		copy(mine, s)
+		offer = len(s)
+		copy(boardArea(b, r.rank, slot, offer), s)
 	} else {
-		binary.NativeEndian.PutUint64(mine, uint64(addrOf(s)))
+		binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, offer), uint64(addrOf(s)))
 	}
 	b.BoardPost(k, false)
 	if err := r.boardWait(b, op, -1, k); err != nil {
@@ -369,9 +380,9 @@ func (r *runtime) boardAlltoall(b adi.Board, s, recv []byte, bs int, small bool)
 		case p == r.rank:
 			copy(dst, s[me:me+bs])
 		case small:
-			copy(dst, b.BoardSlot(p, slot)[me:me+bs])
+			copy(dst, boardArea(b, p, slot, offer)[me:me+bs])
 		default:
-			addr := uintptr(binary.NativeEndian.Uint64(b.BoardSlot(p, slot)))
+			addr := uintptr(binary.NativeEndian.Uint64(boardArea(b, p, slot, offer)))
 			if e := b.BoardRead(p, addr+uintptr(me), dst); e != nil && err == nil {
 				err = e
 			}

@@ -7,22 +7,34 @@ import (
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
-// The board (adi.Board): a cache line holding the sequence word and the
-// waiting flag, then two slots of boardSlot bytes, in every process's
-// segment, which every peer has mapped. Peers read a board directly, as
-// processes read each other's reflective memory in seed 002; the core runs
-// small collectives on it. The line is the board's own: the doorbell, which
-// every sender bumps, lives elsewhere, so polling a peer's sequence word
-// does not miss on unrelated traffic.
+// The board (adi.Board): two cache lines, then two slots of boardSlot
+// bytes, in every process's segment, which every peer has mapped. Peers
+// read a board directly, as processes read each other's reflective memory
+// in seed 002; the core runs small collectives on it. Line i serves rounds
+// k with k%2 == i: it holds the sequence word (the last such round posted),
+// a copy of the waiting flag and boardInline bytes of data, so a peer that
+// sees the round posted has its data in the same cache line. Every process
+// posts every round in order, so "posted k or later" is line k%2's word
+// ≥ k. The lines are the board's own: the doorbell, which every sender
+// bumps, lives elsewhere, so polling a peer's sequence word does not miss
+// on unrelated traffic.
 const (
 	boardSlot    = 8 << 10
-	boardHead    = 64
-	boardSeq     = 0 // u64: the last round this process posted
-	boardWaiting = 8 // u32: non-zero while this process may sleep in a board wait
+	boardLine    = 64
+	boardHead    = 2 * boardLine
+	boardSeq     = 0  // u64: the last round of this line's parity posted
+	boardWaiting = 8  // u32: non-zero while this process may sleep in a board wait
+	boardData    = 16 // the line's data bytes
+	boardInline  = boardLine - boardData
 )
 
-func (d *Device) boardWord(p *peer) *uint64 { return p.seg.Uint64(d.offBoard + boardSeq) }
-func (d *Device) boardFlag(p *peer) *uint32 { return p.seg.Uint32(d.offBoard + boardWaiting) }
+func (d *Device) boardWord(p *peer, k uint64) *uint64 {
+	return p.seg.Uint64(d.offBoard + int(k%2)*boardLine + boardSeq)
+}
+
+func (d *Device) boardFlag(p *peer, k uint64) *uint32 {
+	return p.seg.Uint32(d.offBoard + int(k%2)*boardLine + boardWaiting)
+}
 
 // BoardSlotSize is the size of one board slot.
 func (d *Device) BoardSlotSize() int { return boardSlot }
@@ -31,6 +43,12 @@ func (d *Device) BoardSlotSize() int { return boardSlot }
 func (d *Device) BoardSlot(p, i int) []byte {
 	off := d.offBoard + boardHead + i*boardSlot
 	return d.peers[p].seg.Mem[off : off+boardSlot : off+boardSlot]
+}
+
+// BoardLine returns the data bytes of line i of world rank p's board.
+func (d *Device) BoardLine(p, i int) []byte {
+	off := d.offBoard + i*boardLine + boardData
+	return d.peers[p].seg.Mem[off : off+boardInline : off+boardInline]
 }
 
 // BoardPost publishes k in this process's sequence word. A post that
@@ -43,28 +61,31 @@ func (d *Device) BoardSlot(p, i int) []byte {
 // the words again, so a poster either sees the flag or the waiter sees the
 // post.
 func (d *Device) BoardPost(k uint64, wakeAll bool) {
-	atomic.StoreUint64(d.boardWord(d.peers[d.rank]), k)
+	atomic.StoreUint64(d.boardWord(d.peers[d.rank], k), k)
 	if !wakeAll {
 		for _, p := range d.peers {
-			if atomic.LoadUint64(d.boardWord(p)) < k {
+			if atomic.LoadUint64(d.boardWord(p, k)) < k {
 				return
 			}
 		}
 	}
 	for _, p := range d.peers {
-		if p.seg != d.seg && atomic.LoadUint32(d.boardFlag(p)) != 0 {
+		if p.seg != d.seg && atomic.LoadUint32(d.boardFlag(p, k)) != 0 {
 			ring(p.doorbell, p.sleepers)
 		}
 	}
 }
 
-// BoardWaiting raises or lowers this process's waiting flag.
+// BoardWaiting raises or lowers this process's waiting flag (both lines'
+// copies).
 func (d *Device) BoardWaiting(on bool) {
 	v := uint32(0)
 	if on {
 		v = 1
 	}
-	atomic.StoreUint32(d.boardFlag(d.peers[d.rank]), v)
+	me := d.peers[d.rank]
+	atomic.StoreUint32(d.boardFlag(me, 0), v)
+	atomic.StoreUint32(d.boardFlag(me, 1), v)
 }
 
 // BoardPosted reads world rank p's sequence word. Liveness comes from the
@@ -72,7 +93,7 @@ func (d *Device) BoardWaiting(on bool) {
 // look.
 func (d *Device) BoardPosted(p int, k uint64) (bool, error) {
 	q := d.peers[p]
-	if atomic.LoadUint64(d.boardWord(q)) >= k {
+	if atomic.LoadUint64(d.boardWord(q, k)) >= k {
 		return true, nil
 	}
 	if q.gone.Load() {
