@@ -61,12 +61,11 @@
 //	             with one process_vm_writev per 1024 blocks (shared with the
 //	             receiver as split says) (default 0 = never)
 //	stream=N     a contiguous rendezvous receive of at least N bytes takes the
-//	             data as pipelined chunks through the eager ring (a quarter of
-//	             the message per chunk, 16 KiB to ring/4), offered for takeover
-//	             like non-contiguous streams, instead of a remote write
-//	             (default 1 when the job has no more processes than the
-//	             machine has cores, else 0 = never: a stream needs both
-//	             processes on a CPU)
+//	             data as pipelined chunks through the eager ring, offered for
+//	             takeover like non-contiguous streams, instead of a remote
+//	             write (default 0 = never: on a 2-vCPU machine the faster of
+//	             the two flipped with the machine's state, and the remote
+//	             write needs only the sender on a CPU)
 //	offer=N      a non-contiguous rendezvous message of at least N bytes goes
 //	             as pipelined chunks through the eager ring (pack on one core,
 //	             unpack on the other, in cache), and the sender offers its

@@ -34,7 +34,7 @@ func TestStridedPaths(t *testing.T) {
 		{[]string{"scatter=1"}, "remote_reads"}, // the sender writes in place, the receiver reads the tail
 		{[]string{"scatter=1", "split=0"}, ""},
 		{[]string{"cma=off"}, ""},
-		{[]string{"stream=0"}, "remote_reads"}, // contiguous receives by remote write, the receiver reading the tail (split)
+		{[]string{"stream=1"}, ""}, // contiguous receives take streams too
 	} {
 		args := []string{"-np", "2", "-device", "netvm", "-timeout", "120s"}
 		for _, o := range c.opts {
