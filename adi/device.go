@@ -98,6 +98,10 @@ type Board interface {
 	// BoardRead copies len(dst) bytes of peer p's memory, at address addr
 	// of p's address space, into dst (a remote read, without p's help).
 	BoardRead(p int, addr uintptr, dst []byte) error
+	// BoardWrite copies src into peer p's memory at address addr of p's
+	// address space (a remote write, without p's help). BoardReadable
+	// covers it too.
+	BoardWrite(p int, addr uintptr, src []byte) error
 }
 
 // Multisender is an optional device capability: one send of a buffer to

@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	goruntime "runtime"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
@@ -201,9 +202,12 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 		return p.now()
 	}
 	data, done := packOut(b, c.rank == root)
-	if large {
+	switch {
+	case large && len(data) >= splitBcast && c.Size() <= goruntime.NumCPU():
+		err = p.r.boardBcastSplit(bd, data, root)
+	case large:
 		err = p.r.boardBcastLarge(bd, data, root)
-	} else {
+	default:
 		err = p.r.boardBcast(bd, data, root)
 	}
 	if err == nil && c.rank != root {

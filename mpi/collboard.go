@@ -252,6 +252,68 @@ func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
 	return nil
 }
 
+// splitBcast is the smallest broadcast whose copies parent and child share
+// when every rank has a core (boardBcastSplit).
+const splitBcast = 64 << 10
+
+// boardBcastSplit is boardBcastLarge with each parent-to-child copy shared
+// between the two processes, for jobs whose ranks all have a core: the
+// child reads the second half from its parent's buffer while the parent
+// writes the first half into the child's, so two cores copy at once. It
+// takes three rounds: k (this process's buffer address is posted), k+1 (it
+// holds all the data) and k+2 (it has written into all its children).
+func (r *runtime) boardBcastSplit(b adi.Board, data []byte, root int) error {
+	const op = "MPI_Bcast"
+	k := r.boardSeq.Add(3) - 2
+	slot := int(k % 2)
+	np, half := r.size, len(data)/2
+	rel := (r.rank - root + np) % np
+	if err := r.boardWait(b, op, -1, k-1); err != nil {
+		return err
+	}
+	binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, 8), uint64(addrOf(data)))
+	b.BoardPost(k, true)
+	addr := func(p int) uintptr { return uintptr(binary.NativeEndian.Uint64(boardArea(b, p, slot, 8))) }
+	var err error
+	keep := func(e error) {
+		if e != nil && err == nil {
+			err = e
+		}
+	}
+	if rel != 0 {
+		parent := (rel&^(1<<(bits.Len(uint(rel))-1)) + root) % np
+		if e := r.boardWait(b, op, parent, k+1); e != nil {
+			return e
+		}
+		keep(b.BoardRead(parent, addr(parent)+uintptr(half), data[half:]))
+		keep(r.boardWait(b, op, parent, k+2))
+	}
+	// Posts go on after a failure too: the children must not wait forever.
+	b.BoardPost(k+1, true)
+	var children []int
+	for mask := 1; rel+mask < np; mask <<= 1 {
+		if mask > rel {
+			children = append(children, (rel+mask+root)%np)
+		}
+	}
+	for _, c := range children {
+		if e := r.boardWait(b, op, c, k); e != nil {
+			keep(e)
+			continue
+		}
+		keep(b.BoardWrite(c, addr(c), data[:half]))
+	}
+	b.BoardPost(k+2, true)
+	for _, c := range children {
+		keep(r.boardWait(b, op, c, k+1))
+	}
+	goruntime.KeepAlive(data)
+	if err != nil {
+		return errorf(ErrOther, op, "%v", err)
+	}
+	return nil
+}
+
 // boardPiece is how much of a chunk a large board reduction folds at once:
 // its operands stay in cache between the reads and the fold.
 const boardPiece = 64 << 10

@@ -121,3 +121,12 @@ func (d *Device) BoardRead(p int, addr uintptr, dst []byte) error {
 	}
 	return nil
 }
+
+// BoardWrite writes src into peer p's memory at addr (process_vm_writev).
+func (d *Device) BoardWrite(p int, addr uintptr, src []byte) error {
+	q := d.peers[p]
+	if err := shm.RemoteWrite(q.pid, addr, [][]byte{src}); err != nil {
+		return adi.Errorf(adi.ErrOther, "board", "writing %d bytes to rank %d: %v", len(src), p, err)
+	}
+	return nil
+}
