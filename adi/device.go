@@ -1,7 +1,10 @@
 package adi
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -20,6 +23,20 @@ type Config struct {
 	Size    int               // world size
 	KVS     KVS               // wire-up
 	Options map[string]string // -device-opt key=value pairs
+}
+
+// SizeOption reads option key of opts as a byte count (an integer ≥ 0), def
+// when it is absent; errors name the device.
+func SizeOption(device string, opts map[string]string, key string, def int) (int, error) {
+	v, ok := opts[key]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s: option %s=%q: want a byte count ≥ 0", device, key, v)
+	}
+	return n, nil
 }
 
 // Device moves envelopes and bytes between the processes of a job. See the

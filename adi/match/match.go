@@ -152,6 +152,25 @@ func (e *Engine) Cancel(r *adi.Request) bool {
 	return false
 }
 
+// ProbeStatus is a device's Iprobe over the engine: the status of the
+// earliest unexpected message a receive with (ctx, src, tag) would match.
+func (e *Engine) ProbeStatus(ctx uint32, src, tag int) (adi.Status, bool) {
+	if m := e.Probe(ctx, src, tag); m != nil {
+		return adi.Status{Source: m.Env.Source, Tag: m.Env.Tag, Bytes: m.Size}, true
+	}
+	return adi.Status{}, false
+}
+
+// Withdraw is a device's CancelRecv over the engine: a receive still posted
+// is removed and completes as cancelled.
+func (e *Engine) Withdraw(r *adi.Request) bool {
+	if !e.Cancel(r) {
+		return false
+	}
+	r.Complete(adi.Status{Cancelled: true, Source: r.Peer, Tag: r.Tag})
+	return true
+}
+
 // Posted is the number of receives waiting for a message.
 func (e *Engine) Posted() int { return e.nposted }
 

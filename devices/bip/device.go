@@ -362,19 +362,13 @@ func (d *Device) startLongs(dest int) {
 
 // Iprobe looks for a matching message that has arrived.
 func (d *Device) Iprobe(ctx uint32, src, tag int) (adi.Status, bool, error) {
-	if m := d.eng.Probe(ctx, src, tag); m != nil {
-		return adi.Status{Source: m.Env.Source, Tag: m.Env.Tag, Bytes: m.Size}, true, nil
-	}
-	return adi.Status{}, false, nil
+	st, ok := d.eng.ProbeStatus(ctx, src, tag)
+	return st, ok, nil
 }
 
 // CancelRecv withdraws r if no message has matched it.
 func (d *Device) CancelRecv(r *adi.Request) bool {
-	if d.eng.Cancel(r) {
-		r.Complete(adi.Status{Cancelled: true, Source: r.Peer, Tag: r.Tag})
-		return true
-	}
-	return false
+	return d.eng.Withdraw(r)
 }
 
 // handle processes one MPI-BIP message from src (b valid only during the call).

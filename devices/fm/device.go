@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -163,18 +161,6 @@ type inState struct {
 	seg   *datatype.Segment
 }
 
-func parseSize(opts map[string]string, key string, def int) (int, error) {
-	v, ok := opts[key]
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("fm: option %s=%q: want a byte count ≥ 0", key, v)
-	}
-	return n, nil
-}
-
 // Init opens the FM endpoint and registers the MPI handler.
 func (d *Device) Init(cfg adi.Config) error {
 	for k := range cfg.Options {
@@ -184,29 +170,29 @@ func (d *Device) Init(cfg adi.Config) error {
 			return fmt.Errorf("fm: unknown option %q (known: packet, slots, rndv, remote, minblock, bulk, bslots)", k)
 		}
 	}
-	packet, err := parseSize(cfg.Options, "packet", DefaultPacket)
+	packet, err := adi.SizeOption("fm", cfg.Options, "packet", DefaultPacket)
 	if err != nil {
 		return err
 	}
-	slots, err := parseSize(cfg.Options, "slots", DefaultSlots)
+	slots, err := adi.SizeOption("fm", cfg.Options, "slots", DefaultSlots)
 	if err != nil {
 		return err
 	}
-	if d.rndv, err = parseSize(cfg.Options, "rndv", defaultRndv); err != nil {
+	if d.rndv, err = adi.SizeOption("fm", cfg.Options, "rndv", defaultRndv); err != nil {
 		return err
 	}
-	remote, err := parseSize(cfg.Options, "remote", 0)
+	remote, err := adi.SizeOption("fm", cfg.Options, "remote", 0)
 	if err != nil || remote > 1 {
 		return fmt.Errorf("fm: option remote=%q: want 0 or 1", cfg.Options["remote"])
 	}
 	d.remote = remote == 1
-	if d.minBlock, err = parseSize(cfg.Options, "minblock", defaultMinBlock); err != nil {
+	if d.minBlock, err = adi.SizeOption("fm", cfg.Options, "minblock", defaultMinBlock); err != nil {
 		return err
 	}
-	if d.bulk, err = parseSize(cfg.Options, "bulk", defaultBulk); err != nil {
+	if d.bulk, err = adi.SizeOption("fm", cfg.Options, "bulk", defaultBulk); err != nil {
 		return err
 	}
-	if d.bslots, err = parseSize(cfg.Options, "bslots", defaultBulkSlots); err != nil {
+	if d.bslots, err = adi.SizeOption("fm", cfg.Options, "bslots", defaultBulkSlots); err != nil {
 		return err
 	}
 	if d.bulk != 0 && (d.bulk%64 != 0 || d.bulk > 1<<24 || d.bslots < 1 || d.bslots > 1024) {
@@ -882,19 +868,13 @@ func (d *Device) finishIn(st *inState) {
 
 // Iprobe looks for a matching message that has arrived.
 func (d *Device) Iprobe(ctx uint32, src, tag int) (adi.Status, bool, error) {
-	if m := d.eng.Probe(ctx, src, tag); m != nil {
-		return adi.Status{Source: m.Env.Source, Tag: m.Env.Tag, Bytes: m.Size}, true, nil
-	}
-	return adi.Status{}, false, nil
+	st, ok := d.eng.ProbeStatus(ctx, src, tag)
+	return st, ok, nil
 }
 
 // CancelRecv withdraws r if no message has matched it.
 func (d *Device) CancelRecv(r *adi.Request) bool {
-	if d.eng.Cancel(r) {
-		r.Complete(adi.Status{Cancelled: true, Source: r.Peer, Tag: r.Tag})
-		return true
-	}
-	return false
+	return d.eng.Withdraw(r)
 }
 
 // Progress extracts every arrived packet (running the MPI handler) and

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -198,18 +196,6 @@ type counters struct {
 	eagerMsgs, rndvMsgs, remoteWrites, remoteReads, chunks, ringFull, bytesOut, takeovers int64
 }
 
-func parseSize(opts map[string]string, key string, def int) (int, error) {
-	v, ok := opts[key]
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("netvm: option %s=%q: want a byte count ≥ 0", key, v)
-	}
-	return n, nil
-}
-
 // Init exports this process's segment, publishes it through the KVS, and
 // imports every peer's.
 func (d *Device) Init(cfg adi.Config) error {
@@ -222,7 +208,7 @@ func (d *Device) Init(cfg adi.Config) error {
 		}
 	}
 	var err error
-	if d.eager, err = parseSize(cfg.Options, "eager", defaultEager); err != nil {
+	if d.eager, err = adi.SizeOption("netvm", cfg.Options, "eager", defaultEager); err != nil {
 		return err
 	}
 	ringDef := defaultRing
@@ -232,7 +218,7 @@ func (d *Device) Init(cfg adi.Config) error {
 		// bandwidth 10-29 GB/s with 64 KiB chunks, 15-43 GB/s with 256 KiB).
 		ringDef = smallJobRing
 	}
-	if d.ring, err = parseSize(cfg.Options, "ring", ringDef); err != nil {
+	if d.ring, err = adi.SizeOption("netvm", cfg.Options, "ring", ringDef); err != nil {
 		return err
 	}
 	d.ring = (d.ring + 63) &^ 63
@@ -243,16 +229,16 @@ func (d *Device) Init(cfg adi.Config) error {
 		return fmt.Errorf("netvm: option eager=%d exceeds ring/4 = %d", d.eager, d.ring/4)
 	}
 	d.chunk = d.ring / 4
-	if d.split, err = parseSize(cfg.Options, "split", defaultSplit); err != nil {
+	if d.split, err = adi.SizeOption("netvm", cfg.Options, "split", defaultSplit); err != nil {
 		return err
 	}
-	if d.scatterMin, err = parseSize(cfg.Options, "scatter", 0); err != nil {
+	if d.scatterMin, err = adi.SizeOption("netvm", cfg.Options, "scatter", 0); err != nil {
 		return err
 	}
-	if d.pullMin, err = parseSize(cfg.Options, "pull", defaultPull); err != nil {
+	if d.pullMin, err = adi.SizeOption("netvm", cfg.Options, "pull", defaultPull); err != nil {
 		return err
 	}
-	if d.offerMin, err = parseSize(cfg.Options, "offer", defaultOffer); err != nil {
+	if d.offerMin, err = adi.SizeOption("netvm", cfg.Options, "offer", defaultOffer); err != nil {
 		return err
 	}
 	// Pipelined chunks through the ring (packed on one core, unpacked on
@@ -261,15 +247,15 @@ func (d *Device) Init(cfg adi.Config) error {
 	// 1 MiB ping-pong, medians of interleaved rounds: once 35.9 us streamed
 	// against 53.4 us written, later 132.8 us against 48.7 us. The single
 	// copy needs only the sender on a CPU, so it stays the default.
-	if d.streamMin, err = parseSize(cfg.Options, "stream", 0); err != nil {
+	if d.streamMin, err = adi.SizeOption("netvm", cfg.Options, "stream", 0); err != nil {
 		return err
 	}
-	stall, err := parseSize(cfg.Options, "stall", defaultStall)
+	stall, err := adi.SizeOption("netvm", cfg.Options, "stall", defaultStall)
 	if err != nil {
 		return err
 	}
 	d.stall = time.Duration(stall) * time.Microsecond
-	gap, err := parseSize(cfg.Options, "gap", defaultGap)
+	gap, err := adi.SizeOption("netvm", cfg.Options, "gap", defaultGap)
 	if err != nil {
 		return err
 	}
@@ -524,10 +510,8 @@ func (d *Device) Iprobe(ctx uint32, src, tag int) (adi.Status, bool, error) {
 	if d.mpin {
 		return adi.Status{}, false, adi.Errorf(adi.ErrNotSupported, "probe", "netvm with eager=0 runs the thesis' receiver-initiated protocol, where a receiver learns of a message only by receiving it")
 	}
-	if m := d.eng.Probe(ctx, src, tag); m != nil {
-		return adi.Status{Source: m.Env.Source, Tag: m.Env.Tag, Bytes: m.Size}, true, nil
-	}
-	return adi.Status{}, false, nil
+	st, ok := d.eng.ProbeStatus(ctx, src, tag)
+	return st, ok, nil
 }
 
 // CancelRecv withdraws r if no message has matched it.
@@ -535,11 +519,7 @@ func (d *Device) CancelRecv(r *adi.Request) bool {
 	if d.mpin {
 		return d.mpinCancel(r)
 	}
-	if d.eng.Cancel(r) {
-		r.Complete(adi.Status{Cancelled: true, Source: r.Peer, Tag: r.Tag})
-		return true
-	}
-	return false
+	return d.eng.Withdraw(r)
 }
 
 // post sends m to p now if the ring has room, else queues it behind p's backlog.

@@ -496,19 +496,13 @@ func (d *Device) readDone(rid uint32, err error) {
 
 // Iprobe looks for a matching message that has arrived.
 func (d *Device) Iprobe(ctx uint32, src, tag int) (adi.Status, bool, error) {
-	if m := d.eng.Probe(ctx, src, tag); m != nil {
-		return adi.Status{Source: m.Env.Source, Tag: m.Env.Tag, Bytes: m.Size}, true, nil
-	}
-	return adi.Status{}, false, nil
+	st, ok := d.eng.ProbeStatus(ctx, src, tag)
+	return st, ok, nil
 }
 
 // CancelRecv withdraws r if no message has matched it.
 func (d *Device) CancelRecv(r *adi.Request) bool {
-	if d.eng.Cancel(r) {
-		r.Complete(adi.Status{Cancelled: true, Source: r.Peer, Tag: r.Tag})
-		return true
-	}
-	return false
+	return d.eng.Withdraw(r)
 }
 
 // post sends it now if it can go, else queues it behind p's backlog.
