@@ -71,29 +71,6 @@ func sizes() []int {
 // val is rank r's element i: small integers, so float sums are exact.
 func val(r, i int) float64 { return float64((r*131+i*7)%1000 - 300) }
 
-func eq[T comparable](what string, got, want []T) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%s: length %d, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			return fmt.Errorf("%s: element %d is %v, want %v", what, i, got[i], want[i])
-		}
-	}
-	return nil
-}
-
-func roots(n int) []int {
-	rs := []int{0}
-	if n > 1 {
-		rs = append(rs, n-1)
-	}
-	if n > 2 {
-		rs = append(rs, n/2)
-	}
-	return rs
-}
-
 func checkGroups(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
 	g, err := w.Group()
@@ -125,7 +102,7 @@ func checkGroups(w *mpi.Comm) error {
 	if err != nil {
 		return err
 	}
-	if err := eq("translate", tr, []int{n - 1, 0, mpi.ProcNull}); err != nil {
+	if err := runner.Eq("translate", tr, []int{n - 1, 0, mpi.ProcNull}); err != nil {
 		return err
 	}
 	// Evens by range, odds by exclusion.
@@ -170,7 +147,7 @@ func checkGroups(w *mpi.Comm) error {
 	}
 	// Union order: odds first, then evens.
 	ut, _ := mpi.TranslateRanks(u, identity(n), g)
-	if err := eq("union order", ut, append(slices.Clone(odds), evens...)); err != nil {
+	if err := runner.Eq("union order", ut, append(slices.Clone(odds), evens...)); err != nil {
 		return err
 	}
 	if c, _ := mpi.GroupCompare(d, ev); c != mpi.Ident {
@@ -377,7 +354,7 @@ func checkBarrier(w *mpi.Comm) error {
 func checkBcast(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
 	for _, m := range sizes() {
-		for _, root := range roots(n) {
+		for _, root := range runner.Roots(n) {
 			buf := make([]float64, m)
 			want := make([]float64, m)
 			for i := range want {
@@ -389,7 +366,7 @@ func checkBcast(w *mpi.Comm) error {
 			if err := mpi.Bcast(w, buf, root); err != nil {
 				return err
 			}
-			if err := eq(fmt.Sprintf("bcast m=%d root=%d", m, root), buf, want); err != nil {
+			if err := runner.Eq(fmt.Sprintf("bcast m=%d root=%d", m, root), buf, want); err != nil {
 				return err
 			}
 		}
@@ -438,7 +415,7 @@ func checkGather(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
 	for _, m0 := range sizes() {
 		m := perRank(m0, n)
-		for _, root := range roots(n) {
+		for _, root := range runner.Roots(n) {
 			send := make([]float64, m)
 			for i := range send {
 				send[i] = val(me, i)
@@ -462,7 +439,7 @@ func checkGather(w *mpi.Comm) error {
 		}
 	}
 	// Gatherv: rank r sends r+1 elements (or r%3), placed in reverse order with gaps.
-	for _, root := range roots(n) {
+	for _, root := range runner.Roots(n) {
 		counts, displs := make([]int, n), make([]int, n)
 		at := 0
 		for r := n - 1; r >= 0; r-- {
@@ -494,7 +471,7 @@ func checkGather(w *mpi.Comm) error {
 					want[displs[r]+i] = int32(r*100 + i)
 				}
 			}
-			if err := eq("gatherv", recv, want); err != nil {
+			if err := runner.Eq("gatherv", recv, want); err != nil {
 				return err
 			}
 		}
@@ -506,7 +483,7 @@ func checkScatter(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
 	for _, m0 := range sizes() {
 		m := perRank(m0, n)
-		for _, root := range roots(n) {
+		for _, root := range runner.Roots(n) {
 			var send []float64
 			if me == root {
 				send = make([]float64, n*m)
@@ -527,7 +504,7 @@ func checkScatter(w *mpi.Comm) error {
 			}
 		}
 	}
-	for _, root := range roots(n) {
+	for _, root := range runner.Roots(n) {
 		counts, displs := make([]int, n), make([]int, n)
 		at := 0
 		for r := 0; r < n; r++ {
@@ -666,7 +643,7 @@ func sumRef(n, m int) []float64 {
 func checkReduce(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
 	for _, m := range sizes() {
-		for _, root := range roots(n) {
+		for _, root := range runner.Roots(n) {
 			send := make([]float64, m)
 			for i := range send {
 				send[i] = val(me, i)
@@ -676,7 +653,7 @@ func checkReduce(w *mpi.Comm) error {
 				return err
 			}
 			if me == root {
-				if err := eq(fmt.Sprintf("reduce sum m=%d root=%d", m, root), recv, sumRef(n, m)); err != nil {
+				if err := runner.Eq(fmt.Sprintf("reduce sum m=%d root=%d", m, root), recv, sumRef(n, m)); err != nil {
 					return err
 				}
 			}
@@ -697,7 +674,7 @@ func checkReduce(w *mpi.Comm) error {
 						want[i] = max(want[i], int64(val(r, i)))
 					}
 				}
-				if err := eq("reduce max", ri, want); err != nil {
+				if err := runner.Eq("reduce max", ri, want); err != nil {
 					return err
 				}
 			}
@@ -717,7 +694,7 @@ func checkAllreduce(w *mpi.Comm) error {
 		if err := mpi.Allreduce(w, send, recv, mpi.Sum); err != nil {
 			return err
 		}
-		if err := eq(fmt.Sprintf("allreduce sum m=%d", m), recv, sumRef(n, m)); err != nil {
+		if err := runner.Eq(fmt.Sprintf("allreduce sum m=%d", m), recv, sumRef(n, m)); err != nil {
 			return err
 		}
 	}
@@ -801,7 +778,7 @@ func checkOps(w *mpi.Comm) error {
 				want[i] = c.ref(want[i], int64(iv(r, i)))
 			}
 		}
-		if err := eq("int64 "+c.op.Name(), got, want); err != nil {
+		if err := runner.Eq("int64 "+c.op.Name(), got, want); err != nil {
 			return err
 		}
 		// The same on uint32 for the bitwise ops.
@@ -854,7 +831,7 @@ func checkOps(w *mpi.Comm) error {
 			want[0] *= complex(0, 1)
 			want[1] *= complex(float64(r%3), 1)
 		}
-		if err := eq("complex prod", gc, want); err != nil {
+		if err := runner.Eq("complex prod", gc, want); err != nil {
 			return err
 		}
 	}
@@ -938,16 +915,16 @@ func checkNonCommutative(w *mpi.Comm) error {
 		if err := mpi.Allreduce(w, mats(me, count), got, matOp); err != nil {
 			return err
 		}
-		if err := eq(fmt.Sprintf("noncommutative allreduce count=%d", count), got, want); err != nil {
+		if err := runner.Eq(fmt.Sprintf("noncommutative allreduce count=%d", count), got, want); err != nil {
 			return err
 		}
-		for _, root := range roots(n) {
+		for _, root := range runner.Roots(n) {
 			got := make([]int64, 4*count)
 			if err := mpi.Reduce(w, mats(me, count), got, matOp, root); err != nil {
 				return err
 			}
 			if me == root {
-				if err := eq(fmt.Sprintf("noncommutative reduce root=%d", root), got, want); err != nil {
+				if err := runner.Eq(fmt.Sprintf("noncommutative reduce root=%d", root), got, want); err != nil {
 					return err
 				}
 			}
@@ -967,7 +944,7 @@ func checkReduceScatter(w *mpi.Comm) error {
 		if err := mpi.ReduceScatterBlock(w, send, recv, mpi.Sum); err != nil {
 			return err
 		}
-		if err := eq("reduce_scatter_block", recv, sumRef(n, n*k)[me*k:(me+1)*k]); err != nil {
+		if err := runner.Eq("reduce_scatter_block", recv, sumRef(n, n*k)[me*k:(me+1)*k]); err != nil {
 			return err
 		}
 	}
@@ -991,7 +968,7 @@ func checkReduceScatter(w *mpi.Comm) error {
 		off += counts[i]
 	}
 	for k := 0; k < counts[me]; k++ {
-		if err := eq("reduce_scatter matrices", recv[4*k:4*k+4], matRef(0, n, off+k)); err != nil {
+		if err := runner.Eq("reduce_scatter matrices", recv[4*k:4*k+4], matRef(0, n, off+k)); err != nil {
 			return err
 		}
 	}
@@ -1010,7 +987,7 @@ func checkScan(w *mpi.Comm) error {
 		if err := mpi.Scan(w, send, got, mpi.Sum); err != nil {
 			return err
 		}
-		if err := eq("scan", got, sumRef(me+1, m)); err != nil {
+		if err := runner.Eq("scan", got, sumRef(me+1, m)); err != nil {
 			return err
 		}
 		ex := make([]float64, m)
@@ -1026,7 +1003,7 @@ func checkScan(w *mpi.Comm) error {
 				want[i] = -7
 			}
 		}
-		if err := eq("exscan", ex, want); err != nil {
+		if err := runner.Eq("exscan", ex, want); err != nil {
 			return err
 		}
 	}
@@ -1036,7 +1013,7 @@ func checkScan(w *mpi.Comm) error {
 			return err
 		}
 		for k := 0; k < count; k++ {
-			if err := eq("noncommutative scan", got[4*k:4*k+4], matRef(0, me+1, k)); err != nil {
+			if err := runner.Eq("noncommutative scan", got[4*k:4*k+4], matRef(0, me+1, k)); err != nil {
 				return err
 			}
 		}
@@ -1046,7 +1023,7 @@ func checkScan(w *mpi.Comm) error {
 		}
 		if me > 0 {
 			for k := 0; k < count; k++ {
-				if err := eq("noncommutative exscan", ex[4*k:4*k+4], matRef(0, me, k)); err != nil {
+				if err := runner.Eq("noncommutative exscan", ex[4*k:4*k+4], matRef(0, me, k)); err != nil {
 					return err
 				}
 			}
@@ -1067,10 +1044,10 @@ func checkInPlace(w *mpi.Comm) error {
 		if err := mpi.Allreduce(w, ip, buf, mpi.Sum); err != nil {
 			return err
 		}
-		if err := eq("inplace allreduce", buf, sumRef(n, m)); err != nil {
+		if err := runner.Eq("inplace allreduce", buf, sumRef(n, m)); err != nil {
 			return err
 		}
-		for _, root := range roots(n) {
+		for _, root := range runner.Roots(n) {
 			// Reduce at root.
 			buf := make([]float64, m)
 			for i := range buf {
@@ -1088,7 +1065,7 @@ func checkInPlace(w *mpi.Comm) error {
 				return err
 			}
 			if me == root {
-				if err := eq("inplace reduce", buf, sumRef(n, m)); err != nil {
+				if err := runner.Eq("inplace reduce", buf, sumRef(n, m)); err != nil {
 					return err
 				}
 			}
@@ -1178,7 +1155,7 @@ func checkInPlace(w *mpi.Comm) error {
 		if err := mpi.Scan(w, ip, s, mpi.Sum); err != nil {
 			return err
 		}
-		if err := eq("inplace scan", s, sumRef(me+1, m)); err != nil {
+		if err := runner.Eq("inplace scan", s, sumRef(me+1, m)); err != nil {
 			return err
 		}
 		// ReduceScatterBlock: recv holds n·k inputs, result at its start.
@@ -1189,7 +1166,7 @@ func checkInPlace(w *mpi.Comm) error {
 		if err := mpi.ReduceScatterBlock(w, ip, rs, mpi.Sum); err != nil {
 			return err
 		}
-		if err := eq("inplace reduce_scatter_block", rs[:k], sumRef(n, n*k)[me*k:(me+1)*k]); err != nil {
+		if err := runner.Eq("inplace reduce_scatter_block", rs[:k], sumRef(n, n*k)[me*k:(me+1)*k]); err != nil {
 			return err
 		}
 	}
@@ -1237,7 +1214,7 @@ func checkSplitColl(w *mpi.Comm) error {
 		if err := mpi.Allgather(c, []int{me}, got); err != nil {
 			return err
 		}
-		if err := eq("split members", got, members); err != nil {
+		if err := runner.Eq("split members", got, members); err != nil {
 			return err
 		}
 		// Non-commutative allreduce in the sub-communicator's rank order.
@@ -1249,7 +1226,7 @@ func checkSplitColl(w *mpi.Comm) error {
 		for i := len(members) - 1; i >= 0; i-- {
 			matmul(mat(members[i], 1), want)
 		}
-		if err := eq("split noncommutative allreduce", res, want); err != nil {
+		if err := runner.Eq("split noncommutative allreduce", res, want); err != nil {
 			return err
 		}
 		// Bcast from the sub-communicator's last rank.
@@ -1383,18 +1360,18 @@ func checkNBC(w *mpi.Comm) error {
 		if _, err := mpi.Waitall(reqs); err != nil {
 			return err
 		}
-		if err := eq("iallreduce", ar, sumRef(n, m)); err != nil {
+		if err := runner.Eq("iallreduce", ar, sumRef(n, m)); err != nil {
 			return err
 		}
 		want := make([]float64, m)
 		for i := range want {
 			want[i] = val(n-1, i)
 		}
-		if err := eq("ibcast", bc, want); err != nil {
+		if err := runner.Eq("ibcast", bc, want); err != nil {
 			return err
 		}
 		if me == n/2 {
-			if err := eq("ireduce", rd, sumRef(n, m)); err != nil {
+			if err := runner.Eq("ireduce", rd, sumRef(n, m)); err != nil {
 				return err
 			}
 		}

@@ -59,29 +59,6 @@ func vals(w, m, s int) []float64 {
 	return v
 }
 
-func eq[T comparable](what string, got, want []T) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%s: length %d, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			return fmt.Errorf("%s: element %d is %v, want %v", what, i, got[i], want[i])
-		}
-	}
-	return nil
-}
-
-func roots(n int) []int {
-	rs := []int{0}
-	if n > 1 {
-		rs = append(rs, n-1)
-	}
-	if n > 2 {
-		rs = append(rs, n/2)
-	}
-	return rs
-}
-
 // run runs a collective blocking, or non-blocking and waits for it.
 func run(nb bool, blocking func() error, start func() (*mpi.Request, error)) error {
 	if !nb {
@@ -254,7 +231,7 @@ func (x *inter) rootArg(g, r int) (root int, isRoot bool) {
 
 func interBcast(x *inter, nb bool) error {
 	for g := 0; g < 2; g++ {
-		for _, r := range roots(len(x.members[g])) {
+		for _, r := range runner.Roots(len(x.members[g])) {
 			rootWorld := x.members[g][r]
 			for _, m := range sizes() {
 				root, isRoot := x.rootArg(g, r)
@@ -270,7 +247,7 @@ func interBcast(x *inter, nb bool) error {
 					return err
 				}
 				if x.color != g {
-					if err := eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), buf, vals(rootWorld, m, 1)); err != nil {
+					if err := runner.Eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), buf, vals(rootWorld, m, 1)); err != nil {
 						return err
 					}
 				}
@@ -283,7 +260,7 @@ func interBcast(x *inter, nb bool) error {
 func interGather(x *inter, nb bool) error {
 	for g := 0; g < 2; g++ {
 		senders := x.members[1-g]
-		for _, r := range roots(len(x.members[g])) {
+		for _, r := range runner.Roots(len(x.members[g])) {
 			for _, m := range sizes() {
 				root, isRoot := x.rootArg(g, r)
 				var send, recv []float64
@@ -302,7 +279,7 @@ func interGather(x *inter, nb bool) error {
 					for _, s := range senders {
 						want = append(want, vals(s, m, 2)...)
 					}
-					if err := eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), recv, want); err != nil {
+					if err := runner.Eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), recv, want); err != nil {
 						return err
 					}
 				}
@@ -331,7 +308,7 @@ const gap = -99999.0
 func interGatherv(x *inter, nb bool) error {
 	for g := 0; g < 2; g++ {
 		senders := x.members[1-g]
-		for _, r := range roots(len(x.members[g])) {
+		for _, r := range runner.Roots(len(x.members[g])) {
 			rootWorld := x.members[g][r]
 			for _, m := range sizes() {
 				root, isRoot := x.rootArg(g, r)
@@ -362,7 +339,7 @@ func interGatherv(x *inter, nb bool) error {
 					return err
 				}
 				if isRoot {
-					if err := eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), recv, want); err != nil {
+					if err := runner.Eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), recv, want); err != nil {
 						return err
 					}
 				}
@@ -375,7 +352,7 @@ func interGatherv(x *inter, nb bool) error {
 func interScatter(x *inter, nb bool) error {
 	for g := 0; g < 2; g++ {
 		receivers := x.members[1-g]
-		for _, r := range roots(len(x.members[g])) {
+		for _, r := range runner.Roots(len(x.members[g])) {
 			rootWorld := x.members[g][r]
 			for _, m := range sizes() {
 				root, isRoot := x.rootArg(g, r)
@@ -393,7 +370,7 @@ func interScatter(x *inter, nb bool) error {
 					return err
 				}
 				if x.color != g {
-					if err := eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), recv, vals(x.me*1000+rootWorld, m, 4)); err != nil {
+					if err := runner.Eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), recv, vals(x.me*1000+rootWorld, m, 4)); err != nil {
 						return err
 					}
 				}
@@ -406,7 +383,7 @@ func interScatter(x *inter, nb bool) error {
 func interScatterv(x *inter, nb bool) error {
 	for g := 0; g < 2; g++ {
 		receivers := x.members[1-g]
-		for _, r := range roots(len(x.members[g])) {
+		for _, r := range runner.Roots(len(x.members[g])) {
 			rootWorld := x.members[g][r]
 			for _, m := range sizes() {
 				root, isRoot := x.rootArg(g, r)
@@ -432,7 +409,7 @@ func interScatterv(x *inter, nb bool) error {
 					return err
 				}
 				if x.color != g {
-					if err := eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), recv, vals(x.me, len(recv), 5)); err != nil {
+					if err := runner.Eq(fmt.Sprintf("root %d/%d m=%d", g, r, m), recv, vals(x.me, len(recv), 5)); err != nil {
 						return err
 					}
 				}
@@ -464,7 +441,7 @@ func interAllgather(x *inter, nb bool) error {
 		for _, s := range x.remote() {
 			want = append(want, vals(s, theirs, 6)...)
 		}
-		if err := eq(fmt.Sprintf("m=%d", m), recv, want); err != nil {
+		if err := runner.Eq(fmt.Sprintf("m=%d", m), recv, want); err != nil {
 			return err
 		}
 	}
@@ -491,7 +468,7 @@ func interAllgatherv(x *inter, nb bool) error {
 			func() (*mpi.Request, error) { return mpi.Iallgatherv(x.ic, send, recv, counts, displs) }); err != nil {
 			return err
 		}
-		if err := eq(fmt.Sprintf("m=%d", m), recv, want); err != nil {
+		if err := runner.Eq(fmt.Sprintf("m=%d", m), recv, want); err != nil {
 			return err
 		}
 	}
@@ -514,7 +491,7 @@ func interAlltoall(x *inter, nb bool) error {
 			func() (*mpi.Request, error) { return mpi.Ialltoall(x.ic, send, recv) }); err != nil {
 			return err
 		}
-		if err := eq(fmt.Sprintf("m=%d", m), recv, want); err != nil {
+		if err := runner.Eq(fmt.Sprintf("m=%d", m), recv, want); err != nil {
 			return err
 		}
 	}
@@ -542,7 +519,7 @@ func interAlltoallv(x *inter, nb bool) error {
 			func() (*mpi.Request, error) { return mpi.Ialltoallv(x.ic, send, sc, sd, recv, rc, rd) }); err != nil {
 			return err
 		}
-		if err := eq(fmt.Sprintf("m=%d", m), recv, want); err != nil {
+		if err := runner.Eq(fmt.Sprintf("m=%d", m), recv, want); err != nil {
 			return err
 		}
 	}
@@ -637,7 +614,7 @@ func sumRef(ws []int, m, s int) []float64 {
 func interReduce(x *inter, nb bool) error {
 	for g := 0; g < 2; g++ {
 		senders := x.members[1-g]
-		for _, r := range roots(len(x.members[g])) {
+		for _, r := range runner.Roots(len(x.members[g])) {
 			for _, m := range sizes() {
 				root, isRoot := x.rootArg(g, r)
 				var send, recv []float64
@@ -652,7 +629,7 @@ func interReduce(x *inter, nb bool) error {
 					return err
 				}
 				if isRoot {
-					if err := eq(fmt.Sprintf("sum root %d/%d m=%d", g, r, m), recv, sumRef(senders, m, 9)); err != nil {
+					if err := runner.Eq(fmt.Sprintf("sum root %d/%d m=%d", g, r, m), recv, sumRef(senders, m, 9)); err != nil {
 						return err
 					}
 				}
@@ -671,7 +648,7 @@ func interReduce(x *inter, nb bool) error {
 				return err
 			}
 			if isRoot {
-				if err := eq(fmt.Sprintf("affine root %d/%d", g, r), recv, affRef(senders, 50)); err != nil {
+				if err := runner.Eq(fmt.Sprintf("affine root %d/%d", g, r), recv, affRef(senders, 50)); err != nil {
 					return err
 				}
 			}
@@ -688,7 +665,7 @@ func interAllreduce(x *inter, nb bool) error {
 			func() (*mpi.Request, error) { return mpi.Iallreduce(x.ic, send, recv, mpi.Sum) }); err != nil {
 			return err
 		}
-		if err := eq(fmt.Sprintf("sum m=%d", m), recv, sumRef(x.remote(), m, 10)); err != nil {
+		if err := runner.Eq(fmt.Sprintf("sum m=%d", m), recv, sumRef(x.remote(), m, 10)); err != nil {
 			return err
 		}
 	}
@@ -705,7 +682,7 @@ func interAllreduce(x *inter, nb bool) error {
 		func() (*mpi.Request, error) { return mpi.Iallreduce(x.ic, aff(x.me, 30), got, affOp) }); err != nil {
 		return err
 	}
-	return eq("affine", got, affRef(x.remote(), 30))
+	return runner.Eq("affine", got, affRef(x.remote(), 30))
 }
 
 // cuts splits total elements unevenly over n processes (some get none).
@@ -735,7 +712,7 @@ func interReduceScatter(x *inter, nb bool) error {
 		}
 		full := sumRef(x.remote(), total, 11)
 		me := x.ic.Rank()
-		if err := eq(fmt.Sprintf("block m=%d", m), recv, full[me*rc:(me+1)*rc]); err != nil {
+		if err := runner.Eq(fmt.Sprintf("block m=%d", m), recv, full[me*rc:(me+1)*rc]); err != nil {
 			return err
 		}
 		// ReduceScatter with uneven counts of the local group.
@@ -752,7 +729,7 @@ func interReduceScatter(x *inter, nb bool) error {
 		for i := 0; i < me; i++ {
 			off += counts[i]
 		}
-		if err := eq(fmt.Sprintf("counts m=%d", m), recv, full[off:off+counts[me]]); err != nil {
+		if err := runner.Eq(fmt.Sprintf("counts m=%d", m), recv, full[off:off+counts[me]]); err != nil {
 			return err
 		}
 	}
@@ -829,7 +806,7 @@ func interStrided(x *inter, nb bool) error {
 			return err
 		}
 		if x.color == 1 {
-			if err := eq(fmt.Sprintf("bcast m=%d", m), got, spread(vals(rootWorld, m, 20))); err != nil {
+			if err := runner.Eq(fmt.Sprintf("bcast m=%d", m), got, spread(vals(rootWorld, m, 20))); err != nil {
 				return err
 			}
 		}
@@ -857,7 +834,7 @@ func interStrided(x *inter, nb bool) error {
 			for _, s := range x.remote() {
 				want = append(want, vals(s, m, 21)...)
 			}
-			if err := eq(fmt.Sprintf("gather m=%d", m), all, want); err != nil {
+			if err := runner.Eq(fmt.Sprintf("gather m=%d", m), all, want); err != nil {
 				return err
 			}
 		}
@@ -880,7 +857,7 @@ func interStrided(x *inter, nb bool) error {
 			return err
 		}
 		if x.color == 0 {
-			if err := eq(fmt.Sprintf("scatter m=%d", m), mine, spread(vals(x.me, m, 22))); err != nil {
+			if err := runner.Eq(fmt.Sprintf("scatter m=%d", m), mine, spread(vals(x.me, m, 22))); err != nil {
 				return err
 			}
 		}
@@ -895,7 +872,7 @@ func interStrided(x *inter, nb bool) error {
 		for _, s := range x.remote() {
 			want = append(want, vals(s, m, 23)...)
 		}
-		if err := eq(fmt.Sprintf("allgather m=%d", m), ag, spread(want)); err != nil {
+		if err := runner.Eq(fmt.Sprintf("allgather m=%d", m), ag, spread(want)); err != nil {
 			return err
 		}
 		var a2s, a2want []float64
@@ -909,7 +886,7 @@ func interStrided(x *inter, nb bool) error {
 			func() (*mpi.Request, error) { return mpi.IalltoallBuf(x.ic, mpi.Slice(a2s), a2b) }); err != nil {
 			return err
 		}
-		if err := eq(fmt.Sprintf("alltoall m=%d", m), a2r, spread(a2want)); err != nil {
+		if err := runner.Eq(fmt.Sprintf("alltoall m=%d", m), a2r, spread(a2want)); err != nil {
 			return err
 		}
 		if err := st.Free(); err != nil {
@@ -1222,37 +1199,37 @@ func checkPersistent(w *mpi.Comm) error {
 			for i := range all {
 				all[i] = i
 			}
-			if err := eq("bcast", bc, vals(root, m, it)); err != nil {
+			if err := runner.Eq("bcast", bc, vals(root, m, it)); err != nil {
 				return err
 			}
-			if err := eq("allreduce", arr, sumRef(all, m, it+1)); err != nil {
+			if err := runner.Eq("allreduce", arr, sumRef(all, m, it+1)); err != nil {
 				return err
 			}
 			if me == root {
-				if err := eq("reduce", rdr, sumRef(all, m, it+2)); err != nil {
+				if err := runner.Eq("reduce", rdr, sumRef(all, m, it+2)); err != nil {
 					return err
 				}
 				for r := 0; r < n; r++ {
-					if err := eq("gather", gr[r*k:(r+1)*k], vals(r, k, it+4)); err != nil {
+					if err := runner.Eq("gather", gr[r*k:(r+1)*k], vals(r, k, it+4)); err != nil {
 						return err
 					}
 				}
 			}
 			for r := 0; r < n; r++ {
-				if err := eq("allgather", agr[r*k:(r+1)*k], vals(r, k, it+3)); err != nil {
+				if err := runner.Eq("allgather", agr[r*k:(r+1)*k], vals(r, k, it+3)); err != nil {
 					return err
 				}
-				if err := eq("alltoall", a2r[r*k:(r+1)*k], vals(r*100+me, k, it)); err != nil {
+				if err := runner.Eq("alltoall", a2r[r*k:(r+1)*k], vals(r*100+me, k, it)); err != nil {
 					return err
 				}
 			}
-			if err := eq("scatter", sr, vals(me, k, it+5)); err != nil {
+			if err := runner.Eq("scatter", sr, vals(me, k, it+5)); err != nil {
 				return err
 			}
-			if err := eq("reducescatterblock", rsr, sumRef(all, k, it+me)); err != nil {
+			if err := runner.Eq("reducescatterblock", rsr, sumRef(all, k, it+me)); err != nil {
 				return err
 			}
-			return eq("scan", scr, sumRef(all[:me+1], m, it+6))
+			return runner.Eq("scan", scr, sumRef(all[:me+1], m, it+6))
 		}
 		for it := 0; it < iters; it++ {
 			fill(it)
@@ -1331,15 +1308,15 @@ func checkPersistent(w *mpi.Comm) error {
 				return err
 			}
 			if rIsRoot {
-				if err := eq(x.name+" persistent reduce", rdr, sumRef(x.members[1], m, it+2)); err != nil {
+				if err := runner.Eq(x.name+" persistent reduce", rdr, sumRef(x.members[1], m, it+2)); err != nil {
 					return err
 				}
 			}
-			if err := eq(x.name+" persistent allreduce", arr, sumRef(x.remote(), m, it)); err != nil {
+			if err := runner.Eq(x.name+" persistent allreduce", arr, sumRef(x.remote(), m, it)); err != nil {
 				return err
 			}
 			if x.color == 0 {
-				if err := eq(x.name+" persistent bcast", bc, vals(rootWorld, m, it+1)); err != nil {
+				if err := runner.Eq(x.name+" persistent bcast", bc, vals(rootWorld, m, it+1)); err != nil {
 					return err
 				}
 			}
@@ -1419,32 +1396,32 @@ func persistentV(w *mpi.Comm, iters int) error {
 			what := func(s string) string { return fmt.Sprintf("%s m=%d iteration %d", s, m, it) }
 			for r := 0; r < n; r++ {
 				if me == root {
-					if err := eq(what("gatherv"), gvr[displs[r]:displs[r]+cnt[r]], vals(r, cnt[r], it)); err != nil {
+					if err := runner.Eq(what("gatherv"), gvr[displs[r]:displs[r]+cnt[r]], vals(r, cnt[r], it)); err != nil {
 						return err
 					}
 				}
-				if err := eq(what("allgatherv"), avr[displs[r]:displs[r]+cnt[r]], vals(r, cnt[r], it+2)); err != nil {
+				if err := runner.Eq(what("allgatherv"), avr[displs[r]:displs[r]+cnt[r]], vals(r, cnt[r], it+2)); err != nil {
 					return err
 				}
-				if err := eq(what("alltoallv"), a2r[rd[r]:rd[r]+rc[r]], pair(r, me+it, rc[r])); err != nil {
+				if err := runner.Eq(what("alltoallv"), a2r[rd[r]:rd[r]+rc[r]], pair(r, me+it, rc[r])); err != nil {
 					return err
 				}
 			}
-			if err := eq(what("scatterv"), svr, vals(me, cnt[me], it+1)); err != nil {
+			if err := runner.Eq(what("scatterv"), svr, vals(me, cnt[me], it+1)); err != nil {
 				return err
 			}
 			off := 0
 			for r := 0; r < me; r++ {
 				off += rcounts[r]
 			}
-			if err := eq(what("reducescatter"), rsr, sumRef(all, len(rss), it+3)[off:off+rcounts[me]]); err != nil {
+			if err := runner.Eq(what("reducescatter"), rsr, sumRef(all, len(rss), it+3)[off:off+rcounts[me]]); err != nil {
 				return err
 			}
 			want := gaps(m)
 			if me > 0 {
 				want = sumRef(all[:me], m, it+4)
 			}
-			if err := eq(what("exscan"), exr, want); err != nil {
+			if err := runner.Eq(what("exscan"), exr, want); err != nil {
 				return err
 			}
 		}

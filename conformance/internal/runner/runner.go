@@ -166,3 +166,29 @@ func CheckLeaks() {
 		}
 	}
 }
+
+// Eq reports the first difference between got and want, naming what.
+func Eq[T comparable](what string, got, want []T) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%s: length %d, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return fmt.Errorf("%s: element %d is %v, want %v", what, i, got[i], want[i])
+		}
+	}
+	return nil
+}
+
+// Roots are the roots a rooted collective is checked with on n processes:
+// the first, the last and the middle one.
+func Roots(n int) []int {
+	rs := []int{0}
+	if n > 1 {
+		rs = append(rs, n-1)
+	}
+	if n > 2 {
+		rs = append(rs, n/2)
+	}
+	return rs
+}
