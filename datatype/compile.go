@@ -212,6 +212,7 @@ func (t *Type) prog() *prog {
 		case t.size == t.extent && len(p.segs) == 1 && p.segs[0].sub == nil && p.segs[0].count == 1:
 			t.denseOK, t.denseStart = true, t.Origin()+p.segs[0].disp
 		}
+		t.sig = t.signature()
 		t.compiled = p
 	})
 	return t.compiled

@@ -77,6 +77,7 @@ type Type struct {
 	compiled   *prog
 	denseOK    bool // see dense; set with compiled
 	denseStart int
+	sig        uint32 // Signature's code; set with compiled
 	committed  atomic.Bool
 	freed      atomic.Bool
 }

@@ -138,6 +138,12 @@ var signatureTypes = []*Type{Int, Int8, Int16, Int32, Int64, Uint, Uint8, Uint16
 // (Byte, Packed, or a mix of types). Two nonzero codes that differ mean the
 // signatures cannot match, which MPI forbids.
 func (t *Type) Signature() uint32 {
+	t.prog() // computes sig once, with the compiled form
+	return t.sig
+}
+
+// signature computes Signature's code (prog caches it).
+func (t *Type) signature() uint32 {
 	b := t.Basic()
 	for i, p := range signatureTypes {
 		if p == b {

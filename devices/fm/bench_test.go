@@ -85,3 +85,31 @@ func BenchmarkDeviceSelf8B(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRawSelf0B is raw FM's own cost of one empty message to itself
+// (BeginMessage, EndMessage, Extract running the handler), the floor under
+// BenchmarkDeviceSelf8B: the difference is what the MPI layer adds.
+func BenchmarkRawSelf0B(b *testing.B) {
+	e, err := New(Config{Rank: 0, Size: 1, KVS: memKVS{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Release()
+	got := 0
+	e.SetHandler(1, func(e *Endpoint, s *Stream) { got++ })
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		s, err := e.BeginMessage(0, 0, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := e.EndMessage(s); err != nil {
+			b.Fatal(err)
+		}
+		for got <= i {
+			if _, err := e.Extract(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

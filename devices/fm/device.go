@@ -270,6 +270,17 @@ func (d *Device) Isend(r *adi.Request) error {
 		return d.dead("send", r.Peer)
 	}
 	n := r.Buf.Size()
+	if n <= d.rndv && r.Mode != adi.ModeSync && n <= d.e.payload-mpiHeader && len(d.outq[r.Peer]) == 0 && r.Buf.Contiguous() {
+		// One packet, nothing queued before it: straight into the
+		// destination's region, with no stream or queue entry.
+		var h [mpiHeader]byte
+		putHeader(&h, kEager, r.Context, r.Tag, r.Buf.Type.Signature(), n, 0, 0)
+		if d.e.SendShort(r.Peer, hMPI, h[:], r.Buf.Mem[:n]) {
+			d.cnt.eager++
+			r.Complete(adi.Status{Bytes: n})
+			return nil
+		}
+	}
 	var m outMsg
 	m.dest = r.Peer
 	if n <= d.rndv && r.Mode != adi.ModeSync {

@@ -115,6 +115,7 @@ type peer struct {
 	out                []byte
 	doorbell, sleepers *uint32
 	sent               uint64  // packets reserved in its region
+	sendAt             int     // byte offset in out of packet number sent (no division per packet)
 	returned           uint64  // credits it piggybacked on its packets
 	mailbox            *uint64 // in MY segment: credits it returned explicitly
 	open               *Stream // a send stream holding an unflushed packet here
@@ -123,6 +124,7 @@ type peer struct {
 	// inbound: its region inside my segment
 	in       []byte
 	head     uint64
+	headAt   int     // byte offset in in of packet number head
 	owed     uint32  // packets consumed, credit not yet returned
 	owedPass uint64  // the Extract pass in which owed became non-zero
 	report   *uint64 // in ITS segment: credits I returned to it explicitly
@@ -460,6 +462,46 @@ func (e *Endpoint) Room(s *Stream) int {
 	return room
 }
 
+// nextPacket moves p's send position past the packet just reserved.
+func (e *Endpoint) nextPacket(p *peer) {
+	p.sent++
+	if p.sendAt += e.packet; p.sendAt == len(p.out) {
+		p.sendAt = 0
+	}
+}
+
+// SendShort sends a whole message of len(hdr)+len(data) bytes to dest in
+// one packet, with no stream, as FM's short sends did: the two pieces are
+// copied into dest's region, the packet handed over and dest's doorbell
+// rung. It never waits: it reports false, having sent nothing, when the
+// message does not fit one packet, dest has no credit left, dest is gone,
+// or a stream to dest is half way through a packet. The handler at dest
+// sees an ordinary one-packet stream.
+func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
+	n := len(hdr) + len(data)
+	if dest < 0 || dest >= e.size || n > e.payload {
+		return false
+	}
+	p := e.peers[dest]
+	if p.open != nil || !p.alive || p.sent-p.returned-atomic.LoadUint64(p.mailbox) >= uint64(e.slots) {
+		return false
+	}
+	h := p.out[p.sendAt:]
+	e.nextPacket(p)
+	copy(h[HeaderSize+copy(h[HeaderSize:], hdr):], data)
+	e.nextStream++
+	*(*uint16)(unsafe.Pointer(&h[4])) = handler
+	*(*uint16)(unsafe.Pointer(&h[6])) = uint16(n)
+	*(*uint32)(unsafe.Pointer(&h[8])) = e.nextStream
+	*(*uint32)(unsafe.Pointer(&h[12])) = p.owed
+	p.owed = 0
+	*(*uint64)(unsafe.Pointer(&h[16])) = uint64(n)
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&h[0])), flagValid|flagFirst|flagLast)
+	e.Stats.PacketsSent++
+	ring(p.doorbell, p.sleepers)
+	return true
+}
+
 // SendPiece appends buf to the message. Pieces are gathered into packets;
 // a packet is handed over as soon as it is full (or holds the message's
 // last byte). When a destination has no credit left, SendPiece runs the
@@ -547,8 +589,8 @@ func (e *Endpoint) reserve(s *Stream) error {
 		}
 	}
 	for i, p := range s.dests {
-		s.slot[i] = int(p.sent%uint64(e.slots)) * e.packet
-		p.sent++
+		s.slot[i] = p.sendAt
+		e.nextPacket(p)
 		p.open = s
 	}
 	return nil
@@ -683,7 +725,7 @@ func (e *Endpoint) Extract() (int, error) {
 		// At most one region's worth per sender per call, so that a sender
 		// refilled by the credits returned here cannot starve the others.
 		for k := 0; k < e.slots; k++ {
-			h := p.in[int(p.head%uint64(e.slots))*e.packet:][:e.packet]
+			h := p.in[p.headAt:][:e.packet]
 			fl := atomic.LoadUint32((*uint32)(unsafe.Pointer(&h[0])))
 			if fl == 0 {
 				break
@@ -732,8 +774,14 @@ func (e *Endpoint) Extract() (int, error) {
 				s.Ctx = nil
 				e.freeRecv = append(e.freeRecv, s)
 			}
-			atomic.StoreUint32((*uint32)(unsafe.Pointer(&h[0])), 0)
+			// A plain store frees the slot: its sender reuses it only
+			// after the credit for it comes back, by a later atomic
+			// operation (or a packet flagged by one), which orders it.
+			*(*uint32)(unsafe.Pointer(&h[0])) = 0
 			p.head++
+			if p.headAt += e.packet; p.headAt == len(p.in) {
+				p.headAt = 0
+			}
 			if p.owed == 0 {
 				p.owedPass = e.pass
 			}
