@@ -118,7 +118,7 @@ func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi
 	}
 	q, _ := r.reqs.Get().(*Request)
 	if q == nil {
-		q = new(Request)
+		q = r.newHandle()
 	}
 	// Field by field: a pooled request is inactive (ar, bg, plan and body
 	// nil, not persistent).

@@ -1,6 +1,10 @@
 package mpi
 
-import "github.com/adimpi/adimpi/adi"
+import (
+	"sync/atomic"
+
+	"github.com/adimpi/adimpi/adi"
+)
 
 // Request is a non-blocking or persistent operation. A non-blocking request
 // becomes inactive once Wait or Test has returned its completion; a
@@ -23,6 +27,35 @@ type Request struct {
 	body *adi.Request
 	bg   chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
 	plan *plan         // persistent collectives: what Start runs
+}
+
+// handleSlab is a block of request handles handed out one at a time: a
+// program that keeps starting non-blocking operations holds on to every
+// handle it was given, so handles cannot be pooled, but carving them from
+// blocks costs one atomic add each instead of an allocation each (and the
+// collector sees one object per block). A finished request holds no
+// buffer (finish drops body), so a block kept alive by one live handle
+// keeps nothing else alive.
+type handleSlab struct {
+	next atomic.Int32
+	reqs [64]Request
+}
+
+// newHandle returns a fresh, zero Request from the runtime's current slab.
+func (r *runtime) newHandle() *Request {
+	for {
+		s := r.slab.Load()
+		if s != nil {
+			if i := s.next.Add(1) - 1; int(i) < len(s.reqs) {
+				return &s.reqs[i]
+			}
+		}
+		ns := new(handleSlab)
+		ns.next.Store(1)
+		if r.slab.CompareAndSwap(s, ns) {
+			return &ns.reqs[0]
+		}
+	}
 }
 
 // start posts the request's operation to the device.

@@ -34,16 +34,17 @@ type runtime struct {
 	poll     time.Duration // how much of the spin polls without yielding the CPU
 	bsend    bsendBuffer
 	nextCtx  uint32
-	ids      ctxIDs         // the free context-id pairs (communicator creation)
-	async    *asyncProgress // the progress goroutine, if asyncOn
-	reqs     sync.Pool      // *Request objects of completed blocking calls, for reuse
-	areqs    sync.Pool      // *adi.Request objects of completed blocking calls (blockingCall)
-	waits    atomic.Uint64  // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
-	boardSeq atomic.Uint64  // board collectives run on MPI_COMM_WORLD (collboard.go)
-	readable int8           // every rank can BoardRead every other: 0 not yet agreed, 1 yes, -1 no
-	asyncOn  atomic.Bool    // the progress goroutine runs (set before the runtime is published)
-	resume   chan struct{}  // wakes the parked progress goroutine
-	native   bool           // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
+	ids      ctxIDs                     // the free context-id pairs (communicator creation)
+	async    *asyncProgress             // the progress goroutine, if asyncOn
+	reqs     sync.Pool                  // *Request objects of completed blocking calls, for reuse
+	slab     atomic.Pointer[handleSlab] // where newHandle carves request handles from
+	areqs    sync.Pool                  // *adi.Request objects of completed blocking calls (blockingCall)
+	waits    atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
+	boardSeq atomic.Uint64              // board collectives run on MPI_COMM_WORLD (collboard.go)
+	readable int8                       // every rank can BoardRead every other: 0 not yet agreed, 1 yes, -1 no
+	asyncOn  atomic.Bool                // the progress goroutine runs (set before the runtime is published)
+	resume   chan struct{}              // wakes the parked progress goroutine
+	native   bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
 }
 
 var (
