@@ -35,7 +35,7 @@ type Request struct {
 // blocks costs one atomic add each instead of an allocation each (and the
 // collector sees one object per block). A finished request holds no
 // buffer (finish drops body), so a block kept alive by one live handle
-// keeps nothing else alive.
+// keeps only its other handles' communicators alive besides.
 type handleSlab struct {
 	next atomic.Int32
 	reqs [64]Request
