@@ -31,6 +31,13 @@
 // Room(s) tells how many bytes SendPiece would take right now without
 // waiting, for callers that must never block (the MPI device).
 //
+// SendShort(dest, handler, hdr, body) is the short-message fast path, as
+// FM 1.x's FM_send_4 was: a whole message of at most one payload, copied
+// into one packet with no stream; it never waits, and reports false (having
+// sent nothing) when there is no credit or a stream to dest holds a
+// half-filled packet. The MPI device sends its one-packet eager messages
+// this way.
+//
 // BeginMessageMulti(dests, length, handler) is the multidestination stream
 // of the seed's p. 115: each packet is written into every destination's
 // region, and only when every destination has a credit for it.

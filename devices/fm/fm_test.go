@@ -410,3 +410,78 @@ func TestMultiDie(t *testing.T) {
 		}
 	}
 }
+
+// TestSendShort checks the one-packet send: the handler sees an ordinary
+// one-packet stream holding both pieces; it refuses, sending nothing, a
+// message longer than a packet's payload, a send with no credit left, and
+// a send while a stream to the same destination holds a half-filled
+// packet; and the packets it refused are not lost to the credit count.
+func TestSendShort(t *testing.T) {
+	e := single(t, 128, 4)
+	pl := e.Payload()
+	var got [][]byte
+	e.SetHandler(2, func(e *Endpoint, s *Stream) {
+		if !s.Last() || s.Taken() != 0 || s.Len() != s.Avail() {
+			t.Errorf("short message arrived as a stream of %d bytes, %d in this packet, last=%v", s.Len(), s.Avail(), s.Last())
+		}
+		b := make([]byte, s.Avail())
+		e.Receive(s, b)
+		got = append(got, b)
+	})
+	if !e.SendShort(0, 2, []byte("head:"), []byte("body")) {
+		t.Fatal("SendShort refused a small message with credits available")
+	}
+	if !e.SendShort(0, 2, nil, nil) {
+		t.Fatal("SendShort refused an empty message")
+	}
+	if e.SendShort(0, 2, make([]byte, pl-3), make([]byte, 4)) {
+		t.Fatalf("SendShort took %d bytes, more than the %d-byte payload", pl+1, pl)
+	}
+	if !e.SendShort(0, 2, make([]byte, pl-4), make([]byte, 4)) {
+		t.Fatal("SendShort refused a message of exactly one payload")
+	}
+	if err := e.Poll(func() bool { return len(got) == 3 }); err != nil {
+		t.Fatal(err)
+	}
+	if string(got[0]) != "head:body" || len(got[1]) != 0 || len(got[2]) != pl {
+		t.Fatalf("handler got %q, %d and %d bytes", got[0], len(got[1]), len(got[2]))
+	}
+	// Fill the region without extracting: the fifth send finds no credit.
+	got = nil
+	for i := 0; i < e.Slots(); i++ {
+		if !e.SendShort(0, 2, []byte{byte(i)}, nil) {
+			t.Fatalf("send %d of %d refused with credits left", i, e.Slots())
+		}
+	}
+	if e.SendShort(0, 2, []byte{9}, nil) {
+		t.Fatal("SendShort sent with no credit left")
+	}
+	if err := e.Poll(func() bool { return len(got) == e.Slots() }); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range got {
+		if len(b) != 1 || b[0] != byte(i) {
+			t.Fatalf("message %d arrived as %v", i, b)
+		}
+	}
+	// A stream half way through a packet to the same destination.
+	s, err := e.BeginMessage(0, 10, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SendPiece(s, make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if e.SendShort(0, 2, []byte{1}, nil) {
+		t.Fatal("SendShort cut into a half-filled packet of another stream")
+	}
+	if err := e.SendPiece(s, make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.EndMessage(s); err != nil {
+		t.Fatal(err)
+	}
+	if !e.SendShort(0, 2, []byte{1}, nil) {
+		t.Fatal("SendShort refused after the stream ended")
+	}
+}
