@@ -792,7 +792,7 @@ func AlltoallBuf(c *Comm, send, recv Buffer) error {
 	if err != nil || c.IsInter() || recv.Size() == 0 {
 		return blockingPlan(p, err)
 	}
-	small := recv.Size() <= slotSizeOf(p.r.boardFor(c, 0))
+	small := recv.Size() <= p.r.stageOf(p.r.boardFor(c, 0))
 	b := p.r.boardFor(c, recv.Size())
 	if b == nil {
 		if b, err = p.r.boardLargeFor(c); err != nil {

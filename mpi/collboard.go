@@ -22,16 +22,50 @@ import (
 // slot held for k-2.
 
 // boardFor returns the device's board if a collective on c moving n bytes
-// per process runs on it.
+// per process runs on it (through the slots: n ≤ boardStage).
 func (r *runtime) boardFor(c *Comm, n int) adi.Board {
 	if c != r.world || !r.native {
 		return nil
 	}
 	b, ok := r.dev.(adi.Board)
-	if !ok || n > b.BoardSlotSize() {
+	if !ok || n > r.boardStage(b) {
 		return nil
 	}
 	return b
+}
+
+// boardStageIdle is the most bytes a collective passes through the slots
+// when every rank has a core: larger data are read where they lie
+// (process_vm_readv, boardBcastSplit, boardAlltoall by address), one copy
+// that the ranks make in parallel on their own cores.
+const boardStageIdle = 8 << 10
+
+// boardStage is the most bytes a collective passes through the slots
+// (two copies: into the slot, out of it). When ranks outnumber cores that
+// is up to a whole slot: a user copy out of a peer's mapped slot runs at
+// 30–40 GB/s where a process_vm_readv moves 5–10 GB/s, and a broadcast
+// through the root's slot needs neither a tree (every process copies from
+// the root's slot, one wake-up) nor the root to stay until the others are
+// done. Every rank computes the same limit.
+func (r *runtime) boardStage(b adi.Board) int {
+	if r.size <= goruntime.NumCPU() {
+		return min(boardStageIdle, b.BoardSlotSize())
+	}
+	return b.BoardSlotSize()
+}
+
+// boardReduceMax is the most bytes per process that a Reduce or
+// Allreduce folds from the board slots: every process folds every
+// process's slot, np times the work of one share, which pays off for small
+// vectors only (larger ones reduce-scatter, boardAllreduceLarge).
+const boardReduceMax = 8 << 10
+
+// boardReduceFor is boardFor for a Reduce or Allreduce of n bytes.
+func (r *runtime) boardReduceFor(c *Comm, n int) adi.Board {
+	if n > boardReduceMax {
+		return nil
+	}
+	return r.boardFor(c, n)
 }
 
 // boardArea is where n bytes of round-parity slot go on p's board: the
@@ -44,12 +78,12 @@ func boardArea(b adi.Board, p, slot, n int) []byte {
 	return b.BoardSlot(p, slot)[:n:n]
 }
 
-// slotSizeOf is b's slot size, 0 without a board.
-func slotSizeOf(b adi.Board) int {
+// stageOf is r.boardStage(b), 0 without a board.
+func (r *runtime) stageOf(b adi.Board) int {
 	if b == nil {
 		return 0
 	}
-	return b.BoardSlotSize()
+	return r.boardStage(b)
 }
 
 // boardSpin is how many looks a board wait takes at the boards alone

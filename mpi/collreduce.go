@@ -103,7 +103,7 @@ func ReduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
 	if err != nil {
 		return err
 	}
-	if b := r.boardFor(c, in.Size()); b != nil {
+	if b := r.boardReduceFor(c, in.Size()); b != nil {
 		var out []byte
 		if c.rank == root {
 			out = recv.Mem[:recv.Size()] // reductions take contiguous types only
@@ -185,7 +185,7 @@ func AllreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
 		return err
 	}
 	// Reductions take contiguous types only: recv needs no packing.
-	if b := r.boardFor(c, in.Size()); b != nil {
+	if b := r.boardReduceFor(c, in.Size()); b != nil {
 		return r.boardReduce(b, op, packIn(in), recv.Mem[:recv.Size()], red, 0, true)
 	}
 	// The large board path splits the vector into chunks; like
