@@ -353,7 +353,10 @@ func checkBarrier(w *mpi.Comm) error {
 
 func checkBcast(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
-	for _, m := range sizes() {
+	// 131073 float64 is one element more than 1 MiB: a device that passes
+	// broadcasts of up to 1 MiB through shared slots (netvm's boards) takes
+	// its other path for it.
+	for _, m := range append(sizes(), 131073) {
 		for _, root := range runner.Roots(n) {
 			buf := make([]float64, m)
 			want := make([]float64, m)
@@ -580,8 +583,13 @@ func checkAllgather(w *mpi.Comm) error {
 
 func checkAlltoall(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
-	for _, m0 := range sizes() {
+	// The last size makes each process's send buffer one element more
+	// than 1 MiB of int32 (the most netvm's boards pass through a slot).
+	for _, m0 := range append(sizes(), -1) {
 		m := perRank(m0, n)
+		if m0 < 0 {
+			m = (1<<18)/n + 1
+		}
 		send := make([]int32, n*m)
 		for j := 0; j < n; j++ {
 			for i := 0; i < m; i++ {
