@@ -54,10 +54,23 @@ func (r *runtime) boardStage(b adi.Board) int {
 	return b.BoardSlotSize()
 }
 
+// stagePiece bounds the copies into and out of board slots: Go's copy
+// switches to non-temporal stores from 1 MiB on, which would push staged
+// data out of the cache just before the peers read them (and a received
+// buffer just before its owner reads it).
+const stagePiece = 512 << 10
+
+// cachedCopy is copy in pieces that keep dst in the cache.
+func cachedCopy(dst, src []byte) {
+	for off := 0; off < len(src); off += stagePiece {
+		copy(dst[off:], src[off:min(len(src), off+stagePiece)])
+	}
+}
+
 // boardReduceMax is the most bytes per process that a Reduce or
 // Allreduce folds from the board slots: every process folds every
 // process's slot, np times the work of one share, which pays off for small
-// vectors only (larger ones reduce-scatter, boardAllreduceLarge).
+// vectors only (larger ones reduce-scatter, boardAllreduceStaged).
 const boardReduceMax = 8 << 10
 
 // boardReduceFor is boardFor for a Reduce or Allreduce of n bytes.
@@ -151,14 +164,14 @@ func (r *runtime) boardBcast(b adi.Board, data []byte, root int) error {
 		if err := r.boardWait(b, op, -1, k-1); err != nil {
 			return err
 		}
-		copy(boardArea(b, root, slot, len(data)), data)
+		cachedCopy(boardArea(b, root, slot, len(data)), data)
 		b.BoardPost(k, true)
 		return nil
 	}
 	if err := r.boardWait(b, op, root, k); err != nil {
 		return err
 	}
-	copy(data, boardArea(b, root, slot, len(data)))
+	cachedCopy(data, boardArea(b, root, slot, len(data)))
 	b.BoardPost(k, false)
 	return nil
 }
@@ -348,99 +361,9 @@ func (r *runtime) boardBcastSplit(b adi.Board, data []byte, root int) error {
 	return nil
 }
 
-// boardPiece is how much of a chunk a large board reduction folds at once:
-// its operands stay in cache between the reads and the fold.
+// boardPiece is how much of a share a large board reduction folds at
+// once: the piece of the accumulator stays in cache across the operands.
 const boardPiece = 64 << 10
-
-// boardAllreduceLarge is a reduce-scatter then an allgather, by reading:
-// process i folds chunk i of every process's input, in the fixed order
-// i+1, i+2, …, i (mod n), into chunk i of its own output; then every process reads every other chunk
-// from its owner's output. It takes three board rounds: addresses posted,
-// chunks folded, chunks read. Chunks are whole multiples of es bytes, so
-// that no operand element is cut.
-func (r *runtime) boardAllreduceLarge(b adi.Board, op string, in, out []byte, red reducer, es int) error {
-	n, np := len(in), r.size
-	k := r.boardSeq.Add(3) - 2 // rounds k, k+1, k+2
-	slot := int(k % 2)
-	if err := r.boardWait(b, op, -1, k-1); err != nil {
-		return err
-	}
-	hdr := boardArea(b, r.rank, slot, 16)
-	binary.NativeEndian.PutUint64(hdr, uint64(addrOf(in)))
-	binary.NativeEndian.PutUint64(hdr[8:], uint64(addrOf(out)))
-	b.BoardPost(k, false)
-	if err := r.boardWait(b, op, -1, k); err != nil {
-		return err
-	}
-	// The addresses are read before round k+1 is posted: from then on a
-	// peer may start its next collective and reuse the slot's twin.
-	addrs := make([]uintptr, 2*np)
-	for p := range np {
-		h := boardArea(b, p, slot, 16)
-		addrs[2*p] = uintptr(binary.NativeEndian.Uint64(h))
-		addrs[2*p+1] = uintptr(binary.NativeEndian.Uint64(h[8:]))
-	}
-	count := n / es
-	chunk := func(p int) (lo, hi int) {
-		lo, hi = p*count/np*es, (p+1)*count/np*es
-		if p == np-1 {
-			hi = n // a tail shorter than es stays with the last chunk
-		}
-		return
-	}
-	var err error
-	lo, hi := chunk(r.rank)
-	if hi > lo {
-		acc, t := scratch(min(boardPiece, hi-lo)), scratch(min(boardPiece, hi-lo))
-		operand := func(p, off, m int, dst []byte) []byte {
-			if p == r.rank {
-				return in[off : off+m]
-			}
-			if e := b.BoardRead(p, addrs[2*p]+uintptr(off), dst[:m]); e != nil && err == nil {
-				err = e
-			}
-			return dst[:m]
-		}
-		for off := lo; off < hi; off += boardPiece {
-			m := min(boardPiece, hi-off)
-			// out may be in: fold into acc and store the piece only after
-			// every operand of it has been read.
-			// The operands come in the order rank+1, rank+2, …, rank
-			// (mod np): the processes start their reads at different
-			// peers instead of all at the same one.
-			if a := operand((r.rank+1)%np, off, m, acc); &a[0] != &acc[0] {
-				copy(acc[:m], a) // np == 1: this process's own piece
-			}
-			for i := 2; i <= np; i++ {
-				red.apply(operand((r.rank+i)%np, off, m, t), acc[:m])
-			}
-			copy(out[off:off+m], acc[:m])
-		}
-		release(acc, t)
-	}
-	b.BoardPost(k+1, false)
-	if e := r.boardWait(b, op, -1, k+1); e != nil {
-		return e
-	}
-	for i := 1; i < np; i++ {
-		p := (r.rank + i) % np
-		if lo, hi := chunk(p); hi > lo {
-			if e := b.BoardRead(p, addrs[2*p+1]+uintptr(lo), out[lo:hi]); e != nil && err == nil {
-				err = e
-			}
-		}
-	}
-	b.BoardPost(k+2, false)
-	if e := r.boardWait(b, op, -1, k+2); e != nil && err == nil {
-		err = e
-	}
-	goruntime.KeepAlive(in)
-	goruntime.KeepAlive(out)
-	if err != nil {
-		return errorf(ErrOther, op, "%v", err)
-	}
-	return nil
-}
 
 // boardAlltoall: every process offers its packed send blocks, in its slot
 // when they fit (small) or by address, and reads block i, where i is its
@@ -459,7 +382,11 @@ func (r *runtime) boardAlltoall(b adi.Board, s, recv []byte, bs int, small bool)
 	offer := 8 // the address of s, or s itself
 	if small {
 		offer = len(s)
-		copy(boardArea(b, r.rank, slot, offer), s)
+		// The process's own block goes straight to recv, not through the slot.
+		me := r.rank * bs
+		area := boardArea(b, r.rank, slot, offer)
+		cachedCopy(area[:me], s[:me])
+		cachedCopy(area[me+bs:], s[me+bs:])
 	} else {
 		binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, offer), uint64(addrOf(s)))
 	}
@@ -494,5 +421,70 @@ func (r *runtime) boardAlltoall(b adi.Board, s, recv []byte, bs int, small bool)
 	if err != nil {
 		return errorf(ErrOther, op, "%v", err)
 	}
+	return nil
+}
+
+// boardAllreduceStaged is a large commutative Allreduce through the board
+// slots, for jobs whose ranks outnumber cores: the vector goes in segments
+// of up to a slot; for each, every process copies its segment into its
+// slot (round A), folds share i, where i is its rank, of every process's
+// slot into share i of its own slot (round B), then copies every share
+// from its owner's slot into its output. Every copy is a user copy from
+// mapped memory, with a segment's slots hot in the shared cache: at 8 MiB
+// this measured 1.5-3x faster than the same reduce-scatter and allgather
+// done by reading each other's buffers with process_vm_readv, at np 2 to
+// 16. It needs no BoardRead, so it runs with cma=off too. Segment s uses slot
+// (k+s)%2 and rounds k+2s (A) and k+2s+1 (B); a last round k+2S tells the
+// next collective that every process is done reading. Before a process
+// writes a slot for segment s ≥ 1 every process has posted B(s-1), so is
+// done with segment s-2 (and the collective before this one). Shares are
+// whole multiples of es bytes; folding a share in the fixed order i+1, i+2,
+// …, i (mod n) makes every run, and every process, get the same bits.
+func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, red reducer, es int) error {
+	n, np := len(in), r.size
+	seg := b.BoardSlotSize() / es * es
+	segs := (n + seg - 1) / seg
+	k := r.boardSeq.Add(uint64(2*segs+1)) - uint64(2*segs)
+	if err := r.boardWait(b, op, -1, k-1); err != nil {
+		return err
+	}
+	for s := range segs {
+		lo, hi := s*seg, min(n, (s+1)*seg)
+		m := hi - lo
+		slot := int((k + uint64(s)) % 2)
+		ka, kb := k+uint64(2*s), k+uint64(2*s)+1
+		share := func(p int) (int, int) {
+			count := m / es
+			a, z := p*count/np*es, (p+1)*count/np*es
+			if p == np-1 {
+				z = m // a tail shorter than es stays with the last share
+			}
+			return a, z
+		}
+		cachedCopy(b.BoardSlot(r.rank, slot)[:m], in[lo:hi])
+		b.BoardPost(ka, false)
+		if err := r.boardWait(b, op, -1, ka); err != nil {
+			return err
+		}
+		a, z := share(r.rank)
+		mine := b.BoardSlot(r.rank, slot)
+		for off := a; off < z; off += boardPiece {
+			e := min(z, off+boardPiece)
+			for i := 1; i < np; i++ {
+				p := (r.rank + i) % np
+				red.apply(b.BoardSlot(p, slot)[off:e], mine[off:e])
+			}
+		}
+		b.BoardPost(kb, false)
+		if err := r.boardWait(b, op, -1, kb); err != nil {
+			return err
+		}
+		for i := range np {
+			p := (r.rank + i) % np
+			a, z := share(p)
+			copy(out[lo+a:lo+z], b.BoardSlot(p, slot)[a:z])
+		}
+	}
+	b.BoardPost(k+uint64(2*segs), false)
 	return nil
 }

@@ -188,20 +188,14 @@ func AllreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
 	if b := r.boardReduceFor(c, in.Size()); b != nil {
 		return r.boardReduce(b, op, packIn(in), recv.Mem[:recv.Size()], red, 0, true)
 	}
-	// The large board path splits the vector into chunks; like
+	// The large board path splits the vector into shares; like
 	// Rabenseifner's algorithm it is for commutative operations only.
-	if in.Size() > 0 && red.commute {
-		b, err := r.boardLargeFor(c)
-		if err != nil {
-			return err
+	if b := r.boardFor(c, 0); b != nil && in.Size() > 0 && red.commute {
+		es := in.Type.Size()
+		if o.code == opMinloc || o.code == opMaxloc {
+			es *= 2 // (value, index) pairs of a scalar type
 		}
-		if b != nil {
-			es := in.Type.Size()
-			if o.code == opMinloc || o.code == opMaxloc {
-				es *= 2 // (value, index) pairs of a scalar type
-			}
-			return r.boardAllreduceLarge(b, op, packIn(in), recv.Mem[:recv.Size()], red, es)
-		}
+		return r.boardAllreduceStaged(b, op, packIn(in), recv.Mem[:recv.Size()], red, es)
 	}
 	return allreduceWith(op, c, r, send, recv, in, inplace, red).now()
 }
