@@ -191,7 +191,14 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 	if err != nil {
 		return err
 	}
+	// Ranks that outnumber cores pass a broadcast of any size through the
+	// board slots (boardBcastStaged); otherwise data over 8 KiB are read
+	// where they lie.
 	bd, large := p.r.boardFor(c, b.Size()), false
+	staged := bd == nil && b.Size() > 0 && c.Size() > goruntime.NumCPU()
+	if staged {
+		bd = p.r.boardFor(c, 0)
+	}
 	if bd == nil && b.Size() > 0 {
 		if bd, err = p.r.boardLargeFor(c); err != nil {
 			return err
@@ -203,6 +210,8 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 	}
 	data, done := packOut(b, c.rank == root)
 	switch {
+	case staged:
+		err = p.r.boardBcastStaged(bd, data, root)
 	case large && len(data) >= splitBcast && c.Size() <= goruntime.NumCPU():
 		err = p.r.boardBcastSplit(bd, data, root)
 	case large:
