@@ -372,6 +372,17 @@ const boardPiece = 64 << 10
 func (r *runtime) boardAlltoall(b adi.Board, s, recv []byte, bs int, small bool) error {
 	const op = "MPI_Alltoall"
 	k := r.boardSeq.Add(1)
+	if small && k%2 == 1 {
+		// Offers in the slots always take slot 0: an odd round goes by
+		// empty (posting it says no more than that this process has
+		// started the Alltoall), and the offers take the next one.
+		// Back-to-back Alltoalls then reuse the same, cached slots instead
+		// of alternating between two: 64 KiB per pair at np=16 (16 MiB of
+		// slots) measured a median of 1611 us against 2604 in 5
+		// interleaved rounds.
+		b.BoardPost(k, false)
+		k = r.boardSeq.Add(1)
+	}
 	if !small {
 		r.boardSeq.Add(1) // round k+1
 	}
