@@ -801,9 +801,11 @@ func AlltoallBuf(c *Comm, send, recv Buffer) error {
 	if err != nil || c.IsInter() || recv.Size() == 0 {
 		return blockingPlan(p, err)
 	}
-	small := recv.Size() <= p.r.stageOf(p.r.boardFor(c, 0))
+	// Data up to the stage limit go through the board slots; larger ones
+	// are read where they lie.
 	b := p.r.boardFor(c, recv.Size())
-	if b == nil {
+	staged := b != nil
+	if !staged {
 		if b, err = p.r.boardLargeFor(c); err != nil {
 			return err
 		}
@@ -819,7 +821,12 @@ func AlltoallBuf(c *Comm, send, recv Buffer) error {
 		s = packIn(send)
 	}
 	out, done := packOut(recv, false)
-	if err := p.r.boardAlltoall(b, s, out, recv.Size()/c.Size(), small); err != nil {
+	if staged {
+		err = p.r.boardAlltoallStaged(b, s, out, recv.Size()/c.Size())
+	} else {
+		err = p.r.boardAlltoallRead(b, s, out, recv.Size()/c.Size())
+	}
+	if err != nil {
 		return err
 	}
 	done()
