@@ -36,7 +36,7 @@ func (r *runtime) boardFor(c *Comm, n int) adi.Board {
 
 // boardStageIdle is the most bytes a collective passes through the slots
 // when every rank has a core: larger data are read where they lie
-// (process_vm_readv, boardBcastSplit, boardAlltoall by address), one copy
+// (process_vm_readv: boardBcastSplit, boardAlltoallRead), one copy
 // that the ranks make in parallel on their own cores.
 const boardStageIdle = 8 << 10
 
@@ -199,10 +199,15 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 	return nil
 }
 
-// Larger collectives read each other's buffers in place (adi.Board's
+// Larger collectives either pass through the slots in slot-sized
+// segments (a large commutative Allreduce always; a Bcast when ranks
+// outnumber cores), or read each other's buffers in place (adi.Board's
 // BoardRead: netvm's process_vm_readv): a board slot then carries buffer
 // addresses, not data, and every byte is copied once, by the process that
-// needs it, with no hand-off per piece.
+// needs it, with no hand-off per piece. The reads pay off when every rank
+// has a core of its own; the slots when ranks queue for cores (fewer
+// rounds, user copies, and senders that need not stay until the data are
+// read).
 
 // boardLargeFor returns the device's board if collectives on c whose data
 // exceed a slot run on it: every process must be able to read every
@@ -249,7 +254,8 @@ func addrOf(b []byte) uintptr {
 	return uintptr(unsafe.Pointer(&b[0]))
 }
 
-// boardBcastLarge reads the data down a binomial tree: every process
+// boardBcastLarge (ranks that all have a core, 8 KiB to 64 KiB) reads
+// the data down a binomial tree: every process
 // posts its buffer's address, reads the data from its parent's buffer once
 // the parent has posted the round (it has the data then), posts the round
 // itself, and returns once its children have posted theirs (they are done
@@ -441,12 +447,12 @@ func (r *runtime) boardAlltoallRead(b adi.Board, s, recv []byte, bs int) error {
 	return nil
 }
 
-// boardAllreduceStaged is a large commutative Allreduce through the board
-// slots, for jobs whose ranks outnumber cores: the vector goes in segments
-// of up to a slot; for each, every process copies its segment into its
-// slot (round A), folds share i, where i is its rank, of every process's
-// slot into share i of its own slot (round B), then copies every share
-// from its owner's slot into its output. Every copy is a user copy from
+// boardAllreduceStaged is a commutative Allreduce of more than
+// boardReduceMax bytes through the board slots: the vector goes in
+// segments of up to a slot; for each, every process copies its segment
+// into its slot (round A), folds share i, where i is its rank, of every
+// process's slot into share i of its own slot (round B), then copies every
+// share from its owner's slot into its output. Every copy is a user copy from
 // mapped memory, with a segment's slots hot in the shared cache: at 8 MiB
 // this measured 1.5-3x faster than the same reduce-scatter and allgather
 // done by reading each other's buffers with process_vm_readv, at np 2 to
@@ -455,8 +461,9 @@ func (r *runtime) boardAlltoallRead(b adi.Board, s, recv []byte, bs int) error {
 // next collective that every process is done reading. Before a process
 // writes a slot for segment s ≥ 1 every process has posted B(s-1), so is
 // done with segment s-2 (and the collective before this one). Shares are
-// whole multiples of es bytes; folding a share in the fixed order i+1, i+2,
-// …, i (mod n) makes every run, and every process, get the same bits.
+// whole multiples of es bytes; folding the other processes' share i into
+// process i's own in the fixed order i+1, i+2, …, i-1 (mod n) makes every
+// run, and every process, get the same bits.
 func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, red reducer, es int) error {
 	n, np := len(in), r.size
 	seg := b.BoardSlotSize() / es * es
