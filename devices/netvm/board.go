@@ -17,11 +17,11 @@ import (
 // posts every round in order, so "posted k or later" is line k%2's word
 // ≥ k. The lines are the board's own: the doorbell, which every sender
 // bumps, lives elsewhere, so polling a peer's sequence word does not miss
-// on unrelated traffic. The slots hold 1 MiB each: the core passes a
-// Bcast of up to 1 MiB, or an Alltoall of up to 1 MiB per process, through
-// them when ranks outnumber cores (user copies from a mapped slot outrun
-// process_vm_readv 3–4 times), and at most 8 KiB otherwise. A slot's pages
-// cost memory only once a collective has touched them.
+// on unrelated traffic. The slots hold 1 MiB each, so that the core can
+// stage large collectives through them (mpi/collboard.go: Allreduce in
+// 1 MiB segments; Bcast and Alltoall when ranks outnumber cores): a user
+// copy from a mapped slot outruns process_vm_readv 3–4 times. A slot's
+// pages cost memory only once a collective has touched them.
 const (
 	boardLine    = 64
 	boardHead    = 2 * boardLine
