@@ -191,7 +191,14 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 	if err != nil {
 		return err
 	}
+	// Ranks that outnumber cores pass a broadcast of any size through the
+	// board slots (boardBcastStaged); otherwise data over 8 KiB are read
+	// where they lie.
 	bd, large := p.r.boardFor(c, b.Size()), false
+	staged := bd == nil && b.Size() > 0 && c.Size() > goruntime.NumCPU()
+	if staged {
+		bd = p.r.boardFor(c, 0)
+	}
 	if bd == nil && b.Size() > 0 {
 		if bd, err = p.r.boardLargeFor(c); err != nil {
 			return err
@@ -203,6 +210,8 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 	}
 	data, done := packOut(b, c.rank == root)
 	switch {
+	case staged:
+		err = p.r.boardBcastStaged(bd, data, root)
 	case large && len(data) >= splitBcast && c.Size() <= goruntime.NumCPU():
 		err = p.r.boardBcastSplit(bd, data, root)
 	case large:
@@ -792,9 +801,11 @@ func AlltoallBuf(c *Comm, send, recv Buffer) error {
 	if err != nil || c.IsInter() || recv.Size() == 0 {
 		return blockingPlan(p, err)
 	}
-	small := recv.Size() <= slotSizeOf(p.r.boardFor(c, 0))
+	// Data up to the stage limit go through the board slots; larger ones
+	// are read where they lie.
 	b := p.r.boardFor(c, recv.Size())
-	if b == nil {
+	staged := b != nil
+	if !staged {
 		if b, err = p.r.boardLargeFor(c); err != nil {
 			return err
 		}
@@ -810,7 +821,12 @@ func AlltoallBuf(c *Comm, send, recv Buffer) error {
 		s = packIn(send)
 	}
 	out, done := packOut(recv, false)
-	if err := p.r.boardAlltoall(b, s, out, recv.Size()/c.Size(), small); err != nil {
+	if staged {
+		err = p.r.boardAlltoallStaged(b, s, out, recv.Size()/c.Size())
+	} else {
+		err = p.r.boardAlltoallRead(b, s, out, recv.Size()/c.Size())
+	}
+	if err != nil {
 		return err
 	}
 	done()

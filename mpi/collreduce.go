@@ -103,7 +103,7 @@ func ReduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
 	if err != nil {
 		return err
 	}
-	if b := r.boardFor(c, in.Size()); b != nil {
+	if b := r.boardReduceFor(c, in.Size()); b != nil {
 		var out []byte
 		if c.rank == root {
 			out = recv.Mem[:recv.Size()] // reductions take contiguous types only
@@ -152,13 +152,22 @@ func allreducePlan(op string, c *Comm, send, recv Buffer, o *Op) (*plan, error) 
 	if err != nil {
 		return nil, err
 	}
-	return allreduceWith(op, c, r, send, recv, in, inplace, red), nil
+	return allreduceWith(op, c, r, send, recv, in, inplace, red, reduceUnit(in, o)), nil
+}
+
+// reduceUnit is the size of the smallest piece an Allreduce may cut in's
+// vector into: an element, or for Minloc and Maxloc a (value, index) pair.
+func reduceUnit(in Buffer, o *Op) int {
+	if o.code == opMinloc || o.code == opMaxloc {
+		return 2 * in.Type.Size()
+	}
+	return in.Type.Size()
 }
 
 // allreduceWith is the plan of a checked Allreduce.
-func allreduceWith(op string, c *Comm, r *runtime, send, recv, in Buffer, inplace bool, red reducer) *plan {
+// Pieces of the vector are whole multiples of es bytes.
+func allreduceWith(op string, c *Comm, r *runtime, send, recv, in Buffer, inplace bool, red reducer, es int) *plan {
 	p := &plan{r: r, c: c, op: op}
-	es := in.Type.Size()
 	p.run = func(e *coll) error {
 		buf, done := packOut(recv, inplace)
 		if !inplace {
@@ -185,25 +194,15 @@ func AllreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
 		return err
 	}
 	// Reductions take contiguous types only: recv needs no packing.
-	if b := r.boardFor(c, in.Size()); b != nil {
+	if b := r.boardReduceFor(c, in.Size()); b != nil {
 		return r.boardReduce(b, op, packIn(in), recv.Mem[:recv.Size()], red, 0, true)
 	}
-	// The large board path splits the vector into chunks; like
+	// The large board path splits the vector into shares; like
 	// Rabenseifner's algorithm it is for commutative operations only.
-	if in.Size() > 0 && red.commute {
-		b, err := r.boardLargeFor(c)
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			es := in.Type.Size()
-			if o.code == opMinloc || o.code == opMaxloc {
-				es *= 2 // (value, index) pairs of a scalar type
-			}
-			return r.boardAllreduceLarge(b, op, packIn(in), recv.Mem[:recv.Size()], red, es)
-		}
+	if b := r.boardFor(c, 0); b != nil && in.Size() > 0 && red.commute {
+		return r.boardAllreduceStaged(b, op, packIn(in), recv.Mem[:recv.Size()], red, reduceUnit(in, o))
 	}
-	return allreduceWith(op, c, r, send, recv, in, inplace, red).now()
+	return allreduceWith(op, c, r, send, recv, in, inplace, red, reduceUnit(in, o)).now()
 }
 
 // IallreduceBuf starts an Allreduce (MPI_Iallreduce).

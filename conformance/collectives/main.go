@@ -353,7 +353,10 @@ func checkBarrier(w *mpi.Comm) error {
 
 func checkBcast(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
-	for _, m := range sizes() {
+	// 131073 float64 is one element more than 1 MiB: a device that passes
+	// broadcasts of up to 1 MiB through shared slots (netvm's boards) takes
+	// its other path for it.
+	for _, m := range append(sizes(), 131073) {
 		for _, root := range runner.Roots(n) {
 			buf := make([]float64, m)
 			want := make([]float64, m)
@@ -580,8 +583,13 @@ func checkAllgather(w *mpi.Comm) error {
 
 func checkAlltoall(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
-	for _, m0 := range sizes() {
+	// The last size makes each process's send buffer one element more
+	// than 1 MiB of int32 (the most netvm's boards pass through a slot).
+	for _, m0 := range append(sizes(), -1) {
 		m := perRank(m0, n)
+		if m0 < 0 {
+			m = (1<<18)/n + 1
+		}
 		send := make([]int32, n*m)
 		for j := 0; j < n; j++ {
 			for i := 0; i < m; i++ {
@@ -685,7 +693,10 @@ func checkReduce(w *mpi.Comm) error {
 
 func checkAllreduce(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
-	for _, m := range append(sizes(), 300, 5000) {
+	// 2·131072+7 float64 are more than 2 MiB: a device that reduces
+	// through 1 MiB slots (netvm's boards) takes three segments, the last
+	// one short.
+	for _, m := range append(sizes(), 300, 5000, 2*131072+7) {
 		send := make([]float64, m)
 		for i := range send {
 			send[i] = val(me, i)
@@ -697,11 +708,18 @@ func checkAllreduce(w *mpi.Comm) error {
 		if err := runner.Eq(fmt.Sprintf("allreduce sum m=%d", m), recv, sumRef(n, m)); err != nil {
 			return err
 		}
+		// In place: each segment is read before its result is written.
+		if err := mpi.Allreduce(w, mpi.InPlace[float64](), send, mpi.Sum); err != nil {
+			return err
+		}
+		if err := runner.Eq(fmt.Sprintf("in-place allreduce sum m=%d", m), send, recv); err != nil {
+			return err
+		}
 	}
 	// Determinism: inexact float sums are bit-identical on every rank and
 	// across repetitions.
 	rng := rand.New(rand.NewPCG(uint64(me), 9))
-	for _, m := range []int{5, 3000} {
+	for _, m := range []int{5, 3000, 140001} {
 		send := make([]float64, m)
 		for i := range send {
 			send[i] = rng.Float64() * math.Pow(10, float64(rng.IntN(12)-6))
@@ -718,15 +736,13 @@ func checkAllreduce(w *mpi.Comm) error {
 				return fmt.Errorf("allreduce not repeatable at %d", i)
 			}
 		}
-		all := make([]float64, n*m)
-		if err := mpi.Allgather(w, a, all); err != nil {
+		// Every rank compares its result with rank 0's, bit for bit.
+		if err := mpi.Bcast(w, b, 0); err != nil {
 			return err
 		}
-		for r := 0; r < n; r++ {
-			for i := 0; i < m; i++ {
-				if math.Float64bits(all[r*m+i]) != math.Float64bits(a[i]) {
-					return fmt.Errorf("allreduce differs between rank %d and %d at %d", r, me, i)
-				}
+		for i := range a {
+			if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+				return fmt.Errorf("allreduce m=%d differs between rank 0 and %d at %d", m, me, i)
 			}
 		}
 	}
@@ -835,26 +851,29 @@ func checkOps(w *mpi.Comm) error {
 			return err
 		}
 	}
-	// Minloc/Maxloc on (value, index) pairs of float64.
-	pairs := make([]float64, 2*m)
-	for i := 0; i < m; i++ {
-		pairs[2*i], pairs[2*i+1] = float64(iv(me, i)%4), float64(me)
-	}
-	for _, op := range []*mpi.Op{mpi.Minloc, mpi.Maxloc} {
-		got := make([]float64, 2*m)
-		if err := mpi.Allreduce(w, pairs, got, op); err != nil {
-			return err
-		}
+	// Minloc/Maxloc on (value, index) pairs of float64; 70001 pairs are
+	// more than 1 MiB, so a large reduction's pieces must not cut a pair.
+	for _, m := range []int{m, 70001} {
+		pairs := make([]float64, 2*m)
 		for i := 0; i < m; i++ {
-			bv, bi := float64(iv(0, i)%4), 0.0
-			for r := 1; r < n; r++ {
-				v := float64(iv(r, i) % 4)
-				if (op == mpi.Minloc && v < bv) || (op == mpi.Maxloc && v > bv) {
-					bv, bi = v, float64(r)
-				}
+			pairs[2*i], pairs[2*i+1] = float64(iv(me, i)%4), float64(me)
+		}
+		for _, op := range []*mpi.Op{mpi.Minloc, mpi.Maxloc} {
+			got := make([]float64, 2*m)
+			if err := mpi.Allreduce(w, pairs, got, op); err != nil {
+				return err
 			}
-			if got[2*i] != bv || got[2*i+1] != bi {
-				return fmt.Errorf("%s pair %d = (%v,%v) want (%v,%v)", op.Name(), i, got[2*i], got[2*i+1], bv, bi)
+			for i := 0; i < m; i++ {
+				bv, bi := float64(iv(0, i)%4), 0.0
+				for r := 1; r < n; r++ {
+					v := float64(iv(r, i) % 4)
+					if (op == mpi.Minloc && v < bv) || (op == mpi.Maxloc && v > bv) {
+						bv, bi = v, float64(r)
+					}
+				}
+				if got[2*i] != bv || got[2*i+1] != bi {
+					return fmt.Errorf("%s m=%d pair %d = (%v,%v) want (%v,%v)", op.Name(), m, i, got[2*i], got[2*i+1], bv, bi)
+				}
 			}
 		}
 	}

@@ -17,11 +17,15 @@ import (
 // posts every round in order, so "posted k or later" is line k%2's word
 // ≥ k. The lines are the board's own: the doorbell, which every sender
 // bumps, lives elsewhere, so polling a peer's sequence word does not miss
-// on unrelated traffic.
+// on unrelated traffic. The slots hold 1 MiB each, so that the core can
+// stage large collectives through them (mpi/collboard.go: Allreduce in
+// 1 MiB segments; Bcast and Alltoall when ranks outnumber cores): a user
+// copy from a mapped slot outruns process_vm_readv 3–4 times. A slot's
+// pages cost memory only once a collective has touched them.
 const (
-	boardSlot    = 8 << 10
 	boardLine    = 64
 	boardHead    = 2 * boardLine
+	boardSlot    = 1 << 20
 	boardSeq     = 0  // u64: the last round of this line's parity posted
 	boardWaiting = 8  // u32: non-zero while this process may sleep in a board wait
 	boardData    = 16 // the line's data bytes
