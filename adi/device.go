@@ -76,8 +76,10 @@ type Device interface {
 // small board in shared memory that every other process reads directly
 // (netvm: a corner of its segment, which every peer maps; the reflective
 // memory of seed 002). A board is a sequence word and two data slots. The
-// core runs Barrier and small Bcast, Reduce and Allreduce on
-// MPI_COMM_WORLD over the boards, with no messages at all.
+// core runs Barrier, Bcast, Reduce, Allreduce and Alltoall on
+// MPI_COMM_WORLD over the boards, with no messages at all: small data in
+// the slots, large data staged through them or read where they lie
+// (BoardRead).
 //
 // The core numbers those collectives 1, 2, 3, ... and uses slot k%2 for
 // collective k. Posting k tells every peer both that this process's slot
