@@ -124,9 +124,15 @@ func (r *runtime) boardWait(b adi.Board, op string, p int, k uint64) error {
 		done = cond()
 	}
 	if !done {
-		b.BoardWaiting(true)
-		err := r.waitFor(cond)
-		b.BoardWaiting(false)
+		// The waiting flag goes up only before the first sleep: a poster
+		// that sees it rings this process's doorbell, a cache miss and
+		// perhaps a system call on its way, which a waiter that is still
+		// polling does not need.
+		raised := false
+		err := r.waitSleeping(cond, func() { b.BoardWaiting(true); raised = true })
+		if raised {
+			b.BoardWaiting(false)
+		}
 		if err != nil {
 			return err
 		}

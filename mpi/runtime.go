@@ -281,15 +281,23 @@ func (r *runtime) progress() error {
 // yields the CPU until r.spin, then sleeps on the device's doorbell so that
 // oversubscribed ranks do not starve each other.
 func (r *runtime) waitFor(cond func() bool) error {
+	return r.waitSleeping(cond, nil)
+}
+
+// waitSleeping is waitFor with a hook: before the waiter's first sleep it
+// calls beforeSleep (which announces the sleep to whoever must ring for
+// it), then looks at cond once more, so that a condition made true before
+// the announcement was seen is not slept through.
+func (r *runtime) waitSleeping(cond func() bool, beforeSleep func()) error {
 	if !r.asyncOn.Load() {
-		return r.wait(cond)
+		return r.wait(cond, beforeSleep)
 	}
 	// The progress goroutine stays out of the device while a goroutine
 	// waits here (it progresses by itself), and learns from the count of
 	// returns whether the program keeps calling MPI. Two atomic adds on a
 	// word no other process touches: no clock, no wake-up.
 	r.waits.Add(1)
-	err := r.wait(cond)
+	err := r.wait(cond, beforeSleep)
 	r.waits.Add(1<<32 - 1)
 	return err
 }
@@ -300,7 +308,7 @@ func (r *runtime) waitFor(cond func() bool) error {
 const freePolls = 64
 
 // wait is waitFor's loop.
-func (r *runtime) wait(cond func() bool) error {
+func (r *runtime) wait(cond func() bool, beforeSleep func()) error {
 	free, mask := freePolls, 63
 	if r.poll == 0 {
 		// Ranks outnumber cores: yield from the start, and often.
@@ -337,6 +345,13 @@ func (r *runtime) wait(cond func() bool) error {
 				osYield()
 			}
 			continue
+		}
+		if beforeSleep != nil {
+			beforeSleep()
+			beforeSleep = nil
+			if cond() {
+				return nil
+			}
 		}
 		r.dev.Sleep(seq, 100*time.Millisecond)
 	}
