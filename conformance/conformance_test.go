@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -258,6 +259,37 @@ func TestCollectives(t *testing.T) {
 		matrix(t, collectives, dev, nil, testNPs(), collectives.checks, nil)
 		matrix(t, collectives, dev, []string{asyncOpt}, []int{4}, collectives.checks, nil)
 	})
+}
+
+// TestMixedAffinity runs the large collectives on netvm's boards with the
+// odd ranks pinned to one CPU (taskset) and the even ones free, so the
+// ranks see different runtime.NumCPU: whether ranks outnumber cores picks
+// a collective's algorithm, and every rank must pick the same one (a Bcast
+// once gave wrong data this way). It needs a machine of two CPUs or more.
+func TestMixedAffinity(t *testing.T) {
+	if goruntime.NumCPU() < 2 {
+		t.Fatalf("this test needs at least 2 CPUs to give ranks different CPU counts; the machine has %d", goruntime.NumCPU())
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Fatalf("taskset (util-linux) is needed to pin ranks: %v", err)
+	}
+	wrapper := filepath.Join(t.TempDir(), "pin-odd-ranks")
+	script := "#!/bin/sh\nif [ $((PMI_RANK % 2)) -eq 1 ]; then exec " + taskset + " -c 0 \"$@\"; fi\nexec \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, np := range []int{2, 3} {
+		for _, check := range []string{"bcast", "alltoall", "allreduce", "inplace"} {
+			t.Run(fmt.Sprintf("np=%d/%s", np, check), func(t *testing.T) {
+				t.Parallel()
+				jobs <- struct{}{}
+				r := runJob(wrapper, "netvm", nil, np, []string{collectives.bin, check})
+				<-jobs
+				judge(t, r, np, check)
+			})
+		}
+	}
 }
 
 // TestInterColl runs every check of conformance/intercoll (collectives on

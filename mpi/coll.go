@@ -1,7 +1,6 @@
 package mpi
 
 import (
-	goruntime "runtime"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
@@ -194,10 +193,11 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 	// Ranks that outnumber cores pass a broadcast of any size through the
 	// board slots (boardBcastStaged); otherwise data over 8 KiB are read
 	// where they lie.
-	bd, large := p.r.boardFor(c, b.Size()), false
-	staged := bd == nil && b.Size() > 0 && c.Size() > goruntime.NumCPU()
-	if staged {
-		bd = p.r.boardFor(c, 0)
+	bd, large, staged := p.r.boardFor(c, b.Size()), false, false
+	if bd == nil && b.Size() > 0 {
+		if sb := p.r.boardFor(c, 0); sb != nil && p.r.crowded(sb) {
+			bd, staged = sb, true
+		}
 	}
 	if bd == nil && b.Size() > 0 {
 		if bd, err = p.r.boardLargeFor(c); err != nil {
@@ -212,7 +212,7 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 	switch {
 	case staged:
 		err = p.r.boardBcastStaged(bd, data, root)
-	case large && len(data) >= splitBcast && c.Size() <= goruntime.NumCPU():
+	case large && len(data) >= splitBcast && !p.r.crowded(bd):
 		err = p.r.boardBcastSplit(bd, data, root)
 	case large:
 		err = p.r.boardBcastLarge(bd, data, root)

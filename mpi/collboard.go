@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	goruntime "runtime"
 	"unsafe"
@@ -22,16 +23,30 @@ import (
 // slot held for k-2.
 
 // boardFor returns the device's board if a collective on c moving n bytes
-// per process runs on it (through the slots: n ≤ boardStage).
+// per process runs on it through the slots: up to boardStageIdle bytes,
+// and up to a whole slot when ranks outnumber cores (crowded). There a
+// user copy out of a peer's mapped slot runs at 30–40 GB/s where a
+// process_vm_readv moves 5–10 GB/s, and a broadcast through the root's
+// slot needs neither a tree (every process copies from the root's slot,
+// one wake-up) nor the root to stay until the others are done.
 func (r *runtime) boardFor(c *Comm, n int) adi.Board {
 	if c != r.world || !r.native {
 		return nil
 	}
 	b, ok := r.dev.(adi.Board)
-	if !ok || n > r.boardStage(b) {
+	if !ok || n > b.BoardSlotSize() || (n > boardStageIdle && !r.crowded(b)) {
 		return nil
 	}
 	return b
+}
+
+// crowded reports whether the ranks outnumber the cores they share. Ranks
+// may see different runtime.NumCPU (each pinned to its own core by a
+// launcher, say), and a collective's algorithm must not differ between
+// them, so the answer comes from the job's agreement (boardAgree): false
+// while no agreement could be made (boardLargeFor then reports why).
+func (r *runtime) crowded(b adi.Board) bool {
+	return r.boardAgree(b) == nil && r.size > r.cores
 }
 
 // boardStageIdle is the most bytes a collective passes through the slots
@@ -39,20 +54,6 @@ func (r *runtime) boardFor(c *Comm, n int) adi.Board {
 // (process_vm_readv: boardBcastSplit, boardAlltoallRead), one copy
 // that the ranks make in parallel on their own cores.
 const boardStageIdle = 8 << 10
-
-// boardStage is the most bytes a collective passes through the slots
-// (two copies: into the slot, out of it). When ranks outnumber cores that
-// is up to a whole slot: a user copy out of a peer's mapped slot runs at
-// 30–40 GB/s where a process_vm_readv moves 5–10 GB/s, and a broadcast
-// through the root's slot needs neither a tree (every process copies from
-// the root's slot, one wake-up) nor the root to stay until the others are
-// done. Every rank computes the same limit.
-func (r *runtime) boardStage(b adi.Board) int {
-	if r.size <= goruntime.NumCPU() {
-		return min(boardStageIdle, b.BoardSlotSize())
-	}
-	return b.BoardSlotSize()
-}
 
 // stagePiece bounds the copies into and out of board slots: Go's copy
 // switches to non-temporal stores from 1 MiB on, which would push staged
@@ -217,39 +218,54 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 
 // boardLargeFor returns the device's board if collectives on c whose data
 // exceed a slot run on it: every process must be able to read every
-// other's memory, which the first such collective agrees on with a board
-// round of its own (so every rank decides alike).
+// other's memory, which the job agrees on (boardAgree).
 func (r *runtime) boardLargeFor(c *Comm) (adi.Board, error) {
 	b := r.boardFor(c, 0)
 	if b == nil {
 		return nil, nil
 	}
-	if r.readable == 0 {
-		k := r.boardSeq.Add(1)
-		slot := int(k % 2)
-		if err := r.boardWait(b, "MPI_Init", -1, k-1); err != nil {
-			return nil, err
-		}
-		flag := byte(0)
-		if b.BoardReadable() {
-			flag = 1
-		}
-		boardArea(b, r.rank, slot, 1)[0] = flag
-		b.BoardPost(k, false)
-		if err := r.boardWait(b, "MPI_Init", -1, k); err != nil {
-			return nil, err
-		}
-		r.readable = 1
-		for p := 0; p < r.size; p++ {
-			if boardArea(b, p, slot, 1)[0] != 1 {
-				r.readable = -1
-			}
-		}
+	if err := r.boardAgree(b); err != nil {
+		return nil, err
 	}
-	if r.readable < 0 {
+	if !r.readable {
 		return nil, nil
 	}
 	return b, nil
+}
+
+// boardAgree runs, once, the board round in which the processes agree on
+// what the large board collectives depend on, so that every rank decides
+// alike: whether every process can read every other's memory
+// (BoardReadable), and how many cores the job has (the least NumCPU of
+// any process). The first collective that needs either runs it, on every
+// rank at the same point.
+func (r *runtime) boardAgree(b adi.Board) error {
+	if r.agreed {
+		return nil
+	}
+	k := r.boardSeq.Add(1)
+	slot := int(k % 2)
+	if err := r.boardWait(b, "MPI_Init", -1, k-1); err != nil {
+		return err
+	}
+	mine := boardArea(b, r.rank, slot, 8)
+	mine[0] = 0
+	if b.BoardReadable() {
+		mine[0] = 1
+	}
+	binary.LittleEndian.PutUint32(mine[4:], uint32(goruntime.NumCPU()))
+	b.BoardPost(k, false)
+	if err := r.boardWait(b, "MPI_Init", -1, k); err != nil {
+		return err
+	}
+	r.readable, r.cores = true, math.MaxInt
+	for p := 0; p < r.size; p++ {
+		theirs := boardArea(b, p, slot, 8)
+		r.readable = r.readable && theirs[0] == 1
+		r.cores = min(r.cores, int(binary.LittleEndian.Uint32(theirs[4:])))
+	}
+	r.agreed = true
+	return nil
 }
 
 // addrOf is the address of b's first byte (0 when b is empty).

@@ -41,7 +41,9 @@ type runtime struct {
 	areqs    sync.Pool                  // *adi.Request objects of completed blocking calls (blockingCall)
 	waits    atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
 	boardSeq atomic.Uint64              // board collectives run on MPI_COMM_WORLD (collboard.go)
-	readable int8                       // every rank can BoardRead every other: 0 not yet agreed, 1 yes, -1 no
+	agreed   bool                       // boardAgree has run: readable and cores hold
+	readable bool                       // every rank can BoardRead every other
+	cores    int                        // the least runtime.NumCPU of any rank
 	asyncOn  atomic.Bool                // the progress goroutine runs (set before the runtime is published)
 	resume   chan struct{}              // wakes the parked progress goroutine
 	native   bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
