@@ -25,9 +25,12 @@
 // pipelined chunks through the eager ring (the sender packs, the receiver
 // unpacks: two copies, in cache, on both cores); the sender offers its
 // layout with the stream, and when the stream stalls (the sender is off
-// the CPU) the receiver reads the rest itself with process_vm_readv, so a
-// loaded machine does not need both processes running for every chunk
-// (offer.go). No path uses a temporary buffer of the message's size.
+// the CPU, or packs slower than the receiver unpacks) the receiver reads
+// the message's tail itself with process_vm_readv while the sender's
+// chunks still come from the front, until the two meet, so a loaded
+// machine does not need both processes running for every chunk and no
+// byte moves twice (offer.go). No path uses a temporary buffer of the
+// message's size.
 //
 // With eager=0 the device runs the thesis' pure receiver-initiated protocol
 // (mpin.go): RTR/SC, sender-side matching in post order, and ANY_SOURCE
