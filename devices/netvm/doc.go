@@ -75,7 +75,7 @@
 //	             layout so that the receiver reads the rest itself when the
 //	             stream stalls (offer.go) (default 65536; 0 = chunks only)
 //	stall=N      microseconds without progress after which an offered stream
-//	             counts as stalled (default 50)
+//	             counts as stalled and the receiver reads its tail (default 10)
 //	pull=N       a non-contiguous receive of at least N bytes always reads the
 //	             whole message itself (default 0 = never)
 //	gap=N        a read of blocks of 4 KiB or more takes gaps of up to N bytes

@@ -40,17 +40,27 @@ import (
 // chunk of a live stream shows that the sender runs again.
 
 // defaultStall is how long the oldest offered stream may make no progress
-// before the receiver takes over its copy (option stall=N µs): several
-// chunk times on an idle machine, far below a scheduler's time slice.
-const defaultStall = 50
+// before the receiver starts reading its tail (option stall=N µs): longer
+// than a chunk takes to unpack, so that on an idle machine (the sender packs
+// faster than the receiver unpacks) the receiver never leaves the chunks
+// waiting, and short enough that the receiver's idle time between chunks is
+// used when the sender packs slowly. VIRTUS test, 30 interleaved rounds on
+// this project's 2-vCPU machine in its slow state (the sender's pack at ~7
+// GB/s, its stores to ring lines the receiver holds being slow): strided
+// medians at 128 B / 1 KiB / 8 KiB blocks 5.4 / 7.1 / 6.9 GB/s before the
+// tail read, 5.5 / 6.7 / 7.0 with it at stall=50, 7.2 / 8.5 / 10.6 at
+// stall=10; in the fast state stall=10 measured as before (~28-35 GB/s).
+const defaultStall = 10
 
 // takeChunk is how much of a stalled stream the receiver reads at a time
 // before it looks at its rings again.
 const takeChunk = 64 << 10
 
-// claimWait is how many stall periods the receiver leaves the bytes the
-// sender has claimed to its chunks before it reads them too.
-const claimWait = 4
+// claimWait is how long after the stream's last progress the receiver
+// leaves the bytes the sender has claimed to its chunks (several chunk
+// times when the sender packs slowly); after that the sender has likely
+// lost its CPU mid-chunk, and the receiver reads them too.
+const claimWait = 200 * time.Microsecond
 
 // offerStream starts the stream of a send whose receive buffer is not
 // contiguous (CTS without address), offering the receiver its layout. It
@@ -145,11 +155,11 @@ func (d *Device) takeOver() bool {
 		atomic.StoreUint64(p.limitIn, uint64(rid)<<32|uint64(from))
 		// The bytes the sender has claimed are left to its chunks, unless
 		// it has not moved for a long while (it lost its CPU mid-chunk).
-		if c := atomic.LoadUint64(p.claimIn); uint32(c>>32) == rid && now.Sub(rv.last) < claimWait*d.stall {
+		if c := atomic.LoadUint64(p.claimIn); uint32(c>>32) == rid && now.Sub(rv.last) < claimWait {
 			from = max(from, int(uint32(c)))
 		}
 		if from >= rv.back { // wait for the claimed chunks
-			d.stallAt.Store(rv.last.Add(claimWait * d.stall).UnixNano())
+			d.stallAt.Store(rv.last.Add(claimWait).UnixNano())
 			return false
 		}
 		k := rv.back - from
