@@ -10,8 +10,17 @@ import (
 // through the eager ring (the sender packs a chunk, the receiver unpacks
 // it): two copies, but both in cache and on both cores at once, which on an
 // idle machine beats process_vm_writev/readv with one iovec per block (the
-// kernel pins the pages of every remote iovec separately). Its weak point is
-// a loaded machine: every chunk hand-off needs both processes on a CPU.
+// kernel pins the pages of every remote iovec separately). Its weak points
+// are a loaded machine, where every chunk hand-off needs both processes on a
+// CPU, and this project's 2-vCPU machine in its slow state, where a store
+// into a ring line that the other core holds waits for that copy to be
+// invalidated: two threads, one packing 1 KiB blocks into a 1 MiB ring and
+// one unpacking, measured pack 30-37 GB/s and unpack 25-40 GB/s in the fast
+// state, pack ~7 GB/s and unpack 13-20 GB/s in the slow one (the kernel's
+// copies, process_vm_writev/readv of 1 KiB iovecs, were no faster). The
+// contiguous path's single copy into a buffer the receiver does not touch
+// has no such stores, which is why VIRTUS' contiguous figure keeps ~20 GB/s
+// there while the stream falls to ~7.
 //
 // So the sender also offers its buffer's layout (ctlOffer, one regular run in
 // the control slot itself, put ahead of its backlog). The receiver keeps the
