@@ -78,8 +78,10 @@
 //	             counts as stalled and the receiver reads its tail (default 10)
 //	pull=N       a non-contiguous receive of at least N bytes always reads the
 //	             whole message itself (default 0 = never)
-//	gap=N        a read of blocks of 4 KiB or more takes gaps of up to N bytes
+//	gap=N        a read of blocks of 1 KiB or more takes gaps of up to N bytes
 //	             between the sender's blocks along, so that a run of blocks is
-//	             one remote iovec (default 4096); smaller blocks are read a
-//	             whole span at a time into a 256 KiB bounce buffer (vmcopy.go)
+//	             one remote iovec (default 2048: a remote iovec costs about
+//	             as much as copying 2-4 KiB); smaller blocks, and blocks under
+//	             4 KiB with wider gaps, are read a whole span at a time into a
+//	             256 KiB bounce buffer (vmcopy.go)
 package netvm

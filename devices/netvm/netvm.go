@@ -68,7 +68,7 @@ const (
 	smallJob      = 4
 	defaultSplit  = 64 << 10
 	defaultPull   = 0
-	defaultGap    = 4096
+	defaultGap    = 2048
 	defaultOffer  = 64 << 10
 	livenessCheck = 200 * time.Millisecond
 )
@@ -1109,7 +1109,7 @@ func (d *Device) pullTailIov(p *peer, c *ctl) {
 		d.lruns = localRuns(rv.req.Buf, rv.n-n, n, d.lruns[:0])
 		var err error
 		if len(d.runs) == 1 {
-			if d.bounce == nil && bounces(d.runs[0]) {
+			if d.bounce == nil && bounces(d.runs[0], uint64(len(d.sink))) {
 				d.bounce = make([]byte, bounceBytes)
 			}
 			err = readRemote(p.pid, rv.req.Buf.Mem, d.lruns, 0, d.runs[0], 0, uint64(n), d.bounce, d.sink)

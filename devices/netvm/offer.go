@@ -177,7 +177,7 @@ func (d *Device) takeOver() bool {
 			d.lruns = localRuns(rv.req.Buf, from, k, d.lruns[:0])
 			local, lpos = d.lruns, 0
 		}
-		if d.bounce == nil && bounces(rv.remote) {
+		if d.bounce == nil && bounces(rv.remote, uint64(len(d.sink))) {
 			d.bounce = make([]byte, bounceBytes)
 		}
 		if err := readRemote(p.pid, rv.req.Buf.Mem, local, lpos, rv.remote, uint64(from), uint64(k), d.bounce, d.sink); err != nil {
