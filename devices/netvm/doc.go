@@ -25,9 +25,12 @@
 // pipelined chunks through the eager ring (the sender packs, the receiver
 // unpacks: two copies, in cache, on both cores); the sender offers its
 // layout with the stream, and when the stream stalls (the sender is off
-// the CPU) the receiver reads the rest itself with process_vm_readv, so a
-// loaded machine does not need both processes running for every chunk
-// (offer.go). No path uses a temporary buffer of the message's size.
+// the CPU, or packs slower than the receiver unpacks) the receiver reads
+// the message's tail itself with process_vm_readv while the sender's
+// chunks still come from the front, until the two meet, so a loaded
+// machine does not need both processes running for every chunk and no
+// byte moves twice (offer.go). No path uses a temporary buffer of the
+// message's size.
 //
 // With eager=0 the device runs the thesis' pure receiver-initiated protocol
 // (mpin.go): RTR/SC, sender-side matching in post order, and ANY_SOURCE
@@ -72,11 +75,13 @@
 //	             layout so that the receiver reads the rest itself when the
 //	             stream stalls (offer.go) (default 65536; 0 = chunks only)
 //	stall=N      microseconds without progress after which an offered stream
-//	             counts as stalled (default 50)
+//	             counts as stalled and the receiver reads its tail (default 10)
 //	pull=N       a non-contiguous receive of at least N bytes always reads the
 //	             whole message itself (default 0 = never)
-//	gap=N        a read of blocks of 4 KiB or more takes gaps of up to N bytes
+//	gap=N        a read of blocks of 1 KiB or more takes gaps of up to N bytes
 //	             between the sender's blocks along, so that a run of blocks is
-//	             one remote iovec (default 4096); smaller blocks are read a
-//	             whole span at a time into a 256 KiB bounce buffer (vmcopy.go)
+//	             one remote iovec (default 2048: a remote iovec costs about
+//	             as much as copying 2-4 KiB); smaller blocks, and blocks under
+//	             4 KiB with wider gaps, are read a whole span at a time into a
+//	             256 KiB bounce buffer (vmcopy.go)
 package netvm

@@ -57,16 +57,18 @@ const (
 	offPeers    = shm.HeaderSize + 64 // per-writer blocks start here
 	// within a writer's block
 	offCMA        = 0
-	offCMAHead    = cmaBytes      // u64: the writer's view... written by the peer: its head in MY ring at it
-	offEagerHead  = cmaBytes + 8  // u64: likewise for my eager bytes in its segment
-	offEagerRing  = cmaBytes + 64 //
+	offCMAHead    = cmaBytes       // u64: the writer's view... written by the peer: its head in MY ring at it
+	offEagerHead  = cmaBytes + 8   // u64: likewise for my eager bytes in its segment
+	offClaim      = cmaBytes + 64  // u64: the writer's offered stream: rid<<32 | end of the bytes it packs (offer.go)
+	offLimit      = cmaBytes + 128 // u64: the reader's: rid<<32 | first byte of the tail it reads itself (offer.go)
+	offEagerRing  = cmaBytes + 192 //
 	defaultEager  = 16 << 10
 	defaultRing   = 256 << 10
 	smallJobRing  = 1 << 20 // the default ring when the job has at most smallJob processes
 	smallJob      = 4
 	defaultSplit  = 64 << 10
 	defaultPull   = 0
-	defaultGap    = 4096
+	defaultGap    = 2048
 	defaultOffer  = 64 << 10
 	livenessCheck = 200 * time.Millisecond
 )
@@ -86,16 +88,18 @@ type ctl struct {
 // ring space frees, followed by its SC (fin).
 type outMsg struct {
 	ctl
-	data   adi.Buffer
-	off    int // payload: packed bytes [off, off+payload) of data
-	stream bool
-	total  int               // stream: bytes left to send
-	fin    ctl               // stream: the SC that follows the data
-	layout *datatype.Segment // layout stream: the receive buffer's pieces still to describe
-	runs   []vrun            // data's layout when regular (regularRuns), for fast chunk copies
-	finish bool              // complete req (with Bytes = done) once the message (or stream's SC) is in the ring
-	done   int               // bytes the completed send reports
-	req    *adi.Request      // the send this message belongs to, for failure on a dead peer
+	data    adi.Buffer
+	off     int // payload: packed bytes [off, off+payload) of data
+	stream  bool
+	offer   bool              // stream: offered for takeover; stops where the receiver's tail begins (offer.go)
+	claimed int               // offered stream: the end of the bytes claimed so far
+	total   int               // stream: bytes left to send
+	fin     ctl               // stream: the SC that follows the data
+	layout  *datatype.Segment // layout stream: the receive buffer's pieces still to describe
+	runs    []vrun            // data's layout when regular (regularRuns), for fast chunk copies
+	finish  bool              // complete req (with Bytes = done) once the message (or stream's SC) is in the ring
+	done    int               // bytes the completed send reports
+	req     *adi.Request      // the send this message belongs to, for failure on a dead peer
 }
 
 type peer struct {
@@ -110,6 +114,8 @@ type peer struct {
 	doorbell, sleepers     *uint32
 	outTail, eagerTail     uint64
 	cmaHeadAt, eagerHeadAt *uint64 // in MY segment: the peer's lazily reported heads
+	claimOut, limitOut     *uint64 // in ITS segment: my offered stream's claim, its reader's limit (offer.go)
+	claimIn, limitIn       *uint64 // in MY segment: its offered stream's claim, my limit
 	backlog                []*outMsg
 
 	// inbound: its ring and eager ring inside my segment
@@ -133,7 +139,7 @@ type rvRecv struct {
 	sid    uint32    // the sender's id for ctlPulled, 0: no offer
 	remote vrun      // the sender's layout
 	last   time.Time // the stream's last progress
-	sent   int       // bytes the sender's chunks covered so far (got may be ahead: bytes read here)
+	back   int       // bytes [back, n) were read here from the sender's buffer; the chunks cover [0, got)
 	lr     []vrun    // stream: the receive buffer's layout when regular (regularRuns)
 	lrSet  bool      // lr was computed
 }
@@ -316,6 +322,8 @@ func (d *Device) Init(cfg adi.Config) error {
 		p.in = d.seg.Mem[mine+offCMA : mine+offCMA+cmaBytes]
 		p.inEager = d.seg.Mem[mine+offEagerRing : mine+offEagerRing+d.ring]
 		p.reportCMA, p.reportEager = p.seg.Uint64(theirs+offCMAHead), p.seg.Uint64(theirs+offEagerHead)
+		p.claimOut, p.limitOut = p.seg.Uint64(theirs+offClaim), p.seg.Uint64(theirs+offLimit)
+		p.claimIn, p.limitIn = d.seg.Uint64(mine+offClaim), d.seg.Uint64(mine+offLimit)
 		d.peers[r] = p
 	}
 	d.sends = map[uint32]*outSend{}
@@ -542,6 +550,12 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 	if m.stream {
 		for m.total > 0 {
 			k := min(m.total, d.chunk)
+			if m.offer {
+				if k = d.claim(p, m, k); k == 0 { // the receiver has read the rest
+					m.total = 0
+					break
+				}
+			}
 			c := &outMsg{ctl: ctl{typ: ctlData, id: m.id, n: uint64(k)}, data: m.data, off: m.off, runs: m.runs}
 			if !d.put(p, c) {
 				return false
@@ -751,10 +765,14 @@ func (d *Device) handle(p *peer, c *ctl) error {
 			rv.copyIn(rv.got, a)
 			rv.copyIn(rv.got+len(a), b)
 			rv.got += int(c.n)
-		} else { // an offered stream: this process may have read some of the chunk's bytes itself
+			d.consumeEager(p, c)
+		} else { // an offered stream: this process may have read the chunk's last bytes itself
 			d.chunkIn(rv, a, b)
+			d.consumeEager(p, c)
+			if rv.back < rv.n {
+				d.offerDone(p, rv, c.id)
+			}
 		}
-		d.consumeEager(p, c)
 	case ctlSC:
 		rv := d.recvs[c.id]
 		if rv == nil && d.taken[c.id] { // the end of a taken-over stream
@@ -1091,7 +1109,7 @@ func (d *Device) pullTailIov(p *peer, c *ctl) {
 		d.lruns = localRuns(rv.req.Buf, rv.n-n, n, d.lruns[:0])
 		var err error
 		if len(d.runs) == 1 {
-			if d.bounce == nil && bounces(d.runs[0]) {
+			if d.bounce == nil && bounces(d.runs[0], uint64(len(d.sink))) {
 				d.bounce = make([]byte, bounceBytes)
 			}
 			err = readRemote(p.pid, rv.req.Buf.Mem, d.lruns, 0, d.runs[0], 0, uint64(n), d.bounce, d.sink)

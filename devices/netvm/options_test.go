@@ -28,6 +28,7 @@ func TestStridedPaths(t *testing.T) {
 	}{
 		{nil, ""}, // pipelined chunks, offered for takeover
 		{[]string{"stall=0"}, "stream_takeovers"}, // the receiver takes every offered stream over
+		{[]string{"stall=1"}, ""},                 // tail reads and chunks meet in the middle
 		{[]string{"offer=0"}, ""},                 // chunks only
 		{[]string{"pull=1"}, "remote_reads"},      // the receiver reads every non-contiguous message
 		{[]string{"pull=1", "gap=0"}, "remote_reads"},

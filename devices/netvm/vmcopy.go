@@ -339,15 +339,25 @@ func copyRuns(mem []byte, runs []vrun, off int, buf []byte, in bool) {
 
 // bounceBlock is the largest block that reads go through a bounce buffer
 // for, and bounceGap the largest gap they take along; bounceBytes is the
-// bounce buffer's size.
+// bounce buffer's size. Blocks of at least sinkBlock bytes whose gaps fit
+// the sink are read straight into place instead, one local iovec per block
+// and per gap, the sender's run as one remote iovec (BenchmarkVirtus, 1 MiB
+// of 1 KiB / 2 KiB blocks, stride 2x block: 4.6-5.5 / 5.0-5.9 GB/s against
+// 3.5-4.2 / 3.6-4.1 through the bounce buffer; 512 B blocks are faster
+// bounced).
 const (
 	bounceBlock = 4096
 	bounceGap   = 16 << 10
 	bounceBytes = 256 << 10
+	sinkBlock   = 1024
 )
 
-// bounces reports whether reads of the remote run r go through a bounce buffer.
-func bounces(r vrun) bool {
+// bounces reports whether reads of the remote run r go through a bounce
+// buffer, when reads take gaps of up to maxGap bytes along.
+func bounces(r vrun, maxGap uint64) bool {
+	if r.n >= sinkBlock && (r.count == 1 || (r.stride >= int64(r.n) && uint64(r.stride)-r.n <= maxGap)) {
+		return false
+	}
 	return r.n > 0 && r.n < bounceBlock && (r.count == 1 || (r.stride >= int64(r.n) && uint64(r.stride)-r.n <= bounceGap))
 }
 
@@ -355,7 +365,7 @@ func bounces(r vrun) bool {
 // rpos into the local layout from its byte lpos, through bounce when the
 // blocks are small, else with one local iovec per block.
 func readRemote(pid int, mem []byte, local []vrun, lpos uint64, r vrun, rpos, k uint64, bounce, sink []byte) error {
-	if bounces(r) {
+	if bounces(r, uint64(len(sink))) {
 		for k > 0 {
 			m, err := vmReadBounce(pid, mem, local, lpos, r, rpos, k, bounce)
 			if err != nil {
