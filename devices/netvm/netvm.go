@@ -284,7 +284,10 @@ func (d *Device) Init(cfg adi.Config) error {
 		return err
 	}
 	probe := uintptr(unsafe.Pointer(&d.seg.Mem[offProbe]))
-	me := fmt.Sprintf("%d:%d:%x:%x:%d", os.Getpid(), d.seg.FD, d.seg.Key, probe, d.ring)
+	// The ring size and the protocol (eager=0: MPIN's receiver-initiated
+	// one) must be the same in every process; the other options are each
+	// side's own choices, which the protocol's messages carry.
+	me := fmt.Sprintf("%d:%d:%x:%x:%d:%t", os.Getpid(), d.seg.FD, d.seg.Key, probe, d.ring, d.mpin)
 	if err := cfg.KVS.Put(fmt.Sprintf("netvm-%d", d.rank), me); err != nil {
 		return err
 	}
@@ -302,11 +305,15 @@ func (d *Device) Init(cfg adi.Config) error {
 			var fd, ring int
 			var key uint64
 			var paddr uintptr
-			if _, err := fmt.Sscanf(v, "%d:%d:%x:%x:%d", &p.pid, &fd, &key, &paddr, &ring); err != nil {
+			var mpin bool
+			if _, err := fmt.Sscanf(v, "%d:%d:%x:%x:%d:%t", &p.pid, &fd, &key, &paddr, &ring, &mpin); err != nil {
 				return fmt.Errorf("netvm: rank %d published %q: %v", r, v, err)
 			}
 			if ring != d.ring {
 				return fmt.Errorf("netvm: rank %d uses ring=%d, this rank ring=%d; options must agree", r, ring, d.ring)
+			}
+			if mpin != d.mpin {
+				return fmt.Errorf("netvm: rank %d runs the %s protocol, this rank the %s one (option eager=0 is MPIN's); options must agree", r, protocolName(mpin), protocolName(d.mpin))
 			}
 			if p.seg, err = shm.Import(p.pid, fd, key); err != nil {
 				return fmt.Errorf("netvm: rank %d: %w", r, err)
@@ -610,6 +617,14 @@ func (m *outMsg) copyOut(off int, dst []byte) {
 		return
 	}
 	m.data.CopyOut(off, dst)
+}
+
+// protocolName names the protocol an eager setting selects.
+func protocolName(mpin bool) string {
+	if mpin {
+		return "MPIN receiver-initiated (eager=0)"
+	}
+	return "eager/rendezvous"
 }
 
 func ring(doorbell, sleepers *uint32) {

@@ -1,6 +1,7 @@
 package netvm_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -49,5 +50,32 @@ func TestStridedPaths(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "36 layout pairs ok") {
 			t.Errorf("mpirun %v: %v\n%s", args, err, out)
 		}
+	}
+}
+
+// TestProtocolsMustAgree starts a job whose rank 1 alone runs MPIN's
+// receiver-initiated protocol (eager=0): MPI_Init must fail on both ranks
+// with a message that names the option, not hang or mix the protocols.
+func TestProtocolsMustAgree(t *testing.T) {
+	dir := t.TempDir()
+	bins := map[string]string{}
+	for _, pkg := range []string{"../../cmd/mpirun", "../../examples/ring"} {
+		out := filepath.Join(dir, filepath.Base(pkg))
+		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+		bins[filepath.Base(pkg)] = out
+	}
+	wrapper := filepath.Join(dir, "rank1-mpin")
+	script := "#!/bin/sh\nif [ \"$PMI_RANK\" = 1 ]; then ADIMPI_DEVICE_OPT=eager=0; export ADIMPI_DEVICE_OPT; fi\nexec \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bins["mpirun"], "-np", "2", "-device", "netvm", "-timeout", "60s", wrapper, bins["ring"]).CombinedOutput()
+	if err == nil {
+		t.Fatalf("a job with eager=0 on one rank only ran to the end:\n%s", out)
+	}
+	if !strings.Contains(string(out), "options must agree") || !strings.Contains(string(out), "eager=0") {
+		t.Fatalf("mpirun failed without naming the disagreement: %v\n%s", err, out)
 	}
 }
