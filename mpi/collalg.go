@@ -55,7 +55,7 @@ func (e *coll) bcast(buf []byte, root int) error {
 	if e.size == 1 || len(buf) == 0 {
 		return nil
 	}
-	if ms := e.multisender(); ms != nil {
+	if ms := e.multisender(len(buf)); ms != nil {
 		return e.bcastMulti(ms, buf, root)
 	}
 	if len(buf) < bcastShort || e.size < bcastMinProcs {

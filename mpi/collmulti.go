@@ -9,16 +9,30 @@ import "github.com/adimpi/adimpi/adi"
 // process posts the receives of all pieces from its parent at once, and
 // forwards each piece to all its children in one multidestination send as
 // soon as it has arrived, so the pieces pipeline through the tree.
+//
+// The core takes this path only where it measured faster than its own
+// point-to-point algorithms, which on fm move large messages through the
+// bulk lane's 64 KiB chunks rather than 1.5 KiB packets: from multiMinProcs
+// processes, for messages of at most multiMax bytes. On this project's
+// 2-core machine (two interleaved runs, µs, multidestination / point-to-
+// point): np=16 64 KiB 238-347 / 742-760, 256 KiB 1038-1085 / 1561-1624,
+// but 1 MiB 3087-3697 / 2426-2445; np=8 64 KiB 93-100 / 173-215; np=4 every
+// size slower (64 KiB 40-49 / 20-25, 1 MiB 325-408 / 83-183).
 const (
-	multiShort  = 64 << 10
-	multiChunk  = 64 << 10
-	multiFanout = 4
+	multiShort    = 64 << 10
+	multiChunk    = 64 << 10
+	multiFanout   = 4
+	multiMinProcs = 8
+	multiMax      = 256 << 10
 )
 
-// multisender returns the device's multidestination send capability, or nil
-// (also when ADIMPI_NATIVE_COLL=off).
-func (e *coll) multisender() adi.Multisender {
-	if !e.r.native {
+// multisender returns the device's multidestination send capability for a
+// broadcast of n bytes, or nil: when the device has none, when
+// ADIMPI_NATIVE_COLL=off, and where the point-to-point algorithms measured
+// faster (fewer than multiMinProcs processes, more than multiMax bytes).
+// Every rank passes the same n, so all take the same path.
+func (e *coll) multisender(n int) adi.Multisender {
+	if !e.r.native || e.size < multiMinProcs || n > multiMax {
 		return nil
 	}
 	ms, _ := e.r.dev.(adi.Multisender)
