@@ -5,27 +5,14 @@ package examples_test
 
 import (
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/adimpi/adimpi/internal/testbuild"
 )
 
-func build(t *testing.T, pkgs ...string) map[string]string {
-	t.Helper()
-	dir := t.TempDir()
-	bins := map[string]string{}
-	for _, pkg := range pkgs {
-		out := filepath.Join(dir, filepath.Base(pkg))
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		bins[filepath.Base(pkg)] = out
-	}
-	return bins
-}
-
 func TestExamples(t *testing.T) {
-	bins := build(t, "../cmd/mpirun", "./jacobi", "./masterworker")
+	bins := testbuild.Programs(t, "../cmd/mpirun", "./jacobi", "./masterworker")
 	for _, c := range []struct {
 		prog string
 		args []string

@@ -16,6 +16,8 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/internal/pmi"
+
+	"github.com/adimpi/adimpi/internal/testbuild"
 )
 
 // With BIP_CHILD set, the test binary plays rank 1 of TestDevicePeerDeath:
@@ -168,13 +170,8 @@ func TestConformanceVariants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance suite runs the device's main matrix")
 	}
-	dir := t.TempDir()
-	mpirun, prog := filepath.Join(dir, "mpirun"), filepath.Join(dir, "p2p")
-	for pkg, out := range map[string]string{"../../cmd/mpirun": mpirun, "../../conformance/p2p": prog} {
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	bins := testbuild.Programs(t, "../../cmd/mpirun", "../../conformance/p2p")
+	mpirun, prog := bins["mpirun"], bins["p2p"]
 	checks := []string{"order", "anysource", "anytag", "truncate", "zero", "self", "ssend", "bsend", "rsend",
 		"probe", "cancel", "persistent", "waitany", "alltoall", "many-pending", "anysource-race"}
 	for _, opts := range [][]string{
@@ -196,15 +193,7 @@ func TestConformanceVariants(t *testing.T) {
 // instead of remote write and maxlong=3; and MPI over BIP at its protocol
 // thresholds, MPI-BIP's credit check and the overlap check.
 func TestStandalone(t *testing.T) {
-	dir := t.TempDir()
-	bins := map[string]string{}
-	for _, pkg := range []string{"../../cmd/mpirun", "./testdata/bipprog", "./testdata/creditprog", "./testdata/thresholdprog", "./testdata/overlapprog"} {
-		out := filepath.Join(dir, filepath.Base(pkg))
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		bins[filepath.Base(pkg)] = out
-	}
+	bins := testbuild.Programs(t, "../../cmd/mpirun", "./testdata/bipprog", "./testdata/creditprog", "./testdata/thresholdprog", "./testdata/overlapprog")
 	small := []string{"-device-opt", "cma=off", "-device-opt", "maxlong=3", "-device-opt", "queue=4", "-device-opt", "short=256", "-device-opt", "chunk=4096"}
 	for _, np := range []string{"1", "2", "3"} {
 		for _, check := range []string{"short", "long", "bound"} {

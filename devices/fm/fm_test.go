@@ -14,6 +14,8 @@ import (
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/internal/pmi"
+
+	"github.com/adimpi/adimpi/internal/testbuild"
 )
 
 // memKVS is a one-process key-value space.
@@ -278,15 +280,7 @@ func testDeviceSelf(t *testing.T, remote, bulk, path string) {
 // multidestination streams), the device's IsendMulti, and the example
 // program through mpirun.
 func TestMultiProcess(t *testing.T) {
-	dir := t.TempDir()
-	bins := map[string]string{}
-	for _, pkg := range []string{"../../cmd/mpirun", "./testdata/fmprog", "./example"} {
-		out := filepath.Join(dir, filepath.Base(pkg))
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		bins[filepath.Base(pkg)] = out
-	}
+	bins := testbuild.Programs(t, "../../cmd/mpirun", "./testdata/fmprog", "./example")
 	for _, c := range []struct {
 		np   int
 		args []string

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/adimpi/adimpi/internal/testbuild"
 )
 
 // TestStridedPaths runs testdata/strided (large messages between every
@@ -14,7 +16,7 @@ import (
 // paths for non-contiguous data, and checks through the device counters
 // that the path was taken.
 func TestStridedPaths(t *testing.T) {
-	bins := buildAll(t, "../../cmd/mpirun", "./testdata/strided")
+	bins := testbuild.Programs(t, "../../cmd/mpirun", "./testdata/strided")
 	for _, c := range []struct {
 		opts    []string
 		counter string // must move on the receiver
@@ -49,7 +51,7 @@ func TestStridedPaths(t *testing.T) {
 // receiver-initiated protocol (eager=0): MPI_Init must fail on both ranks
 // with a message that names the option, not hang or mix the protocols.
 func TestProtocolsMustAgree(t *testing.T) {
-	bins := buildAll(t, "../../cmd/mpirun", "../../examples/ring")
+	bins := testbuild.Programs(t, "../../cmd/mpirun", "../../examples/ring")
 	wrapper := filepath.Join(t.TempDir(), "rank1-mpin")
 	script := "#!/bin/sh\nif [ \"$PMI_RANK\" = 1 ]; then ADIMPI_DEVICE_OPT=eager=0; export ADIMPI_DEVICE_OPT; fi\nexec \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
@@ -62,20 +64,4 @@ func TestProtocolsMustAgree(t *testing.T) {
 	if !strings.Contains(string(out), "options must agree") || !strings.Contains(string(out), "eager=0") {
 		t.Fatalf("mpirun failed without naming the disagreement: %v\n%s", err, out)
 	}
-}
-
-// buildAll builds each package into a temporary directory and returns the
-// binaries by their package's base name.
-func buildAll(t *testing.T, pkgs ...string) map[string]string {
-	t.Helper()
-	dir := t.TempDir()
-	bins := map[string]string{}
-	for _, pkg := range pkgs {
-		out := filepath.Join(dir, filepath.Base(pkg))
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-		bins[filepath.Base(pkg)] = out
-	}
-	return bins
 }

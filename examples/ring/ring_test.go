@@ -3,22 +3,17 @@ package main
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/adimpi/adimpi/internal/testbuild"
 )
 
 // build compiles the ring example and mpirun into a temporary directory.
 func build(t *testing.T) (ring, mpirun string) {
 	t.Helper()
-	dir := t.TempDir()
-	ring, mpirun = filepath.Join(dir, "ring"), filepath.Join(dir, "mpirun")
-	for out, pkg := range map[string]string{ring: ".", mpirun: "../../cmd/mpirun"} {
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
-	return ring, mpirun
+	bins := testbuild.Programs(t, "../ring", "../../cmd/mpirun")
+	return bins["ring"], bins["mpirun"]
 }
 
 func checkRing(t *testing.T, out []byte, err error, np string) {
