@@ -23,14 +23,15 @@ type Message struct {
 }
 
 // Engine holds the posted-receive and unexpected-message queues. Both are
-// binned by source, so a receive from one source and a message from one
+// binned by source rank (a slice indexed by rank: no hashing on the
+// per-message path), so a receive from one source and a message from one
 // source look only at that source's entries (plus, for arrivals, the
 // wildcard receives); global sequence numbers keep the earliest-first rule
 // across bins.
 type Engine struct {
-	posted     map[int]*queue[*adi.Request] // by source rank
-	anySource  queue[*adi.Request]          // receives from AnySource
-	unexpected map[int]*queue[*Message]
+	posted     []*queue[*adi.Request] // by source rank
+	anySource  queue[*adi.Request]    // receives from AnySource
+	unexpected []*queue[*Message]     // by source rank
 	nposted    int
 	nunexp     int
 	seq        uint64
@@ -41,39 +42,68 @@ func (e *Engine) next() uint64 {
 	return e.seq
 }
 
+// bin returns bins[src], growing bins to hold it when create is set (else
+// nil if src has no bin). Sources are world ranks, never negative.
+func bin[T comparable](bins *[]*queue[T], src int, create bool) *queue[T] {
+	if uint(src) < uint(len(*bins)) {
+		if q := (*bins)[src]; q != nil || !create {
+			return q
+		}
+	} else if !create || src < 0 {
+		return nil
+	} else {
+		*bins = append(*bins, make([]*queue[T], src+1-len(*bins))...)
+	}
+	q := &queue[T]{}
+	(*bins)[src] = q
+	return q
+}
+
 // Post matches a new receive against the unexpected messages. If one matches,
 // it is removed from the queue and returned, and the receive is not queued.
 // Otherwise the receive joins the posted queue and Post returns nil.
 func (e *Engine) Post(r *adi.Request) *Message {
-	if q, i := e.findUnexpected(r); q != nil {
-		e.nunexp--
-		return q.remove(i)
+	if e.nunexp > 0 {
+		if q, i := e.findUnexpected(r); q != nil {
+			e.nunexp--
+			return q.remove(i)
+		}
 	}
 	r.MatchSeq = e.next()
-	p := r
 	if r.Peer == adi.AnySource {
-		e.anySource.push(p)
+		e.anySource.push(r)
 	} else {
-		if e.posted == nil {
-			e.posted = map[int]*queue[*adi.Request]{}
-		}
-		q := e.posted[r.Peer]
-		if q == nil {
-			q = &queue[*adi.Request]{}
-			e.posted[r.Peer] = q
-		}
-		q.push(p)
+		bin(&e.posted, r.Peer, true).push(r)
 	}
 	e.nposted++
 	return nil
 }
 
+// firstMessage is the index of the earliest message in q that r matches, or -1.
+func firstMessage(q *queue[*Message], r *adi.Request) int {
+	for i := q.head; i < len(q.items); i++ {
+		if m := q.items[i]; m != nil && r.Matches(m.Env) {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstReceive is the index of the earliest receive in q that env matches, or -1.
+func firstReceive(q *queue[*adi.Request], env adi.Envelope) int {
+	for i := q.head; i < len(q.items); i++ {
+		if p := q.items[i]; p != nil && p.Matches(env) {
+			return i
+		}
+	}
+	return -1
+}
+
 // findUnexpected locates the earliest arrived message r would match.
 func (e *Engine) findUnexpected(r *adi.Request) (*queue[*Message], int) {
-	match := func(m *Message) bool { return r.Matches(m.Env) }
 	if r.Peer != adi.AnySource {
-		if q := e.unexpected[r.Peer]; q != nil {
-			if i := q.find(match); i >= 0 {
+		if q := bin(&e.unexpected, r.Peer, false); q != nil {
+			if i := firstMessage(q, r); i >= 0 {
 				return q, i
 			}
 		}
@@ -82,7 +112,10 @@ func (e *Engine) findUnexpected(r *adi.Request) (*queue[*Message], int) {
 	var best *queue[*Message]
 	bi := -1
 	for _, q := range e.unexpected {
-		if i := q.find(match); i >= 0 && (best == nil || q.at(i).seq < best.at(bi).seq) {
+		if q == nil || q.n == 0 {
+			continue
+		}
+		if i := firstMessage(q, r); i >= 0 && (best == nil || q.at(i).seq < best.at(bi).seq) {
 			best, bi = q, i
 		}
 	}
@@ -93,16 +126,20 @@ func (e *Engine) findUnexpected(r *adi.Request) (*queue[*Message], int) {
 // and returns the earliest that matches, or nil (the caller then keeps the
 // message with AddUnexpected).
 func (e *Engine) Arrive(env adi.Envelope) *adi.Request {
-	match := func(p *adi.Request) bool { return p.Matches(env) }
+	if e.nposted == 0 {
+		return nil
+	}
 	var q *queue[*adi.Request]
 	i := -1
-	if sq := e.posted[env.Source]; sq != nil {
-		if i = sq.find(match); i >= 0 {
+	if sq := bin(&e.posted, env.Source, false); sq != nil && sq.n > 0 {
+		if i = firstReceive(sq, env); i >= 0 {
 			q = sq
 		}
 	}
-	if j := e.anySource.find(match); j >= 0 && (q == nil || e.anySource.at(j).MatchSeq < q.at(i).MatchSeq) {
-		q, i = &e.anySource, j
+	if e.anySource.n > 0 {
+		if j := firstReceive(&e.anySource, env); j >= 0 && (q == nil || e.anySource.at(j).MatchSeq < q.at(i).MatchSeq) {
+			q, i = &e.anySource, j
+		}
 	}
 	if q == nil {
 		return nil
@@ -114,15 +151,7 @@ func (e *Engine) Arrive(env adi.Envelope) *adi.Request {
 // AddUnexpected queues a message that matched no posted receive.
 func (e *Engine) AddUnexpected(m *Message) {
 	m.seq = e.next()
-	if e.unexpected == nil {
-		e.unexpected = map[int]*queue[*Message]{}
-	}
-	q := e.unexpected[m.Env.Source]
-	if q == nil {
-		q = &queue[*Message]{}
-		e.unexpected[m.Env.Source] = q
-	}
-	q.push(m)
+	bin(&e.unexpected, m.Env.Source, true).push(m)
 	e.nunexp++
 }
 
@@ -140,7 +169,7 @@ func (e *Engine) Probe(ctx uint32, src, tag int) *Message {
 func (e *Engine) Cancel(r *adi.Request) bool {
 	q := &e.anySource
 	if r.Peer != adi.AnySource {
-		if q = e.posted[r.Peer]; q == nil {
+		if q = bin(&e.posted, r.Peer, false); q == nil {
 			return false
 		}
 	}
@@ -180,7 +209,7 @@ func (e *Engine) Unexpected() int { return e.nunexp }
 // CancelFrom removes and returns every posted receive that names source src
 // explicitly (used when src's process has died; wildcard receives stay).
 func (e *Engine) CancelFrom(src int) []*adi.Request {
-	q := e.posted[src]
+	q := bin(&e.posted, src, false)
 	if q == nil {
 		return nil
 	}
@@ -205,6 +234,8 @@ func (q *queue[T]) push(v T) {
 	q.n++
 }
 
+// find is the index of the first live item that pred accepts, or -1 (the
+// per-message searches use firstReceive and firstMessage instead).
 func (q *queue[T]) find(pred func(T) bool) int {
 	var zero T
 	for i := q.head; i < len(q.items); i++ {
