@@ -204,6 +204,14 @@ func rep(p *prog, count, stride int) *prog {
 
 // prog returns the type's compiled form, compiling it on first use.
 func (t *Type) prog() *prog {
+	if !t.ready.Load() {
+		t.compile()
+	}
+	return t.compiled
+}
+
+// compile builds the compiled form and the facts cached with it, once.
+func (t *Type) compile() {
 	t.once.Do(func() {
 		p := t.build()
 		switch {
@@ -214,8 +222,8 @@ func (t *Type) prog() *prog {
 		}
 		t.sig = t.signature()
 		t.compiled = p
+		t.ready.Store(true)
 	})
-	return t.compiled
 }
 
 // build compiles the type.

@@ -74,6 +74,7 @@ type Type struct {
 	pairIdx int   // pair types: offset of the int32 index part
 
 	once       sync.Once
+	ready      atomic.Bool // compiled and the fields below are set (prog's fast path)
 	compiled   *prog
 	denseOK    bool // see dense; set with compiled
 	denseStart int
@@ -132,6 +133,10 @@ func (t *Type) Contiguous() bool {
 // Committed reports whether the type is ready for communication. Predefined
 // types always are; derived types are once Commit has been called.
 func (t *Type) Committed() bool { return t.named || t.committed.Load() }
+
+// Usable reports whether the type may be used in communication now:
+// committed (predefined types always are) and not freed.
+func (t *Type) Usable() bool { return t.named || (t.committed.Load() && !t.freed.Load()) }
 
 // String is the type's name.
 func (t *Type) String() string {
