@@ -136,6 +136,20 @@ type Multisender interface {
 	IsendMulti(r *Request, dests []int) error
 }
 
+// ShortSender is an optional device capability: a blocking standard-mode
+// send of a small contiguous message handed to the wire at once, without a
+// request. The core tries it first for every blocking Send whose buffer is
+// contiguous; it is the per-message path of latency-bound programs.
+type ShortSender interface {
+	// SendShort sends data, whose type signature is sig, to world rank peer
+	// with envelope (ctx, this process, tag), eagerly and now, and reports
+	// true once data may be reused. It reports false, having sent nothing,
+	// whenever it cannot do so at once (data too long for one eager unit,
+	// no credit, messages queued to peer before it, peer gone); the core
+	// then starts a request as usual. Called under the core's lock.
+	SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool
+}
+
 // Factory makes a fresh, uninitialised device.
 type Factory func() Device
 

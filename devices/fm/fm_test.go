@@ -479,3 +479,90 @@ func TestSendShort(t *testing.T) {
 		t.Fatal("SendShort refused after the stream ended")
 	}
 }
+
+// TestDeviceSendShort checks MPI's short send over FM (adi.ShortSender) and
+// the handler's one-packet path: it refuses what does not fit one packet or
+// has no credit, never overtakes a message queued before it, and the
+// receiver gets every message whole and in order, expected or not, with
+// truncation reported.
+func TestDeviceSendShort(t *testing.T) {
+	d := new(Device)
+	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: memKVS{}, Options: map[string]string{"packet": "256", "slots": "4"}}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Finalize()
+	sig := datatype.Byte.Signature()
+	room := d.e.Payload() - mpiHeader
+	if d.SendShort(4, 0, 0, sig, make([]byte, room+1)) {
+		t.Fatalf("SendShort took %d bytes, more than one packet's %d", room+1, room)
+	}
+	msg := func(tag int) []byte { return []byte{byte(tag), byte(tag + 1), byte(tag + 2)} }
+	tag := 0
+	for ; d.SendShort(4, 0, tag, sig, msg(tag)); tag++ {
+		if tag > d.e.Slots() {
+			t.Fatal("SendShort kept sending without credits")
+		}
+	}
+	if tag != d.e.Slots() {
+		t.Fatalf("SendShort sent %d messages with %d credits", tag, d.e.Slots())
+	}
+	// The core's fallback queues the refused message; a short send after
+	// it must wait behind it.
+	queued := &adi.Request{Op: adi.OpSend, Context: 4, Peer: 0, Tag: tag, Buf: adi.Bytes(msg(tag))}
+	if err := d.Isend(queued); err != nil {
+		t.Fatal(err)
+	}
+	// Extract alone takes the packets in (as unexpected messages) and
+	// returns their credits, but leaves the queue as it is.
+	if _, err := d.e.Extract(); err != nil {
+		t.Fatal(err)
+	}
+	if d.e.Credits(0) == 0 {
+		t.Fatal("no credit came back after the region was extracted")
+	}
+	if d.SendShort(4, 0, tag+1, sig, msg(tag+1)) {
+		t.Fatal("SendShort overtook a message queued before it")
+	}
+	recv := func(want int) {
+		t.Helper()
+		got := make([]byte, 8)
+		r := &adi.Request{Op: adi.OpRecv, Context: 4, Peer: 0, Tag: adi.AnyTag, Buf: adi.Bytes(got)}
+		if err := d.Irecv(r); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; !r.Done(); i++ {
+			if _, err := d.Progress(); err != nil || i > 1e6 {
+				t.Fatalf("message %d: progress %v after %d polls", want, err, i)
+			}
+		}
+		if r.Status.Err != nil || r.Status.Tag != want || r.Status.Bytes != 3 || !bytes.Equal(got[:3], msg(want)) {
+			t.Fatalf("receive %d: status %+v, data %v", want, r.Status, got[:3])
+		}
+	}
+	for want := 0; want <= tag; want++ {
+		recv(want)
+	}
+	if !queued.Done() {
+		t.Fatal("the queued send did not complete")
+	}
+	if !d.SendShort(4, 0, tag+1, sig, msg(tag+1)) {
+		t.Fatal("SendShort refused with the queue drained and credits back")
+	}
+	recv(tag + 1)
+	// A one-packet message into a shorter buffer: the first bytes, and
+	// ErrTruncate.
+	if !d.SendShort(4, 0, 9, sig, []byte("0123456789")) {
+		t.Fatal("SendShort refused a small message with credits back")
+	}
+	got := make([]byte, 4)
+	r := &adi.Request{Op: adi.OpRecv, Context: 4, Peer: 0, Tag: 9, Buf: adi.Bytes(got)}
+	d.Irecv(r)
+	for i := 0; !r.Done(); i++ {
+		if _, err := d.Progress(); err != nil || i > 1e6 {
+			t.Fatalf("truncated receive: progress %v after %d polls", err, i)
+		}
+	}
+	if !errors.Is(r.Status.Err, adi.ErrTruncate) || r.Status.Bytes != 4 || string(got) != "0123" {
+		t.Fatalf("10 bytes into 4: status %+v, data %q", r.Status, got)
+	}
+}
