@@ -87,6 +87,16 @@ func checkTag(op string, tag int, recv bool) error {
 	return errorf(ErrTag, op, "tag %d is outside [0, %d]", tag, TagUB)
 }
 
+// plainArgs reports, cheaply, whether a point-to-point call's arguments
+// are valid and name an ordinary peer and tag (no ProcNull, wildcard or
+// error): the per-message test of blocking calls, which leave everything
+// else to p2pArgs.
+func plainArgs(c *Comm, b Buffer, peer, tag int) bool {
+	t := b.Type
+	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
+		uint(peer) < uint(len(c.world)) && uint(tag) <= TagUB && len(b.Mem) >= t.Span(b.Count)
+}
+
 // p2pArgs checks the arguments of a point-to-point call and returns the
 // runtime.
 func p2pArgs(op string, c *Comm, b Buffer, peer, tag int, recv bool) (*runtime, error) {
@@ -183,24 +193,30 @@ func blocking(q *Request, err error) (Status, error) {
 // without a Request around it — the per-message path of every latency-bound
 // program.
 func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (Status, error) {
-	r, err := p2pArgs(op, c, b, peer, tag, recv)
-	if err != nil {
-		return emptyStatus, err
-	}
-	if peer == ProcNull {
-		if recv {
-			return Status{Source: ProcNull, Tag: AnyTag}, nil
+	r := live.Load()
+	if r == nil || !plainArgs(c, b, peer, tag) {
+		var err error
+		if r, err = p2pArgs(op, c, b, peer, tag, recv); err != nil {
+			return emptyStatus, err
 		}
-		return Status{Source: ProcNull, Tag: tag}, nil
+		if peer == ProcNull {
+			if recv {
+				return Status{Source: ProcNull, Tag: AnyTag}, nil
+			}
+			return Status{Source: ProcNull, Tag: tag}, nil
+		}
 	}
-	ar, _ := r.areqs.Get().(*adi.Request)
+	ar := r.spare.Swap(nil)
 	if ar == nil {
-		ar = new(adi.Request)
+		if ar, _ = r.areqs.Get().(*adi.Request); ar == nil {
+			ar = new(adi.Request)
+		}
 	}
 	// A pooled request is complete; the composite literal also clears its
 	// done flag, without an atomic store (its completion, seen through
 	// Done, happened before).
 	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: c.worldRank(peer), Tag: tag, Buf: b}
+	var err error
 	r.mu.Lock()
 	if recv {
 		ar.Op = adi.OpRecv
@@ -225,7 +241,9 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 			st.Source = c.commRank(src)
 		}
 	}
-	r.areqs.Put(ar)
+	if !r.spare.CompareAndSwap(nil, ar) {
+		r.areqs.Put(ar)
+	}
 	return st, st.Err
 }
 
@@ -260,6 +278,16 @@ func IrecvBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
 
 // SendBuf sends in standard mode and returns once the buffer may be reused.
 func SendBuf(c *Comm, b Buffer, dest, tag int) error {
+	if r := live.Load(); r != nil && r.short != nil && plainArgs(c, b, dest, tag) && b.Type.Contiguous() {
+		// A small message the device can put on the wire at once: no
+		// request at all (adi.ShortSender).
+		r.mu.Lock()
+		sent := r.short.SendShort(c.ctx, c.world[dest], tag, b.Type.Signature(), b.Mem[:b.Size()])
+		r.mu.Unlock()
+		if sent {
+			return nil
+		}
+	}
 	_, err := blockingCall("MPI_Send", c, b, dest, tag, false, adi.ModeStandard)
 	return err
 }

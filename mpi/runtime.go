@@ -24,6 +24,7 @@ const DefaultDevice = "netvm"
 type runtime struct {
 	mu       sync.Mutex // serialises every call into the device
 	dev      adi.Device
+	short    adi.ShortSender // dev's immediate small sends, if it has them
 	devName  string
 	pmi      *pmi.Client
 	rank     int
@@ -34,19 +35,20 @@ type runtime struct {
 	poll     time.Duration // how much of the spin polls without yielding the CPU
 	bsend    bsendBuffer
 	nextCtx  uint32
-	ids      ctxIDs                     // the free context-id pairs (communicator creation)
-	async    *asyncProgress             // the progress goroutine, if asyncOn
-	reqs     sync.Pool                  // *Request objects of completed blocking calls, for reuse
-	slab     atomic.Pointer[handleSlab] // where newHandle carves request handles from
-	areqs    sync.Pool                  // *adi.Request objects of completed blocking calls (blockingCall)
-	waits    atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
-	boardSeq atomic.Uint64              // board collectives run on MPI_COMM_WORLD (collboard.go)
-	agreed   bool                       // boardAgree has run: readable and cores hold
-	readable bool                       // every rank can BoardRead every other
-	cores    int                        // the least runtime.NumCPU of any rank
-	asyncOn  atomic.Bool                // the progress goroutine runs (set before the runtime is published)
-	resume   chan struct{}              // wakes the parked progress goroutine
-	native   bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
+	ids      ctxIDs                      // the free context-id pairs (communicator creation)
+	async    *asyncProgress              // the progress goroutine, if asyncOn
+	reqs     sync.Pool                   // *Request objects of completed blocking calls, for reuse
+	slab     atomic.Pointer[handleSlab]  // where newHandle carves request handles from
+	areqs    sync.Pool                   // *adi.Request objects of completed blocking calls (blockingCall)
+	spare    atomic.Pointer[adi.Request] // one more, taken first: a swap costs less than the pool
+	waits    atomic.Uint64               // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
+	boardSeq atomic.Uint64               // board collectives run on MPI_COMM_WORLD (collboard.go)
+	agreed   bool                        // boardAgree has run: readable and cores hold
+	readable bool                        // every rank can BoardRead every other
+	cores    int                         // the least runtime.NumCPU of any rank
+	asyncOn  atomic.Bool                 // the progress goroutine runs (set before the runtime is published)
+	resume   chan struct{}               // wakes the parked progress goroutine
+	native   bool                        // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
 }
 
 var (
@@ -110,6 +112,7 @@ func InitWith(o Options) error {
 	}
 	r := &runtime{pmi: client, rank: client.Rank(), size: client.Size(), devName: name, nextCtx: 4}
 	r.dev = factory()
+	r.short, _ = r.dev.(adi.ShortSender)
 	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts}); err != nil {
 		client.Abort(1, err.Error())
 		return errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
