@@ -419,6 +419,22 @@ func (d *Device) Isend(r *adi.Request) error {
 	return nil
 }
 
+// SendShort sends an eager message without a request (adi.ShortSender):
+// payload and control message go into peer's rings at once, if they have
+// room and nothing waits in the backlog before them.
+func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
+	p := d.peers[peer]
+	if d.mpin || !p.alive || len(data) > d.eager || len(p.backlog) != 0 {
+		return false
+	}
+	m := outMsg{ctl: ctl{typ: ctlEager, ctx: ctx, tag: int32(tag), id: sig, n: uint64(len(data))}, data: adi.Bytes(data)}
+	if !d.put(p, &m) {
+		return false
+	}
+	d.cnt.eagerMsgs++
+	return true
+}
+
 // Irecv posts a receive: it takes a waiting message or joins the posted queue.
 func (d *Device) Irecv(r *adi.Request) error {
 	if r.Peer != adi.AnySource && !d.peers[r.Peer].alive {
