@@ -78,7 +78,9 @@ type Type struct {
 	compiled   *prog
 	denseOK    bool // see dense; set with compiled
 	denseStart int
-	sig        uint32 // Signature's code; set with compiled
+	contig     bool        // dense from the origin (Contiguous); set with compiled
+	isContig   atomic.Bool // committed (or predefined) and contig: Contiguous's fast answer
+	sig        uint32      // Signature's code; set with compiled
 	committed  atomic.Bool
 	freed      atomic.Bool
 }
@@ -123,11 +125,19 @@ func (t *Type) Predefined() bool { return t.named }
 // mem[:count*Size] with no gaps, so the buffer can be moved as one block.
 // It is false for uncommitted types.
 func (t *Type) Contiguous() bool {
+	return t.isContig.Load() || t.contiguousSlow() // inlined: every send asks
+}
+
+// contiguousSlow is Contiguous for a type not yet known to be contiguous.
+func (t *Type) contiguousSlow() bool {
 	if !t.Committed() {
 		return false
 	}
-	d, ok := t.dense()
-	return ok && d == 0
+	t.prog()
+	if t.contig {
+		t.isContig.Store(true)
+	}
+	return t.contig
 }
 
 // Committed reports whether the type is ready for communication. Predefined

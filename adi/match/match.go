@@ -129,9 +129,18 @@ func (e *Engine) Arrive(env adi.Envelope) *adi.Request {
 	if e.nposted == 0 {
 		return nil
 	}
+	sq := bin(&e.posted, env.Source, false)
+	if e.anySource.n == 0 && sq != nil && sq.n > 0 {
+		// No wildcard receive competes: the earliest receive of the
+		// source's bin that matches wins, most often its first.
+		if p := sq.items[sq.head]; p != nil && p.Matches(env) {
+			e.nposted--
+			return sq.remove(sq.head)
+		}
+	}
 	var q *queue[*adi.Request]
 	i := -1
-	if sq := bin(&e.posted, env.Source, false); sq != nil && sq.n > 0 {
+	if sq != nil && sq.n > 0 {
 		if i = firstReceive(sq, env); i >= 0 {
 			q = sq
 		}
@@ -252,13 +261,14 @@ func (q *queue[T]) remove(i int) T {
 	var zero T
 	v := q.items[i]
 	q.items[i] = zero
-	q.n--
+	if q.n--; q.n == 0 {
+		q.items, q.head = q.items[:0], 0
+		return v
+	}
 	for q.head < len(q.items) && q.items[q.head] == zero {
 		q.head++
 	}
-	if q.n == 0 {
-		q.items, q.head = q.items[:0], 0
-	} else if holes := len(q.items) - q.n; holes > 32 && holes > q.n {
+	if holes := len(q.items) - q.n; holes > 32 && holes > q.n {
 		live := q.items[:0]
 		for _, it := range q.items[q.head:] {
 			if it != zero {

@@ -705,10 +705,10 @@ func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32
 // the data goes; on every packet it scatters the packet's bytes straight
 // into that place with one Receive per contiguous block.
 func (d *Device) handle(e *Endpoint, s *Stream) {
-	st, _ := s.Ctx.(*inState)
-	if st == nil && s.last && d.eagerPacket(s) {
+	if s.Ctx == nil && s.last && d.eagerPacket(s) {
 		return
 	}
+	st, _ := s.Ctx.(*inState)
 	if st == nil {
 		var h [mpiHeader]byte
 		if e.Receive(s, h[:]) < mpiHeader {
