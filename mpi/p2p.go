@@ -206,18 +206,22 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 			return Status{Source: ProcNull, Tag: tag}, nil
 		}
 	}
-	ar := r.spare.Swap(nil)
-	if ar == nil {
-		if ar, _ = r.areqs.Get().(*adi.Request); ar == nil {
-			ar = new(adi.Request)
-		}
+	// The request comes from the spare, or the pool, under the lock that
+	// the device call takes anyway, and goes back there under the same
+	// hold when the first polls complete it: no atomic operation of its
+	// own on the way from a message's arrival to the return.
+	r.mu.Lock()
+	ar := r.spare
+	if ar != nil {
+		r.spare = nil
+	} else if ar, _ = r.areqs.Get().(*adi.Request); ar == nil {
+		ar = new(adi.Request)
 	}
-	// A pooled request is complete; the composite literal also clears its
-	// done flag, without an atomic store (its completion, seen through
-	// Done, happened before).
+	// A spare or pooled request is complete; the composite literal also
+	// clears its done flag, without an atomic store (its completion, seen
+	// through Done, happened before).
 	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: c.worldRank(peer), Tag: tag, Buf: b}
 	var err error
-	r.mu.Lock()
 	if recv {
 		ar.Op = adi.OpRecv
 		err = r.dev.Irecv(ar)
@@ -225,14 +229,19 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 		ar.Op = adi.OpSend
 		err = r.dev.Isend(ar)
 	}
-	r.mu.Unlock()
-	if err != nil {
-		return emptyStatus, err
+	done := false
+	if err == nil {
+		done, err = r.pollHeld(ar)
 	}
-	if !ar.Done() {
+	if !done {
+		r.mu.Unlock()
+		if err != nil {
+			return emptyStatus, err
+		}
 		if err := r.waitFor(ar.Done); err != nil {
 			return emptyStatus, err // ar stays with the device
 		}
+		r.mu.Lock()
 	}
 	st := Status{Source: peer, Tag: tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
 	if recv {
@@ -241,9 +250,12 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 			st.Source = c.commRank(src)
 		}
 	}
-	if !r.spare.CompareAndSwap(nil, ar) {
+	if r.spare == nil {
+		r.spare = ar
+	} else {
 		r.areqs.Put(ar)
 	}
+	r.mu.Unlock()
 	return st, st.Err
 }
 
@@ -278,18 +290,29 @@ func IrecvBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
 
 // SendBuf sends in standard mode and returns once the buffer may be reused.
 func SendBuf(c *Comm, b Buffer, dest, tag int) error {
-	if r := live.Load(); r != nil && r.short != nil && plainArgs(c, b, dest, tag) && b.Type.Contiguous() {
-		// A small message the device can put on the wire at once: no
-		// request at all (adi.ShortSender).
-		r.mu.Lock()
-		sent := r.short.SendShort(c.ctx, c.world[dest], tag, b.Type.Signature(), b.Mem[:b.Size()])
-		r.mu.Unlock()
-		if sent {
-			return nil
-		}
+	if t := b.Type; t != nil && b.Count >= 0 && t.Contiguous() && t.Usable() && len(b.Mem) >= t.Span(b.Count) &&
+		sendShort(c, dest, tag, t.Signature(), b.Mem[:b.Size()]) {
+		return nil
 	}
 	_, err := blockingCall("MPI_Send", c, b, dest, tag, false, adi.ModeStandard)
 	return err
+}
+
+// sendShort is a blocking standard-mode send of contiguous data, whose type
+// signature is sig, when the device can put it on the wire at once with no
+// request (adi.ShortSender): the path of every small message. It reports
+// false, having sent nothing, when the device cannot or the arguments are
+// anything but an ordinary valid peer and tag (the caller then takes the
+// request path, which reports errors).
+func sendShort(c *Comm, dest, tag int, sig uint32, data []byte) bool {
+	r := live.Load()
+	if r == nil || r.short == nil || c == nil || c.freed || uint(dest) >= uint(len(c.world)) || uint(tag) > TagUB {
+		return false
+	}
+	r.mu.Lock()
+	sent := r.short.SendShort(c.ctx, c.world[dest], tag, sig, data)
+	r.mu.Unlock()
+	return sent
 }
 
 // SsendBuf sends synchronously: it returns once the matching receive has started.
@@ -441,7 +464,14 @@ func probeArgs(op string, c *Comm, src, tag int) error {
 }
 
 // Send sends buf to rank dest with tag, in standard mode.
-func Send[T Numeric](c *Comm, buf []T, dest, tag int) error { return SendBuf(c, Slice(buf), dest, tag) }
+func Send[T Numeric](c *Comm, buf []T, dest, tag int) error {
+	// A slice of a predefined type is always a valid contiguous buffer.
+	t := datatype.Of[T]()
+	if sendShort(c, dest, tag, t.Signature(), unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)*t.Size())) {
+		return nil
+	}
+	return SendBuf(c, Slice(buf), dest, tag)
+}
 
 // Ssend sends buf synchronously: it returns once the matching receive has started.
 func Ssend[T Numeric](c *Comm, buf []T, dest, tag int) error {

@@ -35,20 +35,20 @@ type runtime struct {
 	poll     time.Duration // how much of the spin polls without yielding the CPU
 	bsend    bsendBuffer
 	nextCtx  uint32
-	ids      ctxIDs                      // the free context-id pairs (communicator creation)
-	async    *asyncProgress              // the progress goroutine, if asyncOn
-	reqs     sync.Pool                   // *Request objects of completed blocking calls, for reuse
-	slab     atomic.Pointer[handleSlab]  // where newHandle carves request handles from
-	areqs    sync.Pool                   // *adi.Request objects of completed blocking calls (blockingCall)
-	spare    atomic.Pointer[adi.Request] // one more, taken first: a swap costs less than the pool
-	waits    atomic.Uint64               // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
-	boardSeq atomic.Uint64               // board collectives run on MPI_COMM_WORLD (collboard.go)
-	agreed   bool                        // boardAgree has run: readable and cores hold
-	readable bool                        // every rank can BoardRead every other
-	cores    int                         // the least runtime.NumCPU of any rank
-	asyncOn  atomic.Bool                 // the progress goroutine runs (set before the runtime is published)
-	resume   chan struct{}               // wakes the parked progress goroutine
-	native   bool                        // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
+	ids      ctxIDs                     // the free context-id pairs (communicator creation)
+	async    *asyncProgress             // the progress goroutine, if asyncOn
+	reqs     sync.Pool                  // *Request objects of completed blocking calls, for reuse
+	slab     atomic.Pointer[handleSlab] // where newHandle carves request handles from
+	areqs    sync.Pool                  // *adi.Request objects of completed blocking calls (blockingCall)
+	spare    *adi.Request               // one more, taken first under the lock (blockingCall)
+	waits    atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
+	boardSeq atomic.Uint64              // board collectives run on MPI_COMM_WORLD (collboard.go)
+	agreed   bool                       // boardAgree has run: readable and cores hold
+	readable bool                       // every rank can BoardRead every other
+	cores    int                        // the least runtime.NumCPU of any rank
+	asyncOn  atomic.Bool                // the progress goroutine runs (set before the runtime is published)
+	resume   chan struct{}              // wakes the parked progress goroutine
+	native   bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
 }
 
 var (
@@ -287,6 +287,36 @@ func (r *runtime) progress() error {
 // oversubscribed ranks do not starve each other.
 func (r *runtime) waitFor(cond func() bool) error {
 	return r.waitSleeping(cond, nil)
+}
+
+// waitDone is waitFor(ar.Done), the wait of Request.Wait: first a burst of
+// polls under one hold of the lock (pollHeld), then waitFor.
+func (r *runtime) waitDone(ar *adi.Request) error {
+	r.mu.Lock()
+	done, err := r.pollHeld(ar)
+	r.mu.Unlock()
+	if done || err != nil {
+		return err
+	}
+	return r.waitFor(ar.Done)
+}
+
+// pollHeld, called with the lock held, polls the device until ar is done,
+// for at most freePolls polls, and reports whether it is. Polling under one
+// hold of the lock keeps two atomic operations out of each poll, which
+// shortens the time from a message's arrival to its being seen. It makes no
+// poll when the waiter must yield the CPU at once (ranks outnumber cores)
+// or the progress goroutine runs: the caller goes on in waitFor.
+func (r *runtime) pollHeld(ar *adi.Request) (bool, error) {
+	if r.poll == 0 || r.asyncOn.Load() {
+		return ar.Done(), nil
+	}
+	for i := 0; i < freePolls && !ar.Done(); i++ {
+		if _, err := r.dev.Progress(); err != nil {
+			return false, errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
+		}
+	}
+	return ar.Done(), nil
 }
 
 // waitSleeping is waitFor with a hook: before the waiter's first sleep it
