@@ -46,6 +46,15 @@
 // device sleeps on a futex or eventfd and returns early when its sequence
 // word moves, so that 16 ranks on 2 cores do not spin against each other.
 //
+// # Optional capabilities
+//
+// A device may offer more than Device; the core looks for each by type
+// assertion when it starts the device and uses it where it helps:
+// Board (collectives on shared memory, netvm), Multisender (one send to
+// several destinations, fm's multidestination streams, for Bcast) and
+// ShortSender (a blocking send of a small contiguous message put on the
+// wire at once, with no request: fm and netvm, for every blocking Send).
+//
 // # Failure
 //
 // A device returns errors and never panics on bad input or a dead peer. When a
