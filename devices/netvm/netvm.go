@@ -671,9 +671,17 @@ func (d *Device) Progress() (bool, error) {
 				id:   *(*uint32)(unsafe.Pointer(&s[12])),
 				addr: *(*uint64)(unsafe.Pointer(&s[16])),
 				n:    *(*uint64)(unsafe.Pointer(&s[24]))}
-			atomic.StoreUint32((*uint32)(unsafe.Pointer(&s[0])), ctlUnused)
 			p.inHead++
 			if p.inHead-p.inReported >= ringSlots/2 {
+				// The consumed slots are marked unused only now, just
+				// before the sender learns it may reuse them: writing a
+				// line the sender wrote costs a transfer of its ownership,
+				// paid here for half a ring at once (the atomic report
+				// waits for all of them together) rather than on the
+				// way from each message to its receive's completion.
+				for k := p.inReported; k < p.inHead; k++ {
+					*(*uint32)(unsafe.Pointer(&p.in[(k%ringSlots)*slotSize])) = ctlUnused
+				}
 				p.inReported = p.inHead
 				atomic.StoreUint64(p.reportCMA, p.inHead)
 				ring(p.doorbell, p.sleepers)
@@ -728,12 +736,20 @@ func (d *Device) handle(p *peer, c *ctl) error {
 		env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
 		a, b := d.eagerPayload(p, c)
 		size := int(c.n)
-		if r := d.eng.Arrive(env); r != nil && !d.mismatch(r, env, size, c.id, nil) {
+		if r := d.eng.Arrive(env); r != nil && (c.id == r.Buf.Type.Signature() || !d.mismatch(r, env, size, c.id, nil)) {
 			n := min(size, r.Buf.Size())
 			k := min(n, len(a))
-			r.Buf.CopyIn(0, a[:k])
-			r.Buf.CopyIn(k, b[:n-k])
-			r.Complete(recvStatus(r, p.rank, env.Tag, size, n))
+			if r.Buf.Contiguous() {
+				copy(r.Buf.Mem[copy(r.Buf.Mem[:k], a):n], b)
+			} else {
+				r.Buf.CopyIn(0, a[:k])
+				r.Buf.CopyIn(k, b[:n-k])
+			}
+			if n == size {
+				r.Complete(adi.Status{Source: p.rank, Tag: env.Tag, Bytes: n})
+			} else {
+				r.Complete(recvStatus(r, p.rank, env.Tag, size, n))
+			}
 		} else if r == nil {
 			data := make([]byte, size)
 			copy(data[copy(data, a):], b)
