@@ -290,8 +290,7 @@ func IrecvBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
 
 // SendBuf sends in standard mode and returns once the buffer may be reused.
 func SendBuf(c *Comm, b Buffer, dest, tag int) error {
-	if t := b.Type; t != nil && b.Count >= 0 && t.Contiguous() && t.Usable() && len(b.Mem) >= t.Span(b.Count) &&
-		sendShort(c, dest, tag, t.Signature(), b.Mem[:b.Size()]) {
+	if plainArgs(c, b, dest, tag) && b.Type.Contiguous() && sendShort(c, dest, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
 		return nil
 	}
 	_, err := blockingCall("MPI_Send", c, b, dest, tag, false, adi.ModeStandard)
