@@ -135,6 +135,11 @@ func (e *Engine) Arrive(env adi.Envelope) *adi.Request {
 		// source's bin that matches wins, most often its first.
 		if p := sq.items[sq.head]; p != nil && p.Matches(env) {
 			e.nposted--
+			if sq.n == 1 { // the bin empties: reset it in place
+				sq.items[sq.head] = nil
+				sq.items, sq.head, sq.n = sq.items[:0], 0, 0
+				return p
+			}
 			return sq.remove(sq.head)
 		}
 	}
