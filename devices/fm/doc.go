@@ -95,6 +95,11 @@
 // out of the packet region); an unexpected message goes into a temporary
 // buffer (two copies). A truncated message fills the buffer and skips the
 // rest (ErrTruncate); a type signature mismatch writes nothing (ErrType).
+// A message of one packet, the common small one, takes the shortest path
+// at both ends: a blocking MPI Send hands it to SendShort with no request
+// (adi.ShortSender), and the handler reads its header in place, matches
+// it and copies the data straight into the receive, with no per-stream
+// state.
 //
 // Larger messages, and synchronous sends of any size, use a rendezvous:
 // RTS (header only), CTS from the receiver once it is matched (it carries
