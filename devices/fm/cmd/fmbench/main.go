@@ -34,10 +34,11 @@ func main() {
 	slots := flag.Int("slots", fm.DefaultSlots, "packets per receive region")
 	csv := flag.Bool("csv", false, "print CSV rows bench,device,np,size,value,unit")
 	reps := flag.Int("reps", 3, "timed repetitions (as mpibench's default); the best is reported")
+	iters := flag.Int("iters", 0, "ping-pong round trips per repetition (0: enough for tens of milliseconds, as mpibench)")
 	mpiMode := flag.Bool("mpi", false, "measure MPI over the fm device at the packet boundaries")
 	flag.Parse()
 	if *mpiMode {
-		mpiBoundaries(*packet, *reps, *csv)
+		mpiBoundaries(*packet, *reps, *iters, *csv)
 		return
 	}
 	e, err := fm.Open(fm.Config{Packet: *packet, Slots: *slots})
@@ -95,7 +96,7 @@ func main() {
 				}
 			}
 			round(1000) // as mpibench pingpong warms up small sizes: the first size must not pay for a cold start
-			iters := pingIters(n)
+			iters := pingIters(n, *iters)
 			best := math.Inf(1)
 			for r := 0; r < *reps; r++ {
 				t0 := time.Now()
@@ -139,7 +140,7 @@ func main() {
 // mpiBoundaries is the MPI ping-pong at the sizes around the packet
 // boundaries that the MPI header moves (run under -device fm with the same
 // packet size).
-func mpiBoundaries(packet, reps int, csv bool) {
+func mpiBoundaries(packet, reps, fixed int, csv bool) {
 	check(mpi.Init())
 	w := mpi.World()
 	rank := w.Rank()
@@ -165,7 +166,7 @@ func mpiBoundaries(packet, reps int, csv bool) {
 				}
 			}
 			round(1000) // as mpibench pingpong warms up small sizes: the first size must not pay for a cold start
-			iters := pingIters(n)
+			iters := pingIters(n, fixed)
 			best := math.Inf(1)
 			for r := 0; r < reps; r++ {
 				t0 := time.Now()
@@ -186,10 +187,12 @@ func mpiBoundaries(packet, reps int, csv bool) {
 // pingIters is the round trips of one timed repetition at size n: enough
 // for tens of milliseconds, as mpibench pingpong times each repetition
 // (-min-time 50ms), so that raw FM and MPI are timed alike (the best of
-// short repetitions is systematically lower). Fixed per size, so both ranks
-// agree without a message.
-func pingIters(n int) int {
+// short repetitions is systematically lower). Fixed per size (or fixed by
+// -iters), so both ranks agree without a message.
+func pingIters(n, fixed int) int {
 	switch {
+	case fixed > 0:
+		return fixed
 	case n <= 512:
 		return 150000
 	case n <= 4096:
