@@ -4,7 +4,8 @@
 #
 #   bash devices/fm/bench.sh            # output in fm-bench-out/
 #
-# It prints: MPI 0-byte latency over fm / raw FM 0-byte latency; fm / netvm
+# It prints: MPI 0-byte latency over fm / raw FM 0-byte latency (best of the
+# rounds, and round by round with the median); fm / netvm
 # for pingpong latency and bw at every size; and the VIRTUS strided /
 # contiguous bandwidth ratio for both devices. The whole set runs ROUNDS
 # times (default 3), interleaved, and each figure is the best of the rounds
@@ -19,7 +20,9 @@ go build -o "$OUT/mpibench" ./cmd/mpibench || exit 1
 go build -o "$OUT/fmbench" ./devices/fm/cmd/fmbench || exit 1
 CSV="$OUT/results.csv"
 echo "bench,device,np,size,value,unit" >"$CSV"
-run() { timeout 300 "$@" | grep -v '^bench,' >>"$CSV" || echo "bench.sh: $* failed" >&2; }
+# Every row also gets its round's number (a 7th column), so that figures
+# measured back to back can be paired.
+run() { timeout 300 "$@" | grep -v '^bench,' | sed "s/\$/,$round/" >>"$CSV" || echo "bench.sh: $* failed" >&2; }
 for ((round = 0; round < ${ROUNDS:-3}; round++)); do
 	run "$OUT/mpirun" -np 2 "$OUT/fmbench" --csv
 	run "$OUT/mpirun" -np 2 -device fm "$OUT/fmbench" --mpi --csv
@@ -33,10 +36,21 @@ awk -F, '
 	NR > 1 {
 		key = $1 "," $2 "," $4
 		if ($6 == "us") { if (!(key in v) || $5 < v[key]) v[key] = $5 } else if (!(key in v) || $5 > v[key]) v[key] = $5
-		if (!(($1 "," $4) in seen)) { seen[$1 "," $4] = 1; order[n++] = $1 "," $4 } }
+		if (!(($1 "," $4) in seen)) { seen[$1 "," $4] = 1; order[n++] = $1 "," $4 }
+		if ($1 == "pingpong" && $4 == 0) lat[$2 "," $7] = $5 }
 	END {
 		raw = v["pingpong,fm-raw,0"]; mpi = v["pingpong,fm,0"]
-		if (raw > 0) printf "0-byte latency: MPI over fm %.3f us, raw FM %.3f us, ratio %.2f (netvm %.3f us)\n\n", mpi, raw, mpi / raw, v["pingpong,netvm,0"]
+		if (raw > 0) printf "0-byte latency: MPI over fm %.3f us, raw FM %.3f us, ratio %.2f (netvm %.3f us)\n", mpi, raw, mpi / raw, v["pingpong,netvm,0"]
+		# The same ratio round by round (raw FM and MPI measured back to
+		# back, so in the same state of the machine), and its median.
+		nr = 0
+		for (r = 0; ("fm-raw," r) in lat; r++)
+			if (("fm," r) in lat) { q[nr++] = lat["fm," r] / lat["fm-raw," r]; printf "%s%.2f", (nr == 1 ? "  per round: " : " "), q[nr - 1] }
+		if (nr > 0) {
+			for (i = 0; i < nr; i++) for (j = i + 1; j < nr; j++) if (q[j] < q[i]) { t = q[i]; q[i] = q[j]; q[j] = t }
+			printf "; median %.2f\n", (nr % 2 ? q[int(nr / 2)] : (q[nr / 2 - 1] + q[nr / 2]) / 2)
+		}
+		printf "\n"
 		printf "packet boundaries (1536-byte packets, 1512 payload, 32-byte MPI header):\n"
 		for (i = 0; i < n; i++) {
 			split(order[i], k, ",")
