@@ -29,8 +29,10 @@
 // the message's tail itself with process_vm_readv while the sender's
 // chunks still come from the front, until the two meet, so a loaded
 // machine does not need both processes running for every chunk and no
-// byte moves twice (offer.go). No path uses a temporary buffer of the
-// message's size.
+// byte moves twice (offer.go). When the sender's plain packing runs slow
+// (its stores wait for ring lines the receiver's core still holds), it
+// packs with non-temporal stores instead (ntpack.go). No path uses a
+// temporary buffer of the message's size.
 //
 // With eager=0 the device runs the thesis' pure receiver-initiated protocol
 // (mpin.go): RTR/SC, sender-side matching in post order, and ANY_SOURCE
@@ -78,6 +80,10 @@
 //	             counts as stalled and the receiver reads its tail (default 10)
 //	pull=N       a non-contiguous receive of at least N bytes always reads the
 //	             whole message itself (default 0 = never)
+//	ntpack=N     a stream's chunks are packed with non-temporal stores once
+//	             three timed plain packs in a row ran slower than N MB/s,
+//	             and plainly again once a timed plain pack (one every 2 ms)
+//	             is faster (default 4000; 0 = never) (ntpack.go)
 //	gap=N        a read of blocks of 1 KiB or more takes gaps of up to N bytes
 //	             between the sender's blocks along, so that a run of blocks is
 //	             one remote iovec (default 2048: a remote iovec costs about

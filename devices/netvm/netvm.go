@@ -11,6 +11,7 @@ import (
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/match"
 	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/devices/netvm/internal/nt"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
@@ -180,6 +181,12 @@ type Device struct {
 	stall      time.Duration       // see defaultStall
 	stalled    bool                // the last offered stream was taken over and no live stream moved since
 	lastLive   time.Time
+	ntPack     int         // plain pack rate, MB/s, under which chunks go with non-temporal stores (ntpack.go; 0: never)
+	ntOn       bool        // chunks go with non-temporal stores
+	ntSlow     int         // timed plain packs in a row slower than ntPack
+	ntChecked  time.Time   // the last timed plain pack
+	ntDirty    bool        // non-temporal stores are not fenced yet
+	stage      []byte      // gathers small pieces for non-temporal stores
 	idle       int         // progress passes in a row that found nothing
 	slept      atomic.Bool // a Sleep has happened since the last liveness check
 
@@ -200,6 +207,7 @@ type outSend struct {
 
 type counters struct {
 	eagerMsgs, rndvMsgs, remoteWrites, remoteReads, chunks, ringFull, bytesOut, takeovers int64
+	ntChunks, ntSwitches                                                                  int64 // ntpack.go
 }
 
 // Init exports this process's segment, publishes it through the KVS, and
@@ -208,9 +216,9 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.rank, d.size = cfg.Rank, cfg.Size
 	for k := range cfg.Options {
 		switch k {
-		case "eager", "ring", "cma", "split", "scatter", "pull", "gap", "offer", "stall", "stream":
+		case "eager", "ring", "cma", "split", "scatter", "pull", "gap", "offer", "stall", "stream", "ntpack":
 		default:
-			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma, split, scatter, pull, gap, offer, stall, stream)", k)
+			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma, split, scatter, pull, gap, offer, stall, stream, ntpack)", k)
 		}
 	}
 	var err error
@@ -254,6 +262,9 @@ func (d *Device) Init(cfg adi.Config) error {
 	// against 53.4 us written, later 132.8 us against 48.7 us. The single
 	// copy needs only the sender on a CPU, so it stays the default.
 	if d.streamMin, err = adi.SizeOption("netvm", cfg.Options, "stream", 0); err != nil {
+		return err
+	}
+	if d.ntPack, err = adi.SizeOption("netvm", cfg.Options, "ntpack", defaultNTPack); err != nil {
 		return err
 	}
 	stall, err := adi.SizeOption("netvm", cfg.Options, "stall", defaultStall)
@@ -379,6 +390,8 @@ func (d *Device) Counters() map[string]int64 {
 		"ring_full_waits":     d.cnt.ringFull,
 		"bytes_sent":          d.cnt.bytesOut,
 		"stream_takeovers":    d.cnt.takeovers,
+		"nt_chunks":           d.cnt.ntChunks,
+		"nt_switches":         d.cnt.ntSwitches,
 		"remote_reads":        d.cnt.remoteReads,
 		"mpin_waiting_sends":  int64(lenAll(d.mp.pend)),
 		"mpin_unmatched_rtrs": int64(lenAll(d.mp.rtrs)),
@@ -604,9 +617,20 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 		m.addr = p.eagerTail
 		pos := int(p.eagerTail % uint64(d.ring))
 		first := min(payload, d.ring-pos)
-		m.copyOut(m.off, p.outEager[pos:pos+first])
-		if first < payload {
-			m.copyOut(m.off+first, p.outEager[:payload-first])
+		if m.typ == ctlData {
+			d.packChunk(m, m.off, p.outEager[pos:pos+first])
+			if first < payload {
+				d.packChunk(m, m.off+first, p.outEager[:payload-first])
+			}
+			if d.ntDirty { // the payload's non-temporal stores before the slot's
+				nt.Fence()
+				d.ntDirty = false
+			}
+		} else {
+			m.copyOut(m.off, p.outEager[pos:pos+first])
+			if first < payload {
+				m.copyOut(m.off+first, p.outEager[:payload-first])
+			}
 		}
 		p.eagerTail += uint64(payload)
 		d.cnt.bytesOut += int64(payload)

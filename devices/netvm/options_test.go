@@ -20,17 +20,20 @@ func TestStridedPaths(t *testing.T) {
 	for _, c := range []struct {
 		opts    []string
 		counter string // must move on the receiver
+		sender  string // must move on the sender
 	}{
-		{nil, ""}, // pipelined chunks, offered for takeover
-		{[]string{"stall=0"}, "stream_takeovers"}, // the receiver takes every offered stream over
-		{[]string{"stall=1"}, ""},                 // tail reads and chunks meet in the middle
-		{[]string{"offer=0"}, ""},                 // chunks only
-		{[]string{"pull=1"}, "remote_reads"},      // the receiver reads every non-contiguous message
-		{[]string{"pull=1", "gap=0"}, "remote_reads"},
-		{[]string{"scatter=1"}, "remote_reads"}, // the sender writes in place, the receiver reads the tail
-		{[]string{"scatter=1", "split=0"}, ""},
-		{[]string{"cma=off"}, ""},
-		{[]string{"stream=1"}, ""}, // contiguous receives take streams too
+		{nil, "", ""}, // pipelined chunks, offered for takeover
+		{[]string{"stall=0"}, "stream_takeovers", ""}, // the receiver takes every offered stream over
+		{[]string{"stall=1"}, "", ""},                 // tail reads and chunks meet in the middle
+		{[]string{"offer=0"}, "", ""},                 // chunks only
+		{[]string{"pull=1"}, "remote_reads", ""},      // the receiver reads every non-contiguous message
+		{[]string{"pull=1", "gap=0"}, "remote_reads", ""},
+		{[]string{"scatter=1"}, "remote_reads", ""}, // the sender writes in place, the receiver reads the tail
+		{[]string{"scatter=1", "split=0"}, "", ""},
+		{[]string{"cma=off"}, "", ""},
+		{[]string{"stream=1"}, "", ""},                                  // contiguous receives take streams too
+		{[]string{"ntpack=1000000", "stall=100000"}, "", "nt_chunks"},   // every chunk packed with non-temporal stores (ntpack.go)
+		{[]string{"ntpack=1000000", "stall=0"}, "stream_takeovers", ""}, // ... and taken over
 	} {
 		args := []string{"-np", "2", "-device", "netvm", "-timeout", "120s"}
 		for _, o := range c.opts {
@@ -39,6 +42,9 @@ func TestStridedPaths(t *testing.T) {
 		args = append(args, bins["strided"])
 		if c.counter != "" {
 			args = append(args, "-want-counter", c.counter)
+		}
+		if c.sender != "" {
+			args = append(args, "-want-sender-counter", c.sender)
 		}
 		out, err := exec.Command(bins["mpirun"], args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "36 layout pairs ok") {

@@ -56,6 +56,7 @@ func pattern(msg, k int) byte { return byte(k*7 + msg*13 + k>>11 + 1) }
 
 func main() {
 	want := flag.String("want-counter", "", "device counter that must be > 0 on rank 1 at the end")
+	wantSender := flag.String("want-sender-counter", "", "device counter that must be > 0 on rank 0 at the end")
 	flag.Parse()
 	must(mpi.Init())
 	w := mpi.World()
@@ -129,6 +130,11 @@ func main() {
 	if rank == 1 && *want != "" {
 		if c := mpi.Counters()[*want]; c <= 0 {
 			log.Fatalf("strided: device counter %s = %d on rank 1, want > 0 (counters %v)", *want, c, mpi.Counters())
+		}
+	}
+	if rank == 0 && *wantSender != "" {
+		if c := mpi.Counters()[*wantSender]; c <= 0 {
+			log.Fatalf("strided: device counter %s = %d on rank 0, want > 0 (counters %v)", *wantSender, c, mpi.Counters())
 		}
 	}
 	if rank == 0 {
