@@ -135,9 +135,9 @@ func collTime(c *mpi.Comm, cc collCase, iters int) float64 {
 // --min-time, unless --iters is set) and broadcasts it; then --reps timed runs of
 // that many calls, each starting after a barrier and measured as the largest
 // over the ranks of the average time per call. The best run is reported, in µs.
-func collBench(cfg *config, c *mpi.Comm) []row {
+func collBench(cfg *config, c *mpi.Comm, cases []collCase) []row {
 	var rows []row
-	for _, cc := range collCases(c) {
+	for _, cc := range cases {
 		if cfg.checkBuf {
 			if err := cc.check(); err != nil {
 				fail("%s: wrong result: %v", cc.bench, err)
@@ -168,15 +168,51 @@ func collBench(cfg *config, c *mpi.Comm) []row {
 	return rows
 }
 
-// runColl is the coll subcommand: it starts MPI, times the collectives on
-// the world communicator and prints the rows on rank 0.
-func runColl(cfg *config) {
+// bcastCases is the bcast subcommand's sweep: Bcast from rank 0 of
+// --min-size (at least 8) to --max-size bytes, every power of 8 between,
+// each checked like coll's. Run with ADIMPI_NATIVE_COLL=off to time the
+// core's point-to-point algorithms instead of a device's own (fm's
+// multidestination streams, netvm's boards).
+func bcastCases(cfg *config, c *mpi.Comm) []collCase {
+	var cases []collCase
+	for n := 8; n <= cfg.maxSize; n *= 8 {
+		if n < cfg.minSize {
+			continue
+		}
+		buf := make([]byte, n)
+		cases = append(cases, collCase{
+			bench: "bcast", size: n, warmup: 100,
+			call: func() error { return mpi.Bcast(c, buf, 0) },
+			check: func() error {
+				if c.Rank() == 0 {
+					fill(buf, n)
+				} else {
+					clear(buf)
+				}
+				if err := mpi.Bcast(c, buf, 0); err != nil {
+					return err
+				}
+				return verify(buf, n)
+			},
+		})
+	}
+	return cases
+}
+
+// runColl is the coll subcommand (or, with sweep, the bcast one): it starts
+// MPI, times the collectives on the world communicator and prints the rows
+// on rank 0.
+func runColl(cfg *config, sweep bool) {
 	if err := mpi.Init(); err != nil {
 		fmt.Fprintln(os.Stderr, "mpibench:", err)
 		os.Exit(1)
 	}
 	world := mpi.World()
-	rows := collBench(cfg, world)
+	cases := collCases(world)
+	if sweep {
+		cases = bcastCases(cfg, world)
+	}
+	rows := collBench(cfg, world, cases)
 	if world.Rank() == 0 {
 		printRows(os.Stdout, cfg, rows)
 	}

@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,5 +75,39 @@ func TestSummarizeColl(t *testing.T) {
 	}
 	if strings.Contains(out, "Alltoall") {
 		t.Errorf("summary has an Alltoall row without data:\n%s", out)
+	}
+}
+
+// TestBcastSweep runs the bcast sweep for real on fm at np 8 (where the
+// core takes fm's multidestination Bcast) and with the core's own
+// algorithms (ADIMPI_NATIVE_COLL=off): every size is checked on every rank,
+// and a positive time comes out for each.
+func TestBcastSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs mpirun jobs")
+	}
+	bin := buildBench(t)
+	launcher := filepath.Join(filepath.Dir(bin), "mpirun")
+	if out, err := exec.Command("go", "build", "-o", launcher, "../mpirun").CombinedOutput(); err != nil {
+		t.Fatalf("go build mpirun: %v\n%s", err, out)
+	}
+	for _, native := range []string{"on", "off"} {
+		cmd := exec.Command("timeout", "120", launcher, "-np", "8", "-device", "fm", bin, "bcast", "--max-size", "4096", "--csv", "--iters", "3", "--reps", "1")
+		cmd.Env = append(os.Environ(), "ADIMPI_NATIVE_COLL="+native)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("native=%s: %v\n%s", native, err, out)
+		}
+		rows := parseRows(string(out))
+		var got []int
+		for _, r := range rows {
+			if r.bench != "bcast" || r.device != "fm" || r.np != 8 || r.value <= 0 {
+				t.Errorf("native=%s: unexpected row %+v", native, r)
+			}
+			got = append(got, r.size)
+		}
+		if want := []int{8, 64, 512, 4096}; !slices.Equal(got, want) {
+			t.Errorf("native=%s: sizes %v, want %v", native, got, want)
+		}
 	}
 }

@@ -50,6 +50,8 @@ subcommands (run the MPI ones under mpirun):
   virtus      bw of a strided array (Vector of --block-min..--block-max blocks,
               stride 2×block, --total data bytes) vs. the same bytes contiguous
   coll        Barrier, Allreduce 8 B / 8 MiB, Bcast 1 MiB, Alltoall 64 KiB per pair
+  bcast       Bcast from rank 0, 8 B to --max-size in powers of 8 (with
+              ADIMPI_NATIVE_COLL=off: the core's algorithms, not the device's)
   overlap     exchange around a fixed computation: overlap ratio, plain or with
               "iprobe" in the loop (run under mpirun -async-progress for async)
   memcpy      single process: copy() bandwidth and a cache-line ping-pong
@@ -110,7 +112,9 @@ func main() {
 			os.Exit(1)
 		}
 	case "coll":
-		runColl(&cfg)
+		runColl(&cfg, false)
+	case "bcast":
+		runColl(&cfg, true)
 	case "summarize-coll":
 		runSummarizeColl(args[1:])
 	case "overlap":
