@@ -7,7 +7,9 @@
 # It prints: MPI 0-byte latency over fm / raw FM 0-byte latency (best of the
 # rounds, and round by round with the median); fm / netvm
 # for pingpong latency and bw at every size; and the VIRTUS strided /
-# contiguous bandwidth ratio for both devices. The whole set runs ROUNDS
+# contiguous bandwidth ratio for both devices; then (BCAST=0 skips it) fm's
+# Bcast with its multidestination streams against the core's algorithms at
+# np 4, 8, 16. The whole set runs ROUNDS
 # times (default 3), interleaved, and each figure is the best of the rounds
 # (least latency, most bandwidth): on a shared machine the other rounds
 # are mostly someone else's load. All CSV rows are in $OUT/results.csv.
@@ -32,12 +34,25 @@ for ((round = 0; round < ${ROUNDS:-3}; round++)); do
 		run "$OUT/mpirun" -np 2 -device "$dev" "$OUT/mpibench" virtus --csv
 	done
 done
+# Bcast on fm with the device's multidestination streams (where the core
+# takes them: from 8 processes, up to 256 KiB) against the core's own
+# algorithms (ADIMPI_NATIVE_COLL=off, rows renamed fm-core), once, at np 4,
+# 8 and 16 (BCAST=0 skips it).
+if [ "${BCAST:-1}" != 0 ]; then
+	round=0
+	for np in 4 8 16; do
+		run "$OUT/mpirun" -np "$np" -device fm "$OUT/mpibench" bcast --csv --max-size 2097152
+		ADIMPI_NATIVE_COLL=off timeout 300 "$OUT/mpirun" -np "$np" -device fm "$OUT/mpibench" bcast --csv --max-size 2097152 |
+			grep -v '^bench,' | sed 's/^bcast,fm,/bcast,fm-core,/; s/$/,0/' >>"$CSV" || echo "bench.sh: core-only bcast at np $np failed" >&2
+	done
+fi
 awk -F, '
 	NR > 1 {
 		key = $1 "," $2 "," $4
 		if ($6 == "us") { if (!(key in v) || $5 < v[key]) v[key] = $5 } else if (!(key in v) || $5 > v[key]) v[key] = $5
 		if (!(($1 "," $4) in seen)) { seen[$1 "," $4] = 1; order[n++] = $1 "," $4 }
-		if ($1 == "pingpong" && $4 == 0) lat[$2 "," $7] = $5 }
+		if ($1 == "pingpong" && $4 == 0) lat[$2 "," $7] = $5
+		if ($1 == "bcast") bc[$2 "," $3 "," $4] = $5 }
 	END {
 		raw = v["pingpong,fm-raw,0"]; mpi = v["pingpong,fm,0"]
 		if (raw > 0) printf "0-byte latency: MPI over fm %.3f us, raw FM %.3f us, ratio %.2f (netvm %.3f us)\n", mpi, raw, mpi / raw, v["pingpong,netvm,0"]
@@ -75,4 +90,12 @@ awk -F, '
 			ns = v["virtus_strided,netvm," k[2]]; nc = v["virtus_contig,netvm," k[2]]
 			if (fc > 0 && nc > 0) printf "%-10d %14.2f %14.2f\n", k[2], fs / fc, ns / nc
 		}
+		hdr = 0
+		for (np = 4; np <= 16; np *= 2)
+			for (sz = 8; sz <= 2097152; sz *= 8) {
+				a = bc["fm," np "," sz]; b = bc["fm-core," np "," sz]
+				if (a == "" || b == "") continue
+				if (!hdr++) printf "\nBcast on fm, us per call (native: multidestination streams from np 8 up to 256 KiB):\n%-4s %9s %12s %12s %8s\n", "np", "size", "native", "core only", "ratio"
+				printf "%-4d %9d %12.2f %12.2f %8.2f\n", np, sz, a, b, a / b
+			}
 	}' "$CSV" | tee "$OUT/summary.txt"
