@@ -61,25 +61,7 @@ func collCases(c *mpi.Comm) []collCase {
 		})
 	}
 
-	{
-		const bytes = 1 << 20
-		buf := make([]byte, bytes)
-		cases = append(cases, collCase{
-			bench: "coll_bcast", size: bytes, warmup: 10,
-			call: func() error { return mpi.Bcast(c, buf, 0) },
-			check: func() error {
-				if rank == 0 {
-					fill(buf, bytes)
-				} else {
-					clear(buf)
-				}
-				if err := mpi.Bcast(c, buf, 0); err != nil {
-					return err
-				}
-				return verify(buf, bytes)
-			},
-		})
-	}
+	cases = append(cases, bcastCase(c, "coll_bcast", 1<<20, 10))
 
 	{
 		const block = 64 << 10
@@ -179,24 +161,30 @@ func bcastCases(cfg *config, c *mpi.Comm) []collCase {
 		if n < cfg.minSize {
 			continue
 		}
-		buf := make([]byte, n)
-		cases = append(cases, collCase{
-			bench: "bcast", size: n, warmup: 100,
-			call: func() error { return mpi.Bcast(c, buf, 0) },
-			check: func() error {
-				if c.Rank() == 0 {
-					fill(buf, n)
-				} else {
-					clear(buf)
-				}
-				if err := mpi.Bcast(c, buf, 0); err != nil {
-					return err
-				}
-				return verify(buf, n)
-			},
-		})
+		cases = append(cases, bcastCase(c, "bcast", n, 100))
 	}
 	return cases
+}
+
+// bcastCase is a Bcast of n bytes from rank 0, checked against fill's
+// pattern on every rank.
+func bcastCase(c *mpi.Comm, bench string, n, warmup int) collCase {
+	buf := make([]byte, n)
+	return collCase{
+		bench: bench, size: n, warmup: warmup,
+		call: func() error { return mpi.Bcast(c, buf, 0) },
+		check: func() error {
+			if c.Rank() == 0 {
+				fill(buf, n)
+			} else {
+				clear(buf)
+			}
+			if err := mpi.Bcast(c, buf, 0); err != nil {
+				return err
+			}
+			return verify(buf, n)
+		},
+	}
 }
 
 // runColl is the coll subcommand (or, with sweep, the bcast one): it starts

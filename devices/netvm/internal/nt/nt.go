@@ -39,34 +39,34 @@ func Fence() {
 // machine (CLFLUSHOPT when the CPU has it, else nothing). The flushes are
 // weakly ordered; Fence orders them.
 func Flush(b []byte) {
-	if !HasFlush || len(b) == 0 {
-		return
+	if HasFlush && len(b) > 0 {
+		flushLines(lines(b))
 	}
-	p := uintptr(unsafe.Pointer(&b[0]))
-	start := p &^ (lineSize - 1)
-	flushLines(unsafe.Pointer(&b[0]), uintptr(int(p-start)+len(b)+lineSize-1)/lineSize, start-p)
 }
 
 // PrefetchW asks for the cache lines that b touches in the modified state
 // (PREFETCHW when the CPU has it, else nothing), so that later stores to
 // them do not each wait for another core to give the line up.
 func PrefetchW(b []byte) {
-	if !HasPrefetchW || len(b) == 0 {
-		return
+	if HasPrefetchW && len(b) > 0 {
+		prefetchLines(lines(b))
 	}
-	p := uintptr(unsafe.Pointer(&b[0]))
-	start := p &^ (lineSize - 1)
-	prefetchLines(unsafe.Pointer(&b[0]), uintptr(int(p-start)+len(b)+lineSize-1)/lineSize, start-p)
 }
 
 // PrefetchNTA asks for the cache lines that b touches with the
 // non-temporal hint (PREFETCHNTA), for a read that should leave as little
 // of them as possible in this core's caches.
 func PrefetchNTA(b []byte) {
-	if !HasCopy || len(b) == 0 {
-		return
+	if HasCopy && len(b) > 0 {
+		prefetchNTALines(lines(b))
 	}
-	p := uintptr(unsafe.Pointer(&b[0]))
-	start := p &^ (lineSize - 1)
-	prefetchNTALines(unsafe.Pointer(&b[0]), uintptr(int(p-start)+len(b)+lineSize-1)/lineSize, start-p)
+}
+
+// lines gives the line-wise routines their arguments for the cache lines
+// that b (not empty) touches: b's start, how many lines, and the offset
+// from b's start back to the first line's.
+func lines(b []byte) (p unsafe.Pointer, n, off uintptr) {
+	at := uintptr(unsafe.Pointer(&b[0]))
+	start := at &^ (lineSize - 1)
+	return unsafe.Pointer(&b[0]), (at - start + uintptr(len(b)) + lineSize - 1) / lineSize, start - at
 }
