@@ -238,14 +238,16 @@ func TestP2P(t *testing.T) {
 	})
 }
 
-// TestRace runs the p2p checks of optionChecks at np = 4 with the
-// asynchronous progress goroutine under every registered device, in a build
-// of the p2p program with Go's race detector: the progress goroutine and the
-// application's waiters share the device, and a data race between them
-// fails the run.
+// TestRace runs the p2p checks of optionChecks at np = 4 under every
+// registered device, with the asynchronous progress goroutine and without
+// it, in a build of the p2p program with Go's race detector: the progress
+// goroutine and the application's goroutines share the device (and the
+// blocking calls' spare request and lock-held polls), and a data race
+// between them fails the run.
 func TestRace(t *testing.T) {
 	eachDevice(t, func(t *testing.T, dev string) {
 		matrix(t, p2pRace, dev, []string{asyncOpt}, []int{4}, optionChecks, nil)
+		matrix(t, p2pRace, dev, nil, []int{4}, optionChecks, nil)
 	})
 }
 

@@ -40,7 +40,7 @@
 //	TestCollectives every check at np = 1, 2, 3, 4, 8, 16, and at np=4 with
 //	               -async-progress
 //	TestInterColl  every check at np = 2, 3, 4, 8, and at np=4 with -async-progress
-//	TestRace       optionChecks of p2p-race at np=4 with -async-progress
+//	TestRace       optionChecks of p2p-race at np=4, with and without -async-progress
 //
 // With -short, p2p, datatypes, collectives and intercoll run at np = 2 and
 // 4 only (the collective programs with smaller sizes), and stress runs
