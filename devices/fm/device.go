@@ -295,7 +295,7 @@ func (d *Device) Isend(r *adi.Request) error {
 // queued to peer before it and a credit is free (adi.ShortSender).
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	n := len(data)
-	if n > d.rndv || n > d.e.payload-mpiHeader || len(d.outq[peer]) != 0 || !d.e.Alive(peer) {
+	if n > d.rndv || n > d.e.payload-mpiHeader || len(d.outq[peer]) != 0 { // e.SendShort checks credit and liveness
 		return false
 	}
 	var h [mpiHeader]byte
