@@ -221,7 +221,6 @@ func (t *Type) compile() {
 			t.denseOK, t.denseStart = true, t.Origin()+p.segs[0].disp
 		}
 		t.sig = t.signature()
-		t.contig = t.denseOK && t.denseStart == 0
 		t.compiled = p
 		t.ready.Store(true)
 	})

@@ -78,8 +78,7 @@ type Type struct {
 	compiled   *prog
 	denseOK    bool // see dense; set with compiled
 	denseStart int
-	contig     bool        // dense from the origin (Contiguous); set with compiled
-	isContig   atomic.Bool // committed (or predefined) and contig: Contiguous's fast answer
+	isContig   atomic.Bool // committed (or predefined) and dense from the origin: Contiguous's fast answer
 	sig        uint32      // Signature's code; set with compiled
 	committed  atomic.Bool
 	freed      atomic.Bool
@@ -133,11 +132,12 @@ func (t *Type) contiguousSlow() bool {
 	if !t.Committed() {
 		return false
 	}
-	t.prog()
-	if t.contig {
+	start, ok := t.dense()
+	if ok && start == 0 {
 		t.isContig.Store(true)
+		return true
 	}
-	return t.contig
+	return false
 }
 
 // Committed reports whether the type is ready for communication. Predefined
