@@ -40,6 +40,8 @@ note "adimpi netvm (mpirun)"
 run netvm-pingpong 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" pingpong --csv
 run netvm-bw 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" bw --csv
 run netvm-virtus 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" virtus --csv
+run netvm-virtus-touch 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" virtus --touch --csv
+run netvm-bw-touch 180 "$MPIRUN" -np 2 -device netvm "$OUT/mpibench" bw --touch --min-size 32768 --csv
 for np in "${NPS[@]}"; do
 	run "netvm-anysource-np$np" 120 "$MPIRUN" -np "$np" -device netvm "$OUT/mpibench" anysource --senders $((np - 1)) --csv
 done
@@ -50,6 +52,8 @@ if ((have_mpich)); then
 	run mpich-pingpong 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" pingpong
 	run mpich-bw 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" bw
 	run mpich-virtus 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" virtus
+	run mpich-virtus-touch 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" virtus --touch
+	run mpich-bw-touch 180 mpiexec.mpich -n 2 "$OUT/mpibench-mpich" bw --touch --min-size 32768
 	for np in "${NPS[@]}"; do
 		run "mpich-anysource-np$np" 120 mpiexec.mpich -n "$np" "$OUT/mpibench-mpich" anysource --senders $((np - 1))
 	done
@@ -77,6 +81,8 @@ if ((have_ompi)); then
 		run openmpi-pingpong 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" pingpong
 		run openmpi-bw 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" bw
 		run openmpi-virtus 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" virtus
+		run openmpi-virtus-touch 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" virtus --touch
+		run openmpi-bw-touch 180 "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" bw --touch --min-size 32768
 		for np in "${NPS[@]}"; do
 			run "openmpi-anysource-np$np" 120 "${ompi[@]}" -n "$np" "$OUT/mpibench-openmpi" anysource --senders $((np - 1))
 		done

@@ -10,7 +10,7 @@
  *
  * Flags (as in cmd/mpibench): --min-size N, --max-size N, --iters N (0 = auto),
  * --window N, --reps N, --min-time SECONDS, --msgs N, --senders K,
- * --total N, --block-min N, --block-max N, --no-header. Rank 0 prints CSV: bench,device,np,size,value,unit, where
+ * --total N, --block-min N, --block-max N, --touch, --no-header. Rank 0 prints CSV: bench,device,np,size,value,unit, where
  * device is "mpich" or "openmpi" (from the MPI header the program was built
  * with).
  *
@@ -38,10 +38,11 @@ struct config {
     long iters, window, reps, msgs, senders;
     double min_time;
     int header;
+    int touch; /* bw, virtus: produce and consume every message, one per window (cmd/mpibench/touch.go) */
     long total, block_min, block_max; /* virtus */
 };
 
-static struct config cfg = {0, 8L << 20, 0, 64, 3, 1000, 0, 0.05, 1, 1L << 20, 128, 8L << 10};
+static struct config cfg = {0, 8L << 20, 0, 64, 3, 1000, 0, 0.05, 1, 0, 1L << 20, 128, 8L << 10};
 static int rank, nprocs;
 
 static void fail(const char *what)
@@ -69,6 +70,58 @@ static void verify(const unsigned char *b, long n, const char *what)
     for (long i = 0; i < n; i++)
         if (b[i] != (unsigned char)(i * 7 + n + 1))
             fail(what);
+}
+
+/* produce, consume, pattern_sum, touch_loop: --touch, as in cmd/mpibench/touch.go.
+ * produce stores fill's pattern for size n into the first byte of every cache
+ * line of the data (blocks of block bytes, one every stride bytes, in size bytes). */
+static void produce(unsigned char *b, long size, long block, long stride, long n)
+{
+    for (long o = 0; o < size; o += stride)
+        for (long k = o; k < o + block && k < size; k += 64)
+            b[k] = (unsigned char)(k * 7 + n + 1);
+}
+
+/* consume sums the first byte of every cache line of the data. */
+static uint64_t consume(const unsigned char *b, long size, long block, long stride)
+{
+    uint64_t sum = 0;
+    for (long o = 0; o < size; o += stride)
+        for (long k = o; k < o + block && k < size; k += 64)
+            sum += b[k];
+    return sum;
+}
+
+/* pattern_sum is what consume returns for data holding fill's pattern for size n. */
+static uint64_t pattern_sum(long size, long block, long stride, long n)
+{
+    uint64_t sum = 0;
+    for (long o = 0; o < size; o += stride)
+        for (long k = o; k < o + block && k < size; k += 64)
+            sum += (unsigned char)(k * 7 + n + 1);
+    return sum;
+}
+
+/* touch_loop: count produce-send-receive-consume rounds of one message
+ * (mem, count, type), each acknowledged with 4 bytes; the receiver checks
+ * every message's line sum. */
+static void touch_loop(unsigned char *mem, int count, MPI_Datatype type, long size, long block, long stride, long n,
+                       long rounds, int tag)
+{
+    char ack[4] = {0};
+    uint64_t want = pattern_sum(size, block, stride, n);
+    for (long i = 0; i < rounds; i++) {
+        if (rank == 0) {
+            produce(mem, size, block, stride, n);
+            MPI_Send(mem, count, type, 1, tag, MPI_COMM_WORLD);
+            MPI_Recv(ack, 4, MPI_BYTE, 1, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(mem, count, type, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (consume(mem, size, block, stride) != want)
+                fail("touch: a received message's line sum is wrong");
+            MPI_Send(ack, 4, MPI_BYTE, 0, TAG_ACK, MPI_COMM_WORLD);
+        }
+    }
 }
 
 /* auto_iters: iterations of per seconds that fill min_time. */
@@ -166,6 +219,10 @@ static void pingpong(void)
 static void bw_windows(unsigned char *buf, long n, MPI_Request *reqs, MPI_Status *sts, long count)
 {
     char ack[4] = {0};
+    if (cfg.touch) {
+        touch_loop(buf, (int)n, MPI_BYTE, n, n, n, n, count, TAG_BW);
+        return;
+    }
     for (long i = 0; i < count; i++) {
         if (rank == 0) {
             for (long w = 0; w < cfg.window; w++)
@@ -213,7 +270,8 @@ static void bw(void)
                 best = d;
         }
         if (rank == 0)
-            row("bw", nprocs, n, (double)n * cfg.window * iters / best / 1e6, "MB/s");
+            row(cfg.touch ? "bw_touch" : "bw", nprocs, n, (double)n * (cfg.touch ? 1 : cfg.window) * iters / best / 1e6,
+                "MB/s");
         free(buf);
     }
     free(reqs);
@@ -290,11 +348,17 @@ static void anysource(void)
     free(next);
 }
 
-/* virtus_windows: bw's windows of count messages of (buf, count, type). */
+/* virtus_windows: bw's windows of count messages of (buf, count, type), or
+ * with --touch touch_loop's rounds; the data lie in blocks of block bytes, one
+ * every stride bytes (fill's pattern for size pat). */
 static void virtus_windows(void *buf, int count, MPI_Datatype type, long total, MPI_Request *reqs, MPI_Status *sts,
-                           long windows)
+                           long windows, long block, long stride, long pat)
 {
     char ack[4] = {0};
+    if (cfg.touch) {
+        touch_loop(buf, count, type, stride == block ? total : 2 * total - block, block, stride, pat, windows, TAG_VIRTUS);
+        return;
+    }
     for (long i = 0; i < windows; i++) {
         if (rank == 0) {
             for (long w = 0; w < cfg.window; w++)
@@ -354,8 +418,8 @@ static void virtus(void)
             memset(contig, 0, total);
         }
         int warm = bw_warmup(total);
-        virtus_windows(strided, 1, vt, total, reqs, sts, 1);
-        virtus_windows(contig, (int)total, MPI_BYTE, total, reqs, sts, 1);
+        virtus_windows(strided, 1, vt, total, reqs, sts, 1, block, 2 * block, block);
+        virtus_windows(contig, (int)total, MPI_BYTE, total, reqs, sts, 1, total, total, block);
         if (rank == 1) {
             for (long i = 0; i < span; i++) {
                 unsigned char want = (i / block) % 2 ? 0 : (unsigned char)(i * 7 + block + 1);
@@ -367,31 +431,31 @@ static void virtus(void)
                     fail("virtus: wrong contiguous data on rank 1");
         }
         double t0 = MPI_Wtime();
-        virtus_windows(strided, 1, vt, total, reqs, sts, warm - 1);
+        virtus_windows(strided, 1, vt, total, reqs, sts, warm - 1, block, 2 * block, block);
         long iters_s = share_iters((MPI_Wtime() - t0) / (warm - 1));
         t0 = MPI_Wtime();
-        virtus_windows(contig, (int)total, MPI_BYTE, total, reqs, sts, warm - 1);
+        virtus_windows(contig, (int)total, MPI_BYTE, total, reqs, sts, warm - 1, total, total, block);
         long iters_c = share_iters((MPI_Wtime() - t0) / (warm - 1));
         double best_s = 1e300, best_c = 1e300;
         for (long r = 0; r < cfg.reps; r++) {
             t0 = MPI_Wtime();
-            virtus_windows(strided, 1, vt, total, reqs, sts, iters_s);
+            virtus_windows(strided, 1, vt, total, reqs, sts, iters_s, block, 2 * block, block);
             double d = MPI_Wtime() - t0;
             if (d < best_s)
                 best_s = d;
             t0 = MPI_Wtime();
-            virtus_windows(contig, (int)total, MPI_BYTE, total, reqs, sts, iters_c);
+            virtus_windows(contig, (int)total, MPI_BYTE, total, reqs, sts, iters_c, total, total, block);
             d = MPI_Wtime() - t0;
             if (d < best_c)
                 best_c = d;
         }
         MPI_Type_free(&vt);
         if (rank == 0) {
-            double per_window = (double)total * cfg.window;
+            double per_window = (double)total * (cfg.touch ? 1 : cfg.window);
             double s = per_window * iters_s / best_s / 1e6, c = per_window * iters_c / best_c / 1e6;
-            row("virtus_strided", nprocs, block, s, "MB/s");
-            row("virtus_contig", nprocs, block, c, "MB/s");
-            row("virtus_ratio", nprocs, block, s / c, "x");
+            row(cfg.touch ? "virtus_touch_strided" : "virtus_strided", nprocs, block, s, "MB/s");
+            row(cfg.touch ? "virtus_touch_contig" : "virtus_contig", nprocs, block, c, "MB/s");
+            row(cfg.touch ? "virtus_touch_ratio" : "virtus_ratio", nprocs, block, s / c, "x");
         }
     }
     free(reqs);
@@ -405,7 +469,7 @@ static void usage(void)
     if (rank == 0)
         fprintf(stderr, "usage: mpibench pingpong|bw|anysource|virtus [--min-size N] [--max-size N] [--iters N] "
                         "[--window N] [--reps N] [--min-time S] [--msgs N] [--senders K] [--total N] [--block-min N] "
-                        "[--block-max N] [--no-header]\n");
+                        "[--block-max N] [--touch] [--no-header]\n");
     MPI_Finalize();
     exit(2);
 }
@@ -425,6 +489,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--csv"))
             continue; /* always CSV */
+        if (!strcmp(a, "--touch")) {
+            cfg.touch = 1;
+            continue;
+        }
         if (a[0] != '-') {
             if (cmd)
                 usage();

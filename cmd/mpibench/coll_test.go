@@ -82,15 +82,25 @@ func TestSummarizeColl(t *testing.T) {
 // core takes fm's multidestination Bcast) and with the core's own
 // algorithms (ADIMPI_NATIVE_COLL=off): every size is checked on every rank,
 // and a positive time comes out for each.
+// buildLauncher builds cmd/mpirun next to the benchmark binary (once per
+// test binary) and returns its path.
+func buildLauncher(t *testing.T) string {
+	t.Helper()
+	launcher := filepath.Join(filepath.Dir(buildBench(t)), "mpirun")
+	if _, err := os.Stat(launcher); err == nil {
+		return launcher
+	}
+	if out, err := exec.Command("go", "build", "-o", launcher, "../mpirun").CombinedOutput(); err != nil {
+		t.Fatalf("go build mpirun: %v\n%s", err, out)
+	}
+	return launcher
+}
+
 func TestBcastSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs mpirun jobs")
 	}
-	bin := buildBench(t)
-	launcher := filepath.Join(filepath.Dir(bin), "mpirun")
-	if out, err := exec.Command("go", "build", "-o", launcher, "../mpirun").CombinedOutput(); err != nil {
-		t.Fatalf("go build mpirun: %v\n%s", err, out)
-	}
+	bin, launcher := buildBench(t), buildLauncher(t)
 	for _, native := range []string{"on", "off"} {
 		cmd := exec.Command("timeout", "120", launcher, "-np", "8", "-device", "fm", bin, "bcast", "--max-size", "4096", "--csv", "--iters", "3", "--reps", "1")
 		cmd.Env = append(os.Environ(), "ADIMPI_NATIVE_COLL="+native)

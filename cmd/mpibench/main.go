@@ -39,6 +39,7 @@ type config struct {
 	msgs     int
 	senders  int
 	checkBuf bool
+	touch    bool
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -81,6 +82,7 @@ func main() {
 	fs.IntVar(&cfg.msgs, "msgs", 1000, "anysource: messages of 8 B per sender")
 	fs.IntVar(&cfg.senders, "senders", 0, "anysource: only this many senders (0 = every k from 1 to np-1); the np column is k+1")
 	fs.BoolVar(&cfg.checkBuf, "check", true, "verify the received data once per size")
+	fs.BoolVar(&cfg.touch, "touch", false, "bw, virtus: the sender writes every cache line of a message's data before sending it and the receiver reads every line after receiving it, as a program producing and consuming its data does; one message per window (rows bw_touch, virtus_touch_*)")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)

@@ -59,6 +59,13 @@ virtus_ratio,netvm,2,128,0.25,x
 virtus_strided,mpich,2,128,1000,MB/s
 virtus_contig,mpich,2,128,10000,MB/s
 virtus_strided,openmpi,2,8192,2000,MB/s
+virtus_touch_strided,netvm,2,1024,9000,MB/s
+virtus_touch_contig,netvm,2,1024,6000,MB/s
+virtus_touch_ratio,netvm,2,1024,1.5,x
+virtus_touch_strided,mpich,2,1024,4000,MB/s
+virtus_touch_contig,mpich,2,1024,5000,MB/s
+bw_touch,netvm,2,1048576,11000,MB/s
+bw_touch,mpich,2,1048576,7000,MB/s
 ` + csvHeader + "\n" // a second header, as concatenated files have
 	path := filepath.Join(t.TempDir(), "results.csv")
 	if err := os.WriteFile(path, []byte(csv), 0o644); err != nil {
@@ -77,6 +84,9 @@ virtus_strided,openmpi,2,8192,2000,MB/s
 		"reused 4 MiB buffers (MB/s) 10000.0 20000.0 0.50",
 		"128 B 0.25 0.10 n/a 3000.0 12000.0 1000.0 10000.0 n/a n/a",
 		"8 KiB n/a n/a n/a n/a n/a n/a n/a 2000.0 n/a",
+		"(--touch, one message per window)",
+		"1 KiB 1.50 0.80 n/a 9000.0 6000.0 4000.0 5000.0 n/a n/a",
+		"1 MiB 11000.0 7000.0 n/a 1.57",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())

@@ -142,17 +142,23 @@ func summarize(w io.Writer, path string) error {
 	perSize(w, res, "pingpong", "latency (us)", false)
 	fmt.Fprintln(w)
 	perSize(w, res, "bw", "bandwidth (MB/s)", true)
-	virtusTable(w, res)
+	if _, ok := res.get("bw_touch", "netvm", 2, 1<<20); ok {
+		fmt.Fprintln(w)
+		perSize(w, res, "bw_touch", "bandwidth, --touch (MB/s)", true)
+	}
+	virtusTable(w, res, "virtus_", "bw-style streaming")
+	virtusTable(w, res, "virtus_touch_", "every message produced by the sender and consumed by the receiver (--touch, one message per window)")
 	return nil
 }
 
-// virtusTable prints, if the results hold virtus rows, the VIRTUS test per
-// block size: the strided/contiguous bandwidth ratio of netvm, MPICH and
-// Open MPI, then their strided and contiguous bandwidths.
-func virtusTable(w io.Writer, res results) {
+// virtusTable prints, if the results hold virtus rows (bench names starting
+// with prefix), the VIRTUS test per block size: the strided/contiguous
+// bandwidth ratio of netvm, MPICH and Open MPI, then their strided and
+// contiguous bandwidths; how says how the messages were sent.
+func virtusTable(w io.Writer, res results, prefix, how string) {
 	seen := map[int]bool{}
 	for k := range res {
-		if (k.bench == "virtus_strided" || k.bench == "virtus_ratio") && k.np == 2 {
+		if (k.bench == prefix+"strided" || k.bench == prefix+"ratio") && k.np == 2 {
 			seen[k.size] = true
 		}
 	}
@@ -166,7 +172,7 @@ func virtusTable(w io.Writer, res results) {
 	sort.Ints(blocks)
 	devs := append([]string{"netvm"}, mpis...)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "== VIRTUS, np=2: a strided array (Vector of blocks, stride 2x block) vs. the same bytes contiguous, bw-style streaming (ratio = strided/contiguous; < 1 means the derived type costs bandwidth)")
+	fmt.Fprintf(w, "== VIRTUS, np=2: a strided array (Vector of blocks, stride 2x block) vs. the same bytes contiguous, %s (ratio = strided/contiguous; < 1 means the derived type costs bandwidth)\n", how)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "block\t")
 	for _, d := range devs {
@@ -179,17 +185,17 @@ func virtusTable(w io.Writer, res results) {
 	for _, b := range blocks {
 		fmt.Fprintf(tw, "%s\t", humanSize(b))
 		for _, d := range devs {
-			s, sok := res.get("virtus_strided", d, 2, b)
-			c, cok := res.get("virtus_contig", d, 2, b)
+			s, sok := res.get(prefix+"strided", d, 2, b)
+			c, cok := res.get(prefix+"contig", d, 2, b)
 			r := ratio(s, sok, c, cok)
-			if rv, ok := res.get("virtus_ratio", d, 2, b); ok {
+			if rv, ok := res.get(prefix+"ratio", d, 2, b); ok {
 				r = strconv.FormatFloat(rv, 'f', 2, 64)
 			}
 			fmt.Fprintf(tw, "%s\t", r)
 		}
 		for _, d := range devs {
-			s, sok := res.get("virtus_strided", d, 2, b)
-			c, cok := res.get("virtus_contig", d, 2, b)
+			s, sok := res.get(prefix+"strided", d, 2, b)
+			c, cok := res.get(prefix+"contig", d, 2, b)
 			fmt.Fprintf(tw, "%s\t%s\t", num(s, sok), num(c, cok))
 		}
 		fmt.Fprintln(tw, "\t")
