@@ -113,6 +113,8 @@ Flags (one or two dashes: -np 4 and --np 4 are the same):
 %s
 Environment read by mpirun:
   ADIMPI_DEVICE       default for -device
+  ADIMPI_DEVICE_OPT   device options k1=v1,k2=v2, put before the -device-opt
+                      pairs (which override them)
 
 Environment set for every rank (in addition to mpirun's own environment):
   PMI_FD=3            PMI-1 connection to mpirun (an inherited socket)
@@ -244,6 +246,21 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 		if !ok || k == "" || strings.Contains(kv, ",") {
 			return usageErr("-device-opt %q: want key=value without commas", kv)
 		}
+	}
+	// Options from the environment come first, so that -device-opt
+	// overrides them (a rank keeps the last value of a key).
+	if env := os.Getenv("ADIMPI_DEVICE_OPT"); env != "" {
+		var inherited []string
+		for _, kv := range strings.Split(env, ",") {
+			if kv = strings.TrimSpace(kv); kv == "" {
+				continue
+			}
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return usageErr("ADIMPI_DEVICE_OPT: %q: want key=value", kv)
+			}
+			inherited = append(inherited, kv)
+		}
+		o.deviceOpts = append(inherited, o.deviceOpts...)
 	}
 
 	prog, progArgs := fs.Arg(0), fs.Args()[1:]

@@ -287,7 +287,7 @@ func TestKilledBySignal(t *testing.T) {
 }
 
 func TestEnvironment(t *testing.T) {
-	res := run(t, nil, []string{"PMI_PORT=1.2.3.4:5", "ADIMPI_DEVICE_OPT=stale"},
+	res := run(t, nil, []string{"PMI_PORT=1.2.3.4:5", "ADIMPI_DEVICE_OPT=c=3, a=0"},
 		"--np=2", "-device-opt", "a=1", "--device-opt=b=x=y", "-async-progress", "-tag-output",
 		rankprogBin, "env", "-np", "7", "--", "-x")
 	if res.code != 0 {
@@ -295,7 +295,7 @@ func TestEnvironment(t *testing.T) {
 	}
 	for _, want := range []string{
 		"[1] rank 1 PMI_FD=3", "[1] rank 1 PMI_RANK=1", "[0] rank 0 PMI_SIZE=2",
-		"[0] rank 0 ADIMPI_DEVICE=netvm", "[0] rank 0 ADIMPI_DEVICE_OPT=a=1,b=x=y",
+		"[0] rank 0 ADIMPI_DEVICE=netvm", "[0] rank 0 ADIMPI_DEVICE_OPT=c=3,a=0,a=1,b=x=y",
 		"[1] rank 1 ADIMPI_ASYNC_PROGRESS=1", `[0] rank 0 args=["-np" "7" "--" "-x"]`,
 	} {
 		if !slices.Contains(lines(res.stdout), want) {
@@ -324,6 +324,9 @@ func TestUsageErrors(t *testing.T) {
 		if res.code != tc.code || !strings.Contains(res.stderr, tc.want) {
 			t.Errorf("mpirun %q: want exit %d and %q: %v", tc.args, tc.code, tc.want, res)
 		}
+	}
+	if res := run(t, nil, []string{"ADIMPI_DEVICE_OPT=a=1,novalue"}, "true"); res.code != 2 || !strings.Contains(res.stderr, `ADIMPI_DEVICE_OPT: "novalue": want key=value`) {
+		t.Errorf("a bad inherited ADIMPI_DEVICE_OPT: want exit 2 and its message: %v", res)
 	}
 	res := run(t, nil, nil, "-list-devices")
 	if res.code != 0 || !slices.Equal(lines(res.stdout), adi.Devices()) || len(adi.Devices()) == 0 {
