@@ -260,7 +260,15 @@ func (d *Device) Init(cfg adi.Config) error {
 	// project's 2-vCPU machine the winner flips with the machine's state.
 	// 1 MiB ping-pong, medians of interleaved rounds: once 35.9 us streamed
 	// against 53.4 us written, later 132.8 us against 48.7 us. The single
-	// copy needs only the sender on a CPU, so it stays the default.
+	// copy needs only the sender on a CPU, so it stays the default. But
+	// those figures send an untouched buffer: when the sender writes each
+	// message and the receiver reads it (mpibench bw --touch), the remote
+	// write's lines cross between the cores after the copy, and streaming
+	// (stream=16385) measured faster at every size from 32 KiB in 3 of 4
+	// alternating rounds: medians 32 KiB 6.1 against 3.2 GB/s, 1 MiB 13.6
+	// against 9.7 (untouched: 128-256 KiB 11-16 against 14-22, 1 MiB 23-27
+	// against 14-21). Whether to stream by default is open: it needs
+	// slow-state and oversubscribed figures.
 	if d.streamMin, err = adi.SizeOption("netvm", cfg.Options, "stream", 0); err != nil {
 		return err
 	}
