@@ -1,6 +1,10 @@
 package main
 
-import "github.com/adimpi/adimpi/mpi"
+import (
+	"iter"
+
+	"github.com/adimpi/adimpi/mpi"
+)
 
 // With --touch, bw and virtus move data the way a program does: the sender
 // writes every cache line of a message's data just before sending it, and
@@ -11,24 +15,33 @@ import "github.com/adimpi/adimpi/mpi"
 // through shared memory); with it every message's lines start in the
 // sender's cache and end in the receiver's, whichever way they travel.
 
-// produce stores fill's pattern for size n into the first byte of every
-// cache line of b's data: blocks of block bytes, one every stride bytes.
-func produce(b []byte, block, stride, n int) {
-	for o := 0; o < len(b); o += stride {
-		for k := o; k < min(o+block, len(b)); k += 64 {
-			b[k] = byte(k*7 + n + 1)
+// dataLines yields the offset of the first byte of every cache line of the
+// data in size bytes: blocks of block bytes, one every stride bytes.
+func dataLines(size, block, stride int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for o := 0; o < size; o += stride {
+			for k := o; k < min(o+block, size); k += 64 {
+				if !yield(k) {
+					return
+				}
+			}
 		}
 	}
 }
 
-// consume sums the first byte of every cache line of b's data (blocks as in
-// produce).
+// produce stores fill's pattern for size n into the first byte of every
+// cache line of b's data (blocks as in dataLines).
+func produce(b []byte, block, stride, n int) {
+	for k := range dataLines(len(b), block, stride) {
+		b[k] = byte(k*7 + n + 1)
+	}
+}
+
+// consume sums the first byte of every cache line of b's data.
 func consume(b []byte, block, stride int) uint64 {
 	var sum uint64
-	for o := 0; o < len(b); o += stride {
-		for k := o; k < min(o+block, len(b)); k += 64 {
-			sum += uint64(b[k])
-		}
+	for k := range dataLines(len(b), block, stride) {
+		sum += uint64(b[k])
 	}
 	return sum
 }
@@ -37,10 +50,8 @@ func consume(b []byte, block, stride int) uint64 {
 // fill's pattern for size n.
 func patternSum(size, block, stride, n int) uint64 {
 	var sum uint64
-	for o := 0; o < size; o += stride {
-		for k := o; k < min(o+block, size); k += 64 {
-			sum += uint64(byte(k*7 + n + 1))
-		}
+	for k := range dataLines(size, block, stride) {
+		sum += uint64(byte(k*7 + n + 1))
 	}
 	return sum
 }
