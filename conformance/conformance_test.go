@@ -346,10 +346,12 @@ var (
 
 // tinyRing are netvm options under which the thresholds check runs again:
 // an eager limit of 1 KiB in 4 KiB rings, so that every ring wraps many
-// times (with single-copy writes, and with every byte through the ring).
+// times (with single-copy writes, and with every byte through the ring),
+// and a split copy of every rendezvous message from 1 byte on.
 var tinyRing = [][]string{
 	{"eager=1024", "ring=4096"},
 	{"eager=1024", "ring=4096", "cma=off"},
+	{"split=1"},
 }
 
 // TestStress runs the checks of conformance/stress under every registered

@@ -1098,11 +1098,12 @@ func (d *Device) splitCopy(p *peer, s *outSend, c *ctl) bool {
 // that two cores copy at once. remote is the receive buffer's layout for
 // the s.n bytes; either side may be non-contiguous (the receiver then gets
 // the sender's layout of the tail in a ctlPullIov). It still moves every
-// byte once. It reports false when the message does not qualify: too small,
+// byte once. It reports false when the message does not qualify: too small
+// (under the split option, or under 2 bytes, which leave no half to pull),
 // a send to self, or a sender's layout too irregular to describe in one batch.
 func (d *Device) splitSend(p *peer, s *outSend, rid uint32, remote []vrun) bool {
 	n := s.n
-	if d.split == 0 || n < d.split || p.seg == d.seg || n/2 >= 1<<31 {
+	if d.split == 0 || n < max(d.split, 2) || p.seg == d.seg || n/2 >= 1<<31 {
 		return false
 	}
 	s.pull, s.rid, s.remote = n/2, rid, remote
