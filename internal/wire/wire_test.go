@@ -1,0 +1,375 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// recorder is a Handler that keeps what it is given.
+type recorder struct {
+	frames []got
+	sent   []any
+	lost   map[int]error
+	check  func(peer int, head, body []byte) // called on each frame, if set
+}
+
+type got struct {
+	peer int
+	head []byte
+	n    int
+}
+
+func (r *recorder) Frame(peer int, head, body []byte) {
+	if r.check != nil {
+		r.check(peer, head, body)
+	}
+	r.frames = append(r.frames, got{peer, append([]byte(nil), head...), len(body)})
+}
+func (r *recorder) Sent(tok any) { r.sent = append(r.sent, tok) }
+func (r *recorder) Lost(peer int, err error) {
+	if r.lost == nil {
+		r.lost = map[int]error{}
+	}
+	r.lost[peer] = err
+}
+
+// job is n endpoints on loopback that resolve each other.
+type job struct {
+	eps  []*Endpoint
+	recs []*recorder
+}
+
+var testSecret = []byte("0123456789abcdef-test-secret")
+
+func newJob(t testing.TB, n int, secrets ...[]byte) *job {
+	t.Helper()
+	j := &job{}
+	for r := 0; r < n; r++ {
+		sec := testSecret
+		if r < len(secrets) && secrets[r] != nil {
+			sec = secrets[r]
+		}
+		rec := &recorder{}
+		ep, err := Open(Config{Rank: r, Job: 42, Secret: sec, Listen: "127.0.0.1:0", Handler: rec,
+			Resolve: func(p int) (string, error) {
+				if p < 0 || p >= len(j.eps) {
+					return "", fmt.Errorf("no rank %d", p)
+				}
+				return j.eps[p].Addr(), nil
+			},
+			Logf: func(string, ...any) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ep.Close() })
+		j.eps = append(j.eps, ep)
+		j.recs = append(j.recs, rec)
+	}
+	return j
+}
+
+// pollUntil polls every endpoint until done reports true, failing the test
+// after a generous bound.
+func (j *job) pollUntil(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		idle := true
+		for _, ep := range j.eps {
+			if ep.Poll() {
+				idle = false
+			}
+		}
+		if idle {
+			j.eps[0].Wait(time.Millisecond)
+		}
+	}
+}
+
+// fillBody writes the pattern of frame (src, seq) into b.
+func fillBody(b []byte, src, seq int) {
+	x := uint32(src*1_000_003 + seq*7919 + 1)
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = byte(x >> 24)
+	}
+}
+
+// TestOrderedAndIntact sends thousands of frames of random sizes (from
+// empty to several times the input buffer) between three endpoints in
+// every direction at once, reusing each body buffer as soon as the
+// endpoint releases it, and checks that every frame arrives once, in order
+// per sender, with its bytes intact.
+func TestOrderedAndIntact(t *testing.T) {
+	const n, perPeer = 3, 600
+	j := newJob(t, n)
+	next := make([][]int, n) // next[dst][src]: the sequence number expected
+	for d := range next {
+		next[d] = make([]int, n)
+		d := d
+		j.recs[d].check = func(src int, head, body []byte) {
+			seq := int(binary.LittleEndian.Uint32(head))
+			if seq != next[d][src] {
+				t.Fatalf("rank %d: frame %d from rank %d arrived when %d was due", d, seq, src, next[d][src])
+			}
+			next[d][src]++
+			want := make([]byte, len(body))
+			fillBody(want, src, seq)
+			if !bytes.Equal(body, want) {
+				t.Fatalf("rank %d: frame %d from rank %d (%d bytes) corrupted", d, seq, src, len(body))
+			}
+		}
+	}
+	rng := rand.New(rand.NewSource(1))
+	size := func() int {
+		switch k := rng.Intn(100); {
+		case k < 60:
+			return rng.Intn(64)
+		case k < 95:
+			return rng.Intn(64 << 10)
+		default:
+			return inCap + rng.Intn(3*inCap)
+		}
+	}
+	// bufs[src] are the body buffers of src still held by its endpoint.
+	held := make([]map[*[]byte]bool, n)
+	for s := range held {
+		held[s] = map[*[]byte]bool{}
+	}
+	var free [][]byte
+	seq := make([][]int, n)
+	for s := range seq {
+		seq[s] = make([]int, n)
+	}
+	var head [4]byte
+	sent := 0
+	for round := 0; round < perPeer; round++ {
+		for s := 0; s < n; s++ {
+			for d := 0; d < n; d++ {
+				if s == d {
+					continue
+				}
+				k := size()
+				var b []byte
+				if len(free) > 0 && cap(free[len(free)-1]) >= k {
+					b, free = free[len(free)-1][:k], free[:len(free)-1]
+				} else {
+					b = make([]byte, k)
+				}
+				fillBody(b, s, seq[s][d])
+				binary.LittleEndian.PutUint32(head[:], uint32(seq[s][d]))
+				seq[s][d]++
+				tok := &b
+				now, err := j.eps[s].Send(d, head[:], b, tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sent++
+				if now {
+					free = append(free, b)
+				} else {
+					held[s][tok] = true
+				}
+			}
+			// Release what the endpoints are done with, scribbling over it
+			// so that a body released too early shows up as corruption.
+			j.eps[s].Poll()
+			for _, tok := range j.recs[s].sent {
+				p := tok.(*[]byte)
+				if !held[s][p] {
+					t.Fatalf("rank %d: Sent for a frame it did not queue", s)
+				}
+				delete(held[s], p)
+				for i := range *p {
+					(*p)[i] = 0xee
+				}
+				free = append(free, *p)
+			}
+			j.recs[s].sent = j.recs[s].sent[:0]
+		}
+	}
+	total := func() int {
+		c := 0
+		for _, r := range j.recs {
+			c += len(r.frames)
+		}
+		return c
+	}
+	j.pollUntil(t, "every frame", func() bool { return total() == sent })
+	for s := range held {
+		for len(held[s]) > 0 {
+			j.pollUntil(t, "the last releases", func() bool { return len(j.recs[s].sent) > 0 })
+			for _, tok := range j.recs[s].sent {
+				delete(held[s], tok.(*[]byte))
+			}
+			j.recs[s].sent = nil
+		}
+	}
+	for d, r := range j.recs {
+		if len(r.lost) != 0 {
+			t.Errorf("rank %d lost peers: %v", d, r.lost)
+		}
+	}
+	// Both sides dialled at once: at most two connections per pair.
+	for r, ep := range j.eps {
+		if c := ep.Counters(); c.Dials > n-1 || c.Refused != 0 {
+			t.Errorf("rank %d: %+v", r, c)
+		}
+	}
+}
+
+// TestWrongSecretRefused: a rank with another secret can neither deliver a
+// frame nor be believed; both sides see the failure.
+func TestWrongSecretRefused(t *testing.T) {
+	j := newJob(t, 2, nil, []byte("another-secret-of-16+bytes"))
+	if _, err := j.eps[1].Send(0, []byte("hi"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	j.pollUntil(t, "the refusal", func() bool { return j.eps[0].Counters().Refused == 1 && j.recs[1].lost[0] != nil })
+	if len(j.recs[0].frames) != 0 {
+		t.Fatalf("rank 0 took %d frames from a rank without the secret", len(j.recs[0].frames))
+	}
+	if !strings.Contains(j.recs[1].lost[0].Error(), "authentication") {
+		t.Fatalf("rank 1's failure does not say why: %v", j.recs[1].lost[0])
+	}
+	if _, err := j.eps[1].Send(0, []byte("again"), nil, nil); err == nil {
+		t.Fatal("Send to a peer that failed authentication succeeded")
+	}
+}
+
+// TestStrangerCannotInject: a raw TCP client that knows the protocol but
+// not the secret sends a hello, a forged proof and a frame; nothing is
+// delivered and the connection is refused.
+func TestStrangerCannotInject(t *testing.T) {
+	j := newJob(t, 1)
+	nc, err := net.Dial("tcp", j.eps[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	h := hello{job: 42, from: 7, to: 0, nonce: newNonce()}
+	msg := make([]byte, helloLen+proofLen+headerLen+3)
+	h.encode(msg)
+	putHeader(msg[helloLen+proofLen:], 3, 0)
+	copy(msg[helloLen+proofLen+headerLen:], "bad")
+	if _, err := nc.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	j.pollUntil(t, "the refusal", func() bool { return j.eps[0].Counters().Refused == 1 })
+	if len(j.recs[0].frames) != 0 {
+		t.Fatal("a frame from a connection without the secret was delivered")
+	}
+	// Garbage instead of a hello is refused too.
+	nc2, err := net.Dial("tcp", j.eps[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	nc2.Write([]byte(strings.Repeat("GET / HTTP/1.0\r\n", 4)))
+	j.pollUntil(t, "the second refusal", func() bool { return j.eps[0].Counters().Refused == 2 })
+}
+
+// TestCloseIsNotLoss and TestAbruptLoss: a peer that closes its endpoint
+// is not reported lost; one whose sockets vanish without a word is, once,
+// and sends to it fail.
+func TestCloseIsNotLoss(t *testing.T) {
+	j := newJob(t, 2)
+	j.eps[0].Send(1, []byte("x"), nil, nil)
+	j.pollUntil(t, "a frame", func() bool { return len(j.recs[1].frames) == 1 })
+	j.eps[1].Close()
+	j.eps = j.eps[:1]
+	// Rank 0 reads the bye and then the end of the stream.
+	j.pollUntil(t, "the close", func() bool { _, gone := j.eps[0].lost[1]; return gone })
+	if len(j.recs[0].lost) != 0 {
+		t.Fatalf("an orderly close was reported as a loss: %v", j.recs[0].lost)
+	}
+}
+
+func TestAbruptLoss(t *testing.T) {
+	j := newJob(t, 2)
+	j.eps[0].Send(1, []byte("x"), nil, nil)
+	j.pollUntil(t, "a frame", func() bool { return len(j.recs[1].frames) == 1 })
+	for fd := range j.eps[1].conns { // the process dies: its sockets close with no bye
+		unix.Close(fd)
+	}
+	j.eps[1].conns = map[int]*conn{}
+	j.eps = j.eps[:1]
+	j.pollUntil(t, "the loss", func() bool { return j.recs[0].lost[1] != nil })
+	if _, err := j.eps[0].Send(1, []byte("y"), nil, nil); err == nil || !strings.Contains(err.Error(), "rank 1") {
+		t.Fatalf("Send to a lost peer: %v", err)
+	}
+}
+
+// TestWaitWakes: Wait sleeps until data arrives or Wake is called.
+func TestWaitWakes(t *testing.T) {
+	j := newJob(t, 2)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		j.eps[0].Wake()
+	}()
+	start := time.Now()
+	j.eps[0].Wait(time.Minute)
+	wg.Wait()
+	if el := time.Since(start); el > 30*time.Second {
+		t.Fatalf("Wait ignored Wake for %v", el)
+	}
+	// Data: rank 1 connects and sends; rank 0's Wait returns for it.
+	j.eps[1].Send(0, []byte("x"), nil, nil)
+	done := make(chan struct{})
+	go func() {
+		for len(j.recs[0].frames) == 0 {
+			j.eps[0].Wait(time.Minute)
+			j.eps[0].Poll()
+		}
+		close(done)
+	}()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case <-done:
+			return
+		case <-deadline:
+			t.Fatal("Wait did not return for arriving data")
+		default:
+			j.eps[1].Poll() // rank 1 finishes its handshake
+			j.eps[1].Wait(time.Millisecond)
+		}
+	}
+}
+
+// BenchmarkPingPong times a round trip of a frame of each size between two
+// endpoints of one process over loopback (both polled by one goroutine).
+func BenchmarkPingPong(b *testing.B) {
+	for _, size := range []int{8, 64 << 10, 4 << 20} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			j := newJob(b, 2)
+			body := make([]byte, size)
+			b.SetBytes(int64(2 * size))
+			for i := 0; i < b.N; i++ {
+				for r := 0; r < 2; r++ {
+					want := len(j.recs[1-r].frames) + 1
+					j.eps[r].Send(1-r, []byte("p"), body, nil)
+					for len(j.recs[1-r].frames) < want {
+						j.eps[r].Poll()
+						j.eps[1-r].Poll()
+					}
+					j.recs[1-r].frames = j.recs[1-r].frames[:0]
+				}
+			}
+		})
+	}
+}
