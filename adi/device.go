@@ -23,6 +23,11 @@ type Config struct {
 	Size    int               // world size
 	KVS     KVS               // wire-up
 	Options map[string]string // -device-opt key=value pairs
+	// Hosts gives the number of every world rank's host, hosts numbered by
+	// their lowest rank: ranks with equal numbers share a kernel and its
+	// process and mount namespaces (shared memory works between them);
+	// others reach each other only over a network. Nil means one host.
+	Hosts []int
 }
 
 // SizeOption reads option key of opts as a byte count (an integer ≥ 0), def

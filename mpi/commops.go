@@ -215,19 +215,26 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 // sharing memory (MPI_COMM_TYPE_SHARED).
 const SplitTypeShared = 1
 
+// CommTypeShared is SplitTypeShared under the standard's name.
+const CommTypeShared = SplitTypeShared
+
 // SplitType partitions c by a property of the processes
-// (MPI_Comm_split_type); the only type is SplitTypeShared, and Undefined
-// gives a nil communicator. Every rank of an adimpi job currently runs on
-// one host (mpirun starts them all locally), so SplitTypeShared gives one
-// communicator of all of c's processes that asked for it, ordered by key.
+// (MPI_Comm_split_type); the only type is SplitTypeShared, which gives
+// each process a communicator of the processes of c on its host (same
+// kernel, process and mount namespaces: they share memory), ordered by
+// key; Undefined gives a nil communicator.
 func (c *Comm) SplitType(splitType, key int) (*Comm, error) {
 	const op = "MPI_Comm_split_type"
 	if splitType != SplitTypeShared && splitType != Undefined {
 		return nil, errorf(ErrArg, op, "split type %d is not SplitTypeShared or Undefined", splitType)
 	}
-	color := 0
-	if splitType == Undefined {
-		color = Undefined
+	r, err := collStart(op, c)
+	if err != nil {
+		return nil, err
+	}
+	color := Undefined
+	if splitType == SplitTypeShared {
+		color = r.hosts[c.world[c.rank]]
 	}
 	return c.Split(color, key)
 }

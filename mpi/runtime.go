@@ -22,33 +22,35 @@ const DefaultDevice = "netvm"
 
 // runtime is the one MPI runtime of a process.
 type runtime struct {
-	mu       sync.Mutex // serialises every call into the device
-	dev      adi.Device
-	short    adi.ShortSender // dev's immediate small sends, if it has them
-	devName  string
-	pmi      *pmi.Client
-	rank     int
-	size     int
-	world    *Comm
-	self     *Comm
-	spin     time.Duration // how long a waiter polls before it sleeps
-	poll     time.Duration // how much of the spin polls without yielding the CPU
-	bsend    bsendBuffer
-	nextCtx  uint32
-	ids      ctxIDs                     // the free context-id pairs (communicator creation)
-	async    *asyncProgress             // the progress goroutine, if asyncOn
-	reqs     sync.Pool                  // *Request objects of completed blocking calls, for reuse
-	slab     atomic.Pointer[handleSlab] // where newHandle carves request handles from
-	areqs    sync.Pool                  // *adi.Request objects of completed blocking calls (blockingCall)
-	spare    *adi.Request               // one more, taken first under the lock (blockingCall)
-	waits    atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
-	boardSeq atomic.Uint64              // board collectives run on MPI_COMM_WORLD (collboard.go)
-	agreed   bool                       // boardAgree has run: readable and cores hold
-	readable bool                       // every rank can BoardRead every other
-	cores    int                        // the least runtime.NumCPU of any rank
-	asyncOn  atomic.Bool                // the progress goroutine runs (set before the runtime is published)
-	resume   chan struct{}              // wakes the parked progress goroutine
-	native   bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
+	mu        sync.Mutex // serialises every call into the device
+	dev       adi.Device
+	short     adi.ShortSender // dev's immediate small sends, if it has them
+	devName   string
+	pmi       *pmi.Client
+	rank      int
+	size      int
+	world     *Comm
+	self      *Comm
+	spin      time.Duration // how long a waiter polls before it sleeps
+	poll      time.Duration // how much of the spin polls without yielding the CPU
+	bsend     bsendBuffer
+	nextCtx   uint32
+	ids       ctxIDs                     // the free context-id pairs (communicator creation)
+	async     *asyncProgress             // the progress goroutine, if asyncOn
+	reqs      sync.Pool                  // *Request objects of completed blocking calls, for reuse
+	slab      atomic.Pointer[handleSlab] // where newHandle carves request handles from
+	areqs     sync.Pool                  // *adi.Request objects of completed blocking calls (blockingCall)
+	spare     *adi.Request               // one more, taken first under the lock (blockingCall)
+	waits     atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
+	boardSeq  atomic.Uint64              // board collectives run on MPI_COMM_WORLD (collboard.go)
+	agreed    bool                       // boardAgree has run: readable and cores hold
+	readable  bool                       // every rank can BoardRead every other
+	cores     int                        // the least runtime.NumCPU of any rank
+	asyncOn   atomic.Bool                // the progress goroutine runs (set before the runtime is published)
+	resume    chan struct{}              // wakes the parked progress goroutine
+	native    bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
+	hosts     []int                      // world rank -> number of its host (hosts.go)
+	hostNames []string                   // host number -> its name
 }
 
 var (
@@ -111,9 +113,18 @@ func InitWith(o Options) error {
 		return errorf(ErrOther, "MPI_Init", "connecting to the launcher: %v", err)
 	}
 	r := &runtime{pmi: client, rank: client.Rank(), size: client.Size(), devName: name, nextCtx: 4}
+	if err := r.learnHosts(client); err != nil {
+		client.Abort(1, err.Error())
+		return errorf(ErrOther, "MPI_Init", "learning where the ranks run: %v", err)
+	}
+	if err := r.oneHost(); err != nil {
+		// Every rank reaches this verdict from the same map, so each
+		// returns it to its program rather than racing to abort the job.
+		return errorf(ErrOther, "MPI_Init", "%v", err)
+	}
 	r.dev = factory()
 	r.short, _ = r.dev.(adi.ShortSender)
-	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts}); err != nil {
+	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts, Hosts: r.hosts}); err != nil {
 		client.Abort(1, err.Error())
 		return errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
 	}

@@ -1,0 +1,80 @@
+package mpi_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adimpi/adimpi/internal/hostid"
+	"github.com/adimpi/adimpi/internal/testbuild"
+)
+
+// hydra returns mpiexec.hydra's path; without it the test fails in CI
+// (which installs it) and is skipped, loudly, elsewhere.
+func hydra(t *testing.T) string {
+	p, err := exec.LookPath("mpiexec.hydra")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("mpiexec.hydra is not on PATH; CI installs the Debian package mpich")
+		}
+		t.Skip("SKIPPED LOUDLY: mpiexec.hydra is not on PATH (apt-get install -y mpich)")
+	}
+	return p
+}
+
+// runHydra runs args under mpiexec.hydra with a time limit.
+func runHydra(t *testing.T, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hydra(t), args...)
+	cmd.Env = append(os.Environ(), "ADIMPI_DEVICE=netvm")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("mpiexec.hydra %v did not end within 60 s:\n%s", args, out)
+	}
+	return string(out), err
+}
+
+// TestSplitTypeSharedOneHost: ranks of one host form one shared
+// communicator, and name the host as the kernel does.
+func TestSplitTypeSharedOneHost(t *testing.T) {
+	bin := testbuild.Programs(t, "./testdata/hostprog")["hostprog"]
+	out, err := runHydra(t, "-n", "3", bin)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	sort.Strings(lines)
+	var want []string
+	for r := 0; r < 3; r++ {
+		want = append(want, fmt.Sprintf("rank %d shared 3 of 3 host %s", r, hostid.Name()))
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", out, strings.Join(want, "\n"))
+	}
+}
+
+// TestOtherHostRefused: a rank in other PID and mount namespaces is on
+// another host, which the devices cannot reach yet; Init says so instead of
+// failing on a shared-memory segment it cannot see.
+func TestOtherHostRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI runs as root, but this test does not")
+		}
+		t.Skip("SKIPPED LOUDLY: not root, cannot unshare namespaces")
+	}
+	bin := testbuild.Programs(t, "./testdata/hostprog")["hostprog"]
+	out, err := runHydra(t, "-n", "1", bin, ":", "-n", "1", "unshare", "--pid", "--fork", "--mount", bin)
+	if err == nil {
+		t.Fatalf("a job across two hosts started on a device without a wire:\n%s", out)
+	}
+	if !strings.Contains(out, "MPI_Init") || !strings.Contains(out, "reaches only ranks of its own host") {
+		t.Fatalf("the failure does not say why:\n%s", out)
+	}
+}
