@@ -133,6 +133,24 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // match each other. Every rank must call the collectives of a communicator
 // in the same order.
 //
+// # Counts that differ between ranks
+//
+// MPI requires every rank to pass the same amount of data (a Bcast's count
+// the root's); a program that does not is erroneous, but adimpi neither
+// writes past a buffer, nor returns wrong data silently, nor hangs, and the
+// communicator stays usable. The sender's byte count travels with the data,
+// so a Bcast rank whose buffer is shorter than the root's data gets the part
+// that fits and ErrTruncate, as a truncated receive does, and one whose
+// buffer is longer gets the root's data, the rest of its buffer untouched,
+// and ErrCount: it saw the mismatch, and a collective's equal-signature rule
+// is stricter than a receive's "up to count elements", so silence would hide
+// a bug that corrupts the next call on other MPIs. The root returns nil. On
+// MPI_COMM_WORLD with netvm's board, Reduce, Allreduce and Alltoall publish
+// every rank's count with its data, and every rank that waits for all of
+// them (all, for Allreduce and Alltoall; the root and the ranks of large
+// vectors, for Reduce) returns ErrTruncate when a peer passes more bytes
+// than it, ErrCount when one passes fewer.
+//
 // # In place
 //
 // MPI_IN_PLACE is InPlace[T]() in the generic forms and InPlaceBuf in the
