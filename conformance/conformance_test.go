@@ -156,6 +156,11 @@ const scatterOpt = "scatter=1024"
 // other option is passed as -device-opt.
 const asyncOpt = "async"
 
+// nativeOffOpt, in a run's options, sets ADIMPI_NATIVE_COLL=off in the
+// job's environment: the core's message algorithms instead of the device's
+// collectives.
+const nativeOffOpt = "ADIMPI_NATIVE_COLL=off"
+
 // allNPs is the process counts at which every check runs (shortNPs with
 // -short).
 var (
@@ -260,6 +265,18 @@ func TestCollectives(t *testing.T) {
 	eachDevice(t, func(t *testing.T, dev string) {
 		matrix(t, collectives, dev, nil, testNPs(), collectives.checks, nil)
 		matrix(t, collectives, dev, []string{asyncOpt}, []int{4}, collectives.checks, nil)
+	})
+}
+
+// TestCollMismatch runs the collectives check mismatch (collectives whose
+// counts differ between ranks must fail with ErrTruncate or ErrCount, never
+// hang, and leave the communicator usable) under every registered device at
+// np = 2, 3 and 8, with the device's native collectives and without them
+// (ADIMPI_NATIVE_COLL=off: the core's message algorithms everywhere).
+func TestCollMismatch(t *testing.T) {
+	eachDevice(t, func(t *testing.T, dev string) {
+		matrix(t, collectives, dev, nil, []int{2, 3, 8}, []string{"mismatch"}, nil)
+		matrix(t, collectives, dev, []string{nativeOffOpt}, []int{2, 3, 8}, []string{"mismatch"}, nil)
 	})
 }
 
@@ -441,10 +458,14 @@ func (j *job) command() string {
 
 func runJob(bin, dev string, opts []string, np int, progArgs []string) *job {
 	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String()}
+	var env []string
 	for _, o := range opts {
-		if o == asyncOpt {
+		switch o {
+		case asyncOpt:
 			args = append(args, "-async-progress")
-		} else {
+		case nativeOffOpt:
+			env = append(env, o)
+		default:
 			args = append(args, "-device-opt", o)
 		}
 	}
@@ -457,7 +478,7 @@ func runJob(bin, dev string, opts []string, np int, progArgs []string) *job {
 	// A marker in the environment finds the job's ranks afterwards, whatever
 	// process groups mpirun puts them in.
 	marker := fmt.Sprintf("ADIMPI_CONFORMANCE_JOB=%d-%d", os.Getpid(), runSeq.Add(1))
-	cmd.Env = append(cleanEnv(), marker)
+	cmd.Env = append(append(cleanEnv(), env...), marker)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second

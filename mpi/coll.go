@@ -133,6 +133,24 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // match each other. Every rank must call the collectives of a communicator
 // in the same order.
 //
+// # Counts that differ between ranks
+//
+// MPI requires every rank to pass the same amount of data (a Bcast's count
+// the root's); a program that does not is erroneous, but adimpi neither
+// writes past a buffer, nor returns wrong data silently, nor hangs, and the
+// communicator stays usable. The sender's byte count travels with the data,
+// so a Bcast rank whose buffer is shorter than the root's data gets the part
+// that fits and ErrTruncate, as a truncated receive does, and one whose
+// buffer is longer gets the root's data, the rest of its buffer untouched,
+// and ErrCount: it saw the mismatch, and a collective's equal-signature rule
+// is stricter than a receive's "up to count elements", so silence would hide
+// a bug that corrupts the next call on other MPIs. The root returns nil. On
+// MPI_COMM_WORLD with netvm's board, Reduce, Allreduce and Alltoall publish
+// every rank's count with its data, and every rank that waits for all of
+// them (all, for Allreduce and Alltoall; the root and the ranks of large
+// vectors, for Reduce) returns ErrTruncate when a peer passes more bytes
+// than it, ErrCount when one passes fewer.
+//
 // # In place
 //
 // MPI_IN_PLACE is InPlace[T]() in the generic forms and InPlaceBuf in the
@@ -190,37 +208,16 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 	if err != nil {
 		return err
 	}
-	// Ranks that outnumber cores pass a broadcast of any size through the
-	// board slots (boardBcastStaged); otherwise data over 8 KiB are read
-	// where they lie.
-	bd, large, staged := p.r.boardFor(c, b.Size()), false, false
-	if bd == nil && b.Size() > 0 {
-		if sb := p.r.boardFor(c, 0); sb != nil && p.r.crowded(sb) {
-			bd, staged = sb, true
-		}
-	}
-	if bd == nil && b.Size() > 0 {
-		if bd, err = p.r.boardLargeFor(c); err != nil {
-			return err
-		}
-		large = true
-	}
+	bd := p.r.boardFor(c, 0)
 	if bd == nil {
 		return p.now()
 	}
 	data, done := packOut(b, c.rank == root)
-	switch {
-	case staged:
-		err = p.r.boardBcastStaged(bd, data, root)
-	case large && len(data) >= splitBcast && !p.r.crowded(bd):
-		err = p.r.boardBcastSplit(bd, data, root)
-	case large:
-		err = p.r.boardBcastLarge(bd, data, root)
-	default:
-		err = p.r.boardBcast(bd, data, root)
-	}
-	if err == nil && c.rank != root {
-		done()
+	err = p.r.boardBcastAny(bd, data, root, func(work []byte) error {
+		return c.newColl(p.r, p.op).bcast(work, root)
+	})
+	if c.rank != root && (err == nil || ErrorClass(err) == ErrTruncate || ErrorClass(err) == ErrCount) {
+		done() // a mismatch still delivers what fits, as a truncated receive does
 	}
 	return err
 }
@@ -798,19 +795,31 @@ func alltoallPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
 // of recv, where i is the sender's rank (MPI_Alltoall).
 func AlltoallBuf(c *Comm, send, recv Buffer) error {
 	p, err := alltoallPlan("MPI_Alltoall", c, send, recv)
-	if err != nil || c.IsInter() || recv.Size() == 0 {
+	if err != nil || c.IsInter() {
 		return blockingPlan(p, err)
 	}
+	sb := p.r.boardFor(c, 0)
+	if sb == nil {
+		return p.now()
+	}
 	// Data up to the stage limit go through the board slots; larger ones
-	// are read where they lie.
+	// are read where they lie, or go by messages where peers' memory
+	// cannot be read. Every path's first round publishes the count, so
+	// processes whose counts (hence paths) differ all stop at it with an
+	// error; the agreement comes first, so that it is made at the same
+	// point whatever the counts.
+	if err := p.r.boardAgree(sb); err != nil {
+		return err
+	}
 	b := p.r.boardFor(c, recv.Size())
 	staged := b != nil
-	if !staged {
-		if b, err = p.r.boardLargeFor(c); err != nil {
-			return err
-		}
+	if !staged && p.r.readable {
+		b = sb
 	}
 	if b == nil {
+		if err := p.r.boardHeader(sb, p.op, recv.Size()); err != nil {
+			return err
+		}
 		return p.now()
 	}
 	var s []byte

@@ -1,5 +1,11 @@
 package mpi
 
+import (
+	"encoding/binary"
+
+	"github.com/adimpi/adimpi/adi"
+)
+
 // The collective algorithms, on packed contiguous bytes. Every algorithm
 // reduces in a fixed order, so results are identical on every rank and from
 // run to run; reductions combine operands in rank order (lower ranks on the
@@ -51,10 +57,129 @@ func (e *coll) barrier() error {
 
 func (e *coll) abs(rel, root int) int { return (rel + root) % e.size }
 
+// bcast broadcasts root's buf. The root's byte count goes first, with the
+// data when they are short (bcastHead), and every rank then runs the
+// algorithm that count chooses over a buffer of that size: a rank whose
+// count differs from the root's neither truncates a message (and so stops
+// passing the data on) nor picks another algorithm than its peers. It gets
+// what fits and the mismatch (countMismatch); the root sees none.
 func (e *coll) bcast(buf []byte, root int) error {
-	if e.size == 1 || len(buf) == 0 {
+	if e.size == 1 {
 		return nil
 	}
+	inline := bcastShort
+	if e.multisender(0) != nil {
+		inline = multiShort
+	}
+	var hdr []byte
+	if e.rank == root {
+		hl := 8 // the count alone, when the data go after it
+		if len(buf) <= inline {
+			hl += len(buf)
+		}
+		hdr = scratch(hl)
+		copy(hdr[8:], buf)
+	} else {
+		hdr = scratch(8 + inline)
+	}
+	defer release(hdr)
+	binary.LittleEndian.PutUint64(hdr, uint64(len(buf)))
+	got, err := e.bcastHead(hdr, root)
+	if err != nil {
+		return err
+	}
+	n := int(binary.LittleEndian.Uint64(hdr))
+	if e.rank == root {
+		if n > inline {
+			return e.bcastData(buf, root)
+		}
+		return nil
+	}
+	if n <= inline {
+		if got != 8+n {
+			return errorf(ErrOther, e.op, "broadcast header of %d bytes announces %d", got, n)
+		}
+		copy(buf, hdr[8:got])
+		return countMismatch(e.op, root, n, len(buf))
+	}
+	work := buf
+	if n > len(buf) {
+		work = scratch(n)
+		defer release(work)
+	}
+	if err := e.bcastData(work[:n], root); err != nil {
+		return err
+	}
+	if n > len(buf) {
+		copy(buf, work)
+	}
+	return countMismatch(e.op, root, n, len(buf))
+}
+
+// bcastHead passes hdr from root to every rank (over a multidestination
+// star where the device has one, else a binomial tree) on a tag of its own;
+// the other ranks' hdr is large enough for any header. It returns the
+// header's length.
+func (e *coll) bcastHead(hdr []byte, root int) (int, error) {
+	n := e.size
+	tag := e.tag + 1
+	rel := (e.rank - root + n) % n
+	if ms := e.multisender(0); ms != nil {
+		if rel != 0 {
+			return e.recvTag(root, tag, hdr)
+		}
+		to := make([]int, 0, n-1)
+		for i := 1; i < n; i++ {
+			to = append(to, e.world[e.abs(i, root)])
+		}
+		q := &adi.Request{Op: adi.OpSend, Context: e.ctx, Tag: tag, Buf: adi.Bytes(hdr)}
+		e.r.mu.Lock()
+		err := ms.IsendMulti(q, to)
+		e.r.mu.Unlock()
+		if err != nil {
+			return 0, errorf(ErrOther, e.op, "%v", err)
+		}
+		return len(hdr), e.wait(q)
+	}
+	got := len(hdr)
+	mask := 1
+	for ; mask < n; mask <<= 1 {
+		if rel&mask != 0 {
+			var err error
+			if got, err = e.recvTag(e.abs(rel-mask, root), tag, hdr); err != nil {
+				return 0, err
+			}
+			break
+		}
+	}
+	var reqs []*adi.Request
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if rel+mask < n {
+			q, err := e.postTag(true, e.abs(rel+mask, root), tag, hdr[:got])
+			if err != nil {
+				_ = e.wait(reqs...)
+				return 0, err
+			}
+			reqs = append(reqs, q)
+		}
+	}
+	return got, e.wait(reqs...)
+}
+
+// recvTag receives from peer on tag into b and returns the bytes received.
+func (e *coll) recvTag(peer, tag int, b []byte) (int, error) {
+	q, err := e.postTag(false, peer, tag, b)
+	if err != nil {
+		return 0, err
+	}
+	if err := e.wait(q); err != nil {
+		return 0, err
+	}
+	return q.Status.Bytes, nil
+}
+
+// bcastData broadcasts buf, which has the same length on every rank.
+func (e *coll) bcastData(buf []byte, root int) error {
 	if ms := e.multisender(len(buf)); ms != nil {
 		return e.bcastMulti(ms, buf, root)
 	}

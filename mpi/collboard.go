@@ -44,7 +44,7 @@ func (r *runtime) boardFor(c *Comm, n int) adi.Board {
 // may see different runtime.NumCPU (each pinned to its own core by a
 // launcher, say), and a collective's algorithm must not differ between
 // them, so the answer comes from the job's agreement (boardAgree): false
-// while no agreement could be made (boardLargeFor then reports why).
+// while no agreement could be made (the caller's own boardAgree reports why).
 func (r *runtime) crowded(b adi.Board) bool {
 	return r.boardAgree(b) == nil && r.size > r.cores
 }
@@ -74,22 +74,94 @@ func cachedCopy(dst, src []byte) {
 // vectors only (larger ones reduce-scatter, boardAllreduceStaged).
 const boardReduceMax = 8 << 10
 
-// boardReduceFor is boardFor for a Reduce or Allreduce of n bytes.
-func (r *runtime) boardReduceFor(c *Comm, n int) adi.Board {
-	if n > boardReduceMax {
-		return nil
-	}
-	return r.boardFor(c, n)
-}
-
 // boardArea is where n bytes of round-parity slot go on p's board: the
 // line that carries the sequence word when they fit there (one cache miss
-// brings a peer both), else the slot. Every rank passes the same n.
+// brings a peer both), else the slot. Every rank passes the same n. The
+// line's first boardCountLen bytes are the count word (boardSetCount).
 func boardArea(b adi.Board, p, slot, n int) []byte {
-	if l := b.BoardLine(p, slot); n <= len(l) {
+	if l := b.BoardLine(p, slot)[boardCountLen:]; n <= len(l) {
 		return l[:n:n]
 	}
 	return b.BoardSlot(p, slot)[:n:n]
+}
+
+// boardCountLen is the size of the count word at the start of a board
+// line: the bytes a process passes to the collective whose round it posts
+// (the root's for a Bcast), so that every peer can check its own count
+// against it before it reads the data. It shares the cache line with the
+// sequence word and inline data, so the check costs no extra miss.
+const boardCountLen = 8
+
+// boardSetCount writes this process's count word for the round of parity
+// slot; the post that follows publishes it.
+func (r *runtime) boardSetCount(b adi.Board, slot, n int) {
+	binary.NativeEndian.PutUint64(b.BoardLine(r.rank, slot), uint64(n))
+}
+
+// boardCount reads p's count word for the round of parity slot (after
+// p has posted it).
+func boardCount(b adi.Board, p, slot int) int {
+	return int(binary.NativeEndian.Uint64(b.BoardLine(p, slot)))
+}
+
+// boardCheck compares every process's count word of the round of parity
+// slot, all posted, with n, this process's count. Counts that differ make
+// the collective erroneous (MPI requires equal type signatures): ErrTruncate
+// when a peer passes more bytes than this process (its result could not
+// hold theirs), ErrCount when peers pass fewer.
+func (r *runtime) boardCheck(b adi.Board, op string, slot, n int) error {
+	if r.size == 1 {
+		return nil
+	}
+	lo, hi := r.rank, r.rank
+	for p := range r.size {
+		m := boardCount(b, p, slot)
+		if m < n {
+			lo = p
+		} else if m > n {
+			hi = p
+		}
+	}
+	if hi != r.rank {
+		return errorf(ErrTruncate, op, "rank %d passes %d bytes, more than this rank's %d: every rank must pass the same count", hi, boardCount(b, hi, slot), n)
+	}
+	if lo != r.rank {
+		return errorf(ErrCount, op, "rank %d passes %d bytes, fewer than this rank's %d: every rank must pass the same count", lo, boardCount(b, lo, slot), n)
+	}
+	return nil
+}
+
+// countMismatch is the error of a non-root process whose buffer of have
+// bytes differs from the root's count of sent bytes: ErrTruncate when the
+// buffer is too short (it got the first have bytes), ErrCount when the
+// root sent fewer (it got them all, and the rest of its buffer is
+// untouched). nil when they agree.
+func countMismatch(op string, root, sent, have int) error {
+	switch {
+	case sent > have:
+		return errorf(ErrTruncate, op, "root %d sends %d bytes, more than this rank's buffer of %d", root, sent, have)
+	case sent < have:
+		return errorf(ErrCount, op, "root %d sends %d bytes, fewer than this rank's buffer of %d: every rank must pass the root's count", root, sent, have)
+	}
+	return nil
+}
+
+// boardHeader is a round that only publishes every process's count, for
+// the collectives that then move their data by messages: every process
+// checks the counts before any message is sent, so processes that disagree
+// fail alike instead of waiting for messages of the wrong size.
+func (r *runtime) boardHeader(b adi.Board, op string, n int) error {
+	k := r.boardSeq.Add(1)
+	slot := int(k % 2)
+	if err := r.boardWait(b, op, -1, k-1); err != nil {
+		return err
+	}
+	r.boardSetCount(b, slot, n)
+	b.BoardPost(k, false)
+	if err := r.boardWait(b, op, -1, k); err != nil {
+		return err
+	}
+	return r.boardCheck(b, op, slot, n)
 }
 
 // boardSpin is how many looks a board wait takes at the boards alone
@@ -151,18 +223,115 @@ func (r *runtime) boardBarrier(b adi.Board) error {
 	return r.boardWait(b, "MPI_Barrier", -1, k)
 }
 
-// boardBcast copies root's data (packed) into every process's data.
-func (r *runtime) boardBcast(b adi.Board, data []byte, root int) error {
+// boardBcastAny is MPI_Bcast on the board, for data of any size: the
+// root's first round publishes its count (boardCountLen), every other
+// process reads it there before it chooses the path (boardBcastPath) from
+// it, so that all take the same one whatever their own counts. A process
+// whose buffer is shorter than the root's data takes part through a scratch
+// buffer of the root's size (it may have to pass the data on) and gets the
+// prefix that fits and ErrTruncate; one whose buffer is longer gets the
+// root's data and ErrCount (countMismatch). msg runs a broadcast of its
+// argument by messages (the path when boards cannot carry it).
+func (r *runtime) boardBcastAny(b adi.Board, data []byte, root int, msg func([]byte) error) error {
 	const op = "MPI_Bcast"
-	if len(data) == 0 {
-		return nil
+	if err := r.boardAgree(b); err != nil {
+		return err
 	}
+	n := len(data)
+	if r.rank != root {
+		k := r.boardSeq.Load() + 1 // the root posts this Bcast's first round
+		if err := r.boardWait(b, op, root, k); err != nil {
+			return err
+		}
+		n = boardCount(b, root, int(k%2))
+	}
+	work := data
+	if n > len(data) {
+		work = scratch(n)
+		defer release(work)
+	}
+	work = work[:n]
+	var err error
+	switch r.boardBcastPath(b, n) {
+	case bcastBoardSlot:
+		err = r.boardBcast(b, work, root, n)
+	case bcastBoardStaged:
+		err = r.boardBcastStaged(b, work, root)
+	case bcastBoardSplit:
+		err = r.boardBcastSplit(b, work, root)
+	case bcastBoardRead:
+		err = r.boardBcastLarge(b, work, root)
+	default:
+		err = r.boardHeadBcast(b, root, n)
+		if err == nil {
+			err = msg(work)
+		}
+	}
+	if err != nil || r.rank == root {
+		return err
+	}
+	if n > len(data) {
+		copy(data, work)
+	}
+	return countMismatch(op, root, n, len(data))
+}
+
+// The paths of a board Bcast (boardBcastPath).
+const (
+	bcastBoardSlot   = iota // boardBcast: through the root's line or slot
+	bcastBoardStaged        // boardBcastStaged: a slot at a time
+	bcastBoardSplit         // boardBcastSplit: shared copies down a tree
+	bcastBoardRead          // boardBcastLarge: reads down a tree
+	bcastMessages           // a count round (boardHeadBcast), then messages
+)
+
+// boardBcastPath chooses a board Bcast's path from the root's count n
+// (every process chooses alike, after boardAgree). Ranks that outnumber
+// cores pass a broadcast of any size through the board slots
+// (boardBcastStaged); otherwise data over 8 KiB are read where they lie,
+// or, where peers' memory cannot be read, sent by messages.
+func (r *runtime) boardBcastPath(b adi.Board, n int) int {
+	crowded := r.crowded(b)
+	switch {
+	case n <= boardStageIdle || (crowded && n <= b.BoardSlotSize()):
+		return bcastBoardSlot
+	case crowded:
+		return bcastBoardStaged
+	case !r.readable:
+		return bcastMessages
+	case n >= splitBcast:
+		return bcastBoardSplit
+	}
+	return bcastBoardRead
+}
+
+// boardHeadBcast is the round in which the root of a Bcast that then goes
+// by messages publishes its count (the others read it in boardBcastAny).
+func (r *runtime) boardHeadBcast(b adi.Board, root, n int) error {
+	k := r.boardSeq.Add(1)
+	slot := int(k % 2)
+	if r.rank == root {
+		if err := r.boardWait(b, "MPI_Bcast", -1, k-1); err != nil {
+			return err
+		}
+		r.boardSetCount(b, slot, n)
+	}
+	b.BoardPost(k, r.rank == root)
+	return nil
+}
+
+// boardBcast copies root's data (packed) into every process's data; the
+// root's count word says total (the whole Bcast's bytes when data are one
+// segment of it).
+func (r *runtime) boardBcast(b adi.Board, data []byte, root, total int) error {
+	const op = "MPI_Bcast"
 	k := r.boardSeq.Add(1)
 	slot := int(k % 2)
 	if r.rank == root {
 		if err := r.boardWait(b, op, -1, k-1); err != nil {
 			return err
 		}
+		r.boardSetCount(b, slot, total)
 		cachedCopy(boardArea(b, root, slot, len(data)), data)
 		b.BoardPost(k, true)
 		return nil
@@ -181,9 +350,6 @@ func (r *runtime) boardBcast(b adi.Board, data []byte, root int) error {
 // the same order, so an Allreduce's results are bit-identical everywhere.
 func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reducer, root int, all bool) error {
 	n := len(in)
-	if n == 0 {
-		return nil // every rank has count 0: nothing to agree on
-	}
 	k := r.boardSeq.Add(1)
 	slot := int(k % 2)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
@@ -191,12 +357,16 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 	}
 	// Every process, the root too, folds from the slots, so out may be in
 	// (in place).
+	r.boardSetCount(b, slot, n)
 	copy(boardArea(b, r.rank, slot, n), in)
 	b.BoardPost(k, false)
 	if !all && r.rank != root {
 		return nil
 	}
 	if err := r.boardWait(b, op, -1, k); err != nil {
+		return err
+	}
+	if err := r.boardCheck(b, op, slot, n); err != nil {
 		return err
 	}
 	copy(out, boardArea(b, r.size-1, slot, n))
@@ -215,23 +385,6 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 // has a core of its own; the slots when ranks queue for cores (fewer
 // rounds, user copies, and senders that need not stay until the data are
 // read).
-
-// boardLargeFor returns the device's board if collectives on c whose data
-// exceed a slot run on it: every process must be able to read every
-// other's memory, which the job agrees on (boardAgree).
-func (r *runtime) boardLargeFor(c *Comm) (adi.Board, error) {
-	b := r.boardFor(c, 0)
-	if b == nil {
-		return nil, nil
-	}
-	if err := r.boardAgree(b); err != nil {
-		return nil, err
-	}
-	if !r.readable {
-		return nil, nil
-	}
-	return b, nil
-}
 
 // boardAgree runs, once, the board round in which the processes agree on
 // what the large board collectives depend on, so that every rank decides
@@ -294,6 +447,7 @@ func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
+	r.boardSetCount(b, slot, len(data))
 	binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, 8), uint64(addrOf(data)))
 	var err error
 	if rel != 0 {
@@ -338,6 +492,7 @@ func (r *runtime) boardBcastSplit(b adi.Board, data []byte, root int) error {
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
+	r.boardSetCount(b, slot, len(data))
 	binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, 8), uint64(addrOf(data)))
 	b.BoardPost(k, true)
 	addr := func(p int) uintptr { return uintptr(binary.NativeEndian.Uint64(boardArea(b, p, slot, 8))) }
@@ -397,8 +552,7 @@ func (r *runtime) boardAlltoallStaged(b adi.Board, s, recv []byte, bs int) error
 	const op = "MPI_Alltoall"
 	np, me := r.size, r.rank
 	n := np * bs
-	k := r.boardSeq.Add(1)
-	if n > boardStageIdle && k%2 == 1 {
+	if n > boardStageIdle && r.boardSeq.Load()%2 == 0 {
 		// Large offers always take slot 0: an odd round goes by empty
 		// (posting it says no more than that this process has started
 		// the Alltoall), and the offers take the next one. Back-to-back
@@ -406,19 +560,26 @@ func (r *runtime) boardAlltoallStaged(b adi.Board, s, recv []byte, bs int) error
 		// alternating between two: 64 KiB per pair at np=16 (16 MiB of
 		// slots) measured a median of 1611 us against 2604 in 5
 		// interleaved rounds.
-		b.BoardPost(k, false)
-		k = r.boardSeq.Add(1)
+		// It carries the count, checked before the offers are made.
+		if err := r.boardHeader(b, op, n); err != nil {
+			return err
+		}
 	}
+	k := r.boardSeq.Add(1)
 	slot := int(k % 2)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
+	r.boardSetCount(b, slot, n)
 	area := boardArea(b, me, slot, n)
 	cachedCopy(area[:me*bs], s[:me*bs])
 	cachedCopy(area[(me+1)*bs:], s[(me+1)*bs:])
 	b.BoardPost(k, false)
 	copy(recv[me*bs:(me+1)*bs], s[me*bs:(me+1)*bs])
 	if err := r.boardWait(b, op, -1, k); err != nil {
+		return err
+	}
+	if err := r.boardCheck(b, op, slot, n); err != nil {
 		return err
 	}
 	for i := 1; i < np; i++ {
@@ -439,9 +600,14 @@ func (r *runtime) boardAlltoallRead(b adi.Board, s, recv []byte, bs int) error {
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
+	r.boardSetCount(b, slot, len(s))
 	binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, 8), uint64(addrOf(s)))
 	b.BoardPost(k, false)
 	if err := r.boardWait(b, op, -1, k); err != nil {
+		return err
+	}
+	if err := r.boardCheck(b, op, slot, len(s)); err != nil {
+		r.boardSeq.Store(k) // every process stops after round k
 		return err
 	}
 	var err error
@@ -507,10 +673,21 @@ func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, r
 			}
 			return a, z
 		}
+		if s == 0 {
+			r.boardSetCount(b, slot, n)
+		}
 		cachedCopy(b.BoardSlot(r.rank, slot)[:m], in[lo:hi])
 		b.BoardPost(ka, false)
 		if err := r.boardWait(b, op, -1, ka); err != nil {
 			return err
+		}
+		if s == 0 {
+			if err := r.boardCheck(b, op, slot, n); err != nil {
+				// Every process sees the same counts and stops here:
+				// this collective took round k only.
+				r.boardSeq.Store(k)
+				return err
+			}
 		}
 		a, z := share(r.rank)
 		mine := b.BoardSlot(r.rank, slot)
@@ -545,7 +722,7 @@ func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, r
 func (r *runtime) boardBcastStaged(b adi.Board, data []byte, root int) error {
 	seg := b.BoardSlotSize()
 	for off := 0; off < len(data); off += seg {
-		if err := r.boardBcast(b, data[off:min(len(data), off+seg)], root); err != nil {
+		if err := r.boardBcast(b, data[off:min(len(data), off+seg)], root, len(data)); err != nil {
 			return err
 		}
 	}

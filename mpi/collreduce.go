@@ -103,12 +103,19 @@ func ReduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
 	if err != nil {
 		return err
 	}
-	if b := r.boardReduceFor(c, in.Size()); b != nil {
-		var out []byte
-		if c.rank == root {
-			out = recv.Mem[:recv.Size()] // reductions take contiguous types only
+	if b := r.boardFor(c, 0); b != nil {
+		if in.Size() <= boardReduceMax {
+			var out []byte
+			if c.rank == root {
+				out = recv.Mem[:recv.Size()] // reductions take contiguous types only
+			}
+			return r.boardReduce(b, op, packIn(in), out, red, root, false)
 		}
-		return r.boardReduce(b, op, packIn(in), out, red, root, false)
+		// Larger vectors go by messages, once every process has checked
+		// that all counts agree (its own may have sent it to the board).
+		if err := r.boardHeader(b, op, in.Size()); err != nil {
+			return err
+		}
 	}
 	return reduceWith(op, c, r, in, recv, red, root).now()
 }
@@ -194,13 +201,19 @@ func AllreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
 		return err
 	}
 	// Reductions take contiguous types only: recv needs no packing.
-	if b := r.boardReduceFor(c, in.Size()); b != nil {
-		return r.boardReduce(b, op, packIn(in), recv.Mem[:recv.Size()], red, 0, true)
-	}
-	// The large board path splits the vector into shares; like
-	// Rabenseifner's algorithm it is for commutative operations only.
-	if b := r.boardFor(c, 0); b != nil && in.Size() > 0 && red.commute {
-		return r.boardAllreduceStaged(b, op, packIn(in), recv.Mem[:recv.Size()], red, reduceUnit(in, o))
+	if b := r.boardFor(c, 0); b != nil {
+		switch {
+		case in.Size() <= boardReduceMax:
+			return r.boardReduce(b, op, packIn(in), recv.Mem[:recv.Size()], red, 0, true)
+		case red.commute:
+			// The large board path splits the vector into shares; like
+			// Rabenseifner's algorithm it is for commutative operations only.
+			return r.boardAllreduceStaged(b, op, packIn(in), recv.Mem[:recv.Size()], red, reduceUnit(in, o))
+		}
+		// Messages, once every process has checked that all counts agree.
+		if err := r.boardHeader(b, op, in.Size()); err != nil {
+			return err
+		}
 	}
 	return allreduceWith(op, c, r, send, recv, in, inplace, red, reduceUnit(in, o)).now()
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -53,6 +54,7 @@ var checks = []runner.NamedFunc{
 	{Name: "topo", Fn: checkTopo},
 	{Name: "intercomm", Fn: checkIntercomm},
 	{Name: "errors", Fn: checkErrors},
+	{Name: "mismatch", Fn: checkMismatch},
 }
 
 func main() {
@@ -1900,6 +1902,161 @@ func checkAlltoallw(w *mpi.Comm) error {
 				return fmt.Errorf("alltoallw: from rank %d row %d: got %d, want %d", i, r, got[i*rows+r], want)
 			}
 		}
+	}
+	return nil
+}
+
+// checkMismatch calls collectives with counts that differ between ranks
+// (erroneous in MPI) at sizes for every path: a board line (5 elements), a
+// board slot (1000) and the staged or memory-read large paths (> 1 MiB),
+// on MPI_COMM_WORLD (netvm's board collectives) and on a duplicate (the
+// message algorithms), shorter and longer than the root's. A rank whose
+// buffer is too short must get ErrTruncate and the part that fits, a
+// longer one ErrCount and the root's data, the root nil; nobody may hang,
+// and a correct Allreduce afterwards must give the right answer.
+func checkMismatch(w *mpi.Comm) error {
+	n := w.Size()
+	if n < 2 {
+		return nil
+	}
+	d, err := w.Dup()
+	if err != nil {
+		return err
+	}
+	defer d.Free()
+	counts := []int{5, 1000, 300000}
+	if *short {
+		counts = []int{5, 1000, 140000}
+	}
+	comms := []*mpi.Comm{w, d}
+	for ci, c := range comms {
+		for _, cnt := range counts {
+			for _, root := range []int{0, n - 1} {
+				for _, longer := range []bool{false, true} {
+					what := fmt.Sprintf("comm %d Bcast of %d from root %d (longer %v)", ci, cnt, root, longer)
+					if err := mismatchBcast(c, cnt, root, longer); err != nil {
+						return fmt.Errorf("%s: %w", what, err)
+					}
+					if err := mismatchAfter(c, what); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	// Reductions and Alltoall with counts that disagree: on the boards
+	// (netvm's MPI_COMM_WORLD with native collectives) every rank sees
+	// every count.
+	if mpi.DeviceName() != "netvm" || os.Getenv("ADIMPI_NATIVE_COLL") == "off" {
+		return nil
+	}
+	for _, cnt := range []int{5, 1000, 2000, 300000} {
+		for _, longer := range []bool{false, true} {
+			what := fmt.Sprintf("reductions of %d (longer %v)", cnt, longer)
+			if err := mismatchReduce(w, cnt, longer); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			if err := mismatchAfter(w, what); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mismatchCount is rank me's count when odd ranks (relative to root) pass
+// half, or with longer twice, the others' cnt.
+func mismatchCount(me, root, n, cnt int, longer bool) int {
+	if (me-root+n)%n%2 == 0 {
+		return cnt
+	}
+	if longer {
+		return 2 * cnt
+	}
+	return cnt / 2
+}
+
+// wantMismatch checks err of a rank that passed mine bytes where peers
+// passed other: ErrTruncate when other is more, ErrCount when less.
+func wantMismatch(err error, mine, other int) error {
+	switch {
+	case other > mine && !errors.Is(err, mpi.ErrTruncate):
+		return fmt.Errorf("a peer passes %d, this rank %d: got %v, want ErrTruncate", other, mine, err)
+	case other < mine && !errors.Is(err, mpi.ErrCount):
+		return fmt.Errorf("a peer passes %d, this rank %d: got %v, want ErrCount", other, mine, err)
+	case other == mine && err != nil:
+		return fmt.Errorf("counts agree (%d): %v", mine, err)
+	}
+	return nil
+}
+
+func mismatchBcast(c *mpi.Comm, cnt, root int, longer bool) error {
+	n, me := c.Size(), c.Rank()
+	buf := make([]float64, mismatchCount(me, root, n, cnt, longer))
+	for i := range buf {
+		buf[i] = -1
+		if me == root {
+			buf[i] = val(root, i)
+		}
+	}
+	err := mpi.Bcast(c, buf, root)
+	if me == root {
+		return err
+	}
+	if err := wantMismatch(err, len(buf), cnt); err != nil {
+		return err
+	}
+	for i := range buf {
+		want := -1.0
+		if i < cnt {
+			want = val(root, i)
+		}
+		if buf[i] != want {
+			return fmt.Errorf("element %d of %d is %v, want %v", i, len(buf), buf[i], want)
+		}
+	}
+	return nil
+}
+
+// mismatchReduce runs Allreduce, Reduce and Alltoall with odd ranks'
+// counts off (board paths: every process that waits for every count sees
+// the mismatch).
+func mismatchReduce(c *mpi.Comm, cnt int, longer bool) error {
+	n, me := c.Size(), c.Rank()
+	mine := mismatchCount(me, 0, n, cnt, longer)
+	other := mismatchCount(1-me%2, 0, n, cnt, longer) // the other parity's
+	in, out := make([]float64, mine), make([]float64, mine)
+	err := mpi.Allreduce(c, in, out, mpi.Sum)
+	if err := wantMismatch(err, mine*8, other*8); err != nil {
+		return fmt.Errorf("Allreduce: %w", err)
+	}
+	for _, root := range []int{0, n - 1} {
+		err = mpi.Reduce(c, in, out, mpi.Sum, root)
+		if me == root {
+			if err := wantMismatch(err, mine*8, other*8); err != nil {
+				return fmt.Errorf("Reduce at root %d: %w", root, err)
+			}
+		} else if err != nil && !errors.Is(err, mpi.ErrTruncate) && !errors.Is(err, mpi.ErrCount) {
+			return fmt.Errorf("Reduce at root %d, rank %d: %w", root, me, err)
+		}
+	}
+	bs := max(1, mine/n)
+	obs := max(1, other/n)
+	err = mpi.Alltoall(c, make([]float64, bs*n), make([]float64, bs*n))
+	if err := wantMismatch(err, bs*n, obs*n); err != nil {
+		return fmt.Errorf("Alltoall: %w", err)
+	}
+	return nil
+}
+
+// mismatchAfter checks that c still works after a mismatched collective.
+func mismatchAfter(c *mpi.Comm, what string) error {
+	one, sum := []int64{1}, []int64{0}
+	if err := mpi.Allreduce(c, one, sum, mpi.Sum); err != nil {
+		return fmt.Errorf("Allreduce after %s: %w", what, err)
+	}
+	if sum[0] != int64(c.Size()) {
+		return fmt.Errorf("Allreduce after %s gives %d, want %d", what, sum[0], c.Size())
 	}
 	return nil
 }
