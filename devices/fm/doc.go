@@ -79,7 +79,7 @@
 // still sends to this one. Poll(cond) extracts until cond holds (spinning
 // briefly, then sleeping on the doorbell), failing if a watched rank dies;
 // a blocking SendPiece to a rank that has died fails too. See
-// devices/fm/example for a complete program and devices/fm/cmd/fmbench for
+// devices/fm/example for a complete program and cmd/fmbench for
 // the raw latency and bandwidth measurement.
 //
 // # MPI over FM (the adi device "fm")
