@@ -117,14 +117,14 @@ func pipe(mode string, msgs int) (pack, rate float64) {
 			r := ring[pos%ringSz:][:chunkSz]
 			p0 := time.Now()
 			if mode == "pfw" {
-				nt.PrefetchW(r)
+				prefetchW(r)
 			}
 			off := int(pos % msg)
 			for k := 0; k < chunkSz; k += block {
 				b := (off + k) / block
 				s := src[2*b*block:][:block]
 				if mode == "pfwd" && k+8*block <= chunkSz {
-					nt.PrefetchW(r[k+4*block : k+8*block])
+					prefetchW(r[k+4*block : k+8*block])
 				}
 				if mode == "nt" {
 					nt.Copy(r[k:k+block], s)
@@ -153,12 +153,12 @@ func pipe(mode string, msgs int) (pack, rate float64) {
 			for k := 0; k < chunkSz; k += block {
 				b := (off + k) / block
 				if mode == "nta" && k+2*block <= chunkSz {
-					nt.PrefetchNTA(r[k+block : k+2*block])
+					prefetchNTA(r[k+block : k+2*block])
 				}
 				copy(dst[2*b*block:][:block], r[k:k+block])
 			}
 			if mode == "flush" {
-				nt.Flush(r)
+				flush(r)
 				nt.Fence()
 			}
 			head.v.Store(pos + chunkSz)
