@@ -1,7 +1,8 @@
 package main
 
 // The overlap subcommand: how much of a message exchange hides behind a
-// computation (the BIP/MPI-BIP overlap study of seed 003, Figs. 3–9).
+// computation (the overlap study of "Asynchronous Communications in MPI -
+// the BIP/Myrinet Approach", Figs. 3–9).
 //
 // Ranks 0 and 1 exchange a message of m bytes (both send, both receive) for
 // each m in overlapSizes, and measure, per iteration and as the largest over
