@@ -80,7 +80,8 @@ type Device interface {
 // Board is an optional device capability: every process of the job owns a
 // small board in shared memory that every other process reads directly
 // (netvm: a corner of its segment, which every peer maps; the reflective
-// memory of seed 002). A board is a sequence word and two data slots. The
+// memory of "Fast Collective Communication Algorithms for Reflective Memory
+// Network Clusters"). A board is a sequence word and two data slots. The
 // core runs Barrier, Bcast, Reduce, Allreduce and Alltoall on
 // MPI_COMM_WORLD over the boards, with no messages at all: small data in
 // the slots, large data staged through them or read where they lie
@@ -129,8 +130,9 @@ type Board interface {
 }
 
 // Multisender is an optional device capability: one send of a buffer to
-// several destinations at once (FM's multidestination streams, seed 002
-// p. 115), with flow control checked for every destination. Each
+// several destinations at once (FM's multidestination streams, as in
+// "Broadcast/Multicast over Myrinet Using NIC-Assisted Multidestination
+// Messages"), with flow control checked for every destination. Each
 // destination receives an ordinary message with envelope (r.Context, this
 // process's world rank, r.Tag), which it matches with a normal Irecv; the
 // request (Op == OpSend, Peer unused) completes when r.Buf may be reused.

@@ -1,9 +1,12 @@
 // Package adi is the abstract device interface: the contract between the
 // portable MPI core (package mpi) and the devices that move bytes
 // (devices/netvm, ...), and the registry through which devices make
-// themselves known. Package mpi never imports a device; a device registers a
-// Factory under its name in an init function, and the core picks one by name
-// when a job starts (ADIMPI_DEVICE, or mpirun -device).
+// themselves known. A device registers a Factory under its name in an init
+// function, and the core picks one by name when a job starts (ADIMPI_DEVICE,
+// or mpirun -device). The core's code never names a device: its one edge
+// towards them is a blank import of package devices, which links every
+// device into every program so that any device can be picked at launch.
+// Devices never import the core.
 //
 // # Who does what
 //

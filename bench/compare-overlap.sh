@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # compare-overlap.sh: one run, on this machine, of the communication /
-# computation overlap study (seed 003, the BIP/MPI-BIP Figs. 3–9) at np=2:
+# computation overlap study ("Asynchronous Communications in MPI - the
+# BIP/Myrinet Approach", Figs. 3–9) at np=2:
 # adimpi's netvm device plain, with the Iprobe trick and with async progress
 # (mpirun -async-progress), against MPICH and Open MPI plain and with the
 # Iprobe trick (bench/c/overlap.c), then a table per message size.

@@ -429,6 +429,94 @@ func block(b Buffer, displ, count int) Buffer {
 	return Buffer{Mem: b.Mem[displ*b.Type.Extent():], Count: count, Type: b.Type}
 }
 
+// recvBlocks receives block i of recv (counts[i] elements at displs[i],
+// sz[i] bytes packed) from peer i of x for every non-empty block but
+// skip's (-1: none), and stores them into recv once all have arrived.
+func recvBlocks(x *coll, recv Buffer, counts, displs, sz []int, skip int) error {
+	reqs := make([]*adi.Request, len(sz))
+	dones := make([]func(), len(sz))
+	for i := range sz {
+		if sz[i] == 0 || i == skip {
+			continue
+		}
+		buf, done := packOut(block(recv, displs[i], counts[i]), false)
+		dones[i] = done
+		q, err := x.irecv(i, buf)
+		if err != nil {
+			_ = x.wait(reqs...)
+			return err
+		}
+		reqs[i] = q
+	}
+	if err := x.wait(reqs...); err != nil {
+		return err
+	}
+	for _, d := range dones {
+		if d != nil {
+			d()
+		}
+	}
+	return nil
+}
+
+// sendBlocks sends block i of send (counts[i] elements at displs[i], sz[i]
+// bytes packed) to peer i of x for every non-empty block but skip's (-1:
+// none).
+func sendBlocks(x *coll, send Buffer, counts, displs, sz []int, skip int) error {
+	reqs := make([]*adi.Request, len(sz))
+	for i := range sz {
+		if sz[i] == 0 || i == skip {
+			continue
+		}
+		q, err := x.isend(i, packIn(block(send, displs[i], counts[i])))
+		if err != nil {
+			_ = x.wait(reqs...)
+			return err
+		}
+		reqs[i] = q
+	}
+	return x.wait(reqs...)
+}
+
+// recvPacked receives b's bytes, packed, from peer of x into b.
+func recvPacked(x *coll, peer int, b Buffer) error {
+	buf, done := packOut(b, false)
+	if err := x.recv(peer, buf); err != nil {
+		return err
+	}
+	done()
+	return nil
+}
+
+// rootedVArgs checks the buffers of a rooted collective with blocks of
+// their own sizes (Gatherv, Scatterv): local is every process's block, all
+// the root's blocks as counts and displs give them, and inplace says the
+// root passed InPlace for its own block; verb says what the root does with
+// local, for the error. It returns the blocks' sizes in bytes at the root,
+// nil elsewhere.
+func rootedVArgs(op string, c *Comm, root int, local, all Buffer, counts, displs []int, inplace bool, verb string) ([]int, error) {
+	me := c.rank
+	if inplace && me != root {
+		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
+	}
+	if !inplace {
+		if err := checkBuffer(op, local); err != nil {
+			return nil, err
+		}
+	}
+	if me != root {
+		return nil, nil
+	}
+	sz, err := vlayout(op, c, all, counts, displs)
+	if err != nil {
+		return nil, err
+	}
+	if !inplace && local.Size() != sz[me] {
+		return nil, errorf(ErrCount, op, "root %s %d bytes but its count says %d", verb, local.Size(), sz[me])
+	}
+	return sz, nil
+}
+
 func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, root int) (*plan, error) {
 	if c.IsInter() {
 		return interGathervPlan(op, c, send, recv, counts, displs, root)
@@ -442,22 +530,9 @@ func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, ro
 	}
 	me := c.rank
 	inplace := isInPlace(send)
-	if inplace && me != root {
-		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
-	}
-	if !inplace {
-		if err := checkBuffer(op, send); err != nil {
-			return nil, err
-		}
-	}
-	var sz []int
-	if me == root {
-		if sz, err = vlayout(op, c, recv, counts, displs); err != nil {
-			return nil, err
-		}
-		if !inplace && send.Size() != sz[me] {
-			return nil, errorf(ErrCount, op, "root sends %d bytes but its count says %d", send.Size(), sz[me])
-		}
+	sz, err := rootedVArgs(op, c, root, send, recv, counts, displs, inplace, "sends")
+	if err != nil {
+		return nil, err
 	}
 	p.run = func(e *coll) error {
 		if e.rank != root {
@@ -466,34 +541,12 @@ func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, ro
 			}
 			return e.send(root, packIn(send))
 		}
-		reqs := make([]*adi.Request, e.size)
-		dones := make([]func(), e.size)
-		for i := 0; i < e.size; i++ {
-			if sz[i] == 0 || (i == me && inplace) {
-				continue
-			}
-			buf, done := packOut(block(recv, displs[i], counts[i]), false)
-			dones[i] = done
-			if i == me {
-				copy(buf, packIn(send))
-				continue
-			}
-			q, err := e.irecv(i, buf)
-			if err != nil {
-				_ = e.wait(reqs...)
-				return err
-			}
-			reqs[i] = q
+		if !inplace && sz[me] > 0 {
+			buf, done := packOut(block(recv, displs[me], counts[me]), false)
+			copy(buf, packIn(send))
+			done()
 		}
-		if err := e.wait(reqs...); err != nil {
-			return err
-		}
-		for _, d := range dones {
-			if d != nil {
-				d()
-			}
-		}
-		return nil
+		return recvBlocks(e, recv, counts, displs, sz, me)
 	}
 	return p, nil
 }
@@ -534,55 +587,23 @@ func scattervPlan(op string, c *Comm, send Buffer, counts, displs []int, recv Bu
 	}
 	me := c.rank
 	inplace := isInPlace(recv)
-	if inplace && me != root {
-		return nil, errorf(ErrBuffer, op, "InPlace is only allowed at the root")
-	}
-	if !inplace {
-		if err := checkBuffer(op, recv); err != nil {
-			return nil, err
-		}
-	}
-	var sz []int
-	if me == root {
-		if sz, err = vlayout(op, c, send, counts, displs); err != nil {
-			return nil, err
-		}
-		if !inplace && recv.Size() != sz[me] {
-			return nil, errorf(ErrCount, op, "root receives %d bytes but its count says %d", recv.Size(), sz[me])
-		}
+	sz, err := rootedVArgs(op, c, root, recv, send, counts, displs, inplace, "receives")
+	if err != nil {
+		return nil, err
 	}
 	p.run = func(e *coll) error {
 		if e.rank != root {
 			if recv.Size() == 0 {
 				return nil
 			}
+			return recvPacked(e, root, recv)
+		}
+		if !inplace && sz[me] > 0 {
 			buf, done := packOut(recv, false)
-			if err := e.recv(root, buf); err != nil {
-				return err
-			}
+			copy(buf, packIn(block(send, displs[me], counts[me])))
 			done()
-			return nil
 		}
-		reqs := make([]*adi.Request, e.size)
-		for i := 0; i < e.size; i++ {
-			if sz[i] == 0 || (i == me && inplace) {
-				continue
-			}
-			data := packIn(block(send, displs[i], counts[i]))
-			if i == me {
-				buf, done := packOut(recv, false)
-				copy(buf, data)
-				done()
-				continue
-			}
-			q, err := e.isend(i, data)
-			if err != nil {
-				_ = e.wait(reqs...)
-				return err
-			}
-			reqs[i] = q
-		}
-		return e.wait(reqs...)
+		return sendBlocks(e, send, counts, displs, sz, me)
 	}
 	return p, nil
 }

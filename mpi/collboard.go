@@ -25,10 +25,10 @@ import (
 // boardFor returns the device's board if a collective on c moving n bytes
 // per process runs on it through the slots: up to boardStageIdle bytes,
 // and up to a whole slot when ranks outnumber cores (crowded). There a
-// user copy out of a peer's mapped slot runs at 30–40 GB/s where a
-// process_vm_readv moves 5–10 GB/s, and a broadcast through the root's
-// slot needs neither a tree (every process copies from the root's slot,
-// one wake-up) nor the root to stay until the others are done.
+// user copy out of a peer's mapped slot is several times faster than
+// process_vm_readv (docs/performance.md), and a broadcast through the
+// root's slot needs neither a tree (every process copies from the root's
+// slot, one wake-up) nor the root to stay until the others are done.
 func (r *runtime) boardFor(c *Comm, n int) adi.Board {
 	if c != r.world || !r.native {
 		return nil
@@ -435,9 +435,9 @@ func addrOf(b []byte) uintptr {
 // the parent has posted the round (it has the data then), posts the round
 // itself, and returns once its children have posted theirs (they are done
 // reading its buffer). Each buffer is read by at most log2(n) processes,
-// rather than the root's by all at once. (Passing the data on in pieces, so
-// that tree levels overlap, measured slower: each piece costs every
-// waiting process a wake-up on an oversubscribed machine.)
+// rather than the root's by all at once. The data are not passed on in
+// pieces to overlap the tree's levels: each piece would cost every waiting
+// process a wake-up on an oversubscribed machine.
 func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
 	const op = "MPI_Bcast"
 	k := r.boardSeq.Add(1)
@@ -544,10 +544,9 @@ const boardPiece = 64 << 10
 // each) into its board slot, and once every process has, copies block i,
 // where i is its rank, out of every peer's slot into block p of recv. A
 // process's own block goes straight from s to recv. One round: the next
-// collective waits until every process is done reading the slot. (Blocks
-// too large for one slot, sent a piece of each per round, measured no
-// faster than boardAlltoallRead: 1 MiB per pair at np=16 33-35 ms against
-// 22-28.)
+// collective waits until every process is done reading the slot. Blocks
+// too large for one slot go to boardAlltoallRead rather than a piece per
+// round, which gains nothing over it (docs/performance.md).
 func (r *runtime) boardAlltoallStaged(b adi.Board, s, recv []byte, bs int) error {
 	const op = "MPI_Alltoall"
 	np, me := r.size, r.rank
@@ -556,10 +555,8 @@ func (r *runtime) boardAlltoallStaged(b adi.Board, s, recv []byte, bs int) error
 		// Large offers always take slot 0: an odd round goes by empty
 		// (posting it says no more than that this process has started
 		// the Alltoall), and the offers take the next one. Back-to-back
-		// Alltoalls then reuse the same, cached slots instead of
-		// alternating between two: 64 KiB per pair at np=16 (16 MiB of
-		// slots) measured a median of 1611 us against 2604 in 5
-		// interleaved rounds.
+		// Alltoalls then reuse the same slots, still in cache, instead
+		// of alternating between two (docs/performance.md).
 		// It carries the count, checked before the offers are made.
 		if err := r.boardHeader(b, op, n); err != nil {
 			return err
@@ -641,10 +638,10 @@ func (r *runtime) boardAlltoallRead(b adi.Board, s, recv []byte, bs int) error {
 // into its slot (round A), folds share i, where i is its rank, of every
 // process's slot into share i of its own slot (round B), then copies every
 // share from its owner's slot into its output. Every copy is a user copy from
-// mapped memory, with a segment's slots hot in the shared cache: at 8 MiB
-// this measured 1.5-3x faster than the same reduce-scatter and allgather
-// done by reading each other's buffers with process_vm_readv, at np 2 to
-// 16. It needs no BoardRead, so it runs with cma=off too. Segment s uses slot
+// mapped memory, with a segment's slots hot in the shared cache, which is
+// faster than the same reduce-scatter and allgather done by reading each
+// other's buffers with process_vm_readv (docs/performance.md). It needs no
+// BoardRead, so it runs with cma=off too. Segment s uses slot
 // (k+s)%2 and rounds k+2s (A) and k+2s+1 (B); a last round k+2S tells the
 // next collective that every process is done reading. Before a process
 // writes a slot for segment s ≥ 1 every process has posted B(s-1), so is
@@ -715,10 +712,9 @@ func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, r
 // boardBcastStaged broadcasts data larger than a slot through the slots,
 // a slot at a time (boardBcast per segment), for jobs whose ranks outnumber
 // cores: the root copies segment s+1 into its other slot while the others
-// copy segment s out. Against the binomial tree of process_vm_readv reads
-// (boardBcastLarge) it measured 2 MiB np=8 583-824 us against 1726, np=16
-// 1944-2161 against 3220-3959; 8 MiB np=16 7826-8494 against 15458-15766;
-// every process reading the root's buffer directly came in between.
+// copy segment s out. On a crowded machine this beats both the binomial
+// tree of process_vm_readv reads (boardBcastLarge) and every process
+// reading the root's buffer directly (docs/performance.md).
 func (r *runtime) boardBcastStaged(b adi.Board, data []byte, root int) error {
 	seg := b.BoardSlotSize()
 	for off := 0; off < len(data); off += seg {

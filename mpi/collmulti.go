@@ -10,14 +10,10 @@ import "github.com/adimpi/adimpi/adi"
 // forwards each piece to all its children in one multidestination send as
 // soon as it has arrived, so the pieces pipeline through the tree.
 //
-// The core takes this path only where it measured faster than its own
+// The core takes this path only where it is faster than its own
 // point-to-point algorithms, which on fm move large messages through the
 // bulk lane's 64 KiB chunks rather than 1.5 KiB packets: from multiMinProcs
-// processes, for messages of at most multiMax bytes. On this project's
-// 2-core machine (two interleaved runs, µs, multidestination / point-to-
-// point): np=16 64 KiB 238-347 / 742-760, 256 KiB 1038-1085 / 1561-1624,
-// but 1 MiB 3087-3697 / 2426-2445; np=8 64 KiB 93-100 / 173-215; np=4 every
-// size slower (64 KiB 40-49 / 20-25, 1 MiB 325-408 / 83-183).
+// processes, for messages of at most multiMax bytes (docs/performance.md).
 const (
 	multiShort    = 64 << 10
 	multiChunk    = 64 << 10
@@ -28,7 +24,7 @@ const (
 
 // multisender returns the device's multidestination send capability for a
 // broadcast of n bytes, or nil: when the device has none, when
-// ADIMPI_NATIVE_COLL=off, and where the point-to-point algorithms measured
+// ADIMPI_NATIVE_COLL=off, and where the point-to-point algorithms are
 // faster (fewer than multiMinProcs processes, more than multiMax bytes).
 // Every rank passes the same n, so all take the same path.
 func (e *coll) multisender(n int) adi.Multisender {

@@ -91,8 +91,80 @@ func noInPlace(op string, bs ...Buffer) error {
 	return nil
 }
 
+// newInterPlan is newPlanAny for a collective on an intercommunicator,
+// where none of the buffers bs may be InPlace.
+func newInterPlan(op string, c *Comm, bs ...Buffer) (*plan, error) {
+	p, err := newPlanAny(op, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := noInPlace(op, bs...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newInterRooted is newInterPlan for a rooted collective: it also returns
+// the part this process plays, and gives the idle part its (empty) run.
+func newInterRooted(op string, c *Comm, root int, bs ...Buffer) (*plan, int, error) {
+	p, err := newPlanAny(op, c)
+	if err != nil {
+		return nil, 0, err
+	}
+	role, err := interRole(op, c, root)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := noInPlace(op, bs...); err != nil {
+		return nil, 0, err
+	}
+	if role == roleIdle {
+		p.run = idle
+	}
+	return p, role, nil
+}
+
 // idle is the run of a process with nothing to do.
 func idle(*coll) error { return nil }
+
+// equalBlocks checks that what's buffer b splits into n equal blocks.
+func equalBlocks(op, what string, b Buffer, n int) error {
+	if b.Size()%n != 0 {
+		return errorf(ErrCount, op, "%s buffer of %d bytes is not %d equal blocks", what, b.Size(), n)
+	}
+	return nil
+}
+
+// interGatherLocal gathers this group's blocks mine to its leader (sub-tag
+// 1) and returns them there (nil elsewhere); the caller releases them.
+func interGatherLocal(c *Comm, e *coll, mine []byte) ([]byte, error) {
+	var all []byte
+	if c.rank == 0 {
+		all = scratch(c.Size() * len(mine))
+	}
+	if err := c.loc(e, 1).gather(mine, all, 0); err != nil {
+		release(all)
+		return nil, err
+	}
+	return all, nil
+}
+
+// interSwapBcast swaps mine (significant at the leader) for the remote
+// leader's data, between the leaders (sub-tag 2), and broadcasts what came
+// into recv across this group (sub-tag 3).
+func interSwapBcast(c *Comm, e *coll, mine []byte, recv Buffer) error {
+	r, done := packOut(recv, false)
+	if c.rank == 0 {
+		if err := c.rem(e, 2).sendrecv(0, mine, 0, r); err != nil {
+			return err
+		}
+	}
+	if err := c.loc(e, 3).bcast(r, 0); err != nil {
+		return err
+	}
+	done()
+	return nil
+}
 
 // ---- Barrier, Bcast ----
 
@@ -119,20 +191,9 @@ func interBarrierPlan(op string, c *Comm) (*plan, error) {
 }
 
 func interBcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
-	p, err := newPlanAny(op, c)
-	if err != nil {
-		return nil, err
-	}
-	role, err := interRole(op, c, root)
-	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, b); err != nil {
-		return nil, err
-	}
-	if role == roleIdle {
-		p.run = idle
-		return p, nil
+	p, role, err := newInterRooted(op, c, root, b)
+	if err != nil || role == roleIdle {
+		return p, err
 	}
 	if err := checkBuffer(op, b); err != nil {
 		return nil, err
@@ -160,50 +221,30 @@ func interBcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
 // ---- Gather, Scatter ----
 
 func interGatherPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, role, err := newInterRooted(op, c, root, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	role, err := interRole(op, c, root)
-	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	switch role {
-	case roleIdle:
-		p.run = idle
 	case roleRoot:
 		if err := checkBuffer(op, recv); err != nil {
 			return nil, err
 		}
-		if nr := c.RemoteSize(); recv.Size()%nr != 0 {
-			return nil, errorf(ErrCount, op, "receive buffer of %d bytes is not %d equal blocks", recv.Size(), nr)
+		if err := equalBlocks(op, "receive", recv, c.RemoteSize()); err != nil {
+			return nil, err
 		}
-		p.run = func(e *coll) error {
-			all, done := packOut(recv, false)
-			if err := c.rem(e, 2).recv(0, all); err != nil {
-				return err
-			}
-			done()
-			return nil
-		}
+		p.run = func(e *coll) error { return recvPacked(c.rem(e, 2), 0, recv) }
 	case roleRemote:
 		if err := checkBuffer(op, send); err != nil {
 			return nil, err
 		}
 		p.run = func(e *coll) error {
 			// Gather to the group's leader, which sends it all to the root.
-			mine := packIn(send)
-			var all []byte
-			if c.rank == 0 {
-				all = scratch(c.Size() * len(mine))
-				defer release(all)
-			}
-			if err := c.loc(e, 1).gather(mine, all, 0); err != nil {
+			all, err := interGatherLocal(c, e, packIn(send))
+			if err != nil {
 				return err
 			}
+			defer release(all)
 			if c.rank == 0 {
 				return c.rem(e, 2).send(root, all)
 			}
@@ -214,52 +255,17 @@ func interGatherPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, er
 }
 
 func interGathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, root int) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, role, err := newInterRooted(op, c, root, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	role, err := interRole(op, c, root)
-	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	switch role {
-	case roleIdle:
-		p.run = idle
 	case roleRoot:
 		sz, err := vlayoutN(op, c.RemoteSize(), recv, counts, displs)
 		if err != nil {
 			return nil, err
 		}
-		p.run = func(e *coll) error {
-			x := c.rem(e, 1)
-			reqs := make([]*adi.Request, len(sz))
-			dones := make([]func(), len(sz))
-			for i := range sz {
-				if sz[i] == 0 {
-					continue
-				}
-				buf, done := packOut(block(recv, displs[i], counts[i]), false)
-				dones[i] = done
-				q, err := x.irecv(i, buf)
-				if err != nil {
-					_ = x.wait(reqs...)
-					return err
-				}
-				reqs[i] = q
-			}
-			if err := x.wait(reqs...); err != nil {
-				return err
-			}
-			for _, d := range dones {
-				if d != nil {
-					d()
-				}
-			}
-			return nil
-		}
+		p.run = func(e *coll) error { return recvBlocks(c.rem(e, 1), recv, counts, displs, sz, -1) }
 	case roleRemote:
 		if err := checkBuffer(op, send); err != nil {
 			return nil, err
@@ -275,26 +281,17 @@ func interGathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []in
 }
 
 func interScatterPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, role, err := newInterRooted(op, c, root, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	role, err := interRole(op, c, root)
-	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	switch role {
-	case roleIdle:
-		p.run = idle
 	case roleRoot:
 		if err := checkBuffer(op, send); err != nil {
 			return nil, err
 		}
-		if nr := c.RemoteSize(); send.Size()%nr != 0 {
-			return nil, errorf(ErrCount, op, "send buffer of %d bytes is not %d equal blocks", send.Size(), nr)
+		if err := equalBlocks(op, "send", send, c.RemoteSize()); err != nil {
+			return nil, err
 		}
 		// The remote leader scatters the whole buffer in its group.
 		p.run = func(e *coll) error { return c.rem(e, 1).send(0, packIn(send)) }
@@ -323,41 +320,17 @@ func interScatterPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, e
 }
 
 func interScattervPlan(op string, c *Comm, send Buffer, counts, displs []int, recv Buffer, root int) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, role, err := newInterRooted(op, c, root, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	role, err := interRole(op, c, root)
-	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	switch role {
-	case roleIdle:
-		p.run = idle
 	case roleRoot:
 		sz, err := vlayoutN(op, c.RemoteSize(), send, counts, displs)
 		if err != nil {
 			return nil, err
 		}
-		p.run = func(e *coll) error {
-			x := c.rem(e, 1)
-			reqs := make([]*adi.Request, len(sz))
-			for i := range sz {
-				if sz[i] == 0 {
-					continue
-				}
-				q, err := x.isend(i, packIn(block(send, displs[i], counts[i])))
-				if err != nil {
-					_ = x.wait(reqs...)
-					return err
-				}
-				reqs[i] = q
-			}
-			return x.wait(reqs...)
-		}
+		p.run = func(e *coll) error { return sendBlocks(c.rem(e, 1), send, counts, displs, sz, -1) }
 	case roleRemote:
 		if err := checkBuffer(op, recv); err != nil {
 			return nil, err
@@ -366,12 +339,7 @@ func interScattervPlan(op string, c *Comm, send Buffer, counts, displs []int, re
 			if recv.Size() == 0 {
 				return nil
 			}
-			buf, done := packOut(recv, false)
-			if err := c.rem(e, 1).recv(root, buf); err != nil {
-				return err
-			}
-			done()
-			return nil
+			return recvPacked(c.rem(e, 1), root, recv)
 		}
 	}
 	return p, nil
@@ -380,52 +348,32 @@ func interScattervPlan(op string, c *Comm, send Buffer, counts, displs []int, re
 // ---- Allgather, Alltoall ----
 
 func interAllgatherPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, err := newInterPlan(op, c, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	if err := checkBufs(op, send, recv); err != nil {
 		return nil, err
 	}
-	if nr := c.RemoteSize(); recv.Size()%nr != 0 {
-		return nil, errorf(ErrCount, op, "receive buffer of %d bytes is not %d equal blocks", recv.Size(), nr)
+	if err := equalBlocks(op, "receive", recv, c.RemoteSize()); err != nil {
+		return nil, err
 	}
 	p.run = func(e *coll) error {
 		// Gather to the leader, swap the groups' data between the leaders,
 		// broadcast the other group's in this one.
-		mine := packIn(send)
-		var all []byte
-		if c.rank == 0 {
-			all = scratch(c.Size() * len(mine))
-			defer release(all)
-		}
-		if err := c.loc(e, 1).gather(mine, all, 0); err != nil {
+		all, err := interGatherLocal(c, e, packIn(send))
+		if err != nil {
 			return err
 		}
-		r, done := packOut(recv, false)
-		if c.rank == 0 {
-			if err := c.rem(e, 2).sendrecv(0, all, 0, r); err != nil {
-				return err
-			}
-		}
-		if err := c.loc(e, 3).bcast(r, 0); err != nil {
-			return err
-		}
-		done()
-		return nil
+		defer release(all)
+		return interSwapBcast(c, e, all, recv)
 	}
 	return p, nil
 }
 
 func interAllgathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, err := newInterPlan(op, c, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	if err := checkBuffer(op, send); err != nil {
@@ -520,11 +468,8 @@ func interAlltoallv(c *Comm, e *coll, send []byte, soff, ssz []int, recv []byte,
 }
 
 func interAlltoallPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, err := newInterPlan(op, c, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	if err := checkBufs(op, send, recv); err != nil {
@@ -551,11 +496,8 @@ func interAlltoallPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
 }
 
 func interAlltoallvPlan(op string, c *Comm, send Buffer, scounts, sdispls []int, recv Buffer, rcounts, rdispls []int) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, err := newInterPlan(op, c, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	nr := c.RemoteSize()
@@ -609,20 +551,11 @@ func interReduceLocal(c *Comm, e *coll, in []byte, red reducer) ([]byte, error) 
 }
 
 func interReducePlan(op string, c *Comm, send, recv Buffer, o *Op, root int) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, role, err := newInterRooted(op, c, root, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	role, err := interRole(op, c, root)
-	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	switch role {
-	case roleIdle:
-		p.run = idle
 	case roleRoot:
 		if err := checkBuffer(op, recv); err != nil {
 			return nil, err
@@ -630,14 +563,7 @@ func interReducePlan(op string, c *Comm, send, recv Buffer, o *Op, root int) (*p
 		if _, err := reducerFor(op, o, recv.Type, recv.Count); err != nil {
 			return nil, err
 		}
-		p.run = func(e *coll) error {
-			r, done := packOut(recv, false)
-			if err := c.rem(e, 2).recv(0, r); err != nil {
-				return err
-			}
-			done()
-			return nil
-		}
+		p.run = func(e *coll) error { return recvPacked(c.rem(e, 2), 0, recv) }
 	case roleRemote:
 		in, _, red, err := reduceArgs(op, send, recv, o, false)
 		if err != nil {
@@ -659,11 +585,8 @@ func interReducePlan(op string, c *Comm, send, recv Buffer, o *Op, root int) (*p
 }
 
 func interAllreducePlan(op string, c *Comm, send, recv Buffer, o *Op) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, err := newInterPlan(op, c, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	in, _, red, err := reduceArgs(op, send, recv, o, true)
@@ -681,17 +604,7 @@ func interAllreducePlan(op string, c *Comm, send, recv Buffer, o *Op) (*plan, er
 			return err
 		}
 		defer release(acc)
-		r, done := packOut(recv, false)
-		if c.rank == 0 {
-			if err := c.rem(e, 2).sendrecv(0, acc, 0, r); err != nil {
-				return err
-			}
-		}
-		if err := c.loc(e, 3).bcast(r, 0); err != nil {
-			return err
-		}
-		done()
-		return nil
+		return interSwapBcast(c, e, acc, recv)
 	}
 	return p, nil
 }
@@ -700,11 +613,8 @@ func interAllreducePlan(op string, c *Comm, send, recv Buffer, o *Op) (*plan, er
 // block is recv.Count elements) say how the other group's reduced vector is
 // cut among this group's processes; this group's input has their sum.
 func interReduceScatterPlan(op string, c *Comm, send, recv Buffer, counts []int, o *Op) (*plan, error) {
-	p, err := newPlanAny(op, c)
+	p, err := newInterPlan(op, c, send, recv)
 	if err != nil {
-		return nil, err
-	}
-	if err := noInPlace(op, send, recv); err != nil {
 		return nil, err
 	}
 	in, _, red, err := reduceArgs(op, send, recv, o, true)

@@ -8,7 +8,8 @@ import (
 // asyncProgress is the optional progress goroutine: it advances every
 // device protocol while the program computes, so that non-blocking
 // communication overlaps computation even on devices that need the host CPU
-// at each protocol step (the BIP/MPI-BIP lesson of seed 003).
+// at each protocol step (the lesson of "Asynchronous Communications in MPI
+// - the BIP/Myrinet Approach").
 //
 // It must cost a program that keeps calling MPI (a ping-pong) next to
 // nothing, so the waiters' side is two atomic adds per waitFor (r.waits)

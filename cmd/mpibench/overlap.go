@@ -1,7 +1,8 @@
 package main
 
 // The overlap subcommand: how much of a message exchange hides behind a
-// computation (the BIP/MPI-BIP overlap study of seed 003, Figs. 3–9).
+// computation (the overlap study of "Asynchronous Communications in MPI -
+// the BIP/Myrinet Approach", Figs. 3–9).
 //
 // Ranks 0 and 1 exchange a message of m bytes (both send, both receive) for
 // each m in overlapSizes, and measure, per iteration and as the largest over
@@ -13,8 +14,8 @@ package main
 //
 // and report overlap = (t_comm + t_comp − t_ovl) / t_comm clamped to [0, 1]:
 // the share of the communication time hidden behind the computation. C is
-// fixed (500 µs by default), longer than a 1 MiB exchange takes on netvm (about
-// 200 µs), so every size can in principle be hidden entirely; the same C is
+// fixed (500 µs by default), longer than a 1 MiB exchange takes on netvm,
+// so every size can in principle be hidden entirely; the same C is
 // used by bench/c/overlap.c, which makes the libraries comparable.
 //
 // The busy loop is a fixed amount of work (rounds of an integer recurrence,

@@ -28,7 +28,7 @@ func addVirtusFlags(fs *pflag.FlagSet) {
 // tagVirtus tags virtus payloads (acks use tagAck).
 const tagVirtus = 7
 
-// virtus is the VIRTUS test of the seed: streaming bandwidth, as bw measures
+// virtus is the test of "MPI Derived Data Types Support in VIRTUS": streaming bandwidth, as bw measures
 // it (windows of --window Isends from rank 0, Irecvs on rank 1, a 4-byte ack
 // per window), of a 2-D strided array — total/block blocks of block bytes,
 // one every 2×block bytes, described on both sides by

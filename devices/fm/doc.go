@@ -79,7 +79,7 @@
 // still sends to this one. Poll(cond) extracts until cond holds (spinning
 // briefly, then sleeping on the doorbell), failing if a watched rank dies;
 // a blocking SendPiece to a rank that has died fails too. See
-// devices/fm/example for a complete program and devices/fm/cmd/fmbench for
+// devices/fm/example for a complete program and cmd/fmbench for
 // the raw latency and bandwidth measurement.
 //
 // # MPI over FM (the adi device "fm")
@@ -111,8 +111,9 @@
 // # Rendezvous data: the bulk lane
 //
 // Streaming a large message through 1.5 KiB packets costs a flag, a header
-// and a handler call per packet, and a credit round trip per region: about
-// 3 GB/s. So rendezvous data takes a bulk lane, FM's packets made large:
+// and a handler call per packet, and a credit round trip per region, which
+// holds its bandwidth far below a copy's. So rendezvous data takes a bulk
+// lane, FM's packets made large:
 // besides its packet regions, every process's segment holds per sender a
 // ring of bslots chunks of bulk bytes (defaults 16 × 64 KiB, each with a
 // 64-byte header line). After the CTS
@@ -139,17 +140,14 @@
 // data straight there in one copy, gathering its own blocks, then sends a
 // header-only FIN. That is used only when the blocks on both sides average
 // at least minblock bytes (default 64 KiB): the kernel pins the remote
-// pages once per remote block, so a remote scatter into 1 KiB blocks ran
-// at about a seventh of a contiguous remote write here (1.4 vs 10 GB/s)
-// and would break the strided/contiguous ratio; smaller blocks take the
-// bulk lane. When the write is not permitted or fails, the data takes the
+// pages once per remote block, so a remote scatter into small blocks runs
+// several times slower than a contiguous remote write and would break the
+// strided/contiguous ratio; smaller blocks take the bulk lane. When the write is not permitted or fails, the data takes the
 // bulk lane (or packets with bulk=0). The remote write needs only the
 // sender to run, which pays off on an oversubscribed machine, where the
-// bulk lane's two processes wait on each other at every full ring. One run
-// each on the shared 2-core test machine: with the bulk lane the VIRTUS
-// strided/contiguous ratio was 0.87–0.99 for 1–8 KiB blocks and 1–4 MiB
-// bandwidth 7.1–8.6 GB/s; with remote=1, 0.59–0.69 and 12.1–12.7 GB/s
-// (contiguous data written remotely, small strided blocks by the lane).
+// bulk lane's two processes wait on each other at every full ring; it
+// trades the strided/contiguous ratio for contiguous bandwidth (figures in
+// docs/performance.md).
 //
 // The device also offers adi.Multisender: IsendMulti sends one buffer to
 // several ranks in one multidestination stream; every destination sees an

@@ -184,12 +184,9 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.slot = (hdrSize + d.eager + 63) &^ 63
 	o.MaxVIs, o.RecvQueue, o.MaxCQs = d.size, d.credits, 1
-	// The engine polls a while before sleeping when every rank has a core;
-	// oversubscribed, a polling engine takes the CPU a peer needs.
-	// A polling engine takes a core that the application threads (its own
-	// and its peers') need: measured on 2 cores at np=2, 8 B latency was
-	// 20-28 us with 0-5 us of engine polling, 38-52 us with 50, 117-123 us
-	// with 200.
+	// The engine polls a short while before sleeping: a polling engine
+	// takes a core that the application threads (its own and its peers')
+	// need, and longer polling raises latency (docs/performance.md).
 	spin := 5
 	if spin, err = intOpt(rest, "nicspin", spin, 0, 1000000); err != nil {
 		return err

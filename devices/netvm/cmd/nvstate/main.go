@@ -14,9 +14,9 @@
 // It prints one line: state=fast|slow (slow: one-way latency over slowPP),
 // then pp=one-way ns, and per mode pack=GB/s of the sender's packing and
 // pipe=GB/s of the whole pipeline (medians of -reps runs). Pack rates vary
-// within a state too (fast: plain pack 15-27 GB/s, slow: 1-3, sometimes
-// 8-14), and the state can flip within a second, so tag a benchmark run
-// with probes before and after it.
+// within a state too, and the state can flip within a second, so tag a
+// benchmark run with probes before and after it (docs/performance.md has
+// the figures of both states).
 package main
 
 import (
@@ -45,8 +45,7 @@ const (
 )
 
 // slowPP is the one-way cache-line latency (ns) over which the state counts
-// as slow: 25-45 ns fast, 150-200 ns slow (1-3 µs and more: the machine is
-// busy and a thread lost its CPU).
+// as slow: it lies between the two states' latencies (docs/performance.md).
 const slowPP = 100
 
 func pin(cpu int) {
@@ -117,14 +116,14 @@ func pipe(mode string, msgs int) (pack, rate float64) {
 			r := ring[pos%ringSz:][:chunkSz]
 			p0 := time.Now()
 			if mode == "pfw" {
-				nt.PrefetchW(r)
+				prefetchW(r)
 			}
 			off := int(pos % msg)
 			for k := 0; k < chunkSz; k += block {
 				b := (off + k) / block
 				s := src[2*b*block:][:block]
 				if mode == "pfwd" && k+8*block <= chunkSz {
-					nt.PrefetchW(r[k+4*block : k+8*block])
+					prefetchW(r[k+4*block : k+8*block])
 				}
 				if mode == "nt" {
 					nt.Copy(r[k:k+block], s)
@@ -153,12 +152,12 @@ func pipe(mode string, msgs int) (pack, rate float64) {
 			for k := 0; k < chunkSz; k += block {
 				b := (off + k) / block
 				if mode == "nta" && k+2*block <= chunkSz {
-					nt.PrefetchNTA(r[k+block : k+2*block])
+					prefetchNTA(r[k+block : k+2*block])
 				}
 				copy(dst[2*b*block:][:block], r[k:k+block])
 			}
 			if mode == "flush" {
-				nt.Flush(r)
+				flush(r)
 				nt.Fence()
 			}
 			head.v.Store(pos + chunkSz)

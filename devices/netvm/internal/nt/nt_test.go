@@ -28,21 +28,3 @@ func TestCopy(t *testing.T) {
 		}
 	}
 }
-
-func TestFlushPrefetch(t *testing.T) {
-	b := make([]byte, 4096)
-	for i := range b {
-		b[i] = byte(i)
-	}
-	for _, off := range []int{0, 1, 63, 100} {
-		Flush(b[off : off+1000])
-		PrefetchW(b[off : off+1000])
-	}
-	Fence()
-	for i := range b {
-		if b[i] != byte(i) {
-			t.Fatalf("byte %d changed", i)
-		}
-	}
-	t.Logf("HasCopy %v HasFlush %v HasPrefetchW %v", HasCopy, HasFlush, HasPrefetchW)
-}

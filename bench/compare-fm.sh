@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# bench.sh: one run, on this machine, of the fm device against netvm and
+# compare-fm.sh: one run, on this machine, of the fm device against netvm and
 # against raw FM (fmbench, the FM API without MPI):
 #
-#   bash devices/fm/bench.sh            # output in fm-bench-out/
+#   bash bench/compare-fm.sh            # from anywhere; output in fm-bench-out/
 #
 # It prints: MPI 0-byte latency over fm / raw FM 0-byte latency (best of the
 # rounds, and round by round with the median); fm / netvm
@@ -14,17 +14,17 @@
 # (least latency, most bandwidth): on a shared machine the other rounds
 # are mostly someone else's load. All CSV rows are in $OUT/results.csv.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
+cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-fm-bench-out}
 mkdir -p "$OUT"
 go build -o "$OUT/mpirun" ./cmd/mpirun || exit 1
 go build -o "$OUT/mpibench" ./cmd/mpibench || exit 1
-go build -o "$OUT/fmbench" ./devices/fm/cmd/fmbench || exit 1
+go build -o "$OUT/fmbench" ./cmd/fmbench || exit 1
 CSV="$OUT/results.csv"
 echo "bench,device,np,size,value,unit" >"$CSV"
 # Every row also gets its round's number (a 7th column), so that figures
 # measured back to back can be paired.
-run() { timeout 300 "$@" | grep -v '^bench,' | sed "s/\$/,$round/" >>"$CSV" || echo "bench.sh: $* failed" >&2; }
+run() { timeout 300 "$@" | grep -v '^bench,' | sed "s/\$/,$round/" >>"$CSV" || echo "compare-fm.sh: $* failed" >&2; }
 for ((round = 0; round < ${ROUNDS:-3}; round++)); do
 	run "$OUT/mpirun" -np 2 "$OUT/fmbench" --csv
 	run "$OUT/mpirun" -np 2 -device fm "$OUT/fmbench" --mpi --csv
@@ -43,7 +43,7 @@ if [ "${BCAST:-1}" != 0 ]; then
 	for np in 4 8 16; do
 		run "$OUT/mpirun" -np "$np" -device fm "$OUT/mpibench" bcast --csv --max-size 2097152
 		ADIMPI_NATIVE_COLL=off timeout 300 "$OUT/mpirun" -np "$np" -device fm "$OUT/mpibench" bcast --csv --max-size 2097152 |
-			grep -v '^bench,' | sed 's/^bcast,fm,/bcast,fm-core,/; s/$/,0/' >>"$CSV" || echo "bench.sh: core-only bcast at np $np failed" >&2
+			grep -v '^bench,' | sed 's/^bcast,fm,/bcast,fm-core,/; s/$/,0/' >>"$CSV" || echo "compare-fm.sh: core-only bcast at np $np failed" >&2
 	done
 fi
 awk -F, '

@@ -4,13 +4,13 @@
 // (rank 1 returns a 4-byte acknowledgement per window of messages). Its
 // rows match mpibench's, so fm's MPI latency can be set against raw FM:
 //
-//	go run ./cmd/mpirun -np 2 ./devices/fm/cmd/fmbench [-packet N] [-slots N] [-csv]
+//	go run ./cmd/mpirun -np 2 ./cmd/fmbench [-packet N] [-slots N] [-csv]
 //
 // With -mpi it measures instead MPI ping-pong latency over the fm device
 // at the sizes where the 32-byte MPI header pushes a message into one more
 // packet (payload-32 ± 1, 2×payload-32 ± 1), rows "pingpong-mpi":
 //
-//	go run ./cmd/mpirun -np 2 -device fm ./devices/fm/cmd/fmbench -mpi
+//	go run ./cmd/mpirun -np 2 -device fm ./cmd/fmbench -mpi
 package main
 
 import (
