@@ -139,7 +139,7 @@ func (r *runtime) boardWait(b adi.Board, op string, p int, k uint64) error {
 		}
 	}
 	if perr != nil {
-		return errorf(ErrOther, op, "%v", perr)
+		return named(op, perr)
 	}
 	return nil
 }
@@ -314,7 +314,7 @@ func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
 	}
 	goruntime.KeepAlive(data)
 	if err != nil {
-		return errorf(ErrOther, op, "%v", err)
+		return named(op, err)
 	}
 	return nil
 }
@@ -376,7 +376,7 @@ func (r *runtime) boardBcastSplit(b adi.Board, data []byte, root int) error {
 	}
 	goruntime.KeepAlive(data)
 	if err != nil {
-		return errorf(ErrOther, op, "%v", err)
+		return named(op, err)
 	}
 	return nil
 }
@@ -464,7 +464,7 @@ func (r *runtime) boardAlltoallRead(b adi.Board, s, recv []byte, bs int) error {
 	}
 	goruntime.KeepAlive(s)
 	if err != nil {
-		return errorf(ErrOther, op, "%v", err)
+		return named(op, err)
 	}
 	return nil
 }

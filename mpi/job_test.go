@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,5 +136,29 @@ func TestJobPanicWithWrappedFinalize(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(res)
+	}
+}
+
+// Errors read "MPI call: class: detail", the class once, in the program's
+// terms: the call it made, the sender's rank in its communicator (the
+// program's communicator numbers the ranks the other way round from
+// MPI_COMM_WORLD), the tag it gave, and no tag for a collective's message,
+// whose tags are the implementation's. The collectives run on messages
+// (ADIMPI_NATIVE_COLL=off), where a too-short broadcast buffer is a
+// receive's truncation.
+func TestJobErrorMessages(t *testing.T) {
+	res := runJob(t, 2, []string{"ADIMPI_NATIVE_COLL=off"}, "errors")
+	want := []string{
+		"recv truncate: MPI_Recv: MPI_ERR_TRUNCATE: message of 80 bytes from rank 1 (tag 7) is longer than the receive buffer (40 bytes)",
+		"irecv truncate: MPI_Irecv: MPI_ERR_TRUNCATE: message of 80 bytes from rank 1 (tag 8) is longer than the receive buffer (40 bytes)",
+		"bcast truncate: MPI_Bcast: MPI_ERR_TRUNCATE: message of 80 bytes from rank 0 is longer than the receive buffer (40 bytes)",
+		"send bad rank: MPI_Send: MPI_ERR_RANK: dest 5 is out of range [0, 2) of MPI_COMM_WORLD.split",
+		"send bad tag: MPI_Send: MPI_ERR_TAG: tag -3 is outside [0, 2147483647]",
+		"recv bad tag: MPI_Recv: MPI_ERR_TAG: tag 2147483648 is outside [0, 2147483647]",
+		"bcast bad root: MPI_Bcast: MPI_ERR_ROOT: root 2 is out of range [0, 2) of MPI_COMM_WORLD",
+	}
+	got := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
+	if res.code != 0 || !slices.Equal(got, want) {
+		t.Fatalf("want exit 0 and these lines:\n%s\ngot %v", strings.Join(want, "\n"), res)
 	}
 }

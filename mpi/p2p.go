@@ -150,7 +150,7 @@ func startNew(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.M
 		return nil, err
 	}
 	if err := q.start(); err != nil {
-		return nil, err
+		return nil, named(op, err)
 	}
 	return q, nil
 }
@@ -236,10 +236,10 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 	if !done {
 		r.mu.Unlock()
 		if err != nil {
-			return emptyStatus, err
+			return emptyStatus, named(op, err)
 		}
 		if err := r.waitFor(ar.Done); err != nil {
-			return emptyStatus, err // ar stays with the device
+			return emptyStatus, named(op, err) // ar stays with the device
 		}
 		r.mu.Lock()
 	}
@@ -256,6 +256,9 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 		r.areqs.Put(ar)
 	}
 	r.mu.Unlock()
+	if st.Err != nil {
+		st.Err = restated(op, st.Err, c.commRank, false)
+	}
 	return st, st.Err
 }
 

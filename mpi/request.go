@@ -98,6 +98,9 @@ func (q *Request) finish() Status {
 	ar := q.ar
 	q.ar = nil
 	st := Status{Source: q.peer, Tag: q.tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	if st.Err != nil {
+		st.Err = restated(q.op, st.Err, q.comm.commRank, false)
+	}
 	if q.recv {
 		st.Tag = ar.Status.Tag
 		if src := ar.Status.Source; q.peer < 0 || src != ar.Peer {
@@ -137,7 +140,7 @@ func (q *Request) Wait() (Status, error) {
 			// the device and the CPU.
 			<-q.bg
 		} else if err := q.rt.waitDone(q.ar); err != nil {
-			return emptyStatus, err
+			return emptyStatus, named("MPI_Wait", err)
 		}
 	}
 	st := q.finish()

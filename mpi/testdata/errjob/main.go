@@ -25,6 +25,8 @@ func main() {
 		panicDirect()
 	case "panic-wrapped":
 		panicWrapped()
+	case "errors":
+		printErrors()
 	default:
 		log.Fatalf("errjob: unknown mode %q", os.Args[1])
 	}
@@ -63,4 +65,52 @@ func panicWrapped() {
 		waitForever(w)
 	}
 	panic(errors.New("wrapped boom"))
+}
+
+// printErrors makes erroneous calls on two ranks and prints, on rank 1, the
+// error each returned, one per line as "case: error". The sends go through
+// a communicator that numbers the ranks the other way round from
+// MPI_COMM_WORLD, so an error naming a world rank would show.
+func printErrors() {
+	defer mpi.Finalize()
+	w := mpi.World()
+	rev, err := w.Split(0, -w.Rank())
+	if err != nil {
+		log.Fatal(err)
+	}
+	other := 1 - rev.Rank()
+	long, short := make([]float64, 10), make([]float64, 5)
+	report := func(what string, err error) {
+		if w.Rank() == 1 {
+			fmt.Printf("%s: %v\n", what, err)
+		}
+	}
+	if w.Rank() == 0 {
+		must(mpi.Send(rev, long, other, 7))
+		must(mpi.Send(rev, long, other, 8))
+	} else {
+		_, err := mpi.Recv(rev, short, other, 7)
+		report("recv truncate", err)
+		q, err := mpi.Irecv(rev, short, other, 8)
+		must(err)
+		_, err = q.Wait()
+		report("irecv truncate", err)
+	}
+	buf := long
+	if w.Rank() != 0 {
+		buf = short
+	}
+	report("bcast truncate", mpi.Bcast(w, buf, 0))
+	report("send bad rank", mpi.Send(rev, long, 5, 0))
+	report("send bad tag", mpi.Send(rev, long, other, -3))
+	report("recv bad tag", errOnly(mpi.Recv(rev, long, other, mpi.TagUB+1)))
+	report("bcast bad root", mpi.Bcast(w, buf, 2))
+}
+
+func errOnly(_ mpi.Status, err error) error { return err }
+
+func must(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
 }
