@@ -147,7 +147,13 @@ func TestJobPanicWithWrappedFinalize(t *testing.T) {
 // (ADIMPI_NATIVE_COLL=off), where a too-short broadcast buffer is a
 // receive's truncation.
 func TestJobErrorMessages(t *testing.T) {
-	res := runJob(t, 2, []string{"ADIMPI_NATIVE_COLL=off"}, "errors")
+	for _, dev := range []string{"netvm", "fm", "via", "bip"} {
+		t.Run(dev, func(t *testing.T) { testErrorMessages(t, dev) })
+	}
+}
+
+func testErrorMessages(t *testing.T, device string) {
+	res := runJob(t, 2, []string{"ADIMPI_NATIVE_COLL=off"}, "errors", "-device", device)
 	want := []string{
 		"recv truncate: MPI_Recv: MPI_ERR_TRUNCATE: message of 80 bytes from rank 1 (tag 7) is longer than the receive buffer (40 bytes)",
 		"irecv truncate: MPI_Irecv: MPI_ERR_TRUNCATE: message of 80 bytes from rank 1 (tag 8) is longer than the receive buffer (40 bytes)",
@@ -160,5 +166,16 @@ func TestJobErrorMessages(t *testing.T) {
 	got := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
 	if res.code != 0 || !slices.Equal(got, want) {
 		t.Fatalf("want exit 0 and these lines:\n%s\ngot %v", strings.Join(want, "\n"), res)
+	}
+}
+
+// Under MPI_ERRORS_ARE_FATAL, set on MPI_COMM_WORLD and inherited by its
+// duplicate, an erroneous call ends the job at once with the error, the
+// rank and the communicator, while the other ranks wait in a receive.
+func TestJobErrorsAreFatal(t *testing.T) {
+	res := runJob(t, 3, nil, "fatal")
+	want := "rank 2: MPI_Send: MPI_ERR_RANK: dest 99 is out of range [0, 3) of MPI_COMM_WORLD.dup (MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD.dup)"
+	if res.code == 0 || !strings.Contains(res.stderr, want) || strings.Contains(res.stderr, "returned") {
+		t.Fatalf("want a non-zero exit and %q on stderr, got %v", want, res)
 	}
 }

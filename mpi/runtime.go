@@ -488,13 +488,13 @@ func (r *runtime) finalBarrier() error {
 		}
 		r.mu.Unlock()
 		if err != nil {
-			return errorf(ErrOther, op, "barrier: %v", err)
+			return named(op, err)
 		}
 		if err := r.waitFor(func() bool { return recv.Done() && send.Done() }); err != nil {
-			return err
+			return named(op, err)
 		}
 		if err := recv.Status.Err; err != nil {
-			return errorf(ErrOther, op, "barrier: %v", err)
+			return named(op, err)
 		}
 	}
 	return nil

@@ -27,6 +27,8 @@ func main() {
 		panicWrapped()
 	case "errors":
 		printErrors()
+	case "fatal":
+		fatalError()
 	default:
 		log.Fatalf("errjob: unknown mode %q", os.Args[1])
 	}
@@ -113,4 +115,21 @@ func must(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// fatalError sets MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD, duplicates it
+// (the copy inherits the handler) and makes an erroneous send on the copy
+// on the last rank; that send must not return.
+func fatalError() {
+	defer mpi.Finalize()
+	w := mpi.World()
+	must(w.SetErrhandler(mpi.ErrorsAreFatal))
+	d, err := w.Dup()
+	must(err)
+	if d.Rank() != d.Size()-1 {
+		waitForever(w)
+	}
+	err = mpi.Send(d, []int32{1}, 99, 0)
+	fmt.Fprintf(os.Stderr, "errjob: the erroneous send returned (%v) under MPI_ERRORS_ARE_FATAL\n", err)
+	os.Exit(0)
 }
