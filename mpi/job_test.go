@@ -67,6 +67,10 @@ func (r jobResult) String() string {
 // job here ends in well under a second when it works.
 const jobLimit = 20 * time.Second
 
+// promptly is how soon a job with a failing rank must end: mpirun needs a
+// moment to notice the rank and stop the others.
+const promptly = 10 * time.Second
+
 // runJob runs errjob MODE on np ranks through mpirun, with extra mpirun
 // flags and environment, and fails the test if the job outlives jobLimit.
 func runJob(t *testing.T, np int, env []string, mode string, mpirunFlags ...string) jobResult {
@@ -113,6 +117,9 @@ func TestJobPanicWithDeferredFinalize(t *testing.T) {
 	if res.code == 0 {
 		t.Errorf("the job exited 0")
 	}
+	if res.elapsed > promptly {
+		t.Errorf("the job took %v to end (more than %v)", res.elapsed, promptly)
+	}
 	if t.Failed() {
 		t.Log(res)
 	}
@@ -133,6 +140,9 @@ func TestJobPanicWithWrappedFinalize(t *testing.T) {
 	}
 	if res.code == 0 {
 		t.Errorf("the job exited 0")
+	}
+	if res.elapsed > promptly {
+		t.Errorf("the job took %v to end (more than %v)", res.elapsed, promptly)
 	}
 	if t.Failed() {
 		t.Log(res)
@@ -175,7 +185,7 @@ func testErrorMessages(t *testing.T, device string) {
 func TestJobErrorsAreFatal(t *testing.T) {
 	res := runJob(t, 3, nil, "fatal")
 	want := "rank 2: MPI_Send: MPI_ERR_RANK: dest 99 is out of range [0, 3) of MPI_COMM_WORLD.dup (MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD.dup)"
-	if res.code == 0 || !strings.Contains(res.stderr, want) || strings.Contains(res.stderr, "returned") {
+	if res.code == 0 || !strings.Contains(res.stderr, want) || strings.Contains(res.stderr, "returned") || res.elapsed > promptly {
 		t.Fatalf("want a non-zero exit and %q on stderr, got %v", want, res)
 	}
 }
