@@ -12,12 +12,15 @@ import (
 // IntercommMerge) inherits its parent's. Whatever the handler, a call that
 // fails and returns still returns its error.
 //
-// The handler runs for the errors that these calls return: the
-// point-to-point calls, the collectives (blocking, non-blocking and
-// persistent) and the communicator constructors on that communicator, and
-// Wait, Test, Start and their multi-request forms on the communicator of the
-// request that failed. A call given MPI_COMM_NULL (a nil *Comm), or a
-// request-less call with nothing to name, runs MPI_COMM_WORLD's handler.
+// The handler runs once for the error of each failing call of these on the
+// communicator: the point-to-point calls and probes, the collectives
+// (blocking, non-blocking, persistent, neighbourhood), the communicator
+// constructors and Free, the topology calls and RemoteGroup
+// (IntercommCreate: the local communicator's); and Wait, Test, Start and
+// their multi-request forms, on the communicator of the request that
+// failed. The attribute calls, Group and Compare return their errors
+// without it. A call given MPI_COMM_NULL (a nil *Comm), or one on requests
+// none of which is active, runs MPI_COMM_WORLD's handler.
 type Errhandler struct {
 	name  string
 	fatal bool
