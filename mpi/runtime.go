@@ -178,6 +178,10 @@ func parseOptions(s string) (map[string]string, error) {
 // it is called in some other way while the goroutine panics (from a deferred
 // function literal, where it cannot see the panic's value), it returns an
 // error at once, without waiting, and the panic goes on to end the process.
+// A program that recovers from panics and goes on to finalize must recover
+// in a deferred function of its own, deferred after Finalize: a deferred
+// function that recovers and then calls Finalize is still inside the panic
+// and is taken for a panicking one.
 func Finalize() error {
 	if v := recover(); v != nil {
 		panicked(v)
