@@ -38,7 +38,9 @@
 // A receive's Buffer belongs to the device from Irecv until completion or a
 // successful CancelRecv; the device must write nothing outside the bytes
 // the Buffer describes, even when the message is longer (truncation), and it
-// reports the truncation as ErrTruncate in the request's Status.
+// reports the truncation in the request's Status as Truncated(...), which
+// keeps the message's envelope for the core to restate in the program's
+// terms (a type-signature mismatch likewise as Mismatched(...)).
 //
 // # Completion and progress
 //

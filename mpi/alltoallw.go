@@ -73,11 +73,11 @@ func alltoallwPlan(op string, c *Comm, send []byte, scounts, sdispls []int, styp
 // all-to-all, one datatype per peer.
 func Alltoallw(c *Comm, send []byte, scounts, sdispls []int, stypes []*datatype.Type,
 	recv []byte, rcounts, rdispls []int, rtypes []*datatype.Type) error {
-	return blockingPlan(alltoallwPlan("MPI_Alltoallw", c, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes))
+	return c.planNow(alltoallwPlan("MPI_Alltoallw", c, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes))
 }
 
 // Ialltoallw starts an Alltoallw (MPI_Ialltoallw).
 func Ialltoallw(c *Comm, send []byte, scounts, sdispls []int, stypes []*datatype.Type,
 	recv []byte, rcounts, rdispls []int, rtypes []*datatype.Type) (*Request, error) {
-	return startPlan(alltoallwPlan("MPI_Ialltoallw", c, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes))
+	return c.planStart(alltoallwPlan("MPI_Ialltoallw", c, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes))
 }

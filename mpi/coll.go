@@ -165,15 +165,15 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 func Barrier(c *Comm) error {
 	if r, err := current("MPI_Barrier"); err == nil && c != nil {
 		if b := r.boardFor(c, 0); b != nil {
-			return r.boardBarrier(b)
+			return c.raise(r.boardBarrier(b))
 		}
 	}
-	return blockingPlan(barrierPlan("MPI_Barrier", c))
+	return c.planNow(barrierPlan("MPI_Barrier", c))
 }
 
 // Ibarrier starts a barrier (MPI_Ibarrier); the request completes once
 // every process of c has started it.
-func Ibarrier(c *Comm) (*Request, error) { return startPlan(barrierPlan("MPI_Ibarrier", c)) }
+func Ibarrier(c *Comm) (*Request, error) { return c.planStart(barrierPlan("MPI_Ibarrier", c)) }
 
 func bcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
 	if c.IsInter() {
@@ -203,7 +203,9 @@ func bcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
 }
 
 // BcastBuf sends root's buffer to every process's b (MPI_Bcast).
-func BcastBuf(c *Comm, b Buffer, root int) error {
+func BcastBuf(c *Comm, b Buffer, root int) error { return c.raise(bcastBuf(c, b, root)) }
+
+func bcastBuf(c *Comm, b Buffer, root int) error {
 	p, err := bcastPlan("MPI_Bcast", c, b, root)
 	if err != nil {
 		return err
@@ -224,7 +226,7 @@ func BcastBuf(c *Comm, b Buffer, root int) error {
 
 // IbcastBuf starts a broadcast (MPI_Ibcast).
 func IbcastBuf(c *Comm, b Buffer, root int) (*Request, error) {
-	return startPlan(bcastPlan("MPI_Ibcast", c, b, root))
+	return c.planStart(bcastPlan("MPI_Ibcast", c, b, root))
 }
 
 // Bcast copies root's buf into every process's buf (MPI_Bcast).
@@ -310,12 +312,12 @@ func gatherPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error) 
 // GatherBuf collects every process's send at root, in rank order, into recv
 // (MPI_Gather); recv is only used at root and must hold Size() blocks.
 func GatherBuf(c *Comm, send, recv Buffer, root int) error {
-	return blockingPlan(gatherPlan("MPI_Gather", c, send, recv, root))
+	return c.planNow(gatherPlan("MPI_Gather", c, send, recv, root))
 }
 
 // IgatherBuf starts a gather (MPI_Igather).
 func IgatherBuf(c *Comm, send, recv Buffer, root int) (*Request, error) {
-	return startPlan(gatherPlan("MPI_Igather", c, send, recv, root))
+	return c.planStart(gatherPlan("MPI_Igather", c, send, recv, root))
 }
 
 // Gather collects every process's send at root: recv[i*len(send):] gets
@@ -372,12 +374,12 @@ func scatterPlan(op string, c *Comm, send, recv Buffer, root int) (*plan, error)
 // ScatterBuf sends block i of root's send to rank i's recv (MPI_Scatter);
 // send is only used at root and holds Size() blocks.
 func ScatterBuf(c *Comm, send, recv Buffer, root int) error {
-	return blockingPlan(scatterPlan("MPI_Scatter", c, send, recv, root))
+	return c.planNow(scatterPlan("MPI_Scatter", c, send, recv, root))
 }
 
 // IscatterBuf starts a scatter (MPI_Iscatter).
 func IscatterBuf(c *Comm, send, recv Buffer, root int) (*Request, error) {
-	return startPlan(scatterPlan("MPI_Iscatter", c, send, recv, root))
+	return c.planStart(scatterPlan("MPI_Iscatter", c, send, recv, root))
 }
 
 // Scatter sends send[i*len(recv):(i+1)*len(recv)] from root to rank i's recv
@@ -555,12 +557,12 @@ func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, ro
 // recv's element displs[i] and must be counts[i] elements of recv's type
 // (MPI_Gatherv). recv, counts and displs are only used at root.
 func GathervBuf(c *Comm, send, recv Buffer, counts, displs []int, root int) error {
-	return blockingPlan(gathervPlan("MPI_Gatherv", c, send, recv, counts, displs, root))
+	return c.planNow(gathervPlan("MPI_Gatherv", c, send, recv, counts, displs, root))
 }
 
 // IgathervBuf starts a Gatherv (MPI_Igatherv).
 func IgathervBuf(c *Comm, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
-	return startPlan(gathervPlan("MPI_Igatherv", c, send, recv, counts, displs, root))
+	return c.planStart(gathervPlan("MPI_Igatherv", c, send, recv, counts, displs, root))
 }
 
 // Gatherv collects rank i's send into recv[displs[i]:displs[i]+counts[i]] at
@@ -612,12 +614,12 @@ func scattervPlan(op string, c *Comm, send Buffer, counts, displs []int, recv Bu
 // root to rank i's recv (MPI_Scatterv). send, counts and displs are only
 // used at root.
 func ScattervBuf(c *Comm, send Buffer, counts, displs []int, recv Buffer, root int) error {
-	return blockingPlan(scattervPlan("MPI_Scatterv", c, send, counts, displs, recv, root))
+	return c.planNow(scattervPlan("MPI_Scatterv", c, send, counts, displs, recv, root))
 }
 
 // IscattervBuf starts a Scatterv (MPI_Iscatterv).
 func IscattervBuf(c *Comm, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
-	return startPlan(scattervPlan("MPI_Iscatterv", c, send, counts, displs, recv, root))
+	return c.planStart(scattervPlan("MPI_Iscatterv", c, send, counts, displs, recv, root))
 }
 
 // Scatterv sends send[displs[i]:displs[i]+counts[i]] from root to rank i's
@@ -680,12 +682,12 @@ func allgatherPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
 // AllgatherBuf gathers every process's send into every process's recv, in
 // rank order (MPI_Allgather).
 func AllgatherBuf(c *Comm, send, recv Buffer) error {
-	return blockingPlan(allgatherPlan("MPI_Allgather", c, send, recv))
+	return c.planNow(allgatherPlan("MPI_Allgather", c, send, recv))
 }
 
 // IallgatherBuf starts an Allgather (MPI_Iallgather).
 func IallgatherBuf(c *Comm, send, recv Buffer) (*Request, error) {
-	return startPlan(allgatherPlan("MPI_Iallgather", c, send, recv))
+	return c.planStart(allgatherPlan("MPI_Iallgather", c, send, recv))
 }
 
 // Allgather gathers every process's send into every process's recv:
@@ -749,12 +751,12 @@ func allgathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int)
 // AllgathervBuf gathers every process's send into every process's recv,
 // rank i's at element displs[i] (MPI_Allgatherv).
 func AllgathervBuf(c *Comm, send, recv Buffer, counts, displs []int) error {
-	return blockingPlan(allgathervPlan("MPI_Allgatherv", c, send, recv, counts, displs))
+	return c.planNow(allgathervPlan("MPI_Allgatherv", c, send, recv, counts, displs))
 }
 
 // IallgathervBuf starts an Allgatherv (MPI_Iallgatherv).
 func IallgathervBuf(c *Comm, send, recv Buffer, counts, displs []int) (*Request, error) {
-	return startPlan(allgathervPlan("MPI_Iallgatherv", c, send, recv, counts, displs))
+	return c.planStart(allgathervPlan("MPI_Iallgatherv", c, send, recv, counts, displs))
 }
 
 // Allgatherv gathers rank i's send into recv[displs[i]:displs[i]+counts[i]]
@@ -814,7 +816,9 @@ func alltoallPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
 
 // AlltoallBuf sends block j of send to rank j, which stores it as block i
 // of recv, where i is the sender's rank (MPI_Alltoall).
-func AlltoallBuf(c *Comm, send, recv Buffer) error {
+func AlltoallBuf(c *Comm, send, recv Buffer) error { return c.raise(alltoallBuf(c, send, recv)) }
+
+func alltoallBuf(c *Comm, send, recv Buffer) error {
 	p, err := alltoallPlan("MPI_Alltoall", c, send, recv)
 	if err != nil || c.IsInter() {
 		return blockingPlan(p, err)
@@ -865,7 +869,7 @@ func AlltoallBuf(c *Comm, send, recv Buffer) error {
 
 // IalltoallBuf starts an Alltoall (MPI_Ialltoall).
 func IalltoallBuf(c *Comm, send, recv Buffer) (*Request, error) {
-	return startPlan(alltoallPlan("MPI_Ialltoall", c, send, recv))
+	return c.planStart(alltoallPlan("MPI_Ialltoall", c, send, recv))
 }
 
 // Alltoall sends block j of send to rank j and receives rank i's block into
@@ -928,12 +932,12 @@ func alltoallvPlan(op string, c *Comm, send Buffer, scounts, sdispls []int, recv
 // AlltoallvBuf sends scounts[j] elements at send's element sdispls[j] to
 // rank j, and receives rank i's into recv at rdispls[i] (MPI_Alltoallv).
 func AlltoallvBuf(c *Comm, send Buffer, scounts, sdispls []int, recv Buffer, rcounts, rdispls []int) error {
-	return blockingPlan(alltoallvPlan("MPI_Alltoallv", c, send, scounts, sdispls, recv, rcounts, rdispls))
+	return c.planNow(alltoallvPlan("MPI_Alltoallv", c, send, scounts, sdispls, recv, rcounts, rdispls))
 }
 
 // IalltoallvBuf starts an Alltoallv (MPI_Ialltoallv).
 func IalltoallvBuf(c *Comm, send Buffer, scounts, sdispls []int, recv Buffer, rcounts, rdispls []int) (*Request, error) {
-	return startPlan(alltoallvPlan("MPI_Ialltoallv", c, send, scounts, sdispls, recv, rcounts, rdispls))
+	return c.planStart(alltoallvPlan("MPI_Ialltoallv", c, send, scounts, sdispls, recv, rcounts, rdispls))
 }
 
 // Alltoallv sends send[sdispls[j]:+scounts[j]] to rank j and receives rank

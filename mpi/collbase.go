@@ -58,7 +58,7 @@ func (e *coll) postTag(send bool, peer, tag int, b []byte) (*adi.Request, error)
 	}
 	e.r.mu.Unlock()
 	if err != nil {
-		return nil, errorf(ErrOther, e.op, "%v", err)
+		return nil, named(e.op, err)
 	}
 	return ar, nil
 }
@@ -82,10 +82,21 @@ func (e *coll) wait(reqs ...*adi.Request) error {
 	}
 	for _, q := range reqs {
 		if q != nil && q.Status.Err != nil {
-			return errorf(ErrorClass(q.Status.Err), e.op, "%v", q.Status.Err)
+			return restated(e.op, q.Status.Err, e.commRank, true)
 		}
 	}
 	return nil
+}
+
+// commRank is the rank in the collective of the process of world rank w
+// (for errors: a linear search).
+func (e *coll) commRank(w int) int {
+	for i, x := range e.world {
+		if x == w {
+			return i
+		}
+	}
+	return w
 }
 
 func (e *coll) send(peer int, b []byte) error {

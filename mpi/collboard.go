@@ -211,7 +211,7 @@ func (r *runtime) boardWait(b adi.Board, op string, p int, k uint64) error {
 		}
 	}
 	if perr != nil {
-		return errorf(ErrOther, op, "%v", perr)
+		return named(op, perr)
 	}
 	return nil
 }
@@ -468,7 +468,7 @@ func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
 	}
 	goruntime.KeepAlive(data)
 	if err != nil {
-		return errorf(ErrOther, op, "%v", err)
+		return named(op, err)
 	}
 	return nil
 }
@@ -531,7 +531,7 @@ func (r *runtime) boardBcastSplit(b adi.Board, data []byte, root int) error {
 	}
 	goruntime.KeepAlive(data)
 	if err != nil {
-		return errorf(ErrOther, op, "%v", err)
+		return named(op, err)
 	}
 	return nil
 }
@@ -627,7 +627,7 @@ func (r *runtime) boardAlltoallRead(b adi.Board, s, recv []byte, bs int) error {
 	}
 	goruntime.KeepAlive(s)
 	if err != nil {
-		return errorf(ErrOther, op, "%v", err)
+		return named(op, err)
 	}
 	return nil
 }

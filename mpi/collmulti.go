@@ -82,7 +82,7 @@ func (e *coll) bcastMulti(ms adi.Multisender, buf []byte, root int) error {
 		err = ms.IsendMulti(q, children)
 		e.r.mu.Unlock()
 		if err != nil {
-			err = errorf(ErrOther, e.op, "%v", err)
+			err = named(e.op, err)
 			break
 		}
 		sends = append(sends, q)

@@ -95,6 +95,10 @@ func reduceWith(op string, c *Comm, r *runtime, in, recv Buffer, red reducer, ro
 // ReduceBuf combines every process's send with o, in rank order, into
 // root's recv (MPI_Reduce); recv is only used at root.
 func ReduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
+	return c.raise(reduceBuf(c, send, recv, o, root))
+}
+
+func reduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
 	const op = "MPI_Reduce"
 	if c.IsInter() {
 		return blockingPlan(reducePlan(op, c, send, recv, o, root))
@@ -122,7 +126,7 @@ func ReduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
 
 // IreduceBuf starts a Reduce (MPI_Ireduce).
 func IreduceBuf(c *Comm, send, recv Buffer, o *Op, root int) (*Request, error) {
-	return startPlan(reducePlan("MPI_Ireduce", c, send, recv, o, root))
+	return c.planStart(reducePlan("MPI_Ireduce", c, send, recv, o, root))
 }
 
 // Reduce combines every process's send element by element with o into
@@ -192,6 +196,10 @@ func allreduceWith(op string, c *Comm, r *runtime, send, recv, in Buffer, inplac
 // AllreduceBuf is Reduce with the result delivered to every process
 // (MPI_Allreduce); every process gets bit-identical results.
 func AllreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
+	return c.raise(allreduceBuf(c, send, recv, o))
+}
+
+func allreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
 	const op = "MPI_Allreduce"
 	if c.IsInter() {
 		return blockingPlan(allreducePlan(op, c, send, recv, o))
@@ -220,7 +228,7 @@ func AllreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
 
 // IallreduceBuf starts an Allreduce (MPI_Iallreduce).
 func IallreduceBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
-	return startPlan(allreducePlan("MPI_Iallreduce", c, send, recv, o))
+	return c.planStart(allreducePlan("MPI_Iallreduce", c, send, recv, o))
 }
 
 // Allreduce combines every process's send with o into every process's recv
@@ -335,12 +343,12 @@ func reduceScatterPlan(op string, c *Comm, send, recv Buffer, counts []int, o *O
 // ReduceScatterBlockBuf reduces Size()·recv.Count elements of send with o
 // and scatters the result: rank i gets block i (MPI_Reduce_scatter_block).
 func ReduceScatterBlockBuf(c *Comm, send, recv Buffer, o *Op) error {
-	return blockingPlan(reduceScatterPlan("MPI_Reduce_scatter_block", c, send, recv, nil, o))
+	return c.planNow(reduceScatterPlan("MPI_Reduce_scatter_block", c, send, recv, nil, o))
 }
 
 // IreduceScatterBlockBuf starts a ReduceScatterBlock (MPI_Ireduce_scatter_block).
 func IreduceScatterBlockBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
-	return startPlan(reduceScatterPlan("MPI_Ireduce_scatter_block", c, send, recv, nil, o))
+	return c.planStart(reduceScatterPlan("MPI_Ireduce_scatter_block", c, send, recv, nil, o))
 }
 
 // ReduceScatterBlock reduces send (Size()·len(recv) elements) over every
@@ -362,7 +370,7 @@ func ReduceScatterBuf(c *Comm, send, recv Buffer, counts []int, o *Op) error {
 	if counts == nil {
 		counts = []int{}
 	}
-	return blockingPlan(reduceScatterPlan("MPI_Reduce_scatter", c, send, recv, counts, o))
+	return c.planNow(reduceScatterPlan("MPI_Reduce_scatter", c, send, recv, counts, o))
 }
 
 // IreduceScatterBuf starts a ReduceScatter (MPI_Ireduce_scatter).
@@ -370,7 +378,7 @@ func IreduceScatterBuf(c *Comm, send, recv Buffer, counts []int, o *Op) (*Reques
 	if counts == nil {
 		counts = []int{}
 	}
-	return startPlan(reduceScatterPlan("MPI_Ireduce_scatter", c, send, recv, counts, o))
+	return c.planStart(reduceScatterPlan("MPI_Ireduce_scatter", c, send, recv, counts, o))
 }
 
 // ReduceScatter reduces send with o over every process and gives rank i its
@@ -414,12 +422,12 @@ func scanPlan(op string, c *Comm, send, recv Buffer, o *Op, exclusive bool) (*pl
 // ScanBuf computes the inclusive prefix reduction: rank i's recv gets
 // send₀ o … o sendᵢ (MPI_Scan).
 func ScanBuf(c *Comm, send, recv Buffer, o *Op) error {
-	return blockingPlan(scanPlan("MPI_Scan", c, send, recv, o, false))
+	return c.planNow(scanPlan("MPI_Scan", c, send, recv, o, false))
 }
 
 // IscanBuf starts a Scan (MPI_Iscan).
 func IscanBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
-	return startPlan(scanPlan("MPI_Iscan", c, send, recv, o, false))
+	return c.planStart(scanPlan("MPI_Iscan", c, send, recv, o, false))
 }
 
 // Scan computes the inclusive prefix reduction of send into recv (MPI_Scan).
@@ -435,12 +443,12 @@ func Iscan[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) {
 // ExscanBuf computes the exclusive prefix reduction: rank i > 0 gets
 // send₀ o … o sendᵢ₋₁; rank 0's recv is left unchanged (MPI_Exscan).
 func ExscanBuf(c *Comm, send, recv Buffer, o *Op) error {
-	return blockingPlan(scanPlan("MPI_Exscan", c, send, recv, o, true))
+	return c.planNow(scanPlan("MPI_Exscan", c, send, recv, o, true))
 }
 
 // IexscanBuf starts an Exscan (MPI_Iexscan).
 func IexscanBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
-	return startPlan(scanPlan("MPI_Iexscan", c, send, recv, o, true))
+	return c.planStart(scanPlan("MPI_Iexscan", c, send, recv, o, true))
 }
 
 // Exscan computes the exclusive prefix reduction of send into recv; rank 0's

@@ -34,7 +34,8 @@ type Comm struct {
 	inter  bool
 	lworld []int
 
-	attrs attrs // cached attributes (SetAttr, Attr)
+	attrs attrs                      // cached attributes (SetAttr, Attr)
+	eh    atomic.Pointer[Errhandler] // the error handler; nil: ErrorsReturn
 }
 
 func identity(n int) []int {

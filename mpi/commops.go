@@ -118,6 +118,7 @@ func agreeContext(r *runtime, e *coll, reserve bool) (uint32, error) {
 func (c *Comm) derived(ctx uint32, rank int, world []int, suffix string) *Comm {
 	n := newComm(fmt.Sprintf("%s.%s", c.name, suffix), ctx, rank, world)
 	n.owned = true
+	n.inheritErrhandler(c)
 	return n
 }
 
@@ -141,6 +142,12 @@ func collStart(op string, c *Comm) (*runtime, error) {
 // intercommunicator, over both groups, and the copy is an intercommunicator
 // with the same local and remote groups. Idup is the non-blocking form.
 func (c *Comm) Dup() (*Comm, error) {
+	n, err := c.dup()
+	return n, c.raise(err)
+}
+
+// dup is Dup without the error handler.
+func (c *Comm) dup() (*Comm, error) {
 	const op = "MPI_Comm_dup"
 	if c.IsInter() {
 		return c.interDup(op)
@@ -164,6 +171,12 @@ func (c *Comm) Dup() (*Comm, error) {
 // process giving color Undefined gets a nil communicator. Colors must be
 // non-negative or Undefined. It is collective over c.
 func (c *Comm) Split(color, key int) (*Comm, error) {
+	n, err := c.split(color, key)
+	return n, c.raise(err)
+}
+
+// split is Split without the error handler.
+func (c *Comm) split(color, key int) (*Comm, error) {
 	const op = "MPI_Comm_split"
 	r, err := collStart(op, c)
 	if err != nil {
@@ -224,6 +237,12 @@ const CommTypeShared = SplitTypeShared
 // kernel, process and mount namespaces: they share memory), ordered by
 // key; Undefined gives a nil communicator.
 func (c *Comm) SplitType(splitType, key int) (*Comm, error) {
+	n, err := c.splitByType(splitType, key)
+	return n, c.raise(err)
+}
+
+// splitByType is SplitType without the error handler.
+func (c *Comm) splitByType(splitType, key int) (*Comm, error) {
 	const op = "MPI_Comm_split_type"
 	if splitType != SplitTypeShared && splitType != Undefined {
 		return nil, errorf(ErrArg, op, "split type %d is not SplitTypeShared or Undefined", splitType)
@@ -236,13 +255,19 @@ func (c *Comm) SplitType(splitType, key int) (*Comm, error) {
 	if splitType == SplitTypeShared {
 		color = r.hosts[c.world[c.rank]]
 	}
-	return c.Split(color, key)
+	return c.split(color, key)
 }
 
 // Create makes a communicator of the processes in g, which must be a subset
 // of c's group (MPI_Comm_create). It is collective over c, and every process
 // must pass the same group; processes not in g get a nil communicator.
 func (c *Comm) Create(g *Group) (*Comm, error) {
+	n, err := c.create(g)
+	return n, c.raise(err)
+}
+
+// create is Create without the error handler.
+func (c *Comm) create(g *Group) (*Comm, error) {
 	const op = "MPI_Comm_create"
 	r, err := collStart(op, c)
 	if err != nil {
@@ -270,6 +295,12 @@ func (c *Comm) Create(g *Group) (*Comm, error) {
 // with different tags may run at once on overlapping groups. The caller
 // must be in g.
 func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
+	n, err := c.createGroup(g, tag)
+	return n, c.raise(err)
+}
+
+// createGroup is CreateGroup without the error handler.
+func (c *Comm) createGroup(g *Group, tag int) (*Comm, error) {
 	const op = "MPI_Comm_create_group"
 	r, err := collStart(op, c)
 	if err != nil {
@@ -303,6 +334,11 @@ func (c *Comm) CreateGroup(g *Group, tag int) (*Comm, error) {
 // complete; using it afterwards is an ErrComm error. World and Self cannot be
 // freed.
 func (c *Comm) Free() error {
+	return c.raise(c.free())
+}
+
+// free is Free without the error handler.
+func (c *Comm) free() error {
 	const op = "MPI_Comm_free"
 	r, err := current(op)
 	if err != nil {

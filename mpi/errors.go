@@ -58,11 +58,42 @@ func errorf(c Class, op, format string, args ...any) error {
 	return adi.Errorf(c, op, format, args...)
 }
 
-// named attributes an error a device raised to the MPI call op.
+// named attributes err, raised under the MPI call op that the program made
+// (by the device, or by a step of the call that named it after itself), to
+// op. The class stays, once, with the detail. An error from outside MPI
+// becomes an ErrOther of op.
 func named(op string, err error) error {
-	var e *adi.Error
-	if errors.As(err, &e) && e.Op != op {
-		return &adi.Error{Class: e.Class, Op: op, Detail: e.Detail}
+	return restated(op, err, nil, false)
+}
+
+// restated is named for the error of a receive: a message it failed on is
+// described as the program knows it, the sender by the rank that rank gives
+// for the sender's world rank (nil: the world rank), and the tag unless coll
+// says the message was a collective's, whose tags are the implementation's
+// own.
+func restated(op string, err error, rank func(world int) int, coll bool) error {
+	if err == nil {
+		return nil
 	}
-	return err
+	e, ok := err.(*adi.Error)
+	if !ok {
+		if c, ok := err.(Class); ok {
+			return &adi.Error{Class: c, Op: op}
+		}
+		return &adi.Error{Class: ErrorClass(err), Op: op, Detail: err.Error()}
+	}
+	if e.Msg == nil {
+		if e.Op == op {
+			return err
+		}
+		return e.Restate(op, 0, 0)
+	}
+	src, tag := e.Msg.Source, e.Msg.Tag
+	if rank != nil {
+		src = rank(src)
+	}
+	if coll {
+		tag = adi.NoTag
+	}
+	return e.Restate(op, src, tag)
 }

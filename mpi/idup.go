@@ -24,6 +24,12 @@ import (
 // still free, and retrying with another pair if any member had meanwhile
 // given it to a concurrent Idup.
 func (c *Comm) Idup() (*Comm, *Request, error) {
+	n, q, err := c.idup()
+	return n, q, c.raise(err)
+}
+
+// idup is Idup without the error handler.
+func (c *Comm) idup() (*Comm, *Request, error) {
 	const op = "MPI_Comm_idup"
 	p, err := newPlanAny(op, c)
 	if err != nil {
@@ -31,6 +37,7 @@ func (c *Comm) Idup() (*Comm, *Request, error) {
 	}
 	n := &Comm{name: c.name + ".idup", freed: true} // unusable until complete
 	n.copyAttrs(c)
+	n.inheritErrhandler(c)
 	p.run = func(e *coll) error {
 		pair, err := idupAgree(c, e)
 		if err != nil {

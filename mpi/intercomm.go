@@ -28,6 +28,12 @@ func (c *Comm) RemoteSize() int {
 // RemoteGroup returns an intercommunicator's remote group
 // (MPI_Comm_remote_group).
 func (c *Comm) RemoteGroup() (*Group, error) {
+	g, err := c.remoteGroup()
+	return g, c.raise(err)
+}
+
+// remoteGroup is RemoteGroup without the error handler.
+func (c *Comm) remoteGroup() (*Group, error) {
 	const op = "MPI_Comm_remote_group"
 	if err := checkComm(op, c); err != nil {
 		return nil, err
@@ -91,6 +97,12 @@ func bcastBytes(e *coll, msg []byte, root int) ([]byte, error) {
 // at localLeader), remoteLeader the other leader's rank in peer, and tag the
 // tag the leaders use on peer for their exchange.
 func IntercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag int) (*Comm, error) {
+	n, err := intercommCreate(local, localLeader, peer, remoteLeader, tag)
+	return n, local.raise(err)
+}
+
+// intercommCreate is IntercommCreate without the error handler.
+func intercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag int) (*Comm, error) {
 	const op = "MPI_Intercomm_create"
 	r, err := collStart(op, local)
 	if err != nil {
@@ -151,6 +163,7 @@ func IntercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag
 	}
 	c := newComm(local.name+".inter", uint32(2*pair), local.rank, remote)
 	c.owned, c.inter, c.lworld = true, true, slices.Clone(local.world)
+	c.inheritErrhandler(local)
 	return c, nil
 }
 
@@ -160,6 +173,12 @@ func IntercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag
 // whose leader (rank 0) has the lower world rank comes first. It is
 // collective over both groups.
 func (c *Comm) IntercommMerge(high bool) (*Comm, error) {
+	n, err := c.intercommMerge(high)
+	return n, c.raise(err)
+}
+
+// intercommMerge is IntercommMerge without the error handler.
+func (c *Comm) intercommMerge(high bool) (*Comm, error) {
 	const op = "MPI_Intercomm_merge"
 	r, err := current(op)
 	if err != nil {
@@ -222,6 +241,7 @@ func (c *Comm) IntercommMerge(high bool) (*Comm, error) {
 	}
 	n := newComm(c.name+".merge", uint32(2*pair), rank, world)
 	n.owned = true
+	n.inheritErrhandler(c)
 	return n, nil
 }
 

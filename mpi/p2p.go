@@ -124,7 +124,7 @@ func p2pArgs(op string, c *Comm, b Buffer, peer, tag int, recv bool) (*runtime, 
 func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
 	r, err := p2pArgs(op, c, b, peer, tag, recv)
 	if err != nil {
-		return nil, err
+		return nil, c.raise(err)
 	}
 	q, _ := r.reqs.Get().(*Request)
 	if q == nil {
@@ -150,7 +150,7 @@ func startNew(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.M
 		return nil, err
 	}
 	if err := q.start(); err != nil {
-		return nil, err
+		return nil, c.raise(named(op, err))
 	}
 	return q, nil
 }
@@ -197,7 +197,7 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 	if r == nil || !plainArgs(c, b, peer, tag) {
 		var err error
 		if r, err = p2pArgs(op, c, b, peer, tag, recv); err != nil {
-			return emptyStatus, err
+			return emptyStatus, c.raise(err)
 		}
 		if peer == ProcNull {
 			if recv {
@@ -236,10 +236,10 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 	if !done {
 		r.mu.Unlock()
 		if err != nil {
-			return emptyStatus, err
+			return emptyStatus, c.raise(named(op, err))
 		}
 		if err := r.waitFor(ar.Done); err != nil {
-			return emptyStatus, err // ar stays with the device
+			return emptyStatus, c.raise(named(op, err)) // ar stays with the device
 		}
 		r.mu.Lock()
 	}
@@ -256,7 +256,11 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 		r.areqs.Put(ar)
 	}
 	r.mu.Unlock()
-	return st, st.Err
+	if st.Err != nil {
+		st.Err = restated(op, st.Err, c.commRank, false)
+		return st, c.raise(st.Err)
+	}
+	return st, nil
 }
 
 func sendErr(_ Status, err error) error { return err }
@@ -371,22 +375,22 @@ func SendrecvBuf(c *Comm, sb Buffer, dest, sendtag int, rb Buffer, src, recvtag 
 	sq, err := startNew("MPI_Sendrecv", c, sb, dest, sendtag, false, adi.ModeStandard, false)
 	if err != nil {
 		rq.Cancel()
-		rq.Wait()
+		rq.wait()
 		return emptyStatus, err
 	}
-	_, serr := sq.Wait()
-	st, rerr := rq.Wait()
+	_, serr := sq.wait()
+	st, rerr := rq.wait()
 	if serr != nil {
-		return st, serr
+		return st, c.raise(serr)
 	}
-	return st, rerr
+	return st, c.raise(rerr)
 }
 
 // SendrecvReplaceBuf sends the buffer's contents and replaces them with the
 // received message.
 func SendrecvReplaceBuf(c *Comm, b Buffer, dest, sendtag, src, recvtag int) (Status, error) {
 	if err := checkBuffer("MPI_Sendrecv_replace", b); err != nil {
-		return emptyStatus, err
+		return emptyStatus, c.raise(err)
 	}
 	tmp := make([]byte, b.Size())
 	b.CopyOut(0, tmp)
@@ -396,6 +400,11 @@ func SendrecvReplaceBuf(c *Comm, b Buffer, dest, sendtag, src, recvtag int) (Sta
 // Iprobe reports, without blocking, whether a message matching (src, tag)
 // can be received, and its status.
 func Iprobe(c *Comm, src, tag int) (Status, bool, error) {
+	st, ok, err := iprobe(c, src, tag)
+	return st, ok, c.raise(err)
+}
+
+func iprobe(c *Comm, src, tag int) (Status, bool, error) {
 	const op = "MPI_Iprobe"
 	r, err := current(op)
 	if err != nil {
@@ -423,6 +432,11 @@ func Iprobe(c *Comm, src, tag int) (Status, bool, error) {
 // returns its status; a Recv with the status's source and tag then receives
 // exactly that message.
 func Probe(c *Comm, src, tag int) (Status, error) {
+	st, err := probe(c, src, tag)
+	return st, c.raise(err)
+}
+
+func probe(c *Comm, src, tag int) (Status, error) {
 	const op = "MPI_Probe"
 	r, err := current(op)
 	if err != nil {

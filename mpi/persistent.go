@@ -19,12 +19,12 @@ func persistentPlan(p *plan, err error) (*Request, error) {
 
 // BarrierInit makes a persistent barrier (MPI_Barrier_init).
 func BarrierInit(c *Comm) (*Request, error) {
-	return persistentPlan(barrierPlan("MPI_Barrier_init", c))
+	return c.planPersistent(barrierPlan("MPI_Barrier_init", c))
 }
 
 // BcastInitBuf makes a persistent broadcast (MPI_Bcast_init).
 func BcastInitBuf(c *Comm, b Buffer, root int) (*Request, error) {
-	return persistentPlan(bcastPlan("MPI_Bcast_init", c, b, root))
+	return c.planPersistent(bcastPlan("MPI_Bcast_init", c, b, root))
 }
 
 // BcastInit makes a persistent broadcast of buf (MPI_Bcast_init).
@@ -34,7 +34,7 @@ func BcastInit[T Numeric](c *Comm, buf []T, root int) (*Request, error) {
 
 // GatherInitBuf makes a persistent gather (MPI_Gather_init).
 func GatherInitBuf(c *Comm, send, recv Buffer, root int) (*Request, error) {
-	return persistentPlan(gatherPlan("MPI_Gather_init", c, send, recv, root))
+	return c.planPersistent(gatherPlan("MPI_Gather_init", c, send, recv, root))
 }
 
 // GatherInit makes a persistent gather (MPI_Gather_init).
@@ -44,7 +44,7 @@ func GatherInit[T Numeric](c *Comm, send, recv []T, root int) (*Request, error) 
 
 // ScatterInitBuf makes a persistent scatter (MPI_Scatter_init).
 func ScatterInitBuf(c *Comm, send, recv Buffer, root int) (*Request, error) {
-	return persistentPlan(scatterPlan("MPI_Scatter_init", c, send, recv, root))
+	return c.planPersistent(scatterPlan("MPI_Scatter_init", c, send, recv, root))
 }
 
 // ScatterInit makes a persistent scatter (MPI_Scatter_init).
@@ -54,7 +54,7 @@ func ScatterInit[T Numeric](c *Comm, send, recv []T, root int) (*Request, error)
 
 // AllgatherInitBuf makes a persistent Allgather (MPI_Allgather_init).
 func AllgatherInitBuf(c *Comm, send, recv Buffer) (*Request, error) {
-	return persistentPlan(allgatherPlan("MPI_Allgather_init", c, send, recv))
+	return c.planPersistent(allgatherPlan("MPI_Allgather_init", c, send, recv))
 }
 
 // AllgatherInit makes a persistent Allgather (MPI_Allgather_init).
@@ -64,7 +64,7 @@ func AllgatherInit[T Numeric](c *Comm, send, recv []T) (*Request, error) {
 
 // AlltoallInitBuf makes a persistent Alltoall (MPI_Alltoall_init).
 func AlltoallInitBuf(c *Comm, send, recv Buffer) (*Request, error) {
-	return persistentPlan(alltoallPlan("MPI_Alltoall_init", c, send, recv))
+	return c.planPersistent(alltoallPlan("MPI_Alltoall_init", c, send, recv))
 }
 
 // AlltoallInit makes a persistent Alltoall (MPI_Alltoall_init).
@@ -74,7 +74,7 @@ func AlltoallInit[T Numeric](c *Comm, send, recv []T) (*Request, error) {
 
 // ReduceInitBuf makes a persistent Reduce (MPI_Reduce_init).
 func ReduceInitBuf(c *Comm, send, recv Buffer, o *Op, root int) (*Request, error) {
-	return persistentPlan(reducePlan("MPI_Reduce_init", c, send, recv, o, root))
+	return c.planPersistent(reducePlan("MPI_Reduce_init", c, send, recv, o, root))
 }
 
 // ReduceInit makes a persistent Reduce (MPI_Reduce_init).
@@ -84,7 +84,7 @@ func ReduceInit[T Numeric](c *Comm, send, recv []T, o *Op, root int) (*Request, 
 
 // AllreduceInitBuf makes a persistent Allreduce (MPI_Allreduce_init).
 func AllreduceInitBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
-	return persistentPlan(allreducePlan("MPI_Allreduce_init", c, send, recv, o))
+	return c.planPersistent(allreducePlan("MPI_Allreduce_init", c, send, recv, o))
 }
 
 // AllreduceInit makes a persistent Allreduce (MPI_Allreduce_init).
@@ -95,7 +95,7 @@ func AllreduceInit[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) 
 // ReduceScatterBlockInitBuf makes a persistent ReduceScatterBlock
 // (MPI_Reduce_scatter_block_init).
 func ReduceScatterBlockInitBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
-	return persistentPlan(reduceScatterPlan("MPI_Reduce_scatter_block_init", c, send, recv, nil, o))
+	return c.planPersistent(reduceScatterPlan("MPI_Reduce_scatter_block_init", c, send, recv, nil, o))
 }
 
 // ReduceScatterBlockInit makes a persistent ReduceScatterBlock
@@ -106,7 +106,7 @@ func ReduceScatterBlockInit[T Numeric](c *Comm, send, recv []T, o *Op) (*Request
 
 // ScanInitBuf makes a persistent Scan (MPI_Scan_init).
 func ScanInitBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
-	return persistentPlan(scanPlan("MPI_Scan_init", c, send, recv, o, false))
+	return c.planPersistent(scanPlan("MPI_Scan_init", c, send, recv, o, false))
 }
 
 // ScanInit makes a persistent Scan (MPI_Scan_init).
@@ -116,7 +116,7 @@ func ScanInit[T Numeric](c *Comm, send, recv []T, o *Op) (*Request, error) {
 
 // GathervInitBuf makes a persistent Gatherv (MPI_Gatherv_init).
 func GathervInitBuf(c *Comm, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
-	return persistentPlan(gathervPlan("MPI_Gatherv_init", c, send, recv, counts, displs, root))
+	return c.planPersistent(gathervPlan("MPI_Gatherv_init", c, send, recv, counts, displs, root))
 }
 
 // GathervInit makes a persistent Gatherv (MPI_Gatherv_init).
@@ -126,7 +126,7 @@ func GathervInit[T Numeric](c *Comm, send, recv []T, counts, displs []int, root 
 
 // ScattervInitBuf makes a persistent Scatterv (MPI_Scatterv_init).
 func ScattervInitBuf(c *Comm, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
-	return persistentPlan(scattervPlan("MPI_Scatterv_init", c, send, counts, displs, recv, root))
+	return c.planPersistent(scattervPlan("MPI_Scatterv_init", c, send, counts, displs, recv, root))
 }
 
 // ScattervInit makes a persistent Scatterv (MPI_Scatterv_init).
@@ -136,7 +136,7 @@ func ScattervInit[T Numeric](c *Comm, send []T, counts, displs []int, recv []T, 
 
 // AllgathervInitBuf makes a persistent Allgatherv (MPI_Allgatherv_init).
 func AllgathervInitBuf(c *Comm, send, recv Buffer, counts, displs []int) (*Request, error) {
-	return persistentPlan(allgathervPlan("MPI_Allgatherv_init", c, send, recv, counts, displs))
+	return c.planPersistent(allgathervPlan("MPI_Allgatherv_init", c, send, recv, counts, displs))
 }
 
 // AllgathervInit makes a persistent Allgatherv (MPI_Allgatherv_init).
@@ -146,7 +146,7 @@ func AllgathervInit[T Numeric](c *Comm, send, recv []T, counts, displs []int) (*
 
 // AlltoallvInitBuf makes a persistent Alltoallv (MPI_Alltoallv_init).
 func AlltoallvInitBuf(c *Comm, send Buffer, scounts, sdispls []int, recv Buffer, rcounts, rdispls []int) (*Request, error) {
-	return persistentPlan(alltoallvPlan("MPI_Alltoallv_init", c, send, scounts, sdispls, recv, rcounts, rdispls))
+	return c.planPersistent(alltoallvPlan("MPI_Alltoallv_init", c, send, scounts, sdispls, recv, rcounts, rdispls))
 }
 
 // AlltoallvInit makes a persistent Alltoallv (MPI_Alltoallv_init).
@@ -160,7 +160,7 @@ func ReduceScatterInitBuf(c *Comm, send, recv Buffer, counts []int, o *Op) (*Req
 	if counts == nil {
 		counts = []int{}
 	}
-	return persistentPlan(reduceScatterPlan("MPI_Reduce_scatter_init", c, send, recv, counts, o))
+	return c.planPersistent(reduceScatterPlan("MPI_Reduce_scatter_init", c, send, recv, counts, o))
 }
 
 // ReduceScatterInit makes a persistent ReduceScatter
@@ -171,7 +171,7 @@ func ReduceScatterInit[T Numeric](c *Comm, send, recv []T, counts []int, o *Op) 
 
 // ExscanInitBuf makes a persistent Exscan (MPI_Exscan_init).
 func ExscanInitBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
-	return persistentPlan(scanPlan("MPI_Exscan_init", c, send, recv, o, true))
+	return c.planPersistent(scanPlan("MPI_Exscan_init", c, send, recv, o, true))
 }
 
 // ExscanInit makes a persistent Exscan (MPI_Exscan_init).

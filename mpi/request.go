@@ -98,6 +98,9 @@ func (q *Request) finish() Status {
 	ar := q.ar
 	q.ar = nil
 	st := Status{Source: q.peer, Tag: q.tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	if st.Err != nil {
+		st.Err = restated(q.op, st.Err, q.comm.commRank, false)
+	}
 	if q.recv {
 		st.Tag = ar.Status.Tag
 		if src := ar.Status.Source; q.peer < 0 || src != ar.Peer {
@@ -124,6 +127,12 @@ func (q *Request) Active() bool { return q != nil && q.ar != nil }
 // is the operation's own (e.g. ErrTruncate). Waiting on an inactive request
 // returns at once with an empty status.
 func (q *Request) Wait() (Status, error) {
+	st, err := q.wait()
+	return st, q.raise(err)
+}
+
+// wait is Wait without the error handler (Waitall runs it once for all).
+func (q *Request) wait() (Status, error) {
 	if q == nil {
 		return emptyStatus, errorf(ErrRequest, "MPI_Wait", "request is nil")
 	}
@@ -137,7 +146,7 @@ func (q *Request) Wait() (Status, error) {
 			// the device and the CPU.
 			<-q.bg
 		} else if err := q.rt.waitDone(q.ar); err != nil {
-			return emptyStatus, err
+			return emptyStatus, named("MPI_Wait", err)
 		}
 	}
 	st := q.finish()
@@ -147,6 +156,12 @@ func (q *Request) Wait() (Status, error) {
 // Test reports whether the request has completed, without blocking; when it
 // has, it returns the status like Wait.
 func (q *Request) Test() (Status, bool, error) {
+	st, done, err := q.test()
+	return st, done, q.raise(err)
+}
+
+// test is Test without the error handler.
+func (q *Request) test() (Status, bool, error) {
 	if q == nil {
 		return emptyStatus, false, errorf(ErrRequest, "MPI_Test", "request is nil")
 	}
@@ -155,7 +170,7 @@ func (q *Request) Test() (Status, bool, error) {
 	}
 	if !q.ar.Done() {
 		if err := q.rt.progress(); err != nil {
-			return emptyStatus, false, err
+			return emptyStatus, false, named("MPI_Test", err)
 		}
 		if !q.ar.Done() {
 			return emptyStatus, false, nil
@@ -170,7 +185,7 @@ func (q *Request) Test() (Status, bool, error) {
 // Cancelled set; a send, or a receive already matched, completes normally.
 func (q *Request) Cancel() error {
 	if q == nil {
-		return errorf(ErrRequest, "MPI_Cancel", "request is nil")
+		return q.raise(errorf(ErrRequest, "MPI_Cancel", "request is nil"))
 	}
 	if q.ar == nil || !q.recv || q.ar.Done() {
 		return nil
@@ -182,7 +197,10 @@ func (q *Request) Cancel() error {
 }
 
 // Start starts a persistent request's operation again.
-func (q *Request) Start() error {
+func (q *Request) Start() error { return q.raise(q.restart()) }
+
+// restart is Start without the error handler (Startall runs it once).
+func (q *Request) restart() error {
 	if q == nil {
 		return errorf(ErrRequest, "MPI_Start", "request is nil")
 	}
@@ -211,8 +229,8 @@ func (q *Request) Start() error {
 // Startall starts every persistent request in reqs.
 func Startall(reqs []*Request) error {
 	for i, q := range reqs {
-		if err := q.Start(); err != nil {
-			return errorf(ErrRequest, "MPI_Startall", "request %d: %v", i, err)
+		if err := q.restart(); err != nil {
+			return q.raise(errorf(ErrRequest, "MPI_Startall", "request %d: %v", i, err))
 		}
 	}
 	return nil
@@ -230,6 +248,16 @@ func runtimeOf(reqs []*Request) *runtime {
 // Waitall waits for every request. If any completed with an error, it returns
 // ErrInStatus and each status's Err says which.
 func Waitall(reqs []*Request) ([]Status, error) {
+	sts, bad, err := waitall("MPI_Waitall", reqs)
+	if err != nil {
+		return sts, reqs[bad].raise(err)
+	}
+	return sts, nil
+}
+
+// waitall is Waitall without the error handler; it also returns the index
+// of the request whose error it reports.
+func waitall(op string, reqs []*Request) ([]Status, int, error) {
 	sts := make([]Status, len(reqs))
 	bad, first := -1, error(nil)
 	for i, q := range reqs {
@@ -237,7 +265,7 @@ func Waitall(reqs []*Request) ([]Status, error) {
 			sts[i] = emptyStatus
 			continue
 		}
-		st, err := q.Wait()
+		st, err := q.wait()
 		if err != nil && st.Err == nil {
 			st.Err = err // the wait itself failed (e.g. progress), not the request
 		}
@@ -247,9 +275,9 @@ func Waitall(reqs []*Request) ([]Status, error) {
 		}
 	}
 	if bad >= 0 {
-		return sts, errorf(ErrInStatus, "MPI_Waitall", "request %d: %v", bad, first)
+		return sts, bad, errorf(ErrInStatus, op, "request %d: %v", bad, first)
 	}
-	return sts, nil
+	return sts, -1, nil
 }
 
 // Waitany waits until one active request completes and returns its index and
@@ -270,10 +298,10 @@ func Waitany(reqs []*Request) (int, Status, error) {
 		return false
 	})
 	if err != nil {
-		return Undefined, emptyStatus, err
+		return Undefined, emptyStatus, anyActive(reqs).raise(named("MPI_Waitany", err))
 	}
 	st := reqs[idx].finish()
-	return idx, st, st.Err
+	return idx, st, reqs[idx].raise(st.Err)
 }
 
 // Waitsome waits until at least one active request completes and returns the
@@ -285,7 +313,7 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 		return nil, nil, nil
 	}
 	if err := r.waitFor(func() bool { return anyDone(reqs) }); err != nil {
-		return nil, nil, err
+		return nil, nil, anyActive(reqs).raise(named("MPI_Waitsome", err))
 	}
 	return collectDone("MPI_Waitsome", reqs)
 }
@@ -295,7 +323,7 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 func Testall(reqs []*Request) ([]Status, bool, error) {
 	if r := runtimeOf(reqs); r != nil {
 		if err := r.progress(); err != nil {
-			return nil, false, err
+			return nil, false, anyActive(reqs).raise(named("MPI_Testall", err))
 		}
 	}
 	for _, q := range reqs {
@@ -303,11 +331,11 @@ func Testall(reqs []*Request) ([]Status, bool, error) {
 			return nil, false, nil
 		}
 	}
-	sts, err := Waitall(reqs)
+	sts, bad, err := waitall("MPI_Testall", reqs)
 	if err != nil {
-		err = errorf(ErrInStatus, "MPI_Testall", "%v", err)
+		return sts, true, reqs[bad].raise(err)
 	}
-	return sts, true, err
+	return sts, true, nil
 }
 
 // Testany completes one request that has completed, if any. It returns
@@ -318,12 +346,12 @@ func Testany(reqs []*Request) (int, Status, bool, error) {
 		return Undefined, emptyStatus, true, nil
 	}
 	if err := r.progress(); err != nil {
-		return Undefined, emptyStatus, false, err
+		return Undefined, emptyStatus, false, anyActive(reqs).raise(named("MPI_Testany", err))
 	}
 	for i, q := range reqs {
 		if q != nil && q.ar != nil && q.ar.Done() {
 			st := q.finish()
-			return i, st, true, st.Err
+			return i, st, true, q.raise(st.Err)
 		}
 	}
 	return Undefined, emptyStatus, false, nil
@@ -337,7 +365,7 @@ func Testsome(reqs []*Request) ([]int, []Status, error) {
 		return nil, nil, nil
 	}
 	if err := r.progress(); err != nil {
-		return nil, nil, err
+		return nil, nil, anyActive(reqs).raise(named("MPI_Testsome", err))
 	}
 	return collectDone("MPI_Testsome", reqs)
 }
@@ -355,15 +383,31 @@ func collectDone(op string, reqs []*Request) ([]int, []Status, error) {
 	var idx []int
 	var sts []Status
 	var err error
+	var bad *Request
 	for i, q := range reqs {
 		if q != nil && q.ar != nil && q.ar.Done() {
 			st := q.finish()
 			idx = append(idx, i)
 			sts = append(sts, st)
 			if st.Err != nil && err == nil {
-				err = errorf(ErrInStatus, op, "request %d: %v", i, st.Err)
+				err, bad = errorf(ErrInStatus, op, "request %d: %v", i, st.Err), q
 			}
 		}
 	}
-	return idx, sts, err
+	if err != nil {
+		return idx, sts, bad.raise(err)
+	}
+	return idx, sts, nil
+}
+
+// anyActive is the first active request of reqs, whose communicator's error
+// handler runs for an error of a call on all of them (nil if none is
+// active: MPI_COMM_WORLD's).
+func anyActive(reqs []*Request) *Request {
+	for _, q := range reqs {
+		if q != nil && q.ar != nil {
+			return q
+		}
+	}
+	return nil
 }

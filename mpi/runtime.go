@@ -1,9 +1,11 @@
 package mpi
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,7 +180,31 @@ func parseOptions(s string) (map[string]string, error) {
 // Finalize ends MPI. Every request the program started must be complete;
 // buffered sends still in flight are completed first. Finalize is collective:
 // it returns once every rank has called it.
+//
+// A rank that panics must not wait there for ranks that wait for it. When
+// Finalize is itself the deferred call (defer mpi.Finalize()) and the
+// goroutine is panicking, it prints "rank N: panic: <value>" and the stack
+// of the panic to stderr, aborts the job through the launcher and exits
+// with status 2, as an unrecovered panic does; the panic does not go on. When
+// it is called in some other way while the goroutine panics (from a deferred
+// function literal, where it cannot see the panic's value), it returns an
+// error at once, without waiting, and the panic goes on to end the process.
+// A program that recovers from panics and goes on to finalize must recover
+// in a deferred function of its own, deferred after Finalize: a deferred
+// function that recovers and then calls Finalize is still inside the panic
+// and is taken for a panicking one.
 func Finalize() error {
+	if v := recover(); v != nil {
+		panicked(v)
+	}
+	if unwinding() {
+		rank := -1
+		if r := live.Load(); r != nil {
+			rank = r.rank
+		}
+		fmt.Fprintf(os.Stderr, "rank %d: MPI_Finalize called while the goroutine panics: not waiting for the other ranks\n", rank)
+		return errorf(ErrOther, "MPI_Finalize", "called while the goroutine panics; MPI is not finalized")
+	}
 	r, err := current("MPI_Finalize")
 	if err != nil {
 		return err
@@ -209,6 +235,52 @@ func Finalize() error {
 		return errorf(ErrOther, "MPI_Finalize", "device %s: %v", r.devName, derr)
 	}
 	return nil
+}
+
+// panicked ends the job for a panic that Finalize recovered: it prints the
+// value and the stack from the panic's site (the deferred call runs on top
+// of the panicking frames) naming the rank, as Go prints an unrecovered
+// panic, aborts the job so that no rank waits for this one, and exits with
+// an unrecovered panic's status.
+func panicked(v any) {
+	rank := -1
+	r := live.Load()
+	if r != nil {
+		rank = r.rank
+	}
+	fmt.Fprintf(os.Stderr, "rank %d: panic: %v\n\n%s", rank, v, panicStack(debug.Stack()))
+	if r != nil {
+		_ = r.pmi.Abort(2, fmt.Sprintf("panic: %v", v))
+	}
+	os.Exit(2)
+}
+
+// panicStack cuts from a goroutine's stack trace, taken in a deferred call,
+// the frames above the panic: the trace then starts at the panic's site.
+func panicStack(trace []byte) []byte {
+	lines := bytes.SplitAfter(trace, []byte("\n"))
+	for i := 1; i+1 < len(lines); i++ {
+		if bytes.HasPrefix(lines[i], []byte("panic(")) {
+			return bytes.Join(append(lines[:1:1], lines[i+2:]...), nil)
+		}
+	}
+	return trace
+}
+
+// unwinding reports whether the calling goroutine is panicking: whether
+// runtime.gopanic, which runs the deferred calls of a panic, is on its stack.
+func unwinding() bool {
+	var pc [64]uintptr
+	frames := goruntime.CallersFrames(pc[:goruntime.Callers(2, pc[:])])
+	for {
+		f, more := frames.Next()
+		if f.Function == "runtime.gopanic" {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // Initialized reports whether Init has been called (and Finalize not yet).
@@ -431,13 +503,13 @@ func (r *runtime) finalBarrier() error {
 		}
 		r.mu.Unlock()
 		if err != nil {
-			return errorf(ErrOther, op, "barrier: %v", err)
+			return named(op, err)
 		}
 		if err := r.waitFor(func() bool { return recv.Done() && send.Done() }); err != nil {
-			return err
+			return named(op, err)
 		}
 		if err := recv.Status.Err; err != nil {
-			return errorf(ErrOther, op, "barrier: %v", err)
+			return named(op, err)
 		}
 	}
 	return nil

@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	code := m.Run()
+	removeJobBinaries()
 	if err := mpi.Finalize(); err != nil {
 		panic(err)
 	}

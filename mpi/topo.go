@@ -105,6 +105,12 @@ func DimsCreate(nnodes int, dims []int) error {
 // Processes of c beyond the product of dims get a nil communicator. reorder
 // is accepted but ranks are never reordered. It is collective over c.
 func (c *Comm) CartCreate(dims []int, periods []bool, reorder bool) (*Comm, error) {
+	n, err := c.cartCreate(dims, periods, reorder)
+	return n, c.raise(err)
+}
+
+// cartCreate is CartCreate without the error handler.
+func (c *Comm) cartCreate(dims []int, periods []bool, reorder bool) (*Comm, error) {
 	const op = "MPI_Cart_create"
 	if _, err := collStart(op, c); err != nil {
 		return nil, err
@@ -129,7 +135,7 @@ func (c *Comm) CartCreate(dims []int, periods []bool, reorder bool) (*Comm, erro
 	if c.rank >= n {
 		color = Undefined
 	}
-	nc, err := c.Split(color, c.rank)
+	nc, err := c.split(color, c.rank)
 	if err != nil || nc == nil {
 		return nil, err
 	}
@@ -150,6 +156,12 @@ func (c *Comm) cart(op string) (*topology, error) {
 // CartGet returns the Cartesian topology's dimensions and periodicity and
 // this process's coordinates (MPI_Cart_get).
 func (c *Comm) CartGet() (dims []int, periods []bool, coords []int, err error) {
+	dims, periods, coords, err = c.cartGet()
+	return dims, periods, coords, c.raise(err)
+}
+
+// cartGet is CartGet without the error handler.
+func (c *Comm) cartGet() (dims []int, periods []bool, coords []int, err error) {
 	t, err := c.cart("MPI_Cart_get")
 	if err != nil {
 		return nil, nil, nil, err
@@ -160,6 +172,12 @@ func (c *Comm) CartGet() (dims []int, periods []bool, coords []int, err error) {
 
 // CartCoords returns the coordinates of rank (MPI_Cart_coords).
 func (c *Comm) CartCoords(rank int) ([]int, error) {
+	coords, err := c.cartCoords(rank)
+	return coords, c.raise(err)
+}
+
+// cartCoords is CartCoords without the error handler.
+func (c *Comm) cartCoords(rank int) ([]int, error) {
 	const op = "MPI_Cart_coords"
 	t, err := c.cart(op)
 	if err != nil {
@@ -179,6 +197,12 @@ func (c *Comm) CartCoords(rank int) ([]int, error) {
 // CartRank returns the rank at the given coordinates (MPI_Cart_rank);
 // coordinates in periodic dimensions wrap around, others must be in range.
 func (c *Comm) CartRank(coords []int) (int, error) {
+	rank, err := c.cartRank(coords)
+	return rank, c.raise(err)
+}
+
+// cartRank is CartRank without the error handler.
+func (c *Comm) cartRank(coords []int) (int, error) {
 	const op = "MPI_Cart_rank"
 	t, err := c.cart(op)
 	if err != nil {
@@ -213,6 +237,12 @@ func (t *topology) rankOf(coords []int) (int, bool) {
 // shift by disp along direction (MPI_Cart_shift); ProcNull off the edge of a
 // non-periodic dimension.
 func (c *Comm) CartShift(direction, disp int) (source, dest int, err error) {
+	source, dest, err = c.cartShift(direction, disp)
+	return source, dest, c.raise(err)
+}
+
+// cartShift is CartShift without the error handler.
+func (c *Comm) cartShift(direction, disp int) (source, dest int, err error) {
 	const op = "MPI_Cart_shift"
 	t, err := c.cart(op)
 	if err != nil {
@@ -236,6 +266,12 @@ func (c *Comm) CartShift(direction, disp int) (source, dest int, err error) {
 // CartSub splits a Cartesian communicator into sub-grids that keep the
 // dimensions marked in remain (MPI_Cart_sub). It is collective.
 func (c *Comm) CartSub(remain []bool) (*Comm, error) {
+	n, err := c.cartSub(remain)
+	return n, c.raise(err)
+}
+
+// cartSub is CartSub without the error handler.
+func (c *Comm) cartSub(remain []bool) (*Comm, error) {
 	const op = "MPI_Cart_sub"
 	t, err := c.cart(op)
 	if err != nil {
@@ -257,7 +293,7 @@ func (c *Comm) CartSub(remain []bool) (*Comm, error) {
 			color = color*t.dims[i] + coords[i]
 		}
 	}
-	nc, err := c.Split(color, key)
+	nc, err := c.split(color, key)
 	if err != nil {
 		return nil, err
 	}
@@ -270,6 +306,12 @@ func (c *Comm) CartSub(remain []bool) (*Comm, error) {
 // Processes beyond len(index) get a nil communicator; reorder is accepted
 // but ranks are never reordered. It is collective over c.
 func (c *Comm) GraphCreate(index, edges []int, reorder bool) (*Comm, error) {
+	n, err := c.graphCreate(index, edges, reorder)
+	return n, c.raise(err)
+}
+
+// graphCreate is GraphCreate without the error handler.
+func (c *Comm) graphCreate(index, edges []int, reorder bool) (*Comm, error) {
 	const op = "MPI_Graph_create"
 	if _, err := collStart(op, c); err != nil {
 		return nil, err
@@ -297,7 +339,7 @@ func (c *Comm) GraphCreate(index, edges []int, reorder bool) (*Comm, error) {
 	if c.rank >= nn {
 		color = Undefined
 	}
-	nc, err := c.Split(color, c.rank)
+	nc, err := c.split(color, c.rank)
 	if err != nil || nc == nil {
 		return nil, err
 	}
@@ -319,6 +361,12 @@ func (t *topology) graphNeighbors(r int) []int {
 // GraphNeighbors returns rank's neighbours in a graph topology
 // (MPI_Graph_neighbors).
 func (c *Comm) GraphNeighbors(rank int) ([]int, error) {
+	ranks, err := c.graphNeighbors(rank)
+	return ranks, c.raise(err)
+}
+
+// graphNeighbors is GraphNeighbors without the error handler.
+func (c *Comm) graphNeighbors(rank int) ([]int, error) {
 	const op = "MPI_Graph_neighbors"
 	if err := checkComm(op, c); err != nil {
 		return nil, err
@@ -338,6 +386,12 @@ func (c *Comm) GraphNeighbors(rank int) ([]int, error) {
 // must be given consistently at both ends. reorder is accepted but ranks
 // are never reordered. It is collective over c.
 func (c *Comm) DistGraphCreateAdjacent(sources, destinations []int, reorder bool) (*Comm, error) {
+	n, err := c.distGraphCreateAdjacent(sources, destinations, reorder)
+	return n, c.raise(err)
+}
+
+// distGraphCreateAdjacent is DistGraphCreateAdjacent without the error handler.
+func (c *Comm) distGraphCreateAdjacent(sources, destinations []int, reorder bool) (*Comm, error) {
 	const op = "MPI_Dist_graph_create_adjacent"
 	if _, err := collStart(op, c); err != nil {
 		return nil, err
@@ -347,7 +401,7 @@ func (c *Comm) DistGraphCreateAdjacent(sources, destinations []int, reorder bool
 			return nil, errorf(ErrRank, op, "neighbour %d is out of range [0, %d)", r, c.Size())
 		}
 	}
-	nc, err := c.Dup()
+	nc, err := c.dup()
 	if err != nil {
 		return nil, err
 	}
@@ -358,6 +412,12 @@ func (c *Comm) DistGraphCreateAdjacent(sources, destinations []int, reorder bool
 // DistGraphNeighbors returns this process's in- and out-neighbours in a
 // graph or distributed graph topology (MPI_Dist_graph_neighbors).
 func (c *Comm) DistGraphNeighbors() (sources, destinations []int, err error) {
+	sources, destinations, err = c.distGraphNeighbors()
+	return sources, destinations, c.raise(err)
+}
+
+// distGraphNeighbors is DistGraphNeighbors without the error handler.
+func (c *Comm) distGraphNeighbors() (sources, destinations []int, err error) {
 	const op = "MPI_Dist_graph_neighbors"
 	if err := checkComm(op, c); err != nil {
 		return nil, nil, err
@@ -483,23 +543,23 @@ func neighborPlan(op string, c *Comm, send, recv Buffer, alltoall bool) (*plan, 
 // receives block i of recv from in-neighbour i (MPI_Neighbor_allgather).
 // Blocks from ProcNull neighbours are left unchanged.
 func NeighborAllgatherBuf(c *Comm, send, recv Buffer) error {
-	return blockingPlan(neighborPlan("MPI_Neighbor_allgather", c, send, recv, false))
+	return c.planNow(neighborPlan("MPI_Neighbor_allgather", c, send, recv, false))
 }
 
 // NeighborAlltoallBuf sends block j of send to out-neighbour j and receives
 // block i of recv from in-neighbour i (MPI_Neighbor_alltoall).
 func NeighborAlltoallBuf(c *Comm, send, recv Buffer) error {
-	return blockingPlan(neighborPlan("MPI_Neighbor_alltoall", c, send, recv, true))
+	return c.planNow(neighborPlan("MPI_Neighbor_alltoall", c, send, recv, true))
 }
 
 // IneighborAllgatherBuf starts a NeighborAllgather (MPI_Ineighbor_allgather).
 func IneighborAllgatherBuf(c *Comm, send, recv Buffer) (*Request, error) {
-	return startPlan(neighborPlan("MPI_Ineighbor_allgather", c, send, recv, false))
+	return c.planStart(neighborPlan("MPI_Ineighbor_allgather", c, send, recv, false))
 }
 
 // IneighborAlltoallBuf starts a NeighborAlltoall (MPI_Ineighbor_alltoall).
 func IneighborAlltoallBuf(c *Comm, send, recv Buffer) (*Request, error) {
-	return startPlan(neighborPlan("MPI_Ineighbor_alltoall", c, send, recv, true))
+	return c.planStart(neighborPlan("MPI_Ineighbor_alltoall", c, send, recv, true))
 }
 
 // NeighborAllgather sends send to every out-neighbour and receives

@@ -606,7 +606,7 @@ func (d *Device) finishUnexp(r *adi.Request, h *unexpMsg) {
 func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
 	st := adi.Status{Source: src, Tag: tag, Bytes: n}
 	if size > n {
-		st.Err = adi.Errorf(adi.ErrTruncate, "receive", "message of %d bytes from rank %d (tag %d) does not fit the %d-byte receive buffer", size, src, tag, r.Buf.Size())
+		st.Err = adi.Truncated(src, tag, size, r.Buf.Size())
 	}
 	return st
 }
@@ -695,8 +695,7 @@ func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32
 		putHeader(&m.hdr, kDiscard, 0, 0, 0, 0, sid, 0)
 		d.enqueue(&m)
 	}
-	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Errorf(adi.ErrType, "receive",
-		"type signature mismatch: a message of %d bytes from rank %d (tag %d) was sent as a different basic type than the receive's %s", size, env.Source, env.Tag, r.Buf.Type)})
+	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Mismatched(env.Source, env.Tag, size, r.Buf.Type.String())})
 	return true
 }
 
