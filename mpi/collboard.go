@@ -139,9 +139,9 @@ func (r *runtime) boardCheck(b adi.Board, op string, slot, n int) error {
 func countMismatch(op string, root, sent, have int) error {
 	switch {
 	case sent > have:
-		return errorf(ErrTruncate, op, "root %d sends %d bytes, more than this rank's buffer of %d", root, sent, have)
+		return errorf(ErrTruncate, op, "message of %d bytes from rank %d is longer than the receive buffer (%d bytes)", sent, root, have)
 	case sent < have:
-		return errorf(ErrCount, op, "root %d sends %d bytes, fewer than this rank's buffer of %d: every rank must pass the root's count", root, sent, have)
+		return errorf(ErrCount, op, "message of %d bytes from rank %d is shorter than the receive buffer (%d bytes): every rank must pass the root's count", sent, root, have)
 	}
 	return nil
 }
