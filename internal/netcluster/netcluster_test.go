@@ -278,7 +278,8 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("shm", func(t *testing.T) {
-		const f = "/dev/shm/netcluster-test"
+		f := fmt.Sprintf("/dev/shm/netcluster-test-%d", os.Getpid())
+		t.Cleanup(func() { os.Remove(f) }) // only there if isolation failed
 		output(t, c.Command("h1", "sh", "-c", "echo h1 > "+f))
 		output(t, c.Command("h1", "test", "-e", f))
 		if err := c.Command("h2", "test", "-e", f).Run(); err == nil {
@@ -304,8 +305,8 @@ func TestCluster(t *testing.T) {
 					t.Errorf("%s sees another holder: %s %s", h.Name, pid, cmdline)
 				}
 			}
-			if len(procs) > 4 { // the holder, the ps helper, setpriv/nsenter at most
-				t.Errorf("%s sees %d processes, not only its own: %v", h.Name, len(procs), procs)
+			if len(procs) > 2 { // the holder and the ps helper
+				t.Errorf("%s sees %d processes, not only its own two", h.Name, len(procs))
 			}
 		}
 	})
@@ -351,6 +352,43 @@ func TestCluster(t *testing.T) {
 		}
 		if err := c.Netem("h2"); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("kill", func(t *testing.T) {
+		// Killing the nsenter that Command starts kills the program it runs.
+		cmd := helperCmd(t, c, "h3", "serve", ":7001")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := bufio.NewReader(out).ReadString('\n'); line != "listening\n" {
+			cmd.Process.Kill()
+			t.Fatalf("server on h3: %q, %v", line, err)
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+		prog, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || prog == 0 {
+			cmd.Process.Kill()
+			t.Fatalf("the program under nsenter %d: %q, %v", cmd.Process.Pid, b, err)
+		}
+		start, err := procStart(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd, ok := pidfd(process{prog, start})
+		if !ok {
+			t.Fatalf("program %d gone before the kill", prog)
+		}
+		defer unix.Close(fd)
+		cmd.Process.Kill()
+		cmd.Wait()
+		if !waitExit([]int{fd}, 10*time.Second) {
+			unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			t.Errorf("program %d on h3 still runs 10s after its nsenter was killed", prog)
 		}
 	})
 
@@ -416,6 +454,9 @@ func TestKilledCreator(t *testing.T) {
 	}
 	child.Wait()
 	if !waitExit(fds, 10*time.Second) {
+		for _, fd := range fds {
+			unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) // leave nothing behind
+		}
 		t.Fatalf("holders %v still run 10s after their creator was killed", pids)
 	}
 	checkGone(t, pids, netnsBefore, linksBefore)
