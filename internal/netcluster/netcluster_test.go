@@ -46,6 +46,10 @@ func helper(mode string, args []string) int {
 		err = dial(args[0], args[1])
 	case "rtt": // print the least of 5 round-trip times to args[0], in ns
 		err = rtt(args[0])
+	case "udpsink": // count the datagrams that reach args[0]; answer "q" with the count
+		err = udpSink(args[0])
+	case "udpsend": // send args[1] datagrams to args[0], print how many arrived
+		err = udpSend(args[0], args[1])
 	case "cluster": // start a cluster of args[0] hosts in args[1], print its state, wait
 		err = holdCluster(args[0], args[1])
 	default:
@@ -146,6 +150,67 @@ func rtt(addr string) error {
 	}
 	fmt.Println(int64(best))
 	return nil
+}
+
+func udpSink(addr string) error {
+	conn, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return err
+	}
+	// Room for every datagram of a burst, so that only the link loses any.
+	raw, err := conn.(*net.UDPConn).SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
+	})
+	if serr != nil {
+		return serr
+	}
+	fmt.Println("listening")
+	count := 0
+	buf := make([]byte, 64)
+	for {
+		n, from, err := conn.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		if string(buf[:n]) == "q" {
+			conn.WriteTo([]byte(strconv.Itoa(count)), from)
+		} else {
+			count++
+		}
+	}
+}
+
+func udpSend(addr, n string) error {
+	count, err := strconv.Atoi(n)
+	if err != nil {
+		return err
+	}
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for range count {
+		if _, err := conn.Write([]byte("d")); err != nil {
+			return err
+		}
+	}
+	// The question and its answer may be lost too: ask until answered.
+	buf := make([]byte, 64)
+	for range 50 {
+		conn.Write([]byte("q"))
+		conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if n, err := conn.Read(buf); err == nil {
+			fmt.Println(string(buf[:n]))
+			return nil
+		}
+	}
+	return fmt.Errorf("no answer from %s to 50 questions", addr)
 }
 
 func holdCluster(n, dir string) error {
@@ -352,6 +417,52 @@ func TestCluster(t *testing.T) {
 		}
 		if err := c.Netem("h2"); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("loss", func(t *testing.T) {
+		// Half of what reaches h3 is lost: of 400 datagrams from h1, 100 to
+		// 300 arrive (a binomial count outside that range has a chance
+		// below 1e-20); without loss all of them.
+		cmd := helperCmd(t, c, "h3", "udpsink", ":7002")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		if line, err := bufio.NewReader(out).ReadString('\n'); line != "listening\n" {
+			t.Fatalf("udp sink on h3: %q, %v", line, err)
+		}
+		// send sends n datagrams from h1 and returns how many arrived.
+		total := 0
+		send := func(n int) int {
+			got, err := strconv.Atoi(strings.TrimSpace(output(t, helperCmd(t, c, "h1", "udpsend", "h3:7002", strconv.Itoa(n)))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, total = got-total, got
+			return got
+		}
+		// First without loss, which also settles h1's ARP entry for h3:
+		// an ARP exchange lost under loss would hold back, and drop, the
+		// datagrams queued behind it.
+		if got := send(10); got != 10 {
+			t.Errorf("without loss %d of 10 datagrams arrived", got)
+		}
+		if err := c.Netem("h3", "loss", "50%"); err != nil {
+			t.Fatal(err)
+		}
+		if got := send(400); got < 100 || got > 300 {
+			t.Errorf("with 50%% loss on h3's link %d of 400 datagrams arrived, want 100 to 300", got)
+		}
+		if err := c.Netem("h3"); err != nil {
+			t.Fatal(err)
+		}
+		if got := send(400); got != 400 {
+			t.Errorf("with the loss removed %d of 400 datagrams arrived", got)
 		}
 	})
 
