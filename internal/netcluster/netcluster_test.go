@@ -50,6 +50,10 @@ func helper(mode string, args []string) int {
 		err = udpSink(args[0])
 	case "udpsend": // send args[1] datagrams to args[0], print how many arrived
 		err = udpSend(args[0], args[1])
+	case "tcpsink": // serve args[0], reading each connection to its end, then answering
+		err = tcpSink(args[0])
+	case "tcpsend": // send args[1] bytes to args[0], print the time until answered, in ns
+		err = tcpSend(args[0], args[1])
 	case "cluster": // start a cluster of args[0] hosts in args[1], print its state, wait
 		err = holdCluster(args[0], args[1])
 	default:
@@ -211,6 +215,45 @@ func udpSend(addr, n string) error {
 		}
 	}
 	return fmt.Errorf("no answer from %s to 50 questions", addr)
+}
+
+func tcpSink(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Println("listening")
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, conn)
+		io.WriteString(conn, "done\n")
+		conn.Close()
+	}
+}
+
+func tcpSend(addr, n string) error {
+	size, err := strconv.Atoi(n)
+	if err != nil {
+		return err
+	}
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	t0 := time.Now()
+	if _, err := conn.Write(make([]byte, size)); err != nil {
+		return err
+	}
+	conn.(*net.TCPConn).CloseWrite()
+	if _, err := bufio.NewReader(conn).ReadString('\n'); err != nil {
+		return err
+	}
+	fmt.Println(int64(time.Since(t0)))
+	return nil
 }
 
 func holdCluster(n, dir string) error {
@@ -463,6 +506,31 @@ func TestCluster(t *testing.T) {
 		}
 		if got := send(400); got != 400 {
 			t.Errorf("with the loss removed %d of 400 datagrams arrived", got)
+		}
+	})
+
+	t.Run("rate", func(t *testing.T) {
+		// 512 KiB to a host whose link takes 8 Mbit/s (1 MB/s) need at
+		// least about half a second; allow for the shaper's burst.
+		cmd := helperCmd(t, c, "h3", "tcpsink", ":7003")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		if line, err := bufio.NewReader(out).ReadString('\n'); line != "listening\n" {
+			t.Fatalf("tcp sink on h3: %q, %v", line, err)
+		}
+		if err := c.Netem("h3", "rate", "8mbit"); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Netem("h3")
+		ns, _ := strconv.ParseInt(strings.TrimSpace(output(t, helperCmd(t, c, "h1", "tcpsend", "h3:7003", strconv.Itoa(512<<10)))), 10, 64)
+		if got, least := time.Duration(ns), 400*time.Millisecond; got < least {
+			t.Errorf("512 KiB to h3 at 8 Mbit/s took %v, want at least %v", got, least)
 		}
 	})
 
