@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,6 +53,8 @@ func init() {
 // lives as PID 1 of its namespaces, reaping orphans, until its creator's
 // end of the stdin pipe closes or it is told to stop.
 func holder(role string) int {
+	// Name the holder in ps and top (its executable is /proc/self/exe).
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("nc-" + os.Getenv(envName) + "\x00")[0])), 0, 0, 0)
 	var err error
 	switch role {
 	case roleHost:

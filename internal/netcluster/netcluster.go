@@ -133,7 +133,10 @@ func (c *Cluster) Host(name string) (Host, error) {
 func HostName(i int) string { return "h" + strconv.Itoa(i) }
 
 // Start creates a cluster as opts describe and returns when every host is up
-// and configured. On error nothing is left behind.
+// and configured. On error nothing is left behind. The holders' parent-death
+// signal fires when the thread that started them exits, so do not call
+// Start from a goroutine locked to a thread that will end (LockOSThread
+// without Unlock).
 func Start(opts Options) (c *Cluster, err error) {
 	if opts.Hosts < 1 || opts.Hosts > MaxHosts {
 		return nil, fmt.Errorf("netcluster: %d hosts: need 1 to %d", opts.Hosts, MaxHosts)
