@@ -33,25 +33,49 @@ const (
 	drainDelay = 2 * time.Second
 )
 
-// job is one run of a program on np ranks.
+// job is one run of one or more programs (apps) on np ranks in all.
 type job struct {
 	np            int
-	binary        string // executable to start
-	argv0         string // argv[0] for the ranks
-	args          []string
+	apps          []*app
 	device        string
 	deviceOpts    []string
+	env           []string // NAME=VALUE for every rank (-x, -genv)
 	tagOutput     bool
 	timeout       time.Duration
+	timeoutStacks bool
 	asyncProgress bool
 	stdout        *lineSink
 	stderr        *lineSink
+	started       func() // called once every rank has started (or failed to)
 
 	srv      *pmi.Server
 	ranks    []*rankProc
 	exits    chan exitEvent
 	output   sync.WaitGroup // output forwarders
 	stopping bool           // teardown has begun; later exits are expected
+}
+
+// app is one program of the command line and its ranks, which follow
+// those of the apps before it in the world.
+type app struct {
+	index  int
+	np     int
+	binary string // executable to start
+	argv0  string // argv[0] for the ranks
+	args   []string
+	wdir   string   // working directory ("" = mpirun's)
+	env    []string // NAME=VALUE for this app's ranks (-env)
+}
+
+// appOf returns the app that rank r runs.
+func (j *job) appOf(r int) *app {
+	for _, a := range j.apps {
+		if r < a.np {
+			return a
+		}
+		r -= a.np
+	}
+	panic(fmt.Sprintf("mpirun: rank %d beyond the job's %d ranks", r, j.np))
 }
 
 // rankProc is one started rank.
@@ -97,7 +121,8 @@ func (j *job) run() int {
 			closeStdin() // rank 0 has its own copy
 		}
 		if err != nil {
-			j.errorf("mpirun: cannot start rank %d (%s): %v; stopping the job", r, j.argv0, err)
+			j.started()
+			j.errorf("mpirun: cannot start rank %d (%s): %v; stopping the job", r, j.appOf(r).argv0, err)
 			code := exitCannotExec
 			if errors.Is(err, os.ErrNotExist) {
 				code = exitNotFound
@@ -105,6 +130,7 @@ func (j *job) run() int {
 			return j.finish(code, true)
 		}
 	}
+	j.started()
 	return j.supervise(signals)
 }
 
@@ -326,19 +352,27 @@ func (j *job) errorf(format string, a ...any) {
 }
 
 // environ returns the environment of rank r: mpirun's own, without any PMI
-// or device settings it inherited, plus the job's.
+// or device settings it inherited, then -x and -genv, then the app's -env,
+// then the job's own variables (which nothing overrides).
 func (j *job) environ(r int) []string {
+	a := j.appOf(r)
 	set := map[string]string{
 		"PMI_FD":            "3",
 		"PMI_RANK":          strconv.Itoa(r),
 		"PMI_SIZE":          strconv.Itoa(j.np),
+		"ADIMPI_APPNUM":     strconv.Itoa(a.index),
 		"ADIMPI_DEVICE":     j.device,
 		"ADIMPI_DEVICE_OPT": strings.Join(j.deviceOpts, ","),
 	}
 	if j.asyncProgress {
 		set["ADIMPI_ASYNC_PROGRESS"] = "1"
 	}
-	drop := map[string]bool{"PMI_PORT": true, "PMI_ID": true}
+	drop := map[string]bool{"PMI_PORT": true, "PMI_ID": true, "ADIMPI_ASYNC_PROGRESS": true}
+	extra := append(append([]string(nil), j.env...), a.env...)
+	for _, kv := range extra {
+		name, _, _ := strings.Cut(kv, "=")
+		drop[name] = true
+	}
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -347,7 +381,10 @@ func (j *job) environ(r int) []string {
 		}
 		env = append(env, kv)
 	}
-	for _, name := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS"} {
+	// exec.Cmd keeps the last of duplicate names: -env beats -genv, and
+	// the job's own variables beat both.
+	env = append(env, extra...)
+	for _, name := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS"} {
 		if v, ok := set[name]; ok {
 			env = append(env, name+"="+v)
 		}
@@ -383,9 +420,11 @@ func (j *job) start(r int, stdin *os.File) error {
 		return err
 	}
 
+	a := j.appOf(r)
 	cmd := &exec.Cmd{
-		Path:       j.binary,
-		Args:       append([]string{j.argv0}, j.args...),
+		Path:       a.binary,
+		Args:       append([]string{a.argv0}, a.args...),
+		Dir:        a.wdir,
 		Env:        j.environ(r),
 		Stdout:     outW,
 		Stderr:     errW,

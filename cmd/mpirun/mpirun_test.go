@@ -311,11 +311,22 @@ func TestUsageErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"-device", "no-such-device", "true"}, 2, `unknown device "no-such-device"; known devices: ` + known},
-		{[]string{"-np", "0", "true"}, 2, "-np must be at least 1"},
-		{[]string{}, 2, "no program given"},
-		{[]string{"-bogus", "true"}, 2, "unknown flag"},
-		{[]string{"-device-opt", "novalue", "true"}, 2, "want key=value"},
+		{[]string{"-device", "no-such-device", "true"}, exitUsage, `unknown device "no-such-device"; known devices: ` + known},
+		{[]string{"-np", "0", "true"}, exitUsage, "-np must be at least 1"},
+		{[]string{}, exitUsage, "no program given"},
+		{[]string{"-bogus", "true"}, exitUsage, "unknown flag: --bogus"},
+		{[]string{"-hostsx", "localhost", "true"}, exitUsage, "unknown flag: --hostsx"},
+		{[]string{"-device-opt", "novalue", "true"}, exitUsage, "want key=value"},
+		{[]string{"-n", "1", "true", ":"}, exitUsage, "program 2 of the command line (after 1 \":\"): no program given"},
+		{[]string{"-n", "1", "true", ":", "-device", "fm", "true"}, exitUsage, "program 2 of the command line: unknown flag: --device (job-wide flags go before the first program)"},
+		{[]string{"-genv", "1A", "x", "true"}, exitUsage, `-genv "1A=x": want -genv NAME VALUE`},
+		{[]string{"-x", "NO_SUCH_VAR_XYZ", "true"}, exitUsage, "-x NO_SUCH_VAR_XYZ: mpirun's environment has no NO_SUCH_VAR_XYZ"},
+		{[]string{"-hosts", "localhost,nosuchhost.example:2", "true"}, exitUsage, `-hosts: host "nosuchhost.example" is not this machine`},
+		{[]string{"-hosts", "localhost:0", "true"}, exitUsage, `"localhost:0": want host or host:slots`},
+		{[]string{"-hostfile", "testdata/hostfiles/remote", "true"}, exitUsage, `testdata/hostfiles/remote:3: host "node7" is not this machine`},
+		{[]string{"-f", "testdata/hostfiles/bad", "true"}, exitUsage, `testdata/hostfiles/bad:2: "cpus=4": want host, host:slots or host slots=N`},
+		{[]string{"-f", "testdata/hostfiles/no-such", "true"}, exitUsage, "hostfile: open testdata/hostfiles/no-such"},
+		{[]string{"-wdir", "testdata/no-such-dir", "true"}, exitUsage, "-wdir testdata/no-such-dir: not a directory"},
 		{[]string{"no-such-program-xyz"}, exitNotFound, "no-such-program-xyz"},
 		{[]string{"testdata/hello/main.go/"}, exitNotFound, "main.go"},
 		{[]string{"testdata/not-a-dir/prog"}, exitNotFound, "not-a-dir"},
@@ -325,7 +336,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("mpirun %q: want exit %d and %q: %v", tc.args, tc.code, tc.want, res)
 		}
 	}
-	if res := run(t, nil, []string{"ADIMPI_DEVICE_OPT=a=1,novalue"}, "true"); res.code != 2 || !strings.Contains(res.stderr, `ADIMPI_DEVICE_OPT: "novalue": want key=value`) {
+	if res := run(t, nil, []string{"ADIMPI_DEVICE_OPT=a=1,novalue"}, "true"); res.code != exitUsage || !strings.Contains(res.stderr, `ADIMPI_DEVICE_OPT: "novalue": want key=value`) {
 		t.Errorf("a bad inherited ADIMPI_DEVICE_OPT: want exit 2 and its message: %v", res)
 	}
 	res := run(t, nil, nil, "-list-devices")
@@ -333,8 +344,10 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("-list-devices: %v", res)
 	}
 	res = run(t, nil, nil, "-h")
-	for _, want := range []string{"-np N", "-device name", "-device-opt key=value", "-tag-output", "-timeout duration",
-		"-list-devices", "-async-progress", "ADIMPI_DEVICE_OPT", "PMI_FD"} {
+	for _, want := range []string{"-n, -np N", "-device name", "-device-opt key=value", "-l, -tag-output", "-timeout duration",
+		"-list-devices", "-async-progress", "ADIMPI_DEVICE_OPT", "PMI_FD", "-hosts", "-f, -hostfile file", "-x NAME",
+		"-genv NAME VALUE", "-env NAME VALUE", "-wdir dir", "-ppn N", "-version", "-timeout-stacks", "ADIMPI_APPNUM",
+		"64       usage error", "(2: a Go panic)"} {
 		if res.code != 0 || !strings.Contains(res.stdout, want) {
 			t.Errorf("-h lacks %q: %v", want, res)
 		}
@@ -350,8 +363,14 @@ func TestNormalizeArgs(t *testing.T) {
 		{[]string{"-device-opt", "-x=1", "p"}, []string{"--device-opt", "-x=1", "p"}},
 		{[]string{"-bogus", "p"}, []string{"--bogus", "p"}},
 		{[]string{"--", "-np"}, []string{"--", "-np"}},
+		{[]string{"-hosts", "localhost", "-l", "p"}, []string{"--hosts", "localhost", "-l", "p"}},
+		{[]string{"-genv", "A", "1 2", "-env", "B", "x=y", "p"}, []string{"--genv=A=1 2", "--env=B=x=y", "p"}},
+		{[]string{"-x", "HOME", "-f", "hf", "-ppn", "2", "-wdir", "/tmp", "p"}, []string{"-x", "HOME", "-f", "hf", "--ppn", "2", "--wdir", "/tmp", "p"}},
+		{[]string{"-genv", "A"}, []string{"--genv", "A"}},
 	} {
-		if got := normalizeArgs(tc.in); !slices.Equal(got, tc.want) {
+		var o options
+		var a appOptions
+		if got := normalizeArgs(newFlagSet(&o, &a, true), tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("normalizeArgs(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -386,5 +405,136 @@ func TestMPICHProgram(t *testing.T) {
 	want := []string{"mpich rank 0 of 3 sum 3", "mpich rank 1 of 3 sum 3", "mpich rank 2 of 3 sum 3"}
 	if res.code != 0 || !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q: %v", got, want, res)
+	}
+}
+
+// wantLines fails the test unless every line of want is in out.
+func wantLines(t *testing.T, what string, res result, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(lines(res.stdout), w) {
+			t.Errorf("%s: missing %q: %v", what, w, res)
+		}
+	}
+}
+
+// The flags users bring from Hydra and Open MPI, on one host.
+func TestHydraOpenMPIFlags(t *testing.T) {
+	wdir := t.TempDir()
+	res := run(t, nil, []string{"MPIRUN_TEST_B=inherited"}, "-n", "2", "-hosts", "localhost,127.0.0.1", "-l",
+		"-genv", "MPIRUN_TEST_A", "a 1", "-x", "MPIRUN_TEST_B=b1", "-wdir", wdir, "-ppn", "2", rankprogBin, "env")
+	if res.code != 0 {
+		t.Fatal(res)
+	}
+	wantLines(t, "-hosts -l -genv -x -wdir", res, "[0] rank 0 PMI_SIZE=2", "[1] rank 1 MPIRUN_TEST_A=a 1",
+		"[0] rank 0 MPIRUN_TEST_B=b1", "[1] rank 1 cwd="+wdir, "[1] rank 1 ADIMPI_APPNUM=0")
+
+	// A hostfile's slots make the number of ranks (2 + 1 + none).
+	res = run(t, nil, nil, "--hostfile", "testdata/hostfiles/local", rankprogBin, "env")
+	wantLines(t, "-hostfile", res, "rank 2 PMI_SIZE=3")
+	if res.code != 0 || strings.Contains(res.stdout, "rank 3 ") {
+		t.Errorf("-hostfile: want 3 ranks: %v", res)
+	}
+	hn, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = run(t, nil, nil, "-host", hn+":2", "-machinefile", "testdata/hostfiles/local", "-n", "1", rankprogBin, "env")
+	wantLines(t, "-host hostname", res, "rank 0 PMI_SIZE=1")
+
+	// MPMD: the world is the concatenation; each program has its APPNUM,
+	// its own -env and -wdir.
+	res = run(t, nil, nil, "-tag-output", "-genv", "MPIRUN_TEST_A", "all", "-np", "1", rankprogBin, "env", "first",
+		":", "-n", "2", "-env", "MPIRUN_TEST_B", "second", "-wdir", wdir, rankprogBin, "env", "second")
+	if res.code != 0 {
+		t.Fatal(res)
+	}
+	wantLines(t, "MPMD", res, "[0] rank 0 PMI_SIZE=3", "[2] rank 2 PMI_SIZE=3",
+		"[0] rank 0 ADIMPI_APPNUM=0", "[1] rank 1 ADIMPI_APPNUM=1", "[2] rank 2 ADIMPI_APPNUM=1",
+		`[0] rank 0 args=["first"]`, `[2] rank 2 args=["second"]`, "[2] rank 2 MPIRUN_TEST_B=second",
+		"[0] rank 0 MPIRUN_TEST_B=", "[1] rank 1 MPIRUN_TEST_A=all", "[1] rank 1 cwd="+wdir)
+	if strings.Contains(res.stdout, `":"`) {
+		t.Errorf("MPMD: a \":\" reached a program: %v", res)
+	}
+
+	for _, v := range []string{"--version", "-version"} {
+		res = run(t, nil, nil, v)
+		if res.code != 0 || !strings.HasPrefix(res.stdout, "mpirun (adimpi) ") {
+			t.Errorf("%s: %v", v, res)
+		}
+	}
+}
+
+// A package mpirun builds lives in its build cache: neither a SIGPIPE
+// ("mpirun ... | head") nor a SIGKILL of mpirun leaves a binary in the
+// temporary directory, and a later run reuses the cached binary.
+func TestBuildCache(t *testing.T) {
+	tmp, cache := t.TempDir(), t.TempDir()
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// XDG_CACHE_HOME moves mpirun's cache; GOCACHE keeps go's where it is.
+	env := append(os.Environ(), "TMPDIR="+tmp, "XDG_CACHE_HOME="+cache, "GOCACHE="+strings.TrimSpace(string(gocache)))
+	start := func(args ...string) (*exec.Cmd, *bufio.Scanner, io.Closer) {
+		cmd := exec.Command(mpirunBin, args...)
+		cmd.Env = env
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+		return cmd, bufio.NewScanner(out), out
+	}
+	leftovers := func(what string) {
+		t.Helper()
+		left, err := os.ReadDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range left {
+			t.Errorf("%s: %s left behind in the temporary directory", what, e.Name())
+		}
+	}
+
+	// SIGPIPE: the reader goes away after one line.
+	cmd, sc, out := start("-np", "2", "./testdata/rankprog", "print", "1000000")
+	if !sc.Scan() {
+		t.Fatalf("no output from mpirun: %v", sc.Err())
+	}
+	out.Close()
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGPIPE {
+		t.Errorf("mpirun whose output is closed: want death by SIGPIPE, got %v", err)
+	}
+	leftovers("SIGPIPE")
+	bins, err := filepath.Glob(filepath.Join(cache, "adimpi", "mpirun", "*", "rankprog"))
+	if err != nil || len(bins) != 1 {
+		t.Fatalf("want one cached rankprog binary, got %q (%v)", bins, err)
+	}
+	before, err := os.Stat(bins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// SIGKILL once the ranks run; then the next run reuses the binary.
+	cmd, sc, _ = start("-np", "2", "./testdata/rankprog", "ready")
+	for ready := 0; ready < 2 && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "ready ") {
+			ready++
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	leftovers("SIGKILL")
+	after, err := os.Stat(bins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) { // go build replaces a binary it relinks
+		t.Errorf("the second run rebuilt %s instead of reusing it", bins[0])
 	}
 }
