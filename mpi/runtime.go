@@ -114,8 +114,9 @@ func InitWith(o Options) error {
 	r.dev = factory()
 	r.short, _ = r.dev.(adi.ShortSender)
 	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts}); err != nil {
-		client.Abort(1, err.Error())
-		return errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
+		e := errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
+		client.Abort(1, e.Error()) // mpirun prints an "MPI_X: ..." message as the rank's error
+		return e
 	}
 	// A waiter polls, then polls yielding the CPU to other runnable
 	// processes between polls, then sleeps on the device's futex. Sleeping

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -293,18 +294,30 @@ func (j *job) judge(rank int) (failure, bool) {
 	return failure{}, false
 }
 
-// abortFailure describes a rank's MPI_Abort.
+// abortFailure describes a rank's MPI_Abort. An abort whose message is an
+// MPI error ("MPI_Init: MPI_ERR_OTHER: ...", as an adimpi rank sends when
+// Init fails) is reported as the rank's error rather than as a call of
+// MPI_Abort the program never made.
 func (j *job) abortFailure(a pmi.Abort) failure {
-	msg := fmt.Sprintf("mpirun: rank %d (pid %d) called MPI_Abort with code %d", a.Rank, j.ranks[a.Rank].pid, a.Code)
-	if a.Msg != "" {
-		msg += ": " + strings.TrimSpace(a.Msg)
+	msg := strings.TrimSpace(a.Msg)
+	who := fmt.Sprintf("mpirun: rank %d (pid %d)", a.Rank, j.ranks[a.Rank].pid)
+	if mpiError.MatchString(msg) {
+		who += " failed: " + msg
+	} else {
+		who += fmt.Sprintf(" called MPI_Abort with code %d", a.Code)
+		if msg != "" {
+			who += ": " + msg
+		}
 	}
 	code := a.Code & 0xff
 	if code == 0 {
 		code = 1
 	}
-	return failure{msg: msg + "; stopping the job", code: code}
+	return failure{msg: who + "; stopping the job", code: code}
 }
+
+// mpiError matches an abort message that is an MPI call's error.
+var mpiError = regexp.MustCompile(`^MPI_[A-Z][A-Za-z_]*: `)
 
 // firstFailure is called when rank failed with f. The rank's exit
 // may be a consequence of an earlier failure that mpirun has not heard

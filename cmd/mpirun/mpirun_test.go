@@ -22,6 +22,7 @@ import (
 var (
 	mpirunBin   string
 	rankprogBin string
+	mpiprogBin  string
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +33,8 @@ func TestMain(m *testing.M) {
 	}
 	mpirunBin = filepath.Join(dir, "mpirun")
 	rankprogBin = filepath.Join(dir, "rankprog")
-	for _, b := range [][2]string{{mpirunBin, "."}, {rankprogBin, "./testdata/rankprog"}} {
+	mpiprogBin = filepath.Join(dir, "mpiprog")
+	for _, b := range [][2]string{{mpirunBin, "."}, {rankprogBin, "./testdata/rankprog"}, {mpiprogBin, "./testdata/mpiprog"}} {
 		out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
@@ -536,5 +538,21 @@ func TestBuildCache(t *testing.T) {
 	}
 	if !os.SameFile(before, after) { // go build replaces a binary it relinks
 		t.Errorf("the second run rebuilt %s instead of reusing it", bins[0])
+	}
+}
+
+// A rank whose MPI_Init fails (here over a bad device option) is reported
+// with Init's error, not as a call of MPI_Abort; a panicking rank's status
+// 2 is not mpirun's usage status.
+func TestRankErrors(t *testing.T) {
+	res := run(t, nil, nil, "-np", "2", "-device", "netvm", "-device-opt", "ring=abc", mpiprogBin, "init")
+	msg := regexp.MustCompile(`(?m)^mpirun: rank \d \(pid \d+\) failed: MPI_Init: .*ring="abc".*; stopping the job$`)
+	if res.code != 1 || !msg.MatchString(res.stderr) || strings.Contains(res.stderr, "MPI_Abort") {
+		t.Errorf("a bad device option: want exit 1 and MPI_Init's error as the rank's: %v", res)
+	}
+	res = run(t, nil, nil, "-np", "2", mpiprogBin, "panic")
+	msg = regexp.MustCompile(`(?m)^mpirun: rank 1 \(pid \d+\) exited with status 2 before MPI_Finalize; stopping the job$`)
+	if res.code != 2 || res.code == exitUsage || !msg.MatchString(res.stderr) || !strings.Contains(res.stderr, "panic: mpiprog gives up") {
+		t.Errorf("a panicking rank: want exit 2 with its panic: %v", res)
 	}
 }
