@@ -136,7 +136,7 @@ func (q *Request) Wait() (Status, error) {
 			// done; polling here as well would only contend with it for
 			// the device and the CPU.
 			<-q.bg
-		} else if err := q.rt.waitDone(q.ar); err != nil {
+		} else if err := q.rt.waitDone(q.ar, q.comm); err != nil {
 			return emptyStatus, err
 		}
 	}

@@ -145,6 +145,7 @@ func InitWith(o Options) error {
 	}
 	rt = r
 	live.Store(r)
+	startWaitReports(r.rank) // where this rank waits, when mpirun -timeout asks (waitinfo.go)
 	return nil
 }
 
@@ -290,16 +291,17 @@ func (r *runtime) waitFor(cond func() bool) error {
 	return r.waitSleeping(cond, nil)
 }
 
-// waitDone is waitFor(ar.Done), the wait of Request.Wait: first a burst of
-// polls under one hold of the lock (pollHeld), then waitFor.
-func (r *runtime) waitDone(ar *adi.Request) error {
+// waitDone is waitFor(ar.Done), the wait of Request.Wait on a request of
+// communicator c: first a burst of polls under one hold of the lock
+// (pollHeld), then waitFor.
+func (r *runtime) waitDone(ar *adi.Request, c *Comm) error {
 	r.mu.Lock()
 	done, err := r.pollHeld(ar)
 	r.mu.Unlock()
 	if done || err != nil {
 		return err
 	}
-	return r.waitFor(ar.Done)
+	return r.waitOn(ar.Done, nil, ar, c)
 }
 
 // pollHeld, called with the lock held, polls the device until ar is done,
@@ -325,15 +327,21 @@ func (r *runtime) pollHeld(ar *adi.Request) (bool, error) {
 // it), then looks at cond once more, so that a condition made true before
 // the announcement was seen is not slept through.
 func (r *runtime) waitSleeping(cond func() bool, beforeSleep func()) error {
+	return r.waitOn(cond, beforeSleep, nil, nil)
+}
+
+// waitOn is waitSleeping for a wait on request ar of communicator c (nil,
+// nil: not a single request), which a wait report names (waitinfo.go).
+func (r *runtime) waitOn(cond func() bool, beforeSleep func(), ar *adi.Request, c *Comm) error {
 	if !r.asyncOn.Load() {
-		return r.wait(cond, beforeSleep)
+		return r.wait(cond, beforeSleep, ar, c)
 	}
 	// The progress goroutine stays out of the device while a goroutine
 	// waits here (it progresses by itself), and learns from the count of
 	// returns whether the program keeps calling MPI. Two atomic adds on a
 	// word no other process touches: no clock, no wake-up.
 	r.waits.Add(1)
-	err := r.wait(cond, beforeSleep)
+	err := r.wait(cond, beforeSleep, ar, c)
 	r.waits.Add(1<<32 - 1)
 	return err
 }
@@ -343,14 +351,16 @@ func (r *runtime) waitSleeping(cond func() bool, beforeSleep func()) error {
 // of a latency-bound program end within a few polls.
 const freePolls = 64
 
-// wait is waitFor's loop.
-func (r *runtime) wait(cond func() bool, beforeSleep func()) error {
+// wait is waitFor's loop. A wait that goes to sleep is recorded for wait
+// reports (beginWait): ar and c say what it waits for.
+func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c *Comm) error {
 	free, mask := freePolls, 63
 	if r.poll == 0 {
 		// Ranks outnumber cores: yield from the start, and often.
 		free, mask = 0, 15
 	}
 	var start int64
+	var slept *waitRecord
 	for i := 0; ; i++ {
 		// The device's Seq is read only before a pass after which the
 		// waiter may sleep: the doorbell's cache line moves to the sender
@@ -364,10 +374,13 @@ func (r *runtime) wait(cond func() bool, beforeSleep func()) error {
 		r.mu.Lock()
 		_, err := r.dev.Progress()
 		r.mu.Unlock()
-		if err != nil {
-			return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
-		}
-		if cond() {
+		if err != nil || cond() {
+			if slept != nil {
+				endWait(slept)
+			}
+			if err != nil {
+				return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
+			}
 			return nil
 		}
 		if i == free {
@@ -386,8 +399,14 @@ func (r *runtime) wait(cond func() bool, beforeSleep func()) error {
 			beforeSleep()
 			beforeSleep = nil
 			if cond() {
+				if slept != nil {
+					endWait(slept)
+				}
 				return nil
 			}
+		}
+		if slept == nil {
+			slept = beginWait(start, ar, c)
 		}
 		r.dev.Sleep(seq, 100*time.Millisecond)
 	}

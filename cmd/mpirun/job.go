@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,16 @@ const (
 	// drainDelay bounds how long mpirun waits for output after every rank
 	// has exited (a rank's own children may keep its pipes open).
 	drainDelay = 2 * time.Second
+	// reportDelay bounds how long mpirun waits, once -timeout has fired,
+	// for every rank's wait report.
+	reportDelay = 2 * time.Second
+)
+
+// waitReportPrefix starts a rank's wait report line (package mpi's
+// WaitReportPrefix, which it prints on waitReportSignal).
+const (
+	waitReportPrefix = "adimpi: rank "
+	waitReportSignal = syscall.SIGUSR2
 )
 
 // job is one run of one or more programs (apps) on np ranks in all.
@@ -52,6 +63,7 @@ type job struct {
 	srv      *pmi.Server
 	ranks    []*rankProc
 	exits    chan exitEvent
+	reports  chan int       // ranks whose wait report has been forwarded
 	output   sync.WaitGroup // output forwarders
 	stopping bool           // teardown has begun; later exits are expected
 }
@@ -106,6 +118,7 @@ type failure struct {
 func (j *job) run() int {
 	j.srv = pmi.NewServer(j.np, fmt.Sprintf("adimpi_kvs_%d", os.Getpid()))
 	j.exits = make(chan exitEvent, j.np)
+	j.reports = make(chan int, j.np)
 
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
@@ -150,7 +163,9 @@ func (j *job) supervise(signals <-chan os.Signal) int {
 		timeoutC = t.C
 	}
 	stop := func(f failure, sig syscall.Signal) {
-		j.errorf("%s", f.msg)
+		if f.msg != "" {
+			j.errorf("%s", f.msg)
+		}
 		status = f.code
 		j.stopping = true
 		j.signalAll(sig)
@@ -187,16 +202,60 @@ func (j *job) supervise(signals <-chan os.Signal) int {
 			}, s)
 		case <-timeoutC:
 			if !j.stopping {
-				stop(failure{
-					msg:  fmt.Sprintf("mpirun: job timed out after %v; stopping the job", j.timeout),
-					code: exitTimeout,
-				}, syscall.SIGQUIT) // a Go rank prints every goroutine's stack: where it hung
+				j.errorf("mpirun: job timed out after %v; stopping the job", j.timeout)
+				j.stopping = true
+				j.collectWaitReports()
+				sig := syscall.SIGTERM
+				if j.timeoutStacks {
+					// A Go rank prints every goroutine's stack.
+					j.stderr.labelAll.Store(true)
+					j.stdout.labelAll.Store(true)
+					sig = syscall.SIGQUIT
+				}
+				stop(failure{code: exitTimeout}, sig)
 			}
 		case <-killC:
 			j.signalAll(syscall.SIGKILL)
 		}
 	}
 	return j.finish(status, j.stopping)
+}
+
+// collectWaitReports asks every running rank where it waits (an adimpi
+// rank prints one line, see package mpi's waitinfo.go) and waits until each
+// has answered or exited, for at most reportDelay. It names the ranks that
+// stay silent.
+func (j *job) collectWaitReports() {
+	for len(j.reports) > 0 {
+		<-j.reports // reports printed before the timeout do not count
+	}
+	j.signalAll(waitReportSignal)
+	answered := make([]bool, j.np)
+	deadline := time.After(reportDelay)
+	for {
+		waiting := 0
+		for _, r := range j.ranks {
+			if !r.exited && !answered[r.rank] {
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			return
+		}
+		select {
+		case r := <-j.reports:
+			answered[r] = true
+		case ev := <-j.exits:
+			j.record(ev)
+		case <-deadline:
+			for _, r := range j.ranks {
+				if !r.exited && !answered[r.rank] {
+					j.errorf("mpirun: rank %d (pid %d) did not say where it waits within %v (not an adimpi program, or not in MPI)", r.rank, r.pid, reportDelay)
+				}
+			}
+			return
+		}
+	}
 }
 
 // finish waits for the remaining output and, after a failure, for every
@@ -462,18 +521,27 @@ func (j *job) start(r int, stdin *os.File) error {
 
 	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{})}
 	j.ranks = append(j.ranks, rp)
+	label := []byte(fmt.Sprintf("[%d] ", r))
 	var prefix []byte
 	if j.tagOutput {
-		prefix = []byte(fmt.Sprintf("[%d] ", r))
+		prefix = label
 	}
+	report := []byte(fmt.Sprintf("%s%d: ", waitReportPrefix, r))
 	j.output.Add(2)
 	go func() {
 		defer j.output.Done()
-		forwardLines(outR, j.stdout, prefix)
+		forwardLines(outR, j.stdout, prefix, label, nil)
 	}()
 	go func() {
 		defer j.output.Done()
-		forwardLines(errR, j.stderr, prefix)
+		forwardLines(errR, j.stderr, prefix, label, func(line []byte) {
+			if bytes.HasPrefix(line, report) {
+				select {
+				case j.reports <- r:
+				default:
+				}
+			}
+		})
 	}()
 	go func() {
 		defer close(rp.served)

@@ -184,8 +184,56 @@ func TestTimeout(t *testing.T) {
 	if res.code != 124 || !strings.Contains(res.stderr, "mpirun: job timed out after 500ms; stopping the job\n") || res.elapsed > 10*time.Second {
 		t.Fatalf("want exit 124 with the timeout message: %v", res)
 	}
-	if n := strings.Count(res.stderr, "mpirun: "); n != 1 {
-		t.Fatalf("want exactly one mpirun message: %v", res)
+	// rankprog uses PMI but not package mpi: its ranks cannot say where
+	// they wait, and mpirun says so for each.
+	silent := regexp.MustCompile(`(?m)^mpirun: rank \d \(pid \d+\) did not say where it waits within 2s \(not an adimpi program, or not in MPI\)$`)
+	if n := strings.Count(res.stderr, "mpirun: "); n != 4 || len(silent.FindAllString(res.stderr, -1)) != 3 {
+		t.Fatalf("want the timeout message and one per silent rank: %v", res)
+	}
+}
+
+// -timeout: every rank says in one line where it waits (call, peer, tag,
+// communicator, for how long); goroutine stacks only with -timeout-stacks,
+// each line labelled with its rank.
+func TestTimeoutReport(t *testing.T) {
+	for _, stacks := range []bool{false, true} {
+		args := []string{"-np", "4", "-timeout", "1s"}
+		if stacks {
+			args = append(args, "-timeout-stacks")
+		}
+		res := run(t, nil, nil, append(args, mpiprogBin, "wait")...)
+		if res.code != exitTimeout {
+			t.Fatalf("stacks=%t: want exit %d: %v", stacks, exitTimeout, res)
+		}
+		d := `waiting \d+(\.\d+)?m?s in `
+		for _, re := range []string{
+			`(?m)^mpirun: job timed out after 1s; stopping the job$`,
+			`(?m)^adimpi: rank 0: ` + d + `mpi\.Recv: receive from rank 1, tag 7, on MPI_COMM_WORLD$`,
+			`(?m)^adimpi: rank 1: ` + d + `mpi\.Ssend: send to rank 0, tag 9, on wait-dup$`,
+			`(?m)^adimpi: rank 2: ` + d + `mpi\.Barrier$`,
+			`(?m)^adimpi: rank 3: ` + d + `mpi\.Barrier$`,
+		} {
+			if !regexp.MustCompile(re).MatchString(res.stderr) {
+				t.Errorf("stacks=%t: stderr lacks %s: %v", stacks, re, res)
+			}
+		}
+		goroutines := regexp.MustCompile(`(?m)^(\[\d\] )?goroutine \d+`).FindAllString(res.stderr, -1)
+		if !stacks {
+			if len(goroutines) > 0 {
+				t.Errorf("stacks printed without -timeout-stacks: %v", res)
+			}
+			continue
+		}
+		for r := 0; r < 4; r++ {
+			if !strings.Contains(res.stderr, fmt.Sprintf("\n[%d] goroutine 1 ", r)) {
+				t.Errorf("-timeout-stacks: no stack of rank %d: %v", r, res)
+			}
+		}
+		for _, l := range lines(res.stderr) {
+			if !regexp.MustCompile(`^(\[\d\] |mpirun: |adimpi: rank \d: )`).MatchString(l) {
+				t.Errorf("-timeout-stacks: unlabelled line %q", l)
+			}
+		}
 	}
 }
 
@@ -382,7 +430,7 @@ func TestForwardLines(t *testing.T) {
 	long := strings.Repeat("x", 100_000)
 	var b strings.Builder
 	sink := &lineSink{w: &b}
-	forwardLines(io.NopCloser(strings.NewReader("a\n\nb\n"+long+"\nend")), sink, []byte("[7] "))
+	forwardLines(io.NopCloser(strings.NewReader("a\n\nb\n"+long+"\nend")), sink, []byte("[7] "), nil, nil)
 	want := "[7] a\n[7] \n[7] b\n[7] " + long + "\n[7] end\n"
 	if b.String() != want {
 		t.Errorf("forwarded %d bytes, want %d", b.Len(), len(want))
