@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/testnote"
 )
 
 // Binaries built once by TestMain.
@@ -443,11 +444,11 @@ func TestForwardLines(t *testing.T) {
 func TestMPICHProgram(t *testing.T) {
 	mpicc, err := exec.LookPath("mpicc.mpich")
 	if err != nil {
-		t.Skip("mpicc.mpich not on PATH (Debian package libmpich-dev)")
+		testnote.Skip(t, "cmd/mpirun: mpicc.mpich is not on PATH: install the Debian package libmpich-dev to run this test")
 	}
 	bin := filepath.Join(t.TempDir(), "mpich-hello")
 	if out, err := exec.Command(mpicc, "-o", bin, "testdata/mpich/hello.c").CombinedOutput(); err != nil {
-		t.Skipf("mpicc.mpich cannot build a program here: %v\n%s", err, out)
+		testnote.Skip(t, fmt.Sprintf("cmd/mpirun: mpicc.mpich cannot build a program here: %v\n%s", err, out))
 	}
 	res := run(t, nil, nil, "-np", "3", "-timeout", "15s", bin)
 	got := lines(res.stdout)
