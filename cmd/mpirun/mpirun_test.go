@@ -605,3 +605,27 @@ func TestRankErrors(t *testing.T) {
 		t.Errorf("a panicking rank: want exit 2 with its panic: %v", res)
 	}
 }
+
+// An MPI program started by a launcher that offers no PMI-1 (here, the
+// environment Open MPI's mpiexec gives each of its processes) fails in
+// MPI_Init saying what to use, instead of running as rank 0 of 1.
+func TestForeignLauncherInit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for r := 0; r < 2; r++ {
+		cmd := exec.CommandContext(ctx, mpiprogBin, "init")
+		var env []string
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "PMI_") {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = append(env, "OMPI_COMM_WORLD_SIZE=2", fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d", r))
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 ||
+			!strings.Contains(string(out), "MPI_Init") || !strings.Contains(string(out), "Open MPI's mpirun/mpiexec") ||
+			!strings.Contains(string(out), "adimpi's mpirun") {
+			t.Errorf("rank %d under Open MPI's environment: want exit 1 and Init's refusal, got %v:\n%s", r, err, out)
+		}
+	}
+}
