@@ -235,8 +235,9 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 			u()
 		}
 	}()
+	built := map[string]string{} // target → binary: an MPMD line may name a package twice
 	for i, a := range apps {
-		ja, unlock, code := prepareApp(a, i, stderr)
+		ja, unlock, code := prepareApp(a, i, built, stderr)
 		if code != 0 {
 			return code
 		}
@@ -298,9 +299,10 @@ func jobEnv(o *options) ([]string, error) {
 }
 
 // prepareApp resolves (and if need be builds) one program of the command
-// line. It returns a non-zero exit status on failure, having said why; and
-// for a built program, the function that unlocks its build cache entry.
-func prepareApp(a *appOptions, index int, stderr io.Writer) (*app, func(), int) {
+// line; built maps the targets already built in this run to their binaries.
+// It returns a non-zero exit status on failure, having said why; and for a
+// newly built program, the function that unlocks its build cache entry.
+func prepareApp(a *appOptions, index int, built map[string]string, stderr io.Writer) (*app, func(), int) {
 	if a.wdir != "" {
 		if fi, err := os.Stat(a.wdir); err != nil || !fi.IsDir() {
 			fmt.Fprintf(stderr, "mpirun: -wdir %s: not a directory\nRun 'mpirun -h' for help.\n", a.wdir)
@@ -319,11 +321,16 @@ func prepareApp(a *appOptions, index int, stderr io.Writer) (*app, func(), int) 
 	if !build {
 		return ja, nil, 0
 	}
+	if bin, ok := built[target]; ok {
+		ja.binary = bin
+		return ja, nil, 0
+	}
 	bin, unlock, err := goBuild(target, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "mpirun: %v\n", err)
 		return nil, nil, exitBuildFailed
 	}
+	built[target] = bin
 	ja.binary = bin
 	return ja, unlock, 0
 }

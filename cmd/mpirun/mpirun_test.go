@@ -508,6 +508,15 @@ func TestHydraOpenMPIFlags(t *testing.T) {
 		t.Errorf("MPMD: a \":\" reached a program: %v", res)
 	}
 
+	// The same package twice is built once (its cache entry is locked
+	// until the ranks start: a second build would wait for the first).
+	res = run(t, nil, nil, "-n", "1", "./testdata/hello", "a", ":", "-n", "1", "./testdata/hello", "b")
+	got := lines(res.stdout)
+	slices.Sort(got)
+	if want := []string{`hello from rank 0 of 2, args ["a"]`, `hello from rank 1 of 2, args ["b"]`}; res.code != 0 || !slices.Equal(got, want) {
+		t.Errorf("MPMD of one package twice: got %q, want %q: %v", got, want, res)
+	}
+
 	for _, v := range []string{"--version", "-version"} {
 		res = run(t, nil, nil, v)
 		if res.code != 0 || !strings.HasPrefix(res.stdout, "mpirun (adimpi) ") {
