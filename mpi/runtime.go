@@ -63,7 +63,9 @@ var epoch = time.Now()
 // Init starts MPI: it connects to the launcher (PMI-1), starts the device
 // named by ADIMPI_DEVICE (default netvm) with options from
 // ADIMPI_DEVICE_OPT, and wires it up with the other ranks. Without a
-// launcher the program runs as a singleton: rank 0 of 1.
+// launcher the program runs as a singleton: rank 0 of 1. From Init on,
+// SIGUSR2 makes the process print to stderr where it waits (mpirun
+// -timeout sends it).
 func Init() error { return InitWith(Options{}) }
 
 // Options choose what InitWith starts. Zero fields take their values from
