@@ -478,7 +478,8 @@ func (j *job) command() string {
 }
 
 func runJob(bin, dev string, opts []string, np int, progArgs []string) *job {
-	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String()}
+	// On a hang, the failure shows where each rank waits and its stacks.
+	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String(), "-timeout-stacks"}
 	for _, o := range opts {
 		if o == asyncOpt {
 			args = append(args, "-async-progress")
