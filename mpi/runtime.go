@@ -112,6 +112,7 @@ func InitWith(o Options) error {
 	if err != nil {
 		return errorf(ErrOther, "MPI_Init", "connecting to the launcher: %v", err)
 	}
+	startWaitReports(client.Rank()) // where this rank waits, when mpirun -timeout asks (waitinfo.go)
 	r := &runtime{pmi: client, rank: client.Rank(), size: client.Size(), devName: name, nextCtx: 4}
 	r.dev = factory()
 	r.short, _ = r.dev.(adi.ShortSender)
@@ -147,7 +148,7 @@ func InitWith(o Options) error {
 	}
 	rt = r
 	live.Store(r)
-	startWaitReports(r.rank) // where this rank waits, when mpirun -timeout asks (waitinfo.go)
+	initDone.Store(true) // for wait reports (waitinfo.go)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -90,7 +91,10 @@ func endWait(w *waitRecord) {
 	waits.mu.Unlock()
 }
 
-var waitReportsOnce sync.Once
+var (
+	waitReportsOnce sync.Once
+	initDone        atomic.Bool // Init has returned successfully
+)
 
 // startWaitReports installs the handler of waitReportSignal, once per
 // process; rank is the process's rank in MPI_COMM_WORLD.
@@ -140,7 +144,13 @@ func waitReport(rank int, now int64) string {
 		}
 	}
 	waits.mu.Unlock()
-	if n == 0 {
+	switch {
+	case n > 0:
+	case !initDone.Load():
+		b.WriteString("in MPI_Init, wiring up with the other ranks (all of them must call MPI_Init)")
+	case live.Load() == nil:
+		b.WriteString("MPI_Finalize has returned")
+	default:
 		b.WriteString("not waiting in an MPI call (computing, or blocked outside MPI)")
 	}
 	b.WriteByte('\n')

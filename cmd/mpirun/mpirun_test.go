@@ -238,6 +238,20 @@ func TestTimeoutReport(t *testing.T) {
 	}
 }
 
+// -timeout while ranks wait in MPI_Init for one that never calls it.
+func TestTimeoutInInit(t *testing.T) {
+	res := run(t, nil, nil, "-np", "3", "-timeout", "1s", mpiprogBin, "noinit")
+	for _, re := range []string{
+		`(?m)^adimpi: rank 0: in MPI_Init, wiring up with the other ranks \(all of them must call MPI_Init\)$`,
+		`(?m)^adimpi: rank 2: in MPI_Init, wiring up with the other ranks \(all of them must call MPI_Init\)$`,
+		`(?m)^mpirun: rank 1 \(pid \d+\) did not say where it waits within 2s`,
+	} {
+		if res.code != exitTimeout || !regexp.MustCompile(re).MatchString(res.stderr) {
+			t.Errorf("want exit %d and %s: %v", exitTimeout, re, res)
+		}
+	}
+}
+
 // (e) Standard input reaches rank 0 and only rank 0.
 func TestStdin(t *testing.T) {
 	res := run(t, strings.NewReader("line one\nline two\n"), nil, "-np", "3", rankprogBin, "stdin")

@@ -6,11 +6,13 @@
 //	wait    rank 0 waits in Recv from rank 1 with tag 7 on MPI_COMM_WORLD;
 //	        rank 1 in Ssend to rank 0 with tag 9 on a communicator named
 //	        "wait-dup"; other ranks in Barrier on the world: all forever
+//	noinit  rank 1 never calls MPI_Init (it sleeps); the others call it
 package main
 
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/adimpi/adimpi/mpi"
 )
@@ -22,10 +24,13 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	if os.Args[1] == "noinit" && os.Getenv("PMI_RANK") == "1" {
+		time.Sleep(time.Hour)
+	}
 	check(mpi.Init())
 	world := mpi.World()
 	switch os.Args[1] {
-	case "init":
+	case "init", "noinit":
 	case "panic":
 		if world.Rank() == world.Size()-1 {
 			panic("mpiprog gives up")
