@@ -43,6 +43,16 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// The mpirun runs of the tests keep their build cache in dir, and go's
+	// where it is.
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "go env GOCACHE:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	os.Setenv("GOCACHE", strings.TrimSpace(string(gocache)))
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -544,12 +554,7 @@ func TestHydraOpenMPIFlags(t *testing.T) {
 // temporary directory, and a later run reuses the cached binary.
 func TestBuildCache(t *testing.T) {
 	tmp, cache := t.TempDir(), t.TempDir()
-	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// XDG_CACHE_HOME moves mpirun's cache; GOCACHE keeps go's where it is.
-	env := append(os.Environ(), "TMPDIR="+tmp, "XDG_CACHE_HOME="+cache, "GOCACHE="+strings.TrimSpace(string(gocache)))
+	env := append(os.Environ(), "TMPDIR="+tmp, "XDG_CACHE_HOME="+cache) // GOCACHE: see TestMain
 	start := func(args ...string) (*exec.Cmd, *bufio.Scanner, io.Closer) {
 		cmd := exec.Command(mpirunBin, args...)
 		cmd.Env = env
@@ -580,7 +585,7 @@ func TestBuildCache(t *testing.T) {
 		t.Fatalf("no output from mpirun: %v", sc.Err())
 	}
 	out.Close()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGPIPE {
 		t.Errorf("mpirun whose output is closed: want death by SIGPIPE, got %v", err)
 	}
