@@ -23,6 +23,7 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	_ "github.com/adimpi/adimpi/devices" // registers every device, for adi.Devices
+	"github.com/adimpi/adimpi/internal/testnote"
 )
 
 // mpirunTimeout is what mpirun's own -timeout gets for every job; the test
@@ -132,6 +133,7 @@ func testMain(m *testing.M) int {
 	}
 	start := time.Now()
 	code := m.Run()
+	testnote.Printf("conformance: %d jobs done (%d failed) in %v", progress.done, progress.fails, time.Since(start).Round(time.Second))
 	if testing.Verbose() || code != 0 {
 		printSummary(time.Since(start))
 	}
@@ -305,7 +307,7 @@ func TestMixedAffinity(t *testing.T) {
 				jobs <- struct{}{}
 				r := runJob(wrapper, "netvm", nil, np, []string{collectives.bin, check})
 				<-jobs
-				judge(t, r, np, check)
+				noteProgress(r, judge(t, r, np, check))
 			})
 		}
 	}
@@ -427,9 +429,45 @@ func runCheck(t *testing.T, prog *program, dev string, opts []string, np int, ch
 	<-jobs
 
 	outcome := judge(t, r, np, check)
+	noteProgress(r, outcome)
 	resultsMu.Lock()
 	results = append(results, result{prog: prog.name, device: dev, config: config, check: check, outcome: outcome, elapsed: r.elapsed})
 	resultsMu.Unlock()
+}
+
+// progressEvery is how often, at most, the suite prints a progress line.
+const progressEvery = 10 * time.Second
+
+// progress counts finished jobs for the progress lines.
+var progress struct {
+	sync.Mutex
+	start       time.Time
+	last        time.Time
+	done, fails int
+}
+
+// noteProgress counts a finished job and prints, where "go test ./..."
+// shows it while the suite runs (internal/testnote: the go command holds a
+// passing package's own output back until the package ends, and then drops
+// it), a line for every failing job and a progress line every
+// progressEvery.
+func noteProgress(j *job, outcome string) {
+	progress.Lock()
+	defer progress.Unlock()
+	now := time.Now()
+	if progress.start.IsZero() {
+		progress.start, progress.last = now, now
+	}
+	progress.done++
+	if outcome == "FAIL" {
+		progress.fails++
+		testnote.Printf("conformance: FAIL after %.1fs: %s", j.elapsed.Seconds(), j.command())
+	}
+	if now.Sub(progress.last) >= progressEvery {
+		progress.last = now
+		testnote.Printf("conformance: %d jobs done (%d failed) in %v; last: %s (%s, %.1fs)",
+			progress.done, progress.fails, now.Sub(progress.start).Round(time.Second), j.command(), outcome, j.elapsed.Seconds())
+	}
 }
 
 // job is what one mpirun run left behind.
@@ -457,7 +495,8 @@ func (j *job) command() string {
 }
 
 func runJob(bin, dev string, opts []string, np int, progArgs []string) *job {
-	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String()}
+	// On a hang, the failure shows where each rank waits and its stacks.
+	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String(), "-timeout-stacks"}
 	var env []string
 	for _, o := range opts {
 		switch o {

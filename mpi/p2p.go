@@ -238,7 +238,7 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 		if err != nil {
 			return emptyStatus, c.raise(named(op, err))
 		}
-		if err := r.waitFor(ar.Done); err != nil {
+		if err := r.waitOn(ar.Done, nil, ar, c); err != nil {
 			return emptyStatus, c.raise(named(op, err)) // ar stays with the device
 		}
 		r.mu.Lock()

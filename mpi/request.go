@@ -145,7 +145,7 @@ func (q *Request) wait() (Status, error) {
 			// done; polling here as well would only contend with it for
 			// the device and the CPU.
 			<-q.bg
-		} else if err := q.rt.waitDone(q.ar); err != nil {
+		} else if err := q.rt.waitDone(q.ar, q.comm); err != nil {
 			return emptyStatus, named("MPI_Wait", err)
 		}
 	}

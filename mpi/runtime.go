@@ -67,7 +67,9 @@ var epoch = time.Now()
 // Init starts MPI: it connects to the launcher (PMI-1), starts the device
 // named by ADIMPI_DEVICE (default netvm) with options from
 // ADIMPI_DEVICE_OPT, and wires it up with the other ranks. Without a
-// launcher the program runs as a singleton: rank 0 of 1.
+// launcher the program runs as a singleton: rank 0 of 1. From Init on,
+// SIGUSR2 makes the process print to stderr where it waits (mpirun
+// -timeout sends it).
 func Init() error { return InitWith(Options{}) }
 
 // Options choose what InitWith starts. Zero fields take their values from
@@ -114,10 +116,12 @@ func InitWith(o Options) error {
 	if err != nil {
 		return errorf(ErrOther, "MPI_Init", "connecting to the launcher: %v", err)
 	}
+	startWaitReports(client.Rank()) // where this rank waits, when mpirun -timeout asks (waitinfo.go)
 	r := &runtime{pmi: client, rank: client.Rank(), size: client.Size(), devName: name, nextCtx: 4}
 	if err := r.learnHosts(client); err != nil {
-		client.Abort(1, err.Error())
-		return errorf(ErrOther, "MPI_Init", "learning where the ranks run: %v", err)
+		e := errorf(ErrOther, "MPI_Init", "learning where the ranks run: %v", err)
+		client.Abort(1, e.Error())
+		return e
 	}
 	if err := r.oneHost(); err != nil {
 		// Every rank reaches this verdict from the same map, so each
@@ -127,8 +131,9 @@ func InitWith(o Options) error {
 	r.dev = factory()
 	r.short, _ = r.dev.(adi.ShortSender)
 	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts, Hosts: r.hosts}); err != nil {
-		client.Abort(1, err.Error())
-		return errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
+		e := errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
+		client.Abort(1, e.Error()) // mpirun prints an "MPI_X: ..." message as the rank's error
+		return e
 	}
 	// A waiter polls, then polls yielding the CPU to other runnable
 	// processes between polls, then sleeps on the device's futex. Sleeping
@@ -157,6 +162,7 @@ func InitWith(o Options) error {
 	}
 	rt = r
 	live.Store(r)
+	initDone.Store(true) // for wait reports (waitinfo.go)
 	return nil
 }
 
@@ -372,16 +378,17 @@ func (r *runtime) waitFor(cond func() bool) error {
 	return r.waitSleeping(cond, nil)
 }
 
-// waitDone is waitFor(ar.Done), the wait of Request.Wait: first a burst of
-// polls under one hold of the lock (pollHeld), then waitFor.
-func (r *runtime) waitDone(ar *adi.Request) error {
+// waitDone is waitFor(ar.Done), the wait of Request.Wait on a request of
+// communicator c: first a burst of polls under one hold of the lock
+// (pollHeld), then waitFor.
+func (r *runtime) waitDone(ar *adi.Request, c *Comm) error {
 	r.mu.Lock()
 	done, err := r.pollHeld(ar)
 	r.mu.Unlock()
 	if done || err != nil {
 		return err
 	}
-	return r.waitFor(ar.Done)
+	return r.waitOn(ar.Done, nil, ar, c)
 }
 
 // pollHeld, called with the lock held, polls the device until ar is done,
@@ -407,15 +414,21 @@ func (r *runtime) pollHeld(ar *adi.Request) (bool, error) {
 // it), then looks at cond once more, so that a condition made true before
 // the announcement was seen is not slept through.
 func (r *runtime) waitSleeping(cond func() bool, beforeSleep func()) error {
+	return r.waitOn(cond, beforeSleep, nil, nil)
+}
+
+// waitOn is waitSleeping for a wait on request ar of communicator c (nil,
+// nil: not a single request), which a wait report names (waitinfo.go).
+func (r *runtime) waitOn(cond func() bool, beforeSleep func(), ar *adi.Request, c *Comm) error {
 	if !r.asyncOn.Load() {
-		return r.wait(cond, beforeSleep)
+		return r.wait(cond, beforeSleep, ar, c)
 	}
 	// The progress goroutine stays out of the device while a goroutine
 	// waits here (it progresses by itself), and learns from the count of
 	// returns whether the program keeps calling MPI. Two atomic adds on a
 	// word no other process touches: no clock, no wake-up.
 	r.waits.Add(1)
-	err := r.wait(cond, beforeSleep)
+	err := r.wait(cond, beforeSleep, ar, c)
 	r.waits.Add(1<<32 - 1)
 	return err
 }
@@ -425,14 +438,16 @@ func (r *runtime) waitSleeping(cond func() bool, beforeSleep func()) error {
 // of a latency-bound program end within a few polls.
 const freePolls = 64
 
-// wait is waitFor's loop.
-func (r *runtime) wait(cond func() bool, beforeSleep func()) error {
+// wait is waitFor's loop. A wait that goes to sleep is recorded for wait
+// reports (beginWait): ar and c say what it waits for.
+func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c *Comm) error {
 	free, mask := freePolls, 63
 	if r.poll == 0 {
 		// Ranks outnumber cores: yield from the start, and often.
 		free, mask = 0, 15
 	}
 	var start int64
+	var slept *waitRecord
 	for i := 0; ; i++ {
 		// The device's Seq is read only before a pass after which the
 		// waiter may sleep: the doorbell's cache line moves to the sender
@@ -446,10 +461,13 @@ func (r *runtime) wait(cond func() bool, beforeSleep func()) error {
 		r.mu.Lock()
 		_, err := r.dev.Progress()
 		r.mu.Unlock()
-		if err != nil {
-			return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
-		}
-		if cond() {
+		if err != nil || cond() {
+			if slept != nil {
+				endWait(slept)
+			}
+			if err != nil {
+				return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
+			}
 			return nil
 		}
 		if i == free {
@@ -468,8 +486,14 @@ func (r *runtime) wait(cond func() bool, beforeSleep func()) error {
 			beforeSleep()
 			beforeSleep = nil
 			if cond() {
+				if slept != nil {
+					endWait(slept)
+				}
 				return nil
 			}
+		}
+		if slept == nil {
+			slept = beginWait(start, ar, c)
 		}
 		r.dev.Sleep(seq, 100*time.Millisecond)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,27 +33,62 @@ const (
 	// drainDelay bounds how long mpirun waits for output after every rank
 	// has exited (a rank's own children may keep its pipes open).
 	drainDelay = 2 * time.Second
+	// reportDelay bounds how long mpirun waits, once -timeout has fired,
+	// for every rank's wait report.
+	reportDelay = 2 * time.Second
 )
 
-// job is one run of a program on np ranks.
+// waitReportPrefix starts a rank's wait report line (package mpi's
+// WaitReportPrefix, which it prints on waitReportSignal).
+const (
+	waitReportPrefix = "adimpi: rank "
+	waitReportSignal = syscall.SIGUSR2
+)
+
+// job is one run of one or more programs (apps) on np ranks in all.
 type job struct {
 	np            int
-	binary        string // executable to start
-	argv0         string // argv[0] for the ranks
-	args          []string
+	apps          []*app
 	device        string
 	deviceOpts    []string
+	env           []string // NAME=VALUE for every rank (-x, -genv)
 	tagOutput     bool
 	timeout       time.Duration
+	timeoutStacks bool
 	asyncProgress bool
 	stdout        *lineSink
 	stderr        *lineSink
+	started       func() // called once every rank has started (or failed to)
 
 	srv      *pmi.Server
 	ranks    []*rankProc
 	exits    chan exitEvent
+	reports  chan int       // ranks whose wait report has been forwarded
 	output   sync.WaitGroup // output forwarders
 	stopping bool           // teardown has begun; later exits are expected
+}
+
+// app is one program of the command line and its ranks, which follow
+// those of the apps before it in the world.
+type app struct {
+	index  int
+	np     int
+	binary string // executable to start
+	argv0  string // argv[0] for the ranks
+	args   []string
+	wdir   string   // working directory ("" = mpirun's)
+	env    []string // NAME=VALUE for this app's ranks (-env)
+}
+
+// appOf returns the app that rank r runs.
+func (j *job) appOf(r int) *app {
+	for _, a := range j.apps {
+		if r < a.np {
+			return a
+		}
+		r -= a.np
+	}
+	panic(fmt.Sprintf("mpirun: rank %d beyond the job's %d ranks", r, j.np))
 }
 
 // rankProc is one started rank.
@@ -81,6 +118,7 @@ type failure struct {
 func (j *job) run() int {
 	j.srv = pmi.NewServer(j.np, fmt.Sprintf("adimpi_kvs_%d", os.Getpid()))
 	j.exits = make(chan exitEvent, j.np)
+	j.reports = make(chan int, j.np)
 
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
@@ -97,7 +135,8 @@ func (j *job) run() int {
 			closeStdin() // rank 0 has its own copy
 		}
 		if err != nil {
-			j.errorf("mpirun: cannot start rank %d (%s): %v; stopping the job", r, j.argv0, err)
+			j.started()
+			j.errorf("mpirun: cannot start rank %d (%s): %v; stopping the job", r, j.appOf(r).argv0, err)
 			code := exitCannotExec
 			if errors.Is(err, os.ErrNotExist) {
 				code = exitNotFound
@@ -105,6 +144,7 @@ func (j *job) run() int {
 			return j.finish(code, true)
 		}
 	}
+	j.started()
 	return j.supervise(signals)
 }
 
@@ -123,7 +163,9 @@ func (j *job) supervise(signals <-chan os.Signal) int {
 		timeoutC = t.C
 	}
 	stop := func(f failure, sig syscall.Signal) {
-		j.errorf("%s", f.msg)
+		if f.msg != "" {
+			j.errorf("%s", f.msg)
+		}
 		status = f.code
 		j.stopping = true
 		j.signalAll(sig)
@@ -160,16 +202,60 @@ func (j *job) supervise(signals <-chan os.Signal) int {
 			}, s)
 		case <-timeoutC:
 			if !j.stopping {
-				stop(failure{
-					msg:  fmt.Sprintf("mpirun: job timed out after %v; stopping the job", j.timeout),
-					code: exitTimeout,
-				}, syscall.SIGQUIT) // a Go rank prints every goroutine's stack: where it hung
+				j.errorf("mpirun: job timed out after %v; stopping the job", j.timeout)
+				j.stopping = true
+				j.collectWaitReports()
+				sig := syscall.SIGTERM
+				if j.timeoutStacks {
+					// A Go rank prints every goroutine's stack.
+					j.stderr.labelAll.Store(true)
+					j.stdout.labelAll.Store(true)
+					sig = syscall.SIGQUIT
+				}
+				stop(failure{code: exitTimeout}, sig)
 			}
 		case <-killC:
 			j.signalAll(syscall.SIGKILL)
 		}
 	}
 	return j.finish(status, j.stopping)
+}
+
+// collectWaitReports asks every running rank where it waits (an adimpi
+// rank prints one line, see package mpi's waitinfo.go) and waits until each
+// has answered or exited, for at most reportDelay. It names the ranks that
+// stay silent.
+func (j *job) collectWaitReports() {
+	for len(j.reports) > 0 {
+		<-j.reports // reports printed before the timeout do not count
+	}
+	j.signalAll(waitReportSignal)
+	answered := make([]bool, j.np)
+	deadline := time.After(reportDelay)
+	for {
+		waiting := 0
+		for _, r := range j.ranks {
+			if !r.exited && !answered[r.rank] {
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			return
+		}
+		select {
+		case r := <-j.reports:
+			answered[r] = true
+		case ev := <-j.exits:
+			j.record(ev)
+		case <-deadline:
+			for _, r := range j.ranks {
+				if !r.exited && !answered[r.rank] {
+					j.errorf("mpirun: rank %d (pid %d) did not say where it waits within %v (not an adimpi program, or not in MPI)", r.rank, r.pid, reportDelay)
+				}
+			}
+			return
+		}
+	}
 }
 
 // finish waits for the remaining output and, after a failure, for every
@@ -267,18 +353,30 @@ func (j *job) judge(rank int) (failure, bool) {
 	return failure{}, false
 }
 
-// abortFailure describes a rank's MPI_Abort.
+// abortFailure describes a rank's MPI_Abort. An abort whose message is an
+// MPI error ("MPI_Init: MPI_ERR_OTHER: ...", as an adimpi rank sends when
+// Init fails) is reported as the rank's error rather than as a call of
+// MPI_Abort the program never made.
 func (j *job) abortFailure(a pmi.Abort) failure {
-	msg := fmt.Sprintf("mpirun: rank %d (pid %d) called MPI_Abort with code %d", a.Rank, j.ranks[a.Rank].pid, a.Code)
-	if a.Msg != "" {
-		msg += ": " + strings.TrimSpace(a.Msg)
+	msg := strings.TrimSpace(a.Msg)
+	who := fmt.Sprintf("mpirun: rank %d (pid %d)", a.Rank, j.ranks[a.Rank].pid)
+	if mpiError.MatchString(msg) {
+		who += " failed: " + msg
+	} else {
+		who += fmt.Sprintf(" called MPI_Abort with code %d", a.Code)
+		if msg != "" {
+			who += ": " + msg
+		}
 	}
 	code := a.Code & 0xff
 	if code == 0 {
 		code = 1
 	}
-	return failure{msg: msg + "; stopping the job", code: code}
+	return failure{msg: who + "; stopping the job", code: code}
 }
+
+// mpiError matches an abort message that is an MPI call's error.
+var mpiError = regexp.MustCompile(`^MPI_[A-Z][A-Za-z_]*: `)
 
 // firstFailure is called when rank failed with f. The rank's exit
 // may be a consequence of an earlier failure that mpirun has not heard
@@ -326,19 +424,27 @@ func (j *job) errorf(format string, a ...any) {
 }
 
 // environ returns the environment of rank r: mpirun's own, without any PMI
-// or device settings it inherited, plus the job's.
+// or device settings it inherited, then -x and -genv, then the app's -env,
+// then the job's own variables (which nothing overrides).
 func (j *job) environ(r int) []string {
+	a := j.appOf(r)
 	set := map[string]string{
 		"PMI_FD":            "3",
 		"PMI_RANK":          strconv.Itoa(r),
 		"PMI_SIZE":          strconv.Itoa(j.np),
+		"ADIMPI_APPNUM":     strconv.Itoa(a.index),
 		"ADIMPI_DEVICE":     j.device,
 		"ADIMPI_DEVICE_OPT": strings.Join(j.deviceOpts, ","),
 	}
 	if j.asyncProgress {
 		set["ADIMPI_ASYNC_PROGRESS"] = "1"
 	}
-	drop := map[string]bool{"PMI_PORT": true, "PMI_ID": true}
+	drop := map[string]bool{"PMI_PORT": true, "PMI_ID": true, "ADIMPI_ASYNC_PROGRESS": true}
+	extra := append(append([]string(nil), j.env...), a.env...)
+	for _, kv := range extra {
+		name, _, _ := strings.Cut(kv, "=")
+		drop[name] = true
+	}
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -347,7 +453,10 @@ func (j *job) environ(r int) []string {
 		}
 		env = append(env, kv)
 	}
-	for _, name := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS"} {
+	// exec.Cmd keeps the last of duplicate names: -env beats -genv, and
+	// the job's own variables beat both.
+	env = append(env, extra...)
+	for _, name := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS"} {
 		if v, ok := set[name]; ok {
 			env = append(env, name+"="+v)
 		}
@@ -383,9 +492,11 @@ func (j *job) start(r int, stdin *os.File) error {
 		return err
 	}
 
+	a := j.appOf(r)
 	cmd := &exec.Cmd{
-		Path:       j.binary,
-		Args:       append([]string{j.argv0}, j.args...),
+		Path:       a.binary,
+		Args:       append([]string{a.argv0}, a.args...),
+		Dir:        a.wdir,
 		Env:        j.environ(r),
 		Stdout:     outW,
 		Stderr:     errW,
@@ -410,18 +521,27 @@ func (j *job) start(r int, stdin *os.File) error {
 
 	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{})}
 	j.ranks = append(j.ranks, rp)
+	label := []byte(fmt.Sprintf("[%d] ", r))
 	var prefix []byte
 	if j.tagOutput {
-		prefix = []byte(fmt.Sprintf("[%d] ", r))
+		prefix = label
 	}
+	report := []byte(fmt.Sprintf("%s%d: ", waitReportPrefix, r))
 	j.output.Add(2)
 	go func() {
 		defer j.output.Done()
-		forwardLines(outR, j.stdout, prefix)
+		forwardLines(outR, j.stdout, prefix, label, nil)
 	}()
 	go func() {
 		defer j.output.Done()
-		forwardLines(errR, j.stderr, prefix)
+		forwardLines(errR, j.stderr, prefix, label, func(line []byte) {
+			if bytes.HasPrefix(line, report) {
+				select {
+				case j.reports <- r:
+				default:
+				}
+			}
+		})
 	}()
 	go func() {
 		defer close(rp.served)

@@ -1,12 +1,13 @@
 // Command mpirun starts an MPI job: N copies of a program, wired together
 // through a PMI-1 server that mpirun runs itself.
 //
-//	mpirun [-device D] [-np N] [flags] prog [args...]
+//	mpirun [-device D] [-np N] [flags] prog [args...] [: [-np N] prog2 [args...]]...
 //
 // prog may be an executable (a path, or a bare name looked up in PATH), a Go
 // source file, or a Go package directory or import path; Go sources are
-// built once with "go build" and the binary is removed afterwards. Run
-// "mpirun -h" for the flags, the environment and the exit statuses.
+// built once with "go build" into a cache directory that later runs reuse.
+// Several programs separated by ":" make one MPMD job. Run "mpirun -h" for
+// the flags, the environment and the exit statuses.
 package main
 
 import (
@@ -15,11 +16,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
+	goruntime "runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -29,9 +30,10 @@ import (
 )
 
 // Exit statuses of mpirun itself (a failing job exits with its rank's
-// status instead).
+// status instead). A usage error is 64 (EX_USAGE of sysexits.h) rather than
+// 2, the status of a Go program that panics.
 const (
-	exitUsage       = 2   // bad flags or arguments
+	exitUsage       = 64  // bad flags or arguments
 	exitCannotExec  = 126 // prog exists but cannot be run
 	exitNotFound    = 127 // prog not found
 	exitTimeout     = 124 // -timeout expired
@@ -45,80 +47,52 @@ func main() {
 	os.Exit(mpirun(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// options are the parsed command line.
-type options struct {
-	np            int
-	device        string
-	deviceOpts    []string
-	tagOutput     bool
-	timeout       time.Duration
-	listDevices   bool
-	asyncProgress bool
-	help          bool
-}
-
-// longFlags lists mpirun's long flag names and whether each takes a value;
-// it drives the rewriting of single-dash long flags (see normalizeArgs).
-var longFlags = map[string]bool{
-	"np":             true,
-	"device":         true,
-	"device-opt":     true,
-	"tag-output":     false,
-	"timeout":        true,
-	"list-devices":   false,
-	"async-progress": false,
-	"help":           false,
-}
-
-// shortFlags lists mpirun's shorthand letters; shortFlagsWithValue those
-// that consume the next argument.
-var (
-	shortFlags          = map[string]bool{"n": true, "h": true}
-	shortFlagsWithValue = map[string]bool{"-n": true}
-)
-
-func newFlagSet(o *options) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("mpirun", pflag.ContinueOnError)
-	fs.SetInterspersed(false) // everything after prog belongs to prog
-	fs.SortFlags = false
-	defDev := os.Getenv("ADIMPI_DEVICE")
-	if defDev == "" {
-		defDev = defaultDevice
-	}
-	fs.IntVarP(&o.np, "np", "n", 1, "start `N` ranks (processes)")
-	fs.StringVar(&o.device, "device", defDev, "communication device `name` for the job (default: $ADIMPI_DEVICE, else "+defaultDevice+")")
-	fs.StringArrayVar(&o.deviceOpts, "device-opt", nil, "device option `key=value`; repeatable, passed to every rank in order")
-	fs.BoolVar(&o.tagOutput, "tag-output", false, "prefix every output line with \"[rank] \"")
-	fs.DurationVar(&o.timeout, "timeout", 0, "stop the whole job after `duration` (such as 30s or 5m; 0 = no limit); ranks get SIGQUIT, so Go programs print their goroutines' stacks")
-	fs.BoolVar(&o.listDevices, "list-devices", false, "print the names of the available devices, one per line, and exit")
-	fs.BoolVar(&o.asyncProgress, "async-progress", false, "ask ranks to run an asynchronous progress thread (sets ADIMPI_ASYNC_PROGRESS=1)")
-	fs.BoolVarP(&o.help, "help", "h", false, "show this help and exit")
-	return fs
-}
-
-func usage(w io.Writer, fs *pflag.FlagSet) {
+func usage(w io.Writer) {
+	var o options
+	var a appOptions
 	fmt.Fprintf(w, `Usage: mpirun [flags] prog [args...]
+       mpirun [flags] [-n N] prog [args...] : [-n N] prog2 [args...] : ...
 
-Starts -np copies of prog as one MPI job and waits for them. Each rank finds
+Starts -n copies of prog as one MPI job and waits for them. Each rank finds
 mpirun's PMI-1 server through an inherited socket, and the ranks' standard
 output and error are forwarded line by line.
+
+With ":" the job runs several programs (MPMD): the world is the
+concatenation of their ranks, in order, and each program's ranks get its
+index (0, 1, ...) as ADIMPI_APPNUM (MPI's APPNUM). Each program may have its
+own -n, -wdir and -env; the other flags are job-wide and go before the
+first program.
 
 prog is one of:
   an executable file, or a bare name looked up in $PATH;
   a Go source file (prog.go), or a Go package directory (./examples/ring)
   or import path: it is built once with "go build" in the current
-  directory, and the binary is deleted when the job ends.
+  directory into mpirun's build cache ($XDG_CACHE_HOME/adimpi/mpirun, else
+  ~/.cache/adimpi/mpirun), where later runs reuse it.
 
-Flags (one or two dashes: -np 4 and --np 4 are the same):
+Flags of each program:
 %s
+Job-wide flags:
+%s
+Flags take one dash or two (-np 4, --np 4, --np=4), as Hydra and Open MPI
+accept them.
+
+Hosts: -hosts, -host and -hostfile are read and checked (hostfile lines
+"host", "host:slots" or "host slots=N"; '#' comments); without -n the job
+has as many ranks as the hosts have slots. For now every rank runs on this
+machine: a host other than this one (localhost, 127.0.0.1, its host name or
+addresses) is an error.
+
 Environment read by mpirun:
   ADIMPI_DEVICE       default for -device
   ADIMPI_DEVICE_OPT   device options k1=v1,k2=v2, put before the -device-opt
                       pairs (which override them)
 
-Environment set for every rank (in addition to mpirun's own environment):
+Environment set for every rank (in addition to mpirun's own environment,
+-x, -genv and -env):
   PMI_FD=3            PMI-1 connection to mpirun (an inherited socket)
   PMI_RANK, PMI_SIZE  the rank and the number of ranks
+  ADIMPI_APPNUM       the index of the rank's program on an MPMD command line
   ADIMPI_DEVICE       the -device name
   ADIMPI_DEVICE_OPT   the -device-opt pairs, comma-joined: k1=v1,k2=v2
   ADIMPI_ASYNC_PROGRESS=1  with -async-progress
@@ -128,123 +102,93 @@ Standard input goes to rank 0 only; the other ranks read /dev/null.
 SIGINT and SIGTERM are forwarded to every rank; ranks still running 1s
 later are killed.
 
+When -timeout fires, mpirun sends every rank SIGUSR2: an adimpi rank prints
+one line saying in which MPI call it waits, for which peer, tag and
+communicator, and for how long. Then (with -timeout-stacks) SIGQUIT makes
+every Go rank print its goroutines' stacks, each line labelled [rank].
+
 Exit status:
   0        every rank exited 0 (after MPI_Finalize, if it used MPI)
-  N        the first failing rank exited with status N; or called MPI_Abort
-           with code N (a code of 0 becomes 1); or exited 0 without
-           MPI_Finalize (N = 1)
+  N        the first failing rank exited with status N (2: a Go panic); or
+           called MPI_Abort with code N (a code of 0 becomes 1); or exited 0
+           without MPI_Finalize (N = 1)
   128+S    a rank, or mpirun, was killed by / received signal S
+  1        go build failed
+  64       usage error (bad flags, arguments, hosts or hostfile)
   124      the -timeout expired
   126/127  prog cannot be executed / was not found
-  2        usage error
-`, flagUsages(fs))
+`, flagUsages(newFlagSet(&o, &a, false), nil), flagUsages(newFlagSet(&o, &a, true), newFlagSet(&o, &a, false)))
 }
 
-// flagUsages lists the flags in mpirun's own single-dash style.
-func flagUsages(fs *pflag.FlagSet) string {
+// flagUsages lists the flags of fs that are not in skip, in mpirun's own
+// single-dash style.
+func flagUsages(fs, skip *pflag.FlagSet) string {
 	var b strings.Builder
 	fs.VisitAll(func(f *pflag.Flag) {
+		if skip != nil && skip.Lookup(f.Name) != nil {
+			return
+		}
 		name := "-" + f.Name
-		if f.Shorthand != "" {
+		if f.Shorthand != "" && f.Shorthand != f.Name {
 			name = "-" + f.Shorthand + ", " + name
 		}
 		varname, text := pflag.UnquoteUsage(f)
-		if f.Value.Type() != "bool" {
+		switch {
+		case pairFlags[f.Name]:
+			name += " NAME VALUE"
+		case takesValue(f):
 			name += " " + varname
 		}
-		if f.Name == "np" {
-			text += " (default 1)"
-		}
-		fmt.Fprintf(&b, "  %-22s %s\n", name, text)
+		fmt.Fprintf(&b, "  %-24s %s\n", name, text)
 	})
 	return b.String()
 }
 
-// normalizeArgs rewrites single-dash long flags (-np 4) into pflag's
-// double-dash form (--np 4). Only arguments before prog are touched.
-func normalizeArgs(args []string) []string {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
-			return append(out, args[i:]...) // prog and its arguments
+// version is mpirun's version: the module's, as the go command recorded it.
+func version() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
 		}
-		if strings.HasPrefix(a, "--") {
-			out = append(out, a)
-			name, _, hasValue := strings.Cut(a[2:], "=")
-			if longFlags[name] && !hasValue && i+1 < len(args) {
-				i++
-				out = append(out, args[i])
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " " + s.Value[:12]
 			}
-			continue
-		}
-		name, _, hasValue := strings.Cut(a[1:], "=")
-		if takesValue, ok := longFlags[name]; ok && len(name) > 1 {
-			out = append(out, "-"+a)
-			if takesValue && !hasValue && i+1 < len(args) {
-				i++
-				out = append(out, args[i])
-			}
-			continue
-		}
-		if len(name) > 1 && !shortFlags[name[:1]] {
-			// An unknown long flag: let pflag report it by its name
-			// rather than as a cluster of shorthand letters.
-			out = append(out, "-"+a)
-			continue
-		}
-		out = append(out, a)
-		if shortFlagsWithValue[a] && i+1 < len(args) {
-			i++
-			out = append(out, args[i])
 		}
 	}
-	return out
+	return fmt.Sprintf("mpirun (adimpi) %s, %s, PMI-1\n", v, goruntime.Version())
 }
 
 // mpirun runs the command line args and returns the exit status.
 func mpirun(args []string, stdout, stderr io.Writer) int {
-	var o options
-	fs := newFlagSet(&o)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(normalizeArgs(args)); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			usage(stdout, fs)
-			return 0
-		}
+	usageErr := func(err error) int {
 		fmt.Fprintf(stderr, "mpirun: %v\nRun 'mpirun -h' for help.\n", err)
 		return exitUsage
 	}
-	if o.help {
-		usage(stdout, fs)
+	o, apps, err := parseArgs(args)
+	switch {
+	case errors.Is(err, pflag.ErrHelp) || err == nil && o.help:
+		usage(stdout)
 		return 0
-	}
-	if o.listDevices {
+	case err != nil:
+		return usageErr(err)
+	case o.version:
+		fmt.Fprint(stdout, version())
+		return 0
+	case o.listDevices:
 		for _, name := range adi.Devices() {
 			fmt.Fprintln(stdout, name)
 		}
 		return 0
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "mpirun: "+format+"\nRun 'mpirun -h' for help.\n", a...)
-		return exitUsage
-	}
-	if fs.NArg() == 0 {
-		return usageErr("no program given")
-	}
-	if o.np < 1 {
-		return usageErr("-np must be at least 1, not %d", o.np)
-	}
-	if o.timeout < 0 {
-		return usageErr("-timeout must not be negative")
-	}
 	if _, ok := adi.Lookup(o.device); !ok {
-		return usageErr("unknown device %q; known devices: %s", o.device, strings.Join(adi.Devices(), ", "))
+		return usageErr(usagef("unknown device %q; known devices: %s", o.device, strings.Join(adi.Devices(), ", ")))
 	}
 	for _, kv := range o.deviceOpts {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.Contains(kv, ",") {
-			return usageErr("-device-opt %q: want key=value without commas", kv)
+			return usageErr(usagef("-device-opt %q: want key=value without commas", kv))
 		}
 	}
 	// Options from the environment come first, so that -device-opt
@@ -256,51 +200,139 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-				return usageErr("ADIMPI_DEVICE_OPT: %q: want key=value", kv)
+				return usageErr(usagef("ADIMPI_DEVICE_OPT: %q: want key=value", kv))
 			}
 			inherited = append(inherited, kv)
 		}
 		o.deviceOpts = append(inherited, o.deviceOpts...)
 	}
-
-	prog, progArgs := fs.Arg(0), fs.Args()[1:]
-	target, build, err := resolveProgram(prog)
+	slots, err := hostSlots(o)
 	if err != nil {
-		fmt.Fprintf(stderr, "mpirun: %v\n", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return exitNotFound
-		}
-		return exitCannotExec
+		return usageErr(err)
 	}
-	binary := target
-	if build {
-		dir, err := os.MkdirTemp("", "mpirun-build-")
-		if err != nil {
-			fmt.Fprintf(stderr, "mpirun: %v\n", err)
-			return exitBuildFailed
-		}
-		defer os.RemoveAll(dir)
-		binary, err = goBuild(target, dir, stderr)
-		if err != nil {
-			fmt.Fprintf(stderr, "mpirun: %v\n", err)
-			return exitBuildFailed
-		}
+	if len(apps) == 1 && !apps[0].npSet && slots > 0 {
+		apps[0].np = slots
+	}
+	env, err := jobEnv(o)
+	if err != nil {
+		return usageErr(err)
 	}
 
 	j := &job{
-		np:            o.np,
-		binary:        binary,
-		argv0:         prog,
-		args:          progArgs,
 		device:        o.device,
 		deviceOpts:    o.deviceOpts,
+		env:           env,
 		tagOutput:     o.tagOutput,
 		timeout:       o.timeout,
+		timeoutStacks: o.timeoutStacks,
 		asyncProgress: o.asyncProgress,
 		stdout:        &lineSink{w: stdout},
 		stderr:        &lineSink{w: stderr},
 	}
+	var unlocks []func()
+	defer func() {
+		for _, u := range unlocks {
+			u()
+		}
+	}()
+	built := map[string]string{} // target → binary: an MPMD line may name a package twice
+	for i, a := range apps {
+		ja, unlock, code := prepareApp(a, i, built, stderr)
+		if code != 0 {
+			return code
+		}
+		if unlock != nil {
+			unlocks = append(unlocks, unlock)
+		}
+		j.apps = append(j.apps, ja)
+		j.np += a.np
+	}
+	j.started = func() {
+		for _, u := range unlocks {
+			u()
+		}
+		unlocks = nil
+	}
 	return j.run()
+}
+
+// hostSlots reads and checks -hosts, -host and -hostfile, and returns
+// their total slots (0 if none gave any).
+func hostSlots(o *options) (int, error) {
+	var hosts []host
+	for _, l := range []struct {
+		flag  string
+		lists []string
+	}{{"-hosts", o.hosts}, {"-host", o.host}} {
+		h, err := parseHostList(l.flag, l.lists)
+		if err != nil {
+			return 0, err
+		}
+		hosts = append(hosts, h...)
+	}
+	if o.hostfile != "" {
+		h, err := parseHostfile(o.hostfile)
+		if err != nil {
+			return 0, err
+		}
+		hosts = append(hosts, h...)
+	}
+	return checkLocal(hosts)
+}
+
+// jobEnv is what -x and -genv add to every rank's environment, as
+// NAME=VALUE in order (a later one wins).
+func jobEnv(o *options) ([]string, error) {
+	var env []string
+	for _, x := range o.export {
+		if strings.Contains(x, "=") {
+			env = append(env, x)
+			continue
+		}
+		v, ok := os.LookupEnv(x)
+		if !ok {
+			return nil, usagef("-x %s: mpirun's environment has no %s", x, x)
+		}
+		env = append(env, x+"="+v)
+	}
+	return append(env, o.genv...), nil
+}
+
+// prepareApp resolves (and if need be builds) one program of the command
+// line; built maps the targets already built in this run to their binaries.
+// It returns a non-zero exit status on failure, having said why; and for a
+// newly built program, the function that unlocks its build cache entry.
+func prepareApp(a *appOptions, index int, built map[string]string, stderr io.Writer) (*app, func(), int) {
+	if a.wdir != "" {
+		if fi, err := os.Stat(a.wdir); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "mpirun: -wdir %s: not a directory\nRun 'mpirun -h' for help.\n", a.wdir)
+			return nil, nil, exitUsage
+		}
+	}
+	target, build, err := resolveProgram(a.prog)
+	if err != nil {
+		fmt.Fprintf(stderr, "mpirun: %v\n", err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, nil, exitNotFound
+		}
+		return nil, nil, exitCannotExec
+	}
+	ja := &app{index: index, np: a.np, binary: target, argv0: a.prog, args: a.args, wdir: a.wdir, env: a.env}
+	if !build {
+		return ja, nil, 0
+	}
+	if bin, ok := built[target]; ok {
+		ja.binary = bin
+		return ja, nil, 0
+	}
+	bin, unlock, err := goBuild(target, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mpirun: %v\n", err)
+		return nil, nil, exitBuildFailed
+	}
+	built[target] = bin
+	ja.binary = bin
+	return ja, unlock, 0
 }
 
 // resolveProgram decides how to run prog. It returns the executable's
@@ -356,32 +388,4 @@ func goPackageArg(dir string) string {
 		return c
 	}
 	return "./" + c
-}
-
-// goBuild builds target (a .go file, directory or import path) into dir
-// and returns the binary's path. go build's messages go to stderr.
-func goBuild(target, dir string, stderr io.Writer) (string, error) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("building %s needs the go command in $PATH: %w", target, err)
-	}
-	name := strings.TrimSuffix(filepath.Base(target), ".go")
-	if !strings.HasSuffix(target, ".go") {
-		if abs, err := filepath.Abs(target); err == nil && strings.HasPrefix(target, ".") {
-			name = filepath.Base(abs)
-		} else {
-			name = path.Base(target)
-		}
-	}
-	if name == "" || name == "." || name == "/" {
-		name = "prog"
-	}
-	out := filepath.Join(dir, name)
-	cmd := exec.Command(goTool, "build", "-o", out, target)
-	cmd.Stdout = stderr
-	cmd.Stderr = stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build %s failed: %v", target, err)
-	}
-	return out, nil
 }

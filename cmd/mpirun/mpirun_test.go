@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/testnote"
 )
 
 // Binaries built once by TestMain.
 var (
 	mpirunBin   string
 	rankprogBin string
+	mpiprogBin  string
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +34,8 @@ func TestMain(m *testing.M) {
 	}
 	mpirunBin = filepath.Join(dir, "mpirun")
 	rankprogBin = filepath.Join(dir, "rankprog")
-	for _, b := range [][2]string{{mpirunBin, "."}, {rankprogBin, "./testdata/rankprog"}} {
+	mpiprogBin = filepath.Join(dir, "mpiprog")
+	for _, b := range [][2]string{{mpirunBin, "."}, {rankprogBin, "./testdata/rankprog"}, {mpiprogBin, "./testdata/mpiprog"}} {
 		out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
@@ -40,6 +43,16 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// The mpirun runs of the tests keep their build cache in dir, and go's
+	// where it is.
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "go env GOCACHE:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	os.Setenv("GOCACHE", strings.TrimSpace(string(gocache)))
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -182,8 +195,70 @@ func TestTimeout(t *testing.T) {
 	if res.code != 124 || !strings.Contains(res.stderr, "mpirun: job timed out after 500ms; stopping the job\n") || res.elapsed > 10*time.Second {
 		t.Fatalf("want exit 124 with the timeout message: %v", res)
 	}
-	if n := strings.Count(res.stderr, "mpirun: "); n != 1 {
-		t.Fatalf("want exactly one mpirun message: %v", res)
+	// rankprog uses PMI but not package mpi: its ranks cannot say where
+	// they wait, and mpirun says so for each.
+	silent := regexp.MustCompile(`(?m)^mpirun: rank \d \(pid \d+\) did not say where it waits within 2s \(not an adimpi program, or not in MPI\)$`)
+	if n := strings.Count(res.stderr, "mpirun: "); n != 4 || len(silent.FindAllString(res.stderr, -1)) != 3 {
+		t.Fatalf("want the timeout message and one per silent rank: %v", res)
+	}
+}
+
+// -timeout: every rank says in one line where it waits (call, peer, tag,
+// communicator, for how long); goroutine stacks only with -timeout-stacks,
+// each line labelled with its rank.
+func TestTimeoutReport(t *testing.T) {
+	for _, stacks := range []bool{false, true} {
+		args := []string{"-np", "4", "-timeout", "1s"}
+		if stacks {
+			args = append(args, "-timeout-stacks")
+		}
+		res := run(t, nil, nil, append(args, mpiprogBin, "wait")...)
+		if res.code != exitTimeout {
+			t.Fatalf("stacks=%t: want exit %d: %v", stacks, exitTimeout, res)
+		}
+		d := `waiting \d+(\.\d+)?m?s in `
+		for _, re := range []string{
+			`(?m)^mpirun: job timed out after 1s; stopping the job$`,
+			`(?m)^adimpi: rank 0: ` + d + `mpi\.Recv: receive from rank 1, tag 7, on MPI_COMM_WORLD$`,
+			`(?m)^adimpi: rank 1: ` + d + `mpi\.Ssend: send to rank 0, tag 9, on wait-dup$`,
+			`(?m)^adimpi: rank 2: ` + d + `mpi\.Barrier$`,
+			`(?m)^adimpi: rank 3: ` + d + `mpi\.Barrier$`,
+		} {
+			if !regexp.MustCompile(re).MatchString(res.stderr) {
+				t.Errorf("stacks=%t: stderr lacks %s: %v", stacks, re, res)
+			}
+		}
+		goroutines := regexp.MustCompile(`(?m)^(\[\d\] )?goroutine \d+`).FindAllString(res.stderr, -1)
+		if !stacks {
+			if len(goroutines) > 0 {
+				t.Errorf("stacks printed without -timeout-stacks: %v", res)
+			}
+			continue
+		}
+		for r := 0; r < 4; r++ {
+			if !strings.Contains(res.stderr, fmt.Sprintf("\n[%d] goroutine 1 ", r)) {
+				t.Errorf("-timeout-stacks: no stack of rank %d: %v", r, res)
+			}
+		}
+		for _, l := range lines(res.stderr) {
+			if !regexp.MustCompile(`^(\[\d\] |mpirun: |adimpi: rank \d: )`).MatchString(l) {
+				t.Errorf("-timeout-stacks: unlabelled line %q", l)
+			}
+		}
+	}
+}
+
+// -timeout while ranks wait in MPI_Init for one that never calls it.
+func TestTimeoutInInit(t *testing.T) {
+	res := run(t, nil, nil, "-np", "3", "-timeout", "1s", mpiprogBin, "noinit")
+	for _, re := range []string{
+		`(?m)^adimpi: rank 0: in MPI_Init, wiring up with the other ranks \(all of them must call MPI_Init\)$`,
+		`(?m)^adimpi: rank 2: in MPI_Init, wiring up with the other ranks \(all of them must call MPI_Init\)$`,
+		`(?m)^mpirun: rank 1 \(pid \d+\) did not say where it waits within 2s`,
+	} {
+		if res.code != exitTimeout || !regexp.MustCompile(re).MatchString(res.stderr) {
+			t.Errorf("want exit %d and %s: %v", exitTimeout, re, res)
+		}
 	}
 }
 
@@ -311,11 +386,22 @@ func TestUsageErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"-device", "no-such-device", "true"}, 2, `unknown device "no-such-device"; known devices: ` + known},
-		{[]string{"-np", "0", "true"}, 2, "-np must be at least 1"},
-		{[]string{}, 2, "no program given"},
-		{[]string{"-bogus", "true"}, 2, "unknown flag"},
-		{[]string{"-device-opt", "novalue", "true"}, 2, "want key=value"},
+		{[]string{"-device", "no-such-device", "true"}, exitUsage, `unknown device "no-such-device"; known devices: ` + known},
+		{[]string{"-np", "0", "true"}, exitUsage, "-np must be at least 1"},
+		{[]string{}, exitUsage, "no program given"},
+		{[]string{"-bogus", "true"}, exitUsage, "unknown flag: --bogus"},
+		{[]string{"-hostsx", "localhost", "true"}, exitUsage, "unknown flag: --hostsx"},
+		{[]string{"-device-opt", "novalue", "true"}, exitUsage, "want key=value"},
+		{[]string{"-n", "1", "true", ":"}, exitUsage, "program 2 of the command line (after 1 \":\"): no program given"},
+		{[]string{"-n", "1", "true", ":", "-device", "fm", "true"}, exitUsage, "program 2 of the command line: unknown flag: --device (job-wide flags go before the first program)"},
+		{[]string{"-genv", "1A", "x", "true"}, exitUsage, `-genv "1A=x": want -genv NAME VALUE`},
+		{[]string{"-x", "NO_SUCH_VAR_XYZ", "true"}, exitUsage, "-x NO_SUCH_VAR_XYZ: mpirun's environment has no NO_SUCH_VAR_XYZ"},
+		{[]string{"-hosts", "localhost,nosuchhost.example:2", "true"}, exitUsage, `-hosts: host "nosuchhost.example" is not this machine`},
+		{[]string{"-hosts", "localhost:0", "true"}, exitUsage, `"localhost:0": want host or host:slots`},
+		{[]string{"-hostfile", "testdata/hostfiles/remote", "true"}, exitUsage, `testdata/hostfiles/remote:3: host "node7" is not this machine`},
+		{[]string{"-f", "testdata/hostfiles/bad", "true"}, exitUsage, `testdata/hostfiles/bad:2: "cpus=4": want host, host:slots or host slots=N`},
+		{[]string{"-f", "testdata/hostfiles/no-such", "true"}, exitUsage, "hostfile: open testdata/hostfiles/no-such"},
+		{[]string{"-wdir", "testdata/no-such-dir", "true"}, exitUsage, "-wdir testdata/no-such-dir: not a directory"},
 		{[]string{"no-such-program-xyz"}, exitNotFound, "no-such-program-xyz"},
 		{[]string{"testdata/hello/main.go/"}, exitNotFound, "main.go"},
 		{[]string{"testdata/not-a-dir/prog"}, exitNotFound, "not-a-dir"},
@@ -325,7 +411,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("mpirun %q: want exit %d and %q: %v", tc.args, tc.code, tc.want, res)
 		}
 	}
-	if res := run(t, nil, []string{"ADIMPI_DEVICE_OPT=a=1,novalue"}, "true"); res.code != 2 || !strings.Contains(res.stderr, `ADIMPI_DEVICE_OPT: "novalue": want key=value`) {
+	if res := run(t, nil, []string{"ADIMPI_DEVICE_OPT=a=1,novalue"}, "true"); res.code != exitUsage || !strings.Contains(res.stderr, `ADIMPI_DEVICE_OPT: "novalue": want key=value`) {
 		t.Errorf("a bad inherited ADIMPI_DEVICE_OPT: want exit 2 and its message: %v", res)
 	}
 	res := run(t, nil, nil, "-list-devices")
@@ -333,8 +419,10 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("-list-devices: %v", res)
 	}
 	res = run(t, nil, nil, "-h")
-	for _, want := range []string{"-np N", "-device name", "-device-opt key=value", "-tag-output", "-timeout duration",
-		"-list-devices", "-async-progress", "ADIMPI_DEVICE_OPT", "PMI_FD"} {
+	for _, want := range []string{"-n, -np N", "-device name", "-device-opt key=value", "-l, -tag-output", "-timeout duration",
+		"-list-devices", "-async-progress", "ADIMPI_DEVICE_OPT", "PMI_FD", "-hosts", "-f, -hostfile file", "-x NAME",
+		"-genv NAME VALUE", "-env NAME VALUE", "-wdir dir", "-ppn N", "-version", "-timeout-stacks", "ADIMPI_APPNUM",
+		"64       usage error", "(2: a Go panic)"} {
 		if res.code != 0 || !strings.Contains(res.stdout, want) {
 			t.Errorf("-h lacks %q: %v", want, res)
 		}
@@ -350,8 +438,14 @@ func TestNormalizeArgs(t *testing.T) {
 		{[]string{"-device-opt", "-x=1", "p"}, []string{"--device-opt", "-x=1", "p"}},
 		{[]string{"-bogus", "p"}, []string{"--bogus", "p"}},
 		{[]string{"--", "-np"}, []string{"--", "-np"}},
+		{[]string{"-hosts", "localhost", "-l", "p"}, []string{"--hosts", "localhost", "-l", "p"}},
+		{[]string{"-genv", "A", "1 2", "-env", "B", "x=y", "p"}, []string{"--genv=A=1 2", "--env=B=x=y", "p"}},
+		{[]string{"-x", "HOME", "-f", "hf", "-ppn", "2", "-wdir", "/tmp", "p"}, []string{"-x", "HOME", "-f", "hf", "--ppn", "2", "--wdir", "/tmp", "p"}},
+		{[]string{"-genv", "A"}, []string{"--genv", "A"}},
 	} {
-		if got := normalizeArgs(tc.in); !slices.Equal(got, tc.want) {
+		var o options
+		var a appOptions
+		if got := normalizeArgs(newFlagSet(&o, &a, true), tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("normalizeArgs(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -361,7 +455,7 @@ func TestForwardLines(t *testing.T) {
 	long := strings.Repeat("x", 100_000)
 	var b strings.Builder
 	sink := &lineSink{w: &b}
-	forwardLines(io.NopCloser(strings.NewReader("a\n\nb\n"+long+"\nend")), sink, []byte("[7] "))
+	forwardLines(io.NopCloser(strings.NewReader("a\n\nb\n"+long+"\nend")), sink, []byte("[7] "), nil, nil)
 	want := "[7] a\n[7] \n[7] b\n[7] " + long + "\n[7] end\n"
 	if b.String() != want {
 		t.Errorf("forwarded %d bytes, want %d", b.Len(), len(want))
@@ -374,11 +468,11 @@ func TestForwardLines(t *testing.T) {
 func TestMPICHProgram(t *testing.T) {
 	mpicc, err := exec.LookPath("mpicc.mpich")
 	if err != nil {
-		t.Skip("mpicc.mpich not on PATH (Debian package libmpich-dev)")
+		testnote.Skip(t, "cmd/mpirun: mpicc.mpich is not on PATH: install the Debian package libmpich-dev to run this test")
 	}
 	bin := filepath.Join(t.TempDir(), "mpich-hello")
 	if out, err := exec.Command(mpicc, "-o", bin, "testdata/mpich/hello.c").CombinedOutput(); err != nil {
-		t.Skipf("mpicc.mpich cannot build a program here: %v\n%s", err, out)
+		testnote.Skip(t, fmt.Sprintf("cmd/mpirun: mpicc.mpich cannot build a program here: %v\n%s", err, out))
 	}
 	res := run(t, nil, nil, "-np", "3", "-timeout", "15s", bin)
 	got := lines(res.stdout)
@@ -386,5 +480,180 @@ func TestMPICHProgram(t *testing.T) {
 	want := []string{"mpich rank 0 of 3 sum 3", "mpich rank 1 of 3 sum 3", "mpich rank 2 of 3 sum 3"}
 	if res.code != 0 || !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q: %v", got, want, res)
+	}
+}
+
+// wantLines fails the test unless every line of want is in out.
+func wantLines(t *testing.T, what string, res result, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(lines(res.stdout), w) {
+			t.Errorf("%s: missing %q: %v", what, w, res)
+		}
+	}
+}
+
+// The flags users bring from Hydra and Open MPI, on one host.
+func TestHydraOpenMPIFlags(t *testing.T) {
+	wdir := t.TempDir()
+	res := run(t, nil, []string{"MPIRUN_TEST_B=inherited"}, "-n", "2", "-hosts", "localhost,127.0.0.1", "-l",
+		"-genv", "MPIRUN_TEST_A", "a 1", "-x", "MPIRUN_TEST_B=b1", "-wdir", wdir, "-ppn", "2", rankprogBin, "env")
+	if res.code != 0 {
+		t.Fatal(res)
+	}
+	wantLines(t, "-hosts -l -genv -x -wdir", res, "[0] rank 0 PMI_SIZE=2", "[1] rank 1 MPIRUN_TEST_A=a 1",
+		"[0] rank 0 MPIRUN_TEST_B=b1", "[1] rank 1 cwd="+wdir, "[1] rank 1 ADIMPI_APPNUM=0")
+
+	// A hostfile's slots make the number of ranks (2 + 1 + none).
+	res = run(t, nil, nil, "--hostfile", "testdata/hostfiles/local", rankprogBin, "env")
+	wantLines(t, "-hostfile", res, "rank 2 PMI_SIZE=3")
+	if res.code != 0 || strings.Contains(res.stdout, "rank 3 ") {
+		t.Errorf("-hostfile: want 3 ranks: %v", res)
+	}
+	hn, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = run(t, nil, nil, "-host", hn+":2", "-machinefile", "testdata/hostfiles/local", "-n", "1", rankprogBin, "env")
+	wantLines(t, "-host hostname", res, "rank 0 PMI_SIZE=1")
+
+	// MPMD: the world is the concatenation; each program has its APPNUM,
+	// its own -env and -wdir.
+	res = run(t, nil, nil, "-tag-output", "-genv", "MPIRUN_TEST_A", "all", "-np", "1", rankprogBin, "env", "first",
+		":", "-n", "2", "-env", "MPIRUN_TEST_B", "second", "-wdir", wdir, rankprogBin, "env", "second")
+	if res.code != 0 {
+		t.Fatal(res)
+	}
+	wantLines(t, "MPMD", res, "[0] rank 0 PMI_SIZE=3", "[2] rank 2 PMI_SIZE=3",
+		"[0] rank 0 ADIMPI_APPNUM=0", "[1] rank 1 ADIMPI_APPNUM=1", "[2] rank 2 ADIMPI_APPNUM=1",
+		`[0] rank 0 args=["first"]`, `[2] rank 2 args=["second"]`, "[2] rank 2 MPIRUN_TEST_B=second",
+		"[0] rank 0 MPIRUN_TEST_B=", "[1] rank 1 MPIRUN_TEST_A=all", "[1] rank 1 cwd="+wdir)
+	if strings.Contains(res.stdout, `":"`) {
+		t.Errorf("MPMD: a \":\" reached a program: %v", res)
+	}
+
+	// The same package twice is built once (its cache entry is locked
+	// until the ranks start: a second build would wait for the first).
+	res = run(t, nil, nil, "-n", "1", "./testdata/hello", "a", ":", "-n", "1", "./testdata/hello", "b")
+	got := lines(res.stdout)
+	slices.Sort(got)
+	if want := []string{`hello from rank 0 of 2, args ["a"]`, `hello from rank 1 of 2, args ["b"]`}; res.code != 0 || !slices.Equal(got, want) {
+		t.Errorf("MPMD of one package twice: got %q, want %q: %v", got, want, res)
+	}
+
+	for _, v := range []string{"--version", "-version"} {
+		res = run(t, nil, nil, v)
+		if res.code != 0 || !strings.HasPrefix(res.stdout, "mpirun (adimpi) ") {
+			t.Errorf("%s: %v", v, res)
+		}
+	}
+}
+
+// A package mpirun builds lives in its build cache: neither a SIGPIPE
+// ("mpirun ... | head") nor a SIGKILL of mpirun leaves a binary in the
+// temporary directory, and a later run reuses the cached binary.
+func TestBuildCache(t *testing.T) {
+	tmp, cache := t.TempDir(), t.TempDir()
+	env := append(os.Environ(), "TMPDIR="+tmp, "XDG_CACHE_HOME="+cache) // GOCACHE: see TestMain
+	start := func(args ...string) (*exec.Cmd, *bufio.Scanner, io.Closer) {
+		cmd := exec.Command(mpirunBin, args...)
+		cmd.Env = env
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(20*time.Second, func() { cmd.Process.Kill() })
+		return cmd, bufio.NewScanner(out), out
+	}
+	leftovers := func(what string) {
+		t.Helper()
+		left, err := os.ReadDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range left {
+			t.Errorf("%s: %s left behind in the temporary directory", what, e.Name())
+		}
+	}
+
+	// SIGPIPE: the reader goes away after one line.
+	cmd, sc, out := start("-np", "2", "./testdata/rankprog", "print", "1000000")
+	if !sc.Scan() {
+		t.Fatalf("no output from mpirun: %v", sc.Err())
+	}
+	out.Close()
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGPIPE {
+		t.Errorf("mpirun whose output is closed: want death by SIGPIPE, got %v", err)
+	}
+	leftovers("SIGPIPE")
+	bins, err := filepath.Glob(filepath.Join(cache, "adimpi", "mpirun", "*", "rankprog"))
+	if err != nil || len(bins) != 1 {
+		t.Fatalf("want one cached rankprog binary, got %q (%v)", bins, err)
+	}
+	before, err := os.Stat(bins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// SIGKILL once the ranks run; then the next run reuses the binary.
+	cmd, sc, _ = start("-np", "2", "./testdata/rankprog", "ready")
+	for ready := 0; ready < 2 && sc.Scan(); {
+		if strings.HasPrefix(sc.Text(), "ready ") {
+			ready++
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	leftovers("SIGKILL")
+	after, err := os.Stat(bins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) { // go build replaces a binary it relinks
+		t.Errorf("the second run rebuilt %s instead of reusing it", bins[0])
+	}
+}
+
+// A rank whose MPI_Init fails (here over a bad device option) is reported
+// with Init's error, not as a call of MPI_Abort; a panicking rank's status
+// 2 is not mpirun's usage status.
+func TestRankErrors(t *testing.T) {
+	res := run(t, nil, nil, "-np", "2", "-device", "netvm", "-device-opt", "ring=abc", mpiprogBin, "init")
+	msg := regexp.MustCompile(`(?m)^mpirun: rank \d \(pid \d+\) failed: MPI_Init: .*ring="abc".*; stopping the job$`)
+	if res.code != 1 || !msg.MatchString(res.stderr) || strings.Contains(res.stderr, "MPI_Abort") {
+		t.Errorf("a bad device option: want exit 1 and MPI_Init's error as the rank's: %v", res)
+	}
+	res = run(t, nil, nil, "-np", "2", mpiprogBin, "panic")
+	msg = regexp.MustCompile(`(?m)^mpirun: rank 1 \(pid \d+\) exited with status 2 before MPI_Finalize; stopping the job$`)
+	if res.code != 2 || res.code == exitUsage || !msg.MatchString(res.stderr) || !strings.Contains(res.stderr, "panic: mpiprog gives up") {
+		t.Errorf("a panicking rank: want exit 2 with its panic: %v", res)
+	}
+}
+
+// An MPI program started by a launcher that offers no PMI-1 (here, the
+// environment Open MPI's mpiexec gives each of its processes) fails in
+// MPI_Init saying what to use, instead of running as rank 0 of 1.
+func TestForeignLauncherInit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for r := 0; r < 2; r++ {
+		cmd := exec.CommandContext(ctx, mpiprogBin, "init")
+		var env []string
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "PMI_") {
+				env = append(env, kv)
+			}
+		}
+		cmd.Env = append(env, "OMPI_COMM_WORLD_SIZE=2", fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d", r))
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 ||
+			!strings.Contains(string(out), "MPI_Init") || !strings.Contains(string(out), "Open MPI's mpirun/mpiexec") ||
+			!strings.Contains(string(out), "adimpi's mpirun") {
+			t.Errorf("rank %d under Open MPI's environment: want exit 1 and Init's refusal, got %v:\n%s", r, err, out)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // maxLine bounds how much of one output line mpirun buffers; a longer line
@@ -17,6 +18,9 @@ const maxLine = 1 << 20
 type lineSink struct {
 	mu sync.Mutex
 	w  io.Writer
+	// labelAll makes every line carry its rank's label, even without
+	// -tag-output (set for the stacks printed after a -timeout).
+	labelAll atomic.Bool
 }
 
 // writeLine writes prefix and line (which ends in '\n') as one unit.
@@ -30,8 +34,10 @@ func (s *lineSink) writeLine(prefix, line []byte) {
 }
 
 // forwardLines copies r to sink a line at a time, each line preceded by
-// prefix, until r ends; a last line without a newline gets one. It closes r.
-func forwardLines(r io.ReadCloser, sink *lineSink, prefix []byte) {
+// prefix (or by label, once sink.labelAll is set and prefix is empty),
+// until r ends; a last line without a newline gets one. onLine, if not
+// nil, sees each line before it is written. It closes r.
+func forwardLines(r io.ReadCloser, sink *lineSink, prefix, label []byte, onLine func([]byte)) {
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 64*1024)
 	var line []byte
@@ -45,7 +51,14 @@ func forwardLines(r io.ReadCloser, sink *lineSink, prefix []byte) {
 			if line[len(line)-1] != '\n' {
 				line = append(line, '\n')
 			}
-			sink.writeLine(prefix, line)
+			if onLine != nil {
+				onLine(line)
+			}
+			p := prefix
+			if p == nil && sink.labelAll.Load() {
+				p = label
+			}
+			sink.writeLine(p, line)
 			line = line[:0]
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {

@@ -56,7 +56,10 @@ var fdUsed struct {
 // Connect connects to the PMI server described by the environment:
 // PMI_FD (with PMI_RANK and PMI_SIZE), or PMI_PORT (with PMI_ID, or else
 // PMI_RANK and PMI_SIZE). With neither PMI_FD nor PMI_PORT set the process
-// runs as a singleton: rank 0 of 1, with a process-local key-value space.
+// runs as a singleton: rank 0 of 1, with a process-local key-value space,
+// unless the environment shows that a launcher adimpi cannot talk to
+// started it as one of several processes (Open MPI's mpirun, a PMIx
+// launcher, srun without PMI-1): then Connect fails and says what to use.
 // A PMI_FD descriptor can be connected only once per process.
 func Connect() (*Client, error) {
 	debug := os.Getenv(EnvDebug) != "" && os.Getenv(EnvDebug) != "0"
@@ -106,6 +109,9 @@ func Connect() (*Client, error) {
 			return nil, err
 		}
 		return newClient(conn, rank, size, debug)
+	}
+	if err := checkForeignLauncher(); err != nil {
+		return nil, err
 	}
 	return NewSingleton(), nil
 }

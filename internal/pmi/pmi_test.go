@@ -225,9 +225,23 @@ func TestPutValidation(t *testing.T) {
 	}
 }
 
+// unsetForeign clears, for the test, every variable by which Connect
+// recognises a launcher it cannot talk to.
+func unsetForeign(t *testing.T) {
+	for _, l := range foreignLaunchers {
+		for _, v := range []string{l.sizeVar, l.rankVar} {
+			if v != "" {
+				t.Setenv(v, "")
+				os.Unsetenv(v)
+			}
+		}
+	}
+}
+
 func TestSingleton(t *testing.T) {
 	t.Setenv(EnvFD, "")
 	t.Setenv(EnvPort, "")
+	unsetForeign(t)
 	c, err := Connect()
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +266,48 @@ func TestSingleton(t *testing.T) {
 	}
 	if err := c.Barrier(); err == nil {
 		t.Fatal("barrier after finalize succeeded")
+	}
+}
+
+// A process started as one of several by a launcher that offers no PMI-1
+// server fails to connect, naming the launcher and what to use instead;
+// one started alone still runs as a singleton.
+func TestForeignLauncher(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // "" = a singleton
+	}{
+		{map[string]string{"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "2"}, "Open MPI's mpirun/mpiexec (Debian's default mpiexec when Open MPI is installed), which speaks PMIx (OMPI_COMM_WORLD_SIZE=4)"},
+		{map[string]string{"OMPI_COMM_WORLD_SIZE": "1", "OMPI_COMM_WORLD_RANK": "0"}, ""},
+		{map[string]string{"PMIX_RANK": "0"}, "a PMIx launcher (Open MPI's prterun, or srun --mpi=pmix) (PMIX_RANK=0)"},
+		{map[string]string{"SLURM_STEP_NUM_TASKS": "8", "SLURM_PROCID": "3"}, "Slurm's srun without a PMI-1 plugin (SLURM_STEP_NUM_TASKS=8)"},
+		{map[string]string{"SLURM_STEP_NUM_TASKS": "1", "SLURM_PROCID": "0"}, ""},
+		{map[string]string{"MV2_COMM_WORLD_SIZE": "2"}, "MVAPICH's mpirun_rsh (MV2_COMM_WORLD_SIZE=2)"},
+		{map[string]string{"PMI_SIZE": "3", "PMI_RANK": "1"}, "gave neither PMI_FD nor PMI_PORT (PMI_SIZE=3)"},
+	} {
+		t.Run(fmt.Sprint(tc.env), func(t *testing.T) {
+			t.Setenv(EnvFD, "")
+			t.Setenv(EnvPort, "")
+			unsetForeign(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			c, err := Connect()
+			if tc.want == "" {
+				if err != nil || !c.Singleton() {
+					t.Fatalf("want a singleton, got %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Connect ran as a singleton (rank %d of %d), want an error", c.Rank(), c.Size())
+			}
+			for _, w := range []string{tc.want, "adimpi's mpirun", "mpiexec.hydra"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
 	}
 }
 

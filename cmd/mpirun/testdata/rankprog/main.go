@@ -12,7 +12,7 @@
 //	             that rank 0 never enters (rank 0 blocks reading stdin)
 //	stdin        every rank reads its stdin and reports what it got
 //	nofinalize   exit 0 without finalizing
-//	env          print the PMI and device environment
+//	env          print the PMI, device and test environment and the working directory
 package main
 
 import (
@@ -85,9 +85,12 @@ func main() {
 	case "nofinalize":
 		os.Exit(0)
 	case "env":
-		for _, k := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS"} {
+		for _, k := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS", "MPIRUN_TEST_A", "MPIRUN_TEST_B"} {
 			fmt.Printf("rank %d %s=%s\n", rank, k, os.Getenv(k))
 		}
+		wd, err := os.Getwd()
+		check(err)
+		fmt.Printf("rank %d cwd=%s\n", rank, wd)
 		fmt.Printf("rank %d args=%q\n", rank, os.Args[2:])
 	default:
 		check(fmt.Errorf("unknown mode %q", os.Args[1]))
