@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/internal/netcluster"
+	"github.com/adimpi/adimpi/internal/testnote"
 )
 
 // envMain makes the test binary behave as the netcluster command, so that
@@ -49,7 +50,7 @@ func netclusterCmd(t *testing.T, args ...string) (string, int) {
 // hosts, down, and checks that down leaves no holder.
 func TestUpExecDown(t *testing.T) {
 	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
-		t.Skip("SKIPPED: netcluster needs root to create namespaces; CI is not set")
+		testnote.Skip(t, "netcluster needs root to create namespaces")
 	}
 	dir := t.TempDir()
 	t.Setenv(envMain, "1") // for the supervisor that up starts

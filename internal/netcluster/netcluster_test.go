@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/adimpi/adimpi/internal/testnote"
 )
 
 // envHelper makes the test binary one of the small programs below, which
@@ -449,6 +451,7 @@ func TestCluster(t *testing.T) {
 		const delay = 30 * time.Millisecond
 		err := c.Netem("h2", "delay", delay.String())
 		if err != nil && strings.Contains(err.Error(), "CONFIG_NET_SCH_NETEM") {
+			testnote.Printf("SKIP %s: this kernel has no netem, so no delay can be emulated: %v", t.Name(), err)
 			t.Skipf("SKIPPED: cannot test netem delay: %v", err)
 		}
 		if err != nil {
@@ -583,7 +586,7 @@ func TestCluster(t *testing.T) {
 // made it is killed with SIGKILL, which runs no cleanup of its own.
 func TestKilledCreator(t *testing.T) {
 	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
-		t.Skip("SKIPPED: netcluster needs root to create namespaces; CI is not set")
+		testnote.Skip(t, "netcluster needs root to create namespaces")
 	}
 	netnsBefore, linksBefore := rootView(t)
 	dir := t.TempDir()
