@@ -75,7 +75,7 @@ func (d *Device) BoardPost(k uint64, wakeAll bool) {
 	}
 	for _, p := range d.peers {
 		if p.seg != d.seg && atomic.LoadUint32(d.boardFlag(p, k)) != 0 {
-			ring(p.doorbell, p.sleepers)
+			p.link.wake()
 		}
 	}
 }
