@@ -34,9 +34,8 @@ func (d *Device) parseOptions(cfg adi.Config) error {
 	}
 	ringDef := defaultRing
 	if d.size <= smallJob {
-		// Few peers: a bigger ring costs little memory and lets non-contiguous
-		// streams go in 256 KiB chunks (VIRTUS test, idle machine: strided
-		// bandwidth 10-29 GB/s with 64 KiB chunks, 15-43 GB/s with 256 KiB).
+		// Few peers: a bigger ring costs little memory and lets
+		// non-contiguous streams go in larger chunks.
 		ringDef = smallJobRing
 	}
 	if d.ring, err = adi.SizeOption("netvm", cfg.Options, "ring", ringDef); err != nil {
@@ -62,20 +61,10 @@ func (d *Device) parseOptions(cfg adi.Config) error {
 	if d.offerMin, err = adi.SizeOption("netvm", cfg.Options, "offer", defaultOffer); err != nil {
 		return err
 	}
-	// Pipelined chunks through the ring (packed on one core, unpacked on
-	// the other, in cache) against the kernel's single copy: on this
-	// project's 2-vCPU machine the winner flips with the machine's state.
-	// 1 MiB ping-pong, medians of interleaved rounds: once 35.9 us streamed
-	// against 53.4 us written, later 132.8 us against 48.7 us. The single
-	// copy needs only the sender on a CPU, so it stays the default. But
-	// those figures send an untouched buffer: when the sender writes each
-	// message and the receiver reads it (mpibench bw --touch), the remote
-	// write's lines cross between the cores after the copy, and streaming
-	// (stream=16385) measured faster at every size from 32 KiB in 3 of 4
-	// alternating rounds: medians 32 KiB 6.1 against 3.2 GB/s, 1 MiB 13.6
-	// against 9.7 (untouched: 128-256 KiB 11-16 against 14-22, 1 MiB 23-27
-	// against 14-21). Whether to stream by default is open: it needs
-	// slow-state and oversubscribed figures.
+	// Streaming contiguous messages instead of the single remote write is
+	// off by default: the remote write needs only the sender on a CPU, and
+	// which of the two is faster depends on the machine's state and on
+	// whether the program touches its data (docs/performance-netvm.md).
 	if d.streamMin, err = adi.SizeOption("netvm", cfg.Options, "stream", 0); err != nil {
 		return err
 	}
