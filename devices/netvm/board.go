@@ -19,8 +19,8 @@ import (
 // bumps, lives elsewhere, so polling a peer's sequence word does not miss
 // on unrelated traffic. The slots hold 1 MiB each, so that the core can
 // stage large collectives through them (mpi/collboard.go: Allreduce in
-// 1 MiB segments; Bcast and Alltoall when ranks outnumber cores): a user
-// copy from a mapped slot outruns process_vm_readv 3–4 times. A slot's
+// 1 MiB segments; Bcast and Alltoall when ranks outnumber cores), since a
+// user copy from a mapped slot outruns process_vm_readv. A slot's
 // pages cost memory only once a collective has touched them.
 const (
 	boardLine    = 64
@@ -75,7 +75,7 @@ func (d *Device) BoardPost(k uint64, wakeAll bool) {
 	}
 	for _, p := range d.peers {
 		if p.seg != d.seg && atomic.LoadUint32(d.boardFlag(p, k)) != 0 {
-			ring(p.doorbell, p.sleepers)
+			p.link.wake()
 		}
 	}
 }

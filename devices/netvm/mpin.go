@@ -83,7 +83,10 @@ type rfaEntry struct {
 	lastUse uint64 // for retiring the least recently used entry
 }
 
-type mpinState struct {
+// mpin is the MPIN protocol (eager=0). It shares the device's rings and
+// its rendezvous data paths (writeData, streams) with the default protocol.
+type mpin struct {
+	d     *Device
 	rtrs  [][]rtrMsg       // per peer: its RTRs that no send has matched yet
 	pend  [][]*adi.Request // per peer: sends waiting for its RTR
 	srfa  [][rfaEntries]srfaEntry
@@ -94,47 +97,83 @@ type mpinState struct {
 	ids   map[uint32]*mrecv // outstanding RTR / RTR_ANY by id
 }
 
-func (d *Device) mpinInit() {
-	d.mp.rtrs = make([][]rtrMsg, d.size)
-	d.mp.pend = make([][]*adi.Request, d.size)
-	d.mp.srfa = make([][rfaEntries]srfaEntry, d.size)
-	d.mp.ids = map[uint32]*mrecv{}
+func newMpin(d *Device) *mpin {
+	return &mpin{
+		d:    d,
+		rtrs: make([][]rtrMsg, d.size),
+		pend: make([][]*adi.Request, d.size),
+		srfa: make([][rfaEntries]srfaEntry, d.size),
+		ids:  map[uint32]*mrecv{},
+	}
 }
 
 // rfaFlag is sender p's flag in RFA entry e of the segment that holds it.
-func (d *Device) rfaFlag(mem []byte, e, p int) *uint32 {
+func (mp *mpin) rfaFlag(mem []byte, e, p int) *uint32 {
+	d := mp.d
 	return (*uint32)(unsafe.Pointer(&mem[d.offRFA+(e*d.size+p)*4]))
 }
 
 func tagMatches(want, tag int) bool { return want == adi.AnyTag || want == tag }
 
-// mpinSend matches a new send with an RTR from its destination or queues it.
-func (d *Device) mpinSend(r *adi.Request) error {
-	q := r.Peer
-	for i, t := range d.mp.rtrs[q] {
+// send matches a new send with an RTR from its destination or queues it.
+func (mp *mpin) send(p *peer, r *adi.Request) error {
+	mp.d.cnt.rndvMsgs++
+	q := p.rank
+	for i, t := range mp.rtrs[q] {
 		if t.ctx == r.Context && tagMatches(t.tag, r.Tag) {
-			d.mp.rtrs[q] = removeAt(d.mp.rtrs[q], i)
-			return d.mpinWrite(d.peers[q], r, t.rid, t.addr, t.cap)
+			mp.rtrs[q] = removeAt(mp.rtrs[q], i)
+			return mp.write(p, r, t.rid, t.addr, t.cap)
 		}
 	}
-	d.mp.pend[q] = append(d.mp.pend[q], r)
-	d.raiseFlags(q, r)
+	mp.pend[q] = append(mp.pend[q], r)
+	mp.raiseFlags(q, r)
 	return nil
 }
 
-// mpinWrite writes send r into the receive that RTR rid describes, then SC
+// sendShort refuses: every send waits for its receiver's RTR.
+func (mp *mpin) sendShort(uint32, *peer, int, uint32, []byte) bool { return false }
+
+// probe is not possible: a receiver learns of a message only by receiving it.
+func (mp *mpin) probe(uint32, int, int) (adi.Status, bool, error) {
+	return adi.Status{}, false, adi.Errorf(adi.ErrNotSupported, "probe", "netvm with eager=0 runs the thesis' receiver-initiated protocol, where a receiver learns of a message only by receiving it")
+}
+
+// poll lets ANY_SOURCE receives look at their RFA flags.
+func (mp *mpin) poll() {
+	if len(mp.rq) > 0 {
+		mp.advance()
+	}
+}
+
+func (mp *mpin) counters(c map[string]int64) {
+	c["mpin_waiting_sends"] = int64(lenAll(mp.pend))
+	c["mpin_unmatched_rtrs"] = int64(lenAll(mp.rtrs))
+	c["mpin_held_receives"] = int64(len(mp.rq))
+	c["mpin_open_rtrs"] = int64(len(mp.ids))
+}
+
+func lenAll[T any](qs [][]T) int {
+	n := 0
+	for _, q := range qs {
+		n += len(q)
+	}
+	return n
+}
+
+// write writes send r into the receive that RTR rid describes, then SC
 // carrying the message's tag and full size (so the receiver sees truncation).
-func (d *Device) mpinWrite(p *peer, r *adi.Request, rid uint32, addr uint64, capacity int) error {
+func (mp *mpin) write(p *peer, r *adi.Request, rid uint32, addr uint64, capacity int) error {
+	d := mp.d
 	size := r.Buf.Size()
 	n := min(size, capacity)
 	return d.writeData(p, r, addr, n, ctl{typ: ctlSC, id: rid, tag: int32(r.Tag), addr: uint64(size), n: uint64(n)})
 }
 
 // takePending removes and returns the oldest send to q that matches (ctx, tag).
-func (d *Device) takePending(q int, ctx uint32, tag int) *adi.Request {
-	for i, s := range d.mp.pend[q] {
+func (mp *mpin) takePending(q int, ctx uint32, tag int) *adi.Request {
+	for i, s := range mp.pend[q] {
 		if s.Context == ctx && tagMatches(tag, s.Tag) {
-			d.mp.pend[q] = removeAt(d.mp.pend[q], i)
+			mp.pend[q] = removeAt(mp.pend[q], i)
 			return s
 		}
 	}
@@ -145,34 +184,35 @@ func (d *Device) takePending(q int, ctx uint32, tag int) *adi.Request {
 // receiver q for which a send is waiting. With only set, just that (new)
 // send is considered: the others were when they arrived, so a long queue of
 // waiting sends is not rescanned on every send.
-func (d *Device) raiseFlags(q int, only *adi.Request) {
+func (mp *mpin) raiseFlags(q int, only *adi.Request) {
+	d := mp.d
 	p := d.peers[q]
-	pend := d.mp.pend[q]
+	pend := mp.pend[q]
 	if only != nil {
 		pend = []*adi.Request{only}
 	}
-	for e := range d.mp.srfa[q] {
-		s := &d.mp.srfa[q][e]
+	for e := range mp.srfa[q] {
+		s := &mp.srfa[q][e]
 		if !s.used || s.flag {
 			continue
 		}
 		for _, r := range pend {
 			if r.Context == s.ctx && tagMatches(s.tag, r.Tag) {
 				s.flag = true
-				atomic.StoreUint32(d.rfaFlag(p.seg.Mem, e, d.rank), 1)
-				ring(p.doorbell, p.sleepers)
+				atomic.StoreUint32(mp.rfaFlag(p.seg.Mem, e, d.rank), 1)
+				p.link.wake()
 				break
 			}
 		}
 	}
 }
 
-// mpinRecv posts a receive.
-func (d *Device) mpinRecv(r *adi.Request) {
+// recv posts a receive.
+func (mp *mpin) recv(r *adi.Request) {
 	m := &mrecv{req: r, any: r.Peer == adi.AnySource, entry: -1}
 	r.Dev = m
-	d.mp.rq = append(d.mp.rq, m)
-	d.mpinAdvance()
+	mp.rq = append(mp.rq, m)
+	mp.advance()
 }
 
 // conflicts reports whether an unresolved ANY_SOURCE receive b could take a
@@ -181,11 +221,11 @@ func conflicts(b, m *adi.Request) bool {
 	return b.Context == m.Context && (b.Tag == adi.AnyTag || m.Tag == adi.AnyTag || b.Tag == m.Tag)
 }
 
-// mpinAdvance moves held and scanning receives forward, in post order.
-func (d *Device) mpinAdvance() {
+// advance moves held and scanning receives forward, in post order.
+func (mp *mpin) advance() {
 	var blockers []*adi.Request
-	keep := d.mp.rq[:0]
-	for _, m := range d.mp.rq {
+	keep := mp.rq[:0]
+	for _, m := range mp.rq {
 		blocked := false
 		for _, b := range blockers {
 			if conflicts(b, m.req) {
@@ -197,60 +237,53 @@ func (d *Device) mpinAdvance() {
 			if blocked {
 				keep = append(keep, m)
 			} else {
-				d.sendRTR(m)
+				mp.sendRTR(m)
 			}
 			continue
 		}
 		keep = append(keep, m)
 		blockers = append(blockers, m.req)
 		if !blocked && m.state != mRTR {
-			d.scan(m)
+			mp.scan(m)
 		}
 	}
-	clear(d.mp.rq[len(keep):])
-	d.mp.rq = keep
+	clear(mp.rq[len(keep):])
+	mp.rq = keep
 }
 
 // sendRTR asks the source of a specific receive for its data.
-func (d *Device) sendRTR(m *mrecv) {
+func (mp *mpin) sendRTR(m *mrecv) {
+	d := mp.d
 	r := m.req
 	p := d.peers[r.Peer]
 	m.state, m.src, m.rid = mRTR, r.Peer, d.newID()
-	d.mp.ids[m.rid] = m
+	mp.ids[m.rid] = m
 	d.recvs[m.rid] = &rvRecv{req: r, src: r.Peer}
 	d.post(p, outMsg{ctl: ctl{typ: ctlRTR, ctx: r.Context, tag: int32(r.Tag), id: m.rid, addr: d.bufAddr(p, r), n: uint64(r.Buf.Size())}})
 }
 
-// bufAddr is where a sender may remote-write into r's buffer, or 0 when the
-// data must come in chunks (no permission, non-contiguous, self, empty).
-func (d *Device) bufAddr(p *peer, r *adi.Request) uint64 {
-	if r.Buf.Size() > 0 && p.remoteOK && r.Buf.Contiguous() && p.seg != d.seg {
-		return uint64(uintptr(unsafe.Pointer(&r.Buf.Mem[0])))
-	}
-	return 0
-}
-
 // scan looks for a flagged sender in an ANY_SOURCE receive's RFA entry and
 // sends it RTR_ANY.
-func (d *Device) scan(m *mrecv) {
+func (mp *mpin) scan(m *mrecv) {
+	d := mp.d
 	if m.entry < 0 {
-		if m.entry = d.rfaEntry(m.req.Context, m.req.Tag); m.entry < 0 {
+		if m.entry = mp.rfaEntry(m.req.Context, m.req.Tag); m.entry < 0 {
 			return // table full of busy entries; try again on the next pass
 		}
-		d.mp.rfa[m.entry].waiting++
+		mp.rfa[m.entry].waiting++
 	}
 	m.state = mAnyScanning
 	for k := 0; k < d.size; k++ {
-		q := (d.mp.next + k) % d.size
-		f := d.rfaFlag(d.seg.Mem, m.entry, q)
+		q := (mp.next + k) % d.size
+		f := mp.rfaFlag(d.seg.Mem, m.entry, q)
 		if atomic.LoadUint32(f) == 0 {
 			continue
 		}
 		atomic.StoreUint32(f, 0)
-		d.mp.next = q + 1
+		mp.next = q + 1
 		p := d.peers[q]
 		m.state, m.src, m.rid = mRTR, q, d.newID()
-		d.mp.ids[m.rid] = m
+		mp.ids[m.rid] = m
 		d.recvs[m.rid] = &rvRecv{req: m.req, src: q}
 		d.post(p, outMsg{ctl: ctl{typ: ctlRTRAny, ctx: m.rid, id: uint32(m.entry), addr: d.bufAddr(p, m.req), n: uint64(m.req.Buf.Size())}})
 		return
@@ -258,18 +291,19 @@ func (d *Device) scan(m *mrecv) {
 }
 
 // rfaEntry finds or makes the RFA entry for (ctx, tag); -1 if every entry is busy.
-func (d *Device) rfaEntry(ctx uint32, tag int) int {
-	d.mp.clock++
+func (mp *mpin) rfaEntry(ctx uint32, tag int) int {
+	d := mp.d
+	mp.clock++
 	free, lru := -1, -1
-	for i := range d.mp.rfa {
-		e := &d.mp.rfa[i]
+	for i := range mp.rfa {
+		e := &mp.rfa[i]
 		switch {
 		case e.used && e.ctx == ctx && e.tag == tag:
-			e.lastUse = d.mp.clock
+			e.lastUse = mp.clock
 			return i
 		case !e.used && free < 0:
 			free = i
-		case e.used && e.waiting == 0 && (lru < 0 || e.lastUse < d.mp.rfa[lru].lastUse):
+		case e.used && e.waiting == 0 && (lru < 0 || e.lastUse < mp.rfa[lru].lastUse):
 			lru = i
 		}
 	}
@@ -282,9 +316,9 @@ func (d *Device) rfaEntry(ctx uint32, tag int) int {
 			d.post(p, outMsg{ctl: ctl{typ: ctlDisableAny, id: uint32(i)}})
 		}
 	}
-	d.mp.rfa[i] = rfaEntry{used: true, ctx: ctx, tag: tag, lastUse: d.mp.clock}
+	mp.rfa[i] = rfaEntry{used: true, ctx: ctx, tag: tag, lastUse: mp.clock}
 	for q := 0; q < d.size; q++ {
-		atomic.StoreUint32(d.rfaFlag(d.seg.Mem, i, q), 0)
+		atomic.StoreUint32(mp.rfaFlag(d.seg.Mem, i, q), 0)
 	}
 	for _, p := range d.peers {
 		d.post(p, outMsg{ctl: ctl{typ: ctlEnaAny, ctx: ctx, tag: int32(tag), id: uint32(i)}})
@@ -292,17 +326,18 @@ func (d *Device) rfaEntry(ctx uint32, tag int) int {
 	return i
 }
 
-// mpinCancel withdraws a receive: at once if nothing was sent for it, else
+// cancelRecv withdraws a receive: at once if nothing was sent for it, else
 // through CANCEL (specific source) or by waiting for UNA_ANY (ANY_SOURCE).
-func (d *Device) mpinCancel(r *adi.Request) bool {
+func (mp *mpin) cancelRecv(r *adi.Request) bool {
+	d := mp.d
 	m, ok := r.Dev.(*mrecv)
 	if !ok {
 		return false
 	}
 	if m.state != mRTR {
-		d.dropReceive(m)
+		mp.dropReceive(m)
 		r.Complete(adi.Status{Cancelled: true, Source: r.Peer, Tag: r.Tag})
-		d.mpinAdvance()
+		mp.advance()
 		return true
 	}
 	if !m.cancel {
@@ -315,119 +350,124 @@ func (d *Device) mpinCancel(r *adi.Request) bool {
 }
 
 // dropReceive takes m out of the held/scanning queue and its RFA entry.
-func (d *Device) dropReceive(m *mrecv) {
-	for i, x := range d.mp.rq {
+func (mp *mpin) dropReceive(m *mrecv) {
+	for i, x := range mp.rq {
 		if x == m {
-			d.mp.rq = append(d.mp.rq[:i], d.mp.rq[i+1:]...)
+			mp.rq = append(mp.rq[:i], mp.rq[i+1:]...)
 			break
 		}
 	}
 	if m.any && m.entry >= 0 {
-		d.mp.rfa[m.entry].waiting--
+		mp.rfa[m.entry].waiting--
 		m.entry = -1
 	}
 }
 
-// mpinHandle handles the MPIN control messages.
-func (d *Device) mpinHandle(p *peer, c *ctl) error {
+// handle handles the MPIN control messages and the chunks of streams.
+func (mp *mpin) handle(p *peer, c *ctl) error {
+	d := mp.d
 	q := p.rank
 	switch c.typ {
 	case ctlRTR:
-		if s := d.takePending(q, c.ctx, int(c.tag)); s != nil {
-			return d.mpinWrite(p, s, c.id, c.addr, int(c.n))
+		if s := mp.takePending(q, c.ctx, int(c.tag)); s != nil {
+			return mp.write(p, s, c.id, c.addr, int(c.n))
 		}
-		d.mp.rtrs[q] = append(d.mp.rtrs[q], rtrMsg{ctx: c.ctx, tag: int(c.tag), rid: c.id, addr: c.addr, cap: int(c.n)})
+		mp.rtrs[q] = append(mp.rtrs[q], rtrMsg{ctx: c.ctx, tag: int(c.tag), rid: c.id, addr: c.addr, cap: int(c.n)})
 	case ctlSC:
-		m := d.mp.ids[c.id]
+		m := mp.ids[c.id]
 		if m == nil {
 			return fmt.Errorf("netvm: SC from rank %d for unknown receive %d", q, c.id)
 		}
-		delete(d.mp.ids, c.id)
+		delete(mp.ids, c.id)
 		delete(d.recvs, c.id)
 		size, n := int(c.addr), int(c.n)
 		if m.any {
-			d.dropReceive(m)
+			mp.dropReceive(m)
 		}
 		m.req.Complete(recvStatus(m.req, q, int(c.tag), size, n))
 		if m.any {
-			d.mpinAdvance()
+			mp.advance()
 		}
 	case ctlEnaAny:
-		d.mp.srfa[q][c.id] = srfaEntry{used: true, ctx: c.ctx, tag: int(c.tag)}
-		d.raiseFlags(q, nil)
+		mp.srfa[q][c.id] = srfaEntry{used: true, ctx: c.ctx, tag: int(c.tag)}
+		mp.raiseFlags(q, nil)
 	case ctlDisableAny:
-		d.mp.srfa[q][c.id] = srfaEntry{}
+		mp.srfa[q][c.id] = srfaEntry{}
 	case ctlRTRAny:
-		e := &d.mp.srfa[q][c.id]
+		e := &mp.srfa[q][c.id]
 		e.flag = false
 		var s *adi.Request
 		if e.used {
-			s = d.takePending(q, e.ctx, e.tag)
+			s = mp.takePending(q, e.ctx, e.tag)
 		}
 		if s == nil {
 			d.post(p, outMsg{ctl: ctl{typ: ctlUnaAny, ctx: c.ctx}})
 			return nil
 		}
-		if err := d.mpinWrite(p, s, c.ctx, c.addr, int(c.n)); err != nil {
+		if err := mp.write(p, s, c.ctx, c.addr, int(c.n)); err != nil {
 			return err
 		}
-		d.raiseFlags(q, nil)
+		mp.raiseFlags(q, nil)
 	case ctlUnaAny:
-		m := d.mp.ids[c.ctx]
+		m := mp.ids[c.ctx]
 		if m == nil {
 			return fmt.Errorf("netvm: UNA_ANY from rank %d for unknown receive %d", q, c.ctx)
 		}
-		delete(d.mp.ids, c.ctx)
+		delete(mp.ids, c.ctx)
 		delete(d.recvs, c.ctx)
 		m.state = mAnyScanning
 		if m.cancel {
-			d.dropReceive(m)
+			mp.dropReceive(m)
 			m.req.Complete(adi.Status{Cancelled: true, Source: adi.AnySource, Tag: m.req.Tag})
 		}
-		d.mpinAdvance()
+		mp.advance()
 	case ctlCancel:
 		ok := uint64(0)
-		for i, t := range d.mp.rtrs[q] {
+		for i, t := range mp.rtrs[q] {
 			if t.rid == c.id {
-				d.mp.rtrs[q] = removeAt(d.mp.rtrs[q], i)
+				mp.rtrs[q] = removeAt(mp.rtrs[q], i)
 				ok = 1
 				break
 			}
 		}
 		d.post(p, outMsg{ctl: ctl{typ: ctlCancelAck, id: c.id, n: ok}})
 	case ctlCancelAck:
-		m := d.mp.ids[c.id]
+		m := mp.ids[c.id]
 		if m == nil || c.n == 0 {
 			return nil // the SC came first: the receive completed normally
 		}
-		delete(d.mp.ids, c.id)
+		delete(mp.ids, c.id)
 		delete(d.recvs, c.id)
 		m.req.Complete(adi.Status{Cancelled: true, Source: m.req.Peer, Tag: m.req.Tag})
+	case ctlData:
+		return d.dataIn(p, c)
 	default:
 		return fmt.Errorf("netvm: control message of type %d from rank %d in MPIN mode", c.typ, q)
 	}
 	return nil
 }
 
-// mpinPeerGone fails the MPIN state that waits on a dead peer.
-func (d *Device) mpinPeerGone(q int, fail func(*adi.Request)) {
-	for _, r := range d.mp.pend[q] {
+// peerGone fails the MPIN state that waits on a dead peer.
+func (mp *mpin) peerGone(p *peer, fail func(*adi.Request)) {
+	d := mp.d
+	q := p.rank
+	for _, r := range mp.pend[q] {
 		fail(r)
 	}
-	d.mp.pend[q], d.mp.rtrs[q] = nil, nil
-	for id, m := range d.mp.ids {
+	mp.pend[q], mp.rtrs[q] = nil, nil
+	for id, m := range mp.ids {
 		if m.src == q {
-			delete(d.mp.ids, id)
+			delete(mp.ids, id)
 			delete(d.recvs, id)
 			if m.any {
-				d.dropReceive(m)
+				mp.dropReceive(m)
 			}
 			fail(m.req)
 		}
 	}
-	for _, m := range append([]*mrecv(nil), d.mp.rq...) {
+	for _, m := range append([]*mrecv(nil), mp.rq...) {
 		if m.req.Peer == q {
-			d.dropReceive(m)
+			mp.dropReceive(m)
 			fail(m.req)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // with non-temporal stores and compares with plain packing.
 func TestCopyOutNT(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
-	d := new(Device)
+	k := new(packer)
 	for i := 0; i < 300; i++ {
 		var ty *datatype.Type
 		count := 1
@@ -45,7 +45,7 @@ func TestCopyOutNT(t *testing.T) {
 		m.copyOut(off, want)
 		ring := make([]byte, n+128)
 		at := rng.Intn(64)
-		d.copyOutNT(m, off, ring[at:at+n])
+		k.copyOutNT(m, off, ring[at:at+n])
 		nt.Fence()
 		if !bytes.Equal(ring[at:at+n], want) {
 			t.Fatalf("layout %d (%s x%d), bytes [%d,%d): non-temporal pack differs", i, ty, count, off, off+n)
@@ -58,10 +58,10 @@ func TestCopyOutNT(t *testing.T) {
 	}
 }
 
-// TestPackChunkSwitches checks that timed plain packs switch a stream to
+// TestPackSwitches checks that timed plain packs switch a stream to
 // non-temporal stores only after ntSlowPacks slow ones in a row, and that
 // the bytes are right either way.
-func TestPackChunkSwitches(t *testing.T) {
+func TestPackSwitches(t *testing.T) {
 	ty, err := datatype.Vector(256, 1024, 2048, datatype.Byte)
 	if err != nil {
 		t.Fatal(err)
@@ -79,19 +79,16 @@ func TestPackChunkSwitches(t *testing.T) {
 		rate int  // ntpack, MB/s
 		on   bool // non-temporal after ntSlowPacks chunks
 	}{{1, false}, {1 << 30, true}} {
-		d := &Device{ntPack: c.rate}
+		pk := &packer{rate: c.rate}
 		for k := 0; k < ntSlowPacks+2; k++ {
 			dst := make([]byte, len(want))
-			d.packChunk(m, 0, dst)
-			if d.ntDirty {
-				nt.Fence()
-				d.ntDirty = false
-			}
+			pk.pack(m, 0, dst)
+			pk.fence()
 			if !bytes.Equal(dst, want) {
 				t.Fatalf("ntpack=%d, chunk %d: bytes differ", c.rate, k)
 			}
-			if on := c.on && k+1 >= ntSlowPacks; d.ntOn != on {
-				t.Fatalf("ntpack=%d, after chunk %d: non-temporal %v, want %v", c.rate, k, d.ntOn, on)
+			if on := c.on && k+1 >= ntSlowPacks; pk.on != on {
+				t.Fatalf("ntpack=%d, after chunk %d: non-temporal %v, want %v", c.rate, k, pk.on, on)
 			}
 		}
 	}

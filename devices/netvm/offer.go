@@ -12,15 +12,9 @@ import (
 // idle machine beats process_vm_writev/readv with one iovec per block (the
 // kernel pins the pages of every remote iovec separately). Its weak points
 // are a loaded machine, where every chunk hand-off needs both processes on a
-// CPU, and this project's 2-vCPU machine in its slow state, where a store
-// into a ring line that the other core holds waits for that copy to be
-// invalidated: two threads, one packing 1 KiB blocks into a 1 MiB ring and
-// one unpacking, measured pack 30-37 GB/s and unpack 25-40 GB/s in the fast
-// state, pack ~7 GB/s and unpack 13-20 GB/s in the slow one (the kernel's
-// copies, process_vm_writev/readv of 1 KiB iovecs, were no faster). The
-// contiguous path's single copy into a buffer the receiver does not touch
-// has no such stores, which is why VIRTUS' contiguous figure keeps ~20 GB/s
-// there while the stream falls to ~7.
+// CPU, and a machine whose stores into a ring line that the other core holds
+// wait long for that copy to be invalidated, where the stream falls far
+// behind the contiguous path's single copy (docs/performance-netvm.md).
 //
 // So the sender also offers its buffer's layout (ctlOffer, one regular run in
 // the control slot itself, put ahead of its backlog). The receiver keeps the
@@ -53,12 +47,7 @@ import (
 // than a chunk takes to unpack, so that on an idle machine (the sender packs
 // faster than the receiver unpacks) the receiver never leaves the chunks
 // waiting, and short enough that the receiver's idle time between chunks is
-// used when the sender packs slowly. VIRTUS test, 30 interleaved rounds on
-// this project's 2-vCPU machine in its slow state (the sender's pack at ~7
-// GB/s, its stores to ring lines the receiver holds being slow): strided
-// medians at 128 B / 1 KiB / 8 KiB blocks 5.4 / 7.1 / 6.9 GB/s before the
-// tail read, 5.5 / 6.7 / 7.0 with it at stall=50, 7.2 / 8.5 / 10.6 at
-// stall=10; in the fast state stall=10 measured as before (~28-35 GB/s).
+// used when the sender packs slowly (docs/performance-netvm.md).
 const defaultStall = 10
 
 // takeChunk is how much of a stalled stream the receiver reads at a time

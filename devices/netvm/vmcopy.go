@@ -341,10 +341,8 @@ func copyRuns(mem []byte, runs []vrun, off int, buf []byte, in bool) {
 // for, and bounceGap the largest gap they take along; bounceBytes is the
 // bounce buffer's size. Blocks of at least sinkBlock bytes whose gaps fit
 // the sink are read straight into place instead, one local iovec per block
-// and per gap, the sender's run as one remote iovec (BenchmarkVirtus, 1 MiB
-// of 1 KiB / 2 KiB blocks, stride 2x block: 4.6-5.5 / 5.0-5.9 GB/s against
-// 3.5-4.2 / 3.6-4.1 through the bounce buffer; 512 B blocks are faster
-// bounced).
+// and per gap, the sender's run as one remote iovec: from 1 KiB blocks on
+// that is faster than the bounce, below it slower (docs/performance-netvm.md).
 const (
 	bounceBlock = 4096
 	bounceGap   = 16 << 10
@@ -432,8 +430,8 @@ func bounceSpan(r vrun, pos, k, max uint64) (start, span, kk uint64) {
 // vmReadBounce reads the bytes [rpos, rpos+k) of the remote regular run r
 // of process pid in one process_vm_readv of the whole range they span, gaps
 // included, into bounce, and scatters them into the local layout from its
-// byte lpos. For small blocks this beats one local iovec per block by far
-// (BenchmarkVirtus: bounce vs read). It returns the bytes moved (0 with a
+// byte lpos. For small blocks this beats one local iovec per block by far.
+// It returns the bytes moved (0 with a
 // nil error: not even one block's range fits bounce).
 func vmReadBounce(pid int, mem []byte, local []vrun, lpos uint64, r vrun, rpos, k uint64, bounce []byte) (uint64, error) {
 	start, span, k := bounceSpan(r, rpos, k, uint64(len(bounce)))

@@ -1,0 +1,183 @@
+package netvm
+
+import (
+	"fmt"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/adi/match"
+)
+
+// matched is the default protocol (eager > 0): every message is announced
+// by its sender, small ones as EAGER with the payload in the eager ring,
+// large ones as RTS, and matched at the receiver by package adi/match; a
+// matched RTS is answered by CTS (rndv.go) and the data moves by one of the
+// rendezvous paths.
+type matched struct {
+	d   *Device
+	eng match.Engine
+}
+
+// send starts a send: eager when small (and not synchronous), else RTS.
+func (m *matched) send(p *peer, r *adi.Request) error {
+	d := m.d
+	n := r.Buf.Size()
+	if n <= d.eager && r.Mode != adi.ModeSync {
+		d.cnt.eagerMsgs++
+		d.post(p, outMsg{ctl: ctl{typ: ctlEager, ctx: r.Context, tag: int32(r.Tag), id: r.Buf.Type.Signature(), n: uint64(n)},
+			data: r.Buf, req: r, finish: true, done: n})
+		return nil
+	}
+	d.cnt.rndvMsgs++
+	id := d.newID()
+	d.sends[id] = &outSend{req: r, peer: p}
+	d.post(p, outMsg{ctl: ctl{typ: ctlRTS, ctx: r.Context, tag: int32(r.Tag), id: id, addr: uint64(r.Buf.Type.Signature()), n: uint64(n)}, req: r})
+	return nil
+}
+
+// sendShort puts an eager message into p's rings at once, if they have room
+// and nothing waits in the backlog before it.
+func (m *matched) sendShort(ctx uint32, p *peer, tag int, sig uint32, data []byte) bool {
+	d := m.d
+	if len(data) > d.eager || len(p.backlog) != 0 {
+		return false
+	}
+	msg := outMsg{ctl: ctl{typ: ctlEager, ctx: ctx, tag: int32(tag), id: sig, n: uint64(len(data))}, data: adi.Bytes(data)}
+	if !d.put(p, &msg) {
+		return false
+	}
+	d.cnt.eagerMsgs++
+	return true
+}
+
+// recv posts a receive: it takes a waiting message or joins the posted queue.
+func (m *matched) recv(r *adi.Request) {
+	if msg := m.eng.Post(r); msg != nil {
+		m.deliver(r, msg)
+	}
+}
+
+// deliver hands a matched message to receive r.
+func (m *matched) deliver(r *adi.Request, msg *match.Message) {
+	if m.d.mismatch(r, msg.Env, msg.Size, msg.Sig, msg.Handle) {
+		return
+	}
+	if msg.Handle == nil { // eager: the payload was copied on arrival
+		n := min(msg.Size, r.Buf.Size())
+		r.Buf.CopyIn(0, msg.Data[:n])
+		r.Complete(recvStatus(r, msg.Env.Source, msg.Env.Tag, msg.Size, n))
+		return
+	}
+	m.d.sendCTS(r, msg.Env.Source, msg.Env.Tag, msg.Size, msg.Handle.(uint32))
+}
+
+func (m *matched) probe(ctx uint32, src, tag int) (adi.Status, bool, error) {
+	st, ok := m.eng.ProbeStatus(ctx, src, tag)
+	return st, ok, nil
+}
+
+func (m *matched) cancelRecv(r *adi.Request) bool { return m.eng.Withdraw(r) }
+
+// handle handles every control message of this protocol and its
+// rendezvous paths.
+func (m *matched) handle(p *peer, c *ctl) error {
+	d := m.d
+	switch c.typ {
+	case ctlEager:
+		m.eagerIn(p, c)
+	case ctlRTS:
+		m.rtsIn(p, c)
+	case ctlCTS:
+		return d.ctsIn(p, c)
+	case ctlPull:
+		d.pullTail(p, c)
+	case ctlPullIov:
+		d.pullTailIov(p, c)
+	case ctlOffer:
+		d.offered(p, c)
+	case ctlPulled:
+		return d.pulled(p, c)
+	case ctlIov:
+		return d.scatter(p, c)
+	case ctlData:
+		return d.dataIn(p, c)
+	case ctlSC:
+		return d.scIn(p, c)
+	default:
+		return fmt.Errorf("netvm: control message of unknown type %d from rank %d", c.typ, p.rank)
+	}
+	return nil
+}
+
+// eagerIn matches an eager message: into a posted receive, or copied out of
+// the ring to wait as an unexpected message.
+func (m *matched) eagerIn(p *peer, c *ctl) {
+	d := m.d
+	env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
+	a, b := p.link.payload(c)
+	size := int(c.n)
+	if r := m.eng.Arrive(env); r != nil && (c.id == r.Buf.Type.Signature() || !d.mismatch(r, env, size, c.id, nil)) {
+		n := min(size, r.Buf.Size())
+		k := min(n, len(a))
+		if r.Buf.Contiguous() {
+			copy(r.Buf.Mem[copy(r.Buf.Mem[:k], a):n], b)
+		} else {
+			r.Buf.CopyIn(0, a[:k])
+			r.Buf.CopyIn(k, b[:n-k])
+		}
+		if n == size {
+			r.Complete(adi.Status{Source: p.rank, Tag: env.Tag, Bytes: n})
+		} else {
+			r.Complete(recvStatus(r, p.rank, env.Tag, size, n))
+		}
+	} else if r == nil {
+		data := make([]byte, size)
+		copy(data[copy(data, a):], b)
+		m.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: data, Sig: c.id})
+	}
+	p.link.consume(c)
+}
+
+// rtsIn matches an RTS: a posted receive answers it with CTS, else it waits
+// as an unexpected message.
+func (m *matched) rtsIn(p *peer, c *ctl) {
+	d := m.d
+	env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
+	if r := m.eng.Arrive(env); r != nil {
+		if !d.mismatch(r, env, int(c.n), uint32(c.addr), c.id) {
+			d.sendCTS(r, p.rank, env.Tag, int(c.n), c.id)
+		}
+	} else {
+		m.eng.AddUnexpected(&match.Message{Env: env, Size: int(c.n), Handle: c.id, Sig: uint32(c.addr)})
+	}
+}
+
+// poll has nothing to do: the offered streams' takeovers are the device's.
+func (m *matched) poll() {}
+
+func (m *matched) peerGone(p *peer, fail func(*adi.Request)) {
+	for _, r := range m.eng.CancelFrom(p.rank) {
+		fail(r)
+	}
+}
+
+func (m *matched) counters(c map[string]int64) {
+	c["posted_receives"] = int64(m.eng.Posted())
+	c["unexpected_messages"] = int64(m.eng.Unexpected())
+}
+
+// mismatch checks a matched message's type signature code against the
+// receive's. When both are known and differ, MPI's rule that the signatures
+// match is broken: the receive completes with ErrType, nothing is written
+// into it, and a rendezvous sender (handle = its send id) is released with a
+// zero-byte CTS so that it completes too.
+func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32, handle any) bool {
+	want := r.Buf.Type.Signature()
+	if sig == 0 || want == 0 || sig == want || size == 0 {
+		return false
+	}
+	if sid, ok := handle.(uint32); ok {
+		d.post(d.peers[env.Source], outMsg{ctl: ctl{typ: ctlCTS, id: sid, tag: ctsDiscard}})
+	}
+	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Mismatched(env.Source, env.Tag, size, r.Buf.Type.String())})
+	return true
+}

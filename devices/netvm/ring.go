@@ -1,0 +1,256 @@
+package netvm
+
+import (
+	"math"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/adimpi/adimpi/internal/shm"
+)
+
+// This file is the control ring: how control messages and their payloads
+// travel to one peer. Everything above it (the protocols, the rendezvous data
+// paths) sees a peer's link only through the transport interface.
+
+// Control message types. The first six are MPIN's (Table 3.1 of the thesis).
+const (
+	ctlUnused     uint32 = iota
+	ctlRTR               // receiver → sender: a receive is posted; write the data to this address
+	ctlSC                // sender → receiver: the data is in place
+	ctlEnaAny            // receiver → all: an ANY_SOURCE receive uses RFA entry id
+	ctlRTRAny            // receiver → a flagged sender: write your data for RFA entry id here
+	ctlUnaAny            // sender → receiver: no longer interested in that RTR_ANY
+	ctlDisableAny        // receiver → all: RFA entry id is retired
+	ctlEager             // sender → receiver: a small message, payload in the eager ring
+	ctlRTS               // sender → receiver: a message waits to be matched
+	ctlCTS               // receiver → sender: RTS matched; write the data to this address
+	ctlData              // sender → receiver: one chunk of a message, payload in the eager ring
+	ctlCancel            // receiver → sender: withdraw the RTR of receive id
+	ctlCancelAck         // sender → receiver: RTR id withdrawn (n=1) or already answered (n=0)
+	ctlIov               // receiver → sender: (address, length) pieces of a non-contiguous receive buffer, in the eager ring
+	ctlPull              // sender → receiver: read the last n bytes of the message yourself, from my address addr
+	ctlPulled            // receiver → sender: the pull of send id is done (n=1) or failed (n=0: write them yourself)
+	ctlPullIov           // sender → receiver: as ctlPull, the last tag bytes, from my layout in the eager ring
+	ctlOffer             // sender → receiver: my layout for the stream of receive id is this run (offer.go)
+)
+
+// hasPayload reports whether a control message of type typ carries n bytes
+// of payload in the eager ring.
+func hasPayload(typ uint32) bool {
+	return typ == ctlEager || typ == ctlData || typ == ctlIov || typ == ctlPullIov
+}
+
+// Segment layout.
+const (
+	ringSlots   = 128
+	slotSize    = 32
+	cmaBytes    = ringSlots * slotSize
+	offDoorbell = shm.HeaderSize      // u32: bumped by every writer, futex word
+	offSleepers = shm.HeaderSize + 4  // u32: processes sleeping on the doorbell
+	offProbe    = shm.HeaderSize + 8  // u64: word peers remote-write to test permission
+	offPeers    = shm.HeaderSize + 64 // per-writer blocks start here
+	// within a writer's block
+	offCMA       = 0
+	offCMAHead   = cmaBytes       // u64: written by the reader: its head in the writer's ring
+	offEagerHead = cmaBytes + 8   // u64: likewise for the writer's eager bytes
+	offClaim     = cmaBytes + 64  // u64: the writer's offered stream: rid<<32 | end of the bytes it packs (offer.go)
+	offLimit     = cmaBytes + 128 // u64: the reader's: rid<<32 | first byte of the tail it reads itself (offer.go)
+	offEagerRing = cmaBytes + 192
+)
+
+// ctl is a decoded control message.
+type ctl struct {
+	typ  uint32
+	ctx  uint32 // context id; for RTR the receiver's request id
+	tag  int32
+	id   uint32 // request id the message refers to
+	addr uint64 // RTR: buffer address; EAGER/DATA: eager ring position
+	n    uint64 // bytes
+}
+
+// Control slot fields: typ (written last, atomically), ctx, tag, id, addr, n.
+const (
+	slotTyp  = 0
+	slotCtx  = 4
+	slotTag  = 8
+	slotID   = 12
+	slotAddr = 16
+	slotN    = 24
+)
+
+// transport is what the protocols need from the link to one peer: control
+// messages out (with their payloads) and in, and the remote write of a
+// message's data into the peer's receive buffer. Today every link is a
+// shmRing in shared memory; a link to a peer on another host (a network
+// connection, whose receiving side carries out the remote writes) is meant
+// to be the second implementation, and peer.link becomes this interface
+// then. Until there is a second one, peer.link holds the ring itself, so
+// that the hot path's calls stay direct. What else reaches into a peer's
+// memory is shared-memory only: the paths gated by peer.remoteOK (split,
+// pull, scatter, offer read or write with process_vm_readv/writev), MPIN's
+// RFA flags and the board.
+type transport interface {
+	// put writes m's control message, and its payload (m.n bytes of m's
+	// data from m.off, for the types that have one), and wakes the peer;
+	// false: no room now, nothing written.
+	put(m *outMsg) bool
+	// next decodes the next control message that arrived into c.
+	next(c *ctl) bool
+	// payload returns c's payload, in at most two pieces.
+	payload(c *ctl) (a, b []byte)
+	// consume frees c's payload once it has been read.
+	consume(c *ctl)
+	// wake rings the peer's doorbell.
+	wake()
+	// remoteWrite writes pieces, in order, into the peer's memory at addr.
+	remoteWrite(addr uintptr, pieces [][]byte) error
+}
+
+var _ transport = (*shmRing)(nil)
+
+// shmRing is the shared-memory link between this process and one peer: in
+// each direction a ring of ringSlots control messages and an eager byte ring,
+// both inside the reader's segment and written only by the writer. A writer
+// keeps its own tail and a lazily refreshed copy of the reader's head: the
+// reader reports its head only when it has consumed half a ring, so a writer
+// never reads remote memory on the way out.
+type shmRing struct {
+	pid  int     // the peer's process, for remote writes
+	size int     // eager ring bytes
+	pk   *packer // packs stream chunks (ntpack.go), shared by the device's rings
+
+	// outbound: my rings inside the peer's segment
+	out, outEager          []byte
+	doorbell, sleepers     *uint32
+	outTail, eagerTail     uint64
+	cmaHeadAt, eagerHeadAt *uint64 // in MY segment: the peer's lazily reported heads
+
+	// inbound: its rings inside my segment
+	in, inEager              []byte
+	inHead, inReported       uint64
+	eagerHead, eagerReported uint64
+	reportCMA, reportEager   *uint64 // in ITS segment: where I report my heads
+}
+
+// newShmRing maps the rings between this process (segment mine, its block
+// for the peer at offset mineAt) and a peer (process pid, segment theirs,
+// this process's block in it at theirsAt).
+func newShmRing(mine, theirs *shm.Segment, pid, mineAt, theirsAt, size int, pk *packer) shmRing {
+	return shmRing{
+		pid:         pid,
+		size:        size,
+		pk:          pk,
+		out:         theirs.Mem[theirsAt+offCMA : theirsAt+offCMA+cmaBytes],
+		outEager:    theirs.Mem[theirsAt+offEagerRing : theirsAt+offEagerRing+size],
+		doorbell:    theirs.Uint32(offDoorbell),
+		sleepers:    theirs.Uint32(offSleepers),
+		cmaHeadAt:   mine.Uint64(mineAt + offCMAHead),
+		eagerHeadAt: mine.Uint64(mineAt + offEagerHead),
+		in:          mine.Mem[mineAt+offCMA : mineAt+offCMA+cmaBytes],
+		inEager:     mine.Mem[mineAt+offEagerRing : mineAt+offEagerRing+size],
+		reportCMA:   theirs.Uint64(theirsAt + offCMAHead),
+		reportEager: theirs.Uint64(theirsAt + offEagerHead),
+	}
+}
+
+func (l *shmRing) put(m *outMsg) bool {
+	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
+		return false
+	}
+	if hasPayload(m.typ) {
+		payload := int(m.n)
+		if l.eagerTail+uint64(payload)-atomic.LoadUint64(l.eagerHeadAt) > uint64(l.size) {
+			return false
+		}
+		m.addr = l.eagerTail
+		pos := int(l.eagerTail % uint64(l.size))
+		first := min(payload, l.size-pos)
+		if m.typ == ctlData {
+			l.pk.pack(m, m.off, l.outEager[pos:pos+first])
+			if first < payload {
+				l.pk.pack(m, m.off+first, l.outEager[:payload-first])
+			}
+			l.pk.fence() // the payload's non-temporal stores before the slot's
+		} else {
+			m.copyOut(m.off, l.outEager[pos:pos+first])
+			if first < payload {
+				m.copyOut(m.off+first, l.outEager[:payload-first])
+			}
+		}
+		l.eagerTail += uint64(payload)
+	}
+	s := l.out[(l.outTail%ringSlots)*slotSize:][:slotSize]
+	*(*uint32)(unsafe.Pointer(&s[slotCtx])) = m.ctx
+	*(*int32)(unsafe.Pointer(&s[slotTag])) = m.tag
+	*(*uint32)(unsafe.Pointer(&s[slotID])) = m.id
+	*(*uint64)(unsafe.Pointer(&s[slotAddr])) = m.addr
+	*(*uint64)(unsafe.Pointer(&s[slotN])) = m.n
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&s[slotTyp])), m.typ)
+	l.outTail++
+	l.wake()
+	return true
+}
+
+func (l *shmRing) next(c *ctl) bool {
+	s := l.in[(l.inHead%ringSlots)*slotSize:][:slotSize]
+	typ := atomic.LoadUint32((*uint32)(unsafe.Pointer(&s[slotTyp])))
+	if typ == ctlUnused {
+		return false
+	}
+	*c = ctl{typ: typ,
+		ctx:  *(*uint32)(unsafe.Pointer(&s[slotCtx])),
+		tag:  *(*int32)(unsafe.Pointer(&s[slotTag])),
+		id:   *(*uint32)(unsafe.Pointer(&s[slotID])),
+		addr: *(*uint64)(unsafe.Pointer(&s[slotAddr])),
+		n:    *(*uint64)(unsafe.Pointer(&s[slotN]))}
+	l.inHead++
+	if l.inHead-l.inReported >= ringSlots/2 {
+		l.release()
+	}
+	return true
+}
+
+// release marks the consumed slots unused and reports the head. It runs only
+// once half a ring is consumed, just before the writer learns it may reuse
+// the slots: writing a line the writer wrote costs a transfer of its
+// ownership, paid here for half a ring at once (the atomic report waits for
+// all of them together) rather than on the way from each message to its
+// receive's completion.
+func (l *shmRing) release() {
+	for k := l.inReported; k < l.inHead; k++ {
+		*(*uint32)(unsafe.Pointer(&l.in[(k%ringSlots)*slotSize])) = ctlUnused
+	}
+	l.inReported = l.inHead
+	atomic.StoreUint64(l.reportCMA, l.inHead)
+	l.wake()
+}
+
+func (l *shmRing) payload(c *ctl) (a, b []byte) {
+	pos := int(c.addr % uint64(l.size))
+	n := int(c.n)
+	first := min(n, l.size-pos)
+	return l.inEager[pos : pos+first], l.inEager[:n-first]
+}
+
+func (l *shmRing) consume(c *ctl) {
+	l.eagerHead = c.addr + c.n
+	if l.eagerHead-l.eagerReported >= uint64(l.size/2) {
+		l.eagerReported = l.eagerHead
+		atomic.StoreUint64(l.reportEager, l.eagerHead)
+		l.wake()
+	}
+}
+
+func (l *shmRing) wake() { ring(l.doorbell, l.sleepers) }
+
+func (l *shmRing) remoteWrite(addr uintptr, pieces [][]byte) error {
+	return shm.RemoteWrite(l.pid, addr, pieces)
+}
+
+// ring bumps a doorbell and wakes its sleepers, if any.
+func ring(doorbell, sleepers *uint32) {
+	atomic.AddUint32(doorbell, 1)
+	if atomic.LoadUint32(sleepers) > 0 {
+		_ = shm.FutexWake(doorbell, math.MaxInt32)
+	}
+}
