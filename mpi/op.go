@@ -71,7 +71,10 @@ var (
 // NewOp makes a user operation (MPI_Op_create). fn must compute
 // inout[i] = in[i] op inout[i] for every element, where in holds the operand
 // from lower ranks; both buffers hold Count elements of the collective's
-// datatype, packed contiguously. commute says whether op is commutative; if
+// datatype laid out as that datatype says (for a non-contiguous datatype,
+// such as a padded Go struct, the data are unpacked into such a layout for
+// fn, with zero padding, and only the data are packed back and sent on;
+// View turns such a buffer into a slice of a Go type). commute says whether op is commutative; if
 // it is not, operands are always combined in rank order.
 func NewOp(fn func(in, inout Buffer), commute bool) *Op {
 	if fn == nil {
@@ -149,26 +152,64 @@ func reducerFor(opname string, o *Op, t *datatype.Type, count int) (reducer, err
 		if o.typed != nil && o.typed != t {
 			return reducer{}, errorf(ErrType, opname, "operation is for %s, not %s", o.typed, t)
 		}
-		if !t.Contiguous() {
-			return reducer{}, errorf(ErrType, opname, "user operations need a contiguous datatype, not %s", t)
+		return reducer{o.commute, userKernel(o, t)}, nil
+	}
+	// A predefined operation on a derived type made of one basic type
+	// works element by element on that basic type (the packed bytes are
+	// consecutive basic elements).
+	k := t
+	if !t.Predefined() {
+		if b := t.Basic(); b != nil && b.Size() > 0 {
+			k = b
 		}
-		es := t.Size()
-		return reducer{o.commute, func(in, inout []byte) {
-			n := 0
-			if es > 0 {
-				n = len(in) / es
-			}
-			o.user(Typed(in, n, t), Typed(inout, n, t))
-		}}, nil
 	}
-	if (o.code == opMinloc || o.code == opMaxloc) && count%2 != 0 {
-		return reducer{}, errorf(ErrCount, opname, "%s needs (value, index) pairs: count %d is odd", o.name, count)
+	if (o.code == opMinloc || o.code == opMaxloc) && k.Size() > 0 && count*(t.Size()/k.Size())%2 != 0 {
+		if k == t {
+			return reducer{}, errorf(ErrCount, opname, "%s needs (value, index) pairs: count %d is odd", o.name, count)
+		}
+		return reducer{}, errorf(ErrCount, opname, "%s needs (value, index) pairs: %d elements of %s hold an odd number of %s", o.name, count, t, k)
 	}
-	fn := builtin(o.code, t)
-	if fn == nil {
+	fn := builtin(o.code, k)
+	switch {
+	case fn == nil && k == t && !t.Predefined():
+		return reducer{}, errorf(ErrOp, opname, "%s is not defined for datatype %s, which mixes several basic types", o.name, t)
+	case fn == nil && k != t:
+		return reducer{}, errorf(ErrOp, opname, "%s is not defined for datatype %s (made of %s)", o.name, t, k)
+	case fn == nil:
 		return reducer{}, errorf(ErrOp, opname, "%s is not defined for datatype %s", o.name, t)
 	}
 	return reducer{o.commute, fn}, nil
+}
+
+// userKernel applies user operation o to packed bytes of datatype t. A
+// contiguous t's packed bytes are its memory layout, so fn sees them as
+// they are; any other t's are unpacked into two buffers laid out as t says
+// (padding and gaps zero), fn combines those, and the result is packed back:
+// only data bytes ever travel.
+func userKernel(o *Op, t *datatype.Type) func(in, inout []byte) {
+	es := t.Size()
+	count := func(b []byte) int {
+		if es == 0 {
+			return 0
+		}
+		return len(b) / es
+	}
+	if t.Contiguous() {
+		return func(in, inout []byte) {
+			n := count(in)
+			o.user(Typed(in, n, t), Typed(inout, n, t))
+		}
+	}
+	return func(in, inout []byte) {
+		n := count(in)
+		size := max(t.Span(n), n*t.Extent())
+		a, b := make([]byte, size), make([]byte, size)
+		// The sizes are right by construction: these cannot fail.
+		_, _ = datatype.Unpack(in, 0, a, n, t)
+		_, _ = datatype.Unpack(inout, 0, b, n, t)
+		o.user(Typed(a, n, t), Typed(b, n, t))
+		_, _ = datatype.Pack(inout, 0, b, n, t)
+	}
 }
 
 type integer interface {

@@ -1,0 +1,25 @@
+// Command api is the conformance program for the parts of the MPI API that
+// programs expect beyond plain messages and collectives: reductions over
+// derived and padded struct datatypes (user and predefined operations),
+// matched probes, Isendrecv, Request.Free and GetStatus, thread levels,
+// Info objects, predefined attributes and TypedSlice. Each check compares
+// every rank's results with a sequential computation of the same inputs.
+//
+//	mpirun -np 4 api <check>
+//	api -list
+package main
+
+import (
+	"github.com/adimpi/adimpi/conformance/internal/runner"
+)
+
+var checks = []runner.NamedFunc{
+	{Name: "userop-struct", Fn: checkUserOpStruct},
+	{Name: "userop-noncommute", Fn: checkUserOpNonCommute},
+	{Name: "predef-derived", Fn: checkPredefDerived},
+	{Name: "userop-large", Fn: checkUserOpLarge},
+}
+
+func main() {
+	runner.Program{Name: "api", Checks: runner.CommChecks(1, checks)}.Main()
+}
