@@ -18,6 +18,10 @@ var checks = []runner.NamedFunc{
 	{Name: "userop-noncommute", Fn: checkUserOpNonCommute},
 	{Name: "predef-derived", Fn: checkPredefDerived},
 	{Name: "userop-large", Fn: checkUserOpLarge},
+	{Name: "mprobe-threads", Fn: checkMprobeThreads},
+	{Name: "mprobe-held", Fn: checkMprobeHeld},
+	{Name: "isendrecv", Fn: checkIsendrecv},
+	{Name: "request-handles", Fn: checkRequestHandles},
 }
 
 func main() {
