@@ -22,6 +22,8 @@ var checks = []runner.NamedFunc{
 	{Name: "mprobe-held", Fn: checkMprobeHeld},
 	{Name: "isendrecv", Fn: checkIsendrecv},
 	{Name: "request-handles", Fn: checkRequestHandles},
+	{Name: "env", Fn: checkEnv},
+	{Name: "typed-structs", Fn: checkTypedStructs},
 }
 
 func main() {
