@@ -1,6 +1,8 @@
 package mpi
 
 import (
+	"encoding/binary"
+	"math"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/datatype"
@@ -46,10 +48,13 @@ const (
 // The predefined operations. Sum and Prod take every Numeric type; Min and
 // Max every integer and float type; Land, Lor and Lxor (logical: non-zero is
 // true, results are 1 or 0) and Band, Bor and Bxor (bitwise) every integer
-// type. Minloc and Maxloc take integer and float types and treat the buffer
-// as consecutive (value, index) pairs of that type, like MPI_2INT or
-// MPI_2DOUBLE_PRECISION: the count must be even, and ties pick the smaller
-// index. Replace (a op b = b: the highest rank's value wins) and NoOp
+// type. Minloc and Maxloc take the pair types (datatype.Float64Int32,
+// MPI_DOUBLE_INT, and the others: a value and an int32 index), and integer
+// and float types, whose buffer they treat as consecutive (value, index)
+// pairs of that type, like MPI_2INT or MPI_2DOUBLE_PRECISION: the count must
+// then be even. Ties pick the smaller index. A derived datatype made of one
+// of these types (datatype.Type.Basic) takes the same operations, element by
+// element on that type. Replace (a op b = b: the highest rank's value wins) and NoOp
 // (a op b = a: the lowest rank's value stays) take every type.
 var (
 	Sum     = &Op{name: "MPI_SUM", code: opSum, commute: true}
@@ -163,7 +168,7 @@ func reducerFor(opname string, o *Op, t *datatype.Type, count int) (reducer, err
 			k = b
 		}
 	}
-	if (o.code == opMinloc || o.code == opMaxloc) && k.Size() > 0 && count*(t.Size()/k.Size())%2 != 0 {
+	if (o.code == opMinloc || o.code == opMaxloc) && k.Kind() != datatype.KindPair && k.Size() > 0 && count*(t.Size()/k.Size())%2 != 0 {
 		if k == t {
 			return reducer{}, errorf(ErrCount, opname, "%s needs (value, index) pairs: count %d is odd", o.name, count)
 		}
@@ -354,8 +359,57 @@ var kernels = func() map[*datatype.Type]*[opNoOp + 1]func(in, inout []byte) {
 		}
 		m[t] = k
 	}
+	for _, t := range []*datatype.Type{datatype.Float32Int32, datatype.Float64Int32, datatype.Int64Int32,
+		datatype.Int32Int32, datatype.Int16Int32} {
+		k := new([opNoOp + 1]func(in, inout []byte))
+		k[opMinloc], k[opMaxloc] = pairKernel(opMinloc, t), pairKernel(opMaxloc, t)
+		k[opReplace], k[opNoOp] = makeKernel(opReplace, t), makeKernel(opNoOp, t)
+		m[t] = k
+	}
 	return m
 }()
+
+// pairKernel is Minloc's or Maxloc's kernel on a predefined pair type
+// (MPI_DOUBLE_INT, ...), whose packed elements are the value's bytes
+// followed by the int32 index, at any alignment: values are read and
+// written with encoding/binary rather than through pointers.
+func pairKernel(code opCode, t *datatype.Type) func(in, inout []byte) {
+	val, _ := t.PairValue()
+	switch val {
+	case datatype.Float32:
+		return pairOps(code, 4, func(b []byte) float32 { return math.Float32frombits(binary.NativeEndian.Uint32(b)) })
+	case datatype.Float64:
+		return pairOps(code, 8, func(b []byte) float64 { return math.Float64frombits(binary.NativeEndian.Uint64(b)) })
+	case datatype.Int64:
+		return pairOps(code, 8, func(b []byte) int64 { return int64(binary.NativeEndian.Uint64(b)) })
+	case datatype.Int32:
+		return pairOps(code, 4, func(b []byte) int32 { return int32(binary.NativeEndian.Uint32(b)) })
+	case datatype.Int16:
+		return pairOps(code, 2, func(b []byte) int16 { return int16(binary.NativeEndian.Uint16(b)) })
+	}
+	return nil
+}
+
+// pairOps folds packed (value, int32 index) pairs of vs-byte values read
+// by get: the smaller (Minloc) or larger (Maxloc) value wins, a tie keeps
+// the smaller index.
+func pairOps[V ordered](code opCode, vs int, get func([]byte) V) func(in, inout []byte) {
+	less := code == opMinloc
+	es := vs + 4
+	return func(in, inout []byte) {
+		for off := 0; off+es <= len(inout); off += es {
+			a, b := in[off:off+es], inout[off:off+es]
+			av, bv := get(a), get(b)
+			ai, bi := int32(binary.NativeEndian.Uint32(a[vs:])), int32(binary.NativeEndian.Uint32(b[vs:]))
+			switch {
+			case av == bv:
+				binary.NativeEndian.PutUint32(b[vs:], uint32(min(ai, bi)))
+			case (av < bv) == less:
+				copy(b, a)
+			}
+		}
+	}
+}
 
 // makeKernel builds the kernel of a predefined operation on a predefined
 // datatype (nil if it is not defined for it).

@@ -483,6 +483,44 @@ func predefContig(w *mpi.Comm) error {
 			return fmt.Errorf("Allreduce(Minloc) of (int64, int64) pairs: pair %d is (%d, %d), want (%d, %d)", i, pr[2*i], pr[2*i+1], wv, wi)
 		}
 	}
+	return pairMinloc(w)
+}
+
+// pairMinloc runs Maxloc on MPI_DOUBLE_INT pairs (float64, int32: 12 data
+// bytes in 16) held in a Go struct.
+func pairMinloc(w *mpi.Comm) error {
+	me, np := w.Rank(), w.Size()
+	type pair struct {
+		V float64
+		I int32
+	}
+	pv := func(r, i int) float64 { return float64((r*5 + i) % 3) }
+	send, recv := make([]pair, 7), make([]pair, 7)
+	for i := range send {
+		send[i] = pair{pv(me, i), int32(me)}
+	}
+	sb, err := mpi.TypedSlice(send, datatype.Float64Int32)
+	if err != nil {
+		return err
+	}
+	rb, err := mpi.TypedSlice(recv, datatype.Float64Int32)
+	if err != nil {
+		return err
+	}
+	if err := mpi.AllreduceBuf(w, sb, rb, mpi.Maxloc); err != nil {
+		return err
+	}
+	for i, got := range recv {
+		want := pair{pv(0, i), 0}
+		for r := 1; r < np; r++ {
+			if pv(r, i) > want.V {
+				want = pair{pv(r, i), int32(r)}
+			}
+		}
+		if got != want {
+			return fmt.Errorf("Allreduce(Maxloc) of MPI_DOUBLE_INT: pair %d is %+v, want %+v", i, got, want)
+		}
+	}
 	return nil
 }
 
