@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 
 	"github.com/adimpi/adimpi/mpi"
@@ -66,11 +67,15 @@ func checkMsg(what string, st mpi.Status, got []int32) (int, error) {
 	return k, nil
 }
 
-// checkMprobeThreads: rank 0 drains every rank's messages with two
-// goroutines, each running Mprobe(AnySource, AnyTag) and then Mrecv into a
-// buffer of the probed size. A plain Probe followed by Recv would let one
-// goroutine's Recv take the message the other probed; the matched probe
-// must give each goroutine exactly the message it probed, each message once.
+// probeThreads is how many goroutines drain rank 0's messages at once.
+const probeThreads = 4
+
+// checkMprobeThreads: rank 0 drains every rank's messages with
+// probeThreads goroutines, each running Mprobe(AnySource, AnyTag) and then
+// Mrecv into a buffer of the probed size. With a plain Probe and Recv one
+// goroutine's Recv takes the message another probed (this check then fails
+// with ErrTruncate or a wrong message); the matched probe must give each
+// goroutine exactly the message it probed, each message once.
 func checkMprobeThreads(w *mpi.Comm) error {
 	me, np := w.Rank(), w.Size()
 	reqs, err := sendProbeMsgs(w)
@@ -81,9 +86,9 @@ func checkMprobeThreads(w *mpi.Comm) error {
 		var mu sync.Mutex
 		seen := map[[2]int]bool{}
 		total := np * probeMsgs
-		errs := make(chan error, 2)
+		errs := make(chan error, probeThreads)
 		var next int // messages claimed so far, under mu
-		for range 2 {
+		for range probeThreads {
 			go func() {
 				for {
 					mu.Lock()
@@ -99,6 +104,10 @@ func checkMprobeThreads(w *mpi.Comm) error {
 						errs <- err
 						return
 					}
+					// Whatever the goroutine does between the probe and
+					// the receive, the message stays its own: yield to
+					// the others here to give them every chance to take it.
+					goruntime.Gosched()
 					buf := make([]int32, st.Bytes()/4)
 					rst, err := mpi.Mrecv(m, buf)
 					if err != nil {
@@ -126,7 +135,7 @@ func checkMprobeThreads(w *mpi.Comm) error {
 				}
 			}()
 		}
-		for range 2 {
+		for range probeThreads {
 			if err := <-errs; err != nil {
 				return err
 			}
