@@ -26,6 +26,12 @@ var checks = []runner.NamedFunc{
 	{Name: "typed-structs", Fn: checkTypedStructs},
 }
 
+// checks2 need two ranks (UNSUPPORTED with one).
+var checks2 = []runner.NamedFunc{
+	{Name: "intercomm-struct", Fn: checkIntercommStruct},
+}
+
 func main() {
-	runner.Program{Name: "api", Checks: runner.CommChecks(1, checks)}.Main()
+	cs := append(runner.CommChecks(1, checks), runner.CommChecks(2, checks2)...)
+	runner.Program{Name: "api", Checks: cs}.Main()
 }

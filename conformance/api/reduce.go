@@ -236,10 +236,86 @@ func reductions(w *mpi.Comm, t *datatype.Type, op *mpi.Op, combine func(in, inou
 			return err
 		}
 	}
+	if err := nonBlocking(w, t, op, combine, n, send); err != nil {
+		return err
+	}
 	if err := scans(w, t, op, combine, n, send); err != nil {
 		return err
 	}
 	return reduceScatters(w, t, op, all, n)
+}
+
+// nonBlocking checks Ireduce, Reduce_init, Iexscan and Exscan_init, each
+// persistent one run twice.
+func nonBlocking(w *mpi.Comm, t *datatype.Type, op *mpi.Op, combine func(in, inout []rec), n int, send []rec) error {
+	me, np := w.Rank(), w.Size()
+	root := np - 1
+	all := func(i int) rec { return fold(combine, 0, np-1, i) }
+	before := func(i int) rec { return fold(combine, 0, me-1, i) }
+	type run struct {
+		name  string
+		start func(recv mpi.Buffer) (*mpi.Request, error)
+		runs  int
+		want  func(int) rec // nil: the receive buffer stays as it was
+	}
+	var atRoot, exWant func(int) rec
+	if me == root {
+		atRoot = all
+	}
+	if me > 0 {
+		exWant = before
+	}
+	var ri, ei *mpi.Request
+	for _, r := range []run{
+		{"Ireduce", func(recv mpi.Buffer) (*mpi.Request, error) {
+			return mpi.IreduceBuf(w, recBuf(send, t), recv, op, root)
+		}, 1, atRoot},
+		{"Reduce_init", func(recv mpi.Buffer) (*mpi.Request, error) {
+			if ri == nil {
+				var err error
+				if ri, err = mpi.ReduceInitBuf(w, recBuf(send, t), recv, op, root); err != nil {
+					return nil, err
+				}
+			}
+			return ri, ri.Start()
+		}, 2, atRoot},
+		{"Iexscan", func(recv mpi.Buffer) (*mpi.Request, error) {
+			return mpi.IexscanBuf(w, recBuf(send, t), recv, op)
+		}, 1, exWant},
+		{"Exscan_init", func(recv mpi.Buffer) (*mpi.Request, error) {
+			if ei == nil {
+				var err error
+				if ei, err = mpi.ExscanInitBuf(w, recBuf(send, t), recv, op); err != nil {
+					return nil, err
+				}
+			}
+			return ei, ei.Start()
+		}, 2, exWant},
+	} {
+		// A persistent request keeps its buffer: poison it once.
+		recv := poisoned(n)
+		for k := range r.runs {
+			q, err := r.start(recBuf(recv, t))
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.name, err)
+			}
+			if _, err := q.Wait(); err != nil {
+				return fmt.Errorf("%s: %w", r.name, err)
+			}
+			if r.want == nil {
+				for i, v := range recBytes(recv) {
+					if v != poisonByte {
+						return fmt.Errorf("%s run %d: a receive buffer that gets nothing was written at byte %d", r.name, k, i)
+					}
+				}
+				continue
+			}
+			if err := checkRecs(fmt.Sprintf("%s run %d", r.name, k), recv, 0, r.want); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // scans checks Scan, Exscan and Iscan.
@@ -622,4 +698,68 @@ func i64bytes(s []int64) []byte {
 
 func f64bytes(s []float64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 8*len(s))
+}
+
+// checkIntercommStruct runs Allreduce and Reduce with the non-commutative
+// struct operation on an intercommunicator between the even and the odd
+// ranks: each side gets the other side's inputs folded in its rank order.
+func checkIntercommStruct(w *mpi.Comm) error {
+	me, np := w.Rank(), w.Size()
+	t, err := recType()
+	if err != nil {
+		return err
+	}
+	op, err := mpi.NewOpFor(t, affine, false)
+	if err != nil {
+		return err
+	}
+	defer op.Free()
+	half, err := w.Split(me%2, me)
+	if err != nil {
+		return err
+	}
+	defer half.Free()
+	inter, err := mpi.IntercommCreate(half, 0, w, 1-me%2, 90)
+	if err != nil {
+		return err
+	}
+	defer inter.Free()
+	var other []int // the other side's world ranks, in their rank order
+	for r := 1 - me%2; r < np; r += 2 {
+		other = append(other, r)
+	}
+	foldOther := func(i int) rec {
+		acc := []rec{input(other[0], i)}
+		for _, r := range other[1:] {
+			next := []rec{input(r, i)}
+			affine(acc, next)
+			acc = next
+		}
+		return acc[0]
+	}
+	const n = 300
+	send, recv := inputs(me, 0, n), poisoned(n)
+	if err := mpi.AllreduceBuf(inter, recBuf(send, t), recBuf(recv, t), op); err != nil {
+		return err
+	}
+	if err := checkRecs("intercommunicator Allreduce", recv, 0, foldOther); err != nil {
+		return err
+	}
+	// Reduce to rank 0 of the even side: it passes Root, the other even
+	// ranks ProcNull, the odd ranks send to remote rank 0.
+	root := 0
+	switch {
+	case me == 0:
+		root = mpi.Root
+	case me%2 == 0:
+		root = mpi.ProcNull
+	}
+	recv = poisoned(n)
+	if err := mpi.ReduceBuf(inter, recBuf(send, t), recBuf(recv, t), op, root); err != nil {
+		return err
+	}
+	if me == 0 {
+		return checkRecs("intercommunicator Reduce", recv, 0, foldOther)
+	}
+	return nil
 }
