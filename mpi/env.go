@@ -67,7 +67,4 @@ func GetProcessorName() (string, error) {
 // Pcontrol sets the profiling level (MPI_Pcontrol). adimpi has no profiling
 // layer that listens, so it does nothing, for any level; programs may call
 // it as they would under another MPI.
-func Pcontrol(level int) error {
-	_ = level
-	return nil
-}
+func Pcontrol(level int) error { return nil }

@@ -16,7 +16,6 @@ import "github.com/adimpi/adimpi/adi"
 // Message is a message taken out of matching by Mprobe or Improbe
 // (MPI_Message), to be received by Mrecv or Imrecv, once.
 type Message struct {
-	rt     *runtime
 	comm   *Comm
 	ar     *adi.Request // the receive that claimed the message, into buf
 	buf    []byte
@@ -93,7 +92,7 @@ func (r *runtime) claim(c *Comm, src, tag int) (*Message, error) {
 	if !ok || err != nil {
 		return nil, err
 	}
-	m := &Message{rt: r, comm: c, buf: make([]byte, st.Bytes), src: c.commRank(st.Source)}
+	m := &Message{comm: c, buf: make([]byte, st.Bytes), src: c.commRank(st.Source)}
 	m.ar = &adi.Request{Op: adi.OpRecv, Mode: adi.ModeStandard, Context: c.ctx,
 		Peer: st.Source, Tag: st.Tag, Buf: adi.Bytes(m.buf)}
 	if err := r.dev.Irecv(m.ar); err != nil {
