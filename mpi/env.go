@@ -2,7 +2,6 @@ package mpi
 
 import (
 	"fmt"
-	"os"
 	goruntime "runtime"
 	"runtime/debug"
 	"strings"
@@ -52,16 +51,6 @@ func moduleVersion() string {
 		}
 	}
 	return "(unknown version)"
-}
-
-// GetProcessorName returns the name of the host this process runs on
-// (MPI_Get_processor_name): the kernel's host name.
-func GetProcessorName() (string, error) {
-	h, err := os.Hostname()
-	if err != nil {
-		return "", errorf(ErrOther, "MPI_Get_processor_name", "%v", err)
-	}
-	return h, nil
 }
 
 // Pcontrol sets the profiling level (MPI_Pcontrol). adimpi has no profiling

@@ -170,9 +170,7 @@ func InfoEnv() *Info {
 	if r := live.Load(); r != nil {
 		set("maxprocs", strconv.Itoa(r.size))
 	}
-	if h, err := os.Hostname(); err == nil {
-		set("host", h)
-	}
+	set("host", ProcessorName())
 	set("arch", goruntime.GOOS+"/"+goruntime.GOARCH)
 	if d, err := os.Getwd(); err == nil {
 		set("wdir", d)

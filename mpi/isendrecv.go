@@ -16,7 +16,7 @@ func IsendrecvBuf(c *Comm, sb Buffer, dest, sendtag int, rb Buffer, src, recvtag
 func IsendrecvReplaceBuf(c *Comm, b Buffer, dest, sendtag, src, recvtag int) (*Request, error) {
 	const op = "MPI_Isendrecv_replace"
 	if err := checkBuffer(op, b); err != nil {
-		return nil, err
+		return nil, c.raise(err)
 	}
 	tmp := make([]byte, b.Size())
 	b.CopyOut(0, tmp)
@@ -45,8 +45,8 @@ func isendrecv(op string, c *Comm, sb Buffer, dest, sendtag int, rb Buffer, src,
 	sq, err := startNB(op, c, sb, dest, sendtag, false, adi.ModeStandard, false)
 	if err != nil {
 		rq.Cancel()
-		rq.Wait()
-		return nil, err
+		rq.wait()
+		return nil, err // startNB ran the error handler
 	}
 	q := &Request{rt: rq.rt, comm: c, op: op, peer: src, tag: recvtag}
 	ar, bg := &adi.Request{}, make(chan struct{})
@@ -54,8 +54,10 @@ func isendrecv(op string, c *Comm, sb Buffer, dest, sendtag int, rb Buffer, src,
 	var st Status
 	go func() {
 		defer close(bg)
-		_, serr := sq.Wait()
-		rst, rerr := rq.Wait()
+		// wait, not Wait: the error handler runs once, in the
+		// program's Wait on q.
+		_, serr := sq.wait()
+		rst, rerr := rq.wait()
 		if rerr != nil && rst.Err == nil {
 			rst.Err = rerr // the wait failed, not the receive
 		}

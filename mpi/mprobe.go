@@ -39,7 +39,7 @@ func Mprobe(c *Comm, src, tag int) (*Message, Status, error) {
 		return nil, emptyStatus, err
 	}
 	if err := probeArgs(op, c, src, tag); err != nil {
-		return nil, emptyStatus, err
+		return nil, emptyStatus, c.raise(err)
 	}
 	if src == ProcNull {
 		return MessageNoProc, Status{Source: ProcNull, Tag: AnyTag}, nil
@@ -54,7 +54,7 @@ func Mprobe(c *Comm, src, tag int) (*Message, Status, error) {
 		err = named(op, perr)
 	}
 	if err != nil {
-		return nil, emptyStatus, err
+		return nil, emptyStatus, c.raise(err)
 	}
 	return m, m.probed(), nil
 }
@@ -68,17 +68,17 @@ func Improbe(c *Comm, src, tag int) (*Message, Status, bool, error) {
 		return nil, emptyStatus, false, err
 	}
 	if err := probeArgs(op, c, src, tag); err != nil {
-		return nil, emptyStatus, false, err
+		return nil, emptyStatus, false, c.raise(err)
 	}
 	if src == ProcNull {
 		return MessageNoProc, Status{Source: ProcNull, Tag: AnyTag}, true, nil
 	}
 	if err := r.progress(); err != nil {
-		return nil, emptyStatus, false, named(op, err)
+		return nil, emptyStatus, false, c.raise(named(op, err))
 	}
 	m, err := r.claim(c, src, tag)
 	if m == nil || err != nil {
-		return nil, emptyStatus, false, named(op, err)
+		return nil, emptyStatus, false, c.raise(named(op, err))
 	}
 	return m, m.probed(), true, nil
 }
@@ -131,6 +131,16 @@ func Imrecv[T Numeric](m *Message, buf []T) (*Request, error) { return ImrecvBuf
 // message copied into b: the claiming receive, which the request's
 // complete hook copies out of.
 func startMrecv(op string, m *Message, b Buffer) (*Request, error) {
+	var c *Comm // whose error handler runs: the message's, else MPI_COMM_WORLD's
+	if m != nil {
+		c = m.comm
+	}
+	q, err := newMrecv(op, m, b)
+	return q, c.raise(err)
+}
+
+// newMrecv is startMrecv without the error handler.
+func newMrecv(op string, m *Message, b Buffer) (*Request, error) {
 	r, err := current(op)
 	if err != nil {
 		return nil, err

@@ -139,14 +139,14 @@ func (q *Request) status() Status {
 func (q *Request) GetStatus() (Status, bool, error) {
 	const op = "MPI_Request_get_status"
 	if q == nil {
-		return emptyStatus, false, errorf(ErrRequest, op, "request is nil")
+		return emptyStatus, false, q.raise(errorf(ErrRequest, op, "request is nil"))
 	}
 	if q.ar == nil {
 		return emptyStatus, true, nil
 	}
 	if !q.ar.Done() {
 		if err := q.rt.progress(); err != nil {
-			return emptyStatus, false, named(op, err)
+			return emptyStatus, false, q.raise(named(op, err))
 		}
 		if !q.ar.Done() {
 			return emptyStatus, false, nil
@@ -164,10 +164,10 @@ func (q *Request) GetStatus() (Status, bool, error) {
 func (q *Request) Free() error {
 	const op = "MPI_Request_free"
 	if q == nil {
-		return errorf(ErrRequest, op, "request is nil")
+		return q.raise(errorf(ErrRequest, op, "request is nil"))
 	}
 	if q.freed {
-		return errorf(ErrRequest, op, "request was already freed")
+		return q.raise(errorf(ErrRequest, op, "request was already freed"))
 	}
 	q.freed = true
 	if q.ar == nil && q.body != nil {

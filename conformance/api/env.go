@@ -48,9 +48,8 @@ func checkEnv(w *mpi.Comm) error {
 	if m, ok, err := mpi.InfoEnv().Get("maxprocs"); err != nil || !ok || m != strconv.Itoa(np) {
 		return fmt.Errorf("InfoEnv maxprocs = %q, %v, %v; want %d", m, ok, err, np)
 	}
-	h, _ := os.Hostname()
-	if name, err := mpi.GetProcessorName(); err != nil || name != h {
-		return fmt.Errorf("GetProcessorName = %q, %v; want %q", name, err, h)
+	if h, _, _ := mpi.InfoEnv().Get("host"); h != mpi.ProcessorName() {
+		return fmt.Errorf("InfoEnv host = %q, want ProcessorName %q", h, mpi.ProcessorName())
 	}
 	return nil
 }
