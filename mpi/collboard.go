@@ -652,6 +652,7 @@ func (r *runtime) boardAlltoallRead(b adi.Board, s, recv []byte, bs int) error {
 func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, red reducer, es int) error {
 	n, np := len(in), r.size
 	seg := b.BoardSlotSize() / es * es
+	piece := max(boardPiece/es*es, es) // whole elements: a kernel never sees part of one
 	segs := (n + seg - 1) / seg
 	k := r.boardSeq.Add(uint64(2*segs+1)) - uint64(2*segs)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
@@ -688,8 +689,8 @@ func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, r
 		}
 		a, z := share(r.rank)
 		mine := b.BoardSlot(r.rank, slot)
-		for off := a; off < z; off += boardPiece {
-			e := min(z, off+boardPiece)
+		for off := a; off < z; off += piece {
+			e := min(z, off+piece)
 			for i := 1; i < np; i++ {
 				p := (r.rank + i) % np
 				red.apply(b.BoardSlot(p, slot)[off:e], mine[off:e])

@@ -32,10 +32,6 @@ func reduceArgs(op string, send, recv Buffer, o *Op, useRecv bool) (in Buffer, i
 		err = errorf(ErrType, op, "datatype is nil")
 		return
 	}
-	if !in.Type.Contiguous() {
-		err = errorf(ErrType, op, "reductions need a contiguous datatype, not %s", in.Type)
-		return
-	}
 	red, err = reducerFor(op, o, in.Type, in.Count)
 	return
 }
@@ -109,11 +105,17 @@ func reduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
 	}
 	if b := r.boardFor(c, 0); b != nil {
 		if in.Size() <= boardReduceMax {
-			var out []byte
-			if c.rank == root {
-				out = recv.Mem[:recv.Size()] // reductions take contiguous types only
+			if c.rank != root {
+				return r.boardReduce(b, op, packIn(in), nil, red, root, false)
 			}
-			return r.boardReduce(b, op, packIn(in), out, red, root, false)
+			// The board works on packed bytes: a non-contiguous recv
+			// gets them through packOut.
+			out, done := packOut(recv, false)
+			if err := r.boardReduce(b, op, packIn(in), out, red, root, false); err != nil {
+				return err
+			}
+			done()
+			return nil
 		}
 		// Larger vectors go by messages, once every process has checked
 		// that all counts agree (its own may have sent it to the board).
@@ -208,15 +210,26 @@ func allreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
 	if err != nil {
 		return err
 	}
-	// Reductions take contiguous types only: recv needs no packing.
+	// The board works on packed bytes: a non-contiguous recv gets them
+	// through packOut (packIn of an in-place input then reads a copy).
 	if b := r.boardFor(c, 0); b != nil {
 		switch {
 		case in.Size() <= boardReduceMax:
-			return r.boardReduce(b, op, packIn(in), recv.Mem[:recv.Size()], red, 0, true)
+			out, done := packOut(recv, false)
+			if err := r.boardReduce(b, op, packIn(in), out, red, 0, true); err != nil {
+				return err
+			}
+			done()
+			return nil
 		case red.commute:
 			// The large board path splits the vector into shares; like
 			// Rabenseifner's algorithm it is for commutative operations only.
-			return r.boardAllreduceStaged(b, op, packIn(in), recv.Mem[:recv.Size()], red, reduceUnit(in, o))
+			out, done := packOut(recv, false)
+			if err := r.boardAllreduceStaged(b, op, packIn(in), out, red, reduceUnit(in, o)); err != nil {
+				return err
+			}
+			done()
+			return nil
 		}
 		// Messages, once every process has checked that all counts agree.
 		if err := r.boardHeader(b, op, in.Size()); err != nil {

@@ -1,6 +1,8 @@
 package mpi
 
 import (
+	"encoding/binary"
+	"math"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/datatype"
@@ -46,10 +48,13 @@ const (
 // The predefined operations. Sum and Prod take every Numeric type; Min and
 // Max every integer and float type; Land, Lor and Lxor (logical: non-zero is
 // true, results are 1 or 0) and Band, Bor and Bxor (bitwise) every integer
-// type. Minloc and Maxloc take integer and float types and treat the buffer
-// as consecutive (value, index) pairs of that type, like MPI_2INT or
-// MPI_2DOUBLE_PRECISION: the count must be even, and ties pick the smaller
-// index. Replace (a op b = b: the highest rank's value wins) and NoOp
+// type. Minloc and Maxloc take the pair types (datatype.Float64Int32,
+// MPI_DOUBLE_INT, and the others: a value and an int32 index), and integer
+// and float types, whose buffer they treat as consecutive (value, index)
+// pairs of that type, like MPI_2INT or MPI_2DOUBLE_PRECISION: the count must
+// then be even. Ties pick the smaller index. A derived datatype made of one
+// of these types (datatype.Type.Basic) takes the same operations, element by
+// element on that type. Replace (a op b = b: the highest rank's value wins) and NoOp
 // (a op b = a: the lowest rank's value stays) take every type.
 var (
 	Sum     = &Op{name: "MPI_SUM", code: opSum, commute: true}
@@ -71,7 +76,10 @@ var (
 // NewOp makes a user operation (MPI_Op_create). fn must compute
 // inout[i] = in[i] op inout[i] for every element, where in holds the operand
 // from lower ranks; both buffers hold Count elements of the collective's
-// datatype, packed contiguously. commute says whether op is commutative; if
+// datatype laid out as that datatype says (for a non-contiguous datatype,
+// such as a padded Go struct, the data are unpacked into such a layout for
+// fn, with zero padding, and only the data are packed back and sent on;
+// View turns such a buffer into a slice of a Go type). commute says whether op is commutative; if
 // it is not, operands are always combined in rank order.
 func NewOp(fn func(in, inout Buffer), commute bool) *Op {
 	if fn == nil {
@@ -149,26 +157,64 @@ func reducerFor(opname string, o *Op, t *datatype.Type, count int) (reducer, err
 		if o.typed != nil && o.typed != t {
 			return reducer{}, errorf(ErrType, opname, "operation is for %s, not %s", o.typed, t)
 		}
-		if !t.Contiguous() {
-			return reducer{}, errorf(ErrType, opname, "user operations need a contiguous datatype, not %s", t)
+		return reducer{o.commute, userKernel(o, t)}, nil
+	}
+	// A predefined operation on a derived type made of one basic type
+	// works element by element on that basic type (the packed bytes are
+	// consecutive basic elements).
+	k := t
+	if !t.Predefined() {
+		if b := t.Basic(); b != nil && b.Size() > 0 {
+			k = b
 		}
-		es := t.Size()
-		return reducer{o.commute, func(in, inout []byte) {
-			n := 0
-			if es > 0 {
-				n = len(in) / es
-			}
-			o.user(Typed(in, n, t), Typed(inout, n, t))
-		}}, nil
 	}
-	if (o.code == opMinloc || o.code == opMaxloc) && count%2 != 0 {
-		return reducer{}, errorf(ErrCount, opname, "%s needs (value, index) pairs: count %d is odd", o.name, count)
+	if (o.code == opMinloc || o.code == opMaxloc) && k.Kind() != datatype.KindPair && k.Size() > 0 && count*(t.Size()/k.Size())%2 != 0 {
+		if k == t {
+			return reducer{}, errorf(ErrCount, opname, "%s needs (value, index) pairs: count %d is odd", o.name, count)
+		}
+		return reducer{}, errorf(ErrCount, opname, "%s needs (value, index) pairs: %d elements of %s hold an odd number of %s", o.name, count, t, k)
 	}
-	fn := builtin(o.code, t)
-	if fn == nil {
+	fn := builtin(o.code, k)
+	switch {
+	case fn == nil && k == t && !t.Predefined():
+		return reducer{}, errorf(ErrOp, opname, "%s is not defined for datatype %s, which mixes several basic types", o.name, t)
+	case fn == nil && k != t:
+		return reducer{}, errorf(ErrOp, opname, "%s is not defined for datatype %s (made of %s)", o.name, t, k)
+	case fn == nil:
 		return reducer{}, errorf(ErrOp, opname, "%s is not defined for datatype %s", o.name, t)
 	}
 	return reducer{o.commute, fn}, nil
+}
+
+// userKernel applies user operation o to packed bytes of datatype t. A
+// contiguous t's packed bytes are its memory layout, so fn sees them as
+// they are; any other t's are unpacked into two buffers laid out as t says
+// (padding and gaps zero), fn combines those, and the result is packed back:
+// only data bytes ever travel.
+func userKernel(o *Op, t *datatype.Type) func(in, inout []byte) {
+	es := t.Size()
+	count := func(b []byte) int {
+		if es == 0 {
+			return 0
+		}
+		return len(b) / es
+	}
+	if t.Contiguous() {
+		return func(in, inout []byte) {
+			n := count(in)
+			o.user(Typed(in, n, t), Typed(inout, n, t))
+		}
+	}
+	return func(in, inout []byte) {
+		n := count(in)
+		size := max(t.Span(n), n*t.Extent())
+		a, b := make([]byte, size), make([]byte, size)
+		// The sizes are right by construction: these cannot fail.
+		_, _ = datatype.Unpack(in, 0, a, n, t)
+		_, _ = datatype.Unpack(inout, 0, b, n, t)
+		o.user(Typed(a, n, t), Typed(b, n, t))
+		_, _ = datatype.Pack(inout, 0, b, n, t)
+	}
 }
 
 type integer interface {
@@ -313,8 +359,57 @@ var kernels = func() map[*datatype.Type]*[opNoOp + 1]func(in, inout []byte) {
 		}
 		m[t] = k
 	}
+	for _, t := range []*datatype.Type{datatype.Float32Int32, datatype.Float64Int32, datatype.Int64Int32,
+		datatype.Int32Int32, datatype.Int16Int32} {
+		k := new([opNoOp + 1]func(in, inout []byte))
+		k[opMinloc], k[opMaxloc] = pairKernel(opMinloc, t), pairKernel(opMaxloc, t)
+		k[opReplace], k[opNoOp] = makeKernel(opReplace, t), makeKernel(opNoOp, t)
+		m[t] = k
+	}
 	return m
 }()
+
+// pairKernel is Minloc's or Maxloc's kernel on a predefined pair type
+// (MPI_DOUBLE_INT, ...), whose packed elements are the value's bytes
+// followed by the int32 index, at any alignment: values are read and
+// written with encoding/binary rather than through pointers.
+func pairKernel(code opCode, t *datatype.Type) func(in, inout []byte) {
+	val, _ := t.PairValue()
+	switch val {
+	case datatype.Float32:
+		return pairOps(code, 4, func(b []byte) float32 { return math.Float32frombits(binary.NativeEndian.Uint32(b)) })
+	case datatype.Float64:
+		return pairOps(code, 8, func(b []byte) float64 { return math.Float64frombits(binary.NativeEndian.Uint64(b)) })
+	case datatype.Int64:
+		return pairOps(code, 8, func(b []byte) int64 { return int64(binary.NativeEndian.Uint64(b)) })
+	case datatype.Int32:
+		return pairOps(code, 4, func(b []byte) int32 { return int32(binary.NativeEndian.Uint32(b)) })
+	case datatype.Int16:
+		return pairOps(code, 2, func(b []byte) int16 { return int16(binary.NativeEndian.Uint16(b)) })
+	}
+	return nil
+}
+
+// pairOps folds packed (value, int32 index) pairs of vs-byte values read
+// by get: the smaller (Minloc) or larger (Maxloc) value wins, a tie keeps
+// the smaller index.
+func pairOps[V ordered](code opCode, vs int, get func([]byte) V) func(in, inout []byte) {
+	less := code == opMinloc
+	es := vs + 4
+	return func(in, inout []byte) {
+		for off := 0; off+es <= len(inout); off += es {
+			a, b := in[off:off+es], inout[off:off+es]
+			av, bv := get(a), get(b)
+			ai, bi := int32(binary.NativeEndian.Uint32(a[vs:])), int32(binary.NativeEndian.Uint32(b[vs:]))
+			switch {
+			case av == bv:
+				binary.NativeEndian.PutUint32(b[vs:], uint32(min(ai, bi)))
+			case (av < bv) == less:
+				copy(b, a)
+			}
+		}
+	}
+}
 
 // makeKernel builds the kernel of a predefined operation on a predefined
 // datatype (nil if it is not defined for it).

@@ -27,6 +27,12 @@ type Request struct {
 	body *adi.Request
 	bg   chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
 	plan *plan         // persistent collectives: what Start runs
+	// complete, if set, finishes the status of a completed operation
+	// whose result is not ar's alone (Imrecv copies its message out,
+	// Isendrecv reports its receive); it may run more than once
+	// (GetStatus, then Wait) and must give the same status each time.
+	complete func(st *Status)
+	freed    bool // Free was called: the handle is MPI_REQUEST_NULL
 }
 
 // handleSlab is a block of request handles handed out one at a time: a
@@ -96,7 +102,20 @@ func (q *Request) finish() Status {
 		q.bg = nil
 	}
 	ar := q.ar
+	st := q.status()
 	q.ar = nil
+	if ar == q.body && !q.persistent {
+		// The device is done with it and the program can no longer reach
+		// it (an inactive request's Wait and Test do not look at it).
+		q.body = nil
+		q.rt.areqs.Put(ar)
+	}
+	return st
+}
+
+// status is the status of the completed operation q.ar.
+func (q *Request) status() Status {
+	ar := q.ar
 	st := Status{Source: q.peer, Tag: q.tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
 	if st.Err != nil {
 		st.Err = restated(q.op, st.Err, q.comm.commRank, false)
@@ -107,13 +126,59 @@ func (q *Request) finish() Status {
 			st.Source = q.comm.commRank(src)
 		}
 	}
-	if ar == q.body && !q.persistent {
-		// The device is done with it and the program can no longer reach
-		// it (an inactive request's Wait and Test do not look at it).
-		q.body = nil
-		q.rt.areqs.Put(ar)
+	if q.complete != nil {
+		q.complete(&st)
 	}
 	return st
+}
+
+// GetStatus reports whether the request has completed and, if it has, its
+// status, without making it inactive or freeing it: a later Wait or Test
+// returns the same status (MPI_Request_get_status). An inactive request
+// reports true with an empty status.
+func (q *Request) GetStatus() (Status, bool, error) {
+	const op = "MPI_Request_get_status"
+	if q == nil {
+		return emptyStatus, false, q.raise(errorf(ErrRequest, op, "request is nil"))
+	}
+	if q.ar == nil {
+		return emptyStatus, true, nil
+	}
+	if !q.ar.Done() {
+		if err := q.rt.progress(); err != nil {
+			return emptyStatus, false, q.raise(named(op, err))
+		}
+		if !q.ar.Done() {
+			return emptyStatus, false, nil
+		}
+	}
+	return q.status(), true, nil
+}
+
+// Free releases the request handle (MPI_Request_free): an operation in
+// flight still completes (a send's data are delivered, a receive's buffer
+// filled), but nothing reports when, and the handle becomes
+// MPI_REQUEST_NULL: Wait and Test on it return an empty status at once,
+// Start is an error. Freeing a persistent request that is inactive ends
+// it. Freeing a request twice, or a nil one, is an ErrRequest error.
+func (q *Request) Free() error {
+	const op = "MPI_Request_free"
+	if q == nil {
+		return q.raise(errorf(ErrRequest, op, "request is nil"))
+	}
+	if q.freed {
+		return q.raise(errorf(ErrRequest, op, "request was already freed"))
+	}
+	q.freed = true
+	if q.ar == nil && q.body != nil {
+		// An inactive persistent request: the device holds nothing.
+		q.rt.areqs.Put(q.body)
+	}
+	// An operation in flight keeps its adi.Request with the device, which
+	// completes it; the handle lets go of it and of its goroutine (bg).
+	q.ar, q.body, q.bg, q.plan, q.complete = nil, nil, nil, nil, nil
+	q.persistent = false
+	return nil
 }
 
 // emptyStatus is what an inactive request's completion returns.
@@ -203,6 +268,9 @@ func (q *Request) Start() error { return q.raise(q.restart()) }
 func (q *Request) restart() error {
 	if q == nil {
 		return errorf(ErrRequest, "MPI_Start", "request is nil")
+	}
+	if q.freed {
+		return errorf(ErrRequest, "MPI_Start", "request was freed (Free)")
 	}
 	if !q.persistent {
 		return errorf(ErrRequest, "MPI_Start", "request is not persistent (made by SendInit, RecvInit, BcastInit, ...)")

@@ -160,6 +160,7 @@ func InitWith(o Options) error {
 	if o.AsyncProgress || os.Getenv("ADIMPI_ASYNC_PROGRESS") == "1" {
 		r.startProgress()
 	}
+	mainGoroutine.Store(goid()) // for IsThreadMain
 	rt = r
 	live.Store(r)
 	initDone.Store(true) // for wait reports (waitinfo.go)
