@@ -157,6 +157,15 @@ type ShortSender interface {
 	SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool
 }
 
+// CrossHost is an optional device capability: the device reaches peers on
+// other hosts (Config.Hosts) over a network, keeping shared memory for
+// peers on its own host. The core refuses to start a job whose ranks span
+// hosts on a device without it.
+type CrossHost interface {
+	// CrossHost reports whether the device reaches ranks on other hosts.
+	CrossHost() bool
+}
+
 // Factory makes a fresh, uninitialised device.
 type Factory func() Device
 

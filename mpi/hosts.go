@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/internal/hostid"
 	"github.com/adimpi/adimpi/internal/pmi"
 )
@@ -51,10 +52,13 @@ func (r *runtime) learnHosts(kvs *pmi.Client) error {
 	return nil
 }
 
-// oneHost checks that every rank shares this process's host: the devices
-// reach their peers through shared memory only, until they gain a network
-// wire.
-func (r *runtime) oneHost() error {
+// oneHost checks, for a device that reaches its peers through shared
+// memory only (it lacks adi.CrossHost), that every rank shares this
+// process's host.
+func (r *runtime) oneHost(dev adi.Device) error {
+	if ch, ok := dev.(adi.CrossHost); ok && ch.CrossHost() {
+		return nil
+	}
 	mine := r.hosts[r.rank]
 	for w, h := range r.hosts {
 		if h == mine {
@@ -64,7 +68,7 @@ func (r *runtime) oneHost() error {
 		if a == b {
 			b += " (the same name, but another kernel or other PID/mount namespaces)"
 		}
-		return fmt.Errorf("rank %d runs on host %s, rank %d on host %s: device %s reaches only ranks of its own host so far (shared memory; the network wire is not there yet)",
+		return fmt.Errorf("rank %d runs on host %s, rank %d on host %s: device %s reaches only ranks of its own host (shared memory)",
 			r.rank, a, w, b, r.devName)
 	}
 	return nil

@@ -123,12 +123,12 @@ func InitWith(o Options) error {
 		client.Abort(1, e.Error())
 		return e
 	}
-	if err := r.oneHost(); err != nil {
+	r.dev = factory()
+	if err := r.oneHost(r.dev); err != nil {
 		// Every rank reaches this verdict from the same map, so each
 		// returns it to its program rather than racing to abort the job.
 		return errorf(ErrOther, "MPI_Init", "%v", err)
 	}
-	r.dev = factory()
 	r.short, _ = r.dev.(adi.ShortSender)
 	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts, Hosts: r.hosts}); err != nil {
 		e := errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)

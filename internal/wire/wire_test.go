@@ -373,3 +373,71 @@ func BenchmarkPingPong(b *testing.B) {
 		})
 	}
 }
+
+// memKVS is a key-value space in memory, shared by in-process "ranks".
+type memKVS struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (k *memKVS) Put(key, v string) error { k.mu.Lock(); k.m[key] = v; k.mu.Unlock(); return nil }
+func (k *memKVS) Barrier() error          { return nil }
+func (k *memKVS) Get(key string) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[key]
+	if !ok {
+		return "", fmt.Errorf("no key %s", key)
+	}
+	return v, nil
+}
+
+// TestSetup: one host opens nothing; ranks on two hosts publish addresses,
+// share rank 0's secret through the key-value space, and reach each other.
+func TestSetup(t *testing.T) {
+	t.Setenv(EnvSecret, "")
+	t.Setenv(EnvAddr, "127.0.0.1")
+	kvs := &memKVS{m: map[string]string{}}
+	if ep, err := Setup(Job{Rank: 0, Size: 2, Hosts: []int{0, 0}, KVS: kvs, Prefix: "t", Handler: &recorder{}}); ep != nil || err != nil {
+		t.Fatalf("one host: %v, %v", ep, err)
+	}
+	recs := []*recorder{{}, {}}
+	var eps []*Endpoint
+	for r := 0; r < 2; r++ {
+		ep, err := Setup(Job{Rank: r, Size: 2, Hosts: []int{0, 1}, KVS: kvs, Prefix: "t", Handler: recs[r]})
+		if err != nil || ep == nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+		defer ep.Close()
+		eps = append(eps, ep)
+	}
+	if _, err := eps[1].Send(0, []byte("hello"), []byte("body"), nil); err != nil {
+		t.Fatal(err)
+	}
+	j := &job{eps: eps, recs: recs}
+	j.pollUntil(t, "the frame", func() bool { return len(recs[0].frames) == 1 })
+	if f := recs[0].frames[0]; f.peer != 1 || string(f.head) != "hello" || f.n != 4 {
+		t.Fatalf("got %+v", f)
+	}
+}
+
+// TestSleeperWakes: an armed sleeper calls wake when a frame arrives.
+func TestSleeperWakes(t *testing.T) {
+	j := newJob(t, 2)
+	woke := make(chan struct{}, 1)
+	s := j.eps[0].NewSleeper(func() { woke <- struct{}{} })
+	defer s.Stop()
+	s.Arm()
+	j.eps[1].Send(0, []byte("x"), nil, nil)
+	deadline := time.After(30 * time.Second)
+	for {
+		j.eps[1].Poll() // rank 1's side of the handshake
+		select {
+		case <-woke:
+			return
+		case <-deadline:
+			t.Fatal("an armed sleeper did not wake for an arriving connection")
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
