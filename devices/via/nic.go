@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/adimpi/adimpi/internal/devkit/wire"
 	"github.com/adimpi/adimpi/internal/shm"
 	"golang.org/x/sys/unix"
 )
@@ -110,6 +111,15 @@ type descHdr struct {
 const (
 	offDescLength = 4
 	offDescStatus = 12
+)
+
+// A receive's completion as the NIC stages it before writing it back: the
+// first 8 bytes go to offDescLength, the status word to offDescStatus.
+const (
+	compLength wire.U32 = 0 // bytes received
+	compImm    wire.U32 = 4 // the send's immediate data
+	compStatus wire.U32 = 8
+	compSize            = 12
 )
 
 // Done reports whether the NIC has completed d.
@@ -608,7 +618,7 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 				if err := shm.RemoteRead(v.pid, uintptr(table+pg*8), [][]byte{e[:]}); err != nil {
 					return out, err
 				}
-				f = *(*uint64)(unsafe.Pointer(&e[0]))
+				f = wire.U64(0).Get(e[:]) // the host table entry
 				v.cacheFill(vpn, f)
 			}
 			frame = f
