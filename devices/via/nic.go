@@ -268,7 +268,7 @@ type NIC struct {
 	cqs    []*CQ
 
 	viewMu sync.Mutex
-	views  map[int]*view // by pid
+	views  map[viewKey]*view
 
 	central struct { // D2: the kernel's central descriptor queue
 		mu sync.Mutex
@@ -308,9 +308,9 @@ func OpenNIC(o Options) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &NIC{o: o, lay: lay, seg: seg, views: map[int]*view{}, done: make(chan struct{})}
+	n := &NIC{o: o, lay: lay, seg: seg, views: map[viewKey]*view{}, done: make(chan struct{})}
 	n.self = &view{pid: os.Getpid(), seg: seg, lay: lay, o: o, self: n}
-	n.views[n.self.pid] = n.self
+	n.views[viewKey{n.self.pid, seg.FD}] = n.self
 	copy((*[16]uint32)(unsafe.Pointer(&seg.Mem[offLayout]))[:], lay.words())
 	atomic.StoreUint64(seg.Uint64(offDesign), o.designWord())
 	n.regs = make([]atomic.Pointer[region], o.MaxRegions)
@@ -345,13 +345,13 @@ func (n *NIC) Close() error {
 	n.viewMu.Lock()
 	defer n.viewMu.Unlock()
 	var err error
-	for pid, v := range n.views {
+	for k, v := range n.views {
 		if v != n.self {
 			if cerr := v.seg.Close(); err == nil {
 				err = cerr
 			}
 		}
-		delete(n.views, pid)
+		delete(n.views, k)
 	}
 	if cerr := n.seg.Close(); err == nil {
 		err = cerr

@@ -123,6 +123,11 @@ func (vi *VI) ID() int { return vi.id }
 // NIC is the VI's NIC.
 func (vi *VI) NIC() *NIC { return vi.nic }
 
+// viewKey names a NIC: the process that runs it and its segment's
+// descriptor there (one process may run several NICs, one per rank of a
+// job inside a test).
+type viewKey struct{ pid, fd int }
+
 // importView finds or maps the NIC at addr.
 func (n *NIC) importView(addr string) (*view, error) {
 	var pid, fd int
@@ -133,7 +138,7 @@ func (n *NIC) importView(addr string) (*view, error) {
 	}
 	n.viewMu.Lock()
 	defer n.viewMu.Unlock()
-	if v := n.views[pid]; v != nil {
+	if v := n.views[viewKey{pid, fd}]; v != nil {
 		return v, nil
 	}
 	seg, err := shm.Import(pid, fd, key)
@@ -152,7 +157,7 @@ func (n *NIC) importView(addr string) (*view, error) {
 	}
 	v.o = n.o
 	v.o.TLBSize = int(v.lay.tlbSize)
-	n.views[pid] = v
+	n.views[viewKey{pid, fd}] = v
 	return v, nil
 }
 
