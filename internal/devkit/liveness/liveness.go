@@ -22,8 +22,8 @@ const Interval = 200 * time.Millisecond
 type Peers struct {
 	self  int
 	pids  []int
-	alive []bool
-	every int // idle polls between two scans, when nobody slept
+	alive []atomic.Bool // read without the device's lock (netvm's BoardPosted)
+	every int           // idle polls between two scans, when nobody slept
 	idle  int
 	last  time.Time
 	slept atomic.Bool
@@ -33,9 +33,9 @@ type Peers struct {
 // is the number of idle polls after which a scan is due (a Sleep makes one
 // due at once). Set the peers' pids with SetPid before the first scan.
 func New(self, size, every int) *Peers {
-	p := &Peers{self: self, pids: make([]int, size), alive: make([]bool, size), every: every, last: time.Now()}
+	p := &Peers{self: self, pids: make([]int, size), alive: make([]atomic.Bool, size), every: every, last: time.Now()}
 	for r := range p.alive {
-		p.alive[r] = true
+		p.alive[r].Store(true)
 	}
 	return p
 }
@@ -46,8 +46,9 @@ func (p *Peers) SetPid(rank, pid int) { p.pids[rank] = pid }
 // Pid is rank's process id.
 func (p *Peers) Pid(rank int) int { return p.pids[rank] }
 
-// Alive reports whether rank's process was alive at the last scan.
-func (p *Peers) Alive(rank int) bool { return p.alive[rank] }
+// Alive reports whether rank's process was alive at the last scan. It may
+// be called without the device's lock.
+func (p *Peers) Alive(rank int) bool { return p.alive[rank].Load() }
 
 // Busy records a poll that did something.
 func (p *Peers) Busy() { p.idle = 0 }
@@ -74,8 +75,8 @@ func (p *Peers) Scan() []int {
 	p.last = time.Now()
 	var gone []int
 	for r, pid := range p.pids {
-		if r != p.self && p.alive[r] && !shm.Alive(pid) {
-			p.alive[r] = false
+		if r != p.self && p.alive[r].Load() && !shm.Alive(pid) {
+			p.alive[r].Store(false)
 			gone = append(gone, r)
 		}
 	}
