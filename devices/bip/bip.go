@@ -12,6 +12,9 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/devkit/liveness"
+	"github.com/adimpi/adimpi/internal/devkit/options"
+	"github.com/adimpi/adimpi/internal/devkit/wire"
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
 )
@@ -38,58 +41,22 @@ type Options struct {
 // DefaultOptions are the options Open and New use for keys not given.
 var DefaultOptions = Options{Short: 4096, Queue: 32, MaxLong: 1, Chunk: 32 << 10, CMA: true}
 
-// ParseOptions reads key=value options (short, queue, maxlong, chunk, cma)
-// over DefaultOptions; extra lists further keys the caller accepts.
-func ParseOptions(opts map[string]string, extra ...string) (Options, error) {
-	o := DefaultOptions
-	for k, v := range opts {
-		v = strings.TrimSpace(v)
-		var dst *int
-		switch k {
-		case "short":
-			dst = &o.Short
-		case "queue":
-			dst = &o.Queue
-		case "maxlong":
-			dst = &o.MaxLong
-		case "chunk":
-			dst = &o.Chunk
-		case "cma":
-			switch v {
-			case "", "auto":
-				o.CMA = true
-			case "off":
-				o.CMA = false
-			default:
-				return o, fmt.Errorf("bip: option cma=%q: want auto or off", v)
-			}
-			continue
-		default:
-			known := false
-			for _, e := range extra {
-				known = known || e == k
-			}
-			if !known {
-				return o, fmt.Errorf("bip: unknown option %q (known: short, queue, maxlong, chunk, cma%s)", k, strings.Join(append([]string{""}, extra...), ", "))
-			}
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return o, fmt.Errorf("bip: option %s=%q: want a number ≥ 0", k, v)
-		}
-		*dst = n
+// OptionTable is BIP's -device-opt table; ParseOptions reads it.
+var OptionTable = options.Table{Device: "bip", Options: []options.Option{
+	{Key: "short", Default: strconv.Itoa(DefaultOptions.Short), Min: 64, Max: 1 << 20, Unit: "bytes", Help: "largest short message (rounded up to 64); the MPI eager limit is short less the 40-byte header"},
+	{Key: "queue", Default: strconv.Itoa(DefaultOptions.Queue), Min: 4, Max: 1 << 16, Unit: "slots", Help: "short-message queue slots per sender"},
+	{Key: "maxlong", Default: strconv.Itoa(DefaultOptions.MaxLong), Min: 1, Max: 64, Help: "outstanding long sends (and long receives) per peer, 1 as in BIP"},
+	{Key: "chunk", Default: strconv.Itoa(DefaultOptions.Chunk), Min: 512, Max: 4 << 20, Unit: "bytes", Help: "staging chunk of a long message without remote write (rounded up to 64)"},
+	{Key: "cma", Default: "auto", Choices: []string{"auto", "off"}, Help: "stream long messages with process_vm_writev when allowed, or always through chunks"},
+}}
+
+// ParseOptions reads key=value options (OptionTable) over DefaultOptions.
+func ParseOptions(opts map[string]string) (Options, error) {
+	v, err := OptionTable.Parse(opts)
+	if err != nil {
+		return Options{}, err
 	}
-	switch {
-	case o.Short < 64 || o.Short > 1<<20:
-		return o, fmt.Errorf("bip: option short=%d: want 64 .. 1048576 bytes", o.Short)
-	case o.Queue < 4 || o.Queue > 1<<16:
-		return o, fmt.Errorf("bip: option queue=%d: want 4 .. 65536 slots", o.Queue)
-	case o.MaxLong < 1 || o.MaxLong > 64:
-		return o, fmt.Errorf("bip: option maxlong=%d: want 1 .. 64", o.MaxLong)
-	case o.Chunk < 512 || o.Chunk > 4<<20:
-		return o, fmt.Errorf("bip: option chunk=%d: want 512 .. 4194304 bytes", o.Chunk)
-	}
+	o := Options{Short: v.Int("short"), Queue: v.Int("queue"), MaxLong: v.Int("maxlong"), Chunk: v.Int("chunk"), CMA: v.String("cma") == "auto"}
 	o.Short = (o.Short + 63) &^ 63
 	o.Chunk = (o.Chunk + 63) &^ 63
 	return o, nil
@@ -110,27 +77,30 @@ const (
 	offProbe    = shm.HeaderSize + 8  // u64: peers test remote-write permission on it
 	offPeers    = shm.HeaderSize + 64 // per-writer blocks
 
-	blkHead      = 0
-	blkWaitSpace = 8
-	blkSlots     = 64
-	slotDesc     = 128
+	blkHead      wire.U64 = 0
+	blkWaitSpace wire.U32 = 8
+	blkSlots              = 64
+	slotDesc              = 128
 
 	// long slot descriptor fields
-	slState   = 0  // u32: slotFree, slotPosted (reader), slotClaimed, slotDone (writer)
-	slTag     = 4  // u32
-	slSeq     = 8  // u64: posting order
-	slAddr    = 16 // u64: receive buffer address (contiguous buffers), else 0
-	slCap     = 24 // u64: bytes the receive accepts
-	slWritten = 32 // u64: bytes the sender delivered (valid at slotDone)
-	slSize    = 40 // u64: the sender's full message size (valid at slotDone)
-	slFill    = 48 // 2 × u64: bytes in staging chunk 0/1 (0 = empty)
-	slMode    = 64 // u32: modeChunks when the data comes through staging (valid at slotDone)
-	slIov     = 72 // u64: address of the receive's gather list ((address, length) u64 pairs), or 0
-	slIovN    = 80 // u64: pairs in the gather list
+	slState   wire.U32 = 0  // slotFree, slotPosted (reader), slotClaimed, slotDone (writer)
+	slTag     wire.U32 = 4  // the BIP tag of the long receive
+	slSeq     wire.U64 = 8  // posting order
+	slAddr    wire.U64 = 16 // receive buffer address (contiguous buffers), else 0
+	slCap     wire.U64 = 24 // bytes the receive accepts
+	slWritten wire.U64 = 32 // bytes the sender delivered (valid at slotDone)
+	slSize    wire.U64 = 40 // the sender's full message size (valid at slotDone)
+	slFill    wire.U64 = 48 // 2 × u64: bytes in staging chunk 0/1 (0 = empty)
+	slMode    wire.U32 = 64 // modeChunks when the data comes through staging (valid at slotDone)
+	slIov     wire.U64 = 72 // address of the receive's gather list ((address, length) u64 pairs), or 0
+	slIovN    wire.U64 = 80 // pairs in the gather list
 
-	qHdr = 16 // short slot header: seq u64, len u32, tag u32
+	qHdr          = 16 // short slot header: qSeq, qLen, qTag
+	qSeq wire.U64 = 0  // the message's number, plus one (stored last)
+	qLen wire.U32 = 8  // payload bytes
+	qTag wire.U32 = 12 // BIP tag
 
-	livenessCheck = 200 * time.Millisecond
+	idlePolls = 1024 // idle polls of Progress between two looks at the peers' processes
 )
 
 const (
@@ -148,7 +118,6 @@ const (
 type peer struct {
 	rank, pid int
 	seg       *shm.Segment
-	alive     bool
 	gone      error // why it is not alive
 	remoteOK  bool  // process_vm_writev into it is allowed
 	self      bool
@@ -189,10 +158,8 @@ type Endpoint struct {
 	// is found dead, after the long operations with it have failed.
 	OnPeerGone func(rank int, err error)
 
-	rr       int // where NextShort from AnySource starts looking
-	lastLive time.Time
-	idle     int
-	slept    atomic.Bool
+	rr   int // where NextShort from AnySource starts looking
+	live *liveness.Peers
 
 	Stats Stats
 }
@@ -303,7 +270,7 @@ func New(rank, size int, kvs adi.KVS, o Options) (*Endpoint, error) {
 	if o.Short == 0 {
 		o = DefaultOptions
 	}
-	e := &Endpoint{rank: rank, size: size, opt: o}
+	e := &Endpoint{rank: rank, size: size, opt: o, live: liveness.New(rank, size, idlePolls)}
 	e.slotBytes = qHdr + o.Short
 	e.offStage = blkSlots + o.MaxLong*slotDesc
 	e.offQueue = e.offStage + o.MaxLong*2*o.Chunk
@@ -325,7 +292,7 @@ func New(rank, size int, kvs adi.KVS, o Options) (*Endpoint, error) {
 	}
 	e.peers = make([]*peer, size)
 	for r := 0; r < size; r++ {
-		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, alive: true, self: r == rank}
+		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, self: r == rank}
 		if r != rank {
 			v, err := kvs.Get(fmt.Sprintf("bip-%d", r))
 			if err != nil {
@@ -356,8 +323,8 @@ func New(rank, size int, kvs adi.KVS, o Options) (*Endpoint, error) {
 		p.recvSlots = make([]*LongRecv, o.MaxLong)
 		p.claimed = make([]bool, o.MaxLong)
 		e.peers[r] = p
+		e.live.SetPid(r, p.pid)
 	}
-	e.lastLive = time.Now()
 	return e, nil
 }
 
@@ -395,9 +362,6 @@ func (e *Endpoint) Close() error {
 	return err
 }
 
-func u32(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
-func u64(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
-
 func ring(doorbell, sleepers *uint32) {
 	atomic.AddUint32(doorbell, 1)
 	if atomic.LoadUint32(sleepers) > 0 {
@@ -409,7 +373,7 @@ func (e *Endpoint) peerErr(p *peer, op string) error {
 	if p.gone != nil {
 		return p.gone
 	}
-	return adi.Errorf(adi.ErrOther, op, "rank %d (pid %d) has exited", p.rank, p.pid)
+	return e.live.Exited(op, p.rank)
 }
 
 func (e *Endpoint) checkRank(r int, op string) (*peer, error) {
@@ -417,7 +381,7 @@ func (e *Endpoint) checkRank(r int, op string) (*peer, error) {
 		return nil, adi.Errorf(adi.ErrRank, op, "rank %d out of range [0,%d)", r, e.size)
 	}
 	p := e.peers[r]
-	if !p.alive {
+	if !e.live.Alive(r) {
 		return nil, e.peerErr(p, op)
 	}
 	return p, nil
@@ -444,24 +408,24 @@ func (e *Endpoint) TrySend(dest int, tag uint32, n int, fill func(p []byte)) (bo
 		return false, ErrTooLong
 	}
 	q := e.opt.Queue
-	headp := u64(p.out, blkHead)
+	headp := blkHead.Ptr(p.out)
 	if p.tail-atomic.LoadUint64(headp) >= uint64(q) {
 		// Full: ask the reader to ring us when it consumes, then look again
 		// (it may have consumed in between).
-		atomic.StoreUint32(u32(p.out, blkWaitSpace), 1)
+		blkWaitSpace.Store(p.out, 1)
 		if p.tail-atomic.LoadUint64(headp) >= uint64(q) {
 			e.Stats.QueueFull++
 			return false, nil
 		}
 	}
 	s := p.out[e.offQueue+int(p.tail%uint64(q))*e.slotBytes:][:e.slotBytes]
-	*u32(s, 8) = uint32(n)
-	*u32(s, 12) = tag
+	qLen.Set(s, uint32(n))
+	qTag.Set(s, tag)
 	if n > 0 && fill != nil {
 		fill(s[qHdr : qHdr+n])
 	}
 	p.tail++
-	atomic.StoreUint64(u64(s, 0), p.tail)
+	qSeq.Store(s, p.tail)
 	e.Stats.ShortSent++
 	e.Stats.BytesSent += int64(n)
 	ring(p.doorbell, p.sleepers)
@@ -501,17 +465,17 @@ func (e *Endpoint) NextShort(src int, fn func(src int, tag uint32, msg []byte)) 
 func (e *Endpoint) next(p *peer, fn func(src int, tag uint32, msg []byte)) bool {
 	q := uint64(e.opt.Queue)
 	s := p.in[e.offQueue+int(p.head%q)*e.slotBytes:][:e.slotBytes]
-	if atomic.LoadUint64(u64(s, 0)) != p.head+1 {
+	if qSeq.Load(s) != p.head+1 {
 		return false
 	}
-	n := int(*u32(s, 8))
-	tag := *u32(s, 12)
+	n := int(qLen.Get(s))
+	tag := qTag.Get(s)
 	fn(p.rank, tag, s[qHdr:qHdr+n])
 	p.head++
-	atomic.StoreUint64(u64(p.in, blkHead), p.head)
+	blkHead.Store(p.in, p.head)
 	e.Stats.ShortRecv++
-	if atomic.LoadUint32(u32(p.in, blkWaitSpace)) != 0 {
-		atomic.StoreUint32(u32(p.in, blkWaitSpace), 0)
+	if blkWaitSpace.Load(p.in) != 0 {
+		blkWaitSpace.Store(p.in, 0)
 		ring(p.doorbell, p.sleepers)
 	}
 	return true
@@ -525,7 +489,7 @@ func (e *Endpoint) RecvShort(src int, buf []byte) (from int, tag uint32, n int, 
 		got := e.NextShort(src, func(s int, t uint32, msg []byte) {
 			from, tag, n = s, t, copy(buf, msg)
 		})
-		if !got && src >= 0 && src < e.size && !e.peers[src].alive {
+		if !got && src >= 0 && src < e.size && !e.live.Alive(src) {
 			return false, e.peerErr(e.peers[src], "bip receive")
 		}
 		return got, nil
@@ -573,17 +537,17 @@ func (e *Endpoint) PostLongN(src int, tag uint32, buf adi.Buffer, n int, done fu
 		}
 	}
 	p.postSeq++
-	*u32(d, slTag) = tag
-	*u64(d, slSeq) = p.postSeq
-	*u64(d, slAddr) = addr
-	*u64(d, slCap) = uint64(n)
-	*u64(d, slIov) = iov
-	*u64(d, slIovN) = uint64(niov)
-	*u64(d, slWritten) = 0
-	*u64(d, slSize) = 0
-	atomic.StoreUint64(u64(d, slFill), 0)
-	atomic.StoreUint64(u64(d, slFill+8), 0)
-	atomic.StoreUint32(u32(d, slState), slotPosted)
+	slTag.Set(d, tag)
+	slSeq.Set(d, p.postSeq)
+	slAddr.Set(d, addr)
+	slCap.Set(d, uint64(n))
+	slIov.Set(d, iov)
+	slIovN.Set(d, uint64(niov))
+	slWritten.Set(d, 0)
+	slSize.Set(d, 0)
+	slFill.Store(d, 0)
+	(slFill + 8).Store(d, 0)
+	slState.Store(d, slotPosted)
 	e.recvs = append(e.recvs, r)
 	ring(p.doorbell, p.sleepers)
 	return r, nil
@@ -690,10 +654,10 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 				continue
 			}
 			d := p.out[blkSlots+i*slotDesc:][:slotDesc]
-			if atomic.LoadUint32(u32(d, slState)) != slotPosted || *u32(d, slTag) != s.tag {
+			if slState.Load(d) != slotPosted || slTag.Get(d) != s.tag {
 				continue
 			}
-			if seq := *u64(d, slSeq); best < 0 || seq < bestSeq {
+			if seq := slSeq.Get(d); best < 0 || seq < bestSeq {
 				best, bestSeq = i, seq
 			}
 		}
@@ -703,12 +667,12 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 		s.slot = best
 		p.claimed[best] = true
 		d := p.out[blkSlots+best*slotDesc:][:slotDesc]
-		atomic.StoreUint32(u32(d, slState), slotClaimed)
-		s.n = min(s.buf.Size(), int(*u64(d, slCap)))
+		slState.Store(d, slotClaimed)
+		s.n = min(s.buf.Size(), int(slCap.Get(d)))
 		did = true
 	}
 	d := p.out[blkSlots+s.slot*slotDesc:][:slotDesc]
-	addr := *u64(d, slAddr)
+	addr := slAddr.Get(d)
 	mode := modeDirect
 	switch {
 	case s.n == 0:
@@ -733,14 +697,14 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 			s.off += k
 		}
 		e.Stats.RemoteWrites++
-	case *u64(d, slIovN) > 0 && p.remoteOK:
-		if err := e.scatter(s, *u64(d, slIov), int(*u64(d, slIovN))); err != nil {
+	case slIovN.Get(d) > 0 && p.remoteOK:
+		if err := e.scatter(s, slIov.Get(d), int(slIovN.Get(d))); err != nil {
 			return e.remoteFailed(s, err)
 		}
 	default:
 		mode = modeChunks
 		for s.off < s.n {
-			fp := u64(d, slFill+8*s.half)
+			fp := (slFill + wire.U64(8*s.half)).Ptr(d)
 			if atomic.LoadUint64(fp) != 0 {
 				return did // the receiver has not emptied this chunk yet
 			}
@@ -755,10 +719,10 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 			did = true
 		}
 	}
-	*u32(d, slMode) = mode
-	*u64(d, slWritten) = uint64(s.n)
-	*u64(d, slSize) = uint64(s.buf.Size())
-	atomic.StoreUint32(u32(d, slState), slotDone)
+	slMode.Set(d, mode)
+	slWritten.Set(d, uint64(s.n))
+	slSize.Set(d, uint64(s.buf.Size()))
+	slState.Store(d, slotDone)
 	p.claimed[s.slot] = false
 	ring(p.doorbell, p.sleepers)
 	e.Stats.LongSent++
@@ -789,10 +753,10 @@ func (e *Endpoint) remoteFailed(s *LongSend, err error) bool {
 func (e *Endpoint) advanceRecv(r *LongRecv) bool {
 	p := r.peer
 	d := p.in[blkSlots+r.slot*slotDesc:][:slotDesc]
-	st := atomic.LoadUint32(u32(d, slState))
+	st := slState.Load(d)
 	did := false
 	for {
-		fp := u64(d, slFill+8*r.half)
+		fp := (slFill + wire.U64(8*r.half)).Ptr(d)
 		k := int(atomic.LoadUint64(fp))
 		if k == 0 {
 			break
@@ -809,13 +773,13 @@ func (e *Endpoint) advanceRecv(r *LongRecv) bool {
 	if st != slotDone {
 		return did
 	}
-	w := int(*u64(d, slWritten))
-	if *u32(d, slMode) == modeChunks && r.got < w {
+	w := int(slWritten.Get(d))
+	if slMode.Get(d) == modeChunks && r.got < w {
 		return did // chunks still to come
 	}
-	r.n, r.size = w, int(*u64(d, slSize))
-	r.direct = *u32(d, slMode) == modeDirect
-	atomic.StoreUint32(u32(d, slState), slotFree)
+	r.n, r.size = w, int(slSize.Get(d))
+	r.direct = slMode.Get(d) == modeDirect
+	slState.Store(d, slotFree)
 	e.Stats.LongRecv++
 	e.finishRecv(r, nil)
 	return true
@@ -853,8 +817,8 @@ func (e *Endpoint) Progress() bool {
 		e.recvs = keep
 	}
 	if did {
-		e.idle = 0
-	} else if e.idle++; (e.idle%1024 == 0 || (e.slept.Load() && e.slept.Swap(false))) && time.Since(e.lastLive) > livenessCheck {
+		e.live.Busy()
+	} else if e.live.Idle() {
 		did = e.checkPeers() // requests failed: waiters must look
 	}
 	e.runDone()
@@ -873,21 +837,15 @@ func (e *Endpoint) runDone() {
 // checkPeers fails the long operations with a peer whose process is gone
 // and reports the death through OnPeerGone; it tells whether one was.
 func (e *Endpoint) checkPeers() bool {
-	e.lastLive = time.Now()
-	died := false
-	for _, p := range e.peers {
-		if !p.alive || p.self || shm.Alive(p.pid) {
-			continue
-		}
-		e.peerDied(p)
-		died = true
+	gone := e.live.Scan()
+	for _, r := range gone {
+		e.peerDied(e.peers[r])
 	}
-	return died
+	return len(gone) > 0
 }
 
 func (e *Endpoint) peerDied(p *peer) {
-	p.alive = false
-	p.gone = adi.Errorf(adi.ErrOther, "bip", "rank %d (pid %d) exited while a request depended on it", p.rank, p.pid)
+	p.gone = e.live.Lost(p.rank)
 	for _, s := range e.sends {
 		if s.peer == p && !s.done {
 			e.finishSend(s, p.gone)
@@ -904,7 +862,7 @@ func (e *Endpoint) peerDied(p *peer) {
 }
 
 // Alive reports whether rank's process was alive at the last check.
-func (e *Endpoint) Alive(rank int) bool { return e.peers[rank].alive }
+func (e *Endpoint) Alive(rank int) bool { return e.live.Alive(rank) }
 
 // Seq is the doorbell word every writer bumps.
 func (e *Endpoint) Seq() uint32 { return atomic.LoadUint32(e.seg.Uint32(offDoorbell)) }
@@ -915,7 +873,7 @@ func (e *Endpoint) Sleep(seq uint32, d time.Duration) {
 	sl := e.seg.Uint32(offSleepers)
 	atomic.AddUint32(sl, 1)
 	_ = shm.FutexWait(e.seg.Uint32(offDoorbell), seq, d)
-	e.slept.Store(true)
+	e.live.Slept()
 	atomic.AddUint32(sl, ^uint32(0))
 }
 
@@ -965,7 +923,7 @@ func (e *Endpoint) scatter(s *LongSend, list uint64, niov int) error {
 		}
 		remote, covered := remote[:0], 0
 		for j := 0; j < k && s.off+covered < s.n; j++ {
-			seg := shm.RemoteSeg{Addr: *u64(raw, 16*j), Len: *u64(raw, 16*j+8)}
+			seg := shm.RemoteSeg{Addr: wire.U64(16 * j).Get(raw), Len: wire.U64(16*j + 8).Get(raw)}
 			seg.Len = min(seg.Len, uint64(s.n-s.off-covered))
 			remote = append(remote, seg)
 			covered += int(seg.Len)

@@ -4,13 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/match"
+	"github.com/adimpi/adimpi/internal/devkit/recv"
+	"github.com/adimpi/adimpi/internal/devkit/wire"
 )
 
 func init() { adi.Register("bip", func() adi.Device { return new(Device) }) }
+
+// The device offers no optional capability: adi.Device only.
+var _ adi.Device = (*Device)(nil)
 
 // MPI-BIP message types, carried as the BIP short message's tag.
 const (
@@ -22,15 +26,15 @@ const (
 
 // Header of every MPI-BIP short message.
 const (
-	hCtx     = 0  // u32 context id
-	hTag     = 4  // i32 MPI tag
-	hSig     = 8  // u32 type signature code
-	hID      = 12 // u32 REQ: send id; ACK: the send id it answers
-	hSize    = 16 // u64 EAGER/REQ: message size; ACK: bytes to send
-	hCredits = 24 // u32 cumulative count of the receiver's counted messages consumed (piggybacked credits)
-	hAux     = 28 // u32 ACK: BIP tag of the posted long receive
-	hFlags   = 32 // u32 ACK: ackDiscard
-	hdrSize  = 40
+	hCtx     wire.U32 = 0  // context id
+	hTag     wire.I32 = 4  // MPI tag
+	hSig     wire.U32 = 8  // type signature code
+	hID      wire.U32 = 12 // REQ: send id; ACK: the send id it answers
+	hSize    wire.U64 = 16 // EAGER/REQ: message size; ACK: bytes to send
+	hCredits wire.U32 = 24 // cumulative count of the receiver's counted messages consumed (piggybacked credits)
+	hAux     wire.U32 = 28 // ACK: BIP tag of the posted long receive
+	hFlags   wire.U32 = 32 // ACK: ackDiscard
+	hdrSize           = 40
 
 	ackDiscard = 1 // the receiver refused the message (type signature mismatch)
 
@@ -160,15 +164,11 @@ func (d *Device) Counters() map[string]int64 {
 	}
 }
 
-func deadErr(op string, rank int) error {
-	return adi.Errorf(adi.ErrOther, op, "rank %d has exited", rank)
-}
-
 // Isend: eager when the message fits a short message (and is not
 // synchronous), else the three-message long protocol.
 func (d *Device) Isend(r *adi.Request) error {
 	if !d.ep.Alive(r.Peer) {
-		return deadErr("send", r.Peer)
+		return d.ep.live.Exited("send", r.Peer)
 	}
 	n := r.Buf.Size()
 	sig := r.Buf.Type.Signature()
@@ -211,14 +211,14 @@ func (d *Device) put(dest int, m *outMsg) bool {
 	}
 	credits := p.consumed
 	ok, err := d.ep.TrySend(dest, m.typ, n, func(b []byte) {
-		*u32(b, hCtx) = m.h.ctx
-		*(*int32)(unsafe.Pointer(&b[hTag])) = m.h.tag
-		*u32(b, hSig) = m.h.sig
-		*u32(b, hID) = m.h.id
-		*u64(b, hSize) = m.h.size
-		*u32(b, hCredits) = credits
-		*u32(b, hAux) = m.h.aux
-		*u32(b, hFlags) = m.h.flags
+		hCtx.Set(b, m.h.ctx)
+		hTag.Set(b, m.h.tag)
+		hSig.Set(b, m.h.sig)
+		hID.Set(b, m.h.id)
+		hSize.Set(b, m.h.size)
+		hCredits.Set(b, credits)
+		hAux.Set(b, m.h.aux)
+		hFlags.Set(b, m.h.flags)
 		if m.typ == msgEager && m.h.size > 0 {
 			m.data.CopyOut(0, b[hdrSize:hdrSize+int(m.h.size)])
 		}
@@ -245,7 +245,7 @@ func (d *Device) put(dest int, m *outMsg) bool {
 // Irecv posts a receive: it takes a waiting message or joins the posted queue.
 func (d *Device) Irecv(r *adi.Request) error {
 	if r.Peer != adi.AnySource && !d.ep.Alive(r.Peer) {
-		return deadErr("receive", r.Peer)
+		return d.ep.live.Exited("receive", r.Peer)
 	}
 	if m := d.eng.Post(r); m != nil {
 		d.deliver(r, m)
@@ -264,26 +264,17 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 	}
 	n := min(m.Size, r.Buf.Size())
 	r.Buf.CopyIn(0, m.Data[:n])
-	r.Complete(recvStatus(r, m.Env.Source, m.Env.Tag, m.Size, n))
-}
-
-func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
-	st := adi.Status{Source: src, Tag: tag, Bytes: n}
-	if size > n {
-		st.Err = adi.Truncated(src, tag, size, r.Buf.Size())
-	}
-	return st
+	r.Complete(recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
 }
 
 // mismatch completes r with ErrType when the message's type signature
 // differs from the receive's (both known), writing nothing into it.
 func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32) bool {
-	want := r.Buf.Type.Signature()
-	if sig == 0 || want == 0 || sig == want || size == 0 {
-		return false
+	st, bad := recv.Mismatch(r, env, size, sig)
+	if bad {
+		r.Complete(st)
 	}
-	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Mismatched(env.Source, env.Tag, size, r.Buf.Type.String())})
-	return true
+	return bad
 }
 
 // matchLong handles a receive matched to a REQ: post the BIP long receive
@@ -296,7 +287,7 @@ func (d *Device) matchLong(r *adi.Request, env adi.Envelope, size int, sig, send
 	n := min(size, r.Buf.Size())
 	if n == 0 {
 		d.send(env.Source, outMsg{typ: msgAck, h: hdr{id: sendID}})
-		r.Complete(recvStatus(r, env.Source, env.Tag, size, 0))
+		r.Complete(recv.Status(r, env.Source, env.Tag, size, 0))
 		return
 	}
 	p := d.pc[env.Source]
@@ -315,7 +306,7 @@ func (d *Device) postLongs(src int) {
 			if err != nil {
 				lr.req.Complete(adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
 			} else {
-				lr.req.Complete(recvStatus(lr.req, lr.src, lr.tag, lr.size, lr.n))
+				lr.req.Complete(recv.Status(lr.req, lr.src, lr.tag, lr.size, lr.n))
 			}
 			d.postLongs(src)
 		})
@@ -377,14 +368,14 @@ func (d *Device) handle(src int, typ uint32, b []byte) {
 		return
 	}
 	p := d.pc[src]
-	if c := *u32(b, hCredits); c-p.granted < 1<<31 {
+	if c := hCredits.Get(b); c-p.granted < 1<<31 {
 		p.granted = c
 	}
 	if typ != msgCredit {
 		p.consumed++
 	}
-	env := adi.Envelope{Context: *u32(b, hCtx), Source: src, Tag: int(*(*int32)(unsafe.Pointer(&b[hTag])))}
-	sig, size, id := *u32(b, hSig), int(*u64(b, hSize)), *u32(b, hID)
+	env := adi.Envelope{Context: hCtx.Get(b), Source: src, Tag: int(hTag.Get(b))}
+	sig, size, id := hSig.Get(b), int(hSize.Get(b)), hID.Get(b)
 	switch typ {
 	case msgEager:
 		data := b[hdrSize : hdrSize+size]
@@ -392,7 +383,7 @@ func (d *Device) handle(src int, typ uint32, b []byte) {
 			if !d.mismatch(r, env, size, sig) {
 				n := min(size, r.Buf.Size())
 				r.Buf.CopyIn(0, data[:n])
-				r.Complete(recvStatus(r, src, env.Tag, size, n))
+				r.Complete(recv.Status(r, src, env.Tag, size, n))
 			}
 		} else {
 			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: append([]byte(nil), data...), Sig: sig})
@@ -411,12 +402,12 @@ func (d *Device) handle(src int, typ uint32, b []byte) {
 		}
 		delete(d.sends, id)
 		switch {
-		case *u32(b, hFlags)&ackDiscard != 0:
+		case hFlags.Get(b)&ackDiscard != 0:
 			s.req.Complete(adi.Status{})
 		case size == 0:
 			s.req.Complete(adi.Status{})
 		default:
-			s.tag = *u32(b, hAux)
+			s.tag = hAux.Get(b)
 			d.pc[src].waitSend = append(d.pc[src].waitSend, s)
 			d.startLongs(src)
 		}

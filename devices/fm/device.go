@@ -3,9 +3,7 @@ package fm
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"slices"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -13,10 +11,19 @@ import (
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/match"
 	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/internal/devkit/recv"
+	"github.com/adimpi/adimpi/internal/devkit/wire"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
 func init() { adi.Register("fm", func() adi.Device { return new(Device) }) }
+
+// The capabilities the device offers besides adi.Device.
+var (
+	_ adi.Device      = (*Device)(nil)
+	_ adi.ShortSender = (*Device)(nil)
+	_ adi.Multisender = (*Device)(nil)
+)
 
 // The MPI message kinds, first byte of the MPI header.
 const (
@@ -44,6 +51,13 @@ const (
 // A CTS's context field is its ctsPackets/ctsAddr/ctsLayout mode.
 const mpiHeader = 32
 
+// The fields of a bulk chunk's header line.
+const (
+	bFlag wire.U32 = 0 // non-zero: the chunk is full (stored last); the receiver clears it
+	bRid  wire.U32 = 4 // the receive the data is for
+	bLen  wire.U32 = 8 // data bytes in the chunk
+)
+
 // hMPI is the handler id of every MPI message.
 const hMPI = 1
 
@@ -60,8 +74,10 @@ const (
 	// then the chunks (so that a chunk is 64 KiB of aligned data).
 	defaultBulk      = 65536
 	defaultBulkSlots = 16
-	bulkHeader       = 64 // [0:4] flag (stored last)  [4:8] rid  [8:12] data bytes
-	livenessCheck    = 200 * time.Millisecond
+	bulkHeader       = 64 // a chunk's header line: bFlag, bRid, bLen
+	// idlePolls is how many idle polls of Progress pass between two
+	// looks at the peers' processes (liveness.Peers.Idle).
+	idlePolls = 1024
 )
 
 // Device is MPI over FM: an adi.Device (and adi.Multisender) whose every
@@ -89,10 +105,6 @@ type Device struct {
 	recvs  map[uint32]*rvRecv      // CTS sent, waiting for DATA
 	unexp  map[*unexpMsg]struct{}  // eager messages still arriving into a temporary buffer
 	nextID uint32
-
-	lastLive time.Time
-	idle     int
-	slept    atomic.Bool
 
 	cnt struct{ eager, rndv, multi, writes, scatters, bulk int64 }
 }
@@ -163,41 +175,14 @@ type inState struct {
 
 // Init opens the FM endpoint and registers the MPI handler.
 func (d *Device) Init(cfg adi.Config) error {
-	for k := range cfg.Options {
-		switch k {
-		case "packet", "slots", "rndv", "remote", "minblock", "bulk", "bslots":
-		default:
-			return fmt.Errorf("fm: unknown option %q (known: packet, slots, rndv, remote, minblock, bulk, bslots)", k)
-		}
-	}
-	packet, err := adi.SizeOption("fm", cfg.Options, "packet", DefaultPacket)
+	o, err := OptionTable.Parse(cfg.Options)
 	if err != nil {
 		return err
 	}
-	slots, err := adi.SizeOption("fm", cfg.Options, "slots", DefaultSlots)
-	if err != nil {
-		return err
-	}
-	if d.rndv, err = adi.SizeOption("fm", cfg.Options, "rndv", defaultRndv); err != nil {
-		return err
-	}
-	remote, err := adi.SizeOption("fm", cfg.Options, "remote", 0)
-	if err != nil || remote > 1 {
-		return fmt.Errorf("fm: option remote=%q: want 0 or 1", cfg.Options["remote"])
-	}
-	d.remote = remote == 1
-	if d.minBlock, err = adi.SizeOption("fm", cfg.Options, "minblock", defaultMinBlock); err != nil {
-		return err
-	}
-	if d.bulk, err = adi.SizeOption("fm", cfg.Options, "bulk", defaultBulk); err != nil {
-		return err
-	}
-	if d.bslots, err = adi.SizeOption("fm", cfg.Options, "bslots", defaultBulkSlots); err != nil {
-		return err
-	}
-	if d.bulk != 0 && (d.bulk%64 != 0 || d.bulk > 1<<24 || d.bslots < 1 || d.bslots > 1024) {
-		return fmt.Errorf("fm: bulk=%d bslots=%d: want bulk a multiple of 64 in [64, 16 MiB] (or 0: no bulk lane) and bslots in [1, 1024]", d.bulk, d.bslots)
-	}
+	packet, slots := o.Int("packet"), o.Int("slots")
+	d.rndv, d.minBlock = o.Int("rndv"), o.Int("minblock")
+	d.remote = o.String("remote") == "1"
+	d.bulk, d.bslots = o.Int("bulk"), o.Int("bslots")
 	if d.bulk == 0 {
 		d.bslots = 0
 	}
@@ -212,7 +197,6 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.sends = map[uint32]*adi.Request{}
 	d.recvs = map[uint32]*rvRecv{}
 	d.unexp = map[*unexpMsg]struct{}{}
-	d.lastLive = time.Now()
 	return nil
 }
 
@@ -259,9 +243,7 @@ func putHeader(h *[mpiHeader]byte, kind byte, ctx uint32, tag int, sig uint32, s
 	binary.LittleEndian.PutUint32(h[28:], rid)
 }
 
-func (d *Device) dead(op string, rank int) error {
-	return adi.Errorf(adi.ErrOther, op, "rank %d (pid %d) has exited", rank, d.e.Pid(rank))
-}
+func (d *Device) dead(op string, rank int) error { return d.e.live.Exited(op, rank) }
 
 // Isend sends eagerly (header and data in one stream) up to the rndv
 // threshold, else (and for synchronous sends) by rendezvous: RTS, CTS, DATA.
@@ -447,8 +429,7 @@ func (d *Device) pushBulk(m *outMsg) bool {
 	for m.off < m.n {
 		slot := int(d.bOut[m.dest] % uint64(d.bslots))
 		h := out[slot*bulkHeader:]
-		fl := (*uint32)(unsafe.Pointer(&h[0]))
-		if atomic.LoadUint32(fl) != 0 {
+		if bFlag.Load(h) != 0 {
 			d.bFull = true
 			return false // the receiver has not freed it yet; it rings when it does
 		}
@@ -459,9 +440,9 @@ func (d *Device) pushBulk(m *outMsg) bool {
 		} else {
 			_ = m.buf.Pieces(m.off, k, func(p []byte) error { dst = dst[copy(dst, p):]; return nil })
 		}
-		*(*uint32)(unsafe.Pointer(&h[4])) = rid
-		*(*uint32)(unsafe.Pointer(&h[8])) = uint32(k)
-		atomic.StoreUint32(fl, 1)
+		bRid.Set(h, rid)
+		bLen.Set(h, uint32(k))
+		bFlag.Store(h, 1)
 		d.bOut[m.dest]++
 		d.bMoved = true
 		m.off += k
@@ -479,12 +460,11 @@ func (d *Device) pullBulk(src int) bool {
 	for {
 		slot := int(d.bIn[src] % uint64(d.bslots))
 		h := in[slot*bulkHeader:]
-		fl := (*uint32)(unsafe.Pointer(&h[0]))
-		if atomic.LoadUint32(fl) == 0 {
+		if bFlag.Load(h) == 0 {
 			return did
 		}
-		rid := *(*uint32)(unsafe.Pointer(&h[4]))
-		k := min(int(*(*uint32)(unsafe.Pointer(&h[8]))), d.bulk)
+		rid := bRid.Get(h)
+		k := min(int(bLen.Get(h)), d.bulk)
 		if rv := d.recvs[rid]; rv != nil && rv.src == src {
 			k = min(k, rv.n-rv.got)
 			rv.req.Buf.CopyIn(rv.got, in[d.bslots*bulkHeader+slot*d.bulk:][:k])
@@ -493,7 +473,7 @@ func (d *Device) pullBulk(src int) bool {
 				d.recvDone(rid, rv)
 			}
 		}
-		atomic.StoreUint32(fl, 0)
+		bFlag.Store(h, 0)
 		d.bIn[src]++
 		d.e.Ring(src) // the sender may wait for a free chunk
 		did = true
@@ -504,7 +484,7 @@ func (d *Device) pullBulk(src int) bool {
 func (d *Device) recvDone(rid uint32, rv *rvRecv) {
 	delete(d.recvs, rid)
 	d.bWait[rv.src]--
-	rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
+	rv.req.Complete(recv.Status(rv.req, rv.src, rv.tag, rv.size, rv.n))
 }
 
 func (d *Device) failMsg(m *outMsg, err error) {
@@ -600,15 +580,7 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 func (d *Device) finishUnexp(r *adi.Request, h *unexpMsg) {
 	n := min(h.size, r.Buf.Size())
 	r.Buf.CopyIn(0, h.data[:n])
-	r.Complete(recvStatus(r, h.src, h.tag, h.size, n))
-}
-
-func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
-	st := adi.Status{Source: src, Tag: tag, Bytes: n}
-	if size > n {
-		st.Err = adi.Truncated(src, tag, size, r.Buf.Size())
-	}
-	return st
+	r.Complete(recv.Status(r, h.src, h.tag, h.size, n))
 }
 
 // sendCTS answers a matched RTS: the sender may now send min(size,
@@ -686,8 +658,8 @@ func (d *Device) enqueue(m *outMsg) {
 // receive's; on a mismatch the receive completes with ErrType, nothing is
 // written, and a rendezvous sender (sid ≠ 0) is released.
 func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32, sid uint32) bool {
-	want := r.Buf.Type.Signature()
-	if sig == 0 || want == 0 || sig == want || size == 0 {
+	st, bad := recv.Mismatch(r, env, size, sig)
+	if !bad {
 		return false
 	}
 	if sid != 0 {
@@ -695,7 +667,7 @@ func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32
 		putHeader(&m.hdr, kDiscard, 0, 0, 0, 0, sid, 0)
 		d.enqueue(&m)
 	}
-	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Mismatched(env.Source, env.Tag, size, r.Buf.Type.String())})
+	r.Complete(st)
 	return true
 }
 
@@ -817,7 +789,7 @@ func (d *Device) eagerPacket(s *Stream) bool {
 	if n == size {
 		r.Complete(adi.Status{Source: src, Tag: tag, Bytes: n})
 	} else {
-		r.Complete(recvStatus(r, src, tag, size, n))
+		r.Complete(recv.Status(r, src, tag, size, n))
 	}
 	return true
 }
@@ -920,7 +892,7 @@ func (d *Device) finishIn(st *inState) {
 		}
 	case st.req != nil:
 		if !st.req.Done() {
-			st.req.Complete(recvStatus(st.req, st.src, st.tag, st.size, st.capacity))
+			st.req.Complete(recv.Status(st.req, st.src, st.tag, st.size, st.capacity))
 		}
 	case st.um != nil:
 		um := st.um
@@ -953,7 +925,7 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if n == 0 && !d.bFull && !d.bMoved && d.queued == 0 && len(d.recvs) == 0 {
 		// Nothing arrived and nothing waits to go: a waiter's idle poll.
-		if d.idle++; (d.idle%1024 == 0 || (d.slept.Load() && d.slept.Swap(false))) && time.Since(d.lastLive) > livenessCheck {
+		if d.e.live.Idle() {
 			d.checkPeers()
 		}
 		return false, nil
@@ -982,8 +954,8 @@ func (d *Device) Progress() (bool, error) {
 		syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 	if did {
-		d.idle = 0
-	} else if d.idle++; (d.idle%1024 == 0 || (d.slept.Load() && d.slept.Swap(false))) && time.Since(d.lastLive) > livenessCheck {
+		d.e.live.Busy()
+	} else if d.e.live.Idle() {
 		d.checkPeers()
 	}
 	return did, nil
@@ -991,9 +963,8 @@ func (d *Device) Progress() (bool, error) {
 
 // checkPeers fails the requests that depend on a process that has exited.
 func (d *Device) checkPeers() {
-	d.lastLive = time.Now()
 	for _, q := range d.e.CheckPeers() {
-		gone := adi.Errorf(adi.ErrOther, "progress", "rank %d (pid %d) exited while a request depended on it", q, d.e.Pid(q))
+		gone := d.e.live.Lost(q)
 		fail := func(r *adi.Request) {
 			if r != nil && !r.Done() {
 				r.Complete(adi.Status{Err: gone})
@@ -1050,7 +1021,7 @@ func (d *Device) Seq() uint32 { return d.e.Seq() }
 // Sleep waits on the doorbell until it moves from seq or t passes.
 func (d *Device) Sleep(seq uint32, t time.Duration) {
 	d.e.Sleep(seq, t)
-	d.slept.Store(true)
+	d.e.live.Slept()
 }
 
 // Wake rings this process's own doorbell.

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/devkit/liveness"
+	"github.com/adimpi/adimpi/internal/devkit/wire"
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
 )
@@ -27,6 +29,13 @@ import (
 const (
 	// HeaderSize is the per-packet header; Payload = packet - HeaderSize.
 	HeaderSize = 24
+
+	pFlags   wire.U32 = 0
+	pHandler wire.U16 = 4
+	pLen     wire.U16 = 6
+	pStream  wire.U32 = 8
+	pCredits wire.U32 = 12
+	pLength  wire.U64 = 16
 
 	flagValid = 1
 	flagFirst = 2
@@ -106,7 +115,6 @@ type Stream struct {
 type peer struct {
 	rank, pid int
 	seg       *shm.Segment
-	alive     bool
 	remote    bool   // process_vm_writev into it works
 	bulkOut   []byte // my bulk region in its segment
 	bulkIn    []byte // its bulk region in my segment
@@ -150,7 +158,7 @@ type Endpoint struct {
 	freeRecv      []*Stream
 	unrung        []*peer     // peers with packets whose doorbell has not rung yet
 	pmi           *pmi.Client // set by Open
-	lastLive      time.Time
+	live          *liveness.Peers
 
 	// Stats are the endpoint's traffic counters.
 	Stats Stats
@@ -208,7 +216,7 @@ func (e *Endpoint) Close() error {
 // New exports this process's receive regions, publishes them through
 // cfg.KVS and maps every peer's. It is collective over the job.
 func New(cfg Config) (*Endpoint, error) {
-	e := &Endpoint{rank: cfg.Rank, size: cfg.Size, packet: cfg.Packet, slots: cfg.Slots}
+	e := &Endpoint{rank: cfg.Rank, size: cfg.Size, packet: cfg.Packet, slots: cfg.Slots, live: liveness.New(cfg.Rank, cfg.Size, idlePolls)}
 	if cfg.Bulk < 0 || cfg.Bulk%64 != 0 || cfg.Bulk > 1<<30 {
 		return nil, fmt.Errorf("fm: bulk region of %d bytes: want a multiple of 64 in [0, 1 GiB]", cfg.Bulk)
 	}
@@ -248,7 +256,7 @@ func New(cfg Config) (*Endpoint, error) {
 	}
 	e.peers = make([]*peer, e.size)
 	for r := 0; r < e.size; r++ {
-		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, alive: true, streams: map[uint32]*Stream{}}
+		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, streams: map[uint32]*Stream{}}
 		paddr := probe
 		if r != e.rank {
 			v, err := cfg.KVS.Get(fmt.Sprintf("%s-%d", name, r))
@@ -278,8 +286,8 @@ func New(cfg Config) (*Endpoint, error) {
 		p.mailbox = e.seg.Uint64(offCredits + r*creditLine)
 		p.report = p.seg.Uint64(offCredits + e.rank*creditLine)
 		e.peers[r] = p
+		e.live.SetPid(r, p.pid)
 	}
-	e.lastLive = time.Now()
 	return e, nil
 }
 
@@ -337,7 +345,7 @@ func (e *Endpoint) Credits(dest int) int {
 // it or Config.NoRemoteWrite is set). It is outside FM's message model: the
 // MPI device uses it for the data of large messages (see the package
 // documentation).
-func (e *Endpoint) CanWrite(dest int) bool { return e.peers[dest].remote && e.peers[dest].alive }
+func (e *Endpoint) CanWrite(dest int) bool { return e.peers[dest].remote && e.live.Alive(dest) }
 
 // WriteTo copies the local pieces, in order, into dest's memory starting
 // at addr (an address in dest's address space that dest handed out): one
@@ -412,7 +420,7 @@ func (e *Endpoint) begin(ps []*peer, length int, handler uint16) (*Stream, error
 		return nil, fmt.Errorf("fm: message length %d is negative", length)
 	}
 	for _, p := range ps {
-		if !p.alive {
+		if !e.live.Alive(p.rank) {
 			return nil, fmt.Errorf("fm: rank %d (pid %d) has exited", p.rank, p.pid)
 		}
 	}
@@ -483,20 +491,20 @@ func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 		return false
 	}
 	p := e.peers[dest]
-	if p.open != nil || !p.alive || p.sent-p.returned-atomic.LoadUint64(p.mailbox) >= uint64(e.slots) {
+	if p.open != nil || !e.live.Alive(p.rank) || p.sent-p.returned-atomic.LoadUint64(p.mailbox) >= uint64(e.slots) {
 		return false
 	}
 	h := p.out[p.sendAt:]
 	e.nextPacket(p)
 	copy(h[HeaderSize+copy(h[HeaderSize:], hdr):], data)
 	e.nextStream++
-	*(*uint16)(unsafe.Pointer(&h[4])) = handler
-	*(*uint16)(unsafe.Pointer(&h[6])) = uint16(n)
-	*(*uint32)(unsafe.Pointer(&h[8])) = e.nextStream
-	*(*uint32)(unsafe.Pointer(&h[12])) = p.owed
+	pHandler.Set(h, handler)
+	pLen.Set(h, uint16(n))
+	pStream.Set(h, e.nextStream)
+	pCredits.Set(h, p.owed)
 	p.owed = 0
-	*(*uint64)(unsafe.Pointer(&h[16])) = uint64(n)
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&h[0])), flagValid|flagFirst|flagLast)
+	pLength.Set(h, uint64(n))
+	pFlags.Store(h, flagValid|flagFirst|flagLast)
 	e.Stats.PacketsSent++
 	ring(p.doorbell, p.sleepers)
 	return true
@@ -575,7 +583,7 @@ func (e *Endpoint) reserve(s *Stream) error {
 		for _, p := range s.dests {
 			if e.Credits(p.rank) <= 0 {
 				ok = false
-				if !p.alive {
+				if !e.live.Alive(p.rank) {
 					return fmt.Errorf("fm: rank %d (pid %d) has exited", p.rank, p.pid)
 				}
 			}
@@ -607,7 +615,7 @@ func (e *Endpoint) wait(start *time.Time) error {
 		return err
 	}
 	now := time.Now()
-	if now.Sub(e.lastLive) > 200*time.Millisecond {
+	if e.live.Due() {
 		e.CheckPeers()
 	}
 	if start.IsZero() {
@@ -633,14 +641,14 @@ func (e *Endpoint) flush(s *Stream) {
 	}
 	for i, p := range s.dests {
 		h := p.out[s.slot[i]:]
-		*(*uint16)(unsafe.Pointer(&h[4])) = s.handler
-		*(*uint16)(unsafe.Pointer(&h[6])) = uint16(s.fill)
-		*(*uint32)(unsafe.Pointer(&h[8])) = s.id
+		pHandler.Set(h, s.handler)
+		pLen.Set(h, uint16(s.fill))
+		pStream.Set(h, s.id)
 		// Piggyback the credits I owe this peer for its packets.
-		*(*uint32)(unsafe.Pointer(&h[12])) = p.owed
+		pCredits.Set(h, p.owed)
 		p.owed = 0
-		*(*uint64)(unsafe.Pointer(&h[16])) = uint64(s.length)
-		atomic.StoreUint32((*uint32)(unsafe.Pointer(&h[0])), fl)
+		pLength.Set(h, uint64(s.length))
+		pFlags.Store(h, fl)
 		p.open = nil
 		if !p.unrung {
 			p.unrung = true
@@ -726,14 +734,14 @@ func (e *Endpoint) Extract() (int, error) {
 		// refilled by the credits returned here cannot starve the others.
 		for k := 0; k < e.slots; k++ {
 			h := p.in[p.headAt:][:e.packet]
-			fl := atomic.LoadUint32((*uint32)(unsafe.Pointer(&h[0])))
+			fl := pFlags.Load(h)
 			if fl == 0 {
 				break
 			}
-			hid := *(*uint16)(unsafe.Pointer(&h[4]))
-			plen := int(*(*uint16)(unsafe.Pointer(&h[6])))
-			id := *(*uint32)(unsafe.Pointer(&h[8]))
-			if c := *(*uint32)(unsafe.Pointer(&h[12])); c > 0 {
+			hid := pHandler.Get(h)
+			plen := int(pLen.Get(h))
+			id := pStream.Get(h)
+			if c := pCredits.Get(h); c > 0 {
 				p.returned += uint64(c)
 				e.Stats.Piggybacked += int64(c)
 			}
@@ -750,7 +758,7 @@ func (e *Endpoint) Extract() (int, error) {
 					s = new(Stream)
 				}
 				s.e, s.id, s.handler, s.src = e, id, hid, p.rank
-				s.length = int(*(*uint64)(unsafe.Pointer(&h[16])))
+				s.length = int(pLength.Get(h))
 				if fl&flagLast == 0 {
 					p.streams[id] = s
 				}
@@ -777,7 +785,7 @@ func (e *Endpoint) Extract() (int, error) {
 			// A plain store frees the slot: its sender reuses it only
 			// after the credit for it comes back, by a later atomic
 			// operation (or a packet flagged by one), which orders it.
-			*(*uint32)(unsafe.Pointer(&h[0])) = 0
+			pFlags.Set(h, 0)
 			p.head++
 			if p.headAt += e.packet; p.headAt == len(p.in) {
 				p.headAt = 0
@@ -815,24 +823,14 @@ func (e *Endpoint) Incoming(src int, fn func(s *Stream)) {
 }
 
 // Alive reports whether rank's process was alive at the last CheckPeers.
-func (e *Endpoint) Alive(rank int) bool { return e.peers[rank].alive }
+func (e *Endpoint) Alive(rank int) bool { return e.live.Alive(rank) }
 
 // Pid is rank's process id.
 func (e *Endpoint) Pid(rank int) int { return e.peers[rank].pid }
 
 // CheckPeers looks for processes that have exited since the last check and
 // returns their ranks.
-func (e *Endpoint) CheckPeers() []int {
-	e.lastLive = time.Now()
-	var gone []int
-	for _, p := range e.peers {
-		if p.alive && p.seg != e.seg && !shm.Alive(p.pid) {
-			p.alive = false
-			gone = append(gone, p.rank)
-		}
-	}
-	return gone
-}
+func (e *Endpoint) CheckPeers() []int { return e.live.Scan() }
 
 // Seq is this process's doorbell: every sender bumps it when it hands over
 // a packet or returns credits.
@@ -864,10 +862,10 @@ func (e *Endpoint) Poll(cond func() bool, watch ...int) error {
 		if i%64 != 63 {
 			continue
 		}
-		if time.Since(e.lastLive) > 200*time.Millisecond {
+		if e.live.Due() {
 			e.CheckPeers()
 			for _, r := range watch {
-				if !e.peers[r].alive {
+				if !e.live.Alive(r) {
 					return fmt.Errorf("fm: rank %d (pid %d) has exited", r, e.peers[r].pid)
 				}
 			}

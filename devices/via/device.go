@@ -4,18 +4,19 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/match"
-	"github.com/adimpi/adimpi/internal/shm"
+	"github.com/adimpi/adimpi/internal/devkit/liveness"
+	"github.com/adimpi/adimpi/internal/devkit/recv"
 )
 
 func init() { adi.Register("via", func() adi.Device { return new(Device) }) }
+
+// The device offers no optional capability: adi.Device only.
+var _ adi.Device = (*Device)(nil)
 
 // Message types of MPI over VIA. Every message travels as a VIA send into
 // one of the receiver's pre-posted receive buffers and costs one credit.
@@ -43,7 +44,7 @@ const (
 	hAddr     = 40
 	maxDS     = 64 // data segments per descriptor the device builds
 	maxPiece  = 1 << 30
-	livePause = 200 * time.Millisecond
+	idlePolls = 256 // idle polls of Progress between two looks at the peers' processes
 )
 
 type hdr struct {
@@ -94,7 +95,6 @@ type sctx struct {
 type peer struct {
 	rank, pid int
 	vi        *VI
-	alive     bool
 
 	rbuf  []byte // receive buffers, one per credit
 	rdesc []*Descriptor
@@ -138,60 +138,28 @@ type Device struct {
 	recvs      map[uint32]*rvRecv
 	liveSends  int // rendezvous sends not complete yet
 	rc         regCache
-	lastLive   time.Time
-	idle       int
-	slept      atomic.Bool // a Sleep happened since the last liveness check
+	live       *liveness.Peers
 
 	cnt struct{ eager, rndv, credit, backlogged int64 }
-}
-
-// DeviceOptionKeys are the keys the MPI device takes besides the NIC's.
-var DeviceOptionKeys = []string{"eager", "credits", "regcache", "nicspin"}
-
-func intOpt(opts map[string]string, k string, def, lo, hi int) (int, error) {
-	v, ok := opts[k]
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("via: option %s=%q: want an integer in [%d, %d]", k, v, lo, hi)
-	}
-	return n, nil
 }
 
 // Init opens the NIC, creates one VI per peer (and one connected to itself),
 // pre-posts the receive buffers and connects the VIs through the KVS.
 func (d *Device) Init(cfg adi.Config) error {
 	d.rank, d.size = cfg.Rank, cfg.Size
-	o, rest, err := ParseOptions(DefaultOptions(), cfg.Options)
+	d.live = liveness.New(d.rank, d.size, idlePolls)
+	v, err := OptionTable.Parse(cfg.Options)
 	if err != nil {
 		return err
 	}
-	for k := range rest {
-		if k != "eager" && k != "credits" && k != "regcache" && k != "nicspin" {
-			return fmt.Errorf("via: unknown option %q (known: %s, %s)", k, strings.Join(NICOptionKeys, ", "), strings.Join(DeviceOptionKeys, ", "))
-		}
-	}
-	if d.eager, err = intOpt(rest, "eager", 16384, 0, 1<<20); err != nil {
-		return err
-	}
-	if d.credits, err = intOpt(rest, "credits", 16, 4, 1024); err != nil {
-		return err
-	}
-	if d.rc.limit, err = intOpt(rest, "regcache", 64<<20, 0, 1<<40); err != nil {
-		return err
-	}
+	o := applyNIC(DefaultOptions(), v, true)
+	d.eager, d.credits, d.rc.limit = v.Int("eager"), v.Int("credits"), v.Int("regcache")
 	d.slot = (hdrSize + d.eager + 63) &^ 63
 	o.MaxVIs, o.RecvQueue, o.MaxCQs = d.size, d.credits, 1
 	// The engine polls a short while before sleeping: a polling engine
 	// takes a core that the application threads (its own and its peers')
 	// need, and longer polling raises latency (docs/performance.md).
-	spin := 5
-	if spin, err = intOpt(rest, "nicspin", spin, 0, 1000000); err != nil {
-		return err
-	}
-	o.Spin = time.Duration(spin) * time.Microsecond
+	o.Spin = time.Duration(v.Int("nicspin")) * time.Microsecond
 	if d.nic, err = OpenNIC(o); err != nil {
 		return err
 	}
@@ -207,7 +175,8 @@ func (d *Device) Init(cfg adi.Config) error {
 		if err != nil {
 			return err
 		}
-		p := &peer{rank: r, pid: os.Getpid(), vi: vi, alive: true, credits: d.credits}
+		p := &peer{rank: r, pid: os.Getpid(), vi: vi, credits: d.credits}
+		d.live.SetPid(r, p.pid)
 		d.peers[r] = p
 		p.rbuf = make([]byte, d.credits*d.slot)
 		rh, err := d.nic.RegisterMem(p.rbuf)
@@ -241,6 +210,7 @@ func (d *Device) Init(cfg adi.Config) error {
 				return err
 			}
 			fmt.Sscanf(addr, "%d:", &p.pid)
+			d.live.SetPid(r, p.pid)
 		}
 		if err := p.vi.Connect(addr, d.rank); err != nil {
 			return fmt.Errorf("via: rank %d: %w", r, err)
@@ -248,7 +218,6 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.sends = map[uint32]*rvSend{}
 	d.recvs = map[uint32]*rvRecv{}
-	d.lastLive = time.Now()
 	return nil
 }
 
@@ -260,7 +229,7 @@ func (d *Device) Finalize() error {
 		seq := d.nic.Seq()
 		busy := false
 		for _, p := range d.peers {
-			if s, _ := p.vi.Pending(); s > 0 && p.alive {
+			if s, _ := p.vi.Pending(); s > 0 && d.live.Alive(p.rank) {
 				busy = true
 			}
 		}
@@ -306,15 +275,11 @@ func (d *Device) newID() uint32 {
 	return d.nextID
 }
 
-func gone(p *peer, op string) error {
-	return adi.Errorf(adi.ErrOther, op, "rank %d (pid %d) has exited", p.rank, p.pid)
-}
-
 // Isend: eager into the peer's posted buffers when small, else rendezvous.
 func (d *Device) Isend(r *adi.Request) error {
 	p := d.peers[r.Peer]
-	if !p.alive {
-		return gone(p, "send")
+	if !d.live.Alive(p.rank) {
+		return d.live.Exited("send", p.rank)
 	}
 	n := r.Buf.Size()
 	if n <= d.eager && r.Mode != adi.ModeSync {
@@ -344,8 +309,8 @@ func (d *Device) Isend(r *adi.Request) error {
 
 // Irecv matches a waiting message or joins the posted queue.
 func (d *Device) Irecv(r *adi.Request) error {
-	if r.Peer != adi.AnySource && !d.peers[r.Peer].alive {
-		return gone(d.peers[r.Peer], "receive")
+	if r.Peer != adi.AnySource && !d.live.Alive(r.Peer) {
+		return d.live.Exited("receive", r.Peer)
 	}
 	if m := d.eng.Post(r); m != nil {
 		d.deliver(r, m)
@@ -361,33 +326,25 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 		}
 		n := min(m.Size, r.Buf.Size())
 		r.Buf.CopyIn(0, m.Data[:n])
-		r.Complete(recvStatus(r, m.Env.Source, m.Env.Tag, m.Size, n))
+		r.Complete(recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
 		return
 	}
 	h := m.Handle.(hdr)
 	d.startRndv(r, d.peers[m.Env.Source], &h)
 }
 
-func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
-	st := adi.Status{Source: src, Tag: tag, Bytes: n}
-	if size > n {
-		st.Err = adi.Truncated(src, tag, size, r.Buf.Size())
-	}
-	return st
-}
-
 // mismatch applies MPI's type-signature rule (see netvm): a known basic type
 // that differs fails the receive with ErrType and writes nothing; a
 // rendezvous sender is released with a discarding CTS.
 func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32, rts *hdr) bool {
-	want := r.Buf.Type.Signature()
-	if sig == 0 || want == 0 || sig == want || size == 0 {
+	st, bad := recv.Mismatch(r, env, size, sig)
+	if !bad {
 		return false
 	}
 	if rts != nil {
 		d.post(d.peers[env.Source], &outItem{h: hdr{typ: mCTS, sid: rts.sid, sig: 1}})
 	}
-	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Mismatched(env.Source, env.Tag, size, r.Buf.Type.String())})
+	r.Complete(st)
 	return true
 }
 
@@ -428,7 +385,7 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 	n := min(size, r.Buf.Size())
 	if n == 0 {
 		d.post(p, &outItem{h: hdr{typ: mCTS, sid: h.sid}})
-		r.Complete(recvStatus(r, p.rank, env.Tag, size, 0))
+		r.Complete(recv.Status(r, p.rank, env.Tag, size, 0))
 		return
 	}
 	rv := &rvRecv{req: r, p: p, tag: env.Tag, size: size, n: n, sid: h.sid}
@@ -487,7 +444,7 @@ func (d *Device) readDone(rid uint32, err error) {
 		return
 	}
 	d.post(rv.p, &outItem{h: hdr{typ: mDONE, sid: rv.sid}})
-	rv.req.Complete(recvStatus(rv.req, rv.p.rank, rv.tag, rv.size, rv.n))
+	rv.req.Complete(recv.Status(rv.req, rv.p.rank, rv.tag, rv.size, rv.n))
 }
 
 // Iprobe looks for a matching message that has arrived.
@@ -503,12 +460,12 @@ func (d *Device) CancelRecv(r *adi.Request) bool {
 
 // post sends it now if it can go, else queues it behind p's backlog.
 func (d *Device) post(p *peer, it *outItem) {
-	if !p.alive {
+	if !d.live.Alive(p.rank) {
 		if it.owner != nil && !it.owner.Done() {
-			it.owner.Complete(adi.Status{Err: gone(p, "send")})
+			it.owner.Complete(adi.Status{Err: d.live.Exited("send", p.rank)})
 		}
 		if it.onSent != nil {
-			it.onSent(gone(p, "send"))
+			it.onSent(d.live.Exited("send", p.rank))
 		}
 		return
 	}
@@ -613,16 +570,16 @@ func (d *Device) Progress() (bool, error) {
 			p.out = p.out[1:]
 			did = true
 		}
-		if p.owed >= d.credits/2 && p.credits >= 1 && p.alive && len(p.free) > 0 {
+		if p.owed >= d.credits/2 && p.credits >= 1 && d.live.Alive(p.rank) && len(p.free) > 0 {
 			d.cnt.credit++
 			d.put(p, &outItem{h: hdr{typ: mCredit}})
 			did = true
 		}
 	}
 	if did {
-		d.idle = 0
+		d.live.Busy()
 	} else if d.yield() {
-	} else if d.idle++; (d.idle%256 == 0 || (d.slept.Load() && d.slept.Swap(false))) && time.Since(d.lastLive) > livePause {
+	} else if d.live.Idle() {
 		d.checkPeers()
 	}
 	return did, nil
@@ -646,7 +603,7 @@ func (d *Device) arrive(p *peer, desc *Descriptor) error {
 			if !d.mismatch(r, env, size, h.sig, nil) {
 				n := min(size, r.Buf.Size())
 				r.Buf.CopyIn(0, data[:n])
-				r.Complete(recvStatus(r, p.rank, env.Tag, size, n))
+				r.Complete(recv.Status(r, p.rank, env.Tag, size, n))
 			}
 		} else {
 			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: append([]byte(nil), data...), Sig: h.sig})
@@ -685,7 +642,7 @@ func (d *Device) arrive(p *peer, desc *Descriptor) error {
 		} else {
 			d.release(rv.h)
 		}
-		rv.req.Complete(recvStatus(rv.req, p.rank, rv.tag, rv.size, rv.n))
+		rv.req.Complete(recv.Status(rv.req, p.rank, rv.tag, rv.size, rv.n))
 	case mDONE:
 		s := d.sends[h.sid]
 		if s == nil {
@@ -736,7 +693,7 @@ func (d *Device) Seq() uint32 { return d.nic.Seq() }
 // Sleep waits on the NIC's completion futex.
 func (d *Device) Sleep(seq uint32, timeout time.Duration) {
 	d.nic.Sleep(seq, timeout)
-	d.slept.Store(true)
+	d.live.Slept()
 }
 
 // Wake makes every Sleep return.
@@ -744,13 +701,9 @@ func (d *Device) Wake() { d.nic.Wake() }
 
 // checkPeers fails the requests that wait on a peer whose process is gone.
 func (d *Device) checkPeers() {
-	d.lastLive = time.Now()
-	for _, p := range d.peers {
-		if !p.alive || p.rank == d.rank || shm.Alive(p.pid) {
-			continue
-		}
-		p.alive = false
-		err := adi.Errorf(adi.ErrOther, "progress", "rank %d (pid %d) exited while a request depended on it", p.rank, p.pid)
+	for _, q := range d.live.Scan() {
+		p := d.peers[q]
+		err := d.live.Lost(q)
 		fail := func(r *adi.Request) {
 			if r != nil && !r.Done() {
 				r.Complete(adi.Status{Err: err})

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/adimpi/adimpi/internal/devkit/wire"
 	"github.com/adimpi/adimpi/internal/shm"
 	"golang.org/x/sys/unix"
 )
@@ -110,6 +111,15 @@ type descHdr struct {
 const (
 	offDescLength = 4
 	offDescStatus = 12
+)
+
+// A receive's completion as the NIC stages it before writing it back: the
+// first 8 bytes go to offDescLength, the status word to offDescStatus.
+const (
+	compLength wire.U32 = 0 // bytes received
+	compImm    wire.U32 = 4 // the send's immediate data
+	compStatus wire.U32 = 8
+	compSize            = 12
 )
 
 // Done reports whether the NIC has completed d.
@@ -258,7 +268,7 @@ type NIC struct {
 	cqs    []*CQ
 
 	viewMu sync.Mutex
-	views  map[int]*view // by pid
+	views  map[viewKey]*view
 
 	central struct { // D2: the kernel's central descriptor queue
 		mu sync.Mutex
@@ -298,9 +308,9 @@ func OpenNIC(o Options) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &NIC{o: o, lay: lay, seg: seg, views: map[int]*view{}, done: make(chan struct{})}
+	n := &NIC{o: o, lay: lay, seg: seg, views: map[viewKey]*view{}, done: make(chan struct{})}
 	n.self = &view{pid: os.Getpid(), seg: seg, lay: lay, o: o, self: n}
-	n.views[n.self.pid] = n.self
+	n.views[viewKey{n.self.pid, seg.FD}] = n.self
 	copy((*[16]uint32)(unsafe.Pointer(&seg.Mem[offLayout]))[:], lay.words())
 	atomic.StoreUint64(seg.Uint64(offDesign), o.designWord())
 	n.regs = make([]atomic.Pointer[region], o.MaxRegions)
@@ -335,13 +345,13 @@ func (n *NIC) Close() error {
 	n.viewMu.Lock()
 	defer n.viewMu.Unlock()
 	var err error
-	for pid, v := range n.views {
+	for k, v := range n.views {
 		if v != n.self {
 			if cerr := v.seg.Close(); err == nil {
 				err = cerr
 			}
 		}
-		delete(n.views, pid)
+		delete(n.views, k)
 	}
 	if cerr := n.seg.Close(); err == nil {
 		err = cerr
@@ -608,7 +618,7 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 				if err := shm.RemoteRead(v.pid, uintptr(table+pg*8), [][]byte{e[:]}); err != nil {
 					return out, err
 				}
-				f = *(*uint64)(unsafe.Pointer(&e[0]))
+				f = wire.U64(0).Get(e[:]) // the host table entry
 				v.cacheFill(vpn, f)
 			}
 			frame = f

@@ -33,15 +33,13 @@ func Open(opts map[string]string) (*Job, error) {
 			}
 		}
 	}
-	o, rest, err := ParseOptions(DefaultOptions(), opts)
+	// The MPI device's options are accepted too (ADIMPI_DEVICE_OPT is the
+	// device's); only the NIC's matter here.
+	v, err := OptionTable.Parse(opts)
 	if err != nil {
 		return nil, err
 	}
-	for k := range rest {
-		if k != "eager" && k != "credits" && k != "regcache" && k != "nicspin" { // MPI-device options: not the NIC's business
-			return nil, fmt.Errorf("via: Open: unknown option %q (known: %s)", k, strings.Join(NICOptionKeys, ", "))
-		}
-	}
+	o := applyNIC(DefaultOptions(), v, true)
 	c, err := pmi.Connect()
 	if err != nil {
 		return nil, fmt.Errorf("via: Open: connecting to the launcher: %w", err)

@@ -2,10 +2,10 @@ package via
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
+
+	"github.com/adimpi/adimpi/internal/devkit/options"
 )
 
 // Doorbell is how a process tells its NIC that a send descriptor is posted
@@ -101,70 +101,65 @@ func (o Options) String() string {
 	return fmt.Sprintf("doorbell=d%d,at=at%d,tlbsize=%d,desccache=%s,cq=cq%d", o.Doorbell, o.AT, o.TLBSize, dc, o.CQ)
 }
 
-// NICOptionKeys are the option keys ParseOptions understands.
-var NICOptionKeys = []string{"doorbell", "at", "tlbsize", "desccache", "cq"}
+// NICOptionTable is the NIC's -device-opt table: its design choices.
+var NICOptionTable = options.Table{Device: "via", Options: nicOptions}
 
-// ParseOptions applies key=value options (doorbell=d1|d2, at=at1|at2|at3,
-// tlbsize=N, desccache=on|off, cq=cq1|cq2) to o. Keys it does not know are
-// returned in rest.
+var nicOptions = []options.Option{
+	{Key: "doorbell", Default: "d1", Choices: []string{"d1", "d2"}, Help: "doorbell design: a queue per VI polled by the NIC, or one central queue through the kernel"},
+	{Key: "at", Default: "at3", Choices: []string{"at1", "at2", "at3"}, Help: "address translation: by the host at post, a table in NIC memory, or a NIC cache of the host table"},
+	{Key: "tlbsize", Default: "1024", Min: 1, Max: 1 << 20, Unit: "entries", Help: "at3: entries of the NIC's translation cache"},
+	{Key: "desccache", Default: "on", Choices: []string{"on", "off"}, Help: "the NIC caches descriptors at post time instead of fetching them"},
+	{Key: "cq", Default: "cq1", Choices: []string{"cq1", "cq2"}, Help: "completion queues: entries appended by the NIC, or polling of the work queues"},
+}
+
+// OptionTable is the MPI device's -device-opt table: the NIC's options and
+// the device's own.
+var OptionTable = options.Table{Device: "via", Options: append(slices.Clip(nicOptions),
+	options.Option{Key: "eager", Default: "16384", Min: 0, Max: 1 << 20, Unit: "bytes", Help: "largest message sent eagerly"},
+	options.Option{Key: "credits", Default: "16", Min: 4, Max: 1024, Unit: "buffers", Help: "pre-posted receive buffers per peer, i.e. credits"},
+	options.Option{Key: "regcache", Default: "67108864", Min: 0, Max: 1 << 40, Unit: "bytes", Help: "registered memory kept for reuse by rendezvous buffers"},
+	options.Option{Key: "nicspin", Default: "5", Min: 0, Max: 1000000, Unit: "microseconds", Help: "how long an idle NIC engine polls before it sleeps"},
+)}
+
+// NICOptionKeys are the option keys ParseOptions understands.
+var NICOptionKeys = NICOptionTable.Keys()
+
+// ParseOptions applies the NIC's key=value options given in kv
+// (NICOptionTable) to o. Keys it does not know are returned in rest.
 func ParseOptions(o Options, kv map[string]string) (Options, map[string]string, error) {
-	rest := map[string]string{}
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := strings.ToLower(strings.TrimSpace(kv[k]))
-		bad := func(want string) error { return fmt.Errorf("via: option %s=%q: want %s", k, kv[k], want) }
-		switch k {
-		case "doorbell":
-			switch v {
-			case "d1":
-				o.Doorbell = D1
-			case "d2":
-				o.Doorbell = D2
-			default:
-				return o, nil, bad("d1 or d2")
-			}
-		case "at":
-			switch v {
-			case "at1":
-				o.AT = AT1
-			case "at2":
-				o.AT = AT2
-			case "at3":
-				o.AT = AT3
-			default:
-				return o, nil, bad("at1, at2 or at3")
-			}
-		case "tlbsize":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1<<20 {
-				return o, nil, bad("an entry count in [1, 1048576]")
-			}
-			o.TLBSize = n
-		case "desccache":
-			switch v {
-			case "on":
-				o.DescCache = true
-			case "off":
-				o.DescCache = false
-			default:
-				return o, nil, bad("on or off")
-			}
-		case "cq":
-			switch v {
-			case "cq1":
-				o.CQ = CQ1
-			case "cq2":
-				o.CQ = CQ2
-			default:
-				return o, nil, bad("cq1 or cq2")
-			}
-		default:
-			rest[k] = kv[k]
+	mine, rest := map[string]string{}, map[string]string{}
+	for k, v := range kv {
+		if slices.Contains(NICOptionKeys, k) {
+			mine[k] = v
+		} else {
+			rest[k] = v
 		}
 	}
-	return o, rest, nil
+	v, err := NICOptionTable.Parse(mine)
+	if err != nil {
+		return o, nil, err
+	}
+	return applyNIC(o, v, false), rest, nil
+}
+
+// applyNIC sets o's design choices from v: those the user gave, or (all)
+// every one.
+func applyNIC(o Options, v *options.Values, all bool) Options {
+	given := func(k string) bool { _, ok := v.Given(k); return ok || all }
+	if given("doorbell") {
+		o.Doorbell = Doorbell(v.String("doorbell")[1] - '0')
+	}
+	if given("at") {
+		o.AT = Translation(v.String("at")[2] - '0')
+	}
+	if given("tlbsize") {
+		o.TLBSize = v.Int("tlbsize")
+	}
+	if given("desccache") {
+		o.DescCache = v.String("desccache") == "on"
+	}
+	if given("cq") {
+		o.CQ = CQMode(v.String("cq")[2] - '0')
+	}
+	return o
 }

@@ -123,6 +123,11 @@ func (vi *VI) ID() int { return vi.id }
 // NIC is the VI's NIC.
 func (vi *VI) NIC() *NIC { return vi.nic }
 
+// viewKey names a NIC: the process that runs it and its segment's
+// descriptor there (one process may run several NICs, one per rank of a
+// job inside a test).
+type viewKey struct{ pid, fd int }
+
 // importView finds or maps the NIC at addr.
 func (n *NIC) importView(addr string) (*view, error) {
 	var pid, fd int
@@ -133,7 +138,7 @@ func (n *NIC) importView(addr string) (*view, error) {
 	}
 	n.viewMu.Lock()
 	defer n.viewMu.Unlock()
-	if v := n.views[pid]; v != nil {
+	if v := n.views[viewKey{pid, fd}]; v != nil {
 		return v, nil
 	}
 	seg, err := shm.Import(pid, fd, key)
@@ -152,7 +157,7 @@ func (n *NIC) importView(addr string) (*view, error) {
 	}
 	v.o = n.o
 	v.o.TLBSize = int(v.lay.tlbSize)
-	n.views[pid] = v
+	n.views[viewKey{pid, fd}] = v
 	return v, nil
 }
 
@@ -736,8 +741,7 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	n.flush()
 	// Move the data, then (for a consumed receive descriptor) its length,
 	// immediate data and status, in one remote write: the status lands last.
-	var lenImm [8]byte
-	var rst [4]byte
+	var comp [compSize]byte
 	if st == StatusDone {
 		switch op {
 		case OpRDMARead:
@@ -751,10 +755,10 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 				n.cnt.sends.Add(1)
 			}
 			if needRecv {
-				*(*uint32)(unsafe.Pointer(&lenImm[0])) = uint32(total)
-				*(*uint32)(unsafe.Pointer(&lenImm[4])) = e.imm
-				*(*uint32)(unsafe.Pointer(&rst[0])) = StatusDone
-				local = append(local, lenImm[:], rst[:])
+				compLength.Set(comp[:], uint32(total))
+				compImm.Set(comp[:], e.imm)
+				compStatus.Set(comp[:], StatusDone)
+				local = append(local, comp[:compStatus], comp[compStatus:])
 				remote = append(remote, shm.RemoteSeg{Addr: rdesc + offDescLength, Len: 8}, shm.RemoteSeg{Addr: rdesc + offDescStatus, Len: 4})
 			}
 			err = n.scatter(p.pid, local, remote)
@@ -766,8 +770,8 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 		}
 	} else if needRecv {
 		// The receive descriptor is consumed with the error.
-		*(*uint32)(unsafe.Pointer(&rst[0])) = st
-		_ = shm.RemoteWrite(p.pid, uintptr(rdesc+offDescStatus), [][]byte{rst[:]})
+		compStatus.Set(comp[:], st)
+		_ = shm.RemoteWrite(p.pid, uintptr(rdesc+offDescStatus), [][]byte{comp[compStatus:]})
 	}
 	if needRecv {
 		atomic.AddUint64(p.u64(pvi), 1)
@@ -797,7 +801,7 @@ type batch struct {
 	recs   []batchRec
 	local  [][]byte
 	remote []shm.RemoteSeg
-	stat   [batchMax][12]byte // length, immediate data, status of each receive descriptor
+	stat   [batchMax][compSize]byte // the completion of each receive descriptor
 }
 
 // batchAdd queues a send whose receive descriptor and translations are
@@ -809,10 +813,10 @@ func (n *NIC) batchAdd(vi *VI, e *sendEntry, local [][]byte, remote []shm.Remote
 	}
 	b.vi = vi
 	st := &b.stat[len(b.recs)]
-	*(*uint32)(unsafe.Pointer(&st[0])) = uint32(total)
-	*(*uint32)(unsafe.Pointer(&st[4])) = e.imm
-	*(*uint32)(unsafe.Pointer(&st[8])) = StatusDone
-	b.local = append(append(b.local, local...), st[0:8], st[8:12])
+	compLength.Set(st[:], uint32(total))
+	compImm.Set(st[:], e.imm)
+	compStatus.Set(st[:], StatusDone)
+	b.local = append(append(b.local, local...), st[:compStatus], st[compStatus:])
 	b.remote = append(append(b.remote, remote...), shm.RemoteSeg{Addr: rdesc + offDescLength, Len: 8}, shm.RemoteSeg{Addr: rdesc + offDescStatus, Len: 4})
 	b.recs = append(b.recs, batchRec{d: e.d, total: uint32(total)})
 	n.cnt.sends.Add(1)

@@ -175,3 +175,22 @@ func TestRemoteScatterUnevenPieces(t *testing.T) {
 		t.Fatal("mismatched byte counts accepted")
 	}
 }
+
+// A process may import a segment it exported (several ranks of a job in one
+// test process do): the import is a second mapping of the same memory.
+func TestImportOwnSegment(t *testing.T) {
+	s, err := Export("own", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v, err := Import(os.Getpid(), s.FD, s.Key)
+	if err != nil {
+		t.Fatalf("Import of an own segment: %v", err)
+	}
+	defer v.Close()
+	s.Mem[HeaderSize] = 42
+	if v.Mem[HeaderSize] != 42 || &v.Mem[0] == &s.Mem[0] {
+		t.Fatal("the import is not a second mapping of the exported memory")
+	}
+}
