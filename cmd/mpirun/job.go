@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -646,12 +647,12 @@ func (j *job) start(r int, stdin *os.File) error {
 
 // launch returns the path and arguments of the process that starts rank
 // r on its host: the launcher command for the host followed by mpirun's
-// own executable as the rank's proxy (see proxy.go), the program and its
-// arguments. Both executables must exist at the same paths on that host.
-// The launcher command must keep the environment and the open descriptors
-// (3 is the PMI socket, 4 the proxy's control pipe), start the command in
-// its own working directory, and kill it when it is killed itself, as
-// "netcluster exec" and "ip netns exec" do.
+// own executable as the rank's proxy (see proxy.go), the working
+// directory, the program and its arguments. Both executables and the
+// directory must exist at the same paths on that host. The launcher
+// command must keep the environment and the open descriptors (3 is the PMI
+// socket, 4 the proxy's control pipe) and kill what it started when it is
+// killed itself, as "netcluster exec" and "ip netns exec" do.
 func (j *job) launch(r int) (string, []string, error) {
 	a := j.appOf(r)
 	argv := launcherArgv(j.launcher, j.hostOf[r])
@@ -659,7 +660,14 @@ func (j *job) launch(r int) (string, []string, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("launcher for %s: %w", j.hostOf[r], err)
 	}
-	args := append(argv, j.self, proxyFlag, a.binary)
+	dir := a.wdir
+	if dir == "" {
+		dir = "."
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", nil, err
+	}
+	args := append(argv, j.self, proxyFlag, dir, a.binary)
 	return path, append(args, a.args...), nil
 }
 
