@@ -221,6 +221,26 @@ func TestClusterSignal(t *testing.T) {
 		t.Errorf("the ranks took %v to end: SIGINT did not reach them", d)
 	}
 	noProcessesLeft(t, hostprobeBin)
+
+	// mpirun killed outright: the launchers die with it (their
+	// parent-death signal), the proxies with them, and the ranks with
+	// their proxies.
+	cmd = exec.CommandContext(ctx, mpirunBin, "-launcher-exec", launcher, "-hosts", "h1,h2", "-np", "2", hostprobeBin, "block")
+	if out, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc = bufio.NewScanner(out)
+	for n := 0; n < 2 && sc.Scan(); {
+		if probeLine.MatchString(sc.Text()) {
+			n++
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	noProcessesLeft(t, hostprobeBin)
 }
 
 // The environment (-genv, -x, -device-opt), the working directory and
