@@ -131,7 +131,7 @@ func InitWith(o Options) error {
 	}
 	r.short, _ = r.dev.(adi.ShortSender)
 	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts, Hosts: r.hosts}); err != nil {
-		e := errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
+		e := errorf(ErrOther, "MPI_Init", "%v", deviceError(name, err))
 		client.Abort(1, e.Error()) // mpirun prints an "MPI_X: ..." message as the rank's error
 		return e
 	}
@@ -165,6 +165,15 @@ func InitWith(o Options) error {
 	live.Store(r)
 	initDone.Store(true) // for wait reports (waitinfo.go)
 	return nil
+}
+
+// deviceError names the device in err unless err already starts with its
+// name, as the devices' own errors do ("netvm: option ring=1: ...").
+func deviceError(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+":") {
+		return err
+	}
+	return fmt.Errorf("device %s: %w", name, err)
 }
 
 // parseOptions reads "k=v,k=v".
