@@ -151,6 +151,21 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // vectors, for Reduce) returns ErrTruncate when a peer passes more bytes
 // than it, ErrCount when one passes fewer.
 //
+// Elsewhere (other communicators, other devices, ADIMPI_NATIVE_COLL=off,
+// the non-blocking and persistent forms) the collectives move their data by
+// messages, and every rank takes its full part in the exchange whatever it
+// receives, so nobody waits for a rank that saw a mismatch. Reduce,
+// Allreduce, Scan and Exscan carry the range of counts with their partial
+// results: every rank whose result involves a rank of another count returns
+// ErrTruncate when a peer passes more bytes than it, ErrCount when one
+// passes fewer (for Reduce: the root; for Scan and Exscan: the ranks after
+// it). Gather, Scatter, Allgather, Alltoall, ReduceScatter(Block) and the
+// rooted v forms check that every message has the size this rank's count
+// expects (ErrTruncate when longer, ErrCount when shorter), and a rank that
+// saw a mismatch sends empty messages from then on, so that the ranks whose
+// results pass through it fail too (ErrCount: they cannot tell which count
+// is whose). A rank that returns nil holds the right data.
+//
 // # In place
 //
 // MPI_IN_PLACE is InPlace[T]() in the generic forms and InPlaceBuf in the
@@ -460,6 +475,7 @@ func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, ro
 		}
 	}
 	p.run = func(e *coll) error {
+		e.exact = true // the root checks every block's size
 		if e.rank != root {
 			if send.Size() == 0 {
 				return nil
@@ -493,7 +509,7 @@ func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, ro
 				d()
 			}
 		}
-		return nil
+		return e.mis
 	}
 	return p, nil
 }
@@ -552,6 +568,7 @@ func scattervPlan(op string, c *Comm, send Buffer, counts, displs []int, recv Bu
 		}
 	}
 	p.run = func(e *coll) error {
+		e.exact = true // every rank checks its block's size
 		if e.rank != root {
 			if recv.Size() == 0 {
 				return nil
@@ -561,7 +578,7 @@ func scattervPlan(op string, c *Comm, send Buffer, counts, displs []int, recv Bu
 				return err
 			}
 			done()
-			return nil
+			return e.mis
 		}
 		reqs := make([]*adi.Request, e.size)
 		for i := 0; i < e.size; i++ {
@@ -778,11 +795,7 @@ func alltoallPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
 			s = packIn(send)
 		}
 		r, done := packOut(recv, false)
-		off, sz := make([]int, n), make([]int, n)
-		for i := range off {
-			off[i], sz[i] = i*bs, bs
-		}
-		if err := e.alltoallv(s, off, sz, r, off, sz); err != nil {
+		if err := e.alltoall(s, r, bs); err != nil {
 			return err
 		}
 		done()

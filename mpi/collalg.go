@@ -19,7 +19,8 @@ import (
 //	             pipelined 4-ary tree of 64 KiB pieces (collmulti.go)
 //	Reduce       binomial tree (non-commutative ops: to rank 0, then to root)
 //	Allreduce    recursive doubling if m < 2 KiB, the op is non-commutative or count < 2^⌊log n⌋;
-//	             else Rabenseifner (recursive-halving reduce-scatter + recursive-doubling allgather)
+//	             else a count agreement in the same pattern, then Rabenseifner
+//	             (recursive-halving reduce-scatter + recursive-doubling allgather)
 //	Gather       binomial tree; Gatherv linear
 //	Scatter      binomial tree; Scatterv linear
 //	Allgather    recursive doubling if n is a power of two and n·m < 512 KiB;
@@ -269,12 +270,10 @@ func (e *coll) bcastScatterRing(buf []byte, root int) error {
 }
 
 // reduce combines every rank's send into recv at root (recv is only used at
-// root). send is not written.
+// root). send is not written. Its messages carry trailers (collcount.go):
+// the root sees every rank's count.
 func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 	n, m := e.size, len(send)
-	if m == 0 {
-		return nil
-	}
 	if n == 1 {
 		copy(recv, send)
 		return nil
@@ -284,21 +283,22 @@ func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 		treeRoot = 0
 	}
 	rel := (e.rank - treeRoot + n) % n
-	acc, tmp := scratch(m), scratch(m)
-	defer func() { release(acc, tmp) }()
+	acc, tmp := trailed(m), trailed(m)
+	defer func() { release(acc[:cap(acc)], tmp[:cap(tmp)]) }()
 	copy(acc, send)
+	s := countSpan{m, m}
 	for mask := 1; mask < n; mask <<= 1 {
 		if rel&mask == 0 {
 			src := rel | mask
 			if src < n {
-				if err := e.recv(e.abs(src, treeRoot), tmp); err != nil {
+				if err := e.exchangeTrailed(nonePeer, nil, 0, e.abs(src, treeRoot), tmp, &s); err != nil {
 					return err
 				}
 				red.apply(acc, tmp) // tmp = acc op tmp: acc holds the lower ranks
 				acc, tmp = tmp, acc
 			}
 		} else {
-			if err := e.send(e.abs(rel&^mask, treeRoot), acc); err != nil {
+			if err := e.exchangeTrailed(e.abs(rel&^mask, treeRoot), acc, m, nonePeer, nil, &s); err != nil {
 				return err
 			}
 			break
@@ -310,39 +310,56 @@ func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 			copy(recv, acc)
 		}
 	case e.rank == treeRoot:
-		return e.send(root, acc)
+		if err := e.exchangeTrailed(root, acc, m, nonePeer, nil, &s); err != nil {
+			return err
+		}
 	case e.rank == root:
-		return e.recv(treeRoot, recv)
+		if err := e.exchangeTrailed(nonePeer, nil, 0, treeRoot, tmp, &s); err != nil {
+			return err
+		}
+		copy(recv, tmp)
 	}
-	return nil
+	return s.err(e.op, m)
 }
 
 // allreduce reduces buf over every rank in place; es is the element size.
+// Short vectors (and non-commutative operations, and vectors of fewer
+// elements than the power of two) take recursive doubling with trailers
+// (allreduceTrailed); long ones agree their counts in the same message
+// pattern with trailers alone, then run Rabenseifner's algorithm, whose
+// messages are slices of buf. A rank whose count differs from a peer's
+// never runs Rabenseifner's algorithm, whichever its own count chooses.
 func (e *coll) allreduce(buf []byte, red reducer, es int) error {
 	n, m := e.size, len(buf)
-	if n == 1 || m == 0 {
+	if n == 1 {
 		return nil
 	}
 	pof2 := pof2Below(n)
+	if m < allreduceShort || !red.commute || m/es < pof2 {
+		s, err := e.allreduceTrailed(buf, red, true)
+		if err != nil {
+			return err
+		}
+		return s.err(e.op, m)
+	}
+	if s, err := e.allreduceTrailed(buf, red, false); err != nil || s.err(e.op, m) != nil {
+		if err == nil {
+			err = s.err(e.op, m)
+		}
+		return err
+	}
 	rem := n - pof2
 	tmp := scratch(m)
-	acc := buf
-	defer func() {
-		if &acc[0] != &buf[0] {
-			release(acc)
-		} else {
-			release(tmp)
-		}
-	}()
+	defer release(tmp)
 	var err error
 	newrank := e.rank - rem
 	if e.rank < 2*rem {
 		if e.rank%2 == 0 {
-			err = e.send(e.rank+1, acc)
+			err = e.send(e.rank+1, buf)
 			newrank = -1
 		} else {
 			if err = e.recv(e.rank-1, tmp); err == nil {
-				red.apply(tmp, acc)
+				red.apply(tmp, buf)
 			}
 			newrank = e.rank / 2
 		}
@@ -356,27 +373,10 @@ func (e *coll) allreduce(buf []byte, red reducer, es int) error {
 		}
 		return nr + rem
 	}
-	count := m / es
 	if newrank >= 0 {
-		if m < allreduceShort || !red.commute || count < pof2 {
-			for mask := 1; mask < pof2; mask <<= 1 {
-				newdst := newrank ^ mask
-				if err := e.sendrecv(phys(newdst), acc, phys(newdst), tmp); err != nil {
-					return err
-				}
-				if newdst < newrank {
-					red.apply(tmp, acc)
-				} else {
-					red.apply(acc, tmp)
-					acc, tmp = tmp, acc
-				}
-			}
-		} else if err := e.rabenseifner(acc, tmp, red, es, newrank, pof2, phys); err != nil {
+		if err := e.rabenseifner(buf, tmp, red, es, newrank, pof2, phys); err != nil {
 			return err
 		}
-	}
-	if &acc[0] != &buf[0] {
-		copy(buf, acc)
 	}
 	if e.rank < 2*rem {
 		if e.rank%2 == 1 {
@@ -453,12 +453,15 @@ func (e *coll) rabenseifner(buf, tmp []byte, red reducer, es, newrank, pof2 int,
 }
 
 // allgather gathers every rank's block mine into all (n blocks, rank order).
+// Its receives are exact (waitExact); every rank takes part, even with
+// empty blocks, since a peer's may not be.
 func (e *coll) allgather(mine, all []byte) error {
 	n, bs := e.size, len(mine)
 	copy(all[e.rank*bs:], mine)
-	if n == 1 || bs == 0 {
+	if n == 1 {
 		return nil
 	}
+	e.exact = true
 	switch total := n * bs; {
 	case n&(n-1) == 0 && total < allgatherLong:
 		for mask := 1; mask < n; mask <<= 1 {
@@ -468,7 +471,7 @@ func (e *coll) allgather(mine, all []byte) error {
 				return err
 			}
 		}
-		return nil
+		return e.mis
 	case total < allgatherShort:
 		return e.allgatherBruck(mine, all)
 	}
@@ -479,7 +482,7 @@ func (e *coll) allgather(mine, all []byte) error {
 			return err
 		}
 	}
-	return nil
+	return e.mis
 }
 
 func (e *coll) allgatherBruck(mine, all []byte) error {
@@ -505,7 +508,7 @@ func (e *coll) allgatherBruck(mine, all []byte) error {
 		j := (e.rank + i) % n
 		copy(all[j*bs:(j+1)*bs], tmp[i*bs:(i+1)*bs])
 	}
-	return nil
+	return e.mis
 }
 
 // allgatherv is a ring over blocks at byte offsets off[i] of sizes sz[i];
@@ -529,12 +532,12 @@ func (e *coll) allgatherv(all []byte, off, sz []int) error {
 	return nil
 }
 
-// gather collects blocks of bs bytes at root into all (rank order).
+// gather collects blocks of bs bytes at root into all (rank order). Its
+// receives are exact (waitExact), and every rank takes part, even with an
+// empty block.
 func (e *coll) gather(mine, all []byte, root int) error {
 	n, bs := e.size, len(mine)
-	if bs == 0 {
-		return nil
-	}
+	e.exact = true
 	if n == 1 {
 		copy(all, mine)
 		return nil
@@ -561,22 +564,25 @@ func (e *coll) gather(mine, all []byte, root int) error {
 				held = mask + k
 			}
 		} else {
-			return e.send(e.abs(rel&^mask, root), tmp[:held*bs])
+			if err := e.send(e.abs(rel&^mask, root), tmp[:held*bs]); err != nil {
+				return err
+			}
+			return e.mis
 		}
 	}
 	for i := 0; i < n; i++ {
 		j := e.abs(i, root)
 		copy(all[j*bs:(j+1)*bs], tmp[i*bs:(i+1)*bs])
 	}
-	return nil
+	return e.mis
 }
 
-// scatter sends block i of all (at root) to rank i's mine.
+// scatter sends block i of all (at root) to rank i's mine. Its receives
+// are exact (waitExact), and every rank takes part, even with an empty
+// block.
 func (e *coll) scatter(all, mine []byte, root int) error {
 	n, bs := e.size, len(mine)
-	if bs == 0 {
-		return nil
-	}
+	e.exact = true
 	if n == 1 {
 		copy(mine, all)
 		return nil
@@ -612,7 +618,26 @@ func (e *coll) scatter(all, mine []byte, root int) error {
 		}
 	}
 	copy(mine, tmp[:bs])
-	return nil
+	return e.mis
+}
+
+// alltoall exchanges blocks of bs bytes by pairwise steps (as alltoallv),
+// with exact receives (waitExact) and empty blocks sent too.
+func (e *coll) alltoall(send, recv []byte, bs int) error {
+	n := e.size
+	e.exact = true
+	copy(recv[e.rank*bs:(e.rank+1)*bs], send[e.rank*bs:])
+	pow2 := n&(n-1) == 0
+	for i := 1; i < n; i++ {
+		dst, src := (e.rank+i)%n, (e.rank-i+n)%n
+		if pow2 {
+			dst, src = e.rank^i, e.rank^i
+		}
+		if err := e.sendrecv(dst, send[dst*bs:(dst+1)*bs], src, recv[src*bs:(src+1)*bs]); err != nil {
+			return err
+		}
+	}
+	return e.mis
 }
 
 // alltoallv exchanges, by pairwise steps, block i of send (soff, ssz) for
@@ -642,24 +667,23 @@ func (e *coll) alltoallv(send []byte, soff, ssz []int, recv []byte, roff, rsz []
 
 // scan computes the inclusive (or, with exclusive, exclusive) prefix
 // reduction of send into recv. For exclusive, rank 0's recv is not written.
+// Its messages carry trailers (collcount.go).
 func (e *coll) scan(send, recv []byte, red reducer, exclusive bool) error {
 	m := len(send)
-	if m == 0 {
-		return nil
-	}
-	partial, tmp := scratch(m), scratch(m)
-	defer func() { release(partial, tmp) }()
+	partial, tmp := trailed(m), trailed(m)
+	defer func() { release(partial[:cap(partial)], tmp[:cap(tmp)]) }()
 	copy(partial, send)
 	have := !exclusive
 	if have {
 		copy(recv, send)
 	}
+	s := countSpan{m, m}
 	for mask := 1; mask < e.size; mask <<= 1 {
 		dst := e.rank ^ mask
 		if dst >= e.size {
 			continue
 		}
-		if err := e.sendrecv(dst, partial, dst, tmp); err != nil {
+		if err := e.exchangeTrailed(dst, partial, m, dst, tmp, &s); err != nil {
 			return err
 		}
 		if e.rank > dst {
@@ -675,36 +699,27 @@ func (e *coll) scan(send, recv []byte, red reducer, exclusive bool) error {
 			partial, tmp = tmp, partial
 		}
 	}
-	return nil
+	return s.err(e.op, m)
 }
 
 // reduceScatterPairwise reduces, for a commutative operation, block i of
 // every rank's send (byte ranges off[i]:off[i+1]) into rank i's mine: in
 // step k each rank sends to rank+k the block for it and folds in the block
-// received from rank-k. Fixed order per rank, so runs are repeatable.
+// received from rank-k. Fixed order per rank, so runs are repeatable. Its
+// receives are exact (waitExact), and empty blocks are sent too: a peer's
+// counts may not be this rank's.
 func (e *coll) reduceScatterPairwise(send []byte, off []int, mine []byte, red reducer) error {
 	n, me := e.size, e.rank
 	copy(mine, send[off[me]:off[me+1]])
-	if len(mine) == 0 && off[n] == 0 {
-		return nil
-	}
 	tmp := scratch(len(mine))
 	defer release(tmp)
+	e.exact = true
 	for k := 1; k < n; k++ {
 		dst, src := (me+k)%n, (me-k+n)%n
-		d, s := dst, src
-		if off[dst+1] == off[dst] {
-			d = nonePeer
-		}
-		if len(mine) == 0 {
-			s = nonePeer
-		}
-		if err := e.sendrecv(d, send[off[dst]:off[dst+1]], s, tmp); err != nil {
+		if err := e.sendrecv(dst, send[off[dst]:off[dst+1]], src, tmp); err != nil {
 			return err
 		}
-		if s != nonePeer {
-			red.apply(tmp, mine)
-		}
+		red.apply(tmp, mine)
 	}
-	return nil
+	return e.mis
 }
