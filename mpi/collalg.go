@@ -18,7 +18,7 @@ import (
 //	             on a device with multidestination sends, a star (m ≤ 64 KiB) or a
 //	             pipelined 4-ary tree of 64 KiB pieces (collmulti.go)
 //	Reduce       binomial tree (non-commutative ops: to rank 0, then to root)
-//	Allreduce    recursive doubling if m < 2 KiB, the op is non-commutative or count < 2^⌊log n⌋;
+//	Allreduce    recursive doubling if m < 16 KiB, the op is non-commutative or count < 2^⌊log n⌋;
 //	             else a count agreement in the same pattern, then Rabenseifner
 //	             (recursive-halving reduce-scatter + recursive-doubling allgather)
 //	Gather       binomial tree; Gatherv linear
@@ -33,7 +33,7 @@ import (
 const (
 	bcastShort     = 12288
 	bcastMinProcs  = 8
-	allreduceShort = 2048
+	allreduceShort = 16384
 	allgatherShort = 81920
 	allgatherLong  = 524288
 	nonePeer       = -1

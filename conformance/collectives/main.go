@@ -1945,8 +1945,8 @@ func checkMismatch(w *mpi.Comm) error {
 		}
 	}
 	// The message algorithms (a duplicate's collectives): sizes on both
-	// sides of Allreduce's 2 KiB threshold, and zero against some.
-	for _, cnt := range []int{5, 200, 256, 1000, 100000} {
+	// sides of Allreduce's 16 KiB threshold, and zero against some.
+	for _, cnt := range []int{5, 1000, 1500, 2048, 100000} {
 		for _, longer := range []bool{false, true} {
 			what := fmt.Sprintf("message collectives of %d (longer %v)", cnt, longer)
 			if err := mismatchMsg(d, cnt, longer); err != nil {
