@@ -286,7 +286,7 @@ func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 	acc, tmp := trailed(m), trailed(m)
 	defer func() { release(acc[:cap(acc)], tmp[:cap(tmp)]) }()
 	copy(acc, send)
-	s := countSpan{m, m}
+	s := ownSpan(m)
 	for mask := 1; mask < n; mask <<= 1 {
 		if rel&mask == 0 {
 			src := rel | mask
@@ -319,7 +319,7 @@ func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 		}
 		copy(recv, tmp)
 	}
-	return s.err(e.op, m)
+	return s.err(e.op)
 }
 
 // allreduce reduces buf over every rank in place; es is the element size.
@@ -336,16 +336,15 @@ func (e *coll) allreduce(buf []byte, red reducer, es int) error {
 	}
 	pof2 := pof2Below(n)
 	if m < allreduceShort || !red.commute || m/es < pof2 {
-		s, err := e.allreduceTrailed(buf, red, true)
+		s, err := e.allreduceTrailed(buf, red, es, true)
 		if err != nil {
 			return err
 		}
-		return s.err(e.op, m)
+		return s.err(e.op)
 	}
-	if s, err := e.allreduceTrailed(buf, red, false); err != nil || s.err(e.op, m) != nil {
-		if err == nil {
-			err = s.err(e.op, m)
-		}
+	if s, err := e.allreduceTrailed(buf, red, es, false); err != nil {
+		return err
+	} else if err := s.err(e.op); err != nil {
 		return err
 	}
 	rem := n - pof2
@@ -677,7 +676,7 @@ func (e *coll) scan(send, recv []byte, red reducer, exclusive bool) error {
 	if have {
 		copy(recv, send)
 	}
-	s := countSpan{m, m}
+	s := ownSpan(m)
 	for mask := 1; mask < e.size; mask <<= 1 {
 		dst := e.rank ^ mask
 		if dst >= e.size {
@@ -699,7 +698,7 @@ func (e *coll) scan(send, recv []byte, red reducer, exclusive bool) error {
 			partial, tmp = tmp, partial
 		}
 	}
-	return s.err(e.op, m)
+	return s.err(e.op)
 }
 
 // reduceScatterPairwise reduces, for a commutative operation, block i of

@@ -23,8 +23,10 @@ import (
 
 const trailerLen = 16
 
-// countSpan is the range of byte counts a rank has heard of.
-type countSpan struct{ lo, hi int }
+// countSpan is the range of byte counts a rank has heard of, and its own.
+type countSpan struct{ lo, hi, own int }
+
+func ownSpan(m int) countSpan { return countSpan{m, m, m} }
 
 func (s *countSpan) merge(t countSpan) {
 	s.lo, s.hi = min(s.lo, t.lo), max(s.hi, t.hi)
@@ -36,27 +38,26 @@ func (s countSpan) put(b []byte) {
 	binary.LittleEndian.PutUint64(b[8:], uint64(s.hi))
 }
 
-// take merges into s the trailer of a message received by q into b, which
-// holds m bytes of data plus a trailer; it returns q's error other than
-// truncation.
-func (s *countSpan) take(q *adi.Request, b []byte, m int) {
+// take merges into s the trailer of a message that q received into b.
+func (s *countSpan) take(q *adi.Request, b []byte) {
 	got := q.Status.Bytes
 	switch {
 	case truncated(q):
-		s.hi = max(s.hi, m+1) // the sender's count is larger; its trailer is lost
+		s.hi = max(s.hi, s.own+1) // the sender's count is larger; its trailer is lost
 	case got < trailerLen:
 		s.lo = 0 // no trailer: not one of these algorithms' messages
 	default:
-		t := countSpan{int(binary.LittleEndian.Uint64(b[got-trailerLen:])), int(binary.LittleEndian.Uint64(b[got-8:]))}
+		t := countSpan{lo: int(binary.LittleEndian.Uint64(b[got-trailerLen:])), hi: int(binary.LittleEndian.Uint64(b[got-8:]))}
 		if t.lo < 0 || t.hi < t.lo {
-			t = countSpan{0, m + 1}
+			t = countSpan{lo: 0, hi: s.own + 1}
 		}
 		s.merge(t)
 	}
 }
 
-// err is the error of a rank with m bytes whose countSpan is s.
-func (s countSpan) err(op string, m int) error {
+// err is the error of a rank whose span is s.
+func (s countSpan) err(op string) error {
+	m := s.own
 	switch {
 	case s.hi > m:
 		return errorf(ErrTruncate, op, "a rank passes more than this rank's %d bytes: every rank must pass the same count", m)
@@ -89,7 +90,7 @@ func (e *coll) exchangeTrailed(dst int, sb []byte, m int, src int, rb []byte, s 
 		return err
 	}
 	if rq != nil {
-		s.take(rq, rb[:len(rb)+trailerLen], len(rb))
+		s.take(rq, rb[:len(rb)+trailerLen])
 	}
 	return nil
 }
@@ -100,15 +101,22 @@ func trailed(m int) []byte { return scratch(m + trailerLen)[:m] }
 
 // allreduceTrailed is recursive doubling (after MPICH: ranks beyond the
 // largest power of two first fold into a partner) with a trailer on every
-// message. It reduces buf in place when data is true; otherwise it sends
-// trailers only, which agrees the counts before an algorithm whose
-// messages have none (Rabenseifner's): its messages and receive buffers
-// are those of the data form with empty payloads, so that ranks that chose
-// different forms from different counts still exchange the same messages
-// with the same peers, and all see the mismatch.
-func (e *coll) allreduceTrailed(buf []byte, red reducer, data bool) (countSpan, error) {
+// message. With data, it reduces buf in place (es is the element size);
+// otherwise it sends trailers only, which agrees the counts before an
+// algorithm whose messages have none (Rabenseifner's, in allreduce): its
+// messages are those of the data form with empty payloads, so that ranks
+// that chose different forms from different counts still exchange the same
+// messages with the same peers, and all see the mismatch.
+func (e *coll) allreduceTrailed(buf []byte, red reducer, es int, data bool) (countSpan, error) {
 	n, m := e.size, len(buf)
-	s := countSpan{m, m}
+	pof2 := pof2Below(n)
+	s := ownSpan(m)
+	room := m // receive buffers' data bytes
+	if !data {
+		// A peer that takes the data form passes fewer bytes than m,
+		// and than allreduceShort or pof2 elements (allreduce).
+		room = min(m, max(allreduceShort, pof2*es))
+	}
 	pm := 0 // payload sent
 	var acc []byte
 	if data {
@@ -118,9 +126,8 @@ func (e *coll) allreduceTrailed(buf []byte, red reducer, data bool) (countSpan, 
 	} else {
 		acc = trailed(0)
 	}
-	tmp := trailed(m)
+	tmp := trailed(room)
 	defer func() { release(acc[:cap(acc)], tmp[:cap(tmp)]) }()
-	pof2 := pof2Below(n)
 	rem := n - pof2
 	newrank := e.rank - rem
 	if e.rank < 2*rem {
