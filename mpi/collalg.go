@@ -23,8 +23,8 @@ import (
 //	             (recursive-halving reduce-scatter + recursive-doubling allgather)
 //	Gather       binomial tree; Gatherv linear
 //	Scatter      binomial tree; Scatterv linear
-//	Allgather    recursive doubling if n is a power of two and n·m < 512 KiB;
-//	             Bruck if n·m < 80 KiB; else ring. Allgatherv ring
+//	Allgather    recursive doubling if n is a power of two, else Bruck (in place);
+//	             never chosen by size, so that ranks whose counts differ agree. Allgatherv ring
 //	Alltoall(v)  pairwise exchange (XOR partners when n is a power of two)
 //	ReduceScatter(Block)  commutative ops: pairwise exchange (each rank reduces its own block);
 //	             non-commutative: binomial reduce to rank 0 + scatter(v)
@@ -34,8 +34,6 @@ const (
 	bcastShort     = 12288
 	bcastMinProcs  = 8
 	allreduceShort = 16384
-	allgatherShort = 81920
-	allgatherLong  = 524288
 	nonePeer       = -1
 )
 
@@ -451,9 +449,12 @@ func (e *coll) rabenseifner(buf, tmp []byte, red reducer, es, newrank, pof2 int,
 	return nil
 }
 
-// allgather gathers every rank's block mine into all (n blocks, rank order).
-// Its receives are exact (waitExact); every rank takes part, even with
-// empty blocks, since a peer's may not be.
+// allgather gathers every rank's block mine into all (n blocks, rank order):
+// recursive doubling when n is a power of two, else Bruck's algorithm in
+// place (allgatherBruck). Neither choice depends on the block size, so
+// ranks whose counts differ still exchange the same messages with the same
+// peers. Its receives are exact (waitExact); every rank takes part, even
+// with empty blocks, since a peer's may not be.
 func (e *coll) allgather(mine, all []byte) error {
 	n, bs := e.size, len(mine)
 	copy(all[e.rank*bs:], mine)
@@ -461,53 +462,61 @@ func (e *coll) allgather(mine, all []byte) error {
 		return nil
 	}
 	e.exact = true
-	switch total := n * bs; {
-	case n&(n-1) == 0 && total < allgatherLong:
-		for mask := 1; mask < n; mask <<= 1 {
-			dst := e.rank ^ mask
-			my, their := (e.rank&^(mask-1))*bs, (dst&^(mask-1))*bs
-			if err := e.sendrecv(dst, all[my:my+mask*bs], dst, all[their:their+mask*bs]); err != nil {
-				return err
-			}
-		}
-		return e.mis
-	case total < allgatherShort:
-		return e.allgatherBruck(mine, all)
+	if n&(n-1) != 0 {
+		return e.allgatherBruck(all, bs)
 	}
-	left, right := (e.rank-1+n)%n, (e.rank+1)%n
-	for i := 0; i < n-1; i++ {
-		s, r := (e.rank-i+n)%n, (e.rank-i-1+2*n)%n
-		if err := e.sendrecv(right, all[s*bs:(s+1)*bs], left, all[r*bs:(r+1)*bs]); err != nil {
+	for mask := 1; mask < n; mask <<= 1 {
+		dst := e.rank ^ mask
+		my, their := (e.rank&^(mask-1))*bs, (dst&^(mask-1))*bs
+		if err := e.sendrecv(dst, all[my:my+mask*bs], dst, all[their:their+mask*bs]); err != nil {
 			return err
 		}
 	}
 	return e.mis
 }
 
-func (e *coll) allgatherBruck(mine, all []byte) error {
-	n, bs := e.size, len(mine)
-	tmp := scratch(n * bs)
-	defer release(tmp)
-	copy(tmp, mine)
-	cur := 1
-	for cur*2 <= n {
-		src, dst := (e.rank+cur)%n, (e.rank-cur+n)%n
-		if err := e.sendrecv(dst, tmp[:cur*bs], src, tmp[cur*bs:2*cur*bs]); err != nil {
+// allgatherBruck is Bruck's allgather, in all itself: after a step with
+// cur, rank r holds the cur blocks that end at its own (r-cur+1 … r, mod
+// n); it sends them to rank r+cur and receives those of rank r-cur. A range
+// that wraps past block n-1 goes as two messages, which both ends count
+// from the ranks alone.
+func (e *coll) allgatherBruck(all []byte, bs int) error {
+	n := e.size
+	for cur := 1; cur < n; cur <<= 1 {
+		k := min(cur, n-cur) // blocks this step moves
+		dst, src := (e.rank+cur)%n, (e.rank-cur+n)%n
+		var reqs []*adi.Request
+		for _, b := range blockRange(all, bs, n, src, k) {
+			q, err := e.irecv(src, b)
+			if err != nil {
+				_ = e.wait(reqs...)
+				return err
+			}
+			reqs = append(reqs, q)
+		}
+		for _, b := range blockRange(all, bs, n, e.rank, k) {
+			q, err := e.isend(dst, b)
+			if err != nil {
+				_ = e.wait(reqs...)
+				return err
+			}
+			reqs = append(reqs, q)
+		}
+		if err := e.wait(reqs...); err != nil {
 			return err
 		}
-		cur *= 2
-	}
-	if rem := n - cur; rem > 0 {
-		src, dst := (e.rank+cur)%n, (e.rank-cur+n)%n
-		if err := e.sendrecv(dst, tmp[:rem*bs], src, tmp[cur*bs:n*bs]); err != nil {
-			return err
-		}
-	}
-	for i := 0; i < n; i++ {
-		j := (e.rank + i) % n
-		copy(all[j*bs:(j+1)*bs], tmp[i*bs:(i+1)*bs])
 	}
 	return e.mis
+}
+
+// blockRange is the k blocks of bs bytes that end at block last, in one
+// piece, or two when they wrap past block n-1.
+func blockRange(all []byte, bs, n, last, k int) [][]byte {
+	first := last - k + 1
+	if first >= 0 {
+		return [][]byte{all[first*bs : (last+1)*bs]}
+	}
+	return [][]byte{all[(first+n)*bs : n*bs], all[:(last+1)*bs]}
 }
 
 // allgatherv is a ring over blocks at byte offsets off[i] of sizes sz[i];
