@@ -67,7 +67,7 @@ func (s countSpan) err(op string) error {
 	return nil
 }
 
-// exchangeTrailed sends m bytes of sb plus s as trailer to dst (m < 0: no
+// exchangeTrailed sends m bytes of sb plus s as trailer to dst (dst < 0: no
 // send) and receives from src into rb (len(rb) bytes of data plus a
 // trailer; src < 0: no receive), merging the trailer it gets into s.
 // Both buffers have trailerLen spare bytes.
