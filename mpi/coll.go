@@ -159,12 +159,15 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // results: every rank whose result involves a rank of another count returns
 // ErrTruncate when a peer passes more bytes than it, ErrCount when one
 // passes fewer (for Reduce: the root; for Scan and Exscan: the ranks after
-// it). Gather, Scatter, Allgather, Alltoall, ReduceScatter(Block) and the
-// rooted v forms check that every message has the size this rank's count
-// expects (ErrTruncate when longer, ErrCount when shorter), and a rank that
-// saw a mismatch sends empty messages from then on, so that the ranks whose
+// it). Gather, Scatter, Allgather, Alltoall, ReduceScatter(Block) and the v
+// forms check that every message has the size this rank's count expects
+// (ErrTruncate when longer, ErrCount when shorter), and a rank that saw a
+// mismatch sends empty messages from then on, so that the ranks whose
 // results pass through it fail too (ErrCount: they cannot tell which count
-// is whose). A rank that returns nil holds the right data.
+// is whose). A rank that returns nil holds the right data. The v forms
+// (Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw) send no message for
+// a count of zero, so a zero that a peer does not share still leaves that
+// peer waiting.
 //
 // # In place
 //

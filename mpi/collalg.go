@@ -523,6 +523,7 @@ func blockRange(all []byte, bs, n, last, k int) [][]byte {
 // this rank's block must already be in place.
 func (e *coll) allgatherv(all []byte, off, sz []int) error {
 	n := e.size
+	e.exact = true // see waitExact
 	left, right := (e.rank-1+n)%n, (e.rank+1)%n
 	for i := 0; i < n-1; i++ {
 		s, r := (e.rank-i+n)%n, (e.rank-i-1+2*n)%n
@@ -537,7 +538,7 @@ func (e *coll) allgatherv(all []byte, off, sz []int) error {
 			return err
 		}
 	}
-	return nil
+	return e.mis
 }
 
 // gather collects blocks of bs bytes at root into all (rank order). Its
@@ -652,6 +653,7 @@ func (e *coll) alltoall(send, recv []byte, bs int) error {
 // block i of recv (roff, rsz).
 func (e *coll) alltoallv(send []byte, soff, ssz []int, recv []byte, roff, rsz []int) error {
 	n := e.size
+	e.exact = true // see waitExact
 	copy(recv[roff[e.rank]:roff[e.rank]+rsz[e.rank]], send[soff[e.rank]:soff[e.rank]+ssz[e.rank]])
 	pow2 := n&(n-1) == 0
 	for i := 1; i < n; i++ {
@@ -670,7 +672,7 @@ func (e *coll) alltoallv(send []byte, soff, ssz []int, recv []byte, roff, rsz []
 			return err
 		}
 	}
-	return nil
+	return e.mis
 }
 
 // scan computes the inclusive (or, with exclusive, exclusive) prefix

@@ -2154,6 +2154,21 @@ func mismatchMsg(c *mpi.Comm, cnt int, longer bool) error {
 	if err := mpi.ReduceScatterBlock(c, all, make([]float64, bs), mpi.Sum); !isMismatch(err) {
 		return fmt.Errorf("ReduceScatterBlock with blocks of %d and %d: got %v, want a count mismatch", bs, obs, err)
 	}
+	if bs > 0 && obs > 0 {
+		// The v forms, with every rank's counts its own block size: a
+		// peer of the other parity sends another (a count of zero would
+		// make the ranks skip messages their peers send or wait for).
+		counts, displs := make([]int, n), make([]int, n)
+		for i := range counts {
+			counts[i], displs[i] = bs, i*bs
+		}
+		if err := mpi.Allgatherv(c, blk, all, counts, displs); !isMismatch(err) {
+			return fmt.Errorf("Allgatherv with blocks of %d and %d: got %v, want a count mismatch", bs, obs, err)
+		}
+		if err := mpi.Alltoallv(c, all, counts, displs, make([]float64, n*bs), counts, displs); !isMismatch(err) {
+			return fmt.Errorf("Alltoallv with blocks of %d and %d: got %v, want a count mismatch", bs, obs, err)
+		}
+	}
 	for _, root := range []int{0, n - 1} {
 		rootBs := blocks(mismatchCount(root, 0, n, cnt, longer))
 		if cnt == 5 && !longer && rootBs != cnt {
