@@ -2102,6 +2102,21 @@ func mismatchMsg(c *mpi.Comm, cnt int, longer bool) error {
 	if err := wantMismatch(err, mine*8, other*8); err != nil {
 		return fmt.Errorf("Iallreduce: %w", err)
 	}
+	// A persistent Allreduce, started twice: a mismatch in one run leaves
+	// the next one to run (and fail) alike.
+	preq, err := mpi.AllreduceInit(c, in, out, mpi.Sum)
+	if err != nil {
+		return fmt.Errorf("AllreduceInit: %w", err)
+	}
+	for run := 0; run < 2; run++ {
+		err := preq.Start()
+		if err == nil {
+			_, err = preq.Wait()
+		}
+		if err := wantMismatch(err, mine*8, other*8); err != nil {
+			return fmt.Errorf("persistent Allreduce, run %d: %w", run, err)
+		}
+	}
 	for _, root := range []int{0, n - 1} {
 		err := mpi.Reduce(c, in, out, mpi.Sum, root)
 		if me == root {
