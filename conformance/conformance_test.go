@@ -272,8 +272,10 @@ func TestCollectives(t *testing.T) {
 
 // TestCollMismatch runs the collectives check mismatch (collectives whose
 // counts differ between ranks must fail with ErrTruncate or ErrCount, never
-// hang, and leave the communicator usable) under every registered device at
-// np = 2, 3 and 8, with the device's native collectives and without them
+// hang nor return wrong data, and leave the communicator usable: Bcast on
+// every path, the board collectives on MPI_COMM_WORLD, and every message
+// collective on a duplicate) under every registered device at np = 2, 3
+// and 8, with the device's native collectives and without them
 // (ADIMPI_NATIVE_COLL=off: the core's message algorithms everywhere).
 func TestCollMismatch(t *testing.T) {
 	eachDevice(t, func(t *testing.T, dev string) {
