@@ -47,6 +47,9 @@ func pof2Below(n int) int {
 }
 
 func (e *coll) barrier() error {
+	if e.h.tiered() {
+		return e.hierBarrier()
+	}
 	for k := 1; k < e.size; k <<= 1 {
 		if err := e.sendrecv((e.rank+k)%e.size, nil, (e.rank-k+e.size)%e.size, nil); err != nil {
 			return err
@@ -66,6 +69,9 @@ func (e *coll) abs(rel, root int) int { return (rel + root) % e.size }
 func (e *coll) bcast(buf []byte, root int) error {
 	if e.size == 1 {
 		return nil
+	}
+	if e.h.tiered() {
+		return e.hierBcast(buf, root)
 	}
 	inline := bcastShort
 	if e.multisender(0) != nil {
@@ -279,6 +285,9 @@ func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 		copy(recv, send)
 		return nil
 	}
+	if e.hierOrdered(red) {
+		return e.hierReduce(send, recv, red, root)
+	}
 	treeRoot := root
 	if !red.commute {
 		treeRoot = 0
@@ -322,6 +331,9 @@ func (e *coll) allreduce(buf []byte, red reducer, es int) error {
 	n, m := e.size, len(buf)
 	if n == 1 || m == 0 {
 		return nil
+	}
+	if e.hierOrdered(red) {
+		return e.hierAllreduce(buf, red, es)
 	}
 	pof2 := pof2Below(n)
 	rem := n - pof2
