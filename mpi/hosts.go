@@ -62,7 +62,8 @@ func (r *runtime) learnHosts(kvs *pmi.Client) error {
 //	rr:K         K hosts, round-robin: rank w on host w mod K
 //	map:H0,H1,…  rank w on host H[w mod len(H)] (any labels; the list repeats)
 //
-// Ranks on different real hosts stay apart whatever the knob says.
+// Ranks on different real hosts stay apart whatever the knob says. Every
+// rank must see the same value (mpirun passes its environment to all).
 const pretendEnv = "ADIMPI_PRETEND_HOSTS"
 
 // setPlace sets the placement the core's collectives and SplitType use:
