@@ -471,6 +471,9 @@ func (e *coll) allgather(mine, all []byte) error {
 	if n == 1 || bs == 0 {
 		return nil
 	}
+	if e.h.tiered() {
+		return e.hierAllgather(mine, all)
+	}
 	switch total := n * bs; {
 	case n&(n-1) == 0 && total < allgatherLong:
 		for mask := 1; mask < n; mask <<= 1 {
@@ -550,6 +553,9 @@ func (e *coll) gather(mine, all []byte, root int) error {
 	if n == 1 {
 		copy(all, mine)
 		return nil
+	}
+	if e.h.tiered() {
+		return e.hierGather(mine, all, root)
 	}
 	rel := (e.rank - root + n) % n
 	held := 1 // blocks held, for relative ranks [rel, rel+held)

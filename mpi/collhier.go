@@ -16,8 +16,12 @@ import (
 // tiers: among the ranks of each host (the node group, over messages that
 // the device carries through shared memory), among one leader per host (the
 // node group's lowest rank, or the root for the root's host), and within
-// each host again. The other collectives run their flat message
-// algorithms.
+// each host again. Allgather and Gather gather each host's blocks at its
+// leader first. The other collectives run their flat message algorithms.
+// The hooks sit in the algorithms (collalg.go), so the blocking,
+// non-blocking and persistent forms all run in tiers. A node group may use
+// fm's multidestination sends (its ranks share a host) but not netvm's
+// board, which serves MPI_COMM_WORLD only.
 //
 // Reductions keep rank order: a non-commutative operation is reduced in
 // tiers only when every host's ranks are a contiguous range of the
@@ -309,4 +313,103 @@ func (e *coll) hierAllreduce(buf []byte, red reducer, es int) error {
 	down := *node
 	down.tag = e.tag + hierTagDown
 	return down.bcastData(buf, 0)
+}
+
+// hostOffsets are the byte offsets of each host's blocks of bs bytes when
+// the blocks are laid out host by host, each host's in rank order, and
+// their sizes.
+func (h *hierarchy) hostOffsets(bs int) (off, sz []int) {
+	off, sz = make([]int, len(h.nodes)+1), make([]int, len(h.nodes))
+	for k, nd := range h.nodes {
+		sz[k] = len(nd) * bs
+		off[k+1] = off[k] + sz[k]
+	}
+	return off, sz
+}
+
+// toRankOrder copies blocks of bs bytes laid out host by host (byHost,
+// hostOffsets) into all in rank order.
+func (h *hierarchy) toRankOrder(byHost, all []byte, off []int, bs int) {
+	for k, nd := range h.nodes {
+		for j, r := range nd {
+			copy(all[r*bs:(r+1)*bs], byHost[off[k]+j*bs:off[k]+(j+1)*bs])
+		}
+	}
+}
+
+// hierAllgather is allgather in tiers: each host gathers its blocks at its
+// leader, the leaders exchange their hosts' blocks (a ring over blocks of
+// their own sizes), each leader broadcasts all of them to its host, and
+// every process puts them in rank order.
+func (e *coll) hierAllgather(mine, all []byte) error {
+	bs := len(mine)
+	top, _, node, _ := e.tiers(-1, hierTagIn)
+	off, sz := e.h.hostOffsets(bs)
+	byHost := scratch(off[len(sz)])
+	defer release(byHost)
+	me := e.h.hostOf[e.rank]
+	var nb []byte
+	if node.rank == 0 {
+		nb = byHost[off[me]:off[me+1]]
+	}
+	if err := node.gather(mine, nb, 0); err != nil {
+		return err
+	}
+	if top != nil {
+		if err := top.allgatherv(byHost, off, sz); err != nil {
+			return err
+		}
+	}
+	down := *node
+	down.tag = e.tag + hierTagDown
+	if err := down.bcastData(byHost, 0); err != nil {
+		return err
+	}
+	e.h.toRankOrder(byHost, all, off, bs)
+	return nil
+}
+
+// hierGather is gather in tiers: each host gathers its blocks at its
+// leader (the root, on the root's host), the other leaders send them to
+// the root, and the root puts them in rank order.
+func (e *coll) hierGather(mine, all []byte, root int) error {
+	bs := len(mine)
+	top, topRoot, node, nodeRoot := e.tiers(root, hierTagIn)
+	me := e.h.hostOf[e.rank]
+	if top == nil {
+		return node.gather(mine, nil, nodeRoot)
+	}
+	off, sz := e.h.hostOffsets(bs)
+	if e.rank != root {
+		nb := scratch(sz[me])
+		defer release(nb)
+		if err := node.gather(mine, nb, nodeRoot); err != nil {
+			return err
+		}
+		return top.send(topRoot, nb)
+	}
+	byHost := scratch(off[len(sz)])
+	defer release(byHost)
+	reqs := make([]*adi.Request, 0, len(sz)-1)
+	var err error
+	for k := range sz {
+		if k == me || err != nil {
+			continue
+		}
+		var q *adi.Request
+		if q, err = top.irecv(k, byHost[off[k]:off[k+1]]); err == nil {
+			reqs = append(reqs, q)
+		}
+	}
+	if gerr := node.gather(mine, byHost[off[me]:off[me+1]], nodeRoot); err == nil {
+		err = gerr
+	}
+	if werr := e.wait(reqs...); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	e.h.toRankOrder(byHost, all, off, bs)
+	return nil
 }
