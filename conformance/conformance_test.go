@@ -301,10 +301,10 @@ var hierPlacements = map[int][]string{
 
 // hierChecks are the collectives checks TestCollectivesHier runs: those of
 // the tiered collectives (Barrier, Bcast, Reduce, Allreduce, Gather,
-// Allgather, any root, in place, non-commutative, non-blocking, mismatched
+// Scatter, Allgather, any root, in place, non-commutative, non-blocking, mismatched
 // Bcast counts) and of SplitType, whose communicators follow the pretend
 // hosts.
-var hierChecks = []string{"comms", "barrier", "bcast", "gather", "allgather", "reduce", "allreduce", "noncommutative", "inplace", "nbc", "split", "mismatch"}
+var hierChecks = []string{"comms", "barrier", "bcast", "gather", "scatter", "allgather", "reduce", "allreduce", "noncommutative", "inplace", "nbc", "split", "mismatch"}
 
 // TestCollectivesHier runs the collective checks of hierChecks, and every
 // check of conformance/intercoll (intercommunicator and persistent

@@ -599,6 +599,9 @@ func (e *coll) scatter(all, mine []byte, root int) error {
 		copy(mine, all)
 		return nil
 	}
+	if e.h.tiered() {
+		return e.hierScatter(all, mine, root)
+	}
 	rel := (e.rank - root + n) % n
 	var tmp []byte
 	mask := 1

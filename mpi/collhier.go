@@ -17,7 +17,7 @@ import (
 // the device carries through shared memory), among one leader per host (the
 // node group's lowest rank, or the root for the root's host), and within
 // each host again. Allgather and Gather gather each host's blocks at its
-// leader first. The other collectives run their flat message algorithms.
+// leader first; Scatter sends them to it. The other collectives run their flat message algorithms.
 // The hooks sit in the algorithms (collalg.go), so the blocking,
 // non-blocking and persistent forms all run in tiers. A node group may use
 // fm's multidestination sends (its ranks share a host) but not netvm's
@@ -412,4 +412,50 @@ func (e *coll) hierGather(mine, all []byte, root int) error {
 	}
 	e.h.toRankOrder(byHost, all, off, bs)
 	return nil
+}
+
+// hierScatter is scatter in tiers: the root sends each other host's blocks
+// to its leader, and every leader (the root, on the root's host) scatters
+// them over its host.
+func (e *coll) hierScatter(all, mine []byte, root int) error {
+	bs := len(mine)
+	top, topRoot, node, nodeRoot := e.tiers(root, hierTagDown)
+	me := e.h.hostOf[e.rank]
+	if top == nil {
+		return node.scatter(nil, mine, nodeRoot)
+	}
+	off, sz := e.h.hostOffsets(bs)
+	if e.rank != root {
+		nb := scratch(sz[me])
+		defer release(nb)
+		if err := top.recv(topRoot, nb); err != nil {
+			return err
+		}
+		return node.scatter(nb, mine, nodeRoot)
+	}
+	byHost := scratch(off[len(sz)])
+	defer release(byHost)
+	for k, nd := range e.h.nodes {
+		for j, r := range nd {
+			copy(byHost[off[k]+j*bs:off[k]+(j+1)*bs], all[r*bs:(r+1)*bs])
+		}
+	}
+	reqs := make([]*adi.Request, 0, len(sz)-1)
+	var err error
+	for k := range sz {
+		if k == me || err != nil {
+			continue
+		}
+		var q *adi.Request
+		if q, err = top.isend(k, byHost[off[k]:off[k+1]]); err == nil {
+			reqs = append(reqs, q)
+		}
+	}
+	if serr := node.scatter(byHost[off[me]:off[me+1]], mine, nodeRoot); err == nil {
+		err = serr
+	}
+	if werr := e.wait(reqs...); err == nil {
+		err = werr
+	}
+	return err
 }
