@@ -24,8 +24,9 @@ const (
 
 // multisender returns the device's multidestination send capability for a
 // broadcast of n bytes, or nil: when the device has none, when
-// ADIMPI_NATIVE_COLL=off, when the ranks span hosts, and where the point-to-point algorithms are
+// ADIMPI_NATIVE_COLL=off, and where the point-to-point algorithms are
 // faster (fewer than multiMinProcs processes, more than multiMax bytes).
+// Nor when the ranks span hosts: the streams are shared memory.
 // Every rank passes the same n, so all take the same path.
 func (e *coll) multisender(n int) adi.Multisender {
 	if !e.r.native || e.size < multiMinProcs || n > multiMax || e.h.crosses() {
