@@ -46,6 +46,9 @@ func pof2Below(n int) int {
 }
 
 func (e *coll) barrier() error {
+	if e.h.tiered() {
+		return e.hierBarrier()
+	}
 	for k := 1; k < e.size; k <<= 1 {
 		if err := e.sendrecv((e.rank+k)%e.size, nil, (e.rank-k+e.size)%e.size, nil); err != nil {
 			return err
@@ -65,6 +68,9 @@ func (e *coll) abs(rel, root int) int { return (rel + root) % e.size }
 func (e *coll) bcast(buf []byte, root int) error {
 	if e.size == 1 {
 		return nil
+	}
+	if e.h.tiered() {
+		return e.hierBcast(buf, root)
 	}
 	inline := bcastShort
 	if e.multisender(0) != nil {
@@ -276,6 +282,9 @@ func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 		copy(recv, send)
 		return nil
 	}
+	if e.hierOrdered(red) {
+		return e.hierReduce(send, recv, red, root)
+	}
 	treeRoot := root
 	if !red.commute {
 		treeRoot = 0
@@ -331,6 +340,9 @@ func (e *coll) allreduce(buf []byte, red reducer, es int) error {
 	n, m := e.size, len(buf)
 	if n == 1 {
 		return nil
+	}
+	if e.hierOrdered(red) {
+		return e.hierAllreduce(buf, red, es)
 	}
 	pof2 := pof2Below(n)
 	if m < allreduceShort || !red.commute || m/es < pof2 {
@@ -461,6 +473,9 @@ func (e *coll) allgather(mine, all []byte) error {
 	if n == 1 {
 		return nil
 	}
+	if e.h.tiered() {
+		return e.hierAllgather(mine, all)
+	}
 	e.exact = true
 	if n&(n-1) != 0 {
 		return e.allgatherBruck(all, bs)
@@ -551,6 +566,9 @@ func (e *coll) gather(mine, all []byte, root int) error {
 		copy(all, mine)
 		return nil
 	}
+	if e.h.tiered() {
+		return e.hierGather(mine, all, root)
+	}
 	rel := (e.rank - root + n) % n
 	held := 1 // blocks held, for relative ranks [rel, rel+held)
 	var tmp []byte
@@ -595,6 +613,9 @@ func (e *coll) scatter(all, mine []byte, root int) error {
 	if n == 1 {
 		copy(mine, all)
 		return nil
+	}
+	if e.h.tiered() {
+		return e.hierScatter(all, mine, root)
 	}
 	rel := (e.rank - root + n) % n
 	var tmp []byte

@@ -19,6 +19,7 @@ type coll struct {
 	rank  int
 	size  int
 	tag   int
+	h     *hierarchy // how the ranks lie on hosts; nil on one host (collhier.go)
 
 	// exact makes wait check every receive's size (waitExact); mis is the
 	// first count mismatch it saw.
@@ -43,7 +44,7 @@ const (
 // number, so every rank must call collectives on c in the same order.
 func (c *Comm) newColl(r *runtime, op string) *coll {
 	seq := c.collSeq.Add(1)
-	return &coll{r: r, op: op, ctx: c.ctx + 1, world: c.world, rank: c.rank, size: len(c.world), tag: 1<<collSeqBit | int(seq%(1<<(collSeqBit-collSubBits)))<<collSubBits}
+	return &coll{r: r, op: op, ctx: c.ctx + 1, world: c.world, rank: c.rank, size: len(c.world), tag: 1<<collSeqBit | int(seq%(1<<(collSeqBit-collSubBits)))<<collSubBits, h: c.hierOf(r)}
 }
 
 func (e *coll) post(send bool, peer int, b []byte) (*adi.Request, error) {

@@ -30,7 +30,7 @@ import (
 // root's slot needs neither a tree (every process copies from the root's
 // slot, one wake-up) nor the root to stay until the others are done.
 func (r *runtime) boardFor(c *Comm, n int) adi.Board {
-	if c != r.world || !r.native {
+	if c != r.world || !r.native || r.spread { // a board reaches one host's ranks only
 		return nil
 	}
 	b, ok := r.dev.(adi.Board)

@@ -3,6 +3,7 @@ package mpi
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	goruntime "runtime"
 	"runtime/debug"
@@ -53,6 +54,9 @@ type runtime struct {
 	native    bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
 	hosts     []int                      // world rank -> number of its host (hosts.go)
 	hostNames []string                   // host number -> its name
+	place     []int                      // world rank -> host, as collectives and SplitType see it: hosts, or ADIMPI_PRETEND_HOSTS's (hosts.go)
+	spread    bool                       // place puts the ranks on more than one host
+	hierColls atomic.Int64               // tiered collectives run (collhier.go)
 }
 
 var (
@@ -343,15 +347,24 @@ func DeviceName() string {
 }
 
 // Counters reports the device's resource and traffic counters (live requests,
-// queued messages, bytes moved), for leak checks and benchmarks.
+// queued messages, bytes moved), for leak checks and benchmarks, and the
+// core's: board_rounds counts the rounds of collectives run on the
+// device's board (collboard.go), hier_collectives the collectives run in
+// tiers across hosts (collhier.go).
 func Counters() map[string]int64 {
 	r, err := current("MPI_Counters")
 	if err != nil {
 		return nil
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.dev.Counters()
+	m := maps.Clone(r.dev.Counters())
+	r.mu.Unlock()
+	if m == nil {
+		m = map[string]int64{}
+	}
+	m["board_rounds"] = int64(r.boardSeq.Load())
+	m["hier_collectives"] = r.hierColls.Load()
+	return m
 }
 
 // current returns the runtime, or an error naming op if MPI is not running.
