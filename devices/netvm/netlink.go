@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"time"
+
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/internal/wire"
 )
@@ -36,11 +38,13 @@ type netLink struct {
 	rank    int
 	host    string // the peer's host name, for errors
 	head    [headLen]byte
-	scratch []byte // packs a non-contiguous payload
-	blocked bool   // a frame referencing a user buffer waits in the endpoint (Sent clears it)
-	body    []byte // the payload of the frame being handled
-	placed  bool   // that payload was read straight into its receive buffer
-	lost    error  // the connection broke (Lost), or could not be opened
+	scratch []byte    // packs a non-contiguous payload
+	inBuf   []byte    // receives a chunk for a non-contiguous receive, before its unpacking (Place)
+	blocked bool      // a frame referencing a user buffer waits in the endpoint (Sent clears it)
+	body    []byte    // the payload of the frame being handled
+	placed  bool      // that payload was read straight into its receive buffer
+	lost    error     // the connection broke (Lost), or could not be opened
+	lostAt  time.Time // when
 }
 
 var _ transport = (*netLink)(nil)
@@ -98,7 +102,7 @@ func (l *netLink) put(m *outMsg) bool {
 	}
 	now, err := l.ep.Send(l.rank, l.head[:], body, tok)
 	if err != nil {
-		l.lost = err
+		l.lost, l.lostAt = err, time.Now()
 		return false
 	}
 	if !now && tok != nil {
@@ -152,7 +156,7 @@ func (d *Device) Frame(peer int, head, body []byte) {
 }
 
 // Place has the endpoint read a stream chunk straight into its contiguous
-// receive buffer, or into one scratch buffer from which the chunk is
+// receive buffer, or into its link's buffer from which the chunk is
 // unpacked (wire.Placer).
 func (d *Device) Place(peer int, head []byte, n int) []byte {
 	var c ctl
@@ -167,10 +171,13 @@ func (d *Device) Place(peer int, head []byte, n int) []byte {
 		d.peers[peer].net.placed = true
 		return rv.req.Buf.Mem[rv.got : rv.got+n]
 	}
-	if cap(d.netBuf) < n {
-		d.netBuf = make([]byte, n)
+	// Each link has its own: the endpoint may be filling chunks from several
+	// peers at once.
+	l := d.peers[peer].net
+	if cap(l.inBuf) < n {
+		l.inBuf = make([]byte, n)
 	}
-	return d.netBuf[:n]
+	return l.inBuf[:n]
 }
 
 // Sent unblocks a link whose referenced chunk the kernel now has
@@ -186,7 +193,7 @@ func (d *Device) Sent(tok any) {
 // fails what depends on it.
 func (d *Device) Lost(peer int, err error) {
 	if l := d.peers[peer].net; l != nil && l.lost == nil {
-		l.lost = err
+		l.lost, l.lostAt = err, time.Now()
 	}
 }
 
@@ -198,12 +205,16 @@ func (d *Device) netFail(err error) {
 }
 
 // netLost fails what depends on peers whose connection broke, and returns
-// the error that ends the job.
+// the error that ends the job. A loss counts once it is livenessCheck old,
+// as a death on this host is noticed by the periodic check: a peer whose
+// process died (its kernel closed the connection at once) is then
+// reported by the launcher first, as the rank that died, rather than by
+// the ranks that depended on it.
 func (d *Device) netLost() error {
 	var first error
 	for _, p := range d.peers {
 		l := p.net
-		if l == nil || l.lost == nil || !p.alive {
+		if l == nil || l.lost == nil || !p.alive || time.Since(l.lostAt) < livenessCheck {
 			continue
 		}
 		err := adi.Errorf(adi.ErrOther, "progress", "rank %d on host %s is unreachable: %v", p.rank, l.host, l.lost)

@@ -110,9 +110,8 @@ type Device struct {
 	// the network, when some peer runs on another host (netlink.go)
 	ep      *wire.Endpoint
 	sleeper *wire.Sleeper
-	netBuf  []byte // a placed chunk of a non-contiguous receive, before its unpacking
-	netDid  bool   // a frame was handled or a link unblocked during the last Poll
-	netErr  error  // the first error a frame's handling met
+	netDid  bool  // a frame was handled or a link unblocked during the last Poll
+	netErr  error // the first error a frame's handling met
 
 	cnt counters
 }
