@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/internal/wire"
 )
 
@@ -154,6 +155,33 @@ func TestRendezvousAcrossHosts(t *testing.T) {
 			}
 			if c := ds[1].ep.Counters(); c.Placed == 0 {
 				t.Fatalf("no chunk was read straight into the receive buffer: %+v", c)
+			}
+			// The same bytes into every other KiB of a buffer twice as large.
+			ty, err := datatype.Vector(n/1024, 1024, 2048, datatype.Byte)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ty.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			strided := make([]byte, 2*n)
+			recv = &adi.Request{Op: adi.OpRecv, Context: 1, Peer: 0, Tag: 2, Buf: adi.Buffer{Mem: strided, Count: 1, Type: ty}}
+			m := n / 1024 * 1024
+			send = &adi.Request{Op: adi.OpSend, Context: 1, Peer: 1, Tag: 2, Buf: adi.Bytes(data[:m])}
+			if err := ds[1].Irecv(recv); err != nil {
+				t.Fatal(err)
+			}
+			if err := ds[0].Isend(send); err != nil {
+				t.Fatal(err)
+			}
+			progressUntil(t, ds, "the strided message", func() bool { return send.Done() && recv.Done() })
+			if recv.Status.Err != nil {
+				t.Fatal(recv.Status.Err)
+			}
+			for b := 0; b < m/1024; b++ {
+				if !bytes.Equal(strided[b*2048:b*2048+1024], data[b*1024:(b+1)*1024]) {
+					t.Fatalf("strided receive: block %d differs", b)
+				}
 			}
 		})
 	}
