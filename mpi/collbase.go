@@ -70,15 +70,23 @@ func (e *coll) postTag(send bool, peer, tag int, b []byte) (*adi.Request, error)
 }
 
 // isend sends b to peer; once this rank has seen a count mismatch
-// (e.mis), it sends an empty message instead, which every peer that
-// expects data takes for a mismatch too, so that the error reaches every
-// rank whose result the mismatch spoils.
+// (e.mis), it sends a message of another size instead (empty, or one byte
+// where b is empty), which the peer takes for a mismatch too whatever it
+// expects, so that the error reaches every rank whose result the mismatch
+// spoils.
 func (e *coll) isend(peer int, b []byte) (*adi.Request, error) {
 	if e.mis != nil {
-		b = nil
+		if len(b) == 0 {
+			b = misByte[:]
+		} else {
+			b = nil
+		}
 	}
 	return e.post(true, peer, b)
 }
+
+// misByte is the message that says "mismatch" where empty is the data.
+var misByte [1]byte
 
 func (e *coll) irecv(peer int, b []byte) (*adi.Request, error) { return e.post(false, peer, b) }
 
