@@ -28,6 +28,13 @@ import (
 // communicator's ranks (hosts then follow each other in rank order);
 // otherwise it takes the flat algorithm.
 //
+// Counts that differ between ranks (see Barrier's doc) are found as by the
+// flat algorithms: the reductions' trailers carry on from one tier to the
+// next, the other collectives' exact receives and markers (isend) pass a
+// mismatch from tier to tier, and each leader of Allreduce and Allgather
+// tells its host the verdict before the result, which follows only when
+// every count agrees (hierDown).
+//
 // A tiered collective's phases use sub-tags of their own (the low
 // collSubBits bits of its tag), so their messages never match each other's
 // even where a leader talks to the same peer in two phases.
