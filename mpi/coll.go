@@ -162,9 +162,13 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // it). Gather, Scatter, Allgather, Alltoall, ReduceScatter(Block) and the v
 // forms check that every message has the size this rank's count expects
 // (ErrTruncate when longer, ErrCount when shorter), and a rank that saw a
-// mismatch sends empty messages from then on, so that the ranks whose
-// results pass through it fail too (ErrCount: they cannot tell which count
-// is whose). A rank that returns nil holds the right data. The v forms
+// mismatch sends a one-byte marker instead of its data from then on, so
+// that the ranks whose results pass through it fail too (ErrCount, or
+// ErrTruncate where their blocks are empty: they cannot tell which count is
+// whose). Across hosts, where the collectives run in tiers, the counts and
+// the verdict pass from each host's ranks to its leader, among the leaders
+// and back down, with the same results. A rank that returns nil holds the
+// right data. The v forms
 // (Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw) send no message for
 // a count of zero, so a zero that a peer does not share still leaves that
 // peer waiting.

@@ -277,13 +277,28 @@ func (e *coll) bcastScatterRing(buf []byte, root int) error {
 // root). send is not written. Its messages carry trailers (collcount.go):
 // the root sees every rank's count.
 func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
-	n, m := e.size, len(send)
-	if n == 1 {
+	if e.size == 1 {
 		copy(recv, send)
 		return nil
 	}
 	if e.hierOrdered(red) {
 		return e.hierReduce(send, recv, red, root)
+	}
+	s := ownSpan(len(send))
+	if err := e.reduceTree(send, recv, red, root, &s); err != nil {
+		return err
+	}
+	return s.err(e.op)
+}
+
+// reduceTree is reduce's binomial tree. It merges into s the spans of the
+// ranks whose data reach this rank (at root: every rank's) and returns
+// only the errors of its messages; the caller judges s.
+func (e *coll) reduceTree(send, recv []byte, red reducer, root int, s *countSpan) error {
+	n, m := e.size, len(send)
+	if n == 1 {
+		copy(recv, send)
+		return nil
 	}
 	treeRoot := root
 	if !red.commute {
@@ -293,19 +308,18 @@ func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 	acc, tmp := trailed(m), trailed(m)
 	defer func() { release(acc[:cap(acc)], tmp[:cap(tmp)]) }()
 	copy(acc, send)
-	s := ownSpan(m)
 	for mask := 1; mask < n; mask <<= 1 {
 		if rel&mask == 0 {
 			src := rel | mask
 			if src < n {
-				if err := e.exchangeTrailed(nonePeer, nil, 0, e.abs(src, treeRoot), tmp, &s); err != nil {
+				if err := e.exchangeTrailed(nonePeer, nil, 0, e.abs(src, treeRoot), tmp, s); err != nil {
 					return err
 				}
 				red.apply(acc, tmp) // tmp = acc op tmp: acc holds the lower ranks
 				acc, tmp = tmp, acc
 			}
 		} else {
-			if err := e.exchangeTrailed(e.abs(rel&^mask, treeRoot), acc, m, nonePeer, nil, &s); err != nil {
+			if err := e.exchangeTrailed(e.abs(rel&^mask, treeRoot), acc, m, nonePeer, nil, s); err != nil {
 				return err
 			}
 			break
@@ -317,16 +331,16 @@ func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 			copy(recv, acc)
 		}
 	case e.rank == treeRoot:
-		if err := e.exchangeTrailed(root, acc, m, nonePeer, nil, &s); err != nil {
+		if err := e.exchangeTrailed(root, acc, m, nonePeer, nil, s); err != nil {
 			return err
 		}
 	case e.rank == root:
-		if err := e.exchangeTrailed(nonePeer, nil, 0, treeRoot, tmp, &s); err != nil {
+		if err := e.exchangeTrailed(nonePeer, nil, 0, treeRoot, tmp, s); err != nil {
 			return err
 		}
 		copy(recv, tmp)
 	}
-	return s.err(e.op)
+	return nil
 }
 
 // allreduce reduces buf over every rank in place; es is the element size.
@@ -344,17 +358,24 @@ func (e *coll) allreduce(buf []byte, red reducer, es int) error {
 	if e.hierOrdered(red) {
 		return e.hierAllreduce(buf, red, es)
 	}
+	s := ownSpan(m)
+	if err := e.allreduceSpan(buf, red, es, &s); err != nil {
+		return err
+	}
+	return s.err(e.op)
+}
+
+// allreduceSpan is allreduce's message algorithm. It merges into s (this
+// rank's span on entry) the spans of every rank, so that every rank ends
+// with the same span, and returns only the errors of its messages: buf
+// holds the result when s shows one count, and the caller judges s.
+func (e *coll) allreduceSpan(buf []byte, red reducer, es int, s *countSpan) error {
+	n, m := e.size, len(buf)
 	pof2 := pof2Below(n)
 	if m < allreduceShort || !red.commute || m/es < pof2 {
-		s, err := e.allreduceTrailed(buf, red, es, true)
-		if err != nil {
-			return err
-		}
-		return s.err(e.op)
+		return e.allreduceTrailed(buf, red, es, true, s)
 	}
-	if s, err := e.allreduceTrailed(buf, red, es, false); err != nil {
-		return err
-	} else if err := s.err(e.op); err != nil {
+	if err := e.allreduceTrailed(buf, red, es, false, s); err != nil || s.lo != s.hi {
 		return err
 	}
 	rem := n - pof2
@@ -537,16 +558,24 @@ func blockRange(all []byte, bs, n, last, k int) [][]byte {
 // allgatherv is a ring over blocks at byte offsets off[i] of sizes sz[i];
 // this rank's block must already be in place.
 func (e *coll) allgatherv(all []byte, off, sz []int) error {
+	return e.ring(all, off, sz, true)
+}
+
+// ring is allgatherv; with skip, it neither sends nor receives empty
+// blocks (Allgatherv: every rank knows every block's size), else every
+// step exchanges a message, empty or not (tiered Allgather: a rank whose
+// count is zero still meets peers whose counts are not).
+func (e *coll) ring(all []byte, off, sz []int, skip bool) error {
 	n := e.size
 	e.exact = true // see waitExact
 	left, right := (e.rank-1+n)%n, (e.rank+1)%n
 	for i := 0; i < n-1; i++ {
 		s, r := (e.rank-i+n)%n, (e.rank-i-1+2*n)%n
 		dst, src := right, left
-		if sz[s] == 0 {
+		if skip && sz[s] == 0 {
 			dst = nonePeer
 		}
-		if sz[r] == 0 {
+		if skip && sz[r] == 0 {
 			src = nonePeer
 		}
 		if err := e.sendrecv(dst, all[off[s]:off[s]+sz[s]], src, all[off[r]:off[r]+sz[r]]); err != nil {

@@ -70,15 +70,26 @@ func (e *coll) postTag(send bool, peer, tag int, b []byte) (*adi.Request, error)
 }
 
 // isend sends b to peer; once this rank has seen a count mismatch
-// (e.mis), it sends an empty message instead, which every peer that
-// expects data takes for a mismatch too, so that the error reaches every
-// rank whose result the mismatch spoils.
+// (e.mis), it sends a marker instead, of a size the peer takes for a
+// mismatch too, so that the error reaches every rank whose result the
+// mismatch spoils. The peer expects a size that its own count gives, which
+// this rank does not know: the marker is one byte (two where b is one
+// byte), which differs from b and from the empty block of a rank whose
+// count is zero; only a peer whose block is of one or two bytes, unlike
+// this rank's, can miss it.
 func (e *coll) isend(peer int, b []byte) (*adi.Request, error) {
 	if e.mis != nil {
-		b = nil
+		if len(b) == 1 {
+			b = misMarker[:2]
+		} else {
+			b = misMarker[:1]
+		}
 	}
 	return e.post(true, peer, b)
 }
+
+// misMarker is the data of isend's marker; nothing writes it.
+var misMarker [2]byte
 
 func (e *coll) irecv(peer int, b []byte) (*adi.Request, error) { return e.post(false, peer, b) }
 

@@ -106,11 +106,12 @@ func trailed(m int) []byte { return scratch(m + trailerLen)[:m] }
 // algorithm whose messages have none (Rabenseifner's, in allreduce): its
 // messages are those of the data form with empty payloads, so that ranks
 // that chose different forms from different counts still exchange the same
-// messages with the same peers, and all see the mismatch.
-func (e *coll) allreduceTrailed(buf []byte, red reducer, es int, data bool) (countSpan, error) {
+// messages with the same peers, and all see the mismatch. It merges into s
+// (this rank's span on entry: its own count, or more where a tiered
+// collective has heard of others) the spans of every rank.
+func (e *coll) allreduceTrailed(buf []byte, red reducer, es int, data bool, s *countSpan) error {
 	n, m := e.size, len(buf)
 	pof2 := pof2Below(n)
-	s := ownSpan(m)
 	room := m // receive buffers' data bytes
 	if !data {
 		// A peer that takes the data form passes fewer bytes than m,
@@ -132,13 +133,13 @@ func (e *coll) allreduceTrailed(buf []byte, red reducer, es int, data bool) (cou
 	newrank := e.rank - rem
 	if e.rank < 2*rem {
 		if e.rank%2 == 0 {
-			if err := e.exchangeTrailed(e.rank+1, acc, pm, nonePeer, nil, &s); err != nil {
-				return s, err
+			if err := e.exchangeTrailed(e.rank+1, acc, pm, nonePeer, nil, s); err != nil {
+				return err
 			}
 			newrank = -1
 		} else {
-			if err := e.exchangeTrailed(nonePeer, nil, 0, e.rank-1, tmp, &s); err != nil {
-				return s, err
+			if err := e.exchangeTrailed(nonePeer, nil, 0, e.rank-1, tmp, s); err != nil {
+				return err
 			}
 			if data {
 				red.apply(tmp, acc)
@@ -155,8 +156,8 @@ func (e *coll) allreduceTrailed(buf []byte, red reducer, es int, data bool) (cou
 	if newrank >= 0 {
 		for mask := 1; mask < pof2; mask <<= 1 {
 			newdst := newrank ^ mask
-			if err := e.exchangeTrailed(phys(newdst), acc, pm, phys(newdst), tmp, &s); err != nil {
-				return s, err
+			if err := e.exchangeTrailed(phys(newdst), acc, pm, phys(newdst), tmp, s); err != nil {
+				return err
 			}
 			if !data {
 				continue
@@ -171,12 +172,12 @@ func (e *coll) allreduceTrailed(buf []byte, red reducer, es int, data bool) (cou
 	}
 	if e.rank < 2*rem {
 		if e.rank%2 == 1 {
-			if err := e.exchangeTrailed(e.rank-1, acc, pm, nonePeer, nil, &s); err != nil {
-				return s, err
+			if err := e.exchangeTrailed(e.rank-1, acc, pm, nonePeer, nil, s); err != nil {
+				return err
 			}
 		} else {
-			if err := e.exchangeTrailed(nonePeer, nil, 0, e.rank+1, tmp, &s); err != nil {
-				return s, err
+			if err := e.exchangeTrailed(nonePeer, nil, 0, e.rank+1, tmp, s); err != nil {
+				return err
 			}
 			acc, tmp = tmp, acc
 		}
@@ -184,5 +185,5 @@ func (e *coll) allreduceTrailed(buf []byte, red reducer, es int, data bool) (cou
 	if data {
 		copy(buf, acc)
 	}
-	return s, nil
+	return nil
 }

@@ -28,6 +28,13 @@ import (
 // communicator's ranks (hosts then follow each other in rank order);
 // otherwise it takes the flat algorithm.
 //
+// Counts that differ between ranks (see Barrier's doc) are found as by the
+// flat algorithms: the reductions' trailers carry on from one tier to the
+// next, the other collectives' exact receives and markers (isend) pass a
+// mismatch from tier to tier, and each leader of Allreduce and Allgather
+// tells its host the verdict before the result, which follows only when
+// every count agrees (hierDown).
+//
 // A tiered collective's phases use sub-tags of their own (the low
 // collSubBits bits of its tag), so their messages never match each other's
 // even where a leader talks to the same peer in two phases.
@@ -281,38 +288,110 @@ func (e *coll) hierOrdered(red reducer) bool {
 }
 
 // hierReduce is reduce in tiers: each host reduces to its leader, the
-// leaders to the root.
+// leaders to the root. The trailers carry on from one tier to the next (a
+// leader's span covers its host), so the root sees every rank's count.
 func (e *coll) hierReduce(send, recv []byte, red reducer, root int) error {
 	top, topRoot, node, nodeRoot := e.tiers(root, hierTagIn)
+	s := ownSpan(len(send))
 	if top == nil {
-		return node.reduce(send, nil, red, nodeRoot)
+		if err := node.reduceTree(send, nil, red, nodeRoot, &s); err != nil {
+			return err
+		}
+		return s.err(e.op)
 	}
 	acc := scratch(len(send))
 	defer release(acc)
-	if err := node.reduce(send, acc, red, nodeRoot); err != nil {
+	if err := node.reduceTree(send, acc, red, nodeRoot, &s); err != nil {
 		return err
 	}
-	return top.reduce(acc, recv, red, topRoot)
+	if err := top.reduceTree(acc, recv, red, topRoot, &s); err != nil {
+		return err
+	}
+	return s.err(e.op)
 }
 
 // hierAllreduce is allreduce in tiers: each host reduces to its leader, the
-// leaders allreduce, and each leader broadcasts the result to its host.
+// leaders allreduce, and each leader broadcasts the result to its host. The
+// trailers carry on from tier to tier, so every leader ends with every
+// rank's span, and passes it down (hierDown) with the result, which
+// follows only when the counts agree.
 func (e *coll) hierAllreduce(buf []byte, red reducer, es int) error {
-	if len(buf) == 0 {
-		return nil
-	}
 	top, _, node, _ := e.tiers(-1, hierTagIn)
-	if err := node.reduce(buf, buf, red, 0); err != nil {
+	s := ownSpan(len(buf))
+	if err := node.reduceTree(buf, buf, red, 0, &s); err != nil {
 		return err
 	}
 	if top != nil {
-		if err := top.allreduce(buf, red, es); err != nil {
+		if err := top.allreduceSpan(buf, red, es, &s); err != nil {
 			return err
 		}
 	}
-	down := *node
-	down.tag = e.tag + hierTagDown
-	return down.bcastData(buf, 0)
+	if node.size > 1 {
+		v := [2]uint64{uint64(s.lo), uint64(s.hi)}
+		_, v, err := e.down(node).hierDown(s.lo == s.hi, v, buf)
+		if err != nil {
+			return err
+		}
+		s.merge(countSpan{lo: int(v[0]), hi: int(v[1])})
+	}
+	return s.err(e.op)
+}
+
+// down is the node group node on the sub-tag of the phase from each leader
+// to its members, with no mismatch seen.
+func (e *coll) down(node *coll) *coll {
+	return &coll{r: e.r, op: e.op, ctx: e.ctx, world: node.world, rank: node.rank, size: node.size, tag: e.tag + hierTagDown}
+}
+
+// hierDownHead is the length of hierDown's header: ok and the verdict.
+const hierDownHead = 24
+
+// hierDown passes, from the leader (rank 0 of d, a node group) to its
+// members, the leader's verdict on the counts of a tiered collective (ok:
+// they agree; v: what the members make their errors of) and, when ok, buf:
+// inline in the header when short, else after it (bcastData). With ok,
+// every member's buf has the leader's length; without, no data follow,
+// whatever the lengths. Members return the leader's ok and v.
+func (d *coll) hierDown(ok bool, v [2]uint64, buf []byte) (bool, [2]uint64, error) {
+	const inline = bcastShort
+	var hdr []byte
+	if d.rank == 0 {
+		hl := hierDownHead
+		if ok && len(buf) <= inline {
+			hl += len(buf)
+		}
+		hdr = scratch(hl)
+		copy(hdr[hierDownHead:], buf)
+		flag := uint64(0)
+		if ok {
+			flag = 1
+		}
+		binary.LittleEndian.PutUint64(hdr, flag)
+		binary.LittleEndian.PutUint64(hdr[8:], v[0])
+		binary.LittleEndian.PutUint64(hdr[16:], v[1])
+	} else {
+		hdr = scratch(hierDownHead + inline)
+	}
+	defer release(hdr)
+	got, err := d.bcastHead(hdr, 0)
+	if err != nil {
+		return false, v, err
+	}
+	if got < hierDownHead {
+		return false, v, errorf(ErrOther, d.op, "header of %d bytes from this host's leader", got)
+	}
+	ok = binary.LittleEndian.Uint64(hdr) == 1
+	v = [2]uint64{binary.LittleEndian.Uint64(hdr[8:]), binary.LittleEndian.Uint64(hdr[16:])}
+	switch {
+	case !ok:
+		return false, v, nil
+	case len(buf) > inline:
+		return true, v, d.bcastData(buf, 0)
+	case d.rank != 0 && got != hierDownHead+len(buf):
+		return false, v, errorf(ErrOther, d.op, "header of %d bytes from this host's leader, for %d bytes of data", got, len(buf))
+	}
+	copy(buf, hdr[hierDownHead:got])
+	return true, v, nil
 }
 
 // hostOffsets are the byte offsets of each host's blocks of bs bytes when
@@ -340,7 +419,11 @@ func (h *hierarchy) toRankOrder(byHost, all []byte, off []int, bs int) {
 // hierAllgather is allgather in tiers: each host gathers its blocks at its
 // leader, the leaders exchange their hosts' blocks (a ring over blocks of
 // their own sizes), each leader broadcasts all of them to its host, and
-// every process puts them in rank order.
+// every process puts them in rank order. A mismatch travels as in the flat
+// algorithms (exact receives, then messages of another size: isend), from
+// the members to their leader and round the leaders' ring to every leader;
+// each leader passes its verdict down (hierDown), and the blocks only when
+// the counts agree.
 func (e *coll) hierAllgather(mine, all []byte) error {
 	bs := len(mine)
 	top, _, node, _ := e.tiers(-1, hierTagIn)
@@ -352,26 +435,52 @@ func (e *coll) hierAllgather(mine, all []byte) error {
 	if node.rank == 0 {
 		nb = byHost[off[me]:off[me+1]]
 	}
-	if err := node.gather(mine, nb, 0); err != nil {
+	if err := node.gather(mine, nb, 0); err != nil && err != node.mis {
 		return err
 	}
+	mis := node.mis
 	if top != nil {
-		if err := top.allgatherv(byHost, off, sz); err != nil {
+		top.mis = node.mis
+		if err := top.ring(byHost, off, sz, false); err != nil && err != top.mis {
 			return err
 		}
+		mis = top.mis
 	}
-	down := *node
-	down.tag = e.tag + hierTagDown
-	if err := down.bcastData(byHost, 0); err != nil {
-		return err
+	if node.size > 1 {
+		v := [2]uint64{uint64(bs), uint64(ErrorClass(mis))}
+		ok, v, err := e.down(node).hierDown(mis == nil, v, byHost)
+		if err != nil {
+			return err
+		}
+		if mis == nil && !ok {
+			mis = e.leaderMismatch(bs, int(v[0]), Class(v[1]))
+		}
+	}
+	if mis != nil {
+		return mis
 	}
 	e.h.toRankOrder(byHost, all, off, bs)
 	return nil
 }
 
+// leaderMismatch is the error of a member whose blocks are of bs bytes
+// when its leader's are of lbs and the leader saw a mismatch of class c.
+func (e *coll) leaderMismatch(bs, lbs int, c Class) error {
+	switch {
+	case lbs > bs:
+		return errorf(ErrTruncate, e.op, "this host's leader passes blocks of %d bytes, more than this rank's %d: every rank must pass the same count", lbs, bs)
+	case lbs < bs:
+		return errorf(ErrCount, e.op, "this host's leader passes blocks of %d bytes, fewer than this rank's %d: every rank must pass the same count", lbs, bs)
+	case c != ErrTruncate && c != ErrCount:
+		c = ErrCount
+	}
+	return errorf(c, e.op, "a rank passes another count than this rank's %d bytes a block (seen by this host's leader): every rank must pass the same count", bs)
+}
+
 // hierGather is gather in tiers: each host gathers its blocks at its
 // leader (the root, on the root's host), the other leaders send them to
-// the root, and the root puts them in rank order.
+// the root, and the root puts them in rank order. A leader that saw a
+// mismatch on its host sends the root a message of another size (isend).
 func (e *coll) hierGather(mine, all []byte, root int) error {
 	bs := len(mine)
 	top, topRoot, node, nodeRoot := e.tiers(root, hierTagIn)
@@ -380,13 +489,18 @@ func (e *coll) hierGather(mine, all []byte, root int) error {
 		return node.gather(mine, nil, nodeRoot)
 	}
 	off, sz := e.h.hostOffsets(bs)
+	top.exact = true
 	if e.rank != root {
 		nb := scratch(sz[me])
 		defer release(nb)
-		if err := node.gather(mine, nb, nodeRoot); err != nil {
+		if err := node.gather(mine, nb, nodeRoot); err != nil && err != node.mis {
 			return err
 		}
-		return top.send(topRoot, nb)
+		top.mis = node.mis
+		if err := top.send(topRoot, nb); err != nil {
+			return err
+		}
+		return top.mis
 	}
 	byHost := scratch(off[len(sz)])
 	defer release(byHost)
@@ -401,14 +515,19 @@ func (e *coll) hierGather(mine, all []byte, root int) error {
 			reqs = append(reqs, q)
 		}
 	}
-	if gerr := node.gather(mine, byHost[off[me]:off[me+1]], nodeRoot); err == nil {
+	if gerr := node.gather(mine, byHost[off[me]:off[me+1]], nodeRoot); err == nil && gerr != node.mis {
 		err = gerr
 	}
-	if werr := e.wait(reqs...); err == nil {
+	if werr := top.wait(reqs...); err == nil {
 		err = werr
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case node.mis != nil:
+		return node.mis
+	case top.mis != nil:
+		return top.mis
 	}
 	e.h.toRankOrder(byHost, all, off, bs)
 	return nil
@@ -416,7 +535,8 @@ func (e *coll) hierGather(mine, all []byte, root int) error {
 
 // hierScatter is scatter in tiers: the root sends each other host's blocks
 // to its leader, and every leader (the root, on the root's host) scatters
-// them over its host.
+// them over its host. A leader whose blocks' size is not the root's
+// scatters messages of other sizes (isend), so its members see it too.
 func (e *coll) hierScatter(all, mine []byte, root int) error {
 	bs := len(mine)
 	top, topRoot, node, nodeRoot := e.tiers(root, hierTagDown)
@@ -425,13 +545,18 @@ func (e *coll) hierScatter(all, mine []byte, root int) error {
 		return node.scatter(nil, mine, nodeRoot)
 	}
 	off, sz := e.h.hostOffsets(bs)
+	top.exact = true
 	if e.rank != root {
 		nb := scratch(sz[me])
 		defer release(nb)
 		if err := top.recv(topRoot, nb); err != nil {
 			return err
 		}
-		return node.scatter(nb, mine, nodeRoot)
+		node.mis = top.mis
+		if err := node.scatter(nb, mine, nodeRoot); err != nil && err != node.mis {
+			return err
+		}
+		return node.mis
 	}
 	byHost := scratch(off[len(sz)])
 	defer release(byHost)
@@ -451,10 +576,10 @@ func (e *coll) hierScatter(all, mine []byte, root int) error {
 			reqs = append(reqs, q)
 		}
 	}
-	if serr := node.scatter(byHost[off[me]:off[me+1]], mine, nodeRoot); err == nil {
+	if serr := node.scatter(byHost[off[me]:off[me+1]], mine, nodeRoot); err == nil && serr != node.mis {
 		err = serr
 	}
-	if werr := e.wait(reqs...); err == nil {
+	if werr := top.wait(reqs...); err == nil {
 		err = werr
 	}
 	return err
