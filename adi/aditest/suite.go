@@ -81,6 +81,7 @@ func Run(t *testing.T, c Config) {
 		{"Iprobe", iprobe},
 		{"NonContiguous", nonContiguous},
 		{"UnknownOption", unknownOption},
+		{"OptionHelp", optionHelp},
 		{"ShortSender", shortSender},
 		{"Multisender", multisender},
 		{"Board", board},
@@ -798,6 +799,39 @@ func unknownOption(t testing.TB, c Config) {
 		t.Errorf("Init's error does not name the unknown option: %v", err)
 	}
 	t.Logf("Init: %v", err)
+}
+
+// optionHelp: every key the device's OptionHelp lists, with the default it
+// shows, is accepted by Init (the help and the parser are one table).
+func optionHelp(t testing.TB, c Config) {
+	h, ok := c.New().(adi.OptionHelper)
+	if !ok {
+		t.Skipf("%s does not offer adi.OptionHelper", c.Name)
+	}
+	lines := strings.Split(strings.TrimRight(h.OptionHelp(), "\n"), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		t.Fatal("OptionHelp is empty")
+	}
+	for _, line := range lines {
+		field := strings.Fields(line)
+		if len(field) == 0 {
+			t.Errorf("OptionHelp: blank line")
+			continue
+		}
+		key, def, ok := strings.Cut(field[0], "=")
+		if !ok {
+			t.Errorf("OptionHelp line %q does not start with key=default", line)
+			continue
+		}
+		d := c.New()
+		if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: newKVS(1), Options: map[string]string{key: def}}); err != nil {
+			t.Errorf("Init refuses %s=%s, which OptionHelp shows as the default: %v", key, def, err)
+			continue
+		}
+		if err := d.Finalize(); err != nil {
+			t.Errorf("Finalize after %s=%s: %v", key, def, err)
+		}
+	}
 }
 
 // shortSender: SendShort refuses (sending nothing) what it cannot send at
