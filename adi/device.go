@@ -166,6 +166,14 @@ type CrossHost interface {
 	CrossHost() bool
 }
 
+// OptionHelper is an optional device capability: a description of the
+// device's -device-opt keys, one line per key ("  key=default\t(range)
+// help"), for a launcher's help output. A fresh, uninitialised device
+// answers it.
+type OptionHelper interface {
+	OptionHelp() string
+}
+
 // Factory makes a fresh, uninitialised device.
 type Factory func() Device
 

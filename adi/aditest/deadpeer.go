@@ -31,7 +31,7 @@ func isPeer() bool { return os.Getenv(envPeer) != "" }
 // for that receive when rank 1 is killed; both must fail with an error that
 // names rank 1, within the device's liveness checks, and a new send to it
 // must be refused.
-func deadPeer(t *testing.T, c Config) {
+func deadPeer(t testing.TB, c Config) {
 	if isPeer() {
 		os.Exit(peerMain(c))
 	}

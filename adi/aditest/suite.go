@@ -38,7 +38,7 @@ type Config struct {
 // DefaultSizes cross the eager/rendezvous thresholds of the devices.
 var DefaultSizes = []int{0, 1, 7, 64, 1000, 4095, 4097, 16384, 16385, 70000, 300000, 1<<20 + 3}
 
-func (c *Config) fill(t *testing.T) {
+func (c *Config) fill(t testing.TB) {
 	if c.New == nil {
 		f, ok := adi.Lookup(c.Name)
 		if !ok {
@@ -68,7 +68,7 @@ func Run(t *testing.T, c Config) {
 	c.fill(t)
 	for _, check := range []struct {
 		name string
-		fn   func(*testing.T, Config)
+		fn   func(testing.TB, Config)
 	}{
 		{"Order", order},
 		{"AnySourceAnyTag", anySourceAnyTag},
@@ -81,6 +81,7 @@ func Run(t *testing.T, c Config) {
 		{"Iprobe", iprobe},
 		{"NonContiguous", nonContiguous},
 		{"UnknownOption", unknownOption},
+		{"OptionHelp", optionHelp},
 		{"ShortSender", shortSender},
 		{"Multisender", multisender},
 		{"Board", board},
@@ -117,7 +118,7 @@ func untouched(b []byte) bool {
 
 // checkQuiet fails t if a device of j still holds a posted receive or an
 // unexpected message once a check is over (for devices that count them).
-func checkQuiet(t *testing.T, j *Job) {
+func checkQuiet(t testing.TB, j *Job) {
 	t.Helper()
 	if t.Failed() {
 		return // a failed check may leave anything behind
@@ -157,7 +158,7 @@ func recvOK(q *adi.Request, src, tag, n int) error {
 // order: messages from one source in one context are received in the order
 // they were sent, whatever their sizes (eager and rendezvous mixed), whether
 // they arrive before their receives or after; tags select among them.
-func order(t *testing.T, c Config) {
+func order(t testing.TB, c Config) {
 	j := Start(t, c.New, 2, c.Options)
 	b := j.NewBarrier()
 	const ctx = 3
@@ -264,7 +265,7 @@ func order(t *testing.T, c Config) {
 
 // anySourceAnyTag: wildcard receives take every peer's messages, report
 // the true source and tag, and keep each source's order.
-func anySourceAnyTag(t *testing.T, c Config) {
+func anySourceAnyTag(t testing.TB, c Config) {
 	j := Start(t, c.New, c.Ranks, c.Options)
 	const ctx, perPeer = 4, 3
 	big := c.Sizes[len(c.Sizes)-1]
@@ -318,7 +319,7 @@ func anySourceAnyTag(t *testing.T, c Config) {
 // writes nothing past it, and completes the receive with ErrTruncate; the
 // send completes without error. Both with the receive posted first and
 // with the message arriving first.
-func truncate(t *testing.T, c Config) {
+func truncate(t testing.TB, c Config) {
 	j := Start(t, c.New, 2, c.Options)
 	b := j.NewBarrier()
 	const ctx = 5
@@ -393,7 +394,7 @@ func truncate(t *testing.T, c Config) {
 
 // typeMismatch: a message sent as one basic type and received as another
 // fails the receive with ErrType and writes nothing; the send completes.
-func typeMismatch(t *testing.T, c Config) {
+func typeMismatch(t testing.TB, c Config) {
 	if c.NoTypeCheck != "" {
 		t.Skipf("SKIP: %s does not check type signatures: %s", c.Name, c.NoTypeCheck)
 	}
@@ -442,7 +443,7 @@ func typeMismatch(t *testing.T, c Config) {
 // cancel: a posted receive withdrawn before any message matches it
 // completes as cancelled, untouched, and the message it would have matched
 // goes to the next receive.
-func cancel(t *testing.T, c Config) {
+func cancel(t testing.TB, c Config) {
 	j := Start(t, c.New, 2, c.Options)
 	b := j.NewBarrier()
 	const ctx, tag = 7, 9
@@ -495,7 +496,7 @@ func cancel(t *testing.T, c Config) {
 
 // zeroBytes: empty messages, in every mode, into empty and non-empty
 // buffers, complete with 0 bytes and write nothing.
-func zeroBytes(t *testing.T, c Config) {
+func zeroBytes(t testing.TB, c Config) {
 	j := Start(t, c.New, 2, c.Options)
 	const ctx = 8
 	modes := []adi.Mode{adi.ModeStandard, adi.ModeSync, adi.ModeStandard, adi.ModeSync}
@@ -536,7 +537,7 @@ func zeroBytes(t *testing.T, c Config) {
 
 // self: a rank sends to itself, every size and mode, with the send started
 // before the receive and after it.
-func self(t *testing.T, c Config) {
+func self(t testing.TB, c Config) {
 	j := Start(t, c.New, 2, c.Options)
 	const ctx = 9
 	j.Run(func(r *Rank) error {
@@ -586,7 +587,7 @@ func self(t *testing.T, c Config) {
 
 // syncMode: a synchronous send does not complete while no receive matches
 // it, however long both sides progress, and completes once one does.
-func syncMode(t *testing.T, c Config) {
+func syncMode(t testing.TB, c Config) {
 	j := Start(t, c.New, 2, c.Options)
 	b := j.NewBarrier()
 	const ctx, tag = 10, 1
@@ -626,7 +627,7 @@ func syncMode(t *testing.T, c Config) {
 
 // iprobe: Iprobe sees nothing before a message is sent, then reports its
 // envelope and size (with and without wildcards) without receiving it.
-func iprobe(t *testing.T, c Config) {
+func iprobe(t testing.TB, c Config) {
 	j := Start(t, c.New, 2, c.Options)
 	b := j.NewBarrier()
 	const ctx = 11
@@ -712,7 +713,7 @@ func iprobe(t *testing.T, c Config) {
 // nonContiguous: a strided send buffer arrives packed in a contiguous
 // receive, and a contiguous message lands in a strided receive, leaving
 // the gaps untouched; small and large.
-func nonContiguous(t *testing.T, c Config) {
+func nonContiguous(t testing.TB, c Config) {
 	j := Start(t, c.New, 2, c.Options)
 	const ctx = 12
 	const blk, stride = 3, 5
@@ -783,7 +784,7 @@ func nonContiguous(t *testing.T, c Config) {
 }
 
 // unknownOption: Init refuses an option it does not know, naming it.
-func unknownOption(t *testing.T, c Config) {
+func unknownOption(t testing.TB, c Config) {
 	opts := map[string]string{"aditest-no-such-option": "1"}
 	for k, v := range c.Options {
 		opts[k] = v
@@ -800,10 +801,43 @@ func unknownOption(t *testing.T, c Config) {
 	t.Logf("Init: %v", err)
 }
 
+// optionHelp: every key the device's OptionHelp lists, with the default it
+// shows, is accepted by Init (the help and the parser are one table).
+func optionHelp(t testing.TB, c Config) {
+	h, ok := c.New().(adi.OptionHelper)
+	if !ok {
+		t.Skipf("%s does not offer adi.OptionHelper", c.Name)
+	}
+	lines := strings.Split(strings.TrimRight(h.OptionHelp(), "\n"), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		t.Fatal("OptionHelp is empty")
+	}
+	for _, line := range lines {
+		field := strings.Fields(line)
+		if len(field) == 0 {
+			t.Errorf("OptionHelp: blank line")
+			continue
+		}
+		key, def, ok := strings.Cut(field[0], "=")
+		if !ok {
+			t.Errorf("OptionHelp line %q does not start with key=default", line)
+			continue
+		}
+		d := c.New()
+		if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: newKVS(1), Options: map[string]string{key: def}}); err != nil {
+			t.Errorf("Init refuses %s=%s, which OptionHelp shows as the default: %v", key, def, err)
+			continue
+		}
+		if err := d.Finalize(); err != nil {
+			t.Errorf("Finalize after %s=%s: %v", key, def, err)
+		}
+	}
+}
+
 // shortSender: SendShort refuses (sending nothing) what it cannot send at
 // once, such as a message far over any eager size, and a message it
 // accepts arrives like any other.
-func shortSender(t *testing.T, c Config) {
+func shortSender(t testing.TB, c Config) {
 	if _, ok := c.New().(adi.ShortSender); !ok {
 		t.Skipf("%s does not offer adi.ShortSender", c.Name)
 	}
@@ -869,7 +903,7 @@ func shortSender(t *testing.T, c Config) {
 
 // multisender: IsendMulti delivers one buffer to every destination as an
 // ordinary message from the sender.
-func multisender(t *testing.T, c Config) {
+func multisender(t testing.TB, c Config) {
 	if _, ok := c.New().(adi.Multisender); !ok {
 		t.Skipf("%s does not offer adi.Multisender", c.Name)
 	}
@@ -914,7 +948,7 @@ func multisender(t *testing.T, c Config) {
 
 // board: what a rank writes in its board slot and posts, every rank reads
 // in that slot once it sees the post.
-func board(t *testing.T, c Config) {
+func board(t testing.TB, c Config) {
 	if _, ok := c.New().(adi.Board); !ok {
 		t.Skipf("%s does not offer adi.Board", c.Name)
 	}

@@ -13,8 +13,11 @@ import (
 
 func init() { adi.Register("bip", func() adi.Device { return new(Device) }) }
 
-// The device offers no optional capability: adi.Device only.
-var _ adi.Device = (*Device)(nil)
+// The capabilities the device offers besides adi.Device.
+var (
+	_ adi.Device       = (*Device)(nil)
+	_ adi.OptionHelper = (*Device)(nil)
+)
 
 // MPI-BIP message types, carried as the BIP short message's tag.
 const (
@@ -118,6 +121,9 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.ep.OnPeerGone = d.peerGone
 	return nil
 }
+
+// OptionHelp describes the device's options, one line each (adi.OptionHelper).
+func (d *Device) OptionHelp() string { return OptionTable.Help() }
 
 // Finalize releases the endpoint.
 func (d *Device) Finalize() error { return d.ep.Close() }

@@ -71,7 +71,9 @@
 // so the overlap it can give is bounded by the cores left idle by the
 // computation.
 //
-// Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
+// Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT; OptionTable
+// holds each key's default, range and help, and Init refuses a bad value
+// naming it):
 //
 //	short=N      largest short message, bytes (default 4096); MPI eager limit = short − 40-byte header
 //	queue=N      short-message queue slots per sender (default 32, at least 4)

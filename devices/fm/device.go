@@ -20,9 +20,10 @@ func init() { adi.Register("fm", func() adi.Device { return new(Device) }) }
 
 // The capabilities the device offers besides adi.Device.
 var (
-	_ adi.Device      = (*Device)(nil)
-	_ adi.ShortSender = (*Device)(nil)
-	_ adi.Multisender = (*Device)(nil)
+	_ adi.Device       = (*Device)(nil)
+	_ adi.ShortSender  = (*Device)(nil)
+	_ adi.Multisender  = (*Device)(nil)
+	_ adi.OptionHelper = (*Device)(nil)
 )
 
 // The MPI message kinds, first byte of the MPI header.

@@ -155,7 +155,8 @@
 // If a destination dies, the message still goes to the others and the send
 // completes with ErrOther.
 //
-// Options (mpirun -device-opt key=value):
+// Options (mpirun -device-opt key=value; OptionTable holds each key's
+// default, range and help, and Init refuses a bad value naming it):
 //
 //	packet=N   packet size in bytes, header included (default 1536)
 //	slots=N    packets per sender's receive region, i.e. credits (default 64)

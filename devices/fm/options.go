@@ -17,3 +17,6 @@ var OptionTable = options.Table{Device: "fm", Options: []options.Option{
 	{Key: "remote", Default: "0", Choices: []string{"0", "1"}, Help: "offer receive buffers for remote writes"},
 	{Key: "minblock", Default: strconv.Itoa(defaultMinBlock), Min: 0, Max: 1 << 30, Unit: "bytes", Help: "with remote=1, least average block of either buffer for a remote write"},
 }}
+
+// OptionHelp describes the device's options, one line each (adi.OptionHelper).
+func (d *Device) OptionHelp() string { return OptionTable.Help() }

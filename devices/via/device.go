@@ -15,8 +15,11 @@ import (
 
 func init() { adi.Register("via", func() adi.Device { return new(Device) }) }
 
-// The device offers no optional capability: adi.Device only.
-var _ adi.Device = (*Device)(nil)
+// The capabilities the device offers besides adi.Device.
+var (
+	_ adi.Device       = (*Device)(nil)
+	_ adi.OptionHelper = (*Device)(nil)
+)
 
 // Message types of MPI over VIA. Every message travels as a VIA send into
 // one of the receiver's pre-posted receive buffers and costs one credit.

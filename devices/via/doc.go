@@ -133,5 +133,7 @@
 // MPI device options, besides the NIC's: eager=N (bytes, default 16384),
 // credits=N (receive buffers per peer, default 16), regcache=N (bytes,
 // default 64 MiB), nicspin=N (microseconds an idle engine polls before it
-// sleeps, default 5).
+// sleeps, default 5). OptionTable holds every key, the NIC's and the
+// device's, with its default, range and help; Init refuses a bad value
+// naming it.
 package via

@@ -163,3 +163,6 @@ func applyNIC(o Options, v *options.Values, all bool) Options {
 	}
 	return o
 }
+
+// OptionHelp describes the device's options, one line each (adi.OptionHelper).
+func (d *Device) OptionHelp() string { return OptionTable.Help() }
