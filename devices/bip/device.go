@@ -13,8 +13,11 @@ import (
 
 func init() { adi.Register("bip", func() adi.Device { return new(Device) }) }
 
-// The device offers no optional capability: adi.Device only.
-var _ adi.Device = (*Device)(nil)
+// The device's one optional capability: it reaches ranks on other hosts.
+var (
+	_ adi.Device    = (*Device)(nil)
+	_ adi.CrossHost = (*Device)(nil)
+)
 
 // MPI-BIP message types, carried as the BIP short message's tag.
 const (
@@ -92,6 +95,7 @@ type Device struct {
 	sends  map[uint32]*lsend // REQ sent, waiting for ACK
 	nextID uint32
 	err    error // a protocol error found inside a callback
+	lost   error // a peer on another host became unreachable: Progress reports it once
 
 	cnt struct {
 		eager, long, creditWaits, creditMsgs, ackWaits int64
@@ -104,7 +108,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	if err != nil {
 		return err
 	}
-	if d.ep, err = New(cfg.Rank, cfg.Size, cfg.KVS, o); err != nil {
+	if d.ep, err = newEndpoint(cfg.Rank, cfg.Size, cfg.KVS, o, cfg.Hosts); err != nil {
 		return err
 	}
 	d.size = cfg.Size
@@ -118,6 +122,10 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.ep.OnPeerGone = d.peerGone
 	return nil
 }
+
+// CrossHost reports that the device reaches ranks on other hosts: BIP's
+// short queue, credits and long rendezvous travel as frames (net.go).
+func (d *Device) CrossHost() bool { return true }
 
 // Finalize releases the endpoint.
 func (d *Device) Finalize() error { return d.ep.Close() }
@@ -168,7 +176,7 @@ func (d *Device) Counters() map[string]int64 {
 // synchronous), else the three-message long protocol.
 func (d *Device) Isend(r *adi.Request) error {
 	if !d.ep.Alive(r.Peer) {
-		return d.ep.live.Exited("send", r.Peer)
+		return d.ep.exited("send", r.Peer)
 	}
 	n := r.Buf.Size()
 	sig := r.Buf.Type.Signature()
@@ -245,7 +253,7 @@ func (d *Device) put(dest int, m *outMsg) bool {
 // Irecv posts a receive: it takes a waiting message or joins the posted queue.
 func (d *Device) Irecv(r *adi.Request) error {
 	if r.Peer != adi.AnySource && !d.ep.Alive(r.Peer) {
-		return d.ep.live.Exited("receive", r.Peer)
+		return d.ep.exited("receive", r.Peer)
 	}
 	if m := d.eng.Post(r); m != nil {
 		d.deliver(r, m)
@@ -452,16 +460,32 @@ func (d *Device) Progress() (bool, error) {
 	if d.err != nil {
 		return true, d.err
 	}
+	if err := d.lost; err != nil {
+		// A peer on another host is unreachable and no request carries
+		// the error: the job ends, as when a rank dies.
+		d.lost = nil
+		return true, err
+	}
 	return did, nil
 }
 
-// peerGone fails every request that waits on a dead peer.
+// peerGone fails every request that waits on a dead peer. A peer on
+// another host that became unreachable while no request of this process
+// depended on it makes the next Progress fail instead, so that the job
+// ends all the same (its process may live on, unseen by the launcher).
 func (d *Device) peerGone(rank int, gone error) {
+	failed := d.ep.peers[rank].failed
 	fail := func(r *adi.Request) {
 		if r != nil && !r.Done() {
 			r.Complete(adi.Status{Err: gone})
+			failed++
 		}
 	}
+	defer func() {
+		if failed == 0 && d.ep.Remote(rank) && d.lost == nil {
+			d.lost = gone
+		}
+	}()
 	p := d.pc[rank]
 	for _, m := range p.backlog {
 		fail(m.req)
