@@ -508,11 +508,25 @@ func (e *Endpoint) TrySend(dest int, tag uint32, n int, fill func(p []byte)) (bo
 
 // SendShort sends a short message, blocking while dest's queue is full:
 // it makes progress, spins briefly, then sleeps on its doorbell until the
-// receiver consumes.
+// receiver consumes. To a peer on another host it returns once the frame
+// is with the kernel.
 func (e *Endpoint) SendShort(dest int, tag uint32, msg []byte) error {
-	return e.wait(func() (bool, error) {
+	err := e.wait(func() (bool, error) {
 		return e.TrySend(dest, tag, len(msg), func(p []byte) { copy(p, msg) })
 	})
+	if err == nil && e.Remote(dest) {
+		// To another host: return once the kernel has the frame, which
+		// then reaches the receiver whether or not this process goes on
+		// calling BIP.
+		p := e.peers[dest]
+		err = e.wait(func() (bool, error) {
+			if p.net.lost != nil {
+				return false, adi.Errorf(adi.ErrOther, "bip send", "rank %d on host %s is unreachable: %v", dest, p.net.host, p.net.lost)
+			}
+			return p.net.pending == 0, nil
+		})
+	}
+	return err
 }
 
 // NextShort consumes the oldest short message from src (AnySource: from

@@ -97,6 +97,13 @@ type Device struct {
 	err    error // a protocol error found inside a callback
 	lost   error // a peer on another host became unreachable: Progress reports it once
 
+	// Completions held back while frames wait in the network endpoint: a
+	// request completes only once every frame queued before its completion
+	// is with the kernel, so that a process that stops calling Progress
+	// (MPI_Finalize's PMI barrier, say) leaves nothing its peers wait for
+	// behind it, as a message written into shared memory does not.
+	held []heldCompletion
+
 	cnt struct {
 		eager, long, creditWaits, creditMsgs, ackWaits int64
 	}
@@ -126,6 +133,36 @@ func (d *Device) Init(cfg adi.Config) error {
 // CrossHost reports that the device reaches ranks on other hosts: BIP's
 // short queue, credits and long rendezvous travel as frames (net.go).
 func (d *Device) CrossHost() bool { return true }
+
+type heldCompletion struct {
+	r  *adi.Request
+	st adi.Status
+}
+
+// complete completes r with st, or holds the completion back while frames
+// wait in the network endpoint.
+func (d *Device) complete(r *adi.Request, st adi.Status) {
+	if d.ep.net != nil && d.ep.net.pending > 0 {
+		d.held = append(d.held, heldCompletion{r, st})
+		return
+	}
+	r.Complete(st)
+}
+
+// release completes the held requests once no frame waits in the endpoint.
+func (d *Device) release() bool {
+	if len(d.held) == 0 || d.ep.net.pending > 0 {
+		return false
+	}
+	for i, h := range d.held {
+		if !h.r.Done() {
+			h.r.Complete(h.st)
+		}
+		d.held[i] = heldCompletion{}
+	}
+	d.held = d.held[:0]
+	return true
+}
 
 // Finalize releases the endpoint.
 func (d *Device) Finalize() error { return d.ep.Close() }
@@ -233,7 +270,7 @@ func (d *Device) put(dest int, m *outMsg) bool {
 	})
 	if err != nil {
 		if m.req != nil {
-			m.req.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "rank %d: %v", dest, err)})
+			d.complete(m.req, adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "rank %d: %v", dest, err)})
 		}
 		return true
 	}
@@ -245,7 +282,7 @@ func (d *Device) put(dest int, m *outMsg) bool {
 	}
 	p.reported = credits
 	if m.req != nil {
-		m.req.Complete(adi.Status{Bytes: int(m.h.size)})
+		d.complete(m.req, adi.Status{Bytes: int(m.h.size)})
 	}
 	return true
 }
@@ -272,7 +309,7 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 	}
 	n := min(m.Size, r.Buf.Size())
 	r.Buf.CopyIn(0, m.Data[:n])
-	r.Complete(recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
+	d.complete(r, recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
 }
 
 // mismatch completes r with ErrType when the message's type signature
@@ -280,7 +317,7 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32) bool {
 	st, bad := recv.Mismatch(r, env, size, sig)
 	if bad {
-		r.Complete(st)
+		d.complete(r, st)
 	}
 	return bad
 }
@@ -295,7 +332,7 @@ func (d *Device) matchLong(r *adi.Request, env adi.Envelope, size int, sig, send
 	n := min(size, r.Buf.Size())
 	if n == 0 {
 		d.send(env.Source, outMsg{typ: msgAck, h: hdr{id: sendID}})
-		r.Complete(recv.Status(r, env.Source, env.Tag, size, 0))
+		d.complete(r, recv.Status(r, env.Source, env.Tag, size, 0))
 		return
 	}
 	p := d.pc[env.Source]
@@ -312,9 +349,9 @@ func (d *Device) postLongs(src int) {
 		tag := d.newID()
 		_, err := d.ep.PostLongN(src, tag, lr.req.Buf, lr.n, func(n, _ int, err error) {
 			if err != nil {
-				lr.req.Complete(adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
+				d.complete(lr.req, adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
 			} else {
-				lr.req.Complete(recv.Status(lr.req, lr.src, lr.tag, lr.size, lr.n))
+				d.complete(lr.req, recv.Status(lr.req, lr.src, lr.tag, lr.size, lr.n))
 			}
 			d.postLongs(src)
 		})
@@ -325,7 +362,7 @@ func (d *Device) postLongs(src int) {
 		p.waitSlot[0] = nil
 		p.waitSlot = p.waitSlot[1:]
 		if err != nil {
-			lr.req.Complete(adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
+			d.complete(lr.req, adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
 			continue
 		}
 		d.send(src, outMsg{typ: msgAck, h: hdr{id: lr.sendID, aux: tag, size: uint64(lr.n)}})
@@ -340,9 +377,9 @@ func (d *Device) startLongs(dest int) {
 		s := p.waitSend[0]
 		_, err := d.ep.StartLong(dest, s.tag, s.req.Buf, func(n int, err error) {
 			if err != nil {
-				s.req.Complete(adi.Status{Err: err})
+				d.complete(s.req, adi.Status{Err: err})
 			} else {
-				s.req.Complete(adi.Status{Bytes: n})
+				d.complete(s.req, adi.Status{Bytes: n})
 			}
 			d.startLongs(dest)
 		})
@@ -353,7 +390,7 @@ func (d *Device) startLongs(dest int) {
 		p.waitSend[0] = nil
 		p.waitSend = p.waitSend[1:]
 		if err != nil {
-			s.req.Complete(adi.Status{Err: err})
+			d.complete(s.req, adi.Status{Err: err})
 		}
 	}
 }
@@ -391,7 +428,7 @@ func (d *Device) handle(src int, typ uint32, b []byte) {
 			if !d.mismatch(r, env, size, sig) {
 				n := min(size, r.Buf.Size())
 				r.Buf.CopyIn(0, data[:n])
-				r.Complete(recv.Status(r, src, env.Tag, size, n))
+				d.complete(r, recv.Status(r, src, env.Tag, size, n))
 			}
 		} else {
 			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: append([]byte(nil), data...), Sig: sig})
@@ -411,9 +448,9 @@ func (d *Device) handle(src int, typ uint32, b []byte) {
 		delete(d.sends, id)
 		switch {
 		case hFlags.Get(b)&ackDiscard != 0:
-			s.req.Complete(adi.Status{})
+			d.complete(s.req, adi.Status{})
 		case size == 0:
-			s.req.Complete(adi.Status{})
+			d.complete(s.req, adi.Status{})
 		default:
 			s.tag = hAux.Get(b)
 			d.pc[src].waitSend = append(d.pc[src].waitSend, s)
@@ -455,6 +492,9 @@ func (d *Device) Progress() (bool, error) {
 		}
 	}
 	if d.ep.Progress() {
+		did = true
+	}
+	if d.release() {
 		did = true
 	}
 	if d.err != nil {

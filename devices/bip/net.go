@@ -80,10 +80,10 @@ type netSide struct {
 	sleeper *wire.Sleeper
 	h       netHandler
 	head    [wire.MaxHead]byte
-	pool    []*[]byte // bodies of short messages, Short bytes each
-	pending int       // frames the endpoint queued and has not yet sent whole
-	did     bool      // the last poll handled a frame or finished a queued one
-	lost    bool      // some peer's netPeer.lost is new: Progress fails what depends on it
+	pool    []*shortBuf // bodies of short messages
+	pending int         // frames the endpoint queued and has not yet sent whole (to peers not lost)
+	did     bool        // the last poll handled a frame or finished a queued one
+	lost    bool        // some peer's netPeer.lost is new: Progress fails what depends on it
 }
 
 // netPeer is what an endpoint knows of a peer on another host.
@@ -101,8 +101,9 @@ type netPeer struct {
 	reported uint64 // the consumed count last sent back
 	asked    bool   // it waits for slots: report at the next consumption
 
-	placed bool  // Place read its current fData frame into the receive buffer
-	lost   error // why it is unreachable (connection broken, protocol error)
+	pending int   // frames to it that the endpoint queued and has not yet sent whole
+	placed  bool  // Place read its current fData frame into the receive buffer
+	lost    error // why it is unreachable (connection broken, protocol error)
 }
 
 // netSlot is a sender's view of one of its receiver's long-receive slots.
@@ -124,14 +125,19 @@ type netSend struct {
 	doneSent bool
 }
 
-// dataTok marks a queued fData frame: stage < 0 references the user's buffer.
-type dataTok struct {
-	s     *LongSend
-	stage int
-}
-
-// headOnly marks a queued frame that references no memory of the endpoint.
-var headOnly = new(struct{ _ byte })
+// A queued frame's token (wire.Endpoint.Send) names its peer and what it
+// references: *netPeer for a head alone, *shortBuf for a short message's
+// body, *dataTok for long data or the fDone after it.
+type (
+	dataTok struct {
+		s     *LongSend
+		stage int // the staging buffer, or -1: the user's buffer (or nothing, for fDone)
+	}
+	shortBuf struct {
+		b []byte
+		p *peer
+	}
+)
 
 // putHead writes a frame head into h[:netHead].
 func putHead(h []byte, kind, a uint32, b, c, d uint64) {
@@ -230,6 +236,7 @@ func (e *Endpoint) send(p *peer, head, body []byte, tok any) (bool, error) {
 	}
 	if !now {
 		e.net.pending++
+		p.net.pending++
 	}
 	return now, nil
 }
@@ -238,7 +245,7 @@ func (e *Endpoint) send(p *peer, head, body []byte, tok any) (bool, error) {
 func (e *Endpoint) sendHead(p *peer, kind, a uint32, b, c, d uint64) error {
 	h := e.net.head[:netHead]
 	putHead(h, kind, a, b, c, d)
-	_, err := e.send(p, h, nil, headOnly)
+	_, err := e.send(p, h, nil, p.net)
 	return err
 }
 
@@ -248,6 +255,9 @@ func (e *Endpoint) netLost(p *peer, err error) {
 	if p.net.lost == nil {
 		p.net.lost = err
 		e.net.lost = true
+		// Frames still queued to it will never leave.
+		e.net.pending -= p.net.pending
+		p.net.pending = 0
 	}
 }
 
@@ -267,8 +277,8 @@ func (e *Endpoint) trySendNet(p *peer, tag uint32, n int, fill func([]byte)) (bo
 	h := e.net.head[:netHead]
 	putHead(h, fShort, tag, uint64(n), 0, 0)
 	var body []byte
-	var bp *[]byte
-	var tok any = headOnly
+	var bp *shortBuf
+	var tok any = rp
 	if n <= inlineMax {
 		h = e.net.head[:netHead+n]
 		if n > 0 && fill != nil {
@@ -276,7 +286,8 @@ func (e *Endpoint) trySendNet(p *peer, tag uint32, n int, fill func([]byte)) (bo
 		}
 	} else {
 		bp = e.net.getBuf(e.opt.Short)
-		body = (*bp)[:n]
+		bp.p = p
+		body = bp.b[:n]
 		if fill != nil {
 			fill(body)
 		}
@@ -295,14 +306,13 @@ func (e *Endpoint) trySendNet(p *peer, tag uint32, n int, fill func([]byte)) (bo
 	return true, nil
 }
 
-func (n *netSide) getBuf(size int) *[]byte {
+func (n *netSide) getBuf(size int) *shortBuf {
 	if k := len(n.pool); k > 0 {
 		bp := n.pool[k-1]
 		n.pool = n.pool[:k-1]
 		return bp
 	}
-	b := make([]byte, size)
-	return &b
+	return &shortBuf{b: make([]byte, size)}
 }
 
 // consumedNet returns queue slots to p once half the queue is consumed, or
@@ -405,16 +415,25 @@ func (e *Endpoint) advanceNet(s *LongSend) bool {
 		did = true
 	}
 	if !ns.doneSent {
-		if err := e.sendHead(p, fDone, uint32(s.slot), uint64(s.n), uint64(s.buf.Size()), mode); err != nil {
+		// fDone is counted with the frames referencing the buffer: the
+		// send completes once the receiver can complete too, whether or
+		// not this process calls Progress again.
+		h := e.net.head[:netHead]
+		putHead(h, fDone, uint32(s.slot), uint64(s.n), uint64(s.buf.Size()), mode)
+		now, err := e.send(p, h, nil, &dataTok{s: s, stage: -1})
+		if err != nil {
 			e.failNet(s, err)
 			return true
+		}
+		if !now {
+			ns.inflight++
 		}
 		ns.doneSent = true
 		rp.slots[s.slot], rp.sending[s.slot] = netSlot{}, nil
 		did = true
 	}
 	if ns.inflight > 0 {
-		return did // the kernel does not have all of the user's buffer yet
+		return did // the kernel does not have all of the user's buffer, or fDone, yet
 	}
 	e.Stats.LongSent++
 	e.Stats.BytesSent += int64(s.n)
@@ -463,17 +482,25 @@ type netHandler struct{ e *Endpoint }
 // Sent releases what a queued frame referenced.
 func (h *netHandler) Sent(tok any) {
 	n := h.e.net
-	n.pending--
 	n.did = true
+	var rp *netPeer
 	switch t := tok.(type) {
-	case *[]byte:
+	case *netPeer:
+		rp = t
+	case *shortBuf:
+		rp = t.p.net
 		n.pool = append(n.pool, t)
 	case *dataTok:
+		rp = t.s.peer.net
 		if t.stage < 0 {
 			t.s.net.inflight--
 		} else {
 			t.s.net.unsent[t.stage] = false
 		}
+	}
+	if rp != nil && rp.lost == nil {
+		rp.pending--
+		n.pending--
 	}
 }
 

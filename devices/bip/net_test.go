@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/aditest"
@@ -177,4 +178,62 @@ func TestEndpointAcrossHosts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A send that the device reports complete has left the process: the
+// receiver gets it although the sender never calls Progress again (as in
+// MPI_Finalize's PMI barrier). The first message to a peer waits in the
+// endpoint while the connection opens, which made an eager send look
+// complete before its frame had gone anywhere.
+func TestCompleteSendHasLeft(t *testing.T) {
+	t.Setenv(wire.EnvAddr, "127.0.0.1")
+	for _, n := range []int{8, 2000, 300 << 10} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			j := aditest.Start(t, pretendHosts(func(r int) int { return r }), 2, nil)
+			msg := bytes.Repeat([]byte{7}, n)
+			send := &adi.Request{Op: adi.OpSend, Context: 1, Peer: 1, Tag: 3, Buf: adi.Bytes(msg)}
+			got := make([]byte, n)
+			recv := &adi.Request{Op: adi.OpRecv, Context: 1, Peer: 0, Tag: 3, Buf: adi.Bytes(got)}
+			errc := make(chan error, 2)
+			go func() {
+				d := j.Devs[0]
+				if err := d.Isend(send); err != nil {
+					errc <- err
+					return
+				}
+				errc <- pollUntil(d, send.Done)
+				// Rank 0 calls its device no more.
+			}()
+			go func() {
+				d := j.Devs[1]
+				if err := d.Irecv(recv); err != nil {
+					errc <- err
+					return
+				}
+				errc <- pollUntil(d, recv.Done)
+			}()
+			for range 2 {
+				if err := <-errc; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if recv.Status.Err != nil || !bytes.Equal(got, msg) {
+				t.Fatalf("receive: %+v, data equal %v", recv.Status, bytes.Equal(got, msg))
+			}
+		})
+	}
+}
+
+// pollUntil drives d until done holds, for at most 10 s.
+func pollUntil(d adi.Device, done func() bool) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done after 10 s")
+		}
+		if _, err := d.Progress(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
