@@ -530,8 +530,8 @@ func (j *job) environ(r int) []string {
 	return env
 }
 
-// start launches rank r with the given stdin (nil for /dev/null), its
-// output forwarders, its PMI server goroutine and its exit watcher.
+// start launches rank r with the given stdin (nil for /dev/null) and
+// follows it.
 func (j *job) start(r int, stdin *os.File) error {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -609,6 +609,14 @@ func (j *job) start(r int, stdin *os.File) error {
 
 	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{}), ctl: ctlW}
 	j.ranks = append(j.ranks, rp)
+	j.follow(rp, outR, errR, conn)
+	return nil
+}
+
+// follow starts the goroutines that serve a started rank: its output
+// forwarders, its PMI server and its exit watcher.
+func (j *job) follow(rp *rankProc, outR, errR *os.File, conn net.Conn) {
+	r := rp.rank
 	label := j.label(r)
 	var prefix []byte
 	if j.tagOutput {
@@ -639,10 +647,9 @@ func (j *job) start(r int, stdin *os.File) error {
 		}
 	}()
 	go func() {
-		_ = cmd.Wait() // the exit status is in ProcessState
-		j.exits <- exitEvent{rank: r, state: cmd.ProcessState}
+		_ = rp.cmd.Wait() // the exit status is in ProcessState
+		j.exits <- exitEvent{rank: r, state: rp.cmd.ProcessState}
 	}()
-	return nil
 }
 
 // launch returns the path and arguments of the process that starts rank
