@@ -479,6 +479,11 @@ func (e *Endpoint) pollNet() bool {
 // the Endpoint's own methods. Its methods run inside pollNet.
 type netHandler struct{ e *Endpoint }
 
+var (
+	_ wire.Handler = (*netHandler)(nil)
+	_ wire.Placer  = (*netHandler)(nil)
+)
+
 // Sent releases what a queued frame referenced.
 func (h *netHandler) Sent(tok any) {
 	n := h.e.net
