@@ -283,8 +283,7 @@ type record struct {
 	key                          uint64
 	probe                        uintptr
 	short, queue, maxlong, chunk int
-	host                         string
-	id                           hostid.ID
+	host                         string // its host's name, for errors
 }
 
 // newEndpoint is New for a job whose ranks' host numbers are known
@@ -353,7 +352,7 @@ func (e *Endpoint) wireUp(kvs adi.KVS, hosts []int) error {
 		if _, err := fmt.Sscanf(f[0], "%d:%d:%x:%x:%d:%d:%d:%d", &c.pid, &c.fd, &c.key, &c.probe, &c.short, &c.queue, &c.maxlong, &c.chunk); err != nil {
 			return fmt.Errorf("bip: rank %d published %q: %v", r, v, err)
 		}
-		c.host, c.id, ids[r] = f[1], hostid.ID(f[2]), hostid.ID(f[2])
+		c.host, ids[r] = f[1], hostid.ID(f[2])
 		if c.short != o.Short || c.queue != o.Queue || c.maxlong != o.MaxLong || c.chunk != o.Chunk {
 			return fmt.Errorf("bip: rank %d uses short=%d queue=%d maxlong=%d chunk=%d, this rank %d/%d/%d/%d; options must agree",
 				r, c.short, c.queue, c.maxlong, c.chunk, o.Short, o.Queue, o.MaxLong, o.Chunk)
