@@ -367,35 +367,11 @@ func (e *Endpoint) advanceNet(s *LongSend) bool {
 		mode = uint64(modeChunks)
 	}
 	for s.off < s.n {
-		var k int
-		var body []byte
-		stage := ns.next
-		switch {
-		case ns.chunks:
-			if ns.unsent[stage] || ns.unfreed[stage] {
-				return did // the receiver has not emptied this chunk yet
-			}
-			k = min(e.opt.Chunk, s.n-s.off)
-			body = ns.stageBuf(stage, e.opt.Chunk)[:k]
-			s.buf.CopyOut(s.off, body)
-			e.Stats.Chunks++
-		case s.buf.Contiguous():
-			if ns.inflight >= netWindow {
-				return did
-			}
-			k = min(netChunk, s.n-s.off)
-			body = s.buf.Mem[s.off : s.off+k]
-			stage = -1
-			e.Stats.RemoteWrites++
-		default:
-			if ns.unsent[stage] {
-				return did
-			}
-			k = min(netChunk, s.n-s.off)
-			body = ns.stageBuf(stage, netChunk)[:k]
-			s.buf.CopyOut(s.off, body)
-			e.Stats.RemoteWrites++
+		body, stage, ok := e.nextData(s)
+		if !ok {
+			return did
 		}
+		k := len(body)
 		h := e.net.head[:netHead]
 		putHead(h, fData, uint32(s.slot), uint64(s.off), mode, 0)
 		now, err := e.send(p, h, body, &dataTok{s: s, stage: stage})
@@ -439,6 +415,40 @@ func (e *Endpoint) advanceNet(s *LongSend) bool {
 	e.Stats.BytesSent += int64(s.n)
 	e.finishSend(s, nil)
 	return true
+}
+
+// nextData returns the body of send s's next fData frame and its staging
+// buffer (-1: the frame references the user's buffer), or false when the
+// window is full: both chunks not yet emptied by the receiver (cma=off),
+// netWindow frames of the user's buffer queued, or both staging buffers
+// of a non-contiguous buffer queued.
+func (e *Endpoint) nextData(s *LongSend) ([]byte, int, bool) {
+	ns := s.net
+	stage := ns.next
+	switch {
+	case ns.chunks:
+		if ns.unsent[stage] || ns.unfreed[stage] {
+			return nil, 0, false
+		}
+		body := ns.stageBuf(stage, e.opt.Chunk)[:min(e.opt.Chunk, s.n-s.off)]
+		s.buf.CopyOut(s.off, body)
+		e.Stats.Chunks++
+		return body, stage, true
+	case s.buf.Contiguous():
+		if ns.inflight >= netWindow {
+			return nil, 0, false
+		}
+		e.Stats.RemoteWrites++
+		return s.buf.Mem[s.off : s.off+min(netChunk, s.n-s.off)], -1, true
+	default:
+		if ns.unsent[stage] {
+			return nil, 0, false
+		}
+		body := ns.stageBuf(stage, netChunk)[:min(netChunk, s.n-s.off)]
+		s.buf.CopyOut(s.off, body)
+		e.Stats.RemoteWrites++
+		return body, stage, true
+	}
 }
 
 func (ns *netSend) stageBuf(i, size int) []byte {
