@@ -178,6 +178,10 @@ func (d *Device) newID() uint32 {
 // Counters reports live objects and traffic. rendezvous_sends and
 // rendezvous_receives count this process's long-protocol operations at
 // every stage (REQ out, acknowledged, waiting for BIP's bound, streaming).
+// With peers on other hosts, wire_* are the network endpoint's totals
+// (frames and body bytes each way, frames that waited for their socket,
+// bodies read straight into a receive buffer) and the completions held
+// until queued frames leave.
 func (d *Device) Counters() map[string]int64 {
 	backlog, waitSlot, waitSend := 0, 0, 0
 	for _, p := range d.pc {
@@ -186,7 +190,7 @@ func (d *Device) Counters() map[string]int64 {
 		waitSend += len(p.waitSend)
 	}
 	s := d.ep.Stats
-	return map[string]int64{
+	c := map[string]int64{
 		"posted_receives":     int64(d.eng.Posted()),
 		"unexpected_messages": int64(d.eng.Unexpected()),
 		"rendezvous_sends":    int64(len(d.sends) + waitSend + len(d.ep.sends)),
@@ -207,6 +211,14 @@ func (d *Device) Counters() map[string]int64 {
 		"bip_chunks":          s.Chunks,
 		"bytes_sent":          s.BytesSent,
 	}
+	if n := d.ep.net; n != nil && n.ep != nil {
+		w := n.ep.Counters()
+		c["wire_frames_out"], c["wire_frames_in"] = w.FramesOut, w.FramesIn
+		c["wire_bytes_out"], c["wire_bytes_in"] = w.BytesOut, w.BytesIn
+		c["wire_queued"], c["wire_placed"] = w.Queued, w.Placed
+		c["wire_held_completions"] = int64(len(d.held))
+	}
+	return c
 }
 
 // Isend: eager when the message fits a short message (and is not

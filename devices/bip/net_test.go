@@ -237,3 +237,36 @@ func pollUntil(d adi.Device, done func() bool) error {
 	}
 	return nil
 }
+
+// The device's counters show the network's traffic, and a long message to
+// a contiguous buffer is read straight into it (Placer).
+func TestWireCounters(t *testing.T) {
+	t.Setenv(wire.EnvAddr, "127.0.0.1")
+	j := aditest.Start(t, pretendHosts(func(r int) int { return r }), 2, nil)
+	msg := bytes.Repeat([]byte{9}, 1<<20)
+	got := make([]byte, len(msg))
+	send := &adi.Request{Op: adi.OpSend, Context: 1, Peer: 1, Tag: 3, Buf: adi.Bytes(msg)}
+	recv := &adi.Request{Op: adi.OpRecv, Context: 1, Peer: 0, Tag: 3, Buf: adi.Bytes(got)}
+	errc := make(chan error, 2)
+	go func() { errc <- firstErr(j.Devs[0].Isend(send), func() error { return pollUntil(j.Devs[0], send.Done) }) }()
+	go func() { errc <- firstErr(j.Devs[1].Irecv(recv), func() error { return pollUntil(j.Devs[1], recv.Done) }) }()
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatal("the long message arrived wrong")
+	}
+	s, r := j.Devs[0].Counters(), j.Devs[1].Counters()
+	if s["wire_bytes_out"] < int64(len(msg)) || r["wire_bytes_in"] < int64(len(msg)) || r["wire_placed"] == 0 || s["bip_long_sent"] != 1 {
+		t.Errorf("sender %v\nreceiver %v: want the message's bytes over the wire, placed", s, r)
+	}
+}
+
+func firstErr(err error, then func() error) error {
+	if err != nil {
+		return err
+	}
+	return then()
+}
