@@ -248,8 +248,12 @@ func TestWireCounters(t *testing.T) {
 	send := &adi.Request{Op: adi.OpSend, Context: 1, Peer: 1, Tag: 3, Buf: adi.Bytes(msg)}
 	recv := &adi.Request{Op: adi.OpRecv, Context: 1, Peer: 0, Tag: 3, Buf: adi.Bytes(got)}
 	errc := make(chan error, 2)
-	go func() { errc <- firstErr(j.Devs[0].Isend(send), func() error { return pollUntil(j.Devs[0], send.Done) }) }()
-	go func() { errc <- firstErr(j.Devs[1].Irecv(recv), func() error { return pollUntil(j.Devs[1], recv.Done) }) }()
+	go func() {
+		errc <- firstErr(j.Devs[0].Isend(send), func() error { return pollUntil(j.Devs[0], send.Done) })
+	}()
+	go func() {
+		errc <- firstErr(j.Devs[1].Irecv(recv), func() error { return pollUntil(j.Devs[1], recv.Done) })
+	}()
 	for range 2 {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
