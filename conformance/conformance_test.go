@@ -272,13 +272,57 @@ func TestCollectives(t *testing.T) {
 
 // TestCollMismatch runs the collectives check mismatch (collectives whose
 // counts differ between ranks must fail with ErrTruncate or ErrCount, never
-// hang, and leave the communicator usable) under every registered device at
-// np = 2, 3 and 8, with the device's native collectives and without them
+// hang nor return wrong data, and leave the communicator usable: Bcast on
+// every path, the board collectives on MPI_COMM_WORLD, and every message
+// collective on a duplicate) under every registered device at np = 2, 3
+// and 8, with the device's native collectives and without them
 // (ADIMPI_NATIVE_COLL=off: the core's message algorithms everywhere).
 func TestCollMismatch(t *testing.T) {
 	eachDevice(t, func(t *testing.T, dev string) {
 		matrix(t, collectives, dev, nil, []int{2, 3, 8}, []string{"mismatch"}, nil)
 		matrix(t, collectives, dev, []string{nativeOffOpt}, []int{2, 3, 8}, []string{"mismatch"}, nil)
+	})
+}
+
+// pretendEnv is the core's test-only knob that places ranks on pretend
+// hosts (mpi/hosts.go): a run option "ADIMPI_PRETEND_HOSTS=spec" goes into
+// the job's environment.
+const pretendEnv = "ADIMPI_PRETEND_HOSTS"
+
+// hierPlacements are the pretend placements TestCollectivesHier runs at
+// each process count, on three hosts: block (hosts contiguous:
+// non-commutative reductions go in tiers), round-robin (hosts interleaved:
+// they go flat; at np = 3 one rank per host, where every collective is
+// flat and keeps off the native paths) and uneven (a host of one rank, and
+// at np = 12 a host whose ranks are not contiguous).
+var hierPlacements = map[int][]string{
+	3:  {"map:0,0,1", "rr:3"},
+	6:  {"rr:3", "map:0,0,0,0,1,2"},
+	12: {"block:3", "map:0,0,0,0,0,0,0,1,1,1,2,0"},
+}
+
+// hierChecks are the collectives checks TestCollectivesHier runs: those of
+// the tiered collectives (Barrier, Bcast, Reduce, Allreduce, Gather,
+// Scatter, Allgather, any root, in place, non-commutative, non-blocking, mismatched
+// Bcast counts) and of SplitType, whose communicators follow the pretend
+// hosts.
+var hierChecks = []string{"comms", "barrier", "bcast", "gather", "scatter", "allgather", "reduce", "allreduce", "noncommutative", "inplace", "nbc", "split", "mismatch"}
+
+// TestCollectivesHier runs the collective checks of hierChecks, and every
+// check of conformance/intercoll (intercommunicator and persistent
+// collectives), under every registered device with the ranks placed on
+// pretend hosts (ADIMPI_PRETEND_HOSTS, hierPlacements): the core's
+// collectives then run in tiers across hosts and keep off the device's
+// board and multidestination sends, while the device itself still runs on
+// one host. intercoll runs at np = 6, round-robin.
+func TestCollectivesHier(t *testing.T) {
+	eachDevice(t, func(t *testing.T, dev string) {
+		for _, np := range []int{12, 6, 3} {
+			for _, place := range hierPlacements[np] {
+				matrix(t, collectives, dev, []string{pretendEnv + "=" + place}, []int{np}, hierChecks, nil)
+			}
+		}
+		matrix(t, intercoll, dev, []string{pretendEnv + "=" + hierPlacements[6][0]}, []int{6}, intercoll.checks, nil)
 	})
 }
 
@@ -508,6 +552,10 @@ func runJob(bin, dev string, opts []string, np int, progArgs []string, mpirunArg
 		case nativeOffOpt:
 			env = append(env, o)
 		default:
+			if strings.HasPrefix(o, pretendEnv+"=") {
+				env = append(env, o)
+				continue
+			}
 			args = append(args, "-device-opt", o)
 		}
 	}

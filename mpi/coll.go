@@ -151,6 +151,24 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // vectors, for Reduce) returns ErrTruncate when a peer passes more bytes
 // than it, ErrCount when one passes fewer.
 //
+// Elsewhere (other communicators, other devices, ADIMPI_NATIVE_COLL=off,
+// the non-blocking and persistent forms) the collectives move their data by
+// messages, and every rank takes its full part in the exchange whatever it
+// receives, so nobody waits for a rank that saw a mismatch. Reduce,
+// Allreduce, Scan and Exscan carry the range of counts with their partial
+// results: every rank whose result involves a rank of another count returns
+// ErrTruncate when a peer passes more bytes than it, ErrCount when one
+// passes fewer (for Reduce: the root; for Scan and Exscan: the ranks after
+// it). Gather, Scatter, Allgather, Alltoall, ReduceScatter(Block) and the v
+// forms check that every message has the size this rank's count expects
+// (ErrTruncate when longer, ErrCount when shorter), and a rank that saw a
+// mismatch sends empty messages from then on, so that the ranks whose
+// results pass through it fail too (ErrCount: they cannot tell which count
+// is whose). A rank that returns nil holds the right data. The v forms
+// (Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw) send no message for
+// a count of zero, so a zero that a peer does not share still leaves that
+// peer waiting.
+//
 // # In place
 //
 // MPI_IN_PLACE is InPlace[T]() in the generic forms and InPlaceBuf in the
@@ -537,6 +555,7 @@ func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, ro
 		return nil, err
 	}
 	p.run = func(e *coll) error {
+		e.exact = true // the root checks every block's size
 		if e.rank != root {
 			if send.Size() == 0 {
 				return nil
@@ -548,7 +567,10 @@ func gathervPlan(op string, c *Comm, send, recv Buffer, counts, displs []int, ro
 			copy(buf, packIn(send))
 			done()
 		}
-		return recvBlocks(e, recv, counts, displs, sz, me)
+		if err := recvBlocks(e, recv, counts, displs, sz, me); err != nil {
+			return err
+		}
+		return e.mis
 	}
 	return p, nil
 }
@@ -594,11 +616,15 @@ func scattervPlan(op string, c *Comm, send Buffer, counts, displs []int, recv Bu
 		return nil, err
 	}
 	p.run = func(e *coll) error {
+		e.exact = true // every rank checks its block's size
 		if e.rank != root {
 			if recv.Size() == 0 {
 				return nil
 			}
-			return recvPacked(e, root, recv)
+			if err := recvPacked(e, root, recv); err != nil {
+				return err
+			}
+			return e.mis
 		}
 		if !inplace && sz[me] > 0 {
 			buf, done := packOut(recv, false)
@@ -801,11 +827,7 @@ func alltoallPlan(op string, c *Comm, send, recv Buffer) (*plan, error) {
 			s = packIn(send)
 		}
 		r, done := packOut(recv, false)
-		off, sz := make([]int, n), make([]int, n)
-		for i := range off {
-			off[i], sz[i] = i*bs, bs
-		}
-		if err := e.alltoallv(s, off, sz, r, off, sz); err != nil {
+		if err := e.alltoall(s, r, bs); err != nil {
 			return err
 		}
 		done()

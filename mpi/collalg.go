@@ -18,12 +18,13 @@ import (
 //	             on a device with multidestination sends, a star (m ≤ 64 KiB) or a
 //	             pipelined 4-ary tree of 64 KiB pieces (collmulti.go)
 //	Reduce       binomial tree (non-commutative ops: to rank 0, then to root)
-//	Allreduce    recursive doubling if m < 2 KiB, the op is non-commutative or count < 2^⌊log n⌋;
-//	             else Rabenseifner (recursive-halving reduce-scatter + recursive-doubling allgather)
+//	Allreduce    recursive doubling if m < 16 KiB, the op is non-commutative or count < 2^⌊log n⌋;
+//	             else a count agreement in the same pattern, then Rabenseifner
+//	             (recursive-halving reduce-scatter + recursive-doubling allgather)
 //	Gather       binomial tree; Gatherv linear
 //	Scatter      binomial tree; Scatterv linear
-//	Allgather    recursive doubling if n is a power of two and n·m < 512 KiB;
-//	             Bruck if n·m < 80 KiB; else ring. Allgatherv ring
+//	Allgather    recursive doubling if n is a power of two, else Bruck (in place);
+//	             never chosen by size, so that ranks whose counts differ agree. Allgatherv ring
 //	Alltoall(v)  pairwise exchange (XOR partners when n is a power of two)
 //	ReduceScatter(Block)  commutative ops: pairwise exchange (each rank reduces its own block);
 //	             non-commutative: binomial reduce to rank 0 + scatter(v)
@@ -32,9 +33,7 @@ import (
 const (
 	bcastShort     = 12288
 	bcastMinProcs  = 8
-	allreduceShort = 2048
-	allgatherShort = 81920
-	allgatherLong  = 524288
+	allreduceShort = 16384
 	nonePeer       = -1
 )
 
@@ -47,6 +46,9 @@ func pof2Below(n int) int {
 }
 
 func (e *coll) barrier() error {
+	if e.h.tiered() {
+		return e.hierBarrier()
+	}
 	for k := 1; k < e.size; k <<= 1 {
 		if err := e.sendrecv((e.rank+k)%e.size, nil, (e.rank-k+e.size)%e.size, nil); err != nil {
 			return err
@@ -66,6 +68,9 @@ func (e *coll) abs(rel, root int) int { return (rel + root) % e.size }
 func (e *coll) bcast(buf []byte, root int) error {
 	if e.size == 1 {
 		return nil
+	}
+	if e.h.tiered() {
+		return e.hierBcast(buf, root)
 	}
 	inline := bcastShort
 	if e.multisender(0) != nil {
@@ -269,36 +274,38 @@ func (e *coll) bcastScatterRing(buf []byte, root int) error {
 }
 
 // reduce combines every rank's send into recv at root (recv is only used at
-// root). send is not written.
+// root). send is not written. Its messages carry trailers (collcount.go):
+// the root sees every rank's count.
 func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 	n, m := e.size, len(send)
-	if m == 0 {
-		return nil
-	}
 	if n == 1 {
 		copy(recv, send)
 		return nil
+	}
+	if e.hierOrdered(red) {
+		return e.hierReduce(send, recv, red, root)
 	}
 	treeRoot := root
 	if !red.commute {
 		treeRoot = 0
 	}
 	rel := (e.rank - treeRoot + n) % n
-	acc, tmp := scratch(m), scratch(m)
-	defer func() { release(acc, tmp) }()
+	acc, tmp := trailed(m), trailed(m)
+	defer func() { release(acc[:cap(acc)], tmp[:cap(tmp)]) }()
 	copy(acc, send)
+	s := ownSpan(m)
 	for mask := 1; mask < n; mask <<= 1 {
 		if rel&mask == 0 {
 			src := rel | mask
 			if src < n {
-				if err := e.recv(e.abs(src, treeRoot), tmp); err != nil {
+				if err := e.exchangeTrailed(nonePeer, nil, 0, e.abs(src, treeRoot), tmp, &s); err != nil {
 					return err
 				}
 				red.apply(acc, tmp) // tmp = acc op tmp: acc holds the lower ranks
 				acc, tmp = tmp, acc
 			}
 		} else {
-			if err := e.send(e.abs(rel&^mask, treeRoot), acc); err != nil {
+			if err := e.exchangeTrailed(e.abs(rel&^mask, treeRoot), acc, m, nonePeer, nil, &s); err != nil {
 				return err
 			}
 			break
@@ -310,39 +317,58 @@ func (e *coll) reduce(send, recv []byte, red reducer, root int) error {
 			copy(recv, acc)
 		}
 	case e.rank == treeRoot:
-		return e.send(root, acc)
+		if err := e.exchangeTrailed(root, acc, m, nonePeer, nil, &s); err != nil {
+			return err
+		}
 	case e.rank == root:
-		return e.recv(treeRoot, recv)
+		if err := e.exchangeTrailed(nonePeer, nil, 0, treeRoot, tmp, &s); err != nil {
+			return err
+		}
+		copy(recv, tmp)
 	}
-	return nil
+	return s.err(e.op)
 }
 
 // allreduce reduces buf over every rank in place; es is the element size.
+// Short vectors (and non-commutative operations, and vectors of fewer
+// elements than the power of two) take recursive doubling with trailers
+// (allreduceTrailed); long ones agree their counts in the same message
+// pattern with trailers alone, then run Rabenseifner's algorithm, whose
+// messages are slices of buf. A rank whose count differs from a peer's
+// never runs Rabenseifner's algorithm, whichever its own count chooses.
 func (e *coll) allreduce(buf []byte, red reducer, es int) error {
 	n, m := e.size, len(buf)
-	if n == 1 || m == 0 {
+	if n == 1 {
 		return nil
 	}
+	if e.hierOrdered(red) {
+		return e.hierAllreduce(buf, red, es)
+	}
 	pof2 := pof2Below(n)
+	if m < allreduceShort || !red.commute || m/es < pof2 {
+		s, err := e.allreduceTrailed(buf, red, es, true)
+		if err != nil {
+			return err
+		}
+		return s.err(e.op)
+	}
+	if s, err := e.allreduceTrailed(buf, red, es, false); err != nil {
+		return err
+	} else if err := s.err(e.op); err != nil {
+		return err
+	}
 	rem := n - pof2
 	tmp := scratch(m)
-	acc := buf
-	defer func() {
-		if &acc[0] != &buf[0] {
-			release(acc)
-		} else {
-			release(tmp)
-		}
-	}()
+	defer release(tmp)
 	var err error
 	newrank := e.rank - rem
 	if e.rank < 2*rem {
 		if e.rank%2 == 0 {
-			err = e.send(e.rank+1, acc)
+			err = e.send(e.rank+1, buf)
 			newrank = -1
 		} else {
 			if err = e.recv(e.rank-1, tmp); err == nil {
-				red.apply(tmp, acc)
+				red.apply(tmp, buf)
 			}
 			newrank = e.rank / 2
 		}
@@ -356,27 +382,10 @@ func (e *coll) allreduce(buf []byte, red reducer, es int) error {
 		}
 		return nr + rem
 	}
-	count := m / es
 	if newrank >= 0 {
-		if m < allreduceShort || !red.commute || count < pof2 {
-			for mask := 1; mask < pof2; mask <<= 1 {
-				newdst := newrank ^ mask
-				if err := e.sendrecv(phys(newdst), acc, phys(newdst), tmp); err != nil {
-					return err
-				}
-				if newdst < newrank {
-					red.apply(tmp, acc)
-				} else {
-					red.apply(acc, tmp)
-					acc, tmp = tmp, acc
-				}
-			}
-		} else if err := e.rabenseifner(acc, tmp, red, es, newrank, pof2, phys); err != nil {
+		if err := e.rabenseifner(buf, tmp, red, es, newrank, pof2, phys); err != nil {
 			return err
 		}
-	}
-	if &acc[0] != &buf[0] {
-		copy(buf, acc)
 	}
 	if e.rank < 2*rem {
 		if e.rank%2 == 1 {
@@ -452,66 +461,84 @@ func (e *coll) rabenseifner(buf, tmp []byte, red reducer, es, newrank, pof2 int,
 	return nil
 }
 
-// allgather gathers every rank's block mine into all (n blocks, rank order).
+// allgather gathers every rank's block mine into all (n blocks, rank order):
+// recursive doubling when n is a power of two, else Bruck's algorithm in
+// place (allgatherBruck). Neither choice depends on the block size, so
+// ranks whose counts differ still exchange the same messages with the same
+// peers. Its receives are exact (waitExact); every rank takes part, even
+// with empty blocks, since a peer's may not be.
 func (e *coll) allgather(mine, all []byte) error {
 	n, bs := e.size, len(mine)
 	copy(all[e.rank*bs:], mine)
-	if n == 1 || bs == 0 {
+	if n == 1 {
 		return nil
 	}
-	switch total := n * bs; {
-	case n&(n-1) == 0 && total < allgatherLong:
-		for mask := 1; mask < n; mask <<= 1 {
-			dst := e.rank ^ mask
-			my, their := (e.rank&^(mask-1))*bs, (dst&^(mask-1))*bs
-			if err := e.sendrecv(dst, all[my:my+mask*bs], dst, all[their:their+mask*bs]); err != nil {
-				return err
-			}
-		}
-		return nil
-	case total < allgatherShort:
-		return e.allgatherBruck(mine, all)
+	if e.h.tiered() {
+		return e.hierAllgather(mine, all)
 	}
-	left, right := (e.rank-1+n)%n, (e.rank+1)%n
-	for i := 0; i < n-1; i++ {
-		s, r := (e.rank-i+n)%n, (e.rank-i-1+2*n)%n
-		if err := e.sendrecv(right, all[s*bs:(s+1)*bs], left, all[r*bs:(r+1)*bs]); err != nil {
+	e.exact = true
+	if n&(n-1) != 0 {
+		return e.allgatherBruck(all, bs)
+	}
+	for mask := 1; mask < n; mask <<= 1 {
+		dst := e.rank ^ mask
+		my, their := (e.rank&^(mask-1))*bs, (dst&^(mask-1))*bs
+		if err := e.sendrecv(dst, all[my:my+mask*bs], dst, all[their:their+mask*bs]); err != nil {
 			return err
 		}
 	}
-	return nil
+	return e.mis
 }
 
-func (e *coll) allgatherBruck(mine, all []byte) error {
-	n, bs := e.size, len(mine)
-	tmp := scratch(n * bs)
-	defer release(tmp)
-	copy(tmp, mine)
-	cur := 1
-	for cur*2 <= n {
-		src, dst := (e.rank+cur)%n, (e.rank-cur+n)%n
-		if err := e.sendrecv(dst, tmp[:cur*bs], src, tmp[cur*bs:2*cur*bs]); err != nil {
+// allgatherBruck is Bruck's allgather, in all itself: after a step with
+// cur, rank r holds the cur blocks that end at its own (r-cur+1 … r, mod
+// n); it sends them to rank r+cur and receives those of rank r-cur. A range
+// that wraps past block n-1 goes as two messages, which both ends count
+// from the ranks alone.
+func (e *coll) allgatherBruck(all []byte, bs int) error {
+	n := e.size
+	for cur := 1; cur < n; cur <<= 1 {
+		k := min(cur, n-cur) // blocks this step moves
+		dst, src := (e.rank+cur)%n, (e.rank-cur+n)%n
+		var reqs []*adi.Request
+		for _, b := range blockRange(all, bs, n, src, k) {
+			q, err := e.irecv(src, b)
+			if err != nil {
+				_ = e.wait(reqs...)
+				return err
+			}
+			reqs = append(reqs, q)
+		}
+		for _, b := range blockRange(all, bs, n, e.rank, k) {
+			q, err := e.isend(dst, b)
+			if err != nil {
+				_ = e.wait(reqs...)
+				return err
+			}
+			reqs = append(reqs, q)
+		}
+		if err := e.wait(reqs...); err != nil {
 			return err
 		}
-		cur *= 2
 	}
-	if rem := n - cur; rem > 0 {
-		src, dst := (e.rank+cur)%n, (e.rank-cur+n)%n
-		if err := e.sendrecv(dst, tmp[:rem*bs], src, tmp[cur*bs:n*bs]); err != nil {
-			return err
-		}
+	return e.mis
+}
+
+// blockRange is the k blocks of bs bytes that end at block last, in one
+// piece, or two when they wrap past block n-1.
+func blockRange(all []byte, bs, n, last, k int) [][]byte {
+	first := last - k + 1
+	if first >= 0 {
+		return [][]byte{all[first*bs : (last+1)*bs]}
 	}
-	for i := 0; i < n; i++ {
-		j := (e.rank + i) % n
-		copy(all[j*bs:(j+1)*bs], tmp[i*bs:(i+1)*bs])
-	}
-	return nil
+	return [][]byte{all[(first+n)*bs : n*bs], all[:(last+1)*bs]}
 }
 
 // allgatherv is a ring over blocks at byte offsets off[i] of sizes sz[i];
 // this rank's block must already be in place.
 func (e *coll) allgatherv(all []byte, off, sz []int) error {
 	n := e.size
+	e.exact = true // see waitExact
 	left, right := (e.rank-1+n)%n, (e.rank+1)%n
 	for i := 0; i < n-1; i++ {
 		s, r := (e.rank-i+n)%n, (e.rank-i-1+2*n)%n
@@ -526,18 +553,21 @@ func (e *coll) allgatherv(all []byte, off, sz []int) error {
 			return err
 		}
 	}
-	return nil
+	return e.mis
 }
 
-// gather collects blocks of bs bytes at root into all (rank order).
+// gather collects blocks of bs bytes at root into all (rank order). Its
+// receives are exact (waitExact), and every rank takes part, even with an
+// empty block.
 func (e *coll) gather(mine, all []byte, root int) error {
 	n, bs := e.size, len(mine)
-	if bs == 0 {
-		return nil
-	}
+	e.exact = true
 	if n == 1 {
 		copy(all, mine)
 		return nil
+	}
+	if e.h.tiered() {
+		return e.hierGather(mine, all, root)
 	}
 	rel := (e.rank - root + n) % n
 	held := 1 // blocks held, for relative ranks [rel, rel+held)
@@ -561,25 +591,31 @@ func (e *coll) gather(mine, all []byte, root int) error {
 				held = mask + k
 			}
 		} else {
-			return e.send(e.abs(rel&^mask, root), tmp[:held*bs])
+			if err := e.send(e.abs(rel&^mask, root), tmp[:held*bs]); err != nil {
+				return err
+			}
+			return e.mis
 		}
 	}
 	for i := 0; i < n; i++ {
 		j := e.abs(i, root)
 		copy(all[j*bs:(j+1)*bs], tmp[i*bs:(i+1)*bs])
 	}
-	return nil
+	return e.mis
 }
 
-// scatter sends block i of all (at root) to rank i's mine.
+// scatter sends block i of all (at root) to rank i's mine. Its receives
+// are exact (waitExact), and every rank takes part, even with an empty
+// block.
 func (e *coll) scatter(all, mine []byte, root int) error {
 	n, bs := e.size, len(mine)
-	if bs == 0 {
-		return nil
-	}
+	e.exact = true
 	if n == 1 {
 		copy(mine, all)
 		return nil
+	}
+	if e.h.tiered() {
+		return e.hierScatter(all, mine, root)
 	}
 	rel := (e.rank - root + n) % n
 	var tmp []byte
@@ -612,13 +648,33 @@ func (e *coll) scatter(all, mine []byte, root int) error {
 		}
 	}
 	copy(mine, tmp[:bs])
-	return nil
+	return e.mis
+}
+
+// alltoall exchanges blocks of bs bytes by pairwise steps (as alltoallv),
+// with exact receives (waitExact) and empty blocks sent too.
+func (e *coll) alltoall(send, recv []byte, bs int) error {
+	n := e.size
+	e.exact = true
+	copy(recv[e.rank*bs:(e.rank+1)*bs], send[e.rank*bs:])
+	pow2 := n&(n-1) == 0
+	for i := 1; i < n; i++ {
+		dst, src := (e.rank+i)%n, (e.rank-i+n)%n
+		if pow2 {
+			dst, src = e.rank^i, e.rank^i
+		}
+		if err := e.sendrecv(dst, send[dst*bs:(dst+1)*bs], src, recv[src*bs:(src+1)*bs]); err != nil {
+			return err
+		}
+	}
+	return e.mis
 }
 
 // alltoallv exchanges, by pairwise steps, block i of send (soff, ssz) for
 // block i of recv (roff, rsz).
 func (e *coll) alltoallv(send []byte, soff, ssz []int, recv []byte, roff, rsz []int) error {
 	n := e.size
+	e.exact = true // see waitExact
 	copy(recv[roff[e.rank]:roff[e.rank]+rsz[e.rank]], send[soff[e.rank]:soff[e.rank]+ssz[e.rank]])
 	pow2 := n&(n-1) == 0
 	for i := 1; i < n; i++ {
@@ -637,29 +693,28 @@ func (e *coll) alltoallv(send []byte, soff, ssz []int, recv []byte, roff, rsz []
 			return err
 		}
 	}
-	return nil
+	return e.mis
 }
 
 // scan computes the inclusive (or, with exclusive, exclusive) prefix
 // reduction of send into recv. For exclusive, rank 0's recv is not written.
+// Its messages carry trailers (collcount.go).
 func (e *coll) scan(send, recv []byte, red reducer, exclusive bool) error {
 	m := len(send)
-	if m == 0 {
-		return nil
-	}
-	partial, tmp := scratch(m), scratch(m)
-	defer func() { release(partial, tmp) }()
+	partial, tmp := trailed(m), trailed(m)
+	defer func() { release(partial[:cap(partial)], tmp[:cap(tmp)]) }()
 	copy(partial, send)
 	have := !exclusive
 	if have {
 		copy(recv, send)
 	}
+	s := ownSpan(m)
 	for mask := 1; mask < e.size; mask <<= 1 {
 		dst := e.rank ^ mask
 		if dst >= e.size {
 			continue
 		}
-		if err := e.sendrecv(dst, partial, dst, tmp); err != nil {
+		if err := e.exchangeTrailed(dst, partial, m, dst, tmp, &s); err != nil {
 			return err
 		}
 		if e.rank > dst {
@@ -675,36 +730,27 @@ func (e *coll) scan(send, recv []byte, red reducer, exclusive bool) error {
 			partial, tmp = tmp, partial
 		}
 	}
-	return nil
+	return s.err(e.op)
 }
 
 // reduceScatterPairwise reduces, for a commutative operation, block i of
 // every rank's send (byte ranges off[i]:off[i+1]) into rank i's mine: in
 // step k each rank sends to rank+k the block for it and folds in the block
-// received from rank-k. Fixed order per rank, so runs are repeatable.
+// received from rank-k. Fixed order per rank, so runs are repeatable. Its
+// receives are exact (waitExact), and empty blocks are sent too: a peer's
+// counts may not be this rank's.
 func (e *coll) reduceScatterPairwise(send []byte, off []int, mine []byte, red reducer) error {
 	n, me := e.size, e.rank
 	copy(mine, send[off[me]:off[me+1]])
-	if len(mine) == 0 && off[n] == 0 {
-		return nil
-	}
 	tmp := scratch(len(mine))
 	defer release(tmp)
+	e.exact = true
 	for k := 1; k < n; k++ {
 		dst, src := (me+k)%n, (me-k+n)%n
-		d, s := dst, src
-		if off[dst+1] == off[dst] {
-			d = nonePeer
-		}
-		if len(mine) == 0 {
-			s = nonePeer
-		}
-		if err := e.sendrecv(d, send[off[dst]:off[dst+1]], s, tmp); err != nil {
+		if err := e.sendrecv(dst, send[off[dst]:off[dst+1]], src, tmp); err != nil {
 			return err
 		}
-		if s != nonePeer {
-			red.apply(tmp, mine)
-		}
+		red.apply(tmp, mine)
 	}
-	return nil
+	return e.mis
 }

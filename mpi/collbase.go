@@ -19,6 +19,12 @@ type coll struct {
 	rank  int
 	size  int
 	tag   int
+	h     *hierarchy // how the ranks lie on hosts; nil on one host (collhier.go)
+
+	// exact makes wait check every receive's size (waitExact); mis is the
+	// first count mismatch it saw.
+	exact bool
+	mis   error
 }
 
 // A collective's tag is 1<<collSeqBit plus its sequence number (mod 2^23)
@@ -38,7 +44,7 @@ const (
 // number, so every rank must call collectives on c in the same order.
 func (c *Comm) newColl(r *runtime, op string) *coll {
 	seq := c.collSeq.Add(1)
-	return &coll{r: r, op: op, ctx: c.ctx + 1, world: c.world, rank: c.rank, size: len(c.world), tag: 1<<collSeqBit | int(seq%(1<<(collSeqBit-collSubBits)))<<collSubBits}
+	return &coll{r: r, op: op, ctx: c.ctx + 1, world: c.world, rank: c.rank, size: len(c.world), tag: 1<<collSeqBit | int(seq%(1<<(collSeqBit-collSubBits)))<<collSubBits, h: c.hierOf(r)}
 }
 
 func (e *coll) post(send bool, peer int, b []byte) (*adi.Request, error) {
@@ -63,12 +69,40 @@ func (e *coll) postTag(send bool, peer, tag int, b []byte) (*adi.Request, error)
 	return ar, nil
 }
 
-func (e *coll) isend(peer int, b []byte) (*adi.Request, error) { return e.post(true, peer, b) }
+// isend sends b to peer; once this rank has seen a count mismatch
+// (e.mis), it sends an empty message instead, which every peer that
+// expects data takes for a mismatch too, so that the error reaches every
+// rank whose result the mismatch spoils.
+func (e *coll) isend(peer int, b []byte) (*adi.Request, error) {
+	if e.mis != nil {
+		b = nil
+	}
+	return e.post(true, peer, b)
+}
+
 func (e *coll) irecv(peer int, b []byte) (*adi.Request, error) { return e.post(false, peer, b) }
 
 // wait completes every request (nil entries are skipped) and returns the
-// first error.
+// first error; with e.exact, a receive whose size differs from its buffer's
+// is no error but a mismatch, recorded in e.mis (waitExact).
 func (e *coll) wait(reqs ...*adi.Request) error {
+	if e.exact {
+		return e.waitExact(reqs...)
+	}
+	if err := e.complete(reqs...); err != nil {
+		return err
+	}
+	for _, q := range reqs {
+		if q != nil && q.Status.Err != nil {
+			return restated(e.op, q.Status.Err, e.commRank, true)
+		}
+	}
+	return nil
+}
+
+// complete waits until every request is done and returns the first error
+// other than a truncated receive: the callers look at the receives.
+func (e *coll) complete(reqs ...*adi.Request) error {
 	err := e.r.waitFor(func() bool {
 		for _, q := range reqs {
 			if q != nil && !q.Done() {
@@ -81,15 +115,50 @@ func (e *coll) wait(reqs ...*adi.Request) error {
 		return err
 	}
 	for _, q := range reqs {
-		if q != nil && q.Status.Err != nil {
+		if q != nil && q.Status.Err != nil && !truncated(q) {
 			return restated(e.op, q.Status.Err, e.commRank, true)
 		}
 	}
 	return nil
 }
 
+func truncated(q *adi.Request) bool {
+	return q.Op == adi.OpRecv && ErrorClass(q.Status.Err) == ErrTruncate
+}
+
+// waitExact is wait for the algorithms whose receives expect exactly their
+// buffer's bytes: a receive that got fewer (ErrCount) or more (ErrTruncate)
+// is a peer whose count differs from this rank's. It is recorded in e.mis
+// rather than returned, so that the rank goes on with its part of the
+// exchange (with empty messages, see isend) and nobody waits for it; the
+// algorithm returns e.mis at its end.
+func (e *coll) waitExact(reqs ...*adi.Request) error {
+	if err := e.complete(reqs...); err != nil {
+		return err
+	}
+	for _, q := range reqs {
+		if q != nil && q.Op == adi.OpRecv && e.mis == nil {
+			e.mis = e.sizeErr(q)
+		}
+	}
+	return nil
+}
+
+// sizeErr is the mismatch a receive shows, or nil when it got exactly its
+// buffer's bytes.
+func (e *coll) sizeErr(q *adi.Request) error {
+	want := q.Buf.Size()
+	switch {
+	case truncated(q):
+		return errorf(ErrTruncate, e.op, "rank %d sends more than the %d bytes this rank's count expects from it: the ranks' counts differ", e.commRank(q.Status.Source), want)
+	case q.Status.Bytes != want:
+		return errorf(ErrCount, e.op, "rank %d sends %d bytes where this rank's count expects %d: it, or a rank before it, passes another count than this rank", e.commRank(q.Status.Source), q.Status.Bytes, want)
+	}
+	return nil
+}
+
 // commRank is the rank in the collective of the process of world rank w
-// (for errors: a linear search).
+// (for errors: a linear search; w itself if none).
 func (e *coll) commRank(w int) int {
 	for i, x := range e.world {
 		if x == w {

@@ -26,9 +26,10 @@ const (
 // broadcast of n bytes, or nil: when the device has none, when
 // ADIMPI_NATIVE_COLL=off, and where the point-to-point algorithms are
 // faster (fewer than multiMinProcs processes, more than multiMax bytes).
+// Nor when the ranks span hosts: the streams are shared memory.
 // Every rank passes the same n, so all take the same path.
 func (e *coll) multisender(n int) adi.Multisender {
-	if !e.r.native || e.size < multiMinProcs || n > multiMax {
+	if !e.r.native || e.size < multiMinProcs || n > multiMax || e.h.crosses() {
 		return nil
 	}
 	ms, _ := e.r.dev.(adi.Multisender)

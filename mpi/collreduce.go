@@ -319,9 +319,16 @@ func reduceScatterPlan(op string, c *Comm, send, recv Buffer, counts []int, o *O
 		if e.rank == 0 {
 			full = make([]byte, len(s))
 		}
+		// A count mismatch in the reduction does not stop the scatter,
+		// which the other ranks wait for; rank 0 then sends empty blocks
+		// (exact receives: every rank sees a mismatch).
 		if err := e.reduce(s, full, red, 0); err != nil {
-			return err
+			if c := ErrorClass(err); c != ErrTruncate && c != ErrCount {
+				return err
+			}
+			e.mis = err
 		}
+		e.exact = true
 		r, done := packOut(recv, inplace)
 		mine := r[:counts[me]*es]
 		if e.rank == 0 {
@@ -346,6 +353,9 @@ func reduceScatterPlan(op string, c *Comm, send, recv Buffer, counts []int, o *O
 			if err := e.recv(0, mine); err != nil {
 				return err
 			}
+		}
+		if e.mis != nil {
+			return e.mis
 		}
 		done()
 		return nil

@@ -29,6 +29,9 @@ type Comm struct {
 	collSeq atomic.Uint32 // collective sequence number, part of every collective's tag
 	topo    *topology     // Cartesian or graph topology, nil if none
 
+	// hier is how the ranks lie on hosts, once a collective needs it (collhier.go).
+	hier atomic.Pointer[hierarchy]
+
 	// An intercommunicator's world and local describe the remote group (the
 	// ranks that point-to-point calls name); lworld is the local group.
 	inter  bool

@@ -253,7 +253,7 @@ func (c *Comm) splitByType(splitType, key int) (*Comm, error) {
 	}
 	color := Undefined
 	if splitType == SplitTypeShared {
-		color = r.hosts[c.world[c.rank]]
+		color = r.place[c.world[c.rank]]
 	}
 	return c.split(color, key)
 }

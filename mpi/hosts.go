@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -49,7 +50,81 @@ func (r *runtime) learnHosts(kvs *pmi.Client) error {
 			r.hostNames = append(r.hostNames, names[w])
 		}
 	}
+	return r.setPlace(os.Getenv(pretendEnv))
+}
+
+// pretendEnv names a knob for tests only: ADIMPI_PRETEND_HOSTS makes the
+// core's collectives and SplitType treat the ranks as placed on the hosts
+// it gives, while the device still sees the real hosts (adi.Config.Hosts),
+// so that the hierarchical collectives run on one machine. Its forms:
+//
+//	block:K      K hosts, consecutive ranks together (uneven when K does not divide the size)
+//	rr:K         K hosts, round-robin: rank w on host w mod K
+//	map:H0,H1,…  rank w on host H[w mod len(H)] (any labels; the list repeats)
+//
+// Ranks on different real hosts stay apart whatever the knob says. Every
+// rank must see the same value (mpirun passes its environment to all).
+const pretendEnv = "ADIMPI_PRETEND_HOSTS"
+
+// setPlace sets the placement the core's collectives and SplitType use:
+// the real hosts, refined by the pretend placement spec if not empty.
+func (r *runtime) setPlace(spec string) error {
+	r.place = r.hosts
+	if spec != "" {
+		fake, err := pretendHosts(spec, r.size)
+		if err != nil {
+			return fmt.Errorf("%s=%s: %v", pretendEnv, spec, err)
+		}
+		ids := make([]hostid.ID, r.size)
+		for w := range ids {
+			ids[w] = hostid.ID(strconv.Itoa(r.hosts[w]) + "/" + strconv.Itoa(fake[w]))
+		}
+		r.place = hostid.Map(ids)
+	}
+	r.spread = false
+	for _, h := range r.place {
+		r.spread = r.spread || h != r.place[0]
+	}
 	return nil
+}
+
+// pretendHosts parses an ADIMPI_PRETEND_HOSTS spec for size ranks into a
+// host label per rank.
+func pretendHosts(spec string, size int) ([]int, error) {
+	kind, arg, ok := strings.Cut(spec, ":")
+	if !ok {
+		return nil, fmt.Errorf("want block:K, rr:K or map:H0,H1,...")
+	}
+	place := make([]int, size)
+	switch kind {
+	case "block", "rr":
+		k, err := strconv.Atoi(arg)
+		if err != nil || k < 1 {
+			return nil, fmt.Errorf("host count %q is not a positive integer", arg)
+		}
+		for w := range place {
+			if kind == "block" {
+				place[w] = w * k / size
+			} else {
+				place[w] = w % k
+			}
+		}
+	case "map":
+		var labels []int
+		for _, f := range strings.Split(arg, ",") {
+			h, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || h < 0 {
+				return nil, fmt.Errorf("host %q is not a non-negative integer", f)
+			}
+			labels = append(labels, h)
+		}
+		for w := range place {
+			place[w] = labels[w%len(labels)]
+		}
+	default:
+		return nil, fmt.Errorf("unknown form %q: want block:K, rr:K or map:H0,H1,...", kind)
+	}
+	return place, nil
 }
 
 // oneHost checks, for a device that reaches its peers through shared

@@ -41,7 +41,7 @@ const Root = -3
 // sub is an environment of the collective e over processes world, whose
 // messages carry sub-tag k.
 func (e *coll) sub(world []int, rank, k int) *coll {
-	return &coll{r: e.r, op: e.op, ctx: e.ctx, world: world, rank: rank, size: len(world), tag: e.tag + k}
+	return &coll{r: e.r, op: e.op, ctx: e.ctx, world: world, rank: rank, size: len(world), tag: e.tag + k, h: e.h.untiered()}
 }
 
 // loc is the local group's part of an intercommunicator collective; peers

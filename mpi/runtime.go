@@ -3,6 +3,7 @@ package mpi
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	goruntime "runtime"
 	"runtime/debug"
@@ -53,6 +54,9 @@ type runtime struct {
 	native    bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
 	hosts     []int                      // world rank -> number of its host (hosts.go)
 	hostNames []string                   // host number -> its name
+	place     []int                      // world rank -> host, as collectives and SplitType see it: hosts, or ADIMPI_PRETEND_HOSTS's (hosts.go)
+	spread    bool                       // place puts the ranks on more than one host
+	hierColls atomic.Int64               // tiered collectives run (collhier.go)
 }
 
 var (
@@ -131,7 +135,7 @@ func InitWith(o Options) error {
 	}
 	r.short, _ = r.dev.(adi.ShortSender)
 	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts, Hosts: r.hosts}); err != nil {
-		e := errorf(ErrOther, "MPI_Init", "device %s: %v", name, err)
+		e := errorf(ErrOther, "MPI_Init", "%v", deviceError(name, err))
 		client.Abort(1, e.Error()) // mpirun prints an "MPI_X: ..." message as the rank's error
 		return e
 	}
@@ -165,6 +169,15 @@ func InitWith(o Options) error {
 	live.Store(r)
 	initDone.Store(true) // for wait reports (waitinfo.go)
 	return nil
+}
+
+// deviceError names the device in err unless err already starts with its
+// name, as the devices' own errors do ("netvm: option ring=1: ...").
+func deviceError(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+":") {
+		return err
+	}
+	return fmt.Errorf("device %s: %w", name, err)
 }
 
 // parseOptions reads "k=v,k=v".
@@ -334,15 +347,24 @@ func DeviceName() string {
 }
 
 // Counters reports the device's resource and traffic counters (live requests,
-// queued messages, bytes moved), for leak checks and benchmarks.
+// queued messages, bytes moved), for leak checks and benchmarks, and the
+// core's: board_rounds counts the rounds of collectives run on the
+// device's board (collboard.go), hier_collectives the collectives run in
+// tiers across hosts (collhier.go).
 func Counters() map[string]int64 {
 	r, err := current("MPI_Counters")
 	if err != nil {
 		return nil
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.dev.Counters()
+	m := maps.Clone(r.dev.Counters())
+	r.mu.Unlock()
+	if m == nil {
+		m = map[string]int64{}
+	}
+	m["board_rounds"] = int64(r.boardSeq.Load())
+	m["hier_collectives"] = r.hierColls.Load()
+	return m
 }
 
 // current returns the runtime, or an error naming op if MPI is not running.

@@ -176,6 +176,46 @@ func identity(n int) []int {
 	return s
 }
 
+// checkShared checks sh, w's SplitTypeShared communicator with key the
+// world rank: it holds the ranks of this host (same processor name), in
+// world order; with ADIMPI_PRETEND_HOSTS (ranks placed on pretend hosts)
+// the communicators of the ranks partition w, each ordered by world rank.
+func checkShared(w, sh *mpi.Comm) error {
+	n, me := w.Size(), w.Rank()
+	if os.Getenv("ADIMPI_PRETEND_HOSTS") == "" {
+		local, lrank, err := sameHost(w)
+		if err != nil {
+			return err
+		}
+		if sh.Size() != local || sh.Rank() != lrank {
+			return fmt.Errorf("split type shared: rank %d of %d, want %d of %d (the ranks with this processor name)", sh.Rank(), sh.Size(), lrank, local)
+		}
+		return nil
+	}
+	// Every rank names its host by the lowest world rank on it.
+	low := []int{me}
+	if err := mpi.Allreduce(sh, []int{me}, low, mpi.Min); err != nil {
+		return err
+	}
+	lows := make([]int, n)
+	if err := mpi.Allgather(w, low, lows); err != nil {
+		return err
+	}
+	size, rank := 0, 0
+	for r, l := range lows {
+		if l == low[0] {
+			size++
+			if r < me {
+				rank++
+			}
+		}
+	}
+	if sh.Size() != size || sh.Rank() != rank || lows[low[0]] != low[0] {
+		return fmt.Errorf("split type shared: rank %d of %d on the host of world rank %d, want %d of %d (hosts by world rank: %v)", sh.Rank(), sh.Size(), low[0], rank, size, lows)
+	}
+	return nil
+}
+
 // sameHost returns how many ranks of w share this process's host (its
 // processor name) and this process's place among them.
 func sameHost(w *mpi.Comm) (count, rank int, err error) {
@@ -247,14 +287,12 @@ func checkComms(w *mpi.Comm) error {
 	if err != nil || nc != nil {
 		return fmt.Errorf("split undefined: %v %v", nc, err)
 	}
-	// The ranks of this host (same processor name), in world order.
-	local, lrank, err := sameHost(w)
-	if err != nil {
-		return err
-	}
 	sh, err := w.SplitType(mpi.SplitTypeShared, me)
-	if err != nil || sh.Size() != local || sh.Rank() != lrank {
-		return fmt.Errorf("split type shared: size %d rank %d, want %d and %d (%v)", sh.Size(), sh.Rank(), local, lrank, err)
+	if err != nil {
+		return fmt.Errorf("split type shared: %v", err)
+	}
+	if err := checkShared(w, sh); err != nil {
+		return err
 	}
 	// Create with the odd ranks; CreateGroup with the even ones.
 	g, _ := w.Group()
@@ -1970,10 +2008,23 @@ func checkMismatch(w *mpi.Comm) error {
 			}
 		}
 	}
+	// The message algorithms (a duplicate's collectives): sizes on both
+	// sides of Allreduce's 16 KiB threshold, and zero against some.
+	for _, cnt := range []int{5, 1000, 1500, 2048, 100000} {
+		for _, longer := range []bool{false, true} {
+			what := fmt.Sprintf("message collectives of %d (longer %v)", cnt, longer)
+			if err := mismatchMsg(d, cnt, longer); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			if err := mismatchAfter(d, what); err != nil {
+				return err
+			}
+		}
+	}
 	// Reductions and Alltoall with counts that disagree: on the boards
-	// (netvm's MPI_COMM_WORLD with native collectives) every rank sees
-	// every count.
-	if mpi.DeviceName() != "netvm" || os.Getenv("ADIMPI_NATIVE_COLL") == "off" {
+	// (netvm's MPI_COMM_WORLD with native collectives, on one host) every
+	// rank sees every count.
+	if mpi.DeviceName() != "netvm" || os.Getenv("ADIMPI_NATIVE_COLL") == "off" || os.Getenv("ADIMPI_PRETEND_HOSTS") != "" {
 		return nil
 	}
 	if local, _, err := sameHost(w); err != nil || local != n {
@@ -2074,6 +2125,165 @@ func mismatchReduce(c *mpi.Comm, cnt int, longer bool) error {
 	err = mpi.Alltoall(c, make([]float64, bs*n), make([]float64, bs*n))
 	if err := wantMismatch(err, bs*n, obs*n); err != nil {
 		return fmt.Errorf("Alltoall: %w", err)
+	}
+	return nil
+}
+
+// isMismatch says whether err is the error of a count mismatch.
+func isMismatch(err error) bool {
+	return errors.Is(err, mpi.ErrTruncate) || errors.Is(err, mpi.ErrCount)
+}
+
+// mismatchMsg runs the collectives of the message algorithms with odd
+// ranks' counts half (or with longer twice) the even ranks' (zero when cnt
+// is 5 and the count is halved twice, see below). A rank whose result
+// depends on a peer whose count differs must fail with ErrTruncate or
+// ErrCount (for the reductions: ErrTruncate when a peer passes more, as a
+// truncated receive, ErrCount when one passes fewer), and a rank that
+// returns nil must hold the right data; nobody may hang.
+func mismatchMsg(c *mpi.Comm, cnt int, longer bool) error {
+	n, me := c.Size(), c.Rank()
+	mine := mismatchCount(me, 0, n, cnt, longer)
+	other := mismatchCount(1-me%2, 0, n, cnt, longer)
+	if cnt == 5 && !longer {
+		// Zero against five: a rank with nothing to send must still take
+		// part, or its peers wait for it.
+		if mine != cnt {
+			mine = 0
+		} else {
+			other = 0
+		}
+	}
+	in := make([]float64, mine)
+	for i := range in {
+		in[i] = val(me, i)
+	}
+	out := make([]float64, mine)
+	if err := wantMismatch(mpi.Allreduce(c, in, out, mpi.Sum), mine*8, other*8); err != nil {
+		return fmt.Errorf("Allreduce: %w", err)
+	}
+	req, err := mpi.Iallreduce(c, in, out, mpi.Max)
+	if err == nil {
+		_, err = req.Wait()
+	}
+	if err := wantMismatch(err, mine*8, other*8); err != nil {
+		return fmt.Errorf("Iallreduce: %w", err)
+	}
+	// A persistent Allreduce, started twice: a mismatch in one run leaves
+	// the next one to run (and fail) alike.
+	preq, err := mpi.AllreduceInit(c, in, out, mpi.Sum)
+	if err != nil {
+		return fmt.Errorf("AllreduceInit: %w", err)
+	}
+	for run := 0; run < 2; run++ {
+		err := preq.Start()
+		if err == nil {
+			_, err = preq.Wait()
+		}
+		if err := wantMismatch(err, mine*8, other*8); err != nil {
+			return fmt.Errorf("persistent Allreduce, run %d: %w", run, err)
+		}
+	}
+	for _, root := range []int{0, n - 1} {
+		err := mpi.Reduce(c, in, out, mpi.Sum, root)
+		if me == root {
+			if err := wantMismatch(err, mine*8, other*8); err != nil {
+				return fmt.Errorf("Reduce at root %d: %w", root, err)
+			}
+		} else if err != nil && !isMismatch(err) {
+			return fmt.Errorf("Reduce at root %d, rank %d: %w", root, me, err)
+		}
+	}
+	// A prefix reduction's result on rank r depends on ranks 0..r: from
+	// rank 1 on, both counts are among them.
+	err = mpi.Scan(c, in, out, mpi.Sum)
+	if me > 0 {
+		if err := wantMismatch(err, mine*8, other*8); err != nil {
+			return fmt.Errorf("Scan: %w", err)
+		}
+	} else if err != nil && !isMismatch(err) {
+		return fmt.Errorf("Scan: %w", err)
+	}
+	err = mpi.Exscan(c, in, out, mpi.Sum)
+	if me > 0 {
+		if err := wantMismatch(err, mine*8, other*8); err != nil {
+			return fmt.Errorf("Exscan: %w", err)
+		}
+	} else if err != nil && !isMismatch(err) {
+		return fmt.Errorf("Exscan: %w", err)
+	}
+	// The data collectives: blocks of mine elements (a tenth of the large
+	// count), whose totals straddle the sizes at which Allgather once
+	// changed algorithm (80 KiB at np 3, 512 KiB at np 8).
+	blocks := func(k int) int {
+		if cnt > 2048 {
+			return k / 10
+		}
+		return k
+	}
+	bs, obs := blocks(mine), blocks(other)
+	blk := make([]float64, bs)
+	for i := range blk {
+		blk[i] = val(me, i)
+	}
+	all := make([]float64, n*bs)
+	if err := mpi.Allgather(c, blk, all); !isMismatch(err) {
+		return fmt.Errorf("Allgather with blocks of %d and %d: got %v, want a count mismatch", bs, obs, err)
+	}
+	if err := mpi.Alltoall(c, all, make([]float64, n*bs)); !isMismatch(err) {
+		return fmt.Errorf("Alltoall with blocks of %d and %d: got %v, want a count mismatch", bs, obs, err)
+	}
+	if err := mpi.ReduceScatterBlock(c, all, make([]float64, bs), mpi.Sum); !isMismatch(err) {
+		return fmt.Errorf("ReduceScatterBlock with blocks of %d and %d: got %v, want a count mismatch", bs, obs, err)
+	}
+	if bs > 0 && obs > 0 {
+		// The v forms, with every rank's counts its own block size: a
+		// peer of the other parity sends another (a count of zero would
+		// make the ranks skip messages their peers send or wait for).
+		counts, displs := make([]int, n), make([]int, n)
+		for i := range counts {
+			counts[i], displs[i] = bs, i*bs
+		}
+		if err := mpi.Allgatherv(c, blk, all, counts, displs); !isMismatch(err) {
+			return fmt.Errorf("Allgatherv with blocks of %d and %d: got %v, want a count mismatch", bs, obs, err)
+		}
+		if err := mpi.Alltoallv(c, all, counts, displs, make([]float64, n*bs), counts, displs); !isMismatch(err) {
+			return fmt.Errorf("Alltoallv with blocks of %d and %d: got %v, want a count mismatch", bs, obs, err)
+		}
+	}
+	for _, root := range []int{0, n - 1} {
+		rootBs := blocks(mismatchCount(root, 0, n, cnt, longer))
+		if cnt == 5 && !longer && rootBs != cnt {
+			rootBs = 0
+		}
+		err := mpi.Gather(c, blk, all, root)
+		if me == root && !isMismatch(err) {
+			return fmt.Errorf("Gather at root %d with blocks of %d and %d: got %v, want a count mismatch", root, bs, obs, err)
+		}
+		if me != root && err != nil && !isMismatch(err) {
+			return fmt.Errorf("Gather at root %d: %w", root, err)
+		}
+		src := make([]float64, n*bs)
+		for i := range src {
+			src[i] = val(root, i)
+		}
+		got := make([]float64, bs)
+		err = mpi.Scatter(c, src, got, root)
+		switch {
+		case bs != rootBs && bs > 0 && !isMismatch(err):
+			// (A rank of no elements may not see a mismatch upstream:
+			// the empty messages that tell it are what it expects; it
+			// gets no data, so none wrong.)
+			return fmt.Errorf("Scatter from root %d of blocks of %d into %d: got %v, want a count mismatch", root, rootBs, bs, err)
+		case err != nil && !isMismatch(err):
+			return fmt.Errorf("Scatter from root %d: %w", root, err)
+		case err == nil:
+			for i := range got {
+				if want := val(root, me*bs+i); got[i] != want {
+					return fmt.Errorf("Scatter from root %d: element %d is %v, want %v, and no error", root, i, got[i], want)
+				}
+			}
+		}
 	}
 	return nil
 }

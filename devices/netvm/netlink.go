@@ -38,13 +38,22 @@ type netLink struct {
 	rank    int
 	host    string // the peer's host name, for errors
 	head    [headLen]byte
-	scratch []byte    // packs a non-contiguous payload
-	inBuf   []byte    // receives a chunk for a non-contiguous receive, before its unpacking (Place)
-	blocked bool      // a frame referencing a user buffer waits in the endpoint (Sent clears it)
-	body    []byte    // the payload of the frame being handled
-	placed  bool      // that payload was read straight into its receive buffer
-	lost    error     // the connection broke (Lost), or could not be opened
-	lostAt  time.Time // when
+	scratch []byte     // packs a non-contiguous payload
+	inBuf   []byte     // receives a chunk for a non-contiguous receive, before its unpacking (Place)
+	blocked bool       // a frame referencing a user buffer waits in the endpoint (Sent clears it)
+	body    []byte     // the payload of the frame being handled
+	placed  bool       // that payload was read straight into its receive buffer
+	lost    error      // the connection broke (Lost), or could not be opened
+	lostAt  time.Time  // when
+	dones   []*netDone // sends whose last frame waits in the endpoint, in order
+}
+
+// netDone is a send that completes once the endpoint has handed its last
+// frame to the kernel (Device.Sent).
+type netDone struct {
+	l    *netLink
+	req  *adi.Request
+	done int
 }
 
 var _ transport = (*netLink)(nil)
@@ -76,8 +85,12 @@ func decodeCtl(b []byte, c *ctl) bool {
 // put sends m as a frame. A stream chunk of a contiguous buffer goes by
 // reference: if the socket cannot take it whole, the link is blocked until
 // the endpoint reports it sent, so that the send completes (its SC is put)
-// only once its data are with the kernel. Other payloads are copied when
-// they must wait.
+// only once its data are with the kernel. A message that completes a send
+// (m.finish) and must wait completes when the endpoint reports it sent:
+// a frame waiting in the endpoint leaves only while this process polls,
+// and a process whose sends are complete may stop polling (a rank in
+// MPI_Finalize's key-value barrier). Other payloads are copied when they
+// must wait.
 func (l *netLink) put(m *outMsg) bool {
 	if l.blocked || l.lost != nil {
 		return false
@@ -85,14 +98,23 @@ func (l *netLink) put(m *outMsg) bool {
 	encodeCtl(l.head[:], &m.ctl)
 	var body []byte
 	var tok any
+	var dn *netDone
+	if m.finish && m.typ != ctlData {
+		dn = &netDone{l: l, req: m.req, done: m.done}
+		tok = dn
+	}
 	if hasPayload(m.typ) {
 		n := int(m.n)
-		if m.data.Contiguous() {
+		switch {
+		case m.data.Contiguous():
 			body = m.data.Mem[m.off : m.off+n]
 			if m.typ == ctlData {
 				tok = l
 			}
-		} else {
+		case dn != nil: // referenced until sent: a buffer of its own
+			body = make([]byte, n)
+			m.copyOut(m.off, body)
+		default:
 			if cap(l.scratch) < n {
 				l.scratch = make([]byte, n)
 			}
@@ -105,7 +127,12 @@ func (l *netLink) put(m *outMsg) bool {
 		l.lost, l.lostAt = err, time.Now()
 		return false
 	}
-	if !now && tok != nil {
+	switch {
+	case now:
+	case dn != nil:
+		m.finish = false // Device.Sent completes the send
+		l.dones = append(l.dones, dn)
+	case tok != nil:
 		l.blocked = true
 	}
 	return true
@@ -180,12 +207,21 @@ func (d *Device) Place(peer int, head []byte, n int) []byte {
 	return l.inBuf[:n]
 }
 
-// Sent unblocks a link whose referenced chunk the kernel now has
-// (wire.Handler).
+// Sent unblocks a link whose referenced chunk the kernel now has, or
+// completes a send whose last frame it now has (wire.Handler).
 func (d *Device) Sent(tok any) {
-	if l, ok := tok.(*netLink); ok {
-		l.blocked = false
-		d.netDid = true
+	d.netDid = true
+	switch t := tok.(type) {
+	case *netLink:
+		t.blocked = false
+	case *netDone: // frames leave in order: it is the oldest
+		if l := t.l; len(l.dones) > 0 && l.dones[0] == t {
+			l.dones[0] = nil
+			l.dones = l.dones[1:]
+		}
+		if !t.req.Done() {
+			t.req.Complete(adi.Status{Bytes: t.done})
+		}
 	}
 }
 

@@ -323,7 +323,10 @@ func (d *Device) Isend(r *adi.Request) error {
 // room and nothing waits in the backlog before them.
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	p := d.peers[peer]
-	if !p.alive {
+	if !p.alive || p.net != nil {
+		// A peer on another host gets a request: a frame that waits in
+		// the endpoint leaves only while this process polls, so a send
+		// completes once the kernel has its frame (netlink.go).
 		return false
 	}
 	return d.proto.sendShort(ctx, p, tag, sig, data)
@@ -441,6 +444,12 @@ func (d *Device) peerGone(p *peer, gone error) {
 			delete(d.recvs, id)
 			fail(rv.req)
 		}
+	}
+	if p.net != nil {
+		for _, dn := range p.net.dones {
+			fail(dn.req)
+		}
+		p.net.dones = nil
 	}
 	d.proto.peerGone(p, fail)
 }

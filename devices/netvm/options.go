@@ -41,10 +41,10 @@ func (d *Device) parseOptions(cfg adi.Config) error {
 	if d.ring, err = adi.SizeOption("netvm", cfg.Options, "ring", ringDef); err != nil {
 		return err
 	}
-	d.ring = (d.ring + 63) &^ 63
 	if d.ring < 4096 {
-		return fmt.Errorf("netvm: option ring=%d: at least 4096 bytes", d.ring)
+		return fmt.Errorf("netvm: option ring=%s: must be at least 4096 bytes", cfg.Options["ring"])
 	}
+	d.ring = (d.ring + 63) &^ 63
 	if d.eager > d.ring/4 {
 		return fmt.Errorf("netvm: option eager=%d exceeds ring/4 = %d", d.eager, d.ring/4)
 	}

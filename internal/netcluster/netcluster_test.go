@@ -387,6 +387,13 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("wd", func(t *testing.T) {
+		wd, _ := os.Getwd()
+		if got := strings.TrimSpace(output(t, c.Command("h2", "/bin/pwd", "-P"))); got != wd {
+			t.Errorf("a command on h2 runs in %q, not in the caller's directory %q", got, wd)
+		}
+	})
+
 	t.Run("shm", func(t *testing.T) {
 		f := fmt.Sprintf("/dev/shm/netcluster-test-%d", os.Getpid())
 		t.Cleanup(func() { os.Remove(f) }) // only there if isolation failed

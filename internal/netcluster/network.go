@@ -3,6 +3,7 @@ package netcluster
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -57,8 +58,8 @@ func run(cmd *exec.Cmd) error {
 }
 
 // Command returns a command that runs name with args on host: in all of
-// the host's namespaces, in the caller's working directory (or cmd.Dir if
-// set before Start), with the environment of cmd.Env. The process started
+// the host's namespaces, in the caller's working directory when Command is
+// called (cmd.Dir is not used), with the environment of cmd.Env. The process started
 // is nsenter; the program runs as its child inside the host and is killed
 // if nsenter dies, so killing cmd.Process ends the program too. (The
 // program's parent is then gone, and its exit is collected by the
@@ -71,8 +72,15 @@ func (c *Cluster) Command(host, name string, args ...string) *exec.Cmd {
 		cmd.Err = err
 		return cmd
 	}
+	// The working directory is named by path, resolved inside the host's
+	// mount namespace: one inherited from outside it (--wd=.) would be a
+	// directory of another namespace, which getcwd cannot name.
+	wd, err := os.Getwd()
+	if err != nil {
+		wd = "/"
+	}
 	argv := append([]string{"--target", strconv.Itoa(h.PID),
-		"--mount", "--uts", "--ipc", "--net", "--pid", "--wd=.",
+		"--mount", "--uts", "--ipc", "--net", "--pid", "--wd=" + wd,
 		"--", "setpriv", "--pdeathsig", "KILL", "--", name}, args...)
 	return exec.Command("nsenter", argv...)
 }

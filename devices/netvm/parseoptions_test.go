@@ -1,0 +1,22 @@
+package netvm
+
+import (
+	"testing"
+
+	"github.com/adimpi/adimpi/adi"
+)
+
+// TestOptionErrorsNameWhatWasTyped: an option error names the value the
+// user typed, not one the device derived from it.
+func TestOptionErrorsNameWhatWasTyped(t *testing.T) {
+	for _, c := range []struct{ k, v, want string }{
+		{"ring", "1", "netvm: option ring=1: must be at least 4096 bytes"},
+		{"ring", "4000", "netvm: option ring=4000: must be at least 4096 bytes"},
+	} {
+		d := &Device{}
+		err := d.parseOptions(adi.Config{Size: 2, Options: map[string]string{c.k: c.v}})
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s=%s: got %v, want %q", c.k, c.v, err, c.want)
+		}
+	}
+}
