@@ -15,6 +15,7 @@ import (
 	"github.com/adimpi/adimpi/internal/devkit/liveness"
 	"github.com/adimpi/adimpi/internal/devkit/options"
 	"github.com/adimpi/adimpi/internal/devkit/wire"
+	"github.com/adimpi/adimpi/internal/hostid"
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
 )
@@ -119,8 +120,10 @@ type peer struct {
 	rank, pid int
 	seg       *shm.Segment
 	gone      error // why it is not alive
+	failed    int   // long operations its death failed
 	remoteOK  bool  // process_vm_writev into it is allowed
 	self      bool
+	net       *netPeer // a peer on another host, reached over the network (net.go); nil on this host
 
 	// outbound: my block in its segment
 	out                []byte
@@ -160,6 +163,7 @@ type Endpoint struct {
 
 	rr   int // where NextShort from AnySource starts looking
 	live *liveness.Peers
+	net  *netSide // the network, when some peer runs on another host (net.go)
 
 	Stats Stats
 }
@@ -168,7 +172,7 @@ type Endpoint struct {
 type Stats struct {
 	ShortSent, ShortRecv, QueueFull int64
 	LongSent, LongRecv              int64
-	RemoteWrites, Chunks            int64
+	RemoteWrites, Chunks            int64 // to a peer on another host: data frames referencing the buffer, staging chunks
 	BytesSent                       int64
 }
 
@@ -177,10 +181,11 @@ type LongSend struct {
 	peer   *peer
 	tag    uint32
 	buf    adi.Buffer
-	slot   int // -1 until matched with a posted receive
-	n      int // bytes to deliver: min(size, the receive's capacity)
-	off    int // bytes delivered so far
-	half   int // next staging chunk (0 or 1)
+	slot   int      // -1 until matched with a posted receive
+	n      int      // bytes to deliver: min(size, the receive's capacity)
+	off    int      // bytes delivered so far
+	half   int      // next staging chunk (0 or 1)
+	net    *netSend // to a peer on another host
 	done   bool
 	err    error
 	onDone func(n int, err error)
@@ -265,8 +270,29 @@ func Open(opts map[string]string) (*Endpoint, error) {
 }
 
 // New wires up an endpoint for process rank of size through kvs (collective
-// over the job: every process calls it).
+// over the job: every process calls it). Peers on this process's host
+// (same kernel, PID and mount namespaces) are reached through shared
+// memory, the others over the network (net.go).
 func New(rank, size int, kvs adi.KVS, o Options) (*Endpoint, error) {
+	return newEndpoint(rank, size, kvs, o, nil)
+}
+
+// record is what a rank publishes for its peers.
+type record struct {
+	pid, fd                      int
+	key                          uint64
+	probe                        uintptr
+	short, queue, maxlong, chunk int
+	host                         string // its host's name, for errors
+}
+
+// newEndpoint is New for a job whose ranks' host numbers are known
+// (hosts[r], as the MPI core gives them), or, with hosts nil, learnt from
+// the ranks' host identities in their records.
+func newEndpoint(rank, size int, kvs adi.KVS, o Options, hosts []int) (*Endpoint, error) {
+	if hosts != nil && len(hosts) != size {
+		return nil, fmt.Errorf("bip: the hosts of %d ranks for a job of %d", len(hosts), size)
+	}
 	if o.Short == 0 {
 		o = DefaultOptions
 	}
@@ -280,52 +306,91 @@ func New(rank, size int, kvs adi.KVS, o Options) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	probe := uintptr(unsafe.Pointer(&e.seg.Mem[offProbe]))
-	me := fmt.Sprintf("%d:%d:%x:%x:%d:%d:%d:%d", os.Getpid(), e.seg.FD, e.seg.Key, probe, o.Short, o.Queue, o.MaxLong, o.Chunk)
-	if err := kvs.Put(fmt.Sprintf("bip-%d", rank), me); err != nil {
-		e.seg.Close()
+	if err := e.wireUp(kvs, hosts); err != nil {
+		e.Close()
 		return nil, err
+	}
+	e.startNet()
+	return e, nil
+}
+
+// wireUp publishes this endpoint's record, reads its peers' and maps the
+// segments of those on this host; the network comes up first when the
+// hosts are known (its address must be published before the barrier), or
+// behind one more barrier once the records have told them.
+func (e *Endpoint) wireUp(kvs adi.KVS, hosts []int) error {
+	o := e.opt
+	if hosts != nil {
+		if err := e.openNet(kvs, hosts); err != nil {
+			return err
+		}
+	}
+	id, err := hostid.Self()
+	if err != nil {
+		return err
+	}
+	probe := uintptr(unsafe.Pointer(&e.seg.Mem[offProbe]))
+	me := fmt.Sprintf("%d:%d:%x:%x:%d:%d:%d:%d|%s|%s", os.Getpid(), e.seg.FD, e.seg.Key, probe, o.Short, o.Queue, o.MaxLong, o.Chunk, hostid.Name(), id)
+	if err := kvs.Put(fmt.Sprintf("bip-%d", e.rank), me); err != nil {
+		return err
 	}
 	if err := kvs.Barrier(); err != nil {
-		e.seg.Close()
-		return nil, err
+		return err
 	}
-	e.peers = make([]*peer, size)
-	for r := 0; r < size; r++ {
-		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, self: r == rank}
-		if r != rank {
-			v, err := kvs.Get(fmt.Sprintf("bip-%d", r))
-			if err != nil {
-				e.Close()
-				return nil, err
-			}
-			var fd, short, queue, maxlong, chunk int
-			var key uint64
-			var paddr uintptr
-			if _, err := fmt.Sscanf(v, "%d:%d:%x:%x:%d:%d:%d:%d", &p.pid, &fd, &key, &paddr, &short, &queue, &maxlong, &chunk); err != nil {
-				e.Close()
-				return nil, fmt.Errorf("bip: rank %d published %q: %v", r, v, err)
-			}
-			if short != o.Short || queue != o.Queue || maxlong != o.MaxLong || chunk != o.Chunk {
-				e.Close()
-				return nil, fmt.Errorf("bip: rank %d uses short=%d queue=%d maxlong=%d chunk=%d, this rank %d/%d/%d/%d; options must agree",
-					r, short, queue, maxlong, chunk, o.Short, o.Queue, o.MaxLong, o.Chunk)
-			}
-			if p.seg, err = shm.Import(p.pid, fd, key); err != nil {
-				e.Close()
-				return nil, fmt.Errorf("bip: rank %d: %w", r, err)
-			}
-			p.remoteOK = o.CMA && shm.CanRemoteWrite(p.pid, paddr)
+	recs := make([]record, e.size)
+	ids := make([]hostid.ID, e.size)
+	for r := range recs {
+		v, err := kvs.Get(fmt.Sprintf("bip-%d", r))
+		if err != nil {
+			return err
 		}
-		p.out = p.seg.Mem[offPeers+rank*e.blockSize:][:e.blockSize]
+		c := &recs[r]
+		f := strings.Split(v, "|")
+		if len(f) != 3 {
+			return fmt.Errorf("bip: rank %d published %q: want segment|host|host id", r, v)
+		}
+		if _, err := fmt.Sscanf(f[0], "%d:%d:%x:%x:%d:%d:%d:%d", &c.pid, &c.fd, &c.key, &c.probe, &c.short, &c.queue, &c.maxlong, &c.chunk); err != nil {
+			return fmt.Errorf("bip: rank %d published %q: %v", r, v, err)
+		}
+		c.host, ids[r] = f[1], hostid.ID(f[2])
+		if c.short != o.Short || c.queue != o.Queue || c.maxlong != o.MaxLong || c.chunk != o.Chunk {
+			return fmt.Errorf("bip: rank %d uses short=%d queue=%d maxlong=%d chunk=%d, this rank %d/%d/%d/%d; options must agree",
+				r, c.short, c.queue, c.maxlong, c.chunk, o.Short, o.Queue, o.MaxLong, o.Chunk)
+		}
+	}
+	if hosts == nil {
+		hosts = hostid.Map(ids)
+		if err := e.openNetLate(kvs, hosts); err != nil {
+			return err
+		}
+	}
+	e.peers = make([]*peer, e.size)
+	for r, c := range recs {
+		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, self: r == e.rank}
+		e.peers[r] = p
 		p.in = e.seg.Mem[offPeers+r*e.blockSize:][:e.blockSize]
-		p.doorbell, p.sleepers = p.seg.Uint32(offDoorbell), p.seg.Uint32(offSleepers)
 		p.recvSlots = make([]*LongRecv, o.MaxLong)
 		p.claimed = make([]bool, o.MaxLong)
-		e.peers[r] = p
+		if hosts[r] != hosts[e.rank] {
+			// The liveness scan cannot see a process of another host: it
+			// watches this one instead, and the wire reports the peer lost.
+			p.seg = nil
+			p.net = &netPeer{host: c.host, slots: make([]netSlot, o.MaxLong), sending: make([]*LongSend, o.MaxLong)}
+			e.live.SetPid(r, p.pid)
+			continue
+		}
+		if r != e.rank {
+			p.pid = c.pid
+			if p.seg, err = shm.Import(p.pid, c.fd, c.key); err != nil {
+				return fmt.Errorf("bip: rank %d: %w", r, err)
+			}
+			p.remoteOK = o.CMA && shm.CanRemoteWrite(p.pid, c.probe)
+		}
+		p.out = p.seg.Mem[offPeers+e.rank*e.blockSize:][:e.blockSize]
+		p.doorbell, p.sleepers = p.seg.Uint32(offDoorbell), p.seg.Uint32(offSleepers)
 		e.live.SetPid(r, p.pid)
 	}
-	return e, nil
+	return nil
 }
 
 // Rank is this process's rank in the job.
@@ -344,13 +409,18 @@ func (e *Endpoint) Close() error {
 	var err error
 	if e.client != nil {
 		err = e.client.Barrier()
+	}
+	if cerr := e.closeNet(); err == nil {
+		err = cerr
+	}
+	if e.client != nil {
 		if ferr := e.client.Finalize(); err == nil {
 			err = ferr
 		}
 		e.client = nil
 	}
 	for _, p := range e.peers {
-		if p != nil && p.seg != e.seg {
+		if p != nil && p.seg != nil && p.seg != e.seg {
 			if cerr := p.seg.Close(); err == nil {
 				err = cerr
 			}
@@ -373,7 +443,7 @@ func (e *Endpoint) peerErr(p *peer, op string) error {
 	if p.gone != nil {
 		return p.gone
 	}
-	return e.live.Exited(op, p.rank)
+	return e.exited(op, p.rank)
 }
 
 func (e *Endpoint) checkRank(r int, op string) (*peer, error) {
@@ -381,7 +451,7 @@ func (e *Endpoint) checkRank(r int, op string) (*peer, error) {
 		return nil, adi.Errorf(adi.ErrRank, op, "rank %d out of range [0,%d)", r, e.size)
 	}
 	p := e.peers[r]
-	if !e.live.Alive(r) {
+	if !e.Alive(r) {
 		return nil, e.peerErr(p, op)
 	}
 	return p, nil
@@ -406,6 +476,9 @@ func (e *Endpoint) TrySend(dest int, tag uint32, n int, fill func(p []byte)) (bo
 	}
 	if n > e.opt.Short || n < 0 {
 		return false, ErrTooLong
+	}
+	if p.net != nil {
+		return e.trySendNet(p, tag, n, fill)
 	}
 	q := e.opt.Queue
 	headp := blkHead.Ptr(p.out)
@@ -434,11 +507,25 @@ func (e *Endpoint) TrySend(dest int, tag uint32, n int, fill func(p []byte)) (bo
 
 // SendShort sends a short message, blocking while dest's queue is full:
 // it makes progress, spins briefly, then sleeps on its doorbell until the
-// receiver consumes.
+// receiver consumes. To a peer on another host it returns once the frame
+// is with the kernel.
 func (e *Endpoint) SendShort(dest int, tag uint32, msg []byte) error {
-	return e.wait(func() (bool, error) {
+	err := e.wait(func() (bool, error) {
 		return e.TrySend(dest, tag, len(msg), func(p []byte) { copy(p, msg) })
 	})
+	if err == nil && e.Remote(dest) {
+		// To another host: return once the kernel has the frame, which
+		// then reaches the receiver whether or not this process goes on
+		// calling BIP.
+		p := e.peers[dest]
+		err = e.wait(func() (bool, error) {
+			if p.net.lost != nil {
+				return false, adi.Errorf(adi.ErrOther, "bip send", "rank %d on host %s is unreachable: %v", dest, p.net.host, p.net.lost)
+			}
+			return p.net.pending == 0, nil
+		})
+	}
+	return err
 }
 
 // NextShort consumes the oldest short message from src (AnySource: from
@@ -474,7 +561,9 @@ func (e *Endpoint) next(p *peer, fn func(src int, tag uint32, msg []byte)) bool 
 	p.head++
 	blkHead.Store(p.in, p.head)
 	e.Stats.ShortRecv++
-	if blkWaitSpace.Load(p.in) != 0 {
+	if p.net != nil {
+		e.consumedNet(p)
+	} else if blkWaitSpace.Load(p.in) != 0 {
 		blkWaitSpace.Store(p.in, 0)
 		ring(p.doorbell, p.sleepers)
 	}
@@ -489,7 +578,7 @@ func (e *Endpoint) RecvShort(src int, buf []byte) (from int, tag uint32, n int, 
 		got := e.NextShort(src, func(s int, t uint32, msg []byte) {
 			from, tag, n = s, t, copy(buf, msg)
 		})
-		if !got && src >= 0 && src < e.size && !e.live.Alive(src) {
+		if !got && src >= 0 && src < e.size && !e.Alive(src) {
 			return false, e.peerErr(e.peers[src], "bip receive")
 		}
 		return got, nil
@@ -523,6 +612,14 @@ func (e *Endpoint) PostLongN(src int, tag uint32, buf adi.Buffer, n int, done fu
 		return nil, ErrBusy
 	}
 	r := &LongRecv{peer: p, tag: tag, buf: buf, slot: slot, cap: n, onDone: done}
+	if p.net != nil {
+		if err := e.postLongNet(r); err != nil {
+			return nil, err
+		}
+		p.recvSlots[slot] = r
+		e.recvs = append(e.recvs, r)
+		return r, nil
+	}
 	p.recvSlots[slot] = r
 	d := p.in[blkSlots+slot*slotDesc:][:slotDesc]
 	addr := uint64(0)
@@ -569,6 +666,9 @@ func (e *Endpoint) StartLong(dest int, tag uint32, buf adi.Buffer, done func(n i
 	}
 	p.nlongOut++
 	s := &LongSend{peer: p, tag: tag, buf: buf, slot: -1, onDone: done}
+	if p.net != nil {
+		s.net = &netSend{chunks: !e.opt.CMA}
+	}
 	e.sends = append(e.sends, s)
 	e.advanceSend(s)
 	return s, nil
@@ -645,6 +745,9 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 	p := s.peer
 	if s.done {
 		return false
+	}
+	if p.net != nil {
+		return e.advanceNet(s)
 	}
 	did := false
 	if s.slot < 0 {
@@ -752,6 +855,9 @@ func (e *Endpoint) remoteFailed(s *LongSend, err error) bool {
 // it when the sender is done.
 func (e *Endpoint) advanceRecv(r *LongRecv) bool {
 	p := r.peer
+	if p.net != nil {
+		return false // completed by its frames (net.go)
+	}
 	d := p.in[blkSlots+r.slot*slotDesc:][:slotDesc]
 	st := slState.Load(d)
 	did := false
@@ -790,6 +896,9 @@ func (e *Endpoint) advanceRecv(r *LongRecv) bool {
 // callbacks run before it returns.
 func (e *Endpoint) Progress() bool {
 	did := false
+	if e.net != nil && e.pollNet() {
+		did = true
+	}
 	if len(e.sends) > 0 {
 		keep := e.sends[:0]
 		for _, s := range e.sends {
@@ -839,21 +948,25 @@ func (e *Endpoint) runDone() {
 func (e *Endpoint) checkPeers() bool {
 	gone := e.live.Scan()
 	for _, r := range gone {
-		e.peerDied(e.peers[r])
+		e.peerDied(e.peers[r], e.live.Lost(r))
 	}
 	return len(gone) > 0
 }
 
-func (e *Endpoint) peerDied(p *peer) {
-	p.gone = e.live.Lost(p.rank)
+// peerDied fails the long operations with p, which is gone (err says how),
+// and reports it through OnPeerGone.
+func (e *Endpoint) peerDied(p *peer, err error) {
+	p.gone = err
 	for _, s := range e.sends {
 		if s.peer == p && !s.done {
 			e.finishSend(s, p.gone)
+			p.failed++
 		}
 	}
 	for _, r := range e.recvs {
 		if r.peer == p && !r.done {
 			e.finishRecv(r, p.gone)
+			p.failed++
 		}
 	}
 	if e.OnPeerGone != nil {
@@ -861,8 +974,9 @@ func (e *Endpoint) peerDied(p *peer) {
 	}
 }
 
-// Alive reports whether rank's process was alive at the last check.
-func (e *Endpoint) Alive(rank int) bool { return e.live.Alive(rank) }
+// Alive reports whether rank's process was alive at the last check (and,
+// on another host, its connection unbroken).
+func (e *Endpoint) Alive(rank int) bool { return e.live.Alive(rank) && e.peers[rank].gone == nil }
 
 // Seq is the doorbell word every writer bumps.
 func (e *Endpoint) Seq() uint32 { return atomic.LoadUint32(e.seg.Uint32(offDoorbell)) }
@@ -872,6 +986,9 @@ func (e *Endpoint) Seq() uint32 { return atomic.LoadUint32(e.seg.Uint32(offDoorb
 func (e *Endpoint) Sleep(seq uint32, d time.Duration) {
 	sl := e.seg.Uint32(offSleepers)
 	atomic.AddUint32(sl, 1)
+	if e.net != nil && e.net.sleeper != nil {
+		e.net.sleeper.Arm() // a frame rings the doorbell too
+	}
 	_ = shm.FutexWait(e.seg.Uint32(offDoorbell), seq, d)
 	e.live.Slept()
 	atomic.AddUint32(sl, ^uint32(0))

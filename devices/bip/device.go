@@ -17,6 +17,7 @@ func init() { adi.Register("bip", func() adi.Device { return new(Device) }) }
 var (
 	_ adi.Device       = (*Device)(nil)
 	_ adi.OptionHelper = (*Device)(nil)
+	_ adi.CrossHost    = (*Device)(nil)
 )
 
 // MPI-BIP message types, carried as the BIP short message's tag.
@@ -95,6 +96,14 @@ type Device struct {
 	sends  map[uint32]*lsend // REQ sent, waiting for ACK
 	nextID uint32
 	err    error // a protocol error found inside a callback
+	lost   error // a peer on another host became unreachable: Progress reports it once
+
+	// Completions held back while frames wait in the network endpoint: a
+	// request completes only once every frame queued before its completion
+	// is with the kernel, so that a process that stops calling Progress
+	// (MPI_Finalize's PMI barrier, say) leaves nothing its peers wait for
+	// behind it, as a message written into shared memory does not.
+	held []heldCompletion
 
 	cnt struct {
 		eager, long, creditWaits, creditMsgs, ackWaits int64
@@ -107,7 +116,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	if err != nil {
 		return err
 	}
-	if d.ep, err = New(cfg.Rank, cfg.Size, cfg.KVS, o); err != nil {
+	if d.ep, err = newEndpoint(cfg.Rank, cfg.Size, cfg.KVS, o, cfg.Hosts); err != nil {
 		return err
 	}
 	d.size = cfg.Size
@@ -125,6 +134,40 @@ func (d *Device) Init(cfg adi.Config) error {
 // OptionHelp describes the device's options, one line each (adi.OptionHelper).
 func (d *Device) OptionHelp() string { return OptionTable.Help() }
 
+// CrossHost reports that the device reaches ranks on other hosts: BIP's
+// short queue, credits and long rendezvous travel as frames (net.go).
+func (d *Device) CrossHost() bool { return true }
+
+type heldCompletion struct {
+	r  *adi.Request
+	st adi.Status
+}
+
+// complete completes r with st, or holds the completion back while frames
+// wait in the network endpoint.
+func (d *Device) complete(r *adi.Request, st adi.Status) {
+	if d.ep.net != nil && d.ep.net.pending > 0 {
+		d.held = append(d.held, heldCompletion{r, st})
+		return
+	}
+	r.Complete(st)
+}
+
+// release completes the held requests once no frame waits in the endpoint.
+func (d *Device) release() bool {
+	if len(d.held) == 0 || d.ep.net.pending > 0 {
+		return false
+	}
+	for i, h := range d.held {
+		if !h.r.Done() {
+			h.r.Complete(h.st)
+		}
+		d.held[i] = heldCompletion{}
+	}
+	d.held = d.held[:0]
+	return true
+}
+
 // Finalize releases the endpoint.
 func (d *Device) Finalize() error { return d.ep.Close() }
 
@@ -139,6 +182,10 @@ func (d *Device) newID() uint32 {
 // Counters reports live objects and traffic. rendezvous_sends and
 // rendezvous_receives count this process's long-protocol operations at
 // every stage (REQ out, acknowledged, waiting for BIP's bound, streaming).
+// With peers on other hosts, wire_* are the network endpoint's totals
+// (frames and body bytes each way, frames that waited for their socket,
+// bodies read straight into a receive buffer) and the completions held
+// until queued frames leave.
 func (d *Device) Counters() map[string]int64 {
 	backlog, waitSlot, waitSend := 0, 0, 0
 	for _, p := range d.pc {
@@ -147,7 +194,7 @@ func (d *Device) Counters() map[string]int64 {
 		waitSend += len(p.waitSend)
 	}
 	s := d.ep.Stats
-	return map[string]int64{
+	c := map[string]int64{
 		"posted_receives":     int64(d.eng.Posted()),
 		"unexpected_messages": int64(d.eng.Unexpected()),
 		"rendezvous_sends":    int64(len(d.sends) + waitSend + len(d.ep.sends)),
@@ -168,13 +215,21 @@ func (d *Device) Counters() map[string]int64 {
 		"bip_chunks":          s.Chunks,
 		"bytes_sent":          s.BytesSent,
 	}
+	if n := d.ep.net; n != nil && n.ep != nil {
+		w := n.ep.Counters()
+		c["wire_frames_out"], c["wire_frames_in"] = w.FramesOut, w.FramesIn
+		c["wire_bytes_out"], c["wire_bytes_in"] = w.BytesOut, w.BytesIn
+		c["wire_queued"], c["wire_placed"] = w.Queued, w.Placed
+		c["wire_held_completions"] = int64(len(d.held))
+	}
+	return c
 }
 
 // Isend: eager when the message fits a short message (and is not
 // synchronous), else the three-message long protocol.
 func (d *Device) Isend(r *adi.Request) error {
 	if !d.ep.Alive(r.Peer) {
-		return d.ep.live.Exited("send", r.Peer)
+		return d.ep.exited("send", r.Peer)
 	}
 	n := r.Buf.Size()
 	sig := r.Buf.Type.Signature()
@@ -231,7 +286,7 @@ func (d *Device) put(dest int, m *outMsg) bool {
 	})
 	if err != nil {
 		if m.req != nil {
-			m.req.Complete(adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "rank %d: %v", dest, err)})
+			d.complete(m.req, adi.Status{Err: adi.Errorf(adi.ErrOther, "send", "rank %d: %v", dest, err)})
 		}
 		return true
 	}
@@ -243,7 +298,7 @@ func (d *Device) put(dest int, m *outMsg) bool {
 	}
 	p.reported = credits
 	if m.req != nil {
-		m.req.Complete(adi.Status{Bytes: int(m.h.size)})
+		d.complete(m.req, adi.Status{Bytes: int(m.h.size)})
 	}
 	return true
 }
@@ -251,7 +306,7 @@ func (d *Device) put(dest int, m *outMsg) bool {
 // Irecv posts a receive: it takes a waiting message or joins the posted queue.
 func (d *Device) Irecv(r *adi.Request) error {
 	if r.Peer != adi.AnySource && !d.ep.Alive(r.Peer) {
-		return d.ep.live.Exited("receive", r.Peer)
+		return d.ep.exited("receive", r.Peer)
 	}
 	if m := d.eng.Post(r); m != nil {
 		d.deliver(r, m)
@@ -270,7 +325,7 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 	}
 	n := min(m.Size, r.Buf.Size())
 	r.Buf.CopyIn(0, m.Data[:n])
-	r.Complete(recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
+	d.complete(r, recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
 }
 
 // mismatch completes r with ErrType when the message's type signature
@@ -278,7 +333,7 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32) bool {
 	st, bad := recv.Mismatch(r, env, size, sig)
 	if bad {
-		r.Complete(st)
+		d.complete(r, st)
 	}
 	return bad
 }
@@ -293,7 +348,7 @@ func (d *Device) matchLong(r *adi.Request, env adi.Envelope, size int, sig, send
 	n := min(size, r.Buf.Size())
 	if n == 0 {
 		d.send(env.Source, outMsg{typ: msgAck, h: hdr{id: sendID}})
-		r.Complete(recv.Status(r, env.Source, env.Tag, size, 0))
+		d.complete(r, recv.Status(r, env.Source, env.Tag, size, 0))
 		return
 	}
 	p := d.pc[env.Source]
@@ -310,9 +365,9 @@ func (d *Device) postLongs(src int) {
 		tag := d.newID()
 		_, err := d.ep.PostLongN(src, tag, lr.req.Buf, lr.n, func(n, _ int, err error) {
 			if err != nil {
-				lr.req.Complete(adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
+				d.complete(lr.req, adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
 			} else {
-				lr.req.Complete(recv.Status(lr.req, lr.src, lr.tag, lr.size, lr.n))
+				d.complete(lr.req, recv.Status(lr.req, lr.src, lr.tag, lr.size, lr.n))
 			}
 			d.postLongs(src)
 		})
@@ -323,7 +378,7 @@ func (d *Device) postLongs(src int) {
 		p.waitSlot[0] = nil
 		p.waitSlot = p.waitSlot[1:]
 		if err != nil {
-			lr.req.Complete(adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
+			d.complete(lr.req, adi.Status{Source: lr.src, Tag: lr.tag, Err: err})
 			continue
 		}
 		d.send(src, outMsg{typ: msgAck, h: hdr{id: lr.sendID, aux: tag, size: uint64(lr.n)}})
@@ -338,9 +393,9 @@ func (d *Device) startLongs(dest int) {
 		s := p.waitSend[0]
 		_, err := d.ep.StartLong(dest, s.tag, s.req.Buf, func(n int, err error) {
 			if err != nil {
-				s.req.Complete(adi.Status{Err: err})
+				d.complete(s.req, adi.Status{Err: err})
 			} else {
-				s.req.Complete(adi.Status{Bytes: n})
+				d.complete(s.req, adi.Status{Bytes: n})
 			}
 			d.startLongs(dest)
 		})
@@ -351,7 +406,7 @@ func (d *Device) startLongs(dest int) {
 		p.waitSend[0] = nil
 		p.waitSend = p.waitSend[1:]
 		if err != nil {
-			s.req.Complete(adi.Status{Err: err})
+			d.complete(s.req, adi.Status{Err: err})
 		}
 	}
 }
@@ -389,7 +444,7 @@ func (d *Device) handle(src int, typ uint32, b []byte) {
 			if !d.mismatch(r, env, size, sig) {
 				n := min(size, r.Buf.Size())
 				r.Buf.CopyIn(0, data[:n])
-				r.Complete(recv.Status(r, src, env.Tag, size, n))
+				d.complete(r, recv.Status(r, src, env.Tag, size, n))
 			}
 		} else {
 			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: append([]byte(nil), data...), Sig: sig})
@@ -409,9 +464,9 @@ func (d *Device) handle(src int, typ uint32, b []byte) {
 		delete(d.sends, id)
 		switch {
 		case hFlags.Get(b)&ackDiscard != 0:
-			s.req.Complete(adi.Status{})
+			d.complete(s.req, adi.Status{})
 		case size == 0:
-			s.req.Complete(adi.Status{})
+			d.complete(s.req, adi.Status{})
 		default:
 			s.tag = hAux.Get(b)
 			d.pc[src].waitSend = append(d.pc[src].waitSend, s)
@@ -455,19 +510,38 @@ func (d *Device) Progress() (bool, error) {
 	if d.ep.Progress() {
 		did = true
 	}
+	if d.release() {
+		did = true
+	}
 	if d.err != nil {
 		return true, d.err
+	}
+	if err := d.lost; err != nil {
+		// A peer on another host is unreachable and no request carries
+		// the error: the job ends, as when a rank dies.
+		d.lost = nil
+		return true, err
 	}
 	return did, nil
 }
 
-// peerGone fails every request that waits on a dead peer.
+// peerGone fails every request that waits on a dead peer. A peer on
+// another host that became unreachable while no request of this process
+// depended on it makes the next Progress fail instead, so that the job
+// ends all the same (its process may live on, unseen by the launcher).
 func (d *Device) peerGone(rank int, gone error) {
+	failed := d.ep.peers[rank].failed
 	fail := func(r *adi.Request) {
 		if r != nil && !r.Done() {
 			r.Complete(adi.Status{Err: gone})
+			failed++
 		}
 	}
+	defer func() {
+		if failed == 0 && d.ep.Remote(rank) && d.lost == nil {
+			d.lost = gone
+		}
+	}()
 	p := d.pc[rank]
 	for _, m := range p.backlog {
 		fail(m.req)

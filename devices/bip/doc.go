@@ -1,6 +1,6 @@
 // Package bip reproduces BIP, the Basic Interface for Parallelism of
-// Myrinet (seeds/003, and seeds/000 §2.4.3), on one host's shared memory,
-// and runs MPI over it as MPI-BIP did.
+// Myrinet (seeds/003, and seeds/000 §2.4.3), on a host's shared memory and
+// between hosts over TCP, and runs MPI over it as MPI-BIP did.
 //
 // # BIP
 //
@@ -28,9 +28,35 @@
 //     operations per peer may be outstanding in each direction
 //     (Options.MaxLong; beyond it PostLong and StartLong return ErrBusy).
 //
+// # Across hosts
+//
+// Peers on this process's host (same kernel, PID and mount namespaces)
+// are reached through shared memory as above; peers on other hosts over
+// the job's network endpoint (internal/wire), chosen per peer, with BIP's
+// protocol kept (net.go). A short message is one frame, which the
+// receiving side writes into its own circular queue, in the sender's
+// slots, where NextShort finds it as any other; the sender counts those
+// Queue slots as its credits, and the receiver returns them over the wire
+// as it consumes (once half the queue is consumed, or at once when the
+// sender found the queue full: the frame form of the waitSpace word). A
+// long receive is announced to its sender by a frame describing its slot;
+// the long send matches it as on shared memory and streams the data as
+// frames that reference its buffer (no copy at the sender), which the
+// receiving side writes into the posted buffer — NetVM-style remote write
+// carried out by the receiver, as Myrinet's NIC did — or, with cma=off,
+// through two staging chunks per send, each reused only once the receiver
+// has emptied it. MaxLong bounds the long operations per peer as on one
+// host. MPI-BIP above runs unchanged. A send over the wire completes only
+// once the kernel has its frames, so that a process that stops calling
+// BIP leaves nothing behind that a peer waits for. A peer whose connection
+// breaks fails the operations that depend on it with an error naming its
+// rank and host; when none does, the device's next Progress returns that
+// error, so the job ends as when a rank dies.
+//
 // Open starts a standalone endpoint under any PMI-1 launcher (mpirun,
 // Hydra, Slurm) and wires it up through the job's key-value space, as the
-// devices do; New does the same with a given KVS. An Endpoint is driven by
+// devices do; New does the same with a given KVS. Both learn which peers
+// share this host from the host identities the ranks publish. An Endpoint is driven by
 // its caller: Progress advances long operations; Seq, Sleep and Wake let a
 // caller wait on the doorbell without spinning.
 //
