@@ -278,6 +278,11 @@ type NIC struct {
 	closed atomic.Bool
 	done   chan struct{}
 
+	port    atomic.Pointer[netPort] // the wire to other hosts (net.go), if any
+	remote  atomic.Pointer[[]*VI]   // VIs connected to NICs on other hosts
+	lostGen atomic.Uint32           // moves when such a VI's connection breaks
+	stage   []byte                  // engine only: packs small pieces into frames
+
 	liov      []unix.Iovec // engine only: reused by scatter
 	riov      []unix.RemoteIovec
 	physBuf   []shm.RemoteSeg // engine only: reused by execute
@@ -289,6 +294,7 @@ type NIC struct {
 	cnt struct {
 		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
 		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
+		framesOut, framesIn, held, naks                                                     atomic.Int64 // the wire (net.go)
 	}
 }
 
@@ -320,8 +326,9 @@ func OpenNIC(o Options) (*NIC, error) {
 	if o.AT == AT2 {
 		n.at2Free = []span{{0, o.NICTablePages}}
 	}
-	empty := []*VI{}
+	empty, none := []*VI{}, []*VI{}
 	n.active.Store(&empty)
+	n.remote.Store(&none)
 	go n.engine()
 	return n, nil
 }

@@ -1,0 +1,204 @@
+package via
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/adimpi/adimpi/internal/wire"
+)
+
+// hostPair opens two NICs as if on two hosts: each has a wire endpoint on
+// loopback, and one VI of each is connected to the other's with
+// ConnectRemote, each VI's queues reporting to a CQ of its NIC.
+func hostPair(t *testing.T, o Options) (na, nb *NIC, a, b *VI, ca, cb *CQ) {
+	t.Helper()
+	nics := make([]*NIC, 2)
+	eps := make([]*wire.Endpoint, 2)
+	for r := range nics {
+		n, err := OpenNIC(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		ep, err := wire.Open(wire.Config{Rank: r, Job: 7, Secret: bytes.Repeat([]byte{9}, 32), Listen: "127.0.0.1:0",
+			Handler: n.WireHandler(), Logf: t.Logf,
+			Resolve: func(p int) (string, error) { return eps[p].Addr(), nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nics[r], eps[r] = n, ep
+	}
+	for r, n := range nics {
+		n.UseWire(eps[r])
+	}
+	var vis [2]*VI
+	var cqs [2]*CQ
+	for r, n := range nics {
+		cq, err := n.CreateCQ()
+		if err != nil {
+			t.Fatal(err)
+		}
+		vi, err := n.CreateVI(cq, cq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vis[r], cqs[r] = vi, cq
+	}
+	for r, vi := range vis {
+		if err := vi.ConnectRemote(1-r, vis[1-r].ID(), fmt.Sprintf("rank %d on host h%d", 1-r, 2-r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nics[0], nics[1], vis[0], vis[1], cqs[0], cqs[1]
+}
+
+// cqWait waits for the next completion of cq and checks it is vi's queue.
+func cqWait(t *testing.T, cq *CQ, vi *VI, recv bool) *Descriptor {
+	t.Helper()
+	got, r, err := cq.Wait(10 * time.Second)
+	if err != nil {
+		t.Fatalf("CQ wait (want vi %d recv=%v): %v", vi.ID(), recv, err)
+	}
+	if got != vi || r != recv {
+		t.Fatalf("CQ reported vi %d recv=%v, want vi %d recv=%v", got.ID(), r, vi.ID(), recv)
+	}
+	if recv {
+		return vi.RecvDone()
+	}
+	return vi.SendDone()
+}
+
+func pattern(n, seed int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + seed)
+	}
+	return b
+}
+
+// TestNetVI checks a VI pair across hosts in every doorbell and CQ design
+// (and the other translation and descriptor designs): sends with immediate
+// data from a gather list into a scatter list, a send that arrives before
+// its receive descriptor, RDMA writes and reads of a MiB, and the errors
+// that complete descriptors on both sides: a bad memory handle, a range
+// outside the region, a send longer than the receive descriptor.
+func TestNetVI(t *testing.T) {
+	designs := map[string]map[string]string{
+		"d1-cq1":          {},
+		"d2-cq2":          {"doorbell": "d2", "cq": "cq2"},
+		"d1-cq2-at1":      {"cq": "cq2", "at": "at1"},
+		"d2-cq1-at2-nodc": {"doorbell": "d2", "at": "at2", "desccache": "off"},
+	}
+	for name, kv := range designs {
+		t.Run(name, func(t *testing.T) {
+			o, _, err := ParseOptions(DefaultOptions(), kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			na, nb, a, b, ca, cb := hostPair(t, o)
+			netVICases(t, na, nb, a, b, ca, cb)
+			if c := nb.Counters(); c["wire_frames_in"] == 0 || c["wire_held_frames"] == 0 {
+				t.Errorf("counters %v: want frames received and one held", c)
+			}
+		})
+	}
+}
+
+func netVICases(t *testing.T, na, nb *NIC, a, b *VI, ca, cb *CQ) {
+	const big = 1<<20 + 3
+	src := pattern(big, 1)
+	dst := make([]byte, big+100)
+	hs, hd := reg(t, na, src), reg(t, nb, dst)
+
+	// A send of a gather list (three pieces) into a scatter list (two).
+	rd := &Descriptor{DS: []DataSegment{Seg(hd, dst[:10]), Seg(hd, dst[5000:5000+40000])}}
+	if err := b.PostRecv(rd); err != nil {
+		t.Fatal(err)
+	}
+	sd := &Descriptor{Control: OpSend | FlagImmediate, Imm: 77, DS: []DataSegment{Seg(hs, src[:3]), Seg(hs, src[100:20100]), Seg(hs, src[30000:30007])}}
+	if err := a.PostSend(sd); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, cb, b, true); d != rd || d.Err() != nil || d.Length != 20010 || d.Imm != 77 {
+		t.Fatalf("receive: %v, err %v, length %d, imm %d", d == rd, d.Err(), d.Length, d.Imm)
+	}
+	want := append(append(append([]byte(nil), src[:3]...), src[100:20100]...), src[30000:30007]...)
+	got := append(append([]byte(nil), dst[:10]...), dst[5000:5000+20000]...)
+	if !bytes.Equal(got, want) {
+		t.Fatal("send: the data differ")
+	}
+	if d := cqWait(t, ca, a, false); d != sd || d.Err() != nil {
+		t.Fatalf("send completion: %v", d.Err())
+	}
+
+	// A send before its receive descriptor waits at the target NIC.
+	sd = &Descriptor{Control: OpSend, DS: []DataSegment{Seg(hs, src[:500])}}
+	if err := a.PostSend(sd); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // let it arrive first (either order is correct)
+	rd = &Descriptor{DS: []DataSegment{Seg(hd, dst[:1000])}}
+	if err := b.PostRecv(rd); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, cb, b, true); d.Err() != nil || d.Length != 500 || !bytes.Equal(dst[:500], src[:500]) {
+		t.Fatalf("late receive: %v, length %d", d.Err(), d.Length)
+	}
+	cqWait(t, ca, a, false)
+
+	// RDMA write of a MiB, then read it back into another buffer.
+	clear(dst)
+	wd := &Descriptor{Control: OpRDMAWrite, RemoteHandle: hd, RemoteAddr: Addr(dst[50:]), DS: []DataSegment{Seg(hs, src)}}
+	if err := a.PostSend(wd); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, ca, a, false); d.Err() != nil {
+		t.Fatalf("RDMA write: %v", d.Err())
+	}
+	if !bytes.Equal(dst[50:50+big], src) || dst[49] != 0 || dst[50+big] != 0 {
+		t.Fatal("RDMA write: the target's memory differs")
+	}
+	back := make([]byte, big)
+	hb := reg(t, na, back)
+	rdd := &Descriptor{Control: OpRDMARead, RemoteHandle: hd, RemoteAddr: Addr(dst[50:]), DS: []DataSegment{Seg(hb, back[:1000]), Seg(hb, back[1000:])}}
+	if err := a.PostSend(rdd); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, ca, a, false); d.Err() != nil || d.Length != big || !bytes.Equal(back, src) {
+		t.Fatalf("RDMA read: %v, length %d, equal %v", d.Err(), d.Length, bytes.Equal(back, src))
+	}
+
+	// Errors: a handle the target does not have, a range past the region
+	// (write and read), a send longer than the receive descriptor (both
+	// sides complete with a length error).
+	for _, c := range []struct {
+		name string
+		d    *Descriptor
+	}{
+		{"bad handle", &Descriptor{Control: OpRDMAWrite, RemoteHandle: 999, RemoteAddr: Addr(dst), DS: []DataSegment{Seg(hs, src[:8])}}},
+		{"out of bounds", &Descriptor{Control: OpRDMAWrite, RemoteHandle: hd, RemoteAddr: Addr(dst[len(dst)-4:]), DS: []DataSegment{Seg(hs, src[:8])}}},
+		{"read out of bounds", &Descriptor{Control: OpRDMARead, RemoteHandle: hd, RemoteAddr: Addr(dst[len(dst)-4:]), DS: []DataSegment{Seg(hb, back[:8])}}},
+	} {
+		if err := a.PostSend(c.d); err != nil {
+			t.Fatal(err)
+		}
+		if d := cqWait(t, ca, a, false); d.Status&StatusProtectionError == 0 {
+			t.Errorf("%s: status %#x, want a protection error", c.name, d.Status)
+		}
+	}
+	rd = &Descriptor{DS: []DataSegment{Seg(hd, dst[:10])}}
+	if err := b.PostRecv(rd); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(hs, src[:11])}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, cb, b, true); d.Status&StatusLengthError == 0 {
+		t.Errorf("receive of a longer send: status %#x, want a length error", d.Status)
+	}
+	if d := cqWait(t, ca, a, false); d.Status&StatusLengthError == 0 {
+		t.Errorf("send longer than the receive: status %#x, want a length error", d.Status)
+	}
+}
