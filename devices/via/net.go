@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/internal/wire"
@@ -212,6 +213,7 @@ func (vi *VI) ConnectRemote(rank, peerVI int, where string) error {
 	nets := append(append([]*VI(nil), *n.remote.Load()...), vi)
 	n.remote.Store(&nets)
 	n.viMu.Unlock()
+	n.self.ringNIC() // frames that came before the connection wait for it
 	return nil
 }
 
@@ -380,10 +382,55 @@ func (n *NIC) netFrame(peer int, head, body []byte) {
 		return
 	}
 	n.cnt.framesIn.Add(1)
+	if len(n.early) > 0 {
+		n.replayEarly()
+	}
 	vi := n.netVIOf(peer, &h)
 	if vi == nil {
+		n.keepEarly(peer, head, body)
 		return
 	}
+	n.netHandle(vi, h, body)
+}
+
+// earlyMax bounds the frames kept for VIs not connected yet.
+const earlyMax = 1 << 12
+
+// earlyFrame is a frame for a VI this NIC has not connected yet: its peer
+// finished connecting first and sent at once.
+type earlyFrame struct {
+	peer       int
+	head, body []byte
+}
+
+// keepEarly keeps a frame for a VI of this NIC that is not connected to
+// peer yet, until ConnectRemote connects it (frames for VIs that never
+// will are dropped past earlyMax).
+func (n *NIC) keepEarly(peer int, head, body []byte) {
+	if len(n.early) >= earlyMax {
+		return
+	}
+	n.early = append(n.early, earlyFrame{peer, append([]byte(nil), head...), append([]byte(nil), body...)})
+}
+
+// replayEarly handles, in arrival order, the kept frames whose VI is now
+// connected; a frame of a VI still unconnected keeps its place.
+func (n *NIC) replayEarly() {
+	keep := n.early[:0]
+	for _, f := range n.early {
+		h, _ := getFhead(f.head)
+		if vi := n.netVIOf(f.peer, &h); vi != nil {
+			n.netHandle(vi, h, f.body)
+		} else {
+			keep = append(keep, f)
+		}
+	}
+	clear(n.early[len(keep):])
+	n.early = keep
+}
+
+// netHandle handles a frame for vi.
+func (n *NIC) netHandle(vi *VI, h fhead, body []byte) {
 	nv := vi.net
 	if h.kind == kNak {
 		for _, o := range nv.inflight {
@@ -760,6 +807,9 @@ func (n *NIC) flushBroken(vi *VI) {
 // the acks still owed. It reports whether it did anything.
 func (n *NIC) pollNet(p *netPort, idle bool) bool {
 	did := false
+	if len(n.early) > 0 {
+		n.replayEarly()
+	}
 	for i := 0; i < 16 && p.ep.Poll(); i++ {
 		did = true
 	}
@@ -791,6 +841,13 @@ func (n *NIC) closeNet() {
 	for _, vi := range *n.remote.Load() {
 		if vi.net.lost.Load() == nil && vi.net.rxDone != vi.net.ackSent {
 			n.netSend(p.ep, vi, &fhead{kind: kAck}, nil, nil)
+		}
+	}
+	// Give the frames still queued (acks, the last data) a moment to
+	// leave: Close writes what the sockets take at once and no more.
+	for deadline := time.Now().Add(time.Second); p.ep.Pending() > 0 && time.Now().Before(deadline); {
+		if !p.ep.Poll() {
+			p.ep.Wait(10 * time.Millisecond)
 		}
 	}
 	p.sleeper.Stop()

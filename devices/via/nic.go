@@ -282,6 +282,7 @@ type NIC struct {
 	remote  atomic.Pointer[[]*VI]   // VIs connected to NICs on other hosts
 	lostGen atomic.Uint32           // moves when such a VI's connection breaks
 	stage   []byte                  // engine only: packs small pieces into frames
+	early   []earlyFrame            // engine only: frames for VIs not connected yet
 
 	liov      []unix.Iovec // engine only: reused by scatter
 	riov      []unix.RemoteIovec
