@@ -2,7 +2,6 @@ package via
 
 import (
 	"bytes"
-	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +12,24 @@ import (
 // loopback, and one VI of each is connected to the other's with
 // ConnectRemote, each VI's queues reporting to a CQ of its NIC.
 func hostPair(t *testing.T, o Options) (na, nb *NIC, a, b *VI, ca, cb *CQ) {
+	na, nb, a, b, ca, cb = hostPairUnconnected(t, o)
+	connectPair(t, a, b)
+	return
+}
+
+// connectPair connects a (rank 0) and b (rank 1) to each other.
+func connectPair(t *testing.T, a, b *VI) {
+	t.Helper()
+	if err := a.ConnectRemote(1, b.ID(), "rank 1 on host h2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ConnectRemote(0, a.ID(), "rank 0 on host h1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostPairUnconnected is hostPair without the connection.
+func hostPairUnconnected(t *testing.T, o Options) (na, nb *NIC, a, b *VI, ca, cb *CQ) {
 	t.Helper()
 	nics := make([]*NIC, 2)
 	eps := make([]*wire.Endpoint, 2)
@@ -45,11 +62,6 @@ func hostPair(t *testing.T, o Options) (na, nb *NIC, a, b *VI, ca, cb *CQ) {
 			t.Fatal(err)
 		}
 		vis[r], cqs[r] = vi, cq
-	}
-	for r, vi := range vis {
-		if err := vi.ConnectRemote(1-r, vis[1-r].ID(), fmt.Sprintf("rank %d on host h%d", 1-r, 2-r)); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return nics[0], nics[1], vis[0], vis[1], cqs[0], cqs[1]
 }
@@ -200,5 +212,32 @@ func netVICases(t *testing.T, na, nb *NIC, a, b *VI, ca, cb *CQ) {
 	}
 	if d := cqWait(t, ca, a, false); d.Status&StatusLengthError == 0 {
 		t.Errorf("send longer than the receive: status %#x, want a length error", d.Status)
+	}
+}
+
+// TestNetEarlyFrames: a NIC whose peer connected and sent before it
+// connected its own VI keeps the frames until it does (MPI's Init connects
+// the ranks one after the other, so a fast peer sends at once).
+func TestNetEarlyFrames(t *testing.T) {
+	na, nb, a, b, _, cb := hostPairUnconnected(t, DefaultOptions())
+	if err := a.ConnectRemote(1, b.ID(), "rank 1 on host h2"); err != nil {
+		t.Fatal(err)
+	}
+	src, dst := pattern(100, 3), make([]byte, 100)
+	hs, hd := reg(t, na, src), reg(t, nb, dst)
+	if err := b.PostRecv(&Descriptor{DS: []DataSegment{Seg(hd, dst)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(hs, src)}}); err != nil {
+		t.Fatal(err)
+	}
+	for nb.Counters()["wire_frames_in"] == 0 {
+		time.Sleep(time.Millisecond) // the frame is to arrive before the connection
+	}
+	if err := b.ConnectRemote(0, a.ID(), "rank 0 on host h1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, cb, b, true); d.Err() != nil || !bytes.Equal(dst, src) {
+		t.Fatalf("receive: %v, data equal %v", d.Err(), bytes.Equal(dst, src))
 	}
 }
