@@ -393,6 +393,10 @@ func (n *NIC) netFrame(peer int, head, body []byte) {
 	n.netHandle(vi, h, body)
 }
 
+// ackEvery is how many finished descriptors a busy engine lets its peer
+// wait for before it acknowledges them without waiting to be idle.
+const ackEvery = 64
+
 // earlyMax bounds the frames kept for VIs not connected yet.
 const earlyMax = 1 << 12
 
@@ -803,8 +807,9 @@ func (n *NIC) flushBroken(vi *VI) {
 
 // pollNet is the engine's turn at the network: it polls the endpoint,
 // handles frames that waited for receive descriptors, flushes broken VIs'
-// receive queues and, when the engine has nothing else to do (idle), sends
-// the acks still owed. It reports whether it did anything.
+// receive queues and, when the engine has nothing else to do (idle) or
+// ackEvery are owed, sends the acks that no frame carried. It reports
+// whether it did anything.
 func (n *NIC) pollNet(p *netPort, idle bool) bool {
 	did := false
 	if len(n.early) > 0 {
@@ -822,7 +827,7 @@ func (n *NIC) pollNet(p *netPort, idle bool) bool {
 		if nv.holding.Load() && n.drainHeld(vi) {
 			did = true
 		}
-		if idle && !did && nv.rxDone != nv.ackSent {
+		if owed := nv.rxDone - nv.ackSent; owed >= ackEvery || idle && !did && owed != 0 {
 			n.netSend(p.ep, vi, &fhead{kind: kAck}, nil, nil)
 			did = true
 		}
