@@ -625,13 +625,12 @@ func (n *NIC) takeRecv(vi *VI, rx *netRx) bool {
 func (n *NIC) rxEnd(vi *VI) {
 	nv := vi.net
 	rx := &nv.rx
-	if rx.need && rx.desc != nil {
-		if rx.st == StatusDone {
+	if rx.need {
+		if rx.st == StatusDone && rx.desc != nil {
 			rx.desc.Length = rx.total
 			rx.desc.Imm = rx.imm
 		}
-		atomic.StoreUint32(&rx.desc.Status, rx.st)
-		n.recvConsumed(vi)
+		n.recvConsumed(vi, rx.desc, rx.st)
 	}
 	nv.rxDone = rx.seq + 1
 	if rx.st != StatusDone {
@@ -644,15 +643,20 @@ func (n *NIC) rxEnd(vi *VI) {
 	*rx = netRx{pieces: rx.pieces[:0]}
 }
 
-// recvConsumed advances vi's receive queue past its head descriptor, whose
-// status is written, and (CQ1) appends the receive CQ's entry.
-func (n *NIC) recvConsumed(vi *VI) {
+// recvConsumed advances vi's receive queue past its head descriptor d,
+// then writes d's status and (CQ1) appends the receive CQ's entry. The
+// queue moves first: once the status is visible (CQ2 polls it) the
+// application may repost d, into the slot the head leaves.
+func (n *NIC) recvConsumed(vi *VI, d *Descriptor, st uint32) {
 	off := n.self.viOff(vi.id)
 	h := atomic.LoadUint64(n.self.u64(off))
 	vi.mu.Lock()
 	vi.rqDesc[h%uint64(len(vi.rqDesc))] = nil
 	vi.mu.Unlock()
 	atomic.StoreUint64(n.self.u64(off), h+1)
+	if d != nil {
+		atomic.StoreUint32(&d.Status, st)
+	}
 	if cq := atomic.LoadUint32(n.self.u32(off + 20)); cq != 0 && n.o.CQ == CQ1 {
 		n.self.cqAppend(cq, vi.id, true)
 	}
@@ -798,10 +802,7 @@ func (n *NIC) flushBroken(vi *VI) {
 		vi.mu.Lock()
 		d := vi.rqDesc[h%uint64(len(vi.rqDesc))]
 		vi.mu.Unlock()
-		if d != nil {
-			atomic.StoreUint32(&d.Status, StatusDone|StatusTransportError)
-		}
-		n.recvConsumed(vi)
+		n.recvConsumed(vi, d, StatusDone|StatusTransportError)
 	}
 }
 
