@@ -266,10 +266,17 @@ func (d *Device) Finalize() error {
 		seq := d.nic.Seq()
 		busy := false
 		for _, p := range d.peers {
-			// A peer on another host has received every message by now
-			// (MPI_Finalize follows their completion); what is left are
-			// acks, which the NIC's close lets leave.
-			if s, _ := p.vi.Pending(); s > 0 && d.alive(p) && p.where == "" {
+			// To a peer on another host, what matters is that the frames
+			// are on the wire (the NIC's close lets them leave), not its
+			// acks: it may close first.
+			s, _ := p.vi.Pending()
+			if p.where != "" {
+				s = 0
+				if p.vi.Unsent() {
+					s = 1
+				}
+			}
+			if s > 0 && d.alive(p) {
 				busy = true
 			}
 		}

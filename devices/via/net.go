@@ -123,8 +123,10 @@ type netVI struct {
 	rx       netRx    // the peer's descriptor being received
 	held     []heldFrame
 
-	holding atomic.Bool // held frames wait for a receive descriptor (PostRecv rings)
-	lost    atomic.Pointer[lostErr]
+	holding  atomic.Bool // held frames wait for a receive descriptor (PostRecv rings)
+	lost     atomic.Pointer[lostErr]
+	posted   atomic.Uint64 // send-queue descriptors posted
+	executed atomic.Uint64 // of them, those the engine has put on the wire (or failed)
 }
 
 type lostErr struct{ err error }
@@ -226,6 +228,12 @@ func (vi *VI) Lost() error {
 		return l.err
 	}
 	return nil
+}
+
+// Unsent reports whether a VI connected to another host has send-queue
+// descriptors whose frames the engine has not handed to the wire yet.
+func (vi *VI) Unsent() bool {
+	return vi.net != nil && vi.net.executed.Load() != vi.net.posted.Load()
 }
 
 // LostGen moves whenever a VI's connection to another host breaks.

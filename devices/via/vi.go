@@ -260,6 +260,9 @@ func (vi *VI) PostSend(d *Descriptor) error {
 		return ErrQueueFull
 	}
 	vi.sendPosted = append(vi.sendPosted, d)
+	if vi.net != nil {
+		vi.net.posted.Add(1)
+	}
 	if n.o.Doorbell == D1 {
 		t := vi.sqTail.Load()
 		vi.sq[t%uint64(len(vi.sq))] = e
@@ -651,6 +654,9 @@ func fetch(pid int, addr uint64, at Translation) (descHdr, []DataSegment, error)
 // descriptor needs a receive descriptor the peer has not posted yet.
 func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	t0 := time.Now()
+	if vi.net != nil {
+		defer vi.net.executed.Add(1)
+	}
 	defer func() {
 		n.cnt.execNs.Add(int64(time.Since(t0)))
 		n.wakeAll()
