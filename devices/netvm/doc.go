@@ -1,5 +1,6 @@
 // Package netvm is the device that reproduces NetVM remote write (MPIN, the
-// thesis in seeds/000, chapter 3) on one host's shared memory.
+// thesis in seeds/000, chapter 3) on one host's shared memory, and reaches
+// peers on other hosts over the network.
 //
 // Every process exports one segment. For each peer w it holds a Control
 // Message Area ring of 128 fixed 32-byte control messages written only by w,
@@ -41,6 +42,26 @@
 // possible there (ErrNotSupported), every send waits for its receive (as
 // in the thesis), and cancelling a receive whose RTR is out waits for the
 // sender's answer.
+//
+// Peers on other hosts (adi.Config.Hosts; adi.CrossHost) are reached over
+// the job's wire endpoint (internal/wire), chosen per peer (netlink.go):
+// every control message is a frame, an eager message carries its payload
+// in the frame's body, and the remote write is carried out by the
+// receiving side, as NetVM's NIC did: the receiver's CTS (or MPIN's RTR)
+// carries no address, the sender streams the data as chunks of up to
+// 1 MiB whose frames reference its buffer (no copy), and the receiver's
+// endpoint reads each chunk straight into the posted buffer at its offset
+// (unpacking it when the buffer is not contiguous); SC completes the
+// receive as on a ring. MPIN's RFA flags travel as messages that the
+// receiver turns into its own flags. What needs a peer's memory (split,
+// pull, scatter, offered streams, the board) stays among the peers of one
+// host, and the board is not readable when the job spans hosts (the core
+// then runs no board collective). A waiter arms the endpoint's sleeper
+// before it sleeps on the doorbell, so that a frame wakes it; a connection
+// that breaks (its process died, its host or link went: keepalive probes
+// notice within about five seconds) fails every request that depends on
+// the peer, naming its rank and host, and the progress engine's error ends
+// the job.
 //
 // The segment also holds the process's board (board.go, adi.Board): a
 // sequence word and two 8 KiB slots that every peer reads in place. The core

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"time"
+
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/internal/wire"
 )
@@ -36,11 +38,22 @@ type netLink struct {
 	rank    int
 	host    string // the peer's host name, for errors
 	head    [headLen]byte
-	scratch []byte // packs a non-contiguous payload
-	blocked bool   // a frame referencing a user buffer waits in the endpoint (Sent clears it)
-	body    []byte // the payload of the frame being handled
-	placed  bool   // that payload was read straight into its receive buffer
-	lost    error  // the connection broke (Lost), or could not be opened
+	scratch []byte     // packs a non-contiguous payload
+	inBuf   []byte     // receives a chunk for a non-contiguous receive, before its unpacking (Place)
+	blocked bool       // a frame referencing a user buffer waits in the endpoint (Sent clears it)
+	body    []byte     // the payload of the frame being handled
+	placed  bool       // that payload was read straight into its receive buffer
+	lost    error      // the connection broke (Lost), or could not be opened
+	lostAt  time.Time  // when
+	dones   []*netDone // sends whose last frame waits in the endpoint, in order
+}
+
+// netDone is a send that completes once the endpoint has handed its last
+// frame to the kernel (Device.Sent).
+type netDone struct {
+	l    *netLink
+	req  *adi.Request
+	done int
 }
 
 var _ transport = (*netLink)(nil)
@@ -72,8 +85,12 @@ func decodeCtl(b []byte, c *ctl) bool {
 // put sends m as a frame. A stream chunk of a contiguous buffer goes by
 // reference: if the socket cannot take it whole, the link is blocked until
 // the endpoint reports it sent, so that the send completes (its SC is put)
-// only once its data are with the kernel. Other payloads are copied when
-// they must wait.
+// only once its data are with the kernel. A message that completes a send
+// (m.finish) and must wait completes when the endpoint reports it sent:
+// a frame waiting in the endpoint leaves only while this process polls,
+// and a process whose sends are complete may stop polling (a rank in
+// MPI_Finalize's key-value barrier). Other payloads are copied when they
+// must wait.
 func (l *netLink) put(m *outMsg) bool {
 	if l.blocked || l.lost != nil {
 		return false
@@ -81,14 +98,23 @@ func (l *netLink) put(m *outMsg) bool {
 	encodeCtl(l.head[:], &m.ctl)
 	var body []byte
 	var tok any
+	var dn *netDone
+	if m.finish && m.typ != ctlData {
+		dn = &netDone{l: l, req: m.req, done: m.done}
+		tok = dn
+	}
 	if hasPayload(m.typ) {
 		n := int(m.n)
-		if m.data.Contiguous() {
+		switch {
+		case m.data.Contiguous():
 			body = m.data.Mem[m.off : m.off+n]
 			if m.typ == ctlData {
 				tok = l
 			}
-		} else {
+		case dn != nil: // referenced until sent: a buffer of its own
+			body = make([]byte, n)
+			m.copyOut(m.off, body)
+		default:
 			if cap(l.scratch) < n {
 				l.scratch = make([]byte, n)
 			}
@@ -98,10 +124,15 @@ func (l *netLink) put(m *outMsg) bool {
 	}
 	now, err := l.ep.Send(l.rank, l.head[:], body, tok)
 	if err != nil {
-		l.lost = err
+		l.lost, l.lostAt = err, time.Now()
 		return false
 	}
-	if !now && tok != nil {
+	switch {
+	case now:
+	case dn != nil:
+		m.finish = false // Device.Sent completes the send
+		l.dones = append(l.dones, dn)
+	case tok != nil:
 		l.blocked = true
 	}
 	return true
@@ -152,7 +183,7 @@ func (d *Device) Frame(peer int, head, body []byte) {
 }
 
 // Place has the endpoint read a stream chunk straight into its contiguous
-// receive buffer, or into one scratch buffer from which the chunk is
+// receive buffer, or into its link's buffer from which the chunk is
 // unpacked (wire.Placer).
 func (d *Device) Place(peer int, head []byte, n int) []byte {
 	var c ctl
@@ -167,18 +198,30 @@ func (d *Device) Place(peer int, head []byte, n int) []byte {
 		d.peers[peer].net.placed = true
 		return rv.req.Buf.Mem[rv.got : rv.got+n]
 	}
-	if cap(d.netBuf) < n {
-		d.netBuf = make([]byte, n)
+	// Each link has its own: the endpoint may be filling chunks from several
+	// peers at once.
+	l := d.peers[peer].net
+	if cap(l.inBuf) < n {
+		l.inBuf = make([]byte, n)
 	}
-	return d.netBuf[:n]
+	return l.inBuf[:n]
 }
 
-// Sent unblocks a link whose referenced chunk the kernel now has
-// (wire.Handler).
+// Sent unblocks a link whose referenced chunk the kernel now has, or
+// completes a send whose last frame it now has (wire.Handler).
 func (d *Device) Sent(tok any) {
-	if l, ok := tok.(*netLink); ok {
-		l.blocked = false
-		d.netDid = true
+	d.netDid = true
+	switch t := tok.(type) {
+	case *netLink:
+		t.blocked = false
+	case *netDone: // frames leave in order: it is the oldest
+		if l := t.l; len(l.dones) > 0 && l.dones[0] == t {
+			l.dones[0] = nil
+			l.dones = l.dones[1:]
+		}
+		if !t.req.Done() {
+			t.req.Complete(adi.Status{Bytes: t.done})
+		}
 	}
 }
 
@@ -186,7 +229,7 @@ func (d *Device) Sent(tok any) {
 // fails what depends on it.
 func (d *Device) Lost(peer int, err error) {
 	if l := d.peers[peer].net; l != nil && l.lost == nil {
-		l.lost = err
+		l.lost, l.lostAt = err, time.Now()
 	}
 }
 
@@ -198,12 +241,16 @@ func (d *Device) netFail(err error) {
 }
 
 // netLost fails what depends on peers whose connection broke, and returns
-// the error that ends the job.
+// the error that ends the job. A loss counts once it is livenessCheck old,
+// as a death on this host is noticed by the periodic check: a peer whose
+// process died (its kernel closed the connection at once) is then
+// reported by the launcher first, as the rank that died, rather than by
+// the ranks that depended on it.
 func (d *Device) netLost() error {
 	var first error
 	for _, p := range d.peers {
 		l := p.net
-		if l == nil || l.lost == nil || !p.alive {
+		if l == nil || l.lost == nil || !p.alive || time.Since(l.lostAt) < livenessCheck {
 			continue
 		}
 		err := adi.Errorf(adi.ErrOther, "progress", "rank %d on host %s is unreachable: %v", p.rank, l.host, l.lost)

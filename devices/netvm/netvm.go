@@ -110,9 +110,8 @@ type Device struct {
 	// the network, when some peer runs on another host (netlink.go)
 	ep      *wire.Endpoint
 	sleeper *wire.Sleeper
-	netBuf  []byte // a placed chunk of a non-contiguous receive, before its unpacking
-	netDid  bool   // a frame was handled or a link unblocked during the last Poll
-	netErr  error  // the first error a frame's handling met
+	netDid  bool  // a frame was handled or a link unblocked during the last Poll
+	netErr  error // the first error a frame's handling met
 
 	cnt counters
 }
@@ -324,7 +323,10 @@ func (d *Device) Isend(r *adi.Request) error {
 // room and nothing waits in the backlog before them.
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	p := d.peers[peer]
-	if !p.alive {
+	if !p.alive || p.net != nil {
+		// A peer on another host gets a request: a frame that waits in
+		// the endpoint leaves only while this process polls, so a send
+		// completes once the kernel has its frame (netlink.go).
 		return false
 	}
 	return d.proto.sendShort(ctx, p, tag, sig, data)
@@ -442,6 +444,12 @@ func (d *Device) peerGone(p *peer, gone error) {
 			delete(d.recvs, id)
 			fail(rv.req)
 		}
+	}
+	if p.net != nil {
+		for _, dn := range p.net.dones {
+			fail(dn.req)
+		}
+		p.net.dones = nil
 	}
 	d.proto.peerGone(p, fail)
 }

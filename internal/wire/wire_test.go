@@ -441,3 +441,64 @@ func TestSleeperWakes(t *testing.T) {
 		}
 	}
 }
+
+// placer is a recorder that places the body of every frame whose head
+// starts with 'P' into dst at the offset the head gives.
+type placer struct {
+	recorder
+	dst []byte
+}
+
+func (p *placer) Place(peer int, head []byte, n int) []byte {
+	if head[0] != 'P' {
+		return nil
+	}
+	off := int(binary.LittleEndian.Uint32(head[1:]))
+	return p.dst[off : off+n]
+}
+
+// TestPlaced: bodies a Placer asks for land in its memory (delivered as
+// that memory, intact, around frames it does not place and frames too
+// small to ask about); the others arrive as before.
+func TestPlaced(t *testing.T) {
+	j := newJob(t, 2)
+	pl := &placer{dst: make([]byte, 8<<20)}
+	j.eps[1].cfg.Handler, j.eps[1].placer = pl, pl
+	sizes := []int{PlaceMin - 1, PlaceMin, 100 << 10, 5, inCap + 5000, 3 * inCap, PlaceMin + 1}
+	want := 0
+	off := 0
+	var bodies [][]byte
+	pl.check = func(peer int, h, body []byte) {
+		k := len(pl.frames)
+		if !bytes.Equal(body, bodies[k]) {
+			t.Fatalf("frame %d (%d bytes) arrived corrupted", k, len(body))
+		}
+		placed := len(body) > 0 && &body[0] == &pl.dst[binary.LittleEndian.Uint32(h[1:])]
+		if placed != (h[0] == 'P' && len(body) >= PlaceMin) {
+			t.Fatalf("frame %d (%d bytes, head %q): placed %v", k, len(body), h[0], placed)
+		}
+	}
+	for i, n := range sizes {
+		b := make([]byte, n)
+		fillBody(b, 0, i)
+		bodies = append(bodies, b)
+		head := make([]byte, 5)
+		head[0] = 'N'
+		if i%2 == 1 || n >= inCap {
+			head[0] = 'P'
+			binary.LittleEndian.PutUint32(head[1:], uint32(off))
+			if n >= PlaceMin {
+				want++
+			}
+		}
+		if _, err := j.eps[0].Send(1, head, b, nil); err != nil {
+			t.Fatal(err)
+		}
+		off += n
+	}
+	j.recs[1] = &pl.recorder
+	j.pollUntil(t, "every frame", func() bool { return len(pl.frames) == len(sizes) })
+	if got := j.eps[1].Counters().Placed; got != int64(want) {
+		t.Fatalf("%d frames placed, want %d", got, want)
+	}
+}
