@@ -258,9 +258,17 @@ func TestNetRepostRace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	done, stop := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-done }() // the sender is out of PostSend before the NICs close
 	go func() {
+		defer close(done)
 		sent := 0
 		for sent < msgs {
+			select {
+			case <-stop:
+				return
+			default:
+			}
 			if d := a.SendDone(); d != nil {
 				continue
 			}
