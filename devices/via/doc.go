@@ -94,8 +94,9 @@
 // host's link cut) completes every descriptor of the VIs to that NIC,
 // posted or in flight, with StatusTransportError, and VI.Lost names the
 // peer and its host. The engine goroutine owns the endpoint (it alone
-// polls and sends on it); while it sleeps on its doorbell, the endpoint's
-// Sleeper rings that doorbell for the network. Every design option below
+// polls and sends on it); when idle it sleeps in the endpoint's epoll,
+// which an arriving frame or this process's doorbell ends. Every design
+// option below
 // works across hosts: the doorbell designs decide how posts reach the
 // engine, the CQ designs how completions reach the application, both the
 // same for a VI on another host. The standalone job (Open) connects

@@ -33,8 +33,10 @@ import (
 // in flight, with StatusTransportError.
 //
 // The endpoint is driven by the engine goroutine only (Poll, Send and the
-// Handler calls): the engine is its one owner. While the engine sleeps on
-// its doorbell, the endpoint's Sleeper rings that doorbell for the network.
+// Handler calls): the engine is its one owner. An idle engine sleeps in the
+// endpoint's epoll (Endpoint.Wait), which a frame ends and which this
+// process's doorbell rings end too (Endpoint.Wake), so an arriving frame
+// wakes the engine itself, with no goroutine in between.
 
 // Frame kinds.
 const (
@@ -164,10 +166,9 @@ type heldFrame struct {
 // readTok marks frames of RDMA read data: nothing waits for them to leave.
 type readTok struct{}
 
-// netPort is the NIC's endpoint and the Sleeper that wakes its engine.
+// netPort is the NIC's endpoint.
 type netPort struct {
-	ep      *wire.Endpoint
-	sleeper *wire.Sleeper
+	ep *wire.Endpoint
 }
 
 // netHandler is the NIC as the endpoint's Handler (and Placer); its
@@ -187,7 +188,7 @@ func (n *NIC) WireHandler() wire.Handler { return netHandler{n} }
 // other hosts (ConnectRemote). From then on the engine owns it: it polls
 // it, sends on it, and closes it when the NIC closes.
 func (n *NIC) UseWire(ep *wire.Endpoint) {
-	p := &netPort{ep: ep, sleeper: ep.NewSleeper(n.self.ringNIC)}
+	p := &netPort{ep: ep}
 	n.port.Store(p)
 	n.self.ringNIC()
 }
@@ -864,7 +865,7 @@ func (n *NIC) closeNet() {
 			p.ep.Wait(10 * time.Millisecond)
 		}
 	}
-	p.sleeper.Stop()
+	n.port.Store(nil) // doorbell rings from now on use the futex only
 	p.ep.Close()
 }
 

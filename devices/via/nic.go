@@ -231,10 +231,25 @@ func (v *view) ringApp() {
 	}
 }
 
-// ringNIC rings the NIC's doorbell word.
+// sleepEpoll in offNICSleep: the engine sleeps in its network endpoint's
+// epoll, not on the doorbell futex.
+const sleepEpoll = 2
+
+// ringNIC rings the NIC's doorbell word, and wakes its engine: from the
+// futex, or (this process's NIC, sleeping in epoll) through the endpoint.
 func (v *view) ringNIC() {
 	atomic.AddUint32(v.u32(offNICBell), 1)
-	if atomic.LoadUint32(v.u32(offNICSleep)) > 0 {
+	switch atomic.LoadUint32(v.u32(offNICSleep)) {
+	case 0:
+	case sleepEpoll:
+		if v.self != nil {
+			if p := v.self.port.Load(); p != nil {
+				p.ep.Wake()
+				return
+			}
+		}
+		_ = shm.FutexWake(v.u32(offNICBell), 1)
+	default:
 		_ = shm.FutexWake(v.u32(offNICBell), 1)
 	}
 }

@@ -582,17 +582,27 @@ func (n *NIC) engine() {
 			continue
 		}
 		// Sleep until a doorbell rings (or, with a stalled send, a while).
-		atomic.StoreUint32(sleep, 1)
+		// With a network port the engine sleeps in the endpoint's epoll,
+		// which this process's doorbell rings wake too (ringNIC); only a
+		// peer on this host whose receive descriptor a stalled send waits
+		// for rings the futex alone, so a stalled engine looks again soon.
+		mode := uint32(1)
 		if port != nil {
-			port.sleeper.Arm() // the network rings the doorbell too
+			mode = sleepEpoll
 		}
+		atomic.StoreUint32(sleep, mode)
 		if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
 			n.cnt.sleeps.Add(1)
-			t := time.Duration(0)
-			if stalled {
-				t = 20 * time.Millisecond
+			switch {
+			case port != nil && stalled:
+				port.ep.Wait(time.Millisecond)
+			case port != nil:
+				port.ep.Wait(time.Second)
+			case stalled:
+				_ = shm.FutexWait(bell, seq, 20*time.Millisecond)
+			default:
+				_ = shm.FutexWait(bell, seq, 0)
 			}
-			_ = shm.FutexWait(bell, seq, t)
 		}
 		atomic.StoreUint32(sleep, 0)
 		idle = 0
