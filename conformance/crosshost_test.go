@@ -23,6 +23,7 @@ import (
 var crossHostDevices = []string{
 	"netvm",
 	"bip",
+	"via",
 }
 
 // crossHosts is the number of simulated hosts of the cross-host runs.

@@ -2,6 +2,7 @@ package via
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"github.com/adimpi/adimpi/adi/match"
 	"github.com/adimpi/adimpi/internal/devkit/liveness"
 	"github.com/adimpi/adimpi/internal/devkit/recv"
+	"github.com/adimpi/adimpi/internal/wire"
 )
 
 func init() { adi.Register("via", func() adi.Device { return new(Device) }) }
@@ -19,7 +21,13 @@ func init() { adi.Register("via", func() adi.Device { return new(Device) }) }
 var (
 	_ adi.Device       = (*Device)(nil)
 	_ adi.OptionHelper = (*Device)(nil)
+	_ adi.CrossHost    = (*Device)(nil)
 )
+
+// CrossHost reports that the device reaches ranks on other hosts: their VIs
+// are connected through the wire (net.go), the others' through shared
+// memory.
+func (d *Device) CrossHost() bool { return true }
 
 // Message types of MPI over VIA. Every message travels as a VIA send into
 // one of the receiver's pre-posted receive buffers and costs one credit.
@@ -98,6 +106,8 @@ type sctx struct {
 type peer struct {
 	rank, pid int
 	vi        *VI
+	where     string // "rank 3 on host h2" for a peer on another host, else ""
+	lost      bool   // its VI's connection broke and what waited on it failed
 
 	rbuf  []byte // receive buffers, one per credit
 	rdesc []*Descriptor
@@ -142,6 +152,7 @@ type Device struct {
 	liveSends  int // rendezvous sends not complete yet
 	rc         regCache
 	live       *liveness.Peers
+	lostSeen   uint32 // the NIC's LostGen last handled
 
 	cnt struct{ eager, rndv, credit, backlogged int64 }
 }
@@ -171,6 +182,17 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	if err := cfg.KVS.Put(fmt.Sprintf("via-%d", d.rank), d.nic.Address()); err != nil {
 		return err
+	}
+	ep, err := wire.Setup(wire.Job{Rank: d.rank, Size: d.size, Hosts: cfg.Hosts, KVS: cfg.KVS, Prefix: "via", Handler: d.nic.WireHandler()})
+	if err != nil {
+		return fmt.Errorf("via: %w", err)
+	}
+	if ep != nil {
+		d.nic.UseWire(ep)
+		host, _ := os.Hostname()
+		if err := cfg.KVS.Put(fmt.Sprintf("via-host-%d", d.rank), host); err != nil {
+			return err
+		}
 	}
 	d.peers = make([]*peer, d.size)
 	for r := range d.peers {
@@ -207,6 +229,19 @@ func (d *Device) Init(cfg adi.Config) error {
 		return err
 	}
 	for r, p := range d.peers {
+		if cfg.Hosts != nil && cfg.Hosts[r] != cfg.Hosts[d.rank] {
+			host, err := cfg.KVS.Get(fmt.Sprintf("via-host-%d", r))
+			if err != nil {
+				return err
+			}
+			// Liveness comes from the wire (VI.Lost): the pid scan, which
+			// sees only this host's processes, watches this process for it.
+			p.where = fmt.Sprintf("rank %d on host %s", r, host)
+			if err := p.vi.ConnectRemote(r, d.rank, p.where); err != nil {
+				return fmt.Errorf("via: rank %d: %w", r, err)
+			}
+			continue
+		}
 		addr := d.nic.Address()
 		if r != d.rank {
 			if addr, err = cfg.KVS.Get(fmt.Sprintf("via-%d", r)); err != nil {
@@ -232,7 +267,17 @@ func (d *Device) Finalize() error {
 		seq := d.nic.Seq()
 		busy := false
 		for _, p := range d.peers {
-			if s, _ := p.vi.Pending(); s > 0 && d.live.Alive(p.rank) {
+			// To a peer on another host, what matters is that the frames
+			// are on the wire (the NIC's close lets them leave), not its
+			// acks: it may close first.
+			s, _ := p.vi.Pending()
+			if p.where != "" {
+				s = 0
+				if p.vi.Unsent() {
+					s = 1
+				}
+			}
+			if s > 0 && d.alive(p) {
 				busy = true
 			}
 		}
@@ -281,8 +326,8 @@ func (d *Device) newID() uint32 {
 // Isend: eager into the peer's posted buffers when small, else rendezvous.
 func (d *Device) Isend(r *adi.Request) error {
 	p := d.peers[r.Peer]
-	if !d.live.Alive(p.rank) {
-		return d.live.Exited("send", p.rank)
+	if !d.alive(p) {
+		return d.exited("send", p)
 	}
 	n := r.Buf.Size()
 	if n <= d.eager && r.Mode != adi.ModeSync {
@@ -312,8 +357,8 @@ func (d *Device) Isend(r *adi.Request) error {
 
 // Irecv matches a waiting message or joins the posted queue.
 func (d *Device) Irecv(r *adi.Request) error {
-	if r.Peer != adi.AnySource && !d.live.Alive(r.Peer) {
-		return d.live.Exited("receive", r.Peer)
+	if r.Peer != adi.AnySource && !d.alive(d.peers[r.Peer]) {
+		return d.exited("receive", d.peers[r.Peer])
 	}
 	if m := d.eng.Post(r); m != nil {
 		d.deliver(r, m)
@@ -463,12 +508,12 @@ func (d *Device) CancelRecv(r *adi.Request) bool {
 
 // post sends it now if it can go, else queues it behind p's backlog.
 func (d *Device) post(p *peer, it *outItem) {
-	if !d.live.Alive(p.rank) {
+	if !d.alive(p) {
 		if it.owner != nil && !it.owner.Done() {
-			it.owner.Complete(adi.Status{Err: d.live.Exited("send", p.rank)})
+			it.owner.Complete(adi.Status{Err: d.exited("send", p)})
 		}
 		if it.onSent != nil {
-			it.onSent(d.live.Exited("send", p.rank))
+			it.onSent(d.exited("send", p))
 		}
 		return
 	}
@@ -540,6 +585,11 @@ func (d *Device) put(p *peer, it *outItem) bool {
 // credits.
 func (d *Device) Progress() (bool, error) {
 	did := false
+	if g := d.nic.LostGen(); g != d.lostSeen {
+		d.lostSeen = g
+		d.checkLost()
+		did = true
+	}
 	for {
 		vi, recv, ok := d.cq.Done()
 		if !ok {
@@ -573,7 +623,7 @@ func (d *Device) Progress() (bool, error) {
 			p.out = p.out[1:]
 			did = true
 		}
-		if p.owed >= d.credits/2 && p.credits >= 1 && d.live.Alive(p.rank) && len(p.free) > 0 {
+		if p.owed >= d.credits/2 && p.credits >= 1 && d.alive(p) && len(p.free) > 0 {
 			d.cnt.credit++
 			d.put(p, &outItem{h: hdr{typ: mCredit}})
 			did = true
@@ -592,6 +642,10 @@ func (d *Device) Progress() (bool, error) {
 func (d *Device) arrive(p *peer, desc *Descriptor) error {
 	k := desc.User.(int)
 	buf := p.rbuf[k*d.slot : (k+1)*d.slot]
+	if err := desc.Err(); err != nil && p.vi.Lost() != nil {
+		d.checkLost() // flushed from a broken connection: fail what waits on p
+		return nil
+	}
 	if err := desc.Err(); err != nil || desc.Length < hdrSize {
 		return fmt.Errorf("via: receive from rank %d failed: %v (length %d)", p.rank, err, desc.Length)
 	}
@@ -702,39 +756,74 @@ func (d *Device) Sleep(seq uint32, timeout time.Duration) {
 // Wake makes every Sleep return.
 func (d *Device) Wake() { d.nic.Wake() }
 
+// alive reports whether p can still be reached: its process is alive (on
+// this host) and its VI's connection is not broken (another host).
+func (d *Device) alive(p *peer) bool { return d.live.Alive(p.rank) && !p.lost && p.vi.Lost() == nil }
+
+// exited is the error of an operation started (op: "send", "receive")
+// towards a peer that cannot be reached.
+func (d *Device) exited(op string, p *peer) error {
+	if err := p.vi.Lost(); err != nil {
+		return adi.Errorf(adi.ErrOther, op, "%s is unreachable: %v", p.where, rootCause(err))
+	}
+	return d.live.Exited(op, p.rank)
+}
+
+// rootCause drops the "rank N on host H: " the NIC put in front.
+func rootCause(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
+}
+
+// checkLost fails the requests that wait on a peer on another host whose
+// connection broke.
+func (d *Device) checkLost() {
+	for _, p := range d.peers {
+		if err := p.vi.Lost(); err != nil && !p.lost {
+			p.lost = true
+			d.failPeer(p, adi.Errorf(adi.ErrOther, "progress", "%s is unreachable: %v", p.where, rootCause(err)))
+		}
+	}
+}
+
 // checkPeers fails the requests that wait on a peer whose process is gone.
 func (d *Device) checkPeers() {
 	for _, q := range d.live.Scan() {
-		p := d.peers[q]
-		err := d.live.Lost(q)
-		fail := func(r *adi.Request) {
-			if r != nil && !r.Done() {
-				r.Complete(adi.Status{Err: err})
-			}
+		d.failPeer(d.peers[q], d.live.Lost(q))
+	}
+}
+
+// failPeer fails every request that waits on p with err.
+func (d *Device) failPeer(p *peer, err error) {
+	fail := func(r *adi.Request) {
+		if r != nil && !r.Done() {
+			r.Complete(adi.Status{Err: err})
 		}
-		backlog := p.out
-		p.out = nil
-		for _, it := range backlog {
-			fail(it.owner)
-			if it.onSent != nil {
-				it.onSent(err)
-			}
+	}
+	backlog := p.out
+	p.out = nil
+	for _, it := range backlog {
+		fail(it.owner)
+		if it.onSent != nil {
+			it.onSent(err)
 		}
-		for id, s := range d.sends {
-			if s.p == p {
-				delete(d.sends, id)
-				d.liveSends--
-				fail(s.req)
-			}
+	}
+	for id, s := range d.sends {
+		if s.p == p {
+			delete(d.sends, id)
+			d.liveSends--
+			fail(s.req)
 		}
-		for id, rv := range d.recvs {
-			if rv.p == p {
-				delete(d.recvs, id)
-				fail(rv.req)
-			}
+	}
+	for id, rv := range d.recvs {
+		if rv.p == p {
+			delete(d.recvs, id)
+			fail(rv.req)
 		}
-		for _, r := range d.eng.CancelFrom(p.rank) {
-			fail(r)
-		}
+	}
+	for _, r := range d.eng.CancelFrom(p.rank) {
+		fail(r)
 	}
 }

@@ -1,7 +1,7 @@
 // Package via is a Virtual Interface Architecture provider and the MPI
 // device built on it (-device via). It reproduces the design study "Comparison
 // and Evaluation of Design Choices for Implementing the Virtual Interface
-// Architecture" (seed 002, p. 145) on one host: every process has a NIC whose
+// Architecture" (seed 002, p. 145): every process has a NIC whose
 // firmware is a goroutine, and the seed's design alternatives are options
 // that change what that goroutine and the posting calls really do.
 //
@@ -70,6 +70,38 @@
 // address in its owner. The tables, caches, lookups, misses and their DMA
 // reads are all real; only the numbers they translate to are the same.
 //
+// # Across hosts
+//
+// A NIC may also reach NICs on other hosts, whose memory no process here
+// can map or write: the MPI device gives it the job's wire endpoint
+// (package internal/wire; NIC.UseWire) and connects the VI of each rank on
+// another host with VI.ConnectRemote, the others' with Connect as above. A
+// VI so connected keeps the VIA model: descriptors are posted to its work
+// queues and doorbells rung as on one host, and the engine that executes a
+// send descriptor carries its data to the remote NIC as frames. The remote
+// engine, which owns the target memory, consumes the VI's oldest posted
+// receive descriptor, translates its segments through its own tables (so
+// every translation design applies) and writes the data, then the
+// descriptor's length, immediate data and status, and the CQ entry. An RDMA
+// write is written into the target's registered region once the target
+// engine has checked the memory handle and the bounds; an RDMA read is a
+// request frame answered by the data in frames. The initiator completes a
+// send-queue descriptor when the target acknowledges it, so an error found
+// there (a bad handle, a range outside the region, a send longer than the
+// receive descriptor) completes it with the same status bits as on one
+// host; a send whose receive descriptor is not posted yet waits at the
+// target NIC, holding up only its VI. A lost connection (a peer killed, its
+// host's link cut) completes every descriptor of the VIs to that NIC,
+// posted or in flight, with StatusTransportError, and VI.Lost names the
+// peer and its host. The engine goroutine owns the endpoint (it alone
+// polls and sends on it); when idle it sleeps in the endpoint's epoll,
+// which an arriving frame or this process's doorbell ends. Every design
+// option below
+// works across hosts: the doorbell designs decide how posts reach the
+// engine, the CQ designs how completions reach the application, both the
+// same for a VI on another host. The standalone job (Open) connects
+// through shared memory only.
+//
 // # Design options (mpirun -device-opt key=value, repeatable)
 //
 //	doorbell=d1   one doorbell queue per VI in NIC memory; the engine polls
@@ -106,8 +138,9 @@
 //
 // # MPI over VIA
 //
-// The device connects one VI to every rank (itself included) and reports
-// all work queues to one CQ. Small messages (eager=N bytes, default 16384)
+// The device connects one VI to every rank (itself included), over the
+// wire for a rank on another host (Config.Hosts), and reports all work
+// queues to one CQ; the protocol above the VIs is the same for both. Small messages (eager=N bytes, default 16384)
 // are copied with their 48-byte envelope into a registered send buffer and
 // sent into one of the credits=N (default 16) receive buffers the peer
 // pre-posted for this VI; each message costs a credit, and credits come back

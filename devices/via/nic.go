@@ -231,10 +231,25 @@ func (v *view) ringApp() {
 	}
 }
 
-// ringNIC rings the NIC's doorbell word.
+// sleepEpoll in offNICSleep: the engine sleeps in its network endpoint's
+// epoll, not on the doorbell futex.
+const sleepEpoll = 2
+
+// ringNIC rings the NIC's doorbell word, and wakes its engine: from the
+// futex, or (this process's NIC, sleeping in epoll) through the endpoint.
 func (v *view) ringNIC() {
 	atomic.AddUint32(v.u32(offNICBell), 1)
-	if atomic.LoadUint32(v.u32(offNICSleep)) > 0 {
+	switch atomic.LoadUint32(v.u32(offNICSleep)) {
+	case 0:
+	case sleepEpoll:
+		if v.self != nil {
+			if p := v.self.port.Load(); p != nil {
+				p.ep.Wake()
+				return
+			}
+		}
+		_ = shm.FutexWake(v.u32(offNICBell), 1)
+	default:
 		_ = shm.FutexWake(v.u32(offNICBell), 1)
 	}
 }
@@ -278,6 +293,12 @@ type NIC struct {
 	closed atomic.Bool
 	done   chan struct{}
 
+	port    atomic.Pointer[netPort] // the wire to other hosts (net.go), if any
+	remote  atomic.Pointer[[]*VI]   // VIs connected to NICs on other hosts
+	lostGen atomic.Uint32           // moves when such a VI's connection breaks
+	stage   []byte                  // engine only: packs small pieces into frames
+	early   []earlyFrame            // engine only: frames for VIs not connected yet
+
 	liov      []unix.Iovec // engine only: reused by scatter
 	riov      []unix.RemoteIovec
 	physBuf   []shm.RemoteSeg // engine only: reused by execute
@@ -289,6 +310,7 @@ type NIC struct {
 	cnt struct {
 		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
 		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
+		framesOut, framesIn, held, naks                                                     atomic.Int64 // the wire (net.go)
 	}
 }
 
@@ -320,8 +342,9 @@ func OpenNIC(o Options) (*NIC, error) {
 	if o.AT == AT2 {
 		n.at2Free = []span{{0, o.NICTablePages}}
 	}
-	empty := []*VI{}
+	empty, none := []*VI{}, []*VI{}
 	n.active.Store(&empty)
+	n.remote.Store(&none)
 	go n.engine()
 	return n, nil
 }

@@ -38,9 +38,12 @@ type VI struct {
 	sqTail atomic.Uint64
 	sqHead uint64 // engine only
 
-	peer   *view // connected peer NIC
+	peer   *view  // connected peer NIC on this host
+	net    *netVI // or the connection to a NIC on another host (net.go)
 	peerVI int
 	conn   atomic.Bool
+
+	rqDesc []*Descriptor // the receive queue's descriptors, by slot (for this NIC's engine)
 
 	pend []sendEntry // engine only: D2 entries dispatched to this VI
 }
@@ -97,7 +100,7 @@ func (n *NIC) CreateVI(sendCQ, recvCQ *CQ) (*VI, error) {
 	if len(n.vis) >= n.o.MaxVIs {
 		return nil, fmt.Errorf("via: CreateVI: all %d VIs are in use", n.o.MaxVIs)
 	}
-	vi := &VI{nic: n, id: len(n.vis), sendCQ: sendCQ, recvCQ: recvCQ}
+	vi := &VI{nic: n, id: len(n.vis), sendCQ: sendCQ, recvCQ: recvCQ, rqDesc: make([]*Descriptor, n.lay.rqLen)}
 	if n.o.Doorbell == D1 {
 		vi.sq = make([]sendEntry, n.o.SendQueue)
 	}
@@ -257,6 +260,9 @@ func (vi *VI) PostSend(d *Descriptor) error {
 		return ErrQueueFull
 	}
 	vi.sendPosted = append(vi.sendPosted, d)
+	if vi.net != nil {
+		vi.net.posted.Add(1)
+	}
 	if n.o.Doorbell == D1 {
 		t := vi.sqTail.Load()
 		vi.sq[t%uint64(len(vi.sq))] = e
@@ -307,10 +313,17 @@ func (vi *VI) PostRecv(d *Descriptor) error {
 		}
 	}
 	*n.self.u32(s + 12) = cached
+	vi.rqDesc[t%uint64(len(vi.rqDesc))] = d
 	vi.recvPosted = append(vi.recvPosted, d)
 	atomic.StoreUint64(n.self.u64(off+8), t+1)
 	vi.mu.Unlock()
 	n.cnt.postNs.Add(int64(time.Since(t0)))
+	// This NIC holds frames from another host that waited for it, or the
+	// VI's connection is broken (the engine completes it in error).
+	if vi.net != nil && (vi.net.holding.Load() || vi.net.lost.Load() != nil) {
+		n.self.ringNIC()
+		return nil
+	}
 	// A peer NIC that found no receive descriptor waits for this one.
 	if atomic.LoadUint32(n.self.u32(off+16)) != 0 && atomic.SwapUint32(n.self.u32(off+16), 0) != 0 && vi.peer != nil {
 		vi.peer.ringNIC()
@@ -507,6 +520,7 @@ func (n *NIC) Yield() {
 
 func (n *NIC) engine() {
 	defer close(n.done)
+	defer n.closeNet()
 	bell, sleep := n.self.u32(offNICBell), n.self.u32(offNICSleep)
 	var byVI map[*VI]bool
 	if n.o.Doorbell == D2 {
@@ -552,6 +566,10 @@ func (n *NIC) engine() {
 			clear(d2[len(keep):])
 			d2 = keep
 		}
+		port := n.port.Load()
+		if port != nil && n.pollNet(port, !did) {
+			did = true
+		}
 		if did {
 			idle = 0
 			continue
@@ -564,14 +582,27 @@ func (n *NIC) engine() {
 			continue
 		}
 		// Sleep until a doorbell rings (or, with a stalled send, a while).
-		atomic.StoreUint32(sleep, 1)
+		// With a network port the engine sleeps in the endpoint's epoll,
+		// which this process's doorbell rings wake too (ringNIC); only a
+		// peer on this host whose receive descriptor a stalled send waits
+		// for rings the futex alone, so a stalled engine looks again soon.
+		mode := uint32(1)
+		if port != nil {
+			mode = sleepEpoll
+		}
+		atomic.StoreUint32(sleep, mode)
 		if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
 			n.cnt.sleeps.Add(1)
-			t := time.Duration(0)
-			if stalled {
-				t = 20 * time.Millisecond
+			switch {
+			case port != nil && stalled:
+				port.ep.Wait(time.Millisecond)
+			case port != nil:
+				port.ep.Wait(time.Second)
+			case stalled:
+				_ = shm.FutexWait(bell, seq, 20*time.Millisecond)
+			default:
+				_ = shm.FutexWait(bell, seq, 0)
 			}
-			_ = shm.FutexWait(bell, seq, t)
 		}
 		atomic.StoreUint32(sleep, 0)
 		idle = 0
@@ -633,6 +664,9 @@ func fetch(pid int, addr uint64, at Translation) (descHdr, []DataSegment, error)
 // descriptor needs a receive descriptor the peer has not posted yet.
 func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	t0 := time.Now()
+	if vi.net != nil {
+		defer vi.net.executed.Add(1)
+	}
 	defer func() {
 		n.cnt.execNs.Add(int64(time.Since(t0)))
 		n.wakeAll()
@@ -646,6 +680,11 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 			return true
 		}
 		e.cached, e.ctl, e.imm, e.rh, e.raddr, e.segs = true, h.Control, h.Imm, h.RemoteHandle, h.RemoteAddr, segs
+	}
+	if vi.net != nil {
+		n.flush()
+		n.executeNet(vi, e)
+		return true
 	}
 	op := e.ctl & 0xff
 	if op != OpSend || n.batch.vi != vi {
@@ -938,7 +977,8 @@ func readRemote(pid int, remote []shm.RemoteSeg, local [][]byte) error {
 // time spent in posts (host_post_ns, sends and receives), in the engine per
 // descriptor (nic_exec_ns over nic_executed) and in CQ checks (cq_done_ns
 // over cq_done_calls), and (AT3) the hits and misses of this NIC's
-// translation cache.
+// translation cache, and the frames its network port sent and received,
+// held for want of a receive descriptor, and the naks it sent.
 func (n *NIC) Counters() map[string]int64 {
 	return map[string]int64{
 		"nic_posts":            n.cnt.posts.Load(),
@@ -959,6 +999,10 @@ func (n *NIC) Counters() map[string]int64 {
 		"cq_done_calls":        n.cnt.cqCalls.Load(),
 		"tlb_hits":             int64(atomic.LoadUint64(n.self.u64(offTLBHits))),
 		"tlb_misses":           int64(atomic.LoadUint64(n.self.u64(offTLBMisses))),
+		"wire_frames_out":      n.cnt.framesOut.Load(),
+		"wire_frames_in":       n.cnt.framesIn.Load(),
+		"wire_held_frames":     n.cnt.held.Load(),
+		"wire_naks":            n.cnt.naks.Load(),
 	}
 }
 

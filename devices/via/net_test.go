@@ -1,0 +1,302 @@
+package via
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/adimpi/adimpi/internal/wire"
+)
+
+// hostPair opens two NICs as if on two hosts: each has a wire endpoint on
+// loopback, and one VI of each is connected to the other's with
+// ConnectRemote, each VI's queues reporting to a CQ of its NIC.
+func hostPair(t *testing.T, o Options) (na, nb *NIC, a, b *VI, ca, cb *CQ) {
+	na, nb, a, b, ca, cb = hostPairUnconnected(t, o)
+	connectPair(t, a, b)
+	return
+}
+
+// connectPair connects a (rank 0) and b (rank 1) to each other.
+func connectPair(t *testing.T, a, b *VI) {
+	t.Helper()
+	if err := a.ConnectRemote(1, b.ID(), "rank 1 on host h2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ConnectRemote(0, a.ID(), "rank 0 on host h1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostPairUnconnected is hostPair without the connection.
+func hostPairUnconnected(t *testing.T, o Options) (na, nb *NIC, a, b *VI, ca, cb *CQ) {
+	t.Helper()
+	nics := make([]*NIC, 2)
+	eps := make([]*wire.Endpoint, 2)
+	for r := range nics {
+		n, err := OpenNIC(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		ep, err := wire.Open(wire.Config{Rank: r, Job: 7, Secret: bytes.Repeat([]byte{9}, 32), Listen: "127.0.0.1:0",
+			Handler: n.WireHandler(), Logf: t.Logf,
+			Resolve: func(p int) (string, error) { return eps[p].Addr(), nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nics[r], eps[r] = n, ep
+	}
+	for r, n := range nics {
+		n.UseWire(eps[r])
+	}
+	var vis [2]*VI
+	var cqs [2]*CQ
+	for r, n := range nics {
+		cq, err := n.CreateCQ()
+		if err != nil {
+			t.Fatal(err)
+		}
+		vi, err := n.CreateVI(cq, cq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vis[r], cqs[r] = vi, cq
+	}
+	return nics[0], nics[1], vis[0], vis[1], cqs[0], cqs[1]
+}
+
+// cqWait waits for the next completion of cq and checks it is vi's queue.
+func cqWait(t *testing.T, cq *CQ, vi *VI, recv bool) *Descriptor {
+	t.Helper()
+	got, r, err := cq.Wait(10 * time.Second)
+	if err != nil {
+		t.Fatalf("CQ wait (want vi %d recv=%v): %v", vi.ID(), recv, err)
+	}
+	if got != vi || r != recv {
+		t.Fatalf("CQ reported vi %d recv=%v, want vi %d recv=%v", got.ID(), r, vi.ID(), recv)
+	}
+	if recv {
+		return vi.RecvDone()
+	}
+	return vi.SendDone()
+}
+
+func pattern(n, seed int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + seed)
+	}
+	return b
+}
+
+// TestNetVI checks a VI pair across hosts in every doorbell and CQ design
+// (and the other translation and descriptor designs): sends with immediate
+// data from a gather list into a scatter list, a send that arrives before
+// its receive descriptor, RDMA writes and reads of a MiB, and the errors
+// that complete descriptors on both sides: a bad memory handle, a range
+// outside the region, a send longer than the receive descriptor.
+func TestNetVI(t *testing.T) {
+	designs := map[string]map[string]string{
+		"d1-cq1":          {},
+		"d2-cq2":          {"doorbell": "d2", "cq": "cq2"},
+		"d1-cq2-at1":      {"cq": "cq2", "at": "at1"},
+		"d2-cq1-at2-nodc": {"doorbell": "d2", "at": "at2", "desccache": "off"},
+	}
+	for name, kv := range designs {
+		t.Run(name, func(t *testing.T) {
+			o, _, err := ParseOptions(DefaultOptions(), kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			na, nb, a, b, ca, cb := hostPair(t, o)
+			netVICases(t, na, nb, a, b, ca, cb)
+			if c := nb.Counters(); c["wire_frames_in"] == 0 || c["wire_held_frames"] == 0 {
+				t.Errorf("counters %v: want frames received and one held", c)
+			}
+		})
+	}
+}
+
+func netVICases(t *testing.T, na, nb *NIC, a, b *VI, ca, cb *CQ) {
+	const big = 1<<20 + 3
+	src := pattern(big, 1)
+	dst := make([]byte, big+100)
+	hs, hd := reg(t, na, src), reg(t, nb, dst)
+
+	// A send of a gather list (three pieces) into a scatter list (two).
+	rd := &Descriptor{DS: []DataSegment{Seg(hd, dst[:10]), Seg(hd, dst[5000:5000+40000])}}
+	if err := b.PostRecv(rd); err != nil {
+		t.Fatal(err)
+	}
+	sd := &Descriptor{Control: OpSend | FlagImmediate, Imm: 77, DS: []DataSegment{Seg(hs, src[:3]), Seg(hs, src[100:20100]), Seg(hs, src[30000:30007])}}
+	if err := a.PostSend(sd); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, cb, b, true); d != rd || d.Err() != nil || d.Length != 20010 || d.Imm != 77 {
+		t.Fatalf("receive: %v, err %v, length %d, imm %d", d == rd, d.Err(), d.Length, d.Imm)
+	}
+	want := append(append(append([]byte(nil), src[:3]...), src[100:20100]...), src[30000:30007]...)
+	got := append(append([]byte(nil), dst[:10]...), dst[5000:5000+20000]...)
+	if !bytes.Equal(got, want) {
+		t.Fatal("send: the data differ")
+	}
+	if d := cqWait(t, ca, a, false); d != sd || d.Err() != nil {
+		t.Fatalf("send completion: %v", d.Err())
+	}
+
+	// A send before its receive descriptor waits at the target NIC.
+	sd = &Descriptor{Control: OpSend, DS: []DataSegment{Seg(hs, src[:500])}}
+	if err := a.PostSend(sd); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // let it arrive first (either order is correct)
+	rd = &Descriptor{DS: []DataSegment{Seg(hd, dst[:1000])}}
+	if err := b.PostRecv(rd); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, cb, b, true); d.Err() != nil || d.Length != 500 || !bytes.Equal(dst[:500], src[:500]) {
+		t.Fatalf("late receive: %v, length %d", d.Err(), d.Length)
+	}
+	cqWait(t, ca, a, false)
+
+	// RDMA write of a MiB, then read it back into another buffer.
+	clear(dst)
+	wd := &Descriptor{Control: OpRDMAWrite, RemoteHandle: hd, RemoteAddr: Addr(dst[50:]), DS: []DataSegment{Seg(hs, src)}}
+	if err := a.PostSend(wd); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, ca, a, false); d.Err() != nil {
+		t.Fatalf("RDMA write: %v", d.Err())
+	}
+	if !bytes.Equal(dst[50:50+big], src) || dst[49] != 0 || dst[50+big] != 0 {
+		t.Fatal("RDMA write: the target's memory differs")
+	}
+	back := make([]byte, big)
+	hb := reg(t, na, back)
+	rdd := &Descriptor{Control: OpRDMARead, RemoteHandle: hd, RemoteAddr: Addr(dst[50:]), DS: []DataSegment{Seg(hb, back[:1000]), Seg(hb, back[1000:])}}
+	if err := a.PostSend(rdd); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, ca, a, false); d.Err() != nil || d.Length != big || !bytes.Equal(back, src) {
+		t.Fatalf("RDMA read: %v, length %d, equal %v", d.Err(), d.Length, bytes.Equal(back, src))
+	}
+
+	// Errors: a handle the target does not have, a range past the region
+	// (write and read), a send longer than the receive descriptor (both
+	// sides complete with a length error).
+	for _, c := range []struct {
+		name string
+		d    *Descriptor
+	}{
+		{"bad handle", &Descriptor{Control: OpRDMAWrite, RemoteHandle: 999, RemoteAddr: Addr(dst), DS: []DataSegment{Seg(hs, src[:8])}}},
+		{"out of bounds", &Descriptor{Control: OpRDMAWrite, RemoteHandle: hd, RemoteAddr: Addr(dst[len(dst)-4:]), DS: []DataSegment{Seg(hs, src[:8])}}},
+		{"read out of bounds", &Descriptor{Control: OpRDMARead, RemoteHandle: hd, RemoteAddr: Addr(dst[len(dst)-4:]), DS: []DataSegment{Seg(hb, back[:8])}}},
+	} {
+		if err := a.PostSend(c.d); err != nil {
+			t.Fatal(err)
+		}
+		if d := cqWait(t, ca, a, false); d.Status&StatusProtectionError == 0 {
+			t.Errorf("%s: status %#x, want a protection error", c.name, d.Status)
+		}
+	}
+	rd = &Descriptor{DS: []DataSegment{Seg(hd, dst[:10])}}
+	if err := b.PostRecv(rd); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(hs, src[:11])}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, cb, b, true); d.Status&StatusLengthError == 0 {
+		t.Errorf("receive of a longer send: status %#x, want a length error", d.Status)
+	}
+	if d := cqWait(t, ca, a, false); d.Status&StatusLengthError == 0 {
+		t.Errorf("send longer than the receive: status %#x, want a length error", d.Status)
+	}
+}
+
+// TestNetEarlyFrames: a NIC whose peer connected and sent before it
+// connected its own VI keeps the frames until it does (MPI's Init connects
+// the ranks one after the other, so a fast peer sends at once).
+func TestNetEarlyFrames(t *testing.T) {
+	na, nb, a, b, _, cb := hostPairUnconnected(t, DefaultOptions())
+	if err := a.ConnectRemote(1, b.ID(), "rank 1 on host h2"); err != nil {
+		t.Fatal(err)
+	}
+	src, dst := pattern(100, 3), make([]byte, 100)
+	hs, hd := reg(t, na, src), reg(t, nb, dst)
+	if err := b.PostRecv(&Descriptor{DS: []DataSegment{Seg(hd, dst)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(hs, src)}}); err != nil {
+		t.Fatal(err)
+	}
+	for nb.Counters()["wire_frames_in"] == 0 {
+		time.Sleep(time.Millisecond) // the frame is to arrive before the connection
+	}
+	if err := b.ConnectRemote(0, a.ID(), "rank 0 on host h1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := cqWait(t, cb, b, true); d.Err() != nil || !bytes.Equal(dst, src) {
+		t.Fatalf("receive: %v, data equal %v", d.Err(), bytes.Equal(dst, src))
+	}
+}
+
+// TestNetRepostRace: under cq=cq2 the application sees a receive complete
+// as soon as its status is written and may repost it at once, into the
+// slot the NIC is just leaving (the receive queue is full); the NIC must
+// not lose that posting. Thousands of messages through a 2-deep queue.
+func TestNetRepostRace(t *testing.T) {
+	o := DefaultOptions()
+	o.CQ, o.RecvQueue = CQ2, 2
+	na, nb, a, b, _, cb := hostPair(t, o)
+	const msgs = 20000
+	src, dst := make([]byte, 8), make([]byte, 8*o.RecvQueue)
+	hs, hd := reg(t, na, src), reg(t, nb, dst)
+	for k := 0; k < o.RecvQueue; k++ {
+		if err := b.PostRecv(&Descriptor{DS: []DataSegment{Seg(hd, dst[k*8:k*8+8])}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, stop := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-done }() // the sender is out of PostSend before the NICs close
+	go func() {
+		defer close(done)
+		sent := 0
+		for sent < msgs {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if d := a.SendDone(); d != nil {
+				continue
+			}
+			if s, _ := a.Pending(); s >= 8 {
+				na.Yield()
+				continue
+			}
+			if err := a.PostSend(&Descriptor{Control: OpSend | FlagImmediate, Imm: uint32(sent), DS: []DataSegment{Seg(hs, src)}}); err != nil {
+				t.Error(err)
+				return
+			}
+			sent++
+		}
+	}()
+	for got := 0; got < msgs; got++ {
+		vi, recv, err := cb.Wait(10 * time.Second)
+		if err != nil {
+			t.Fatalf("message %d of %d never arrived: %v", got, msgs, err)
+		}
+		if vi != b || !recv {
+			t.Fatalf("CQ reported vi %d recv=%v", vi.ID(), recv)
+		}
+		d := b.RecvDone()
+		if d.Err() != nil || d.Imm != uint32(got) {
+			t.Fatalf("message %d: %v, imm %d", got, d.Err(), d.Imm)
+		}
+		if err := b.PostRecv(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
