@@ -494,9 +494,12 @@ func (j *job) command() string {
 	return strings.Join(args, " ")
 }
 
-func runJob(bin, dev string, opts []string, np int, progArgs []string) *job {
+// runJob runs one job of bin under mpirun. mpirunArgs, when given, go to
+// mpirun before the program (the cross-host runs' launcher and placement).
+func runJob(bin, dev string, opts []string, np int, progArgs []string, mpirunArgs ...string) *job {
 	// On a hang, the failure shows where each rank waits and its stacks.
 	args := []string{"-np", strconv.Itoa(np), "-device", dev, "-timeout", mpirunTimeout.String(), "-timeout-stacks"}
+	args = append(args, mpirunArgs...)
 	var env []string
 	for _, o := range opts {
 		switch o {

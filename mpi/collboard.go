@@ -30,7 +30,7 @@ import (
 // root's slot needs neither a tree (every process copies from the root's
 // slot, one wake-up) nor the root to stay until the others are done.
 func (r *runtime) boardFor(c *Comm, n int) adi.Board {
-	if c != r.world || !r.native {
+	if c != r.world || !r.native || r.spansHosts() {
 		return nil
 	}
 	b, ok := r.dev.(adi.Board)
@@ -38,6 +38,18 @@ func (r *runtime) boardFor(c *Comm, n int) adi.Board {
 		return nil
 	}
 	return b
+}
+
+// spansHosts reports whether the job's ranks run on more than one host
+// (hosts are numbered by their lowest rank, so rank 0's is 0): a board is
+// shared memory, so no board collective runs then.
+func (r *runtime) spansHosts() bool {
+	for _, h := range r.hosts {
+		if h != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // crowded reports whether the ranks outnumber the cores they share. Ranks

@@ -25,6 +25,10 @@ type options struct {
 	host          []string // -host, the same
 	hostfile      string
 	ppn           int
+	launcher      string // -launcher: exec (or ssh, not yet)
+	launcherExec  string // -launcher-exec: the command that starts a rank on {host}
+	roundRobin    bool   // -rr, -map-by node
+	mapBy         string
 	genv          []string // NAME=VALUE from -genv NAME VALUE
 	export        []string // NAME or NAME=VALUE from -x
 }
@@ -66,11 +70,15 @@ func newFlagSet(o *options, a *appOptions, first bool) *pflag.FlagSet {
 	fs.StringArrayVar(&o.genv, "genv", nil, "set NAME=VALUE for every rank")
 	fs.StringArrayVarP(&o.export, "x", "x", nil, "pass mpirun's variable `NAME` to every rank; -x NAME=VALUE sets it")
 	fs.BoolVarP(&o.tagOutput, "tag-output", "l", false, "prefix every output line with \"[rank] \" (-l: label)")
-	fs.StringArrayVar(&o.hosts, "hosts", nil, "run on `host[:slots],...` (only this machine for now)")
+	fs.StringArrayVar(&o.hosts, "hosts", nil, "run on `host[:slots],...`")
 	fs.StringArrayVar(&o.host, "host", nil, "same as -hosts (Open MPI's spelling): `host[:slots],...`")
-	fs.StringVarP(&o.hostfile, "hostfile", "f", "", "read hosts from `file`: lines host, host:slots or host slots=N (only this machine for now)")
+	fs.StringVarP(&o.hostfile, "hostfile", "f", "", "read hosts from `file`: lines host, host:slots or host slots=N")
 	fs.StringVar(&o.hostfile, "machinefile", "", "same as -hostfile: `file`")
-	fs.IntVar(&o.ppn, "ppn", 0, "`N` ranks per host (one host for now: checked, no other effect)")
+	fs.IntVar(&o.ppn, "ppn", 0, "`N` ranks per host (overrides the hosts' slots)")
+	fs.BoolVar(&o.roundRobin, "rr", false, "place ranks on the hosts round-robin (default: block, filling each host's slots in turn)")
+	fs.StringVar(&o.mapBy, "map-by", "slot", "placement `how`: slot (block) or node (round-robin)")
+	fs.StringVar(&o.launcher, "launcher", "", "how to start ranks on other hosts: `exec` (run -launcher-exec; ssh is not available yet)")
+	fs.StringVar(&o.launcherExec, "launcher-exec", "", "start a rank on another host by running `CMD` (words split as a shell would, {host} replaced by the host) followed by the program and its arguments")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the whole job after `duration` (such as 30s or 5m; 0 = no limit), after every rank says where it waits")
 	fs.BoolVar(&o.timeoutStacks, "timeout-stacks", false, "when -timeout fires, also print every goroutine's stack of every rank (SIGQUIT)")
 	fs.BoolVar(&o.listDevices, "list-devices", false, "print the names of the available devices, one per line, and exit")
@@ -208,6 +216,23 @@ func parseArgs(args []string) (*options, []*appOptions, error) {
 	}
 	if o.timeout < 0 {
 		return nil, nil, usagef("-timeout must not be negative")
+	}
+	switch o.mapBy {
+	case "slot", "core":
+	case "node":
+		o.roundRobin = true
+	default:
+		return nil, nil, usagef("-map-by %q: want slot or node", o.mapBy)
+	}
+	switch o.launcher {
+	case "", "exec":
+	case "ssh":
+		return nil, nil, usagef("-launcher ssh: not available yet; start ranks on other hosts with -launcher exec -launcher-exec 'CMD {host}'")
+	default:
+		return nil, nil, usagef("-launcher %q: want exec (ssh is not available yet)", o.launcher)
+	}
+	if o.launcher == "exec" && o.launcherExec == "" {
+		return nil, nil, usagef("-launcher exec needs the command: -launcher-exec 'CMD {host}'")
 	}
 	if o.ppn < 0 {
 		return nil, nil, usagef("-ppn must be at least 1, not %d", o.ppn)

@@ -14,6 +14,7 @@ type host struct {
 	name  string
 	slots int    // 0: not given
 	where string // "-hosts" or file:line, for messages
+	local bool   // this machine (set by checkHosts)
 }
 
 // parseHostList reads -hosts/-host values: comma-separated host or
@@ -95,20 +96,83 @@ func parseHostfile(path string) ([]host, error) {
 	return hosts, nil
 }
 
-// checkLocal checks that every host names this machine, which is all that
-// mpirun can launch on for now, and returns the hosts' total slots (0 if
-// none gave any).
-func checkLocal(hosts []host) (int, error) {
+// checkHosts checks that every host is this machine or can be reached
+// through a launcher command, and marks which hosts are this machine.
+func checkHosts(hosts []host, haveLauncher bool) error {
 	local := localNames()
+	for i := range hosts {
+		h := &hosts[i]
+		h.local = local[strings.ToLower(h.name)] || isLocalAddr(h.name)
+		if !h.local && !haveLauncher {
+			hn, _ := os.Hostname()
+			return usagef("%s: host %q is not this machine (%s): starting ranks there needs a launcher command, -launcher-exec 'CMD {host}' (ssh launching is not available yet)", h.where, h.name, hn)
+		}
+	}
+	return nil
+}
+
+// defaultNP is the number of ranks the hosts ask for when -n is not given:
+// -ppn on each host, else the slots the hosts give (0 if none).
+func defaultNP(hosts []host, ppn int) int {
+	if ppn > 0 {
+		return ppn * len(hosts)
+	}
 	total := 0
 	for _, h := range hosts {
-		if !local[strings.ToLower(h.name)] && !isLocalAddr(h.name) {
-			hn, _ := os.Hostname()
-			return 0, usagef("%s: host %q is not this machine (%s): multi-host launching is not available yet; every rank runs here, so name only localhost or %s", h.where, h.name, hn, hn)
-		}
 		total += h.slots
 	}
-	return total, nil
+	return total
+}
+
+// place puts np ranks on hosts and returns each rank's host (an index into
+// hosts). Each host has a capacity: -ppn if given; else its slots, or 1 for
+// a host that gives none when some do; else (no host gives slots) an even
+// share of np, the first hosts taking one more when np does not divide.
+// Block placement fills each host's capacity before the next host's;
+// round-robin gives one rank to each host with room in turn. Ranks beyond
+// the total capacity start another round of the same order.
+func place(hosts []host, np, ppn int, roundRobin bool) []int {
+	caps := make([]int, len(hosts))
+	anySlots := false
+	for _, h := range hosts {
+		anySlots = anySlots || h.slots > 0
+	}
+	for i, h := range hosts {
+		switch {
+		case ppn > 0:
+			caps[i] = ppn
+		case anySlots:
+			caps[i] = max(h.slots, 1)
+		default:
+			caps[i] = np / len(hosts)
+			if i < np%len(hosts) {
+				caps[i]++
+			}
+		}
+	}
+	out := make([]int, 0, np)
+	for len(out) < np {
+		used := make([]int, len(hosts))
+		if !roundRobin {
+			for i := range hosts {
+				for ; used[i] < caps[i] && len(out) < np; used[i]++ {
+					out = append(out, i)
+				}
+			}
+			continue
+		}
+		for progress := true; progress && len(out) < np; {
+			progress = false
+			for i := range hosts {
+				if used[i] < caps[i] && len(out) < np {
+					out = append(out, i)
+					used[i]++
+					progress = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // localNames are the names of this machine.

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adimpi/adimpi/internal/pmi"
+	"github.com/adimpi/adimpi/internal/wire"
 )
 
 // Teardown timing.
@@ -58,7 +59,18 @@ type job struct {
 	asyncProgress bool
 	stdout        *lineSink
 	stderr        *lineSink
-	started       func() // called once every rank has started (or failed to)
+	started       func()   // called once every rank has started (or failed to)
+	secret        string   // the job secret, hex (wire.EnvSecret)
+	launcher      []string // -launcher-exec split into words, nil if not given
+	self          string   // mpirun's executable, the proxy of remote ranks
+
+	// Where the ranks run (placeRanks): each rank's host name ("" when
+	// no host was named) and whether it is another machine, started
+	// through the launcher. multiHost: the ranks are not all on this
+	// machine, so messages and labels name the host.
+	hostOf    []string
+	remote    []bool
+	multiHost bool
 
 	srv      *pmi.Server
 	ranks    []*rankProc
@@ -91,6 +103,44 @@ func (j *job) appOf(r int) *app {
 	panic(fmt.Sprintf("mpirun: rank %d beyond the job's %d ranks", r, j.np))
 }
 
+// placeRanks decides where every rank runs (see place).
+func (j *job) placeRanks(hosts []host, ppn int, roundRobin bool) {
+	j.hostOf = make([]string, j.np)
+	j.remote = make([]bool, j.np)
+	if len(hosts) == 0 {
+		return
+	}
+	for r, i := range place(hosts, j.np, ppn, roundRobin) {
+		j.hostOf[r] = hosts[i].name
+		j.remote[r] = !hosts[i].local
+		j.multiHost = j.multiHost || j.remote[r]
+	}
+}
+
+// who names rank r in mpirun's messages: its rank and process, and its
+// host when the job spans hosts (the process is then the launcher
+// command's for a rank on another host).
+func (j *job) who(r int) string {
+	pid := j.ranks[r].pid
+	switch {
+	case !j.multiHost:
+		return fmt.Sprintf("mpirun: rank %d (pid %d)", r, pid)
+	case j.remote[r]:
+		return fmt.Sprintf("mpirun: rank %d on %s (launcher pid %d)", r, j.hostOf[r], pid)
+	default:
+		return fmt.Sprintf("mpirun: rank %d on %s (pid %d)", r, j.hostOf[r], pid)
+	}
+}
+
+// label is the prefix of rank r's output lines with -tag-output: "[r] ",
+// or "[r@host] " when the job spans hosts.
+func (j *job) label(r int) []byte {
+	if j.multiHost {
+		return []byte(fmt.Sprintf("[%d@%s] ", r, j.hostOf[r]))
+	}
+	return []byte(fmt.Sprintf("[%d] ", r))
+}
+
 // rankProc is one started rank.
 type rankProc struct {
 	rank   int
@@ -99,6 +149,7 @@ type rankProc struct {
 	exited bool
 	state  *os.ProcessState // set when exited
 	served chan struct{}    // closed when the rank's PMI Serve returns
+	ctl    *os.File         // a remote rank's proxy's control pipe (see proxy.go), else nil
 }
 
 // exitEvent reports that a rank's process has ended.
@@ -136,7 +187,11 @@ func (j *job) run() int {
 		}
 		if err != nil {
 			j.started()
-			j.errorf("mpirun: cannot start rank %d (%s): %v; stopping the job", r, j.appOf(r).argv0, err)
+			where := ""
+			if j.multiHost {
+				where = " on " + j.hostOf[r]
+			}
+			j.errorf("mpirun: cannot start rank %d%s (%s): %v; stopping the job", r, where, j.appOf(r).argv0, err)
 			code := exitCannotExec
 			if errors.Is(err, os.ErrNotExist) {
 				code = exitNotFound
@@ -250,7 +305,7 @@ func (j *job) collectWaitReports() {
 		case <-deadline:
 			for _, r := range j.ranks {
 				if !r.exited && !answered[r.rank] {
-					j.errorf("mpirun: rank %d (pid %d) did not say where it waits within %v (not an adimpi program, or not in MPI)", r.rank, r.pid, reportDelay)
+					j.errorf("%s did not say where it waits within %v (not an adimpi program, or not in MPI)", j.who(r.rank), reportDelay)
 				}
 			}
 			return
@@ -307,12 +362,21 @@ func (j *job) record(ev exitEvent) {
 	r := j.ranks[ev.rank]
 	r.exited = true
 	r.state = ev.state
+	if r.ctl != nil {
+		r.ctl.Close()
+	}
 }
 
-// signalAll sends sig to the process group of every rank still running.
+// signalAll sends sig to the process group of every rank still running;
+// to a rank on another host, through its proxy, except SIGKILL, which
+// kills the launcher command's process group, and the rank with it.
 func (j *job) signalAll(sig syscall.Signal) {
 	for _, r := range j.ranks {
-		if !r.exited {
+		switch {
+		case r.exited:
+		case r.ctl != nil && sig != syscall.SIGKILL:
+			_, _ = fmt.Fprintf(r.ctl, "%d\n", int(sig))
+		default:
 			_ = syscall.Kill(-r.pid, sig)
 		}
 	}
@@ -321,7 +385,7 @@ func (j *job) signalAll(sig syscall.Signal) {
 // judge decides whether a rank's exit is a failure of the job.
 func (j *job) judge(rank int) (failure, bool) {
 	r := j.ranks[rank]
-	who := fmt.Sprintf("mpirun: rank %d (pid %d)", r.rank, r.pid)
+	who := j.who(rank)
 	if r.state == nil {
 		return failure{msg: who + " could not be waited for; stopping the job", code: 1}, true
 	}
@@ -359,7 +423,7 @@ func (j *job) judge(rank int) (failure, bool) {
 // MPI_Abort the program never made.
 func (j *job) abortFailure(a pmi.Abort) failure {
 	msg := strings.TrimSpace(a.Msg)
-	who := fmt.Sprintf("mpirun: rank %d (pid %d)", a.Rank, j.ranks[a.Rank].pid)
+	who := j.who(a.Rank)
 	if mpiError.MatchString(msg) {
 		who += " failed: " + msg
 	} else {
@@ -435,6 +499,7 @@ func (j *job) environ(r int) []string {
 		"ADIMPI_APPNUM":     strconv.Itoa(a.index),
 		"ADIMPI_DEVICE":     j.device,
 		"ADIMPI_DEVICE_OPT": strings.Join(j.deviceOpts, ","),
+		wire.EnvSecret:      j.secret,
 	}
 	if j.asyncProgress {
 		set["ADIMPI_ASYNC_PROGRESS"] = "1"
@@ -456,7 +521,7 @@ func (j *job) environ(r int) []string {
 	// exec.Cmd keeps the last of duplicate names: -env beats -genv, and
 	// the job's own variables beat both.
 	env = append(env, extra...)
-	for _, name := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS"} {
+	for _, name := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS", wire.EnvSecret} {
 		if v, ok := set[name]; ok {
 			env = append(env, name+"="+v)
 		}
@@ -493,14 +558,33 @@ func (j *job) start(r int, stdin *os.File) error {
 	}
 
 	a := j.appOf(r)
+	path, args := a.binary, append([]string{a.argv0}, a.args...)
+	extra := []*os.File{childEnd} // fd 3
+	var ctlR, ctlW *os.File
+	if j.remote[r] {
+		path, args, err = j.launch(r)
+		if err == nil {
+			ctlR, ctlW, err = os.Pipe()
+		}
+		if err != nil {
+			conn.Close()
+			outR.Close()
+			errR.Close()
+			outW.Close()
+			errW.Close()
+			return err
+		}
+		defer ctlR.Close()
+		extra = append(extra, ctlR) // fd 4, proxyCtlFD
+	}
 	cmd := &exec.Cmd{
-		Path:       a.binary,
-		Args:       append([]string{a.argv0}, a.args...),
+		Path:       path,
+		Args:       args,
 		Dir:        a.wdir,
 		Env:        j.environ(r),
 		Stdout:     outW,
 		Stderr:     errW,
-		ExtraFiles: []*os.File{childEnd}, // fd 3
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true,            // own group: signals reach its children, the tty's ^C reaches only mpirun
 			Pdeathsig: syscall.SIGKILL, // do not outlive a killed mpirun
@@ -516,12 +600,15 @@ func (j *job) start(r int, stdin *os.File) error {
 		conn.Close()
 		outR.Close()
 		errR.Close()
+		if ctlW != nil {
+			ctlW.Close()
+		}
 		return err
 	}
 
-	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{})}
+	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{}), ctl: ctlW}
 	j.ranks = append(j.ranks, rp)
-	label := []byte(fmt.Sprintf("[%d] ", r))
+	label := j.label(r)
 	var prefix []byte
 	if j.tagOutput {
 		prefix = label
@@ -555,6 +642,25 @@ func (j *job) start(r int, stdin *os.File) error {
 		j.exits <- exitEvent{rank: r, state: cmd.ProcessState}
 	}()
 	return nil
+}
+
+// launch returns the path and arguments of the process that starts rank
+// r on its host: the launcher command for the host followed by mpirun's
+// own executable as the rank's proxy (see proxy.go), the program and its
+// arguments. Both executables must exist at the same paths on that host.
+// The launcher command must keep the environment and the open descriptors
+// (3 is the PMI socket, 4 the proxy's control pipe), start the command in
+// its own working directory, and kill it when it is killed itself, as
+// "netcluster exec" and "ip netns exec" do.
+func (j *job) launch(r int) (string, []string, error) {
+	a := j.appOf(r)
+	argv := launcherArgv(j.launcher, j.hostOf[r])
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return "", nil, fmt.Errorf("launcher for %s: %w", j.hostOf[r], err)
+	}
+	args := append(argv, j.self, proxyFlag, a.binary)
+	return path, append(args, a.args...), nil
 }
 
 // rank0Stdin returns what rank 0 reads as standard input and a cleanup

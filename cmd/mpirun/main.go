@@ -11,6 +11,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +46,9 @@ const (
 const defaultDevice = "netvm"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == proxyFlag {
+		os.Exit(proxy(os.Args[2:]))
+	}
 	os.Exit(mpirun(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -77,11 +82,23 @@ Job-wide flags:
 Flags take one dash or two (-np 4, --np 4, --np=4), as Hydra and Open MPI
 accept them.
 
-Hosts: -hosts, -host and -hostfile are read and checked (hostfile lines
-"host", "host:slots" or "host slots=N"; '#' comments); without -n the job
-has as many ranks as the hosts have slots. For now every rank runs on this
-machine: a host other than this one (localhost, 127.0.0.1, its host name or
-addresses) is an error.
+Hosts: -hosts, -host and -hostfile name the hosts (hostfile lines "host",
+"host:slots" or "host slots=N"; '#' comments); without -n the job has
+-ppn times the number of hosts ranks, else as many as the hosts give slots.
+Ranks are placed in blocks: each host takes its slots (-ppn if given; 1 for
+a host without slots when others have some; an even share of -n when no
+host has any) before the next; -rr or -map-by node deals them round-robin.
+Ranks on this machine (localhost, 127.0.0.1, its host name or addresses)
+start as usual. A rank on another host starts through -launcher-exec CMD:
+CMD is split into words as a shell would (no shell runs), {host} replaced
+by the host's name, followed by mpirun's own executable as the rank's proxy
+(-adimpi-rank-proxy, which relays mpirun's signals to the rank), the program
+and its arguments; mpirun and the program must exist at the same paths
+there. CMD must pass the environment and open descriptors 3 and 4 through,
+keep the working directory, and kill the command when it is itself killed,
+as "netcluster exec -dir D {host} --" and "ip netns exec {host}" do. With
+-tag-output such a job labels lines "[rank@host] ". (-launcher ssh is not
+available yet.)
 
 Environment read by mpirun:
   ADIMPI_DEVICE       default for -device
@@ -96,6 +113,8 @@ Environment set for every rank (in addition to mpirun's own environment,
   ADIMPI_DEVICE       the -device name
   ADIMPI_DEVICE_OPT   the -device-opt pairs, comma-joined: k1=v1,k2=v2
   ADIMPI_ASYNC_PROGRESS=1  with -async-progress
+  ADIMPI_JOB_SECRET   the job's secret (32 random bytes, hex), with which
+                      ranks authenticate their connections to each other
 Setting ADIMPI_PMI_DEBUG=1 makes every rank log its PMI traffic to stderr.
 
 Standard input goes to rank 0 only; the other ranks read /dev/null.
@@ -206,16 +225,36 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 		}
 		o.deviceOpts = append(inherited, o.deviceOpts...)
 	}
-	slots, err := hostSlots(o)
+	hosts, err := readHosts(o)
 	if err != nil {
 		return usageErr(err)
 	}
-	if len(apps) == 1 && !apps[0].npSet && slots > 0 {
-		apps[0].np = slots
+	if err := checkHosts(hosts, o.launcherExec != ""); err != nil {
+		return usageErr(err)
+	}
+	if n := defaultNP(hosts, o.ppn); len(apps) == 1 && !apps[0].npSet && n > 0 {
+		apps[0].np = n
+	}
+	var launcher []string
+	self := ""
+	if o.launcherExec != "" {
+		if launcher, err = launcherCommand(o.launcherExec); err != nil {
+			fmt.Fprintf(stderr, "mpirun: %v\n", err)
+			return exitNotFound
+		}
+		if self, err = os.Executable(); err != nil {
+			fmt.Fprintf(stderr, "mpirun: finding its own executable for the remote ranks' proxy: %v\n", err)
+			return 1
+		}
 	}
 	env, err := jobEnv(o)
 	if err != nil {
 		return usageErr(err)
+	}
+	secret, err := newSecret()
+	if err != nil {
+		fmt.Fprintf(stderr, "mpirun: %v\n", err)
+		return 1
 	}
 
 	j := &job{
@@ -228,6 +267,9 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 		asyncProgress: o.asyncProgress,
 		stdout:        &lineSink{w: stdout},
 		stderr:        &lineSink{w: stderr},
+		secret:        secret,
+		launcher:      launcher,
+		self:          self,
 	}
 	var unlocks []func()
 	defer func() {
@@ -247,6 +289,7 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 		j.apps = append(j.apps, ja)
 		j.np += a.np
 	}
+	j.placeRanks(hosts, o.ppn, o.roundRobin)
 	j.started = func() {
 		for _, u := range unlocks {
 			u()
@@ -256,9 +299,8 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 	return j.run()
 }
 
-// hostSlots reads and checks -hosts, -host and -hostfile, and returns
-// their total slots (0 if none gave any).
-func hostSlots(o *options) (int, error) {
+// readHosts reads -hosts, -host and -hostfile, in that order.
+func readHosts(o *options) ([]host, error) {
 	var hosts []host
 	for _, l := range []struct {
 		flag  string
@@ -266,18 +308,47 @@ func hostSlots(o *options) (int, error) {
 	}{{"-hosts", o.hosts}, {"-host", o.host}} {
 		h, err := parseHostList(l.flag, l.lists)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		hosts = append(hosts, h...)
 	}
 	if o.hostfile != "" {
 		h, err := parseHostfile(o.hostfile)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		hosts = append(hosts, h...)
 	}
-	return checkLocal(hosts)
+	return hosts, nil
+}
+
+// launcherCommand splits -launcher-exec into words and checks that its
+// program exists here.
+func launcherCommand(cmd string) ([]string, error) {
+	words, err := splitCommand(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("-launcher-exec %q: %v", cmd, err)
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("-launcher-exec %q: no command", cmd)
+	}
+	if !strings.Contains(words[0], hostPlaceholder) {
+		if _, err := exec.LookPath(words[0]); err != nil {
+			return nil, fmt.Errorf("-launcher-exec %q: %v", cmd, err)
+		}
+	}
+	return words, nil
+}
+
+// newSecret makes the job's secret (32 random bytes in hex), which every
+// rank gets as wire.EnvSecret to authenticate its connections to the
+// others.
+func newSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("making the job secret: %v", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // jobEnv is what -x and -genv add to every rank's environment, as

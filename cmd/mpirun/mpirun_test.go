@@ -24,6 +24,9 @@ var (
 	mpirunBin   string
 	rankprogBin string
 	mpiprogBin  string
+	// For the tests across simulated hosts (cluster_test.go).
+	hostprobeBin  string
+	netclusterBin string
 )
 
 func TestMain(m *testing.M) {
@@ -35,7 +38,10 @@ func TestMain(m *testing.M) {
 	mpirunBin = filepath.Join(dir, "mpirun")
 	rankprogBin = filepath.Join(dir, "rankprog")
 	mpiprogBin = filepath.Join(dir, "mpiprog")
-	for _, b := range [][2]string{{mpirunBin, "."}, {rankprogBin, "./testdata/rankprog"}, {mpiprogBin, "./testdata/mpiprog"}} {
+	hostprobeBin = filepath.Join(dir, "hostprobe")
+	netclusterBin = filepath.Join(dir, "netcluster")
+	for _, b := range [][2]string{{mpirunBin, "."}, {rankprogBin, "./testdata/rankprog"}, {mpiprogBin, "./testdata/mpiprog"},
+		{hostprobeBin, "./testdata/hostprobe"}, {netclusterBin, "../netcluster"}} {
 		out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
@@ -397,6 +403,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-genv", "1A", "x", "true"}, exitUsage, `-genv "1A=x": want -genv NAME VALUE`},
 		{[]string{"-x", "NO_SUCH_VAR_XYZ", "true"}, exitUsage, "-x NO_SUCH_VAR_XYZ: mpirun's environment has no NO_SUCH_VAR_XYZ"},
 		{[]string{"-hosts", "localhost,nosuchhost.example:2", "true"}, exitUsage, `-hosts: host "nosuchhost.example" is not this machine`},
+		{[]string{"-hosts", "h2", "true"}, exitUsage, `starting ranks there needs a launcher command, -launcher-exec 'CMD {host}' (ssh launching is not available yet)`},
+		{[]string{"-launcher", "ssh", "-hosts", "h2", "true"}, exitUsage, "-launcher ssh: not available yet"},
+		{[]string{"-launcher", "exec", "-hosts", "h2", "true"}, exitUsage, "-launcher exec needs the command: -launcher-exec 'CMD {host}'"},
+		{[]string{"-launcher", "rsh", "true"}, exitUsage, `-launcher "rsh": want exec`},
+		{[]string{"-map-by", "socket", "true"}, exitUsage, `-map-by "socket": want slot or node`},
+		{[]string{"-launcher-exec", "nsenter 'x", "-hosts", "h2", "true"}, exitNotFound, `-launcher-exec "nsenter 'x": unterminated single quote`},
+		{[]string{"-launcher-exec", "no-such-launcher-xyz {host}", "-hosts", "h2", "true"}, exitNotFound, `-launcher-exec "no-such-launcher-xyz {host}": exec: "no-such-launcher-xyz": executable file not found`},
 		{[]string{"-hosts", "localhost:0", "true"}, exitUsage, `"localhost:0": want host or host:slots`},
 		{[]string{"-hostfile", "testdata/hostfiles/remote", "true"}, exitUsage, `testdata/hostfiles/remote:3: host "node7" is not this machine`},
 		{[]string{"-f", "testdata/hostfiles/bad", "true"}, exitUsage, `testdata/hostfiles/bad:2: "cpus=4": want host, host:slots or host slots=N`},

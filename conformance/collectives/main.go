@@ -176,6 +176,27 @@ func identity(n int) []int {
 	return s
 }
 
+// sameHost returns how many ranks of w share this process's host (its
+// processor name) and this process's place among them.
+func sameHost(w *mpi.Comm) (count, rank int, err error) {
+	const width = 64
+	name := make([]byte, width)
+	copy(name, mpi.ProcessorName())
+	all := make([]byte, width*w.Size())
+	if err := mpi.Allgather(w, name, all); err != nil {
+		return 0, 0, fmt.Errorf("allgather of host names: %v", err)
+	}
+	for r := 0; r < w.Size(); r++ {
+		if string(all[r*width:(r+1)*width]) == string(name) {
+			if r == w.Rank() {
+				rank = count
+			}
+			count++
+		}
+	}
+	return count, rank, nil
+}
+
 func checkComms(w *mpi.Comm) error {
 	n, me := w.Size(), w.Rank()
 	d, err := w.Dup()
@@ -226,9 +247,14 @@ func checkComms(w *mpi.Comm) error {
 	if err != nil || nc != nil {
 		return fmt.Errorf("split undefined: %v %v", nc, err)
 	}
+	// The ranks of this host (same processor name), in world order.
+	local, lrank, err := sameHost(w)
+	if err != nil {
+		return err
+	}
 	sh, err := w.SplitType(mpi.SplitTypeShared, me)
-	if err != nil || sh.Size() != n || sh.Rank() != me {
-		return fmt.Errorf("split type shared: %v", err)
+	if err != nil || sh.Size() != local || sh.Rank() != lrank {
+		return fmt.Errorf("split type shared: size %d rank %d, want %d and %d (%v)", sh.Size(), sh.Rank(), local, lrank, err)
 	}
 	// Create with the odd ranks; CreateGroup with the even ones.
 	g, _ := w.Group()
@@ -1949,6 +1975,9 @@ func checkMismatch(w *mpi.Comm) error {
 	// every count.
 	if mpi.DeviceName() != "netvm" || os.Getenv("ADIMPI_NATIVE_COLL") == "off" {
 		return nil
+	}
+	if local, _, err := sameHost(w); err != nil || local != n {
+		return err // boards are per host: across hosts a mismatch is the program's error, undetected
 	}
 	for _, cnt := range []int{5, 1000, 2000, 300000} {
 		for _, longer := range []bool{false, true} {

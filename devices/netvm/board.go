@@ -75,7 +75,7 @@ func (d *Device) BoardPost(k uint64, wakeAll bool) {
 	}
 	for _, p := range d.peers {
 		if p.seg != d.seg && atomic.LoadUint32(d.boardFlag(p, k)) != 0 {
-			p.link.wake()
+			p.wake()
 		}
 	}
 }
@@ -107,8 +107,12 @@ func (d *Device) BoardPosted(p int, k uint64) (bool, error) {
 }
 
 // BoardReadable reports whether process_vm_readv into every peer works
-// (probed at Init, and not switched off with cma=off).
+// (probed at Init, and not switched off with cma=off): never when a peer
+// runs on another host, whose memory and board this process cannot see.
 func (d *Device) BoardReadable() bool {
+	if d.ep != nil {
+		return false
+	}
 	for _, p := range d.peers {
 		if p.seg != d.seg && !p.remoteOK {
 			return false

@@ -113,7 +113,7 @@ func (m *matched) handle(p *peer, c *ctl) error {
 func (m *matched) eagerIn(p *peer, c *ctl) {
 	d := m.d
 	env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
-	a, b := p.link.payload(c)
+	a, b := p.payload(c)
 	size := int(c.n)
 	if r := m.eng.Arrive(env); r != nil && (c.id == r.Buf.Type.Signature() || !d.mismatch(r, env, size, c.id, nil)) {
 		n := min(size, r.Buf.Size())
@@ -134,7 +134,7 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 		copy(data[copy(data, a):], b)
 		m.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: data, Sig: c.id})
 	}
-	p.link.consume(c)
+	p.consume(c)
 }
 
 // rtsIn matches an RTS: a posted receive answers it with CTS, else it waits

@@ -199,8 +199,12 @@ func (mp *mpin) raiseFlags(q int, only *adi.Request) {
 		for _, r := range pend {
 			if r.Context == s.ctx && tagMatches(s.tag, r.Tag) {
 				s.flag = true
-				atomic.StoreUint32(mp.rfaFlag(p.seg.Mem, e, d.rank), 1)
-				p.link.wake()
+				if p.net != nil { // on another host: the receiver raises it (ctlFlag)
+					d.post(p, outMsg{ctl: ctl{typ: ctlFlag, id: uint32(e)}})
+				} else {
+					atomic.StoreUint32(mp.rfaFlag(p.seg.Mem, e, d.rank), 1)
+					p.link.wake()
+				}
 				break
 			}
 		}
@@ -393,6 +397,13 @@ func (mp *mpin) handle(p *peer, c *ctl) error {
 		mp.raiseFlags(q, nil)
 	case ctlDisableAny:
 		mp.srfa[q][c.id] = srfaEntry{}
+	case ctlFlag:
+		// A sender on another host raises its flag in RFA entry c.id. A
+		// flag that outlived its entry's reuse costs an RTR_ANY answered
+		// by UNA_ANY, as a flag raised just before a DISABLE_ANY does.
+		if c.id < rfaEntries {
+			atomic.StoreUint32(mp.rfaFlag(d.seg.Mem, int(c.id), q), 1)
+		}
 	case ctlRTRAny:
 		e := &mp.srfa[q][c.id]
 		e.flag = false

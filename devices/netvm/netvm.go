@@ -9,6 +9,7 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/internal/shm"
+	"github.com/adimpi/adimpi/internal/wire"
 )
 
 func init() { adi.Register("netvm", func() adi.Device { return new(Device) }) }
@@ -58,7 +59,8 @@ type peer struct {
 	alive     bool
 	gone      atomic.Bool // !alive, for readers without the core's lock (BoardPosted)
 	remoteOK  bool        // process_vm_writev into this peer is allowed
-	link      shmRing     // control messages to and from the peer (ring.go)
+	link      shmRing     // control messages to and from a peer on this host (ring.go)
+	net       *netLink    // the link to a peer on another host (netlink.go), else nil
 	backlog   []*outMsg   // messages waiting for room in link, in order
 
 	// offered streams (offer.go)
@@ -105,7 +107,36 @@ type Device struct {
 	idle       int         // progress passes in a row that found nothing
 	slept      atomic.Bool // a Sleep has happened since the last liveness check
 
+	// the network, when some peer runs on another host (netlink.go)
+	ep      *wire.Endpoint
+	sleeper *wire.Sleeper
+	netBuf  []byte // a placed chunk of a non-contiguous receive, before its unpacking
+	netDid  bool   // a frame was handled or a link unblocked during the last Poll
+	netErr  error  // the first error a frame's handling met
+
 	cnt counters
+}
+
+// payload returns c's payload, in at most two pieces.
+func (p *peer) payload(c *ctl) (a, b []byte) {
+	if p.net != nil {
+		return p.net.payload(c)
+	}
+	return p.link.payload(c)
+}
+
+// consume frees c's payload once it has been read.
+func (p *peer) consume(c *ctl) {
+	if p.net == nil {
+		p.link.consume(c)
+	}
+}
+
+// wake rings the peer's doorbell (a peer on another host needs none).
+func (p *peer) wake() {
+	if p.net == nil {
+		p.link.wake()
+	}
 }
 
 type counters struct {
@@ -128,6 +159,18 @@ func (d *Device) Init(cfg adi.Config) error {
 	if err != nil {
 		return err
 	}
+	// The wire comes first: its Setup publishes this rank's address before
+	// the barrier below, after which peers may dial it.
+	if d.ep, err = wire.Setup(wire.Job{Rank: d.rank, Size: d.size, Hosts: cfg.Hosts, KVS: cfg.KVS, Prefix: "netvm", Handler: d}); err != nil {
+		d.seg.Close()
+		return fmt.Errorf("netvm: %w", err)
+	}
+	if d.ep != nil {
+		host, _ := os.Hostname()
+		if err := cfg.KVS.Put(fmt.Sprintf("netvm-host-%d", d.rank), host); err != nil {
+			return err
+		}
+	}
 	probe := uintptr(unsafe.Pointer(&d.seg.Mem[offProbe]))
 	// The ring size and the protocol (eager=0: MPIN's receiver-initiated
 	// one) must be the same in every process; the other options are each
@@ -142,6 +185,16 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.peers = make([]*peer, d.size)
 	for r := 0; r < d.size; r++ {
 		p := &peer{rank: r, pid: os.Getpid(), seg: d.seg, alive: true, remoteOK: d.cma}
+		if cfg.Hosts != nil && cfg.Hosts[r] != cfg.Hosts[d.rank] {
+			host, err := cfg.KVS.Get(fmt.Sprintf("netvm-host-%d", r))
+			if err != nil {
+				return err
+			}
+			p.pid, p.seg, p.remoteOK = 0, nil, false
+			p.net = &netLink{ep: d.ep, rank: r, host: host}
+			d.peers[r] = p
+			continue
+		}
 		if r != d.rank {
 			if err := d.importPeer(cfg, p, mpin); err != nil {
 				return err
@@ -166,6 +219,9 @@ func (d *Device) Init(cfg adi.Config) error {
 		d.proto = &matched{d: d}
 	}
 	d.lastLive = time.Now()
+	if d.ep != nil {
+		d.sleeper = d.ep.NewSleeper(d.Wake)
+	}
 	return nil
 }
 
@@ -200,8 +256,13 @@ func (d *Device) importPeer(cfg adi.Config, p *peer, mpin bool) error {
 // Finalize drains pending control messages and releases the segments.
 func (d *Device) Finalize() error {
 	var err error
+	if d.ep != nil {
+		d.drainNet()
+		d.sleeper.Stop()
+		err = d.ep.Close()
+	}
 	for _, p := range d.peers {
-		if p.seg != d.seg {
+		if p.seg != d.seg && p.seg != nil {
 			if cerr := p.seg.Close(); err == nil {
 				err = cerr
 			}
@@ -253,7 +314,7 @@ func (d *Device) newID() uint32 {
 func (d *Device) Isend(r *adi.Request) error {
 	p := d.peers[r.Peer]
 	if !p.alive {
-		return adi.Errorf(adi.ErrOther, "send", "rank %d (pid %d) has exited", p.rank, p.pid)
+		return adi.Errorf(adi.ErrOther, "send", "rank %d (%s) has exited or is unreachable", p.rank, d.where(p))
 	}
 	return d.proto.send(p, r)
 }
@@ -272,7 +333,7 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 // Irecv posts a receive.
 func (d *Device) Irecv(r *adi.Request) error {
 	if r.Peer != adi.AnySource && !d.peers[r.Peer].alive {
-		return adi.Errorf(adi.ErrOther, "receive", "rank %d (pid %d) has exited", r.Peer, d.peers[r.Peer].pid)
+		return adi.Errorf(adi.ErrOther, "receive", "rank %d (%s) has exited or is unreachable", r.Peer, d.where(d.peers[r.Peer]))
 	}
 	d.proto.recv(r)
 	return nil
@@ -289,10 +350,19 @@ func (d *Device) CancelRecv(r *adi.Request) bool { return d.proto.cancelRecv(r) 
 // Progress flushes backlogs and handles every control message that arrived.
 func (d *Device) Progress() (bool, error) {
 	did := false
+	if d.ep != nil {
+		if err := d.pollNet(); err != nil {
+			return true, err
+		}
+		did = d.netDid
+	}
 	c := &d.in
 	for _, p := range d.peers {
 		if len(p.backlog) > 0 && d.flush(p) {
 			did = true
+		}
+		if p.net != nil {
+			continue
 		}
 		for p.link.next(c) {
 			if err := d.proto.handle(p, c); err != nil {
@@ -320,6 +390,9 @@ func (d *Device) Seq() uint32 { return atomic.LoadUint32(d.seg.Uint32(offDoorbel
 func (d *Device) Sleep(seq uint32, timeout time.Duration) {
 	sl := d.seg.Uint32(offSleepers)
 	atomic.AddUint32(sl, 1)
+	if d.sleeper != nil {
+		d.sleeper.Arm() // a frame rings the doorbell too
+	}
 	_ = shm.FutexWait(d.seg.Uint32(offDoorbell), seq, d.sleepFor(timeout))
 	d.slept.Store(true)
 	atomic.AddUint32(sl, ^uint32(0))
@@ -332,42 +405,80 @@ func (d *Device) Wake() { ring(d.seg.Uint32(offDoorbell), d.seg.Uint32(offSleepe
 func (d *Device) checkPeers() {
 	d.lastLive = time.Now()
 	for _, p := range d.peers {
-		if !p.alive || p.seg == d.seg || shm.Alive(p.pid) {
+		if !p.alive || p.seg == d.seg || p.net != nil || shm.Alive(p.pid) {
 			continue
 		}
-		p.alive = false
-		p.gone.Store(true)
-		gone := adi.Errorf(adi.ErrOther, "progress", "rank %d (pid %d) exited while a request depended on it", p.rank, p.pid)
-		fail := func(r *adi.Request) {
-			if r != nil && !r.Done() {
-				r.Complete(adi.Status{Err: gone})
-			}
-		}
-		for _, m := range p.backlog {
-			fail(m.req)
-		}
-		p.backlog = nil
-		for id, s := range d.sends {
-			if s.peer == p {
-				delete(d.sends, id)
-				fail(s.req)
-			}
-		}
-		for id, s := range d.pulls {
-			if s.peer == p {
-				delete(d.pulls, id)
-				fail(s.req)
-			}
-		}
-		for id, rv := range d.recvs {
-			if rv.src == p.rank {
-				delete(d.recvs, id)
-				fail(rv.req)
-			}
-		}
-		d.proto.peerGone(p, fail)
+		d.peerGone(p, adi.Errorf(adi.ErrOther, "progress", "rank %d (pid %d) exited while a request depended on it", p.rank, p.pid))
 	}
 }
+
+// peerGone fails every request that depends on peer p, with error gone.
+func (d *Device) peerGone(p *peer, gone error) {
+	p.alive = false
+	p.gone.Store(true)
+	fail := func(r *adi.Request) {
+		if r != nil && !r.Done() {
+			r.Complete(adi.Status{Err: gone})
+		}
+	}
+	for _, m := range p.backlog {
+		fail(m.req)
+	}
+	p.backlog = nil
+	for id, s := range d.sends {
+		if s.peer == p {
+			delete(d.sends, id)
+			fail(s.req)
+		}
+	}
+	for id, s := range d.pulls {
+		if s.peer == p {
+			delete(d.pulls, id)
+			fail(s.req)
+		}
+	}
+	for id, rv := range d.recvs {
+		if rv.src == p.rank {
+			delete(d.recvs, id)
+			fail(rv.req)
+		}
+	}
+	d.proto.peerGone(p, fail)
+}
+
+// where names a peer for errors: its process, or its host.
+func (d *Device) where(p *peer) string {
+	if p.net != nil {
+		return "on host " + p.net.host
+	}
+	return fmt.Sprintf("pid %d", p.pid)
+}
+
+// pollNet reads and handles what the network brought, and fails what
+// depends on a peer whose connection broke; such a loss ends the job (the
+// error returned), as a rank's death does.
+func (d *Device) pollNet() error {
+	d.netDid = false
+	d.ep.Poll()
+	if err := d.netErr; err != nil {
+		d.netErr = nil
+		return err
+	}
+	return d.netLost()
+}
+
+// drainNet gives frames still queued for the network (eager messages whose
+// sends completed) up to drainWait to leave before the endpoint closes.
+func (d *Device) drainNet() {
+	deadline := time.Now().Add(drainWait)
+	for d.ep.Pending() > 0 && time.Now().Before(deadline) {
+		d.ep.Poll()
+		d.ep.Wait(time.Millisecond)
+	}
+}
+
+// drainWait bounds Finalize's wait for queued frames.
+const drainWait = 10 * time.Second
 
 // recvStatus is the status of a receive of n of a message's size bytes:
 // truncated when the message was larger than the buffer.

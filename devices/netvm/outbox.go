@@ -49,7 +49,11 @@ func (d *Device) put(p *peer, m *outMsg) bool {
 	if m.stream && !d.putChunks(p, m) {
 		return false
 	}
-	if !p.link.put(m) {
+	if p.net != nil {
+		if !p.net.put(m) {
+			return false
+		}
+	} else if !p.link.put(m) {
 		d.cnt.ringFull++
 		return false
 	}

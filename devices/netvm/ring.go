@@ -32,6 +32,7 @@ const (
 	ctlPulled            // receiver → sender: the pull of send id is done (n=1) or failed (n=0: write them yourself)
 	ctlPullIov           // sender → receiver: as ctlPull, the last tag bytes, from my layout in the eager ring
 	ctlOffer             // sender → receiver: my layout for the stream of receive id is this run (offer.go)
+	ctlFlag              // sender → receiver on another host: raise my flag in your RFA entry id (MPIN, netlink.go)
 )
 
 // hasPayload reports whether a control message of type typ carries n bytes
@@ -80,15 +81,14 @@ const (
 
 // transport is what the protocols need from the link to one peer: control
 // messages out (with their payloads) and in, and the remote write of a
-// message's data into the peer's receive buffer. Today every link is a
-// shmRing in shared memory; a link to a peer on another host (a network
-// connection, whose receiving side carries out the remote writes) is meant
-// to be the second implementation, and peer.link becomes this interface
-// then. Until there is a second one, peer.link holds the ring itself, so
-// that the hot path's calls stay direct. What else reaches into a peer's
-// memory is shared-memory only: the paths gated by peer.remoteOK (split,
-// pull, scatter, offer read or write with process_vm_readv/writev), MPIN's
-// RFA flags and the board.
+// message's data into the peer's receive buffer. A peer on this host is
+// reached through a shmRing in shared memory (peer.link, held by value so
+// that the hot path's calls stay direct); a peer on another host through a
+// netLink over the network (peer.net, netlink.go), whose receiving side
+// carries out the remote writes. What else reaches into a peer's memory is
+// shared-memory only: the paths gated by peer.remoteOK (split, pull,
+// scatter, offer read or write with process_vm_readv/writev), MPIN's RFA
+// flags (ctlFlag messages to a peer on another host) and the board.
 type transport interface {
 	// put writes m's control message, and its payload (m.n bytes of m's
 	// data from m.off, for the types that have one), and wakes the peer;

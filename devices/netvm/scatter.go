@@ -59,9 +59,9 @@ func (d *Device) scatter(p *peer, c *ctl) error {
 	if s == nil {
 		return fmt.Errorf("netvm: layout from rank %d for unknown send %d", p.rank, c.id)
 	}
-	a, b := p.link.payload(c)
+	a, b := p.payload(c)
 	raw := append(append(d.scratch[:0], a...), b...)
-	p.link.consume(c)
+	p.consume(c)
 	covered := int(c.tag)
 	if s.off == 0 && covered == s.n {
 		remote := decodeRuns(raw, nil)

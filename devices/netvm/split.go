@@ -113,9 +113,9 @@ func (d *Device) offerAll(p *peer, s *outSend, rid uint32) error {
 // pullTailIov is pullTail for a non-contiguous sender: the ctlPullIov's
 // payload lists the sender's layout of the tail (c.tag bytes).
 func (d *Device) pullTailIov(p *peer, c *ctl) {
-	a, b := p.link.payload(c)
+	a, b := p.payload(c)
 	raw := append(append(d.scratch[:0], a...), b...)
-	p.link.consume(c)
+	p.consume(c)
 	rv := d.recvs[c.id]
 	ok := uint64(0)
 	if rv != nil {

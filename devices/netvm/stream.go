@@ -12,8 +12,12 @@ import "fmt"
 // putChunks puts the next chunks of stream m as room allows; once the data
 // is all out, m becomes its SC and it reports true.
 func (d *Device) putChunks(p *peer, m *outMsg) bool {
+	chunk := d.chunk
+	if p.net != nil {
+		chunk = netChunk
+	}
 	for m.total > 0 {
-		k := min(m.total, d.chunk)
+		k := min(m.total, chunk)
 		if m.offer {
 			if k = d.claim(p, m, k); k == 0 { // the receiver has read the rest
 				m.total = 0
@@ -37,23 +41,23 @@ func (d *Device) putChunks(p *peer, m *outMsg) bool {
 func (d *Device) dataIn(p *peer, c *ctl) error {
 	rv := d.recvs[c.id]
 	if rv == nil && d.taken[c.id] { // taken over: the bytes are in already
-		p.link.consume(c)
+		p.consume(c)
 		return nil
 	}
 	if rv == nil {
 		return fmt.Errorf("netvm: data from rank %d for unknown receive %d", p.rank, c.id)
 	}
-	a, b := p.link.payload(c)
+	a, b := p.payload(c)
 	if rv.sid == 0 {
 		rv.copyIn(rv.got, a)
 		rv.copyIn(rv.got+len(a), b)
 		rv.got += int(c.n)
-		p.link.consume(c)
+		p.consume(c)
 		return nil
 	}
 	// an offered stream: this process may have read the chunk's last bytes itself
 	d.chunkIn(rv, a, b)
-	p.link.consume(c)
+	p.consume(c)
 	if rv.back < rv.n {
 		d.offerDone(p, rv, c.id)
 	}

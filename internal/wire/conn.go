@@ -39,12 +39,15 @@ type conn struct {
 	bye    bool           // the peer announced its close
 	wantW  bool           // EPOLLOUT is armed
 
-	in    []byte // input: in[inOff:inLen] read, not yet consumed
-	inOff int
-	inLen int
-	big   []byte // a frame larger than in, being filled: big[:bigN]
-	bigN  int
-	bigH  header
+	in      []byte // input: in[inOff:inLen] read, not yet consumed
+	inOff   int
+	inLen   int
+	big     []byte // a frame larger than in, being filled: big[:bigN]
+	bigN    int
+	bigH    header
+	dst     []byte // a placed body being filled (Placer): dst[:dstN]
+	dstN    int
+	dstHead []byte // the placed frame's head
 
 	hs  []byte     // handshake bytes still to write, before any frame
 	out []outFrame // frames still to write, in order
@@ -133,7 +136,9 @@ func writeParts(fd int, a, b []byte, off int) (int, error) {
 // a connection error.
 func (c *conn) fill() (int, error) {
 	var dst []byte
-	if c.big != nil {
+	if c.dst != nil {
+		dst = c.dst[c.dstN:]
+	} else if c.big != nil {
 		dst = c.big[c.bigN:]
 	} else {
 		if c.inOff > 0 && len(c.in)-c.inLen < len(c.in)/4 {
@@ -158,7 +163,9 @@ func (c *conn) fill() (int, error) {
 		}
 		return 0, fmt.Errorf("connection closed by the peer")
 	}
-	if c.big != nil {
+	if c.dst != nil {
+		c.dstN += n
+	} else if c.big != nil {
 		c.bigN += n
 	} else {
 		c.inLen += n

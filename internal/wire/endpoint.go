@@ -25,6 +25,21 @@ type Handler interface {
 	Lost(peer int, err error)
 }
 
+// Placer is an optional Handler capability: a frame's body read straight
+// into memory the device chooses (a posted receive buffer, say) instead of
+// the endpoint's input buffer, saving a copy. The endpoint asks for every
+// frame whose body holds at least PlaceMin bytes, once its head is in.
+type Placer interface {
+	// Place returns where the n bytes of the body of peer's frame with
+	// this head go (len n), or nil for the endpoint's own buffer. The
+	// frame is then delivered through Handler.Frame with body = that
+	// memory.
+	Place(peer int, head []byte, n int) []byte
+}
+
+// PlaceMin is the smallest body for which an endpoint asks its Placer.
+const PlaceMin = 32 << 10
+
 // Config is what an Endpoint needs to know.
 type Config struct {
 	Rank    int                            // this process's rank
@@ -50,6 +65,7 @@ type Endpoint struct {
 	events  []unix.EpollEvent
 	wevents []unix.EpollEvent // Wait's own, as Wait runs beside Poll
 	scratch []byte
+	placer  Placer // cfg.Handler as a Placer, if it is one
 	cnt     Counters
 }
 
@@ -60,6 +76,7 @@ type Counters struct {
 	Queued              int64 // frames that waited for the socket
 	Dials, Accepts      int64
 	Refused             int64 // connections that failed the handshake
+	Placed              int64 // frames whose body was read into memory the Placer chose
 }
 
 // Open starts an endpoint listening on cfg.Listen.
@@ -81,6 +98,7 @@ func Open(cfg Config) (*Endpoint, error) {
 		conns: map[int]*conn{}, peers: map[int]*conn{}, lost: map[int]error{},
 		events: make([]unix.EpollEvent, 64), wevents: make([]unix.EpollEvent, 4),
 		scratch: make([]byte, headerLen+MaxHead)}
+	e.placer, _ = cfg.Handler.(Placer)
 	if err := e.open(ap); err != nil {
 		e.Close()
 		return nil, err
@@ -190,7 +208,7 @@ func (e *Endpoint) dial(peer int) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: socket: %v", err)
 	}
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	tune(fd)
 	err = unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()})
 	if err != nil && err != unix.EINPROGRESS {
 		unix.Close(fd)
@@ -211,6 +229,38 @@ func (e *Endpoint) dial(peer int) (*conn, error) {
 	e.peers[peer] = c
 	e.cnt.Dials++
 	return c, nil
+}
+
+// Liveness of a connection whose peer's host vanished or whose link was cut
+// (no reset ever arrives): the kernel probes an idle connection after
+// keepIdle and drops it after keepCount unanswered probes keepIntvl apart,
+// and drops a connection whose sent data stay unacknowledged for
+// userTimeout; either way Poll reports the peer lost within seconds.
+const (
+	keepIdle    = 1 // seconds
+	keepIntvl   = 1 // seconds
+	keepCount   = 3
+	userTimeout = 5000 // milliseconds
+)
+
+// tune sets a connection's socket options: no Nagle delay, and the
+// liveness probes above.
+func tune(fd int) {
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, keepIdle)
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, keepIntvl)
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPCNT, keepCount)
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, userTimeout)
+}
+
+// Pending is the number of frames still waiting for their sockets.
+func (e *Endpoint) Pending() int {
+	n := 0
+	for _, c := range e.conns {
+		n += len(c.out)
+	}
+	return n
 }
 
 // armWrite asks epoll to report when c's socket takes more bytes.
@@ -388,6 +438,15 @@ func (e *Endpoint) acceptHello(c *conn) error {
 // frame delivers the next complete frame of an open connection and
 // reports whether another may follow in the buffer.
 func (e *Endpoint) frame(c *conn) (bool, error) {
+	if c.dst != nil {
+		if c.dstN < len(c.dst) {
+			return false, nil
+		}
+		e.cnt.Placed++
+		e.deliver(c, c.dstHead, c.dst)
+		c.dst = nil
+		return true, nil
+	}
 	if c.big != nil {
 		if c.bigN < len(c.big) {
 			return false, nil
@@ -411,6 +470,11 @@ func (e *Endpoint) frame(c *conn) (bool, error) {
 		return false, err
 	}
 	need := headerLen + h.head + h.body
+	if h.body >= PlaceMin && e.placer != nil && len(in) >= headerLen+h.head {
+		if placed, err := e.place(c, in, h); placed || err != nil {
+			return placed, err
+		}
+	}
 	if need <= inCap {
 		if len(in) < need {
 			return false, nil
@@ -428,6 +492,26 @@ func (e *Endpoint) frame(c *conn) (bool, error) {
 	return true, nil
 }
 
+// place asks the Placer where the body of c's next frame (header h, head
+// in in) goes and, given memory, moves the body bytes already read there;
+// the socket fills the rest (conn.fill). It reports whether it took the
+// frame.
+func (e *Endpoint) place(c *conn, in []byte, h header) (bool, error) {
+	head := in[headerLen : headerLen+h.head]
+	dst := e.placer.Place(c.peer, head, h.body)
+	if dst == nil {
+		return false, nil
+	}
+	if len(dst) != h.body {
+		return false, fmt.Errorf("wire: Place gave %d bytes for a body of %d", len(dst), h.body)
+	}
+	c.dstHead = append(c.dstHead[:0], head...)
+	k := copy(dst, in[headerLen+h.head:])
+	c.consume(headerLen + h.head + k)
+	c.dst, c.dstN = dst, k
+	return true, nil
+}
+
 func (e *Endpoint) deliver(c *conn, head, body []byte) {
 	e.cnt.FramesIn++
 	e.cnt.BytesIn += int64(len(body))
@@ -441,7 +525,7 @@ func (e *Endpoint) accept() {
 		if err != nil {
 			return
 		}
-		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		tune(fd)
 		if err := unix.EpollCtl(e.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
 			unix.Close(fd)
 			continue

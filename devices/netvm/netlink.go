@@ -1,0 +1,221 @@
+package netvm
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/wire"
+)
+
+// This file is the network link: the transport to a peer on another host,
+// over the job's wire endpoint (internal/wire). Every control message is a
+// frame whose head is the message and whose body is its payload. The
+// remote write that shared memory does with process_vm_writev is carried
+// out by the receiving side, as NetVM's NIC did: the receiver's CTS or RTR
+// carries no address (bufAddr is 0 for such a peer), so the sender streams
+// the data as ctlData frames whose bodies reference its buffer (no copy),
+// and the receiver's endpoint reads each body straight into the posted
+// receive buffer at its offset (Device.Place), or unpacks it there when the
+// buffer is not contiguous; SC completes the receive as on a ring. What
+// needs the peer's memory (split, pull, scatter, offered streams, the
+// board) is gated by peer.remoteOK, which is false for such a peer; MPIN's
+// RFA flags travel as ctlFlag messages (mpin.go).
+
+// netChunk is the data of one ctlData frame to a peer on another host: the
+// receiver reads it straight into the receive buffer, so the frame may be
+// far larger than a ring's chunk.
+const netChunk = 1 << 20
+
+// headLen is the size of a control message as a frame head.
+const headLen = 32
+
+// netLink is the link to one peer on another host.
+type netLink struct {
+	ep      *wire.Endpoint
+	rank    int
+	host    string // the peer's host name, for errors
+	head    [headLen]byte
+	scratch []byte // packs a non-contiguous payload
+	blocked bool   // a frame referencing a user buffer waits in the endpoint (Sent clears it)
+	body    []byte // the payload of the frame being handled
+	placed  bool   // that payload was read straight into its receive buffer
+	lost    error  // the connection broke (Lost), or could not be opened
+}
+
+var _ transport = (*netLink)(nil)
+
+// encodeCtl writes c as a frame head.
+func encodeCtl(b []byte, c *ctl) {
+	binary.LittleEndian.PutUint32(b[0:], c.typ)
+	binary.LittleEndian.PutUint32(b[4:], c.ctx)
+	binary.LittleEndian.PutUint32(b[8:], uint32(c.tag))
+	binary.LittleEndian.PutUint32(b[12:], c.id)
+	binary.LittleEndian.PutUint64(b[16:], c.addr)
+	binary.LittleEndian.PutUint64(b[24:], c.n)
+}
+
+// decodeCtl reads a frame head into c.
+func decodeCtl(b []byte, c *ctl) bool {
+	if len(b) != headLen {
+		return false
+	}
+	*c = ctl{typ: binary.LittleEndian.Uint32(b[0:]),
+		ctx:  binary.LittleEndian.Uint32(b[4:]),
+		tag:  int32(binary.LittleEndian.Uint32(b[8:])),
+		id:   binary.LittleEndian.Uint32(b[12:]),
+		addr: binary.LittleEndian.Uint64(b[16:]),
+		n:    binary.LittleEndian.Uint64(b[24:])}
+	return true
+}
+
+// put sends m as a frame. A stream chunk of a contiguous buffer goes by
+// reference: if the socket cannot take it whole, the link is blocked until
+// the endpoint reports it sent, so that the send completes (its SC is put)
+// only once its data are with the kernel. Other payloads are copied when
+// they must wait.
+func (l *netLink) put(m *outMsg) bool {
+	if l.blocked || l.lost != nil {
+		return false
+	}
+	encodeCtl(l.head[:], &m.ctl)
+	var body []byte
+	var tok any
+	if hasPayload(m.typ) {
+		n := int(m.n)
+		if m.data.Contiguous() {
+			body = m.data.Mem[m.off : m.off+n]
+			if m.typ == ctlData {
+				tok = l
+			}
+		} else {
+			if cap(l.scratch) < n {
+				l.scratch = make([]byte, n)
+			}
+			body = l.scratch[:n]
+			m.copyOut(m.off, body)
+		}
+	}
+	now, err := l.ep.Send(l.rank, l.head[:], body, tok)
+	if err != nil {
+		l.lost = err
+		return false
+	}
+	if !now && tok != nil {
+		l.blocked = true
+	}
+	return true
+}
+
+// next reports nothing: frames are handed to the protocol as the endpoint
+// reads them (Device.Frame).
+func (l *netLink) next(*ctl) bool { return false }
+
+func (l *netLink) payload(*ctl) (a, b []byte) { return l.body, nil }
+
+func (l *netLink) consume(*ctl) {}
+
+// wake has nothing to ring: a frame wakes its receiver through the
+// receiver's wire.Sleeper.
+func (l *netLink) wake() {}
+
+func (l *netLink) remoteWrite(uintptr, [][]byte) error {
+	return fmt.Errorf("netvm: no remote write to rank %d on host %s: it is reached over the network", l.rank, l.host)
+}
+
+// Frame handles a control message from a peer on another host
+// (wire.Handler).
+func (d *Device) Frame(peer int, head, body []byte) {
+	p := d.peers[peer]
+	l := p.net
+	c := &d.in
+	if !decodeCtl(head, c) {
+		d.netFail(fmt.Errorf("netvm: a frame from rank %d with a head of %d bytes", peer, len(head)))
+		return
+	}
+	d.netDid = true
+	placed := l.placed
+	l.placed = false
+	var err error
+	if placed { // ctlData already in its receive buffer (Place)
+		if rv := d.recvs[c.id]; rv != nil {
+			rv.got += len(body)
+		}
+	} else {
+		l.body = body
+		err = d.proto.handle(p, c)
+		l.body = nil
+	}
+	if err != nil {
+		d.netFail(err)
+	}
+}
+
+// Place has the endpoint read a stream chunk straight into its contiguous
+// receive buffer, or into one scratch buffer from which the chunk is
+// unpacked (wire.Placer).
+func (d *Device) Place(peer int, head []byte, n int) []byte {
+	var c ctl
+	if !decodeCtl(head, &c) || c.typ != ctlData {
+		return nil
+	}
+	rv := d.recvs[c.id]
+	if rv == nil || rv.sid != 0 {
+		return nil
+	}
+	if rv.req.Buf.Contiguous() && rv.got+n <= len(rv.req.Buf.Mem) {
+		d.peers[peer].net.placed = true
+		return rv.req.Buf.Mem[rv.got : rv.got+n]
+	}
+	if cap(d.netBuf) < n {
+		d.netBuf = make([]byte, n)
+	}
+	return d.netBuf[:n]
+}
+
+// Sent unblocks a link whose referenced chunk the kernel now has
+// (wire.Handler).
+func (d *Device) Sent(tok any) {
+	if l, ok := tok.(*netLink); ok {
+		l.blocked = false
+		d.netDid = true
+	}
+}
+
+// Lost records that the connection to peer broke (wire.Handler); Progress
+// fails what depends on it.
+func (d *Device) Lost(peer int, err error) {
+	if l := d.peers[peer].net; l != nil && l.lost == nil {
+		l.lost = err
+	}
+}
+
+// netFail keeps the first error of a frame's handling for Progress.
+func (d *Device) netFail(err error) {
+	if d.netErr == nil {
+		d.netErr = err
+	}
+}
+
+// netLost fails what depends on peers whose connection broke, and returns
+// the error that ends the job.
+func (d *Device) netLost() error {
+	var first error
+	for _, p := range d.peers {
+		l := p.net
+		if l == nil || l.lost == nil || !p.alive {
+			continue
+		}
+		err := adi.Errorf(adi.ErrOther, "progress", "rank %d on host %s is unreachable: %v", p.rank, l.host, l.lost)
+		d.peerGone(p, err)
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// CrossHost reports that netvm reaches peers on other hosts (adi.CrossHost).
+func (d *Device) CrossHost() bool { return true }
+
+var _ adi.CrossHost = (*Device)(nil)
