@@ -69,7 +69,7 @@ func newFlagSet(o *options, a *appOptions, first bool) *pflag.FlagSet {
 	fs.StringArrayVar(&o.deviceOpts, "device-opt", nil, "device option `key=value`; repeatable, passed to every rank in order")
 	fs.StringArrayVar(&o.genv, "genv", nil, "set NAME=VALUE for every rank")
 	fs.StringArrayVarP(&o.export, "x", "x", nil, "pass mpirun's variable `NAME` to every rank; -x NAME=VALUE sets it")
-	fs.BoolVarP(&o.tagOutput, "tag-output", "l", false, "prefix every output line with \"[rank] \" (-l: label)")
+	fs.BoolVarP(&o.tagOutput, "tag-output", "l", false, "prefix every output line with \"[rank] \", or \"[rank@host] \" when ranks run on other hosts (-l: label)")
 	fs.StringArrayVar(&o.hosts, "hosts", nil, "run on `host[:slots],...`")
 	fs.StringArrayVar(&o.host, "host", nil, "same as -hosts (Open MPI's spelling): `host[:slots],...`")
 	fs.StringVarP(&o.hostfile, "hostfile", "f", "", "read hosts from `file`: lines host, host:slots or host slots=N")

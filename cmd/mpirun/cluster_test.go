@@ -221,6 +221,54 @@ func TestClusterSignal(t *testing.T) {
 		t.Errorf("the ranks took %v to end: SIGINT did not reach them", d)
 	}
 	noProcessesLeft(t, hostprobeBin)
+
+	// mpirun killed outright: the launchers die with it (their
+	// parent-death signal), the proxies with them, and the ranks with
+	// their proxies.
+	cmd = exec.CommandContext(ctx, mpirunBin, "-launcher-exec", launcher, "-hosts", "h1,h2", "-np", "2", hostprobeBin, "block")
+	if out, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc = bufio.NewScanner(out)
+	for n := 0; n < 2 && sc.Scan(); {
+		if probeLine.MatchString(sc.Text()) {
+			n++
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	noProcessesLeft(t, hostprobeBin)
+}
+
+// The environment (-genv, -x, -device-opt), the working directory and
+// standard input reach ranks on other hosts; an abort or an early exit
+// there ends the job with its code, naming rank and host.
+func TestClusterEnvStdinAbort(t *testing.T) {
+	_, launcher := startCluster(t, 3)
+	wdir := t.TempDir()
+	res := run(t, nil, []string{"MPIRUN_TEST_B=inherited"}, "-launcher-exec", launcher, "-hosts", "h1,h2", "-np", "2", "-l",
+		"-genv", "MPIRUN_TEST_A", "a 1", "-x", "MPIRUN_TEST_B=b1", "-device-opt", "k=v", "-wdir", wdir, rankprogBin, "env", "x y")
+	if res.code != 0 {
+		t.Fatal(res)
+	}
+	wantLines(t, "env", res, "[1@h2] rank 1 MPIRUN_TEST_A=a 1", "[1@h2] rank 1 MPIRUN_TEST_B=b1", "[1@h2] rank 1 ADIMPI_DEVICE_OPT=k=v",
+		"[1@h2] rank 1 PMI_SIZE=2", "[1@h2] rank 1 cwd="+wdir, `[1@h2] rank 1 args=["x y"]`, "[0@h1] rank 0 MPIRUN_TEST_A=a 1")
+
+	res = run(t, strings.NewReader("hello\n"), nil, "-launcher-exec", launcher, "-hosts", "h3,h2", "-np", "2", rankprogBin, "stdin")
+	wantLines(t, "stdin", res, `rank 0 stdin "hello"`, `rank 1 stdin ""`)
+
+	res = run(t, nil, nil, "-launcher-exec", launcher, "-hosts", "h1,h2,h3", "-np", "3", rankprogBin, "abort", "3")
+	if res.code != 3 || !regexp.MustCompile(`mpirun: rank 2 on h3 \(launcher pid \d+\) called MPI_Abort with code 3: rankprog gave up; stopping the job`).MatchString(res.stderr) {
+		t.Errorf("abort: want exit 3 naming rank 2 on h3: %v", res)
+	}
+	res = run(t, nil, nil, "-launcher-exec", launcher, "-hosts", "h1,h2,h3", "-np", "3", rankprogBin, "fail-early", "5")
+	if res.code != 5 || !strings.Contains(res.stderr, "mpirun: rank 2 on h3 (launcher pid ") || !strings.Contains(res.stderr, "exited with status 5") {
+		t.Errorf("fail-early: want exit 5 naming rank 2 on h3: %v", res)
+	}
+	noProcessesLeft(t, rankprogBin)
 }
 
 // noProcessesLeft fails the test if a process of the program bin (a rank,

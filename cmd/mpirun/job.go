@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -529,8 +530,8 @@ func (j *job) environ(r int) []string {
 	return env
 }
 
-// start launches rank r with the given stdin (nil for /dev/null), its
-// output forwarders, its PMI server goroutine and its exit watcher.
+// start launches rank r with the given stdin (nil for /dev/null) and
+// follows it.
 func (j *job) start(r int, stdin *os.File) error {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -608,6 +609,14 @@ func (j *job) start(r int, stdin *os.File) error {
 
 	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{}), ctl: ctlW}
 	j.ranks = append(j.ranks, rp)
+	j.follow(rp, outR, errR, conn)
+	return nil
+}
+
+// follow starts the goroutines that serve a started rank: its output
+// forwarders, its PMI server and its exit watcher.
+func (j *job) follow(rp *rankProc, outR, errR *os.File, conn net.Conn) {
+	r := rp.rank
 	label := j.label(r)
 	var prefix []byte
 	if j.tagOutput {
@@ -638,20 +647,19 @@ func (j *job) start(r int, stdin *os.File) error {
 		}
 	}()
 	go func() {
-		_ = cmd.Wait() // the exit status is in ProcessState
-		j.exits <- exitEvent{rank: r, state: cmd.ProcessState}
+		_ = rp.cmd.Wait() // the exit status is in ProcessState
+		j.exits <- exitEvent{rank: r, state: rp.cmd.ProcessState}
 	}()
-	return nil
 }
 
 // launch returns the path and arguments of the process that starts rank
 // r on its host: the launcher command for the host followed by mpirun's
-// own executable as the rank's proxy (see proxy.go), the program and its
-// arguments. Both executables must exist at the same paths on that host.
-// The launcher command must keep the environment and the open descriptors
-// (3 is the PMI socket, 4 the proxy's control pipe), start the command in
-// its own working directory, and kill it when it is killed itself, as
-// "netcluster exec" and "ip netns exec" do.
+// own executable as the rank's proxy (see proxy.go), the working
+// directory, the program and its arguments. Both executables and the
+// directory must exist at the same paths on that host. The launcher
+// command must keep the environment and the open descriptors (3 is the PMI
+// socket, 4 the proxy's control pipe) and kill what it started when it is
+// killed itself, as "netcluster exec" and "ip netns exec" do.
 func (j *job) launch(r int) (string, []string, error) {
 	a := j.appOf(r)
 	argv := launcherArgv(j.launcher, j.hostOf[r])
@@ -659,7 +667,14 @@ func (j *job) launch(r int) (string, []string, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("launcher for %s: %w", j.hostOf[r], err)
 	}
-	args := append(argv, j.self, proxyFlag, a.binary)
+	dir := a.wdir
+	if dir == "" {
+		dir = "."
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", nil, err
+	}
+	args := append(argv, j.self, proxyFlag, dir, a.binary)
 	return path, append(args, a.args...), nil
 }
 

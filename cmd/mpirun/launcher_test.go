@@ -70,3 +70,20 @@ func TestPlace(t *testing.T) {
 		}
 	}
 }
+
+// A launcher command that does not pass the descriptors through gets a
+// clear message from the proxy instead of a rank cut off from mpirun. (A
+// shell stands in for the launcher: no other host is needed.)
+func TestLauncherClosesDescriptors(t *testing.T) {
+	res := run(t, nil, nil, "-hosts", "otherhost", "-launcher-exec", `sh -c 'exec 4>&-; exec "$@"' sh`, rankprogBin, "env")
+	if res.code != exitCannotExec || !strings.Contains(res.stderr, "descriptor 4 is not mpirun's control pipe: the -launcher-exec command must pass open descriptors through") ||
+		!strings.Contains(res.stderr, "mpirun: rank 0 on otherhost (launcher pid ") {
+		t.Errorf("want exit %d and the proxy's message: %v", exitCannotExec, res)
+	}
+	// The same shell passing everything through is a working launcher.
+	res = run(t, nil, nil, "-hosts", "otherhost:2", "-l", "-launcher-exec", `sh -c 'exec "$@"' sh`, rankprogBin, "env")
+	if res.code != 0 {
+		t.Fatal(res)
+	}
+	wantLines(t, "sh launcher", res, "[0@otherhost] rank 0 PMI_SIZE=2", "[1@otherhost] rank 1 PMI_FD=3")
+}

@@ -92,13 +92,13 @@ Ranks on this machine (localhost, 127.0.0.1, its host name or addresses)
 start as usual. A rank on another host starts through -launcher-exec CMD:
 CMD is split into words as a shell would (no shell runs), {host} replaced
 by the host's name, followed by mpirun's own executable as the rank's proxy
-(-adimpi-rank-proxy, which relays mpirun's signals to the rank), the program
-and its arguments; mpirun and the program must exist at the same paths
-there. CMD must pass the environment and open descriptors 3 and 4 through,
-keep the working directory, and kill the command when it is itself killed,
-as "netcluster exec -dir D {host} --" and "ip netns exec {host}" do. With
--tag-output such a job labels lines "[rank@host] ". (-launcher ssh is not
-available yet.)
+(-adimpi-rank-proxy, which relays mpirun's signals to the rank and runs it
+in mpirun's working directory or -wdir), the program and its arguments;
+mpirun, the program and the directory must exist at the same paths there.
+CMD must pass the environment and open descriptors 3 and 4 through and
+kill what it started when it is itself killed, as "netcluster exec -dir D
+{host} --" and "ip netns exec {host}" do. With -tag-output such a job
+labels lines "[rank@host] ". (-launcher ssh is not available yet.)
 
 Environment read by mpirun:
   ADIMPI_DEVICE       default for -device

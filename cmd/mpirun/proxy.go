@@ -14,7 +14,10 @@ import (
 )
 
 // A rank on another host runs under a proxy: mpirun itself, started by the
-// launcher command on that host as "mpirun -adimpi-rank-proxy prog args".
+// launcher command on that host as "mpirun -adimpi-rank-proxy DIR prog
+// args", which runs prog in directory DIR there (a launcher command that
+// enters another mount namespace, as nsenter does, leaves the proxy in a
+// directory whose path no longer resolves).
 // mpirun cannot signal such a rank's process group: the launcher command
 // runs in it too (nsenter, for one, waits for the rank and dies of the
 // signals mpirun sends to ask a rank where it waits), and over ssh signals
@@ -28,31 +31,41 @@ const (
 	proxyCtlFD = 4 // after stdin, stdout, stderr and the PMI socket (3)
 )
 
-// proxy runs prog with args (the command line after proxyFlag) as the
-// rank, forwards it the signals mpirun sends, and returns (or dies of)
-// the rank's status.
+// proxy runs the command line after proxyFlag (directory, program and
+// arguments) as the rank, forwards it the signals mpirun sends, and
+// returns (or dies of) the rank's status.
 func proxy(args []string) int {
 	host, _ := os.Hostname()
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "mpirun proxy on %s: %s\n", host, fmt.Sprintf(format, a...))
 		return code
 	}
-	if len(args) == 0 {
-		return fail(exitUsage, "no program")
+	if len(args) < 2 {
+		return fail(exitUsage, "want %s DIR PROG [ARGS...]", proxyFlag)
+	}
+	dir, args := args[0], args[1:]
+	// A launcher command that closes descriptors would leave the rank
+	// without mpirun: say so rather than start it. (The type matters: the
+	// Go runtime may have opened a file of its own where one was closed.)
+	for _, d := range []struct {
+		fd   int
+		mode uint32
+		what string
+	}{{3, syscall.S_IFSOCK, "the PMI socket"}, {proxyCtlFD, syscall.S_IFIFO, "mpirun's control pipe"}} {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(d.fd, &st); err != nil || st.Mode&syscall.S_IFMT != d.mode {
+			return fail(exitCannotExec, "descriptor %d is not %s: the -launcher-exec command must pass open descriptors through", d.fd, d.what)
+		}
 	}
 	ctl := os.NewFile(proxyCtlFD, "mpirun-control")
-	if ctl == nil {
-		return fail(exitUsage, "no control descriptor %d", proxyCtlFD)
-	}
 	syscall.CloseOnExec(proxyCtlFD)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, waitReportSignal)
 
 	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if pmiFD := os.NewFile(3, "pmi"); pmiFD != nil {
-		cmd.ExtraFiles = []*os.File{pmiFD} // stays descriptor 3
-	}
+	cmd.ExtraFiles = []*os.File{os.NewFile(3, "pmi")} // stays descriptor 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		code := exitCannotExec
