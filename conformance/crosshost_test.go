@@ -22,6 +22,7 @@ import (
 // simulated hosts; a device joins by a line here.
 var crossHostDevices = []string{
 	"netvm",
+	"fm",
 }
 
 // crossHosts is the number of simulated hosts of the cross-host runs.
