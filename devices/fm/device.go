@@ -1026,8 +1026,9 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if d.e.Lost() {
 		// A peer on another host is unreachable: what depends on it
-		// fails, and so does the job, as when a rank dies.
-		return true, d.checkPeers()
+		// fails now, as when a rank dies (the failed call ends the job).
+		d.checkPeers()
+		return true, nil
 	}
 	net := d.netDid || d.e.NetMoved()
 	d.netDid = false
@@ -1073,15 +1074,10 @@ func (d *Device) Progress() (bool, error) {
 }
 
 // checkPeers fails the requests that depend on a process that has exited
-// or a peer on another host that became unreachable; it returns the error
-// of the first such peer on another host (which ends the job).
-func (d *Device) checkPeers() error {
-	var first error
+// or on a peer on another host that became unreachable.
+func (d *Device) checkPeers() {
 	for _, q := range d.e.CheckPeers() {
 		gone := d.lost(q)
-		if first == nil && d.e.Remote(q) {
-			first = gone
-		}
 		fail := func(r *adi.Request) {
 			if r != nil && !r.Done() {
 				r.Complete(adi.Status{Err: gone})
@@ -1130,7 +1126,6 @@ func (d *Device) checkPeers() error {
 			}
 		}
 	}
-	return first
 }
 
 // Seq is the FM doorbell.

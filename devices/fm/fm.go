@@ -614,6 +614,26 @@ func (e *Endpoint) SendPiece(s *Stream, buf []byte) error {
 	}
 	if !s.batch {
 		e.ringPending()
+		return e.handedOver(s)
+	}
+	return nil
+}
+
+// handedOver waits (extracting, as for credits) until the packets of s to
+// peers on other hosts are with the kernel: in FM a packet handed over is
+// in the receiver's region, and the caller must not have to call in again
+// for it to get there.
+func (e *Endpoint) handedOver(s *Stream) error {
+	var start time.Time
+	for _, p := range s.dests {
+		for p.net && p.queued > 0 {
+			if p.lost != nil {
+				return e.gone(p)
+			}
+			if err := e.wait(&start); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -634,6 +654,9 @@ func (e *Endpoint) EndMessage(s *Stream) error {
 		e.flush(s)
 		if !s.batch {
 			e.ringPending()
+			if err := e.handedOver(s); err != nil {
+				return err
+			}
 		}
 	}
 	s.ended = true
