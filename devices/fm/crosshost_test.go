@@ -220,3 +220,60 @@ func TestMultiAcrossHosts(t *testing.T) {
 		t.Errorf("frames out %d, remote(1) %v, remote(2) %v: want frames to rank 1 only", before, es[0].Remote(1), es[0].Remote(2))
 	}
 }
+
+// TestPingPongAcrossHosts bounces messages of several sizes between two
+// ranks on different hosts through FM's own API, as cmd/fmbench does.
+func TestPingPongAcrossHosts(t *testing.T) {
+	es := endpointsOn(t, []int{0, 1}, 0, 0)
+	arrived := make([]int, 2)
+	for r := range es {
+		es[r].SetHandler(2, func(e *Endpoint, s *Stream) {
+			e.Skip(s, s.Avail())
+			if s.Last() {
+				arrived[r]++
+			}
+		})
+	}
+	errs := make(chan error, 2)
+	for r := range es {
+		go func() {
+			e, peer := es[r], 1-r
+			for _, n := range []int{0, 8, 1513, 4096, 65536} {
+				buf := make([]byte, n)
+				for i := 0; i < 100; i++ {
+					if r == 1 {
+						want := arrived[r] + 1
+						if err := e.Poll(func() bool { return arrived[r] >= want }, peer); err != nil {
+							errs <- err
+							return
+						}
+					}
+					s, err := e.BeginMessage(peer, n, 2)
+					if err == nil {
+						err = e.SendPiece(s, buf)
+					}
+					if err == nil {
+						err = e.EndMessage(s)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					if r == 0 {
+						want := arrived[r] + 1
+						if err := e.Poll(func() bool { return arrived[r] >= want }, peer); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range es {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -692,8 +692,9 @@ func (d *Device) sendCTS(r *adi.Request, src, tag, size int, sid uint32) {
 }
 
 // offer says where the first n bytes of receive r may be written by the
-// sender: the address of a contiguous buffer, or the list of a strided
-// one's blocks when they are not too small; else nothing (packets).
+// sender src: the address of a contiguous buffer, or the list of a strided
+// one's blocks when they are not too small; else nothing (packets). A
+// sender on another host gets ctsWire: this side writes what it sends.
 func (d *Device) offer(r *adi.Request, src, n int) (uint32, []byte) {
 	if !d.remote || n == 0 {
 		return ctsPackets, nil
