@@ -22,6 +22,7 @@ import (
 // simulated hosts; a device joins by a line here.
 var crossHostDevices = []string{
 	"netvm",
+	"fm",
 	"bip",
 	"via",
 }
@@ -100,7 +101,8 @@ func crossBin(t *testing.T, name string) string {
 // and flood, datatypes, collectives) on every device of crossHostDevices
 // across 3 simulated hosts at np 3 and 6, ranks placed in blocks and
 // round-robin, with the device's default options and, for netvm, eager=0
-// (MPIN's receiver-initiated protocol, RFA/SRFA over the network).
+// (MPIN's receiver-initiated protocol, RFA/SRFA over the network), for fm
+// remote=1 minblock=0 (every rendezvous written by the receiving side).
 func TestCrossHost(t *testing.T) {
 	_, launch := startHosts(t, crossHosts)
 	for _, dev := range crossHostDevices {
@@ -109,6 +111,9 @@ func TestCrossHost(t *testing.T) {
 			modes := [][]string{nil}
 			if dev == "netvm" {
 				modes = append(modes, []string{"eager=0"})
+			}
+			if dev == "fm" {
+				modes = append(modes, []string{"remote=1", "minblock=0"})
 			}
 			for _, mode := range modes {
 				for _, pl := range crossPlacements {

@@ -100,6 +100,12 @@ type Device struct {
 	bMoved       bool     // a chunk went out since the last Progress
 	bFull        bool     // a send waits for the receiver to free a chunk
 
+	// Peers on other hosts (devnet.go).
+	bAck       []uint64 // per peer: chunks of my lane to it that it freed (kBulkFree)
+	placed     []bool   // per peer: its frame being read went straight into a receive buffer
+	netScratch []byte   // packs a non-contiguous chunk
+	netDid     bool     // a device frame came, or a referenced body was released
+
 	outq   [][]*outMsg // per destination, in posting order
 	queued int
 	sends  map[uint32]*adi.Request // RTS sent, waiting for CTS
@@ -107,7 +113,7 @@ type Device struct {
 	unexp  map[*unexpMsg]struct{}  // eager messages still arriving into a temporary buffer
 	nextID uint32
 
-	cnt struct{ eager, rndv, multi, writes, scatters, bulk int64 }
+	cnt struct{ eager, rndv, multi, writes, scatters, bulk, netWrites int64 }
 }
 
 // outMsg is an MPI message not yet wholly in packets.
@@ -131,6 +137,11 @@ type outMsg struct {
 	layout []shm.RemoteSeg
 	// A rendezvous DATA that goes through the bulk lane.
 	bulk bool
+	// A rendezvous DATA to a peer on another host that writes it into its
+	// receive buffer itself (ctsWire), then a kFin.
+	netWrite bool
+	pending  int  // frames whose body references buf, not yet with the kernel
+	waitSent bool // all in packets; completes once they left this process (sentOut)
 }
 
 // rvRecv is a receive matched to an RTS, waiting for its DATA.
@@ -164,8 +175,9 @@ type inState struct {
 	rid            uint32
 	rv             bool // a rendezvous DATA stream
 
-	cts *outMsg // a CTS: the DATA it asks for, sent once the CTS is in
-	raw []byte  // a CTS's payload (where the receiver wants the data)
+	cts     *outMsg // a CTS: the DATA it asks for, sent once the CTS is in
+	raw     []byte  // a CTS's payload (where the receiver wants the data)
+	ctsWire bool    // a CTS from another host whose receiver writes the data itself
 
 	// The receive buffer's layout, looked at once per message: seg walks
 	// a non-contiguous one block by block across packets (no datatype
@@ -187,12 +199,14 @@ func (d *Device) Init(cfg adi.Config) error {
 	if d.bulk == 0 {
 		d.bslots = 0
 	}
-	d.e, err = New(Config{Rank: cfg.Rank, Size: cfg.Size, KVS: cfg.KVS, Packet: packet, Slots: slots, NoRemoteWrite: !d.remote, Bulk: (bulkHeader + d.bulk) * d.bslots})
+	d.e, err = New(Config{Rank: cfg.Rank, Size: cfg.Size, KVS: cfg.KVS, Packet: packet, Slots: slots, NoRemoteWrite: !d.remote, Bulk: (bulkHeader + d.bulk) * d.bslots, Hosts: cfg.Hosts})
 	if err != nil {
 		return err
 	}
 	d.rank, d.size = cfg.Rank, cfg.Size
 	d.e.SetHandler(hMPI, d.handle)
+	d.e.SetNet(NetHooks{Frame: d.netFrame, Sent: d.netSent, Place: d.netPlace})
+	d.bAck, d.placed = make([]uint64, d.size), make([]bool, d.size)
 	d.outq = make([][]*outMsg, d.size)
 	d.bOut, d.bIn, d.bWait = make([]uint64, d.size), make([]uint64, d.size), make([]int, d.size)
 	d.sends = map[uint32]*adi.Request{}
@@ -207,7 +221,7 @@ func (d *Device) Finalize() error { return d.e.Release() }
 // Counters reports live state and traffic.
 func (d *Device) Counters() map[string]int64 {
 	s := d.e.Stats
-	return map[string]int64{
+	c := map[string]int64{
 		"posted_receives":     int64(d.eng.Posted()),
 		"unexpected_messages": int64(d.eng.Unexpected()),
 		"rendezvous_sends":    int64(len(d.sends)),
@@ -219,11 +233,19 @@ func (d *Device) Counters() map[string]int64 {
 		"remote_writes":       d.cnt.writes,
 		"remote_scatters":     d.cnt.scatters,
 		"bulk_messages":       d.cnt.bulk,
+		"net_writes":          d.cnt.netWrites,
 		"packets_sent":        s.PacketsSent,
 		"packets_received":    s.PacketsReceived,
 		"credits_piggybacked": s.Piggybacked,
 		"credit_returns":      s.ExplicitReturns,
 	}
+	if w := d.e.net; w != nil {
+		n := w.Counters()
+		c["net_frames_out"], c["net_frames_in"] = n.FramesOut, n.FramesIn
+		c["net_bytes_out"], c["net_bytes_in"] = n.BytesOut, n.BytesIn
+		c["net_frames_placed"] = n.Placed
+	}
+	return c
 }
 
 func (d *Device) newID() uint32 {
@@ -244,7 +266,23 @@ func putHeader(h *[mpiHeader]byte, kind byte, ctx uint32, tag int, sig uint32, s
 	binary.LittleEndian.PutUint32(h[28:], rid)
 }
 
-func (d *Device) dead(op string, rank int) error { return d.e.live.Exited(op, rank) }
+// dead is the error of an operation (op) started towards rank once it is
+// gone: its process exited, or its host is unreachable.
+func (d *Device) dead(op string, rank int) error {
+	if d.e.Remote(rank) {
+		return adi.Errorf(adi.ErrOther, op, "%v", d.e.Gone(rank))
+	}
+	return d.e.live.Exited(op, rank)
+}
+
+// lost is the error that fails a pending operation whose peer rank went
+// while the operation waited on it.
+func (d *Device) lost(rank int) error {
+	if d.e.Remote(rank) {
+		return adi.Errorf(adi.ErrOther, "progress", "%v", d.e.Gone(rank))
+	}
+	return d.e.live.Lost(rank)
+}
 
 // Isend sends eagerly (header and data in one stream) up to the rndv
 // threshold, else (and for synchronous sends) by rendezvous: RTS, CTS, DATA.
@@ -254,6 +292,11 @@ func (d *Device) Isend(r *adi.Request) error {
 	}
 	n := r.Buf.Size()
 	if r.Mode != adi.ModeSync && r.Buf.Contiguous() && d.SendShort(r.Context, r.Peer, r.Tag, r.Buf.Type.Signature(), r.Buf.Mem[:n]) {
+		if d.e.Remote(r.Peer) && d.e.Unsent(r.Peer) {
+			// The socket was full: complete once the packet has left.
+			d.enqueue(&outMsg{dest: r.Peer, req: r, n: n, waitSent: true})
+			return nil
+		}
 		r.Complete(adi.Status{Bytes: n})
 		return nil
 	}
@@ -340,8 +383,19 @@ func (d *Device) post(m *outMsg) {
 // is out. Data goes one SendPiece per contiguous block of the buffer.
 func (d *Device) push(m *outMsg) bool {
 	e := d.e
+	if m.waitSent {
+		return d.sentOut(m)
+	}
 	if m.bulk {
+		if d.e.Remote(m.dest) {
+			return d.pushNetBulk(m)
+		}
 		return d.pushBulk(m)
+	}
+	if m.netWrite {
+		if ok, failed := d.pushNetWrite(m); !ok {
+			return failed
+		}
 	}
 	if m.write {
 		m.write = false
@@ -394,9 +448,49 @@ func (d *Device) push(m *outMsg) bool {
 	}
 	_ = e.EndMessage(m.st)
 	m.st = nil
+	if m.req != nil && d.unsent(m) {
+		e.ringPending()
+		m.waitSent = true
+		return d.sentOut(m)
+	}
 	if m.req != nil {
 		m.req.Complete(adi.Status{Bytes: m.n, Err: m.err})
 	}
+	return true
+}
+
+// unsent reports whether part of m may still wait in this process's wire
+// endpoint: some destination is on another host.
+func (d *Device) unsent(m *outMsg) bool {
+	if m.dests == nil {
+		return d.e.Remote(m.dest)
+	}
+	for _, q := range m.dests {
+		if d.e.Remote(q) {
+			return true
+		}
+	}
+	return false
+}
+
+// sentOut completes m, whose packets are all handed over, once no frame of
+// it to a peer on another host still waits for the kernel: the send's
+// completion must not depend on this process calling in again (after
+// MPI_Finalize's barrier it does not). It reports whether m is done.
+func (d *Device) sentOut(m *outMsg) bool {
+	if m.dests == nil {
+		if d.e.Alive(m.dest) && d.e.Unsent(m.dest) {
+			return false
+		}
+	} else {
+		for _, q := range m.dests {
+			if d.e.Alive(q) && d.e.Unsent(q) {
+				return false
+			}
+		}
+	}
+	m.waitSent = false
+	m.req.Complete(adi.Status{Bytes: m.n, Err: m.err})
 	return true
 }
 
@@ -592,18 +686,22 @@ func (d *Device) sendCTS(r *adi.Request, src, tag, size int, sid uint32) {
 	d.recvs[rid] = &rvRecv{req: r, src: src, tag: tag, size: size, n: n}
 	d.bWait[src]++
 	m := outMsg{dest: src}
-	mode, payload := d.offer(r, n)
+	mode, payload := d.offer(r, src, n)
 	putHeader(&m.hdr, kCTS, mode, 0, 0, n, sid, rid)
 	m.buf, m.n = adi.Bytes(payload), len(payload)
 	d.enqueue(&m)
 }
 
 // offer says where the first n bytes of receive r may be written by the
-// sender: the address of a contiguous buffer, or the list of a strided
-// one's blocks when they are not too small; else nothing (packets).
-func (d *Device) offer(r *adi.Request, n int) (uint32, []byte) {
+// sender src: the address of a contiguous buffer, or the list of a strided
+// one's blocks when they are not too small; else nothing (packets). A
+// sender on another host gets ctsWire: this side writes what it sends.
+func (d *Device) offer(r *adi.Request, src, n int) (uint32, []byte) {
 	if !d.remote || n == 0 {
 		return ctsPackets, nil
+	}
+	if d.e.Remote(src) {
+		return ctsWire, nil // the sender cannot reach this memory: this side writes
 	}
 	if r.Buf.Contiguous() {
 		return ctsAddr, binary.LittleEndian.AppendUint64(nil, uint64(uintptr(unsafe.Pointer(&r.Buf.Mem[0]))))
@@ -845,6 +943,8 @@ func (d *Device) header(s *Stream, h *[mpiHeader]byte, st *inState) bool {
 		*st = inState{cts: m}
 		// The CTS's payload says where the data may be written.
 		switch plen := s.Len() - mpiHeader; {
+		case ctx == ctsWire && plen == 0 && d.e.Remote(src):
+			st.ctsWire = true
 		case !d.e.CanWrite(src):
 		case ctx == ctsAddr && plen == 8, ctx == ctsLayout && plen > 0 && plen%16 == 0:
 			st.raw = make([]byte, plen)
@@ -872,7 +972,9 @@ func (d *Device) finishIn(st *inState) {
 	switch {
 	case st.cts != nil:
 		m := st.cts
-		if raw := st.raw; raw != nil && d.big(m.buf, m.n) {
+		if st.ctsWire && m.n > 0 {
+			m.netWrite = true
+		} else if raw := st.raw; raw != nil && d.big(m.buf, m.n) {
 			m.write = true
 			if len(raw) == 8 {
 				m.addr = binary.LittleEndian.Uint64(raw)
@@ -924,20 +1026,31 @@ func (d *Device) Progress() (bool, error) {
 	if err != nil {
 		return true, err
 	}
-	if n == 0 && !d.bFull && !d.bMoved && d.queued == 0 && len(d.recvs) == 0 {
+	if d.e.Lost() {
+		// A peer on another host is unreachable: what depends on it
+		// fails now, as when a rank dies (the failed call ends the job).
+		d.checkPeers()
+		return true, nil
+	}
+	net := d.netDid || d.e.NetMoved()
+	d.netDid = false
+	if n == 0 && !net && !d.bFull && !d.bMoved && d.queued == 0 && len(d.recvs) == 0 {
 		// Nothing arrived and nothing waits to go: a waiter's idle poll.
 		if d.e.live.Idle() {
 			d.checkPeers()
 		}
 		return false, nil
 	}
-	did := n > 0
+	did := n > 0 || net
 	wait := d.bFull
 	d.bFull = false
 	if len(d.recvs) > 0 && d.bulk > 0 {
-		wait = true
 		for src, w := range d.bWait {
-			if w > 0 && d.pullBulk(src) {
+			if w == 0 || d.e.Remote(src) {
+				continue
+			}
+			wait = true
+			if d.pullBulk(src) {
 				did = true
 			}
 		}
@@ -962,10 +1075,11 @@ func (d *Device) Progress() (bool, error) {
 	return did, nil
 }
 
-// checkPeers fails the requests that depend on a process that has exited.
+// checkPeers fails the requests that depend on a process that has exited
+// or on a peer on another host that became unreachable.
 func (d *Device) checkPeers() {
 	for _, q := range d.e.CheckPeers() {
-		gone := d.e.live.Lost(q)
+		gone := d.lost(q)
 		fail := func(r *adi.Request) {
 			if r != nil && !r.Done() {
 				r.Complete(adi.Status{Err: gone})

@@ -1,6 +1,7 @@
 // Package fm reproduces Illinois Fast Messages 2.x (seed 002: VIRTUS, §2.1,
 // Table 1, and the multidestination paper, p. 115) on one host's shared
-// memory, and MPI over it as VIRTUS did (the adi device "fm").
+// memory, and across hosts over TCP, and MPI over it as VIRTUS did (the adi
+// device "fm").
 //
 // # The FM model
 //
@@ -154,6 +155,44 @@
 // ordinary eager message (context, sender's rank, tag), whatever its size.
 // If a destination dies, the message still goes to the others and the send
 // completes with ErrOther.
+//
+// # Across hosts
+//
+// With ranks on several hosts (Config.Hosts; the MPI device gets them from
+// the core and implements adi.CrossHost), a peer on this host keeps every
+// shared-memory path above, and a peer on another host is reached over the
+// job's TCP wire (internal/wire) with FM's protocol unchanged. The sender's
+// region for such a peer is a private mirror of the receiver's: SendPiece,
+// SendShort and the multidestination stream fill its packets as they fill
+// a shared region, and the packets handed over since the last doorbell
+// travel as one frame (the span of the region that holds them, the frame
+// referencing it), which the receiver's Extract copies into its region for
+// that sender and then handles exactly as a local packet: same handlers,
+// same per-sender order. Credits stay FM's: a sender spends one per packet
+// and waits (or, in the MPI device, queues) when it has none, and the
+// receiver returns them piggybacked on its own packets or, where it would
+// add to the sender's mailbox word, in a credit frame. A multidestination
+// stream writes each packet into every destination's region, so each
+// destination on another host gets its own frames and the local ones get
+// theirs in shared memory. FM's own SendPiece and EndMessage return once
+// their frames are with the kernel (waiting as for credits), so that a
+// sender need not call in again for its packets to leave; the MPI device
+// completes such a send at that point too. Open finds the hosts itself, so
+// that cmd/fmbench and other programs of FM's own API run across hosts.
+//
+// The bulk lane to another host is chunks of bulk bytes sent as frames
+// that reference the send buffer (a non-contiguous one is packed first);
+// the receiving side writes each into the receive buffer (a large chunk of
+// a contiguous receive is read from the socket straight into it) and frees
+// it with a frame, and a sender keeps at most bslots chunks unfreed, as the
+// shared lane's ring allows. With remote=1 the receiver's CTS to another
+// host names no address (its memory is out of the sender's reach): the
+// sender sends the data as write frames of up to 1 MiB, which the
+// receiving side writes into its buffer, as NetVM's NIC carried out a
+// remote write, and then the header-only FIN. A peer whose connection
+// breaks (its host down, its link cut, its process gone) is treated as a
+// rank that died: what depends on it fails with an error naming the rank
+// and its host.
 //
 // Options (mpirun -device-opt key=value; OptionTable holds each key's
 // default, range and help, and Init refuses a bad value naming it):

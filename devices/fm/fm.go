@@ -16,6 +16,7 @@ import (
 	"github.com/adimpi/adimpi/internal/devkit/wire"
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
+	netwire "github.com/adimpi/adimpi/internal/wire"
 )
 
 // Packet layout: a 24-byte header, then the payload.
@@ -73,6 +74,9 @@ type Config struct {
 	// sender in every process's segment, outside the packet model, that a
 	// layer above may use for bulk data (BulkOut, BulkIn); 0: none.
 	Bulk int
+	// Hosts is every rank's host number (nil: all on this one). Peers on
+	// another host than this process's are reached over the wire (net.go).
+	Hosts []int
 }
 
 // Handler is called during Extract for every packet of an incoming stream
@@ -139,6 +143,16 @@ type peer struct {
 	streams  map[uint32]*Stream
 	busy     bool // a handler of one of its packets is running
 	received int64
+
+	// a peer on another host (net.go)
+	net      bool   // reached over the wire: out is a private mirror of its region
+	host     string // its host's name
+	flushed  uint64 // packets handed over (flushed) into out
+	netSent  uint64 // of those, packets sent as frames
+	arriveAt int    // byte offset in in where its next frame's packet goes
+	lost     error  // its connection broke
+	queued   int    // frames to it that wait for the kernel
+	ready    bool   // a frame to it went to the kernel at once: its connection is open
 }
 
 // Endpoint is one process's FM interface: a receive region per sender in a
@@ -159,6 +173,17 @@ type Endpoint struct {
 	unrung        []*peer     // peers with packets whose doorbell has not rung yet
 	pmi           *pmi.Client // set by Open
 	live          *liveness.Peers
+
+	// the wire, when some rank runs on another host (net.go)
+	net      *netwire.Endpoint
+	sleeper  *netwire.Sleeper
+	hosts    []int
+	hooks    NetHooks
+	netBuf   []byte // the body of a packets frame
+	polling  bool   // inside net.Poll
+	netErr   error  // the first protocol error a frame met
+	netMoved bool   // credits or a loss came over the wire
+	lostNew  []int  // peers lost since the last CheckPeers
 
 	// Stats are the endpoint's traffic counters.
 	Stats Stats
@@ -182,6 +207,14 @@ func Open(cfg Config) (*Endpoint, error) {
 		return nil, fmt.Errorf("fm: %w", err)
 	}
 	cfg.Rank, cfg.Size, cfg.KVS = c.Rank(), c.Size(), c
+	name := cfg.Name
+	if name == "" {
+		name = "fm"
+	}
+	if cfg.Hosts, err = hostsFromKVS(c, name, cfg.Rank, cfg.Size); err != nil {
+		_ = c.Abort(1, err.Error())
+		return nil, err
+	}
 	e, err := New(cfg)
 	if err != nil {
 		_ = c.Abort(1, err.Error())
@@ -201,6 +234,13 @@ func (e *Endpoint) Close() error {
 	for _, p := range e.peers { // nothing more will carry them
 		if p.owed > 0 {
 			e.returnCredits(p)
+		}
+	}
+	if e.net != nil { // let the frames leave before the barrier
+		_ = e.pollNet()
+		for deadline := time.Now().Add(netDrain); e.net.Pending() > 0 && time.Now().Before(deadline); {
+			e.net.Wait(time.Millisecond)
+			_ = e.pollNet()
 		}
 	}
 	err := e.pmi.Barrier()
@@ -248,6 +288,10 @@ func New(cfg Config) (*Endpoint, error) {
 	}
 	probe := uintptr(unsafe.Pointer(&e.seg.Mem[offProbe]))
 	me := fmt.Sprintf("%d:%d:%x:%d:%d:%x:%d", os.Getpid(), e.seg.FD, e.seg.Key, e.packet, e.slots, probe, cfg.Bulk)
+	if err := e.setupNet(cfg, name); err != nil {
+		e.seg.Close()
+		return nil, err
+	}
 	if err := cfg.KVS.Put(fmt.Sprintf("%s-%d", name, e.rank), me); err != nil {
 		return nil, err
 	}
@@ -271,6 +315,19 @@ func New(cfg Config) (*Endpoint, error) {
 			if packet != e.packet || slots != e.slots || bulk != cfg.Bulk {
 				return nil, fmt.Errorf("fm: rank %d uses packet=%d slots=%d bulk=%d, this rank packet=%d slots=%d bulk=%d; options must agree", r, packet, slots, bulk, e.packet, e.slots, cfg.Bulk)
 			}
+			if e.net != nil && e.hosts[r] != e.hosts[e.rank] {
+				if err := e.netPeer(p, cfg.KVS, name); err != nil {
+					return nil, err
+				}
+				mine := offRegions + r*region
+				p.in = e.seg.Mem[mine : mine+region]
+				p.report = p.mailbox // unused: credits go back in frames
+				e.peers[r] = p
+				// Its pid names nothing on this host: liveness watches
+				// this process instead, and the wire reports the loss.
+				e.live.SetPid(r, os.Getpid())
+				continue
+			}
 			if p.seg, err = shm.Import(p.pid, fd, key); err != nil {
 				return nil, fmt.Errorf("fm: rank %d: %w", r, err)
 			}
@@ -288,14 +345,18 @@ func New(cfg Config) (*Endpoint, error) {
 		e.peers[r] = p
 		e.live.SetPid(r, p.pid)
 	}
+	if e.net != nil {
+		e.netBuf = make([]byte, 0, e.slots*e.packet)
+		e.sleeper = e.net.NewSleeper(e.Wake)
+	}
 	return e, nil
 }
 
 // Release unmaps every segment. No stream may be in use.
 func (e *Endpoint) Release() error {
-	var err error
+	err := e.closeNet()
 	for _, p := range e.peers {
-		if p.seg != e.seg {
+		if p.seg != e.seg && p.seg != nil {
 			if cerr := p.seg.Close(); err == nil {
 				err = cerr
 			}
@@ -345,7 +406,7 @@ func (e *Endpoint) Credits(dest int) int {
 // it or Config.NoRemoteWrite is set). It is outside FM's message model: the
 // MPI device uses it for the data of large messages (see the package
 // documentation).
-func (e *Endpoint) CanWrite(dest int) bool { return e.peers[dest].remote && e.live.Alive(dest) }
+func (e *Endpoint) CanWrite(dest int) bool { return e.peers[dest].remote && e.Alive(dest) }
 
 // WriteTo copies the local pieces, in order, into dest's memory starting
 // at addr (an address in dest's address space that dest handed out): one
@@ -380,7 +441,9 @@ func (e *Endpoint) BulkIn(src int) []byte { return e.peers[src].bulkIn }
 // Ring rings rank's doorbell (its Seq moves and a Sleep there returns).
 func (e *Endpoint) Ring(rank int) {
 	p := e.peers[rank]
-	ring(p.doorbell, p.sleepers)
+	if !p.net {
+		ring(p.doorbell, p.sleepers)
+	}
 }
 
 // BeginMessage starts a message of length bytes to dest, to be handled
@@ -420,8 +483,8 @@ func (e *Endpoint) begin(ps []*peer, length int, handler uint16) (*Stream, error
 		return nil, fmt.Errorf("fm: message length %d is negative", length)
 	}
 	for _, p := range ps {
-		if !e.live.Alive(p.rank) {
-			return nil, fmt.Errorf("fm: rank %d (pid %d) has exited", p.rank, p.pid)
+		if !e.Alive(p.rank) {
+			return nil, e.gone(p)
 		}
 	}
 	var s *Stream
@@ -491,7 +554,12 @@ func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 		return false
 	}
 	p := e.peers[dest]
-	if p.open != nil || !e.live.Alive(p.rank) || p.sent-p.returned-atomic.LoadUint64(p.mailbox) >= uint64(e.slots) {
+	if p.open != nil || !e.Alive(p.rank) || p.sent-p.returned-atomic.LoadUint64(p.mailbox) >= uint64(e.slots) {
+		return false
+	}
+	if p.net && (!p.ready || p.queued > 0) {
+		// The packet would wait in this process for its connection:
+		// the caller's send, complete at once, would depend on it.
 		return false
 	}
 	h := p.out[p.sendAt:]
@@ -506,6 +574,11 @@ func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 	pLength.Set(h, uint64(n))
 	pFlags.Store(h, flagValid|flagFirst|flagLast)
 	e.Stats.PacketsSent++
+	if p.net {
+		p.flushed++
+		e.sendNet(p)
+		return true
+	}
 	ring(p.doorbell, p.sleepers)
 	return true
 }
@@ -541,6 +614,26 @@ func (e *Endpoint) SendPiece(s *Stream, buf []byte) error {
 	}
 	if !s.batch {
 		e.ringPending()
+		return e.handedOver(s)
+	}
+	return nil
+}
+
+// handedOver waits (extracting, as for credits) until the packets of s to
+// peers on other hosts are with the kernel: in FM a packet handed over is
+// in the receiver's region, and the caller must not have to call in again
+// for it to get there.
+func (e *Endpoint) handedOver(s *Stream) error {
+	var start time.Time
+	for _, p := range s.dests {
+		for p.net && p.queued > 0 {
+			if p.lost != nil {
+				return e.gone(p)
+			}
+			if err := e.wait(&start); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -561,6 +654,9 @@ func (e *Endpoint) EndMessage(s *Stream) error {
 		e.flush(s)
 		if !s.batch {
 			e.ringPending()
+			if err := e.handedOver(s); err != nil {
+				return err
+			}
 		}
 	}
 	s.ended = true
@@ -583,8 +679,8 @@ func (e *Endpoint) reserve(s *Stream) error {
 		for _, p := range s.dests {
 			if e.Credits(p.rank) <= 0 {
 				ok = false
-				if !e.live.Alive(p.rank) {
-					return fmt.Errorf("fm: rank %d (pid %d) has exited", p.rank, p.pid)
+				if !e.Alive(p.rank) {
+					return e.gone(p)
 				}
 			}
 		}
@@ -615,7 +711,7 @@ func (e *Endpoint) wait(start *time.Time) error {
 		return err
 	}
 	now := time.Now()
-	if e.live.Due() {
+	if e.live.Due() || e.Lost() {
 		e.CheckPeers()
 	}
 	if start.IsZero() {
@@ -650,6 +746,9 @@ func (e *Endpoint) flush(s *Stream) {
 		pLength.Set(h, uint64(s.length))
 		pFlags.Store(h, fl)
 		p.open = nil
+		if p.net {
+			p.flushed++
+		}
 		if !p.unrung {
 			p.unrung = true
 			e.unrung = append(e.unrung, p)
@@ -666,6 +765,10 @@ func (e *Endpoint) flush(s *Stream) {
 func (e *Endpoint) ringPending() {
 	for _, p := range e.unrung {
 		p.unrung = false
+		if p.net {
+			e.sendNet(p)
+			continue
+		}
 		ring(p.doorbell, p.sleepers)
 	}
 	clear(e.unrung)
@@ -720,6 +823,9 @@ func (e *Endpoint) Skip(s *Stream, n int) {
 // handler is working on.
 func (e *Endpoint) Extract() (int, error) {
 	n := 0
+	if err := e.pollNet(); err != nil {
+		return 0, err
+	}
 	e.pass++
 	for _, p := range e.peers {
 		if p.busy {
@@ -808,9 +914,14 @@ func (e *Endpoint) Extract() (int, error) {
 // returnCredits gives p the credits owed to it explicitly (no packet to
 // p is going to carry them soon).
 func (e *Endpoint) returnCredits(p *peer) {
+	e.Stats.ExplicitReturns++
+	if p.net {
+		e.returnNet(p, p.owed)
+		p.owed = 0
+		return
+	}
 	atomic.AddUint64(p.report, uint64(p.owed))
 	p.owed = 0
-	e.Stats.ExplicitReturns++
 	ring(p.doorbell, p.sleepers)
 }
 
@@ -822,15 +933,40 @@ func (e *Endpoint) Incoming(src int, fn func(s *Stream)) {
 	}
 }
 
-// Alive reports whether rank's process was alive at the last CheckPeers.
-func (e *Endpoint) Alive(rank int) bool { return e.live.Alive(rank) }
+// Alive reports whether rank's process was alive at the last CheckPeers
+// and, for a peer on another host, whether its connection holds.
+func (e *Endpoint) Alive(rank int) bool { return e.live.Alive(rank) && e.peers[rank].lost == nil }
+
+// gone is the error of an operation towards p once it is not Alive.
+func (e *Endpoint) gone(p *peer) error {
+	if p.lost != nil {
+		return e.unreachable(p)
+	}
+	return fmt.Errorf("fm: rank %d (pid %d) has exited", p.rank, p.pid)
+}
+
+// Gone says why rank is not Alive: its process exited, or (on another
+// host) its connection broke; the text names the rank and its pid or host.
+func (e *Endpoint) Gone(rank int) error { return e.gone(e.peers[rank]) }
 
 // Pid is rank's process id.
 func (e *Endpoint) Pid(rank int) int { return e.peers[rank].pid }
 
-// CheckPeers looks for processes that have exited since the last check and
-// returns their ranks.
-func (e *Endpoint) CheckPeers() []int { return e.live.Scan() }
+// CheckPeers looks for processes that have exited, and peers on other
+// hosts whose connection broke, since the last check and returns their
+// ranks.
+func (e *Endpoint) CheckPeers() []int {
+	gone := e.live.Scan()
+	if len(e.lostNew) > 0 {
+		gone = append(gone, e.lostNew...)
+		e.lostNew = nil
+	}
+	return gone
+}
+
+// Lost reports whether a peer on another host was lost since the last
+// CheckPeers (which then reports it).
+func (e *Endpoint) Lost() bool { return len(e.lostNew) > 0 }
 
 // Seq is this process's doorbell: every sender bumps it when it hands over
 // a packet or returns credits.
@@ -840,6 +976,9 @@ func (e *Endpoint) Seq() uint32 { return atomic.LoadUint32(e.seg.Uint32(offDoorb
 func (e *Endpoint) Sleep(seq uint32, d time.Duration) {
 	sl := e.seg.Uint32(offSleepers)
 	atomic.AddUint32(sl, 1)
+	if e.sleeper != nil {
+		e.sleeper.Arm() // a frame rings the doorbell too
+	}
 	_ = shm.FutexWait(e.seg.Uint32(offDoorbell), seq, d)
 	atomic.AddUint32(sl, ^uint32(0))
 }
@@ -862,11 +1001,11 @@ func (e *Endpoint) Poll(cond func() bool, watch ...int) error {
 		if i%64 != 63 {
 			continue
 		}
-		if e.live.Due() {
+		if e.live.Due() || e.Lost() {
 			e.CheckPeers()
 			for _, r := range watch {
-				if !e.live.Alive(r) {
-					return fmt.Errorf("fm: rank %d (pid %d) has exited", r, e.peers[r].pid)
+				if !e.Alive(r) {
+					return e.gone(e.peers[r])
 				}
 			}
 		}
