@@ -95,11 +95,12 @@ func TestClusterPlacement(t *testing.T) {
 	}
 }
 
-// An MPI program whose device cannot reach other hosts fails in MPI_Init;
-// mpirun says which rank on which host, quickly, and leaves nothing behind.
+// An MPI program whose MPI_Init fails on the simulated hosts (a bad device
+// option); mpirun says which rank on which host, quickly, and leaves
+// nothing behind.
 func TestClusterMPIInitRefused(t *testing.T) {
 	_, launcher := startCluster(t, 3)
-	res := run(t, nil, nil, "-launcher-exec", launcher, "-hosts", "h1,h2,h3", "-np", "3", "-device", "fm", mpiprogBin, "init")
+	res := run(t, nil, nil, "-launcher-exec", launcher, "-hosts", "h1,h2,h3", "-np", "3", "-device", "netvm", "-device-opt", "ring=1", mpiprogBin, "init")
 	if res.code == 0 || !regexp.MustCompile(`mpirun: rank \d on h\d \(launcher pid \d+\) .*stopping the job`).MatchString(res.stderr) ||
 		!strings.Contains(res.stderr, "MPI_Init") {
 		t.Errorf("want a non-zero exit naming the failed rank and its host, after MPI_Init's error: %v", res)
