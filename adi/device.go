@@ -1,10 +1,7 @@
 package adi
 
 import (
-	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -28,20 +25,6 @@ type Config struct {
 	// process and mount namespaces (shared memory works between them);
 	// others reach each other only over a network. Nil means one host.
 	Hosts []int
-}
-
-// SizeOption reads option key of opts as a byte count (an integer ≥ 0), def
-// when it is absent; errors name the device.
-func SizeOption(device string, opts map[string]string, key string, def int) (int, error) {
-	v, ok := opts[key]
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s: option %s=%q: want a byte count ≥ 0", device, key, v)
-	}
-	return n, nil
 }
 
 // Device moves envelopes and bytes between the processes of a job. See the

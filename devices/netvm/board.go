@@ -93,14 +93,14 @@ func (d *Device) BoardWaiting(on bool) {
 }
 
 // BoardPosted reads world rank p's sequence word. Liveness comes from the
-// progress engine's periodic check (peer.gone), not from a system call per
+// progress engine's periodic check (d.live), not from a system call per
 // look.
 func (d *Device) BoardPosted(p int, k uint64) (bool, error) {
 	q := d.peers[p]
 	if atomic.LoadUint64(d.boardWord(q, k)) >= k {
 		return true, nil
 	}
-	if q.gone.Load() {
+	if !d.live.Alive(p) {
 		return false, adi.Errorf(adi.ErrOther, "board", "rank %d (pid %d) exited before reaching collective %d", q.rank, q.pid, k)
 	}
 	return false, nil

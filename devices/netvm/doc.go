@@ -69,7 +69,9 @@
 // reading each other's buffers (process_vm_readv) at the addresses the slots
 // announce; a post rings sleeping peers only when it completes a round.
 //
-// Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT):
+// Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT; OptionTable
+// holds each key's default, range and help, and Init refuses a bad value
+// naming it):
 //
 //	eager=N      largest message sent eagerly, bytes (default 16384; 0 = pure MPIN)
 //	ring=N       eager ring per peer, bytes (default 1048576 for jobs of up to 4

@@ -5,6 +5,7 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/match"
+	"github.com/adimpi/adimpi/internal/devkit/recv"
 )
 
 // matched is the default protocol (eager > 0): every message is announced
@@ -64,7 +65,7 @@ func (m *matched) deliver(r *adi.Request, msg *match.Message) {
 	if msg.Handle == nil { // eager: the payload was copied on arrival
 		n := min(msg.Size, r.Buf.Size())
 		r.Buf.CopyIn(0, msg.Data[:n])
-		r.Complete(recvStatus(r, msg.Env.Source, msg.Env.Tag, msg.Size, n))
+		r.Complete(recv.Status(r, msg.Env.Source, msg.Env.Tag, msg.Size, n))
 		return
 	}
 	m.d.sendCTS(r, msg.Env.Source, msg.Env.Tag, msg.Size, msg.Handle.(uint32))
@@ -127,7 +128,7 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 		if n == size {
 			r.Complete(adi.Status{Source: p.rank, Tag: env.Tag, Bytes: n})
 		} else {
-			r.Complete(recvStatus(r, p.rank, env.Tag, size, n))
+			r.Complete(recv.Status(r, p.rank, env.Tag, size, n))
 		}
 	} else if r == nil {
 		data := make([]byte, size)
@@ -171,13 +172,13 @@ func (m *matched) counters(c map[string]int64) {
 // into it, and a rendezvous sender (handle = its send id) is released with a
 // zero-byte CTS so that it completes too.
 func (d *Device) mismatch(r *adi.Request, env adi.Envelope, size int, sig uint32, handle any) bool {
-	want := r.Buf.Type.Signature()
-	if sig == 0 || want == 0 || sig == want || size == 0 {
+	st, bad := recv.Mismatch(r, env, size, sig)
+	if !bad {
 		return false
 	}
 	if sid, ok := handle.(uint32); ok {
 		d.post(d.peers[env.Source], outMsg{ctl: ctl{typ: ctlCTS, id: sid, tag: ctsDiscard}})
 	}
-	r.Complete(adi.Status{Source: env.Source, Tag: env.Tag, Err: adi.Mismatched(env.Source, env.Tag, size, r.Buf.Type.String())})
+	r.Complete(st)
 	return true
 }

@@ -3,9 +3,10 @@ package netvm
 import (
 	"fmt"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/devkit/recv"
+	field "github.com/adimpi/adimpi/internal/devkit/wire"
 )
 
 // This file is the thesis' pure receiver-initiated protocol, MPIN (seed 000,
@@ -110,7 +111,7 @@ func newMpin(d *Device) *mpin {
 // rfaFlag is sender p's flag in RFA entry e of the segment that holds it.
 func (mp *mpin) rfaFlag(mem []byte, e, p int) *uint32 {
 	d := mp.d
-	return (*uint32)(unsafe.Pointer(&mem[d.offRFA+(e*d.size+p)*4]))
+	return field.U32(d.offRFA + (e*d.size+p)*4).Ptr(mem)
 }
 
 func tagMatches(want, tag int) bool { return want == adi.AnyTag || want == tag }
@@ -388,7 +389,7 @@ func (mp *mpin) handle(p *peer, c *ctl) error {
 		if m.any {
 			mp.dropReceive(m)
 		}
-		m.req.Complete(recvStatus(m.req, q, int(c.tag), size, n))
+		m.req.Complete(recv.Status(m.req, q, int(c.tag), size, n))
 		if m.any {
 			mp.advance()
 		}

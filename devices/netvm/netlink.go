@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/devkit/liveness"
 	"github.com/adimpi/adimpi/internal/wire"
 )
 
@@ -241,7 +242,7 @@ func (d *Device) netFail(err error) {
 }
 
 // netLost fails what depends on peers whose connection broke, and returns
-// the error that ends the job. A loss counts once it is livenessCheck old,
+// the error that ends the job. A loss counts once it is liveness.Interval old,
 // as a death on this host is noticed by the periodic check: a peer whose
 // process died (its kernel closed the connection at once) is then
 // reported by the launcher first, as the rank that died, rather than by
@@ -250,10 +251,13 @@ func (d *Device) netLost() error {
 	var first error
 	for _, p := range d.peers {
 		l := p.net
-		if l == nil || l.lost == nil || !p.alive || time.Since(l.lostAt) < livenessCheck {
+		if l == nil || l.lost == nil || time.Since(l.lostAt) < liveness.Interval {
 			continue
 		}
 		err := adi.Errorf(adi.ErrOther, "progress", "rank %d on host %s is unreachable: %v", p.rank, l.host, l.lost)
+		if !d.live.MarkLost(p.rank, err) {
+			continue
+		}
 		d.peerGone(p, err)
 		if first == nil {
 			first = err
@@ -264,5 +268,3 @@ func (d *Device) netLost() error {
 
 // CrossHost reports that netvm reaches peers on other hosts (adi.CrossHost).
 func (d *Device) CrossHost() bool { return true }
-
-var _ adi.CrossHost = (*Device)(nil)

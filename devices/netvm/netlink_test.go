@@ -2,7 +2,9 @@ package netvm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -184,5 +186,45 @@ func TestRendezvousAcrossHosts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLostHostFailsItsRequests: once the connection to a peer on another
+// host breaks (wire.Handler's Lost), and the loss is liveness.Interval old,
+// Progress fails the receive that waited on the peer and ends the job with
+// the same error, naming the rank, its host and the cause, once; later
+// operations towards the peer fail at once, naming its host.
+func TestLostHostFailsItsRequests(t *testing.T) {
+	ds := twoHosts(t, nil)
+	d := ds[1]
+	recv := &adi.Request{Op: adi.OpRecv, Context: 1, Peer: 0, Tag: 5, Buf: adi.Bytes(make([]byte, 3))}
+	if err := d.Irecv(recv); err != nil {
+		t.Fatal(err)
+	}
+	d.Lost(0, errors.New("connection reset by the test"))
+	var ended error
+	for deadline := time.Now().Add(30 * time.Second); ended == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("the lost peer was never reported")
+		}
+		_, ended = d.Progress()
+	}
+	for _, want := range []string{"rank 0 on host", "unreachable", "connection reset by the test"} {
+		if !strings.Contains(ended.Error(), want) {
+			t.Errorf("Progress: %v, does not say %q", ended, want)
+		}
+	}
+	if !recv.Done() || recv.Status.Err != ended {
+		t.Errorf("the pending receive: done %v, error %v; want %v", recv.Done(), recv.Status.Err, ended)
+	}
+	if _, err := d.Progress(); err != nil {
+		t.Errorf("the loss was reported twice: %v", err)
+	}
+	send := &adi.Request{Op: adi.OpSend, Context: 1, Peer: 0, Tag: 5, Buf: adi.Bytes([]byte("abc"))}
+	if err := d.Isend(send); err == nil || !strings.Contains(err.Error(), "rank 0 (on host") {
+		t.Errorf("Isend to the lost peer: %v, want an error naming its host", err)
+	}
+	if d.SendShort(1, 0, 5, 0, []byte("x")) {
+		t.Error("SendShort to the lost peer succeeded")
 	}
 }

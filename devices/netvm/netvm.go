@@ -8,11 +8,21 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/devkit/liveness"
 	"github.com/adimpi/adimpi/internal/shm"
 	"github.com/adimpi/adimpi/internal/wire"
 )
 
 func init() { adi.Register("netvm", func() adi.Device { return new(Device) }) }
+
+// The capabilities the device offers besides adi.Device.
+var (
+	_ adi.Device       = (*Device)(nil)
+	_ adi.ShortSender  = (*Device)(nil)
+	_ adi.Board        = (*Device)(nil)
+	_ adi.OptionHelper = (*Device)(nil)
+	_ adi.CrossHost    = (*Device)(nil)
+)
 
 // This file is the device: its state, Init and the adi.Device methods, which
 // hand messages to the protocol. The rest, by layer: the control ring and
@@ -21,9 +31,9 @@ func init() { adi.Register("netvm", func() adi.Device { return new(Device) }) }
 // data paths (stream.go, offer.go, split.go, scatter.go, vmcopy.go,
 // ntpack.go), and the board (board.go).
 
-// livenessCheck is how often an idle progress engine checks that its peers
-// are alive.
-const livenessCheck = 200 * time.Millisecond
+// idlePolls is how many idle polls of Progress pass between two looks at
+// the peers' processes (liveness.Peers.Idle).
+const idlePolls = 1024
 
 // protocol matches sends with receives above the rings: matched (eager.go,
 // the default) or mpin (mpin.go, eager=0). Both use the device's rings,
@@ -56,12 +66,10 @@ var protocolCounters = []string{"posted_receives", "unexpected_messages",
 type peer struct {
 	rank, pid int
 	seg       *shm.Segment
-	alive     bool
-	gone      atomic.Bool // !alive, for readers without the core's lock (BoardPosted)
-	remoteOK  bool        // process_vm_writev into this peer is allowed
-	link      shmRing     // control messages to and from a peer on this host (ring.go)
-	net       *netLink    // the link to a peer on another host (netlink.go), else nil
-	backlog   []*outMsg   // messages waiting for room in link, in order
+	remoteOK  bool      // process_vm_writev into this peer is allowed
+	link      shmRing   // control messages to and from a peer on this host (ring.go)
+	net       *netLink  // the link to a peer on another host (netlink.go), else nil
+	backlog   []*outMsg // messages waiting for room in link, in order
 
 	// offered streams (offer.go)
 	claimOut, limitOut *uint64 // in ITS segment: my offered stream's claim, its reader's limit
@@ -102,10 +110,8 @@ type Device struct {
 	stallAt    atomic.Int64        // unix ns at which the oldest offered stream counts as stalled, 0: none
 	stall      time.Duration       // see defaultStall
 	stalled    bool                // the last offered stream was taken over and no live stream moved since
-	lastLive   time.Time
-	in         ctl         // the control message being handled (a field: handing a local to the protocol would allocate it)
-	idle       int         // progress passes in a row that found nothing
-	slept      atomic.Bool // a Sleep has happened since the last liveness check
+	live       *liveness.Peers     // which peers are alive: same-host ones by their process, others by their connection
+	in         ctl                 // the control message being handled (a field: handing a local to the protocol would allocate it)
 
 	// the network, when some peer runs on another host (netlink.go)
 	ep      *wire.Endpoint
@@ -146,6 +152,7 @@ type counters struct {
 // imports every peer's.
 func (d *Device) Init(cfg adi.Config) error {
 	d.rank, d.size = cfg.Rank, cfg.Size
+	d.live = liveness.New(d.rank, d.size, idlePolls)
 	if err := d.parseOptions(cfg); err != nil {
 		return err
 	}
@@ -183,7 +190,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.peers = make([]*peer, d.size)
 	for r := 0; r < d.size; r++ {
-		p := &peer{rank: r, pid: os.Getpid(), seg: d.seg, alive: true, remoteOK: d.cma}
+		p := &peer{rank: r, pid: os.Getpid(), seg: d.seg, remoteOK: d.cma}
 		if cfg.Hosts != nil && cfg.Hosts[r] != cfg.Hosts[d.rank] {
 			host, err := cfg.KVS.Get(fmt.Sprintf("netvm-host-%d", r))
 			if err != nil {
@@ -192,6 +199,7 @@ func (d *Device) Init(cfg adi.Config) error {
 			p.pid, p.seg, p.remoteOK = 0, nil, false
 			p.net = &netLink{ep: d.ep, rank: r, host: host}
 			d.peers[r] = p
+			d.live.SetHost(r, host)
 			continue
 		}
 		if r != d.rank {
@@ -205,6 +213,7 @@ func (d *Device) Init(cfg adi.Config) error {
 		p.claimOut, p.limitOut = p.seg.Uint64(theirs+offClaim), p.seg.Uint64(theirs+offLimit)
 		p.claimIn, p.limitIn = d.seg.Uint64(mine+offClaim), d.seg.Uint64(mine+offLimit)
 		d.peers[r] = p
+		d.live.SetPid(r, p.pid)
 	}
 	d.sends = map[uint32]*outSend{}
 	d.scatters = map[uint32]*outSend{}
@@ -217,7 +226,6 @@ func (d *Device) Init(cfg adi.Config) error {
 	} else {
 		d.proto = &matched{d: d}
 	}
-	d.lastLive = time.Now()
 	if d.ep != nil {
 		d.sleeper = d.ep.NewSleeper(d.Wake)
 	}
@@ -312,8 +320,8 @@ func (d *Device) newID() uint32 {
 // Isend starts a send.
 func (d *Device) Isend(r *adi.Request) error {
 	p := d.peers[r.Peer]
-	if !p.alive {
-		return adi.Errorf(adi.ErrOther, "send", "rank %d (%s) has exited or is unreachable", p.rank, d.where(p))
+	if !d.live.Alive(r.Peer) {
+		return d.live.Exited("send", r.Peer)
 	}
 	return d.proto.send(p, r)
 }
@@ -323,7 +331,7 @@ func (d *Device) Isend(r *adi.Request) error {
 // room and nothing waits in the backlog before them.
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	p := d.peers[peer]
-	if !p.alive || p.net != nil {
+	if p.net != nil || !d.live.Alive(peer) {
 		// A peer on another host gets a request: a frame that waits in
 		// the endpoint leaves only while this process polls, so a send
 		// completes once the kernel has its frame (netlink.go).
@@ -334,8 +342,8 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 
 // Irecv posts a receive.
 func (d *Device) Irecv(r *adi.Request) error {
-	if r.Peer != adi.AnySource && !d.peers[r.Peer].alive {
-		return adi.Errorf(adi.ErrOther, "receive", "rank %d (%s) has exited or is unreachable", r.Peer, d.where(d.peers[r.Peer]))
+	if r.Peer != adi.AnySource && !d.live.Alive(r.Peer) {
+		return d.live.Exited("receive", r.Peer)
 	}
 	d.proto.recv(r)
 	return nil
@@ -378,8 +386,8 @@ func (d *Device) Progress() (bool, error) {
 		did = true
 	}
 	if did {
-		d.idle = 0
-	} else if d.idle++; (d.idle%1024 == 0 || (d.slept.Load() && d.slept.Swap(false))) && time.Since(d.lastLive) > livenessCheck {
+		d.live.Busy()
+	} else if d.live.Idle() {
 		d.checkPeers()
 	}
 	return did, nil
@@ -396,28 +404,24 @@ func (d *Device) Sleep(seq uint32, timeout time.Duration) {
 		d.sleeper.Arm() // a frame rings the doorbell too
 	}
 	_ = shm.FutexWait(d.seg.Uint32(offDoorbell), seq, d.sleepFor(timeout))
-	d.slept.Store(true)
+	d.live.Slept()
 	atomic.AddUint32(sl, ^uint32(0))
 }
 
 // Wake rings this process's own doorbell.
 func (d *Device) Wake() { ring(d.seg.Uint32(offDoorbell), d.seg.Uint32(offSleepers)) }
 
-// checkPeers fails the requests that wait on a peer whose process is gone.
+// checkPeers fails the requests that wait on a peer on this host whose
+// process is gone (peers on other hosts: netLost).
 func (d *Device) checkPeers() {
-	d.lastLive = time.Now()
-	for _, p := range d.peers {
-		if !p.alive || p.seg == d.seg || p.net != nil || shm.Alive(p.pid) {
-			continue
-		}
-		d.peerGone(p, adi.Errorf(adi.ErrOther, "progress", "rank %d (pid %d) exited while a request depended on it", p.rank, p.pid))
+	for _, q := range d.live.Scan() {
+		d.peerGone(d.peers[q], d.live.Lost(q))
 	}
 }
 
-// peerGone fails every request that depends on peer p, with error gone.
+// peerGone fails every request that depends on peer p, no longer alive,
+// with error gone.
 func (d *Device) peerGone(p *peer, gone error) {
-	p.alive = false
-	p.gone.Store(true)
 	fail := func(r *adi.Request) {
 		if r != nil && !r.Done() {
 			r.Complete(adi.Status{Err: gone})
@@ -454,14 +458,6 @@ func (d *Device) peerGone(p *peer, gone error) {
 	d.proto.peerGone(p, fail)
 }
 
-// where names a peer for errors: its process, or its host.
-func (d *Device) where(p *peer) string {
-	if p.net != nil {
-		return "on host " + p.net.host
-	}
-	return fmt.Sprintf("pid %d", p.pid)
-}
-
 // pollNet reads and handles what the network brought, and fails what
 // depends on a peer whose connection broke; such a loss ends the job (the
 // error returned), as a rank's death does.
@@ -487,16 +483,6 @@ func (d *Device) drainNet() {
 
 // drainWait bounds Finalize's wait for queued frames.
 const drainWait = 10 * time.Second
-
-// recvStatus is the status of a receive of n of a message's size bytes:
-// truncated when the message was larger than the buffer.
-func recvStatus(r *adi.Request, src, tag, size, n int) adi.Status {
-	st := adi.Status{Source: src, Tag: tag, Bytes: n}
-	if size > n {
-		st.Err = adi.Truncated(src, tag, size, r.Buf.Size())
-	}
-	return st
-}
 
 // protocolName names the protocol an eager setting selects.
 func protocolName(mpin bool) string {

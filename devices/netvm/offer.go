@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/adimpi/adimpi/internal/devkit/recv"
 )
 
 // Non-contiguous rendezvous messages travel as a pipelined stream of chunks
@@ -218,7 +220,7 @@ func (d *Device) offerDone(p *peer, rv *rvRecv, rid uint32) {
 	delete(d.recvs, rid)
 	d.taken[rid] = true
 	d.post(p, outMsg{ctl: ctl{typ: ctlPulled, id: rv.sid, n: 1}})
-	rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
+	rv.req.Complete(recv.Status(rv.req, rv.src, rv.tag, rv.size, rv.n))
 }
 
 // popOffer drops the oldest offered stream; the next one's stall clock starts now.

@@ -1,10 +1,11 @@
 package netvm
 
 import (
-	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/devkit/options"
 )
 
 // Option defaults (doc.go lists the options).
@@ -19,76 +20,52 @@ const (
 	defaultOffer = 64 << 10
 )
 
-// parseOptions sets the device's options from cfg.Options (doc.go).
+// OptionTable is the device's -device-opt table (mpirun -device-opt
+// key=value, or ADIMPI_DEVICE_OPT; doc.go says what each option does).
+var OptionTable = options.Table{Device: "netvm", Options: []options.Option{
+	{Key: "eager", Default: strconv.Itoa(defaultEager), Min: 0, Max: 1 << 28, Unit: "bytes", Help: "largest message sent eagerly, at most ring/4 (0: MPIN, the receiver-initiated protocol)"},
+	{Key: "ring", Default: strconv.Itoa(defaultRing), Min: 4096, Max: 1 << 30, Unit: "bytes", Help: "eager ring per sender, rounded up to 64 (1 MiB by default in jobs of at most 4 ranks)"},
+	{Key: "cma", Default: "auto", Choices: []string{"auto", "off"}, Help: "remote writes and reads with process_vm_writev/readv when allowed, or always chunks through the ring"},
+	{Key: "split", Default: strconv.Itoa(defaultSplit), Min: 0, Max: 1 << 40, Unit: "bytes", Help: "smallest contiguous rendezvous message whose copy both sides share (0: never)"},
+	{Key: "scatter", Default: "0", Min: 0, Max: 1 << 40, Unit: "bytes", Help: "smallest block of a non-contiguous receive that the sender writes in place (0: never)"},
+	{Key: "pull", Default: strconv.Itoa(defaultPull), Min: 0, Max: 1 << 40, Unit: "bytes", Help: "smallest non-contiguous receive that reads the sender's buffer itself (0: never)"},
+	{Key: "gap", Default: strconv.Itoa(defaultGap), Min: 0, Max: 1 << 30, Unit: "bytes", Help: "largest gap between two blocks that one remote read takes along"},
+	{Key: "offer", Default: strconv.Itoa(defaultOffer), Min: 0, Max: 1 << 40, Unit: "bytes", Help: "smallest stream offered for takeover (0: never)"},
+	{Key: "stall", Default: strconv.Itoa(defaultStall), Min: 0, Max: 1 << 30, Unit: "microseconds", Help: "how long an offered stream may make no progress before the receiver takes it over"},
+	{Key: "stream", Default: "0", Min: 0, Max: 1 << 40, Unit: "bytes", Help: "smallest contiguous rendezvous receive taken as a stream of chunks (0: never)"},
+	{Key: "ntpack", Default: strconv.Itoa(defaultNTPack), Min: 0, Max: 1 << 30, Unit: "MB/s", Help: "plain pack rate under which chunks are packed with non-temporal stores (0: never)"},
+}}
+
+// OptionHelp describes the device's options, one line each (adi.OptionHelper).
+func (d *Device) OptionHelp() string { return OptionTable.Help() }
+
+// parseOptions sets the device's options from cfg.Options (OptionTable).
 func (d *Device) parseOptions(cfg adi.Config) error {
-	for k := range cfg.Options {
-		switch k {
-		case "eager", "ring", "cma", "split", "scatter", "pull", "gap", "offer", "stall", "stream", "ntpack":
-		default:
-			return fmt.Errorf("netvm: unknown option %q (known: eager, ring, cma, split, scatter, pull, gap, offer, stall, stream, ntpack)", k)
-		}
-	}
-	var err error
-	if d.eager, err = adi.SizeOption("netvm", cfg.Options, "eager", defaultEager); err != nil {
+	o, err := OptionTable.Parse(cfg.Options)
+	if err != nil {
 		return err
 	}
-	ringDef := defaultRing
-	if d.size <= smallJob {
+	d.eager, d.ring = o.Int("eager"), o.Int("ring")
+	if _, given := o.Given("ring"); !given && d.size <= smallJob {
 		// Few peers: a bigger ring costs little memory and lets
 		// non-contiguous streams go in larger chunks.
-		ringDef = smallJobRing
-	}
-	if d.ring, err = adi.SizeOption("netvm", cfg.Options, "ring", ringDef); err != nil {
-		return err
-	}
-	if d.ring < 4096 {
-		return fmt.Errorf("netvm: option ring=%s: must be at least 4096 bytes", cfg.Options["ring"])
+		d.ring = smallJobRing
 	}
 	d.ring = (d.ring + 63) &^ 63
 	if d.eager > d.ring/4 {
-		return fmt.Errorf("netvm: option eager=%d exceeds ring/4 = %d", d.eager, d.ring/4)
+		return OptionTable.Errorf("eager", o.Raw("eager"), "must be at most ring/4 = %d bytes", d.ring/4)
 	}
 	d.chunk = d.ring / 4
-	if d.split, err = adi.SizeOption("netvm", cfg.Options, "split", defaultSplit); err != nil {
-		return err
-	}
-	if d.scatterMin, err = adi.SizeOption("netvm", cfg.Options, "scatter", 0); err != nil {
-		return err
-	}
-	if d.pullMin, err = adi.SizeOption("netvm", cfg.Options, "pull", defaultPull); err != nil {
-		return err
-	}
-	if d.offerMin, err = adi.SizeOption("netvm", cfg.Options, "offer", defaultOffer); err != nil {
-		return err
-	}
+	d.split, d.scatterMin, d.pullMin, d.offerMin = o.Int("split"), o.Int("scatter"), o.Int("pull"), o.Int("offer")
 	// Streaming contiguous messages instead of the single remote write is
 	// off by default: the remote write needs only the sender on a CPU, and
 	// which of the two is faster depends on the machine's state and on
 	// whether the program touches its data (docs/performance-netvm.md).
-	if d.streamMin, err = adi.SizeOption("netvm", cfg.Options, "stream", 0); err != nil {
-		return err
-	}
-	if d.pk.rate, err = adi.SizeOption("netvm", cfg.Options, "ntpack", defaultNTPack); err != nil {
-		return err
-	}
-	stall, err := adi.SizeOption("netvm", cfg.Options, "stall", defaultStall)
-	if err != nil {
-		return err
-	}
-	d.stall = time.Duration(stall) * time.Microsecond
-	gap, err := adi.SizeOption("netvm", cfg.Options, "gap", defaultGap)
-	if err != nil {
-		return err
-	}
-	if gap > 0 {
+	d.streamMin, d.pk.rate = o.Int("stream"), o.Int("ntpack")
+	d.stall = time.Duration(o.Int("stall")) * time.Microsecond
+	if gap := o.Int("gap"); gap > 0 {
 		d.sink = make([]byte, gap)
 	}
-	switch cfg.Options["cma"] {
-	case "", "auto":
-		d.cma = true
-	case "off":
-	default:
-		return fmt.Errorf("netvm: option cma=%q: want auto or off", cfg.Options["cma"])
-	}
+	d.cma = o.String("cma") == "auto"
 	return nil
 }

@@ -3,8 +3,8 @@ package netvm
 import (
 	"math"
 	"sync/atomic"
-	"unsafe"
 
+	field "github.com/adimpi/adimpi/internal/devkit/wire"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
@@ -71,12 +71,12 @@ type ctl struct {
 
 // Control slot fields: typ (written last, atomically), ctx, tag, id, addr, n.
 const (
-	slotTyp  = 0
-	slotCtx  = 4
-	slotTag  = 8
-	slotID   = 12
-	slotAddr = 16
-	slotN    = 24
+	slotTyp  field.U32 = 0
+	slotCtx  field.U32 = 4
+	slotTag  field.I32 = 8
+	slotID   field.U32 = 12
+	slotAddr field.U64 = 16
+	slotN    field.U64 = 24
 )
 
 // transport is what the protocols need from the link to one peer: control
@@ -180,12 +180,12 @@ func (l *shmRing) put(m *outMsg) bool {
 		l.eagerTail += uint64(payload)
 	}
 	s := l.out[(l.outTail%ringSlots)*slotSize:][:slotSize]
-	*(*uint32)(unsafe.Pointer(&s[slotCtx])) = m.ctx
-	*(*int32)(unsafe.Pointer(&s[slotTag])) = m.tag
-	*(*uint32)(unsafe.Pointer(&s[slotID])) = m.id
-	*(*uint64)(unsafe.Pointer(&s[slotAddr])) = m.addr
-	*(*uint64)(unsafe.Pointer(&s[slotN])) = m.n
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&s[slotTyp])), m.typ)
+	slotCtx.Set(s, m.ctx)
+	slotTag.Set(s, m.tag)
+	slotID.Set(s, m.id)
+	slotAddr.Set(s, m.addr)
+	slotN.Set(s, m.n)
+	slotTyp.Store(s, m.typ)
 	l.outTail++
 	l.wake()
 	return true
@@ -193,16 +193,16 @@ func (l *shmRing) put(m *outMsg) bool {
 
 func (l *shmRing) next(c *ctl) bool {
 	s := l.in[(l.inHead%ringSlots)*slotSize:][:slotSize]
-	typ := atomic.LoadUint32((*uint32)(unsafe.Pointer(&s[slotTyp])))
+	typ := slotTyp.Load(s)
 	if typ == ctlUnused {
 		return false
 	}
 	*c = ctl{typ: typ,
-		ctx:  *(*uint32)(unsafe.Pointer(&s[slotCtx])),
-		tag:  *(*int32)(unsafe.Pointer(&s[slotTag])),
-		id:   *(*uint32)(unsafe.Pointer(&s[slotID])),
-		addr: *(*uint64)(unsafe.Pointer(&s[slotAddr])),
-		n:    *(*uint64)(unsafe.Pointer(&s[slotN]))}
+		ctx:  slotCtx.Get(s),
+		tag:  slotTag.Get(s),
+		id:   slotID.Get(s),
+		addr: slotAddr.Get(s),
+		n:    slotN.Get(s)}
 	l.inHead++
 	if l.inHead-l.inReported >= ringSlots/2 {
 		l.release()
@@ -218,7 +218,7 @@ func (l *shmRing) next(c *ctl) bool {
 // receive's completion.
 func (l *shmRing) release() {
 	for k := l.inReported; k < l.inHead; k++ {
-		*(*uint32)(unsafe.Pointer(&l.in[(k%ringSlots)*slotSize])) = ctlUnused
+		slotTyp.Set(l.in[(k%ringSlots)*slotSize:], ctlUnused)
 	}
 	l.inReported = l.inHead
 	atomic.StoreUint64(l.reportCMA, l.inHead)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/internal/devkit/recv"
 )
 
 // This file is the rendezvous: a matched RTS is answered by CTS, which picks
@@ -146,7 +147,7 @@ func (d *Device) scIn(p *peer, c *ctl) error {
 	if rv.sid != 0 { // an offered stream: the sender completes when told
 		d.post(p, outMsg{ctl: ctl{typ: ctlPulled, id: rv.sid, n: 1}})
 	}
-	rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
+	rv.req.Complete(recv.Status(rv.req, rv.src, rv.tag, rv.size, rv.n))
 	return nil
 }
 

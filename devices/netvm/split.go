@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/devkit/recv"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
@@ -138,7 +139,7 @@ func (d *Device) pullTailIov(p *peer, c *ctl) {
 		case err == nil && rv.pull: // the whole message is in
 			ok = 1
 			delete(d.recvs, c.id)
-			rv.req.Complete(recvStatus(rv.req, rv.src, rv.tag, rv.size, rv.n))
+			rv.req.Complete(recv.Status(rv.req, rv.src, rv.tag, rv.size, rv.n))
 		case err == nil:
 			ok = 1
 		case rv.pull: // the sender streams the message instead

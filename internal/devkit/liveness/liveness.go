@@ -5,6 +5,10 @@
 // A device calls Idle from a Progress that found nothing to do and Scan
 // when Idle says a scan is due: a scan (one kill(pid, 0) per peer) costs
 // microseconds, so it runs only on an idle poll, at most once per Interval.
+//
+// A rank on another host (SetHost) has no process to look at from here:
+// Scan skips it, the device judges it by its connection and reports its
+// loss with MarkLost, and errors name its host instead of a pid.
 package liveness
 
 import (
@@ -22,6 +26,8 @@ const Interval = 200 * time.Millisecond
 type Peers struct {
 	self  int
 	pids  []int
+	hosts []string      // the host of a rank on another host, else ""
+	lost  []error       // the error MarkLost was given for a rank, else nil
 	alive []atomic.Bool // read without the device's lock (netvm's BoardPosted)
 	every int           // idle polls between two scans, when nobody slept
 	idle  int
@@ -33,7 +39,7 @@ type Peers struct {
 // is the number of idle polls after which a scan is due (a Sleep makes one
 // due at once). Set the peers' pids with SetPid before the first scan.
 func New(self, size, every int) *Peers {
-	p := &Peers{self: self, pids: make([]int, size), alive: make([]atomic.Bool, size), every: every, last: time.Now()}
+	p := &Peers{self: self, pids: make([]int, size), hosts: make([]string, size), lost: make([]error, size), alive: make([]atomic.Bool, size), every: every, last: time.Now()}
 	for r := range p.alive {
 		p.alive[r].Store(true)
 	}
@@ -42,6 +48,23 @@ func New(self, size, every int) *Peers {
 
 // SetPid records rank's process id.
 func (p *Peers) SetPid(rank, pid int) { p.pids[rank] = pid }
+
+// SetHost records that rank runs on another host, named host: Scan leaves
+// it to the device, which reports its loss with MarkLost.
+func (p *Peers) SetHost(rank int, host string) { p.hosts[rank] = host }
+
+// MarkLost marks rank not alive for a reason the device found itself (its
+// connection broke), with err the error that completes what waited on it
+// (Lost). It reports whether rank was alive until now, so that the device
+// fails what depends on it once.
+func (p *Peers) MarkLost(rank int, err error) bool {
+	if !p.alive[rank].Load() {
+		return false
+	}
+	p.lost[rank] = err
+	p.alive[rank].Store(false)
+	return true
+}
 
 // Pid is rank's process id.
 func (p *Peers) Pid(rank int) int { return p.pids[rank] }
@@ -75,7 +98,7 @@ func (p *Peers) Scan() []int {
 	p.last = time.Now()
 	var gone []int
 	for r, pid := range p.pids {
-		if r != p.self && p.alive[r].Load() && !shm.Alive(pid) {
+		if r != p.self && p.hosts[r] == "" && p.alive[r].Load() && !shm.Alive(pid) {
 			p.alive[r].Store(false)
 			gone = append(gone, r)
 		}
@@ -86,11 +109,18 @@ func (p *Peers) Scan() []int {
 // Exited is the error of an operation started (op: "send", "receive")
 // towards rank once its process is known to be gone.
 func (p *Peers) Exited(op string, rank int) error {
+	if h := p.hosts[rank]; h != "" {
+		return adi.Errorf(adi.ErrOther, op, "rank %d (on host %s) has exited or is unreachable", rank, h)
+	}
 	return adi.Errorf(adi.ErrOther, op, "rank %d (pid %d) has exited", rank, p.pids[rank])
 }
 
 // Lost is the error that completes a pending operation whose peer rank
-// died while the operation waited on it.
+// died while the operation waited on it: the one MarkLost was given, if it
+// was.
 func (p *Peers) Lost(rank int) error {
+	if err := p.lost[rank]; err != nil {
+		return err
+	}
 	return adi.Errorf(adi.ErrOther, "progress", "rank %d (pid %d) exited while a request depended on it", rank, p.pids[rank])
 }

@@ -1,6 +1,7 @@
 package liveness
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -58,5 +59,35 @@ func TestIdleSchedule(t *testing.T) {
 	p.Slept()
 	if !p.Idle() {
 		t.Fatal("no scan due after a sleep")
+	}
+}
+
+// A rank on another host is left to the device: Scan does not look at it
+// even when its recorded pid is that of an exited process, MarkLost marks
+// it gone once, Lost returns the device's own error and Exited names the
+// host.
+func TestHostRankIsJudgedByTheDevice(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("SKIP: cannot run true to get the pid of an exited process: %v", err)
+	}
+	p := New(0, 2, 4)
+	p.SetPid(1, cmd.Process.Pid)
+	p.SetHost(1, "hostb")
+	if gone := p.Scan(); len(gone) != 0 || !p.Alive(1) {
+		t.Fatalf("Scan = %v, alive %v: a rank on another host was scanned", gone, p.Alive(1))
+	}
+	broke := errors.New("connection reset")
+	if !p.MarkLost(1, broke) {
+		t.Fatal("MarkLost of a live rank reported it already gone")
+	}
+	if p.Alive(1) || p.MarkLost(1, errors.New("again")) {
+		t.Fatalf("after MarkLost: alive %v, or a second MarkLost reported it alive", p.Alive(1))
+	}
+	if err := p.Lost(1); err != broke {
+		t.Errorf("Lost = %v, want the error MarkLost was given", err)
+	}
+	if err := p.Exited("send", 1); !strings.Contains(err.Error(), "rank 1 (on host hostb)") {
+		t.Errorf("Exited = %v, does not name the host", err)
 	}
 }
