@@ -12,9 +12,9 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
-	"github.com/adimpi/adimpi/internal/devkit/liveness"
-	"github.com/adimpi/adimpi/internal/devkit/options"
-	"github.com/adimpi/adimpi/internal/devkit/wire"
+	"github.com/adimpi/adimpi/adi/devkit/liveness"
+	"github.com/adimpi/adimpi/adi/devkit/options"
+	"github.com/adimpi/adimpi/adi/devkit/wire"
 	"github.com/adimpi/adimpi/internal/hostid"
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/adi/devkit/recv"
+	"github.com/adimpi/adimpi/adi/devkit/wire"
 	"github.com/adimpi/adimpi/adi/match"
-	"github.com/adimpi/adimpi/internal/devkit/recv"
-	"github.com/adimpi/adimpi/internal/devkit/wire"
 )
 
 func init() { adi.Register("bip", func() adi.Device { return new(Device) }) }

@@ -9,10 +9,10 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/adi/devkit/recv"
+	"github.com/adimpi/adimpi/adi/devkit/wire"
 	"github.com/adimpi/adimpi/adi/match"
 	"github.com/adimpi/adimpi/datatype"
-	"github.com/adimpi/adimpi/internal/devkit/recv"
-	"github.com/adimpi/adimpi/internal/devkit/wire"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 

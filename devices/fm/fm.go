@@ -12,8 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
-	"github.com/adimpi/adimpi/internal/devkit/liveness"
-	"github.com/adimpi/adimpi/internal/devkit/wire"
+	"github.com/adimpi/adimpi/adi/devkit/liveness"
+	"github.com/adimpi/adimpi/adi/devkit/wire"
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
 	netwire "github.com/adimpi/adimpi/internal/wire"

@@ -3,7 +3,7 @@ package fm
 import (
 	"strconv"
 
-	"github.com/adimpi/adimpi/internal/devkit/options"
+	"github.com/adimpi/adimpi/adi/devkit/options"
 )
 
 // OptionTable is the MPI device's -device-opt table (mpirun -device-opt

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/adi/devkit/recv"
 	"github.com/adimpi/adimpi/adi/match"
-	"github.com/adimpi/adimpi/internal/devkit/recv"
 )
 
 // matched is the default protocol (eager > 0): every message is announced

@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/adimpi/adimpi/adi"
-	"github.com/adimpi/adimpi/internal/devkit/recv"
-	field "github.com/adimpi/adimpi/internal/devkit/wire"
+	"github.com/adimpi/adimpi/adi/devkit/recv"
+	field "github.com/adimpi/adimpi/adi/devkit/wire"
 )
 
 // This file is the thesis' pure receiver-initiated protocol, MPIN (seed 000,

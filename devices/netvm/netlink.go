@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
-	"github.com/adimpi/adimpi/internal/devkit/liveness"
+	"github.com/adimpi/adimpi/adi/devkit/liveness"
 	"github.com/adimpi/adimpi/internal/wire"
 )
 

@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
-	"github.com/adimpi/adimpi/internal/devkit/liveness"
+	"github.com/adimpi/adimpi/adi/devkit/liveness"
 	"github.com/adimpi/adimpi/internal/shm"
 	"github.com/adimpi/adimpi/internal/wire"
 )

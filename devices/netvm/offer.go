@@ -5,7 +5,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/adimpi/adimpi/internal/devkit/recv"
+	"github.com/adimpi/adimpi/adi/devkit/recv"
 )
 
 // Non-contiguous rendezvous messages travel as a pipelined stream of chunks

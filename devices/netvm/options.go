@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
-	"github.com/adimpi/adimpi/internal/devkit/options"
+	"github.com/adimpi/adimpi/adi/devkit/options"
 )
 
 // Option defaults (doc.go lists the options).

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sync/atomic"
 
-	field "github.com/adimpi/adimpi/internal/devkit/wire"
+	field "github.com/adimpi/adimpi/adi/devkit/wire"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 

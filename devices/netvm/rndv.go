@@ -6,8 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/adi/devkit/recv"
 	"github.com/adimpi/adimpi/datatype"
-	"github.com/adimpi/adimpi/internal/devkit/recv"
 )
 
 // This file is the rendezvous: a matched RTS is answered by CTS, which picks

@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
-	"github.com/adimpi/adimpi/internal/devkit/recv"
+	"github.com/adimpi/adimpi/adi/devkit/recv"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/adi/devkit/liveness"
+	"github.com/adimpi/adimpi/adi/devkit/recv"
 	"github.com/adimpi/adimpi/adi/match"
-	"github.com/adimpi/adimpi/internal/devkit/liveness"
-	"github.com/adimpi/adimpi/internal/devkit/recv"
 	"github.com/adimpi/adimpi/internal/wire"
 )
 

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/adimpi/adimpi/internal/devkit/wire"
+	"github.com/adimpi/adimpi/adi/devkit/wire"
 	"github.com/adimpi/adimpi/internal/shm"
 	"golang.org/x/sys/unix"
 )

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/adimpi/adimpi/internal/devkit/options"
+	"github.com/adimpi/adimpi/adi/devkit/options"
 )
 
 // Doorbell is how a process tells its NIC that a send descriptor is posted

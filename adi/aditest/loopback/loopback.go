@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/adi/devkit/recv"
 	"github.com/adimpi/adimpi/adi/match"
-	"github.com/adimpi/adimpi/internal/devkit/recv"
 )
 
 // New returns a fresh, uninitialised loopback device (an adi.Factory).
