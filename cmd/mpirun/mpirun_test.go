@@ -636,7 +636,7 @@ func TestBuildCache(t *testing.T) {
 // 2 is not mpirun's usage status.
 func TestRankErrors(t *testing.T) {
 	res := run(t, nil, nil, "-np", "2", "-device", "netvm", "-device-opt", "ring=abc", mpiprogBin, "init")
-	msg := regexp.MustCompile(`(?m)^mpirun: rank \d \(pid \d+\) failed: MPI_Init: .*ring="abc".*; stopping the job$`)
+	msg := regexp.MustCompile(`(?m)^mpirun: rank \d \(pid \d+\) failed: MPI_Init: .*netvm: option ring=abc: .*; stopping the job$`)
 	if res.code != 1 || !msg.MatchString(res.stderr) || strings.Contains(res.stderr, "MPI_Abort") {
 		t.Errorf("a bad device option: want exit 1 and MPI_Init's error as the rank's: %v", res)
 	}
