@@ -299,6 +299,13 @@ func (c *comparer) run(ctx context.Context) error {
 		names[i] = t.name
 	}
 	c.note("targets: %s; benchmarks: %s; np %v; limit %v per run", strings.Join(names, ", "), strings.Join(o.benches, ","), o.nps, o.limit)
+	// The cross-host runs go first: they are what --hosts asks for, and an
+	// interrupted run keeps them.
+	if o.hosts > 0 {
+		if err := c.runCross(ctx); err != nil {
+			return err
+		}
+	}
 	var steps []*cmpStep
 	if o.hosts == 0 || o.single {
 		steps = c.plan()
@@ -327,11 +334,6 @@ func (c *comparer) run(ctx context.Context) error {
 			fmt.Fprintf(c.w, "ok %6.1fs %4d rows\n", r.secs, r.rows)
 		} else {
 			fmt.Fprintf(c.w, "%s after %.1fs: %s\n", strings.ToUpper(r.status[:1])+r.status[1:], r.secs, r.errLine)
-		}
-	}
-	if o.hosts > 0 && ctx.Err() == nil {
-		if err := c.runCross(ctx); err != nil {
-			return err
 		}
 	}
 	if ctx.Err() != nil {
