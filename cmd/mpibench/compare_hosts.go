@@ -13,6 +13,10 @@ package main
 // believes it owns every core, so ranks of different hosts would share one:
 // its ranks run with --bind-to none, as MPICH's and adimpi's do by default.
 //
+// MPICH (ch4:ucx here) runs with UCX_TLS=tcp,self, TCP between every pair
+// like Open MPI's tcp,self: with UCX's default transports a 4 MiB ping-pong
+// between two simulated hosts once hung in MPI_Finalize.
+//
 // The head host only launches: Open MPI's mpirun and MPICH's Hydra run in
 // its network namespace (and nowhere else, so that they can still see the
 // other hosts' holders in /proc and enter them), and start every rank on a
@@ -117,7 +121,7 @@ func (c *comparer) xLaunch(x *xCluster, t *cmpTarget, hosts, np int, prog string
 			"-H", x.hostList(hosts, per, true), "-n", strconv.Itoa(np), t.bins[prog]}
 	default: // mpich
 		argv = []string{"nsenter", "--net=/proc/" + strconv.Itoa(x.headPID) + "/ns/net", cmpLibs[t.name].run,
-			"-launcher", "ssh", "-launcher-exec", x.agent, "-localhost", x.headIP,
+			"-genv", "UCX_TLS", "tcp,self", "-launcher", "ssh", "-launcher-exec", x.agent, "-localhost", x.headIP,
 			"-hosts", x.hostList(hosts, per, true), "-n", strconv.Itoa(np), t.bins[prog]}
 	}
 	return append(argv, args...)
