@@ -17,7 +17,8 @@
  * bench,device,np,size,value,unit.
  *
  * Flags: --iters N (0 = auto), --max-iters N, --reps N, --min-time SECONDS,
- * --device NAME, --no-header. The device column defaults to "mpich" or
+ * --device NAME, --no-header, --allreduce-large BYTES (the large Allreduce,
+ * a multiple of 8; default 8 MiB). The device column defaults to "mpich" or
  * "openmpi", from MPI_Get_library_version.
  *
  * Build: mpicc.mpich -O2 -o coll-mpich coll.c
@@ -31,6 +32,7 @@
 
 static long opt_iters = 0, opt_max_iters = 50000000, opt_reps = 3;
 static double opt_min_time = 0.05;
+static long opt_allreduce_large = 8L << 20;
 static int opt_header = 1;
 static const char *device = NULL;
 static int rank, nprocs;
@@ -217,6 +219,8 @@ int main(int argc, char **argv)
             opt_reps = atol(argv[++i]);
         else if (!strcmp(a, "--min-time") && more)
             opt_min_time = atof(argv[++i]);
+        else if (!strcmp(a, "--allreduce-large") && more)
+            opt_allreduce_large = atol(argv[++i]);
         else if (!strcmp(a, "--device") && more)
             device = argv[++i];
         else {
@@ -228,6 +232,8 @@ int main(int argc, char **argv)
     }
     if (opt_reps < 1 || opt_max_iters < 1)
         die("need --reps and --max-iters >= 1");
+    if (opt_allreduce_large < 8 || opt_allreduce_large % 8)
+        die("--allreduce-large must be a positive multiple of 8");
     if (!device)
         device = library_name();
 
@@ -247,9 +253,9 @@ int main(int argc, char **argv)
     struct bench allreduce = {"coll_allreduce", 8, 200, allreduce_call, allreduce_check};
     allreduce_setup(1);
     run(&allreduce);
-    allreduce.size = 8L << 20;
-    allreduce.warmup = 3;
-    allreduce_setup((8L << 20) / 8);
+    allreduce.size = opt_allreduce_large;
+    allreduce.warmup = opt_allreduce_large > (64L << 10) ? 3 : 200;
+    allreduce_setup(opt_allreduce_large / 8);
     run(&allreduce);
     struct bench bcast = {"coll_bcast", BCAST_BYTES, 10, bcast_call, bcast_check};
     run(&bcast);

@@ -20,8 +20,9 @@ type collCase struct {
 	check  func() error
 }
 
-// collCases builds the collectives that mpibench coll times, on c.
-func collCases(c *mpi.Comm) []collCase {
+// collCases builds the collectives that mpibench coll times, on c; large
+// is the size in bytes of the large Allreduce (--allreduce-large).
+func collCases(c *mpi.Comm, large int) []collCase {
 	rank, np := c.Rank(), c.Size()
 	var cases []collCase
 
@@ -31,7 +32,7 @@ func collCases(c *mpi.Comm) []collCase {
 		check: func() error { return mpi.Barrier(c) },
 	})
 
-	for _, bytes := range []int{8, 8 << 20} {
+	for _, bytes := range []int{8, large} {
 		n := bytes / 8
 		send, recv := make([]float64, n), make([]float64, n)
 		// Element i of rank r is (i mod 13) + r: the sums stay exact
@@ -196,7 +197,7 @@ func runColl(cfg *config, sweep bool) {
 		os.Exit(1)
 	}
 	world := mpi.World()
-	cases := collCases(world)
+	cases := collCases(world, cfg.allreduceLarge)
 	if sweep {
 		cases = bcastCases(cfg, world)
 	}

@@ -5,6 +5,11 @@ package main
 // Markdown report with tables and PNG plots.
 //
 //	mpibench compare [-o DIR] [--devices LIST] [--quick] [--benches LIST] [--nps LIST]
+//	mpibench compare --hosts N [--single-host] [--rounds R] ...
+//
+// With --hosts, the runs go across a simulated cluster of N hosts instead
+// (compare_hosts.go), and with --single-host as well the usual set runs
+// first, both in one report.
 //
 // Every measurement is a child process: `mpirun -device D -np N mpibench SUB
 // --csv` for adimpi (mpirun and the examples are built once into a temporary
@@ -39,6 +44,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/netcluster"
 )
 
 // compareBenches are the benchmark groups of compare, in run order.
@@ -82,6 +88,9 @@ type compareOpts struct {
 	mpibench  string        // the mpibench to run under mpirun (default: this executable)
 	exReps    int           // timed runs per example (the best is kept)
 	computeUS int           // overlap: the computation C in µs
+	hosts     int           // > 0: the cross-host runs on a simulated cluster of this many hosts
+	single    bool          // with hosts: the single-host set as well
+	rounds    int           // cross-host: rounds of every step; the median is kept
 }
 
 const compareUsage = `usage: mpibench compare [flags]
@@ -91,6 +100,13 @@ time of examples/{jacobi,masterworker,ring}) on every registered adimpi device
 and on MPICH and Open MPI (bench/c) where installed, and writes DIR/report.md
 with tables and PNG plots, DIR/results.csv and DIR/logs/. Run it from inside
 the adimpi source tree (it builds cmd/mpirun, the examples and bench/c).
+
+With --hosts N (root only) it starts a simulated cluster of N hosts
+(cmd/netcluster) and runs pingpong and bw between two hosts and coll at np 4
+and 8 over 2 and 4 hosts, on every adimpi device that reaches other hosts and
+on Open MPI (TCP) and MPICH launched onto the same hosts, in --rounds
+interleaved rounds (medians); --single-host adds the usual set to the same
+report.
 
 flags:
 `
@@ -110,6 +126,9 @@ func parseCompareArgs(args []string, stderr io.Writer) (*compareOpts, error) {
 	fs.StringVar(&o.mpibench, "mpibench", "", "the mpibench binary to run (default: this executable)")
 	fs.IntVar(&o.exReps, "example-reps", 0, "timed runs per example, the best is kept (default 5; --quick 3)")
 	fs.IntVar(&o.computeUS, "compute-us", 500, "overlap: the computation C in µs")
+	fs.IntVar(&o.hosts, "hosts", 0, "run across a simulated cluster of `N` hosts (at least 2; needs root)")
+	fs.BoolVar(&o.single, "single-host", false, "with --hosts: run the usual single-host set too, in the same report")
+	fs.IntVar(&o.rounds, "rounds", 0, "with --hosts: rounds of every cross-host run, the median kept (default 3; --quick 1)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, compareUsage)
 		fs.PrintDefaults()
@@ -157,6 +176,18 @@ func parseCompareArgs(args []string, stderr io.Writer) (*compareOpts, error) {
 			o.exReps = 3
 		}
 	}
+	if o.hosts < 0 || o.hosts == 1 || o.hosts > netcluster.MaxHosts-1 {
+		return nil, fmt.Errorf("--hosts %d: want 2 to %d hosts", o.hosts, netcluster.MaxHosts-1)
+	}
+	if o.hosts == 0 && (o.single || o.rounds != 0) {
+		return nil, errors.New("--single-host and --rounds go with --hosts")
+	}
+	if o.rounds <= 0 {
+		o.rounds = 3
+		if o.quick {
+			o.rounds = 1
+		}
+	}
 	if o.computeUS <= 0 {
 		return nil, errors.New("--compute-us must be positive")
 	}
@@ -199,6 +230,7 @@ type cmpStep struct {
 	target  *cmpTarget
 	bench   string // one of compareBenches
 	np      int
+	hosts   int    // cross-host runs: the hosts the ranks span
 	label   string // file name base in logs/
 	what    string // shown on the progress line
 	argv    []string
@@ -267,7 +299,17 @@ func (c *comparer) run(ctx context.Context) error {
 		names[i] = t.name
 	}
 	c.note("targets: %s; benchmarks: %s; np %v; limit %v per run", strings.Join(names, ", "), strings.Join(o.benches, ","), o.nps, o.limit)
-	steps := c.plan()
+	// The cross-host runs go first: they are what --hosts asks for, and an
+	// interrupted run keeps them.
+	if o.hosts > 0 {
+		if err := c.runCross(ctx); err != nil {
+			return err
+		}
+	}
+	var steps []*cmpStep
+	if o.hosts == 0 || o.single {
+		steps = c.plan()
+	}
 	timeouts := map[string]int{} // per target
 	for i, s := range steps {
 		if ctx.Err() != nil {
@@ -348,6 +390,8 @@ func (c *comparer) meta() compareMeta {
 			return out
 		}(),
 		compute: c.opts.computeUS,
+		hosts:   c.opts.hosts,
+		rounds:  c.opts.rounds,
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) >= 3 {
@@ -404,7 +448,10 @@ func (c *comparer) buildTools(ctx context.Context) error {
 		c.bench = exe
 	}
 	c.mpirun = o.mpirun
-	needExamples := slices.Contains(o.benches, "examples")
+	needExamples := slices.Contains(o.benches, "examples") && (o.hosts == 0 || o.single)
+	if c.root == "" && o.hosts > 0 {
+		return errors.New("--hosts: run from inside the adimpi source tree (it builds cmd/netcluster and uses bench/netcluster-agent.sh)")
+	}
 	if c.root == "" {
 		if c.mpirun == "" {
 			return errors.New("not inside the adimpi source tree: run from there, or give --mpirun (and the C benchmarks and examples are skipped)")
@@ -418,6 +465,9 @@ func (c *comparer) buildTools(ctx context.Context) error {
 	if c.mpirun == "" {
 		pkgs = append(pkgs, "./cmd/mpirun")
 		c.mpirun = filepath.Join(c.tmp, "mpirun")
+	}
+	if o.hosts > 0 {
+		pkgs = append(pkgs, "./cmd/netcluster")
 	}
 	if needExamples {
 		c.exBins = map[string]string{}

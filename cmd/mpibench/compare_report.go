@@ -23,6 +23,7 @@ type compareMeta struct {
 	exReps                    int
 	examples                  []string    // the example command lines
 	compute                   int         // overlap: C in µs
+	hosts, rounds             int         // cross-host runs: compute hosts (0: none), rounds
 	order                     []string    // target names, in column order
 	targets                   [][2]string // name, description
 }
@@ -41,6 +42,7 @@ func writeCompareReport(dir string, res results, m compareMeta, runs []cmpRun) e
 	r := &cmpReport{dir: dir, res: res, m: m}
 	r.header(runs)
 	r.summary()
+	r.crossHost()
 	r.latency()
 	r.bandwidth()
 	r.anysource()
@@ -76,13 +78,27 @@ func (r *cmpReport) devices(benches ...string) []string {
 			extra = append(extra, d)
 		}
 	}
-	slices.Sort(extra)
+	// Other names ("netvm@2h") follow their target's order, then by name.
+	rank := func(d string) int {
+		base, _, _ := strings.Cut(strings.TrimSuffix(d, "+async"), "@")
+		if i := slices.Index(r.m.order, base); i >= 0 {
+			return i
+		}
+		return len(r.m.order)
+	}
+	slices.SortFunc(extra, func(a, b string) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a, b)
+	})
 	return append(out, extra...)
 }
 
 // color is a device's palette index, the same in every plot; "D+async" takes D's.
 func (r *cmpReport) color(device string) int {
 	device = strings.TrimSuffix(device, "+async")
+	device, _, _ = strings.Cut(device, "@")
 	if i := slices.Index(r.m.order, device); i >= 0 {
 		return i
 	}

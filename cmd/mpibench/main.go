@@ -40,6 +40,8 @@ type config struct {
 	senders  int
 	checkBuf bool
 	touch    bool
+	// allreduceLarge is coll's large Allreduce in bytes.
+	allreduceLarge int
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -83,6 +85,7 @@ func main() {
 	fs.IntVar(&cfg.senders, "senders", 0, "anysource: only this many senders (0 = every k from 1 to np-1); the np column is k+1")
 	fs.BoolVar(&cfg.checkBuf, "check", true, "verify the received data once per size")
 	fs.BoolVar(&cfg.touch, "touch", false, "bw, virtus: the sender writes every cache line of a message's data before sending it and the receiver reads every line after receiving it, as a program producing and consuming its data does; one message per window (rows bw_touch, virtus_touch_*)")
+	fs.IntVar(&cfg.allreduceLarge, "allreduce-large", 8<<20, "coll: bytes of the large Allreduce (a multiple of 8)")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
@@ -101,6 +104,10 @@ func main() {
 	}
 	if cfg.reps < 1 || cfg.window < 1 || cfg.msgs < 1 || cfg.minSize < 0 || cfg.maxSize < cfg.minSize {
 		fmt.Fprintln(os.Stderr, "mpibench: need --reps, --window, --msgs ≥ 1 and 0 ≤ --min-size ≤ --max-size")
+		os.Exit(2)
+	}
+	if cfg.allreduceLarge < 8 || cfg.allreduceLarge%8 != 0 {
+		fmt.Fprintln(os.Stderr, "mpibench: --allreduce-large must be a positive multiple of 8")
 		os.Exit(2)
 	}
 	switch args[0] {
