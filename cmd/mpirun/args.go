@@ -18,6 +18,7 @@ type options struct {
 	timeout       time.Duration
 	timeoutStacks bool
 	listDevices   bool
+	deviceHelp    bool
 	asyncProgress bool
 	help          bool
 	version       bool
@@ -82,6 +83,7 @@ func newFlagSet(o *options, a *appOptions, first bool) *pflag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the whole job after `duration` (such as 30s or 5m; 0 = no limit), after every rank says where it waits")
 	fs.BoolVar(&o.timeoutStacks, "timeout-stacks", false, "when -timeout fires, also print every goroutine's stack of every rank (SIGQUIT)")
 	fs.BoolVar(&o.listDevices, "list-devices", false, "print the names of the available devices, one per line, and exit")
+	fs.BoolVar(&o.deviceHelp, "device-help", false, "print the -device-opt keys of the device (-device) with their defaults, ranges and meaning, and exit")
 	fs.BoolVar(&o.asyncProgress, "async-progress", false, "ask ranks to run an asynchronous progress thread (sets ADIMPI_ASYNC_PROGRESS=1)")
 	fs.BoolVar(&o.version, "version", false, "print mpirun's version and exit")
 	fs.BoolVarP(&o.help, "help", "h", false, "show this help and exit")
@@ -183,7 +185,7 @@ func parseArgs(args []string) (*options, []*appOptions, error) {
 			}
 			return nil, nil, usagef("%v", err)
 		}
-		if i == 0 && (o.help || o.version || o.listDevices) {
+		if i == 0 && (o.help || o.version || o.listDevices || o.deviceHelp) {
 			return o, nil, nil
 		}
 		a.npSet = fs.Changed("np")

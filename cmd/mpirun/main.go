@@ -200,6 +200,11 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, name)
 		}
 		return 0
+	case o.deviceHelp:
+		if err := deviceHelp(stdout, o.device); err != nil {
+			return usageErr(err)
+		}
+		return 0
 	}
 	if _, ok := adi.Lookup(o.device); !ok {
 		return usageErr(usagef("unknown device %q; known devices: %s", o.device, strings.Join(adi.Devices(), ", ")))
@@ -459,4 +464,20 @@ func goPackageArg(dir string) string {
 		return c
 	}
 	return "./" + c
+}
+
+// deviceHelp prints the options of device name as its option table gives
+// them (adi.OptionHelper), for mpirun -device-help.
+func deviceHelp(stdout io.Writer, name string) error {
+	f, ok := adi.Lookup(name)
+	if !ok {
+		return usagef("unknown device %q; known devices: %s", name, strings.Join(adi.Devices(), ", "))
+	}
+	h, ok := f().(adi.OptionHelper)
+	if !ok {
+		fmt.Fprintf(stdout, "device %s describes no options\n", name)
+		return nil
+	}
+	fmt.Fprintf(stdout, "device %s options (-device-opt key=value):\n%s", name, h.OptionHelp())
+	return nil
 }

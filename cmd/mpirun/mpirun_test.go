@@ -431,8 +431,18 @@ func TestUsageErrors(t *testing.T) {
 	if res.code != 0 || !slices.Equal(lines(res.stdout), adi.Devices()) || len(adi.Devices()) == 0 {
 		t.Errorf("-list-devices: %v", res)
 	}
+	// Every device describes its options from its option table.
+	for _, dev := range adi.Devices() {
+		res = run(t, nil, nil, "-device", dev, "-device-help")
+		if res.code != 0 || !strings.HasPrefix(res.stdout, "device "+dev+" options (-device-opt key=value):\n  ") || strings.Count(res.stdout, "\n") < 3 {
+			t.Errorf("-device %s -device-help: %v", dev, res)
+		}
+	}
+	if res = run(t, nil, nil, "-device", "nope", "-device-help"); res.code != exitUsage || !strings.Contains(res.stderr, `unknown device "nope"`) {
+		t.Errorf("-device-help of an unknown device: %v", res)
+	}
 	res = run(t, nil, nil, "-h")
-	for _, want := range []string{"-n, -np N", "-device name", "-device-opt key=value", "-l, -tag-output", "-timeout duration",
+	for _, want := range []string{"-n, -np N", "-device-help", "-device name", "-device-opt key=value", "-l, -tag-output", "-timeout duration",
 		"-list-devices", "-async-progress", "ADIMPI_DEVICE_OPT", "PMI_FD", "-hosts", "-f, -hostfile file", "-x NAME",
 		"-genv NAME VALUE", "-env NAME VALUE", "-wdir dir", "-ppn N", "-version", "-timeout-stacks", "ADIMPI_APPNUM",
 		"64       usage error", "(2: a Go panic)"} {
