@@ -69,7 +69,8 @@ func main() {
 		Unsupported: func() string { return unsupported }}.Main()
 }
 
-func setup(w *mpi.Comm) { world, rank, size = w, w.Rank(), w.Size() }
+// setup runs before each check; a refusal belongs to the check it stopped.
+func setup(w *mpi.Comm) { world, rank, size, unsupported = w, w.Rank(), w.Size(), "" }
 
 // ---------------------------------------------------------------------------
 // Failure reporting.

@@ -30,9 +30,9 @@ type Program struct {
 	// After runs after the check on every rank, before MPI_Finalize
 	// (default: CheckLeaks).
 	After func()
-	// Unsupported, if set, is asked after the check: a non-empty reason
+	// Unsupported, if set, is asked after each check: a non-empty reason
 	// (the device refused an operation the check needs) turns PASS into
-	// UNSUPPORTED.
+	// UNSUPPORTED. Setup should clear the reason, which is per check.
 	Unsupported func() string
 }
 
@@ -117,14 +117,18 @@ func (p Program) Main() {
 		} else {
 			CheckLeaks()
 		}
+		line := "PASS " + c.Name
 		if p.Unsupported != nil {
 			if why := p.Unsupported(); why != "" {
-				report = append(report, fmt.Sprintf("UNSUPPORTED %s: %s", c.Name, why))
-				continue
+				line = fmt.Sprintf("UNSUPPORTED %s: %s", c.Name, why)
 			}
 		}
-		report = append(report, "PASS "+c.Name)
-		if i < len(run)-1 { // every rank is done with this check before the next starts
+		report = append(report, line)
+		// Every rank is done with this check before the next starts, whatever
+		// it reports: a refusal may be seen by some ranks only, so skipping
+		// the barrier on it would pair one rank's next check with another's
+		// barrier.
+		if i < len(run)-1 {
 			Must(mpi.Barrier(world), "MPI_Barrier after the check")
 		}
 	}
