@@ -101,11 +101,7 @@ func (e *coll) bcast(buf []byte, root int) error {
 		return nil
 	}
 	if n <= inline {
-		if got != 8+n {
-			return errorf(ErrOther, e.op, "broadcast header of %d bytes announces %d", got, n)
-		}
-		copy(buf, hdr[8:got])
-		return countMismatch(e.op, root, n, len(buf))
+		return e.bcastInline(hdr, got, buf, root)
 	}
 	work := buf
 	if n > len(buf) {
@@ -181,6 +177,18 @@ func (e *coll) recvTag(peer, tag int, b []byte) (int, error) {
 		return 0, err
 	}
 	return q.Status.Bytes, nil
+}
+
+// bcastInline finishes a broadcast whose data came with its header (hdr,
+// got bytes, announcing n ≤ inline bytes) at a non-root rank: it copies
+// what fits into buf and reports a count that differs from buf's.
+func (e *coll) bcastInline(hdr []byte, got int, buf []byte, root int) error {
+	n := int(binary.LittleEndian.Uint64(hdr))
+	if got != 8+n {
+		return errorf(ErrOther, e.op, "broadcast header of %d bytes announces %d", got, n)
+	}
+	copy(buf, hdr[8:got])
+	return countMismatch(e.op, root, n, len(buf))
 }
 
 // bcastData broadcasts buf, which has the same length on every rank.

@@ -250,11 +250,7 @@ func (e *coll) hierBcast(buf []byte, root int) error {
 		if e.rank == root {
 			return nil
 		}
-		if got != 8+n {
-			return errorf(ErrOther, e.op, "broadcast header of %d bytes announces %d", got, n)
-		}
-		copy(buf, hdr[8:got])
-		return countMismatch(e.op, root, n, len(buf))
+		return e.bcastInline(hdr, got, buf, root)
 	}
 	work := buf
 	if n > len(buf) {
