@@ -43,8 +43,9 @@ type Client struct {
 	keyMax    int
 	valMax    int
 	debug     bool
-	done      bool  // finalized or aborted
-	err       error // sticky I/O or protocol error
+	done      bool       // finalized or aborted
+	err       error      // sticky I/O or protocol error
+	v2        *pmi2State // the connection speaks PMI-2 (pmi2.go), nil for PMI-1
 }
 
 // fdUsed remembers which PMI_FD descriptors Connect has taken over.
@@ -55,11 +56,14 @@ var fdUsed struct {
 
 // Connect connects to the PMI server described by the environment:
 // PMI_FD (with PMI_RANK and PMI_SIZE), or PMI_PORT (with PMI_ID, or else
-// PMI_RANK and PMI_SIZE). With neither PMI_FD nor PMI_PORT set the process
-// runs as a singleton: rank 0 of 1, with a process-local key-value space,
-// unless the environment shows that a launcher adimpi cannot talk to
-// started it as one of several processes (Open MPI's mpirun, a PMIx
-// launcher, srun without PMI-1): then Connect fails and says what to use.
+// PMI_RANK and PMI_SIZE). A PMI_FD connection speaks PMI-2 (pmi2.go) when
+// PMI_JOBID is set too, as under srun --mpi=pmi2, and PMI-1 otherwise;
+// ADIMPI_PMI_VERSION=1 or 2 overrides that choice. With neither PMI_FD nor
+// PMI_PORT set the process runs as a singleton: rank 0 of 1, with a
+// process-local key-value space, unless the environment shows that a
+// launcher adimpi cannot talk to started it as one of several processes
+// (Open MPI's mpirun, a PMIx launcher, srun without PMI): then Connect
+// fails and says what to use.
 // A PMI_FD descriptor can be connected only once per process.
 func Connect() (*Client, error) {
 	debug := os.Getenv(EnvDebug) != "" && os.Getenv(EnvDebug) != "0"
@@ -87,6 +91,13 @@ func Connect() (*Client, error) {
 		conn, err := fdConn(fd)
 		if err != nil {
 			return nil, err
+		}
+		if v2, err := usePMI2(); err != nil || v2 {
+			if err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return newClient2(conn, rank, os.Getenv(EnvJobID), debug)
 		}
 		return newClient(conn, rank, size, debug)
 	}
@@ -283,6 +294,9 @@ func (c *Client) Put(key, value string) error {
 		c.local[key] = value
 		return nil
 	}
+	if c.v2 != nil {
+		return c.put2(key, value)
+	}
 	_, err := c.call("put", "put_result", "kvsname", c.kvsname, "key", key, "value", value)
 	return err
 }
@@ -297,6 +311,9 @@ func (c *Client) Barrier() error {
 	}
 	if c.singleton {
 		return nil
+	}
+	if c.v2 != nil {
+		return c.fence2()
 	}
 	_, err := c.call("barrier_in", "barrier_out")
 	return err
@@ -319,6 +336,9 @@ func (c *Client) Get(key string) (string, error) {
 			return "", fmt.Errorf("pmi: get %q: %w", key, ErrKeyNotFound)
 		}
 		return v, nil
+	}
+	if c.v2 != nil {
+		return c.get2(key)
 	}
 	if err := c.send(formatLine("get", "kvsname", c.kvsname, "key", key)); err != nil {
 		return "", c.broken(fmt.Errorf("pmi: get %q: %w", key, err))
@@ -356,7 +376,12 @@ func (c *Client) Finalize() error {
 	if c.err != nil {
 		return fmt.Errorf("pmi: finalize: connection unusable after earlier error: %w", c.err)
 	}
-	_, err := c.call("finalize", "finalize_ack")
+	var err error
+	if c.v2 != nil {
+		err = c.finalize2()
+	} else {
+		_, err = c.call("finalize", "finalize_ack")
+	}
 	c.done = true
 	if cerr := c.conn.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("pmi: finalize: close: %w", cerr)
@@ -381,6 +406,9 @@ func (c *Client) Abort(code int, msg string) error {
 	}
 	if c.err != nil {
 		return fmt.Errorf("pmi: abort: connection unusable after earlier error: %w", c.err)
+	}
+	if c.v2 != nil {
+		return c.abort2(code, msg)
 	}
 	kv := []string{"exitcode", strconv.Itoa(code)}
 	if msg != "" {
