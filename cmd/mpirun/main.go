@@ -234,7 +234,11 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(err)
 	}
-	if err := checkHosts(hosts, o.launcherExec != ""); err != nil {
+	slurm, err := slurmAllocation(o, &hosts) // slurm.go: inside an allocation, its nodes
+	if err != nil {
+		return usageErr(err)
+	}
+	if err := checkHosts(hosts, o.launcherExec != "" || slurm.viaSrun()); err != nil {
 		return usageErr(err)
 	}
 	if n := defaultNP(hosts, o.ppn); len(apps) == 1 && !apps[0].npSet && n > 0 {
@@ -300,6 +304,9 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 			u()
 		}
 		unlocks = nil
+	}
+	if slurm.viaSrun() {
+		return j.runSrun(slurm)
 	}
 	return j.run()
 }
