@@ -248,9 +248,17 @@ func (j *job) srunEnv() []string {
 // srunLabel is the label srun --label puts before a task's line.
 var srunLabel = regexp.MustCompile(`^ *(\d+): `)
 
-// runSrun runs the job through srun and returns mpirun's exit status:
-// srun's (the highest of the ranks', or 128+S for a rank killed by signal
-// S), or exitTimeout when -timeout fires. mpirun's SIGINT, SIGTERM and
+// srunAbort is the line a rank prints when it aborts the job under PMI-2
+// (package pmi's abort2), with srun's label if any.
+var srunAbort = regexp.MustCompile(`^(?: *\d+: )?adimpi: rank \d+ aborts the job \(exit code (-?\d+)\)`)
+
+// srunExited is srun's report of tasks that exited non-zero.
+var srunExited = regexp.MustCompile(`^srun: error: \S+: tasks? [\d,-]+: Exited with exit code (\d+)`)
+
+// runSrun runs the job through srun and returns mpirun's exit status, as
+// mpirun's own launching would: the code of the first MPI_Abort (0 made
+// 1), else srun's (the highest of the ranks', or 128+S for a rank killed
+// by signal S), or exitTimeout when -timeout fires. mpirun's SIGINT, SIGTERM and
 // SIGHUP go to srun as SIGTERM, SIGTERM and SIGHUP (srun passes them to
 // every rank; a SIGINT would only make it print the tasks' state).
 func (j *job) runSrun(a *slurmAlloc) int {
@@ -292,8 +300,22 @@ func (j *job) runSrun(a *slurmAlloc) int {
 		j.started()
 	}
 	done := make(chan struct{}, 2)
-	go func() { j.relabel(outR, j.stdout); done <- struct{}{} }()
-	go func() { j.relabel(errR, j.stderr); done <- struct{}{} }()
+	// The first MPI_Abort's code and the first non-zero exit srun
+	// reports, both set before done is sent.
+	abortCode, exitCode := -1, -1
+	go func() { j.relabel(outR, j.stdout, nil); done <- struct{}{} }()
+	go func() {
+		j.relabel(errR, j.stderr, func(line []byte) {
+			if m := srunAbort.FindSubmatch(line); m != nil && abortCode < 0 {
+				abortCode, _ = strconv.Atoi(string(m[1]))
+				abortCode = max(abortCode, 1)
+			}
+			if m := srunExited.FindSubmatch(line); m != nil && exitCode < 0 {
+				exitCode, _ = strconv.Atoi(string(m[1]))
+			}
+		})
+		done <- struct{}{}
+	}()
 	exited := make(chan error, 1)
 	go func() {
 		<-done
@@ -323,6 +345,12 @@ func (j *job) runSrun(a *slurmAlloc) int {
 			if err == nil {
 				return 0
 			}
+			if abortCode > 0 {
+				return abortCode
+			}
+			if exitCode > 0 {
+				return exitCode
+			}
 			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				return 128 + int(ws.Signal())
 			}
@@ -349,14 +377,18 @@ func (j *job) srunTimeout(p *os.Process) {
 }
 
 // relabel copies srun's output to sink a line at a time; with -tag-output
-// srun's "R: " label becomes mpirun's "[R@host] ".
-func (j *job) relabel(r io.Reader, sink *lineSink) {
+// srun's "R: " label becomes mpirun's "[R@host] ". onLine, if not nil,
+// sees each line as srun wrote it.
+func (j *job) relabel(r io.Reader, sink *lineSink, onLine func([]byte)) {
 	br := bufio.NewReaderSize(r, 64*1024)
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			if line[len(line)-1] != '\n' {
 				line = append(line, '\n')
+			}
+			if onLine != nil {
+				onLine(line)
 			}
 			var prefix []byte
 			if m := srunLabel.FindSubmatchIndex(line); j.tagOutput && m != nil {

@@ -63,7 +63,9 @@ func TestSlurmAllocation(t *testing.T) {
 		testnote.Skip(t, "cmd/mpirun: "+why)
 	}
 	c := slurmcluster.StartT(t, 3)
-	run := func(t *testing.T, name string, args ...string) (string, string) {
+	// run runs name on h1 and returns its output and exit status (-1 if
+	// it did not exit).
+	runCode := func(t *testing.T, name string, args ...string) (string, string, int) {
 		t.Helper()
 		cmd := c.Command("h1", name, args...)
 		var out, errb bytes.Buffer
@@ -72,14 +74,19 @@ func TestSlurmAllocation(t *testing.T) {
 			t.Fatal(err)
 		}
 		timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
-		err := cmd.Wait()
+		_ = cmd.Wait() // the exit status says how it ended
 		if !timer.Stop() {
 			t.Fatalf("%s %q did not end within 60s; stderr:\n%s", name, args, errb.String())
 		}
-		if err != nil {
-			t.Fatalf("%s %q: %v\nstdout:\n%s\nstderr:\n%s", name, args, err, out.String(), errb.String())
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	}
+	run := func(t *testing.T, name string, args ...string) (string, string) {
+		t.Helper()
+		out, errs, code := runCode(t, name, args...)
+		if code != 0 {
+			t.Fatalf("%s %q: exit %d\nstdout:\n%s\nstderr:\n%s", name, args, code, out, errs)
 		}
-		return out.String(), errb.String()
+		return out, errs
 	}
 	for _, tc := range []struct {
 		alloc, mpirun []string
@@ -93,6 +100,39 @@ func TestSlurmAllocation(t *testing.T) {
 			args := append(append(append(tc.alloc, mpirunBin), tc.mpirun...), hostprobeBin)
 			out, errs := run(t, "salloc", args...)
 			checkSlurmProbe(t, out, errs, tc.want, true)
+		})
+	}
+	// A failing job ends as under mpirun's own launching: a rank's
+	// MPI_Abort (here from a panic that Finalize's defer turned into an
+	// abort, or the plain exit 2 of an unrecovered panic) gives its code,
+	// and -timeout makes every rank say where it waits, then exits 124.
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string // in mpirun's standard error
+	}{
+		{"panic", []string{"-np", "3", mpiprogBin, "panic"}, 2, []string{"panic: mpiprog gives up"}},
+		{"timeout", []string{"-l", "-np", "3", "-timeout", "2s", mpiprogBin, "wait"}, exitTimeout, []string{
+			"mpirun: -timeout 2s expired",
+			"[0@h1] adimpi: rank 0: waiting", "in mpi.Recv: receive from rank 1, tag 7, on MPI_COMM_WORLD",
+			"[1@h2] adimpi: rank 1: waiting", "in mpi.Ssend: send to rank 0, tag 9, on wait-dup",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-N", "3", "--ntasks-per-node=1", mpirunBin}, tc.args...)
+			out, errs, code := runCode(t, "salloc", args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q", w)
+				}
+			}
+			if t.Failed() {
+				t.Logf("stdout:\n%s\nstderr:\n%s", out, errs)
+			}
 		})
 	}
 	t.Run("sbatch", func(t *testing.T) {
