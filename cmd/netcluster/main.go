@@ -4,6 +4,7 @@
 // that every host sees as /etc/hosts (see package internal/netcluster).
 //
 //	netcluster up -n 3 [-dir D]            start 3 hosts and return; they run until "down"
+//	netcluster up -n 3 --slurm [-dir D]    the same, with a Slurm cluster on the hosts (docs/slurm.md)
 //	netcluster exec [-dir D] h2 -- cmd...  run cmd on h2
 //	netcluster netem [-dir D] h1 delay 1ms loss 1%   shape what h1 receives (tc netem at the switch); "off" removes it
 //	netcluster link [-dir D] h2 down|up    pull or plug h2's cable
@@ -33,10 +34,30 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adimpi/adimpi/internal/netcluster"
+	"github.com/adimpi/adimpi/internal/slurmcluster"
 )
 
+// slurmDir is the subdirectory of the cluster's directory that holds the
+// Slurm cluster of "up --slurm".
+const slurmDir = "slurm"
+
+// slurmEnv is env for a command run on a host: when the cluster runs Slurm
+// and env names no slurm.conf, SLURM_CONF names the cluster's.
+func slurmEnv(dir string, env []string) []string {
+	conf := filepath.Join(dir, slurmDir, "slurm.conf")
+	if _, err := os.Stat(conf); err != nil {
+		return env
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "SLURM_CONF=") {
+			return env
+		}
+	}
+	return append(env, "SLURM_CONF="+conf)
+}
+
 const usage = `usage:
-  netcluster up [-n N] [-dir D] [--private-tmp]
+  netcluster up [-n N] [-dir D] [--private-tmp] [--slurm]
   netcluster exec [-dir D] HOST -- CMD [ARGS...]
   netcluster netem [-dir D] HOST NETEM-ARGS...|off
   netcluster link [-dir D] HOST down|up
@@ -64,6 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", filepath.Join(os.TempDir(), "adimpi-netcluster"), "the cluster's directory (hosts file, state, log)")
 	n := fs.IntP("hosts", "n", 3, "number of hosts (up)")
 	privateTmp := fs.Bool("private-tmp", false, "give every host its own /tmp as well (up)")
+	slurm := fs.Bool("slurm", false, "run a Slurm cluster on the hosts: slurmctld on h1, slurmd and munged on each (up)")
 	if err := fs.Parse(normalize(args)); err != nil {
 		return 2
 	}
@@ -71,9 +93,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch sub {
 	case "up":
-		err = up(*dir, *n, *privateTmp, stdout)
+		err = up(*dir, *n, *privateTmp, *slurm, stdout)
 	case "serve": // the supervisor that "up" starts
-		err = serve(*dir, *n, *privateTmp)
+		err = serve(*dir, *n, *privateTmp, *slurm)
 	case "down":
 		err = netcluster.Stop(*dir, stopTimeout)
 	case "hosts":
@@ -121,7 +143,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // longFlags are the long flags and whether each takes a value.
-var longFlags = map[string]bool{"dir": true, "hosts": true, "private-tmp": false}
+var longFlags = map[string]bool{"dir": true, "hosts": true, "private-tmp": false, "slurm": false}
 
 // normalize lets the long flags be written with one dash, as in
 // "netcluster up -dir D", which pflag would read as -d -i -r. Flags end at
@@ -172,12 +194,12 @@ func execOn(dir, host string, argv []string) error {
 	if err != nil {
 		return err
 	}
-	return unix.Exec(path, cmd.Args, os.Environ())
+	return unix.Exec(path, cmd.Args, slurmEnv(dir, os.Environ()))
 }
 
 // up starts the supervisor ("netcluster serve") in a session of its own,
 // waits until it reports the cluster up, and prints the hosts.
-func up(dir string, n int, privateTmp bool, stdout io.Writer) error {
+func up(dir string, n int, privateTmp, slurm bool, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -198,6 +220,9 @@ func up(dir string, n int, privateTmp bool, stdout io.Writer) error {
 	args := []string{"serve", "--dir", dir, "--hosts", strconv.Itoa(n)}
 	if privateTmp {
 		args = append(args, "--private-tmp")
+	}
+	if slurm {
+		args = append(args, "--slurm")
 	}
 	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.Stderr = logf
@@ -225,17 +250,37 @@ func up(dir string, n int, privateTmp bool, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s\t%s\n", h.Name, h.Addr)
 	}
 	fmt.Fprintf(stdout, "hosts file %s; run a command with: netcluster exec -dir %s h1 -- CMD\n", c.HostsFile(), dir)
+	if slurm {
+		fmt.Fprintf(stdout, "Slurm: SLURM_CONF=%s; e.g. netcluster exec -dir %s h1 -- srun --mpi=pmi2 -N %d -n %d PROG\n",
+			filepath.Join(dir, slurmDir, "slurm.conf"), dir, n, 2*n)
+	}
 	return nil
 }
 
 // serve is the supervisor: it starts the cluster, reports "ready" on
 // stdout, and tears the cluster down on SIGTERM, SIGINT or SIGHUP.
-func serve(dir string, n int, privateTmp bool) error {
+func serve(dir string, n int, privateTmp, slurm bool) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	c, err := netcluster.Start(netcluster.Options{Hosts: n, Dir: dir, PrivateTmp: privateTmp})
 	if err != nil {
 		return err
+	}
+	if slurm {
+		// A fresh Slurm directory: no state of an earlier cluster.
+		sdir := filepath.Join(dir, slurmDir)
+		if err := os.RemoveAll(sdir); err != nil {
+			c.Close()
+			return err
+		}
+		if err := os.MkdirAll(sdir, 0o755); err != nil {
+			c.Close()
+			return err
+		}
+		if _, err := slurmcluster.StartOn(c, sdir, 0); err != nil {
+			c.Close()
+			return err
+		}
 	}
 	fmt.Println("ready")
 	os.Stdout.Close()

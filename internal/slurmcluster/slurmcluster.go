@@ -172,15 +172,6 @@ func (c *Cluster) mungeDir() string { return filepath.Join(c.Dir, "munge") }
 // writeFiles writes slurm.conf and the munge key and makes the
 // directories the daemons use.
 func (c *Cluster) writeFiles() error {
-	// munged wants every directory above its socket searchable by all
-	// (a temporary directory is made 0700).
-	if fi, err := os.Stat(c.Dir); err != nil {
-		return err
-	} else if fi.Mode().Perm()&0o011 != 0o011 {
-		if err := os.Chmod(c.Dir, fi.Mode().Perm()|0o055); err != nil {
-			return err
-		}
-	}
 	dirs := []string{c.mungeDir(), filepath.Join(c.Dir, "ctld")}
 	for _, h := range c.Hosts {
 		dirs = append(dirs, filepath.Join(c.hostDir(h), "munge"), filepath.Join(c.hostDir(h), "spool"))
@@ -266,7 +257,10 @@ func (c *Cluster) startMunge(h string) error {
 		return fmt.Errorf("slurmcluster: %s: %v", h, err)
 	}
 	m := c.mungeDir()
-	return c.daemon(h, "munged", "munged", "--key-file="+filepath.Join(c.Dir, "munge.key"),
+	// --force: munged refuses a socket whose directory's ancestors others
+	// cannot search (a 0700 temporary directory), which is of no matter
+	// here, where root runs every command and job.
+	return c.daemon(h, "munged", "munged", "--force", "--key-file="+filepath.Join(c.Dir, "munge.key"),
 		"--socket="+filepath.Join(m, "munge.socket"), "--pid-file="+filepath.Join(m, "munged.pid"),
 		"--seed-file="+filepath.Join(m, "munged.seed"), "--log-file="+filepath.Join(m, "munged.log"))
 }
