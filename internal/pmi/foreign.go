@@ -18,7 +18,7 @@ var foreignLaunchers = []struct {
 	{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "Open MPI's mpirun/mpiexec (Debian's default mpiexec when Open MPI is installed), which speaks PMIx"},
 	{"", "PMIX_RANK", "a PMIx launcher (Open MPI's prterun, or srun --mpi=pmix)"},
 	{"MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK", "MVAPICH's mpirun_rsh"},
-	{"SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "Slurm's srun without a PMI-1 plugin"},
+	{"SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "Slurm's srun without PMI (run it with srun --mpi=pmi2, or set MpiDefault=pmi2 in slurm.conf)"},
 	{"PMI_SIZE", "PMI_RANK", "a launcher that set PMI_RANK and PMI_SIZE but gave neither PMI_FD nor PMI_PORT"},
 }
 

@@ -280,7 +280,7 @@ func TestForeignLauncher(t *testing.T) {
 		{map[string]string{"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "2"}, "Open MPI's mpirun/mpiexec (Debian's default mpiexec when Open MPI is installed), which speaks PMIx (OMPI_COMM_WORLD_SIZE=4)"},
 		{map[string]string{"OMPI_COMM_WORLD_SIZE": "1", "OMPI_COMM_WORLD_RANK": "0"}, ""},
 		{map[string]string{"PMIX_RANK": "0"}, "a PMIx launcher (Open MPI's prterun, or srun --mpi=pmix) (PMIX_RANK=0)"},
-		{map[string]string{"SLURM_STEP_NUM_TASKS": "8", "SLURM_PROCID": "3"}, "Slurm's srun without a PMI-1 plugin (SLURM_STEP_NUM_TASKS=8)"},
+		{map[string]string{"SLURM_STEP_NUM_TASKS": "8", "SLURM_PROCID": "3"}, "Slurm's srun without PMI (run it with srun --mpi=pmi2, or set MpiDefault=pmi2 in slurm.conf) (SLURM_STEP_NUM_TASKS=8)"},
 		{map[string]string{"SLURM_STEP_NUM_TASKS": "1", "SLURM_PROCID": "0"}, ""},
 		{map[string]string{"MV2_COMM_WORLD_SIZE": "2"}, "MVAPICH's mpirun_rsh (MV2_COMM_WORLD_SIZE=2)"},
 		{map[string]string{"PMI_SIZE": "3", "PMI_RANK": "1"}, "gave neither PMI_FD nor PMI_PORT (PMI_SIZE=3)"},
