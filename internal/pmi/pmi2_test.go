@@ -2,15 +2,22 @@ package pmi
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/adimpi/adimpi/internal/testnote"
 )
 
 // pmi2Server is a small PMI-2 server for the tests, answering as Slurm's
@@ -287,5 +294,40 @@ func TestConnectChoosesPMI2(t *testing.T) {
 			t.Errorf("%v: finalize: %v", tc.env, err)
 		}
 		srvConn.Close()
+	}
+}
+
+// The PMI-2 client also speaks to MPICH's Hydra, which serves both
+// versions on PMI_FD, when ADIMPI_PMI_VERSION=2 asks for it (Hydra sets no
+// PMI_JOBID, so PMI-1 is its default).
+func TestPMI2Hydra(t *testing.T) {
+	hydra, err := exec.LookPath("mpiexec.hydra")
+	if err != nil {
+		testnote.Skip(t, "internal/pmi: mpiexec.hydra is not on PATH: install the Debian package mpich (apt-get install -y mpich) to run this test")
+	}
+	bin := filepath.Join(t.TempDir(), "hydraprobe")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/hydraprobe").CombinedOutput(); err != nil {
+		t.Fatalf("building hydraprobe: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hydra, "-n", "3", bin)
+	cmd.Env = append(filterEnv(os.Environ(), EnvFD, EnvPort, EnvID, EnvRank, EnvSize, EnvJobID), EnvVersion+"=2", EnvDebug+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mpiexec.hydra -n 3 hydraprobe: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	sort.Strings(lines)
+	for r, l := range lines {
+		want := fmt.Sprintf("hydraprobe rank=%d size=3 singleton=false kvsname_set=true missing_key_error=true values=v0:x,v1:xx,v2:xxx", r)
+		if l != want {
+			t.Errorf("line %q, want %q", l, want)
+		}
+	}
+	if len(lines) != 3 || !strings.Contains(stderr.String(), "cmd=fullinit;") || !strings.Contains(stderr.String(), "cmd=kvs-fence-response;") {
+		t.Errorf("want 3 ranks speaking PMI-2; stdout:\n%s\nstderr:\n%s", out, stderr.String())
 	}
 }
