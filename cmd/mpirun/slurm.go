@@ -23,8 +23,9 @@ import (
 
 // slurmAlloc is the Slurm allocation mpirun runs in.
 type slurmAlloc struct {
-	jobID string
-	srun  string // srun's path when the ranks start through it, else ""
+	jobID  string
+	srun   string // srun's path when the ranks start through it, else ""
+	inStep bool   // mpirun runs in a job step, whose resources its srun shares
 }
 
 // viaSrun reports whether the ranks start through srun.
@@ -42,16 +43,27 @@ func slurmAllocation(o *options, hosts *[]host) (*slurmAlloc, error) {
 	if err != nil {
 		return nil, usagef("SLURM_JOB_NODELIST=%s: %v", list, err)
 	}
+	// Inside a job step (srun --pty bash, or srun ... mpirun) the tasks
+	// per node are the step's, not the allocation's: the allocation's CPUs
+	// per node are its slots then.
+	_, inStep := os.LookupEnv("SLURM_STEP_ID")
+	slotVars := []string{"SLURM_TASKS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}
+	if inStep {
+		slotVars[0], slotVars[1] = slotVars[1], slotVars[0]
+	}
 	slots := make([]int, len(nodes))
-	if tpn := os.Getenv("SLURM_TASKS_PER_NODE"); tpn != "" {
-		if slots, err = expandTasksPerNode(tpn, len(nodes)); err != nil {
-			return nil, usagef("SLURM_TASKS_PER_NODE=%s: %v", tpn, err)
+	for _, v := range slotVars {
+		if tpn := os.Getenv(v); tpn != "" {
+			if slots, err = expandTasksPerNode(tpn, len(nodes)); err != nil {
+				return nil, usagef("%s=%s: %v", v, tpn, err)
+			}
+			break
 		}
 	}
 	for i, n := range nodes {
 		*hosts = append(*hosts, host{name: n, slots: slots[i], where: "SLURM_JOB_NODELIST"})
 	}
-	a := &slurmAlloc{jobID: id}
+	a := &slurmAlloc{jobID: id, inStep: inStep}
 	if o.launcher == "" && o.launcherExec == "" {
 		if p, err := exec.LookPath("srun"); err == nil {
 			a.srun = p
@@ -181,6 +193,11 @@ func (j *job) srunArgs(a *slurmAlloc, conf string) ([]string, error) {
 	args := []string{a.srun, "--mpi=pmi2", "--ntasks=" + strconv.Itoa(j.np), "--nodes=" + strconv.Itoa(len(nodes)),
 		"--nodelist=" + strings.Join(j.hostOf, ","), "--distribution=arbitrary", "--overcommit",
 		"--input=0", "--kill-on-bad-exit=1"}
+	if a.inStep {
+		// A step does not get CPUs that another step of the job holds
+		// unless it may overlap it: mpirun's own step holds some.
+		args = append(args, "--overlap")
+	}
 	if j.tagOutput {
 		args = append(args, "--label")
 	}

@@ -102,6 +102,13 @@ func TestSlurmAllocation(t *testing.T) {
 			checkSlurmProbe(t, out, errs, tc.want, true)
 		})
 	}
+	// Inside a job step (as in srun --pty bash) the allocation's CPUs are
+	// the slots, and mpirun's srun overlaps mpirun's own step instead of
+	// waiting for its CPUs.
+	t.Run("in-step", func(t *testing.T) {
+		out, errs := run(t, "salloc", "-N", "3", "--ntasks-per-node=1", "srun", "-N", "1", "-n", "1", mpirunBin, "-l", hostprobeBin)
+		checkSlurmProbe(t, out, errs, "h1 h2 h3", true)
+	})
 	// A failing job ends as under mpirun's own launching: a rank's
 	// MPI_Abort (here from a panic that Finalize's defer turned into an
 	// abort, or the plain exit 2 of an unrecovered panic) gives its code,
