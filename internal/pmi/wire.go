@@ -5,7 +5,8 @@
 // A PMI-1 message is one line of space-separated key=value tokens ending in
 // '\n'; the first token is normally cmd=NAME. The client interoperates with
 // MPICH's Hydra (mpiexec.hydra), which hands each rank an inherited socket
-// through the PMI_FD environment variable.
+// through the PMI_FD environment variable. The same client speaks PMI-2
+// (pmi2.go) to a launcher that offers it, as Slurm's srun --mpi=pmi2 does.
 package pmi
 
 import (
