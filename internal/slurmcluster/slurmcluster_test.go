@@ -170,13 +170,14 @@ func processesWith(s string) []string {
 }
 
 // probeLine is one rank's line of testdata/slurmprobe.
-var probeLine = regexp.MustCompile(`^rank (\d+) size (\d+) host (\S+) slurm-procid (\d+) slurm-node (\S+) local (\d+)/(\d+) sum (\d+) token (\d+)$`)
+var probeLine = regexp.MustCompile(`^rank (\d+) size (\d+) host (\S+) slurm-procid (\d+) slurm-node (\S+) local (\d+)/(\d+) sum (\d+) token (\d+) device (\S+)$`)
 
 // checkProbe checks slurmprobe's output for np ranks: every rank reports
-// once, on the node Slurm put it on; the ring and the Allreduce worked; and
+// once, on the node Slurm put it on, running device dev; the ring and the
+// Allreduce worked; and
 // each rank's shared-memory communicator holds exactly the ranks Slurm put
 // on its node, in world order. It returns each rank's host.
-func checkProbe(t *testing.T, out string, np int) []string {
+func checkProbe(t *testing.T, out string, np int, dev string) []string {
 	t.Helper()
 	hosts := make([]string, np)
 	type line struct{ local, localSize int }
@@ -193,9 +194,9 @@ func checkProbe(t *testing.T, out string, np int) []string {
 			t.Errorf("rank %d reported twice or out of range: %q", r, l)
 			continue
 		}
-		if n(2) != np || n(4) != r || m[3] != m[5] || n(8) != np*(np-1)/2 || n(9) != np*(np-1)/2+np {
-			t.Errorf("rank %d: %q: want size %d, SLURM_PROCID %d, the host Slurm gives, sum %d, token %d",
-				r, l, np, r, np*(np-1)/2, np*(np-1)/2+np)
+		if n(2) != np || n(4) != r || m[3] != m[5] || n(8) != np*(np-1)/2 || n(9) != np*(np-1)/2+np || m[10] != dev {
+			t.Errorf("rank %d: %q: want size %d, SLURM_PROCID %d, the host Slurm gives, sum %d, token %d, device %s",
+				r, l, np, r, np*(np-1)/2, np*(np-1)/2+np, dev)
 		}
 		hosts[r] = m[3]
 		lines[r] = &line{n(6), n(7)}
@@ -235,15 +236,26 @@ func TestSrunPMI2(t *testing.T) {
 		{[]string{"-N", "3", "-n", "6"}, nil, []string{"ADIMPI_PMI_DEBUG=1"}},
 		{[]string{"-N", "3", "-n", "6", "--ntasks-per-node=2"}, []string{"h1", "h1", "h2", "h2", "h3", "h3"}, nil},
 		{[]string{"-N", "3", "-n", "6", "--ntasks-per-node=2", "--distribution=cyclic"}, []string{"h1", "h2", "h3", "h1", "h2", "h3"}, nil},
+		// Every device, chosen by ADIMPI_DEVICE as srun passes the
+		// environment on.
+		{[]string{"-N", "3", "-n", "6", "--ntasks-per-node=2"}, []string{"h1", "h1", "h2", "h2", "h3", "h3"}, []string{"ADIMPI_DEVICE=fm"}},
+		{[]string{"-N", "3", "-n", "6", "--ntasks-per-node=2"}, []string{"h1", "h1", "h2", "h2", "h3", "h3"}, []string{"ADIMPI_DEVICE=via"}},
+		{[]string{"-N", "3", "-n", "6", "--ntasks-per-node=2"}, []string{"h1", "h1", "h2", "h2", "h3", "h3"}, []string{"ADIMPI_DEVICE=bip"}},
 	} {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+		t.Run(strings.Join(append(tc.args, tc.env...), " "), func(t *testing.T) {
 			args := append(append([]string{"--mpi=pmi2"}, tc.args...), prog)
 			r := runOn(t, c, "h1", 60*time.Second, tc.env, "srun", args...)
 			if r.err != nil {
 				t.Fatalf("srun %s: %v\n%s", strings.Join(args, " "), r.err, r.stderr)
 			}
-			hosts := checkProbe(t, r.stdout, 6)
-			if tc.env != nil {
+			dev := "netvm"
+			for _, kv := range tc.env {
+				if d, ok := strings.CutPrefix(kv, "ADIMPI_DEVICE="); ok {
+					dev = d
+				}
+			}
+			hosts := checkProbe(t, r.stdout, 6, dev)
+			if slices.Contains(tc.env, "ADIMPI_PMI_DEBUG=1") {
 				for _, want := range []string{"cmd=fullinit;pmijobid=", "cmd=kvs-fence;", "cmd=kvs-get-response;rc=0;found=TRUE;", "cmd=finalize-response;rc=0;"} {
 					if !strings.Contains(r.stderr, want) {
 						t.Errorf("the PMI traffic the ranks logged lacks %q:\n%s", want, r.stderr)
@@ -282,7 +294,7 @@ func TestSbatch(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("sbatch --wait: %v\n%s%s\njob output:\n%s", r.err, r.stdout, r.stderr, b)
 	}
-	checkProbe(t, string(b), 6)
+	checkProbe(t, string(b), 6, "netvm")
 }
 
 // A rank that calls MPI_Abort ends the whole step: srun exits non-zero,

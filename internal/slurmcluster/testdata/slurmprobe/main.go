@@ -3,12 +3,12 @@
 // MPI_COMM_WORLD by shared memory (MPI_COMM_TYPE_SHARED) and prints one
 // line:
 //
-//	rank R size N host H slurm-procid P slurm-node S local L/M sum X token T
+//	rank R size N host H slurm-procid P slurm-node S local L/M sum X token T device D
 //
 // (H is MPI_Get_processor_name, P and S Slurm's SLURM_PROCID and
 // SLURMD_NODENAME, L and M the rank and size in the shared-memory
 // communicator, X the sum of every rank's rank, T the token that came
-// back, N*(N-1)/2 + N when the ring works). With the argument "abort" rank
+// back, N*(N-1)/2 + N when the ring works, D the device). With the argument "abort" rank
 // 1 calls MPI_Abort(MPI_COMM_WORLD, 7) while the others wait in a barrier
 // it never enters.
 package main
@@ -58,9 +58,9 @@ func main() {
 	must(mpi.Allreduce(world, []int{rank}, sum, mpi.Sum))
 	local, err := world.SplitType(mpi.CommTypeShared, 0)
 	must(err)
-	fmt.Printf("rank %d size %d host %s slurm-procid %s slurm-node %s local %d/%d sum %d token %d\n",
+	fmt.Printf("rank %d size %d host %s slurm-procid %s slurm-node %s local %d/%d sum %d token %d device %s\n",
 		rank, size, mpi.ProcessorName(), os.Getenv("SLURM_PROCID"), os.Getenv("SLURMD_NODENAME"),
-		local.Rank(), local.Size(), sum[0], token[0])
+		local.Rank(), local.Size(), sum[0], token[0], mpi.DeviceName())
 	must(mpi.Finalize())
 }
 
