@@ -1,6 +1,7 @@
 package slurmcluster
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -364,4 +366,73 @@ func TestSrunConformance(t *testing.T) {
 			t.Logf("%s: %d checks passed in %v", name, passed, r.elapsed)
 		})
 	}
+}
+
+// A rank killed on a remote node ends the whole step: the ranks that
+// waited for it fail naming it (and its node, for those on other nodes),
+// srun names the task and node, exits non-zero, and no rank is left.
+func TestSrunRankKilled(t *testing.T) {
+	c := cluster(t)
+	prog := program(t, "./testdata/slurmprobe")
+	cmd := c.Command("h1", "srun", "--mpi=pmi2", "-N", "3", "-n", "6", "--ntasks-per-node=2", prog, "block")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "blocking\n" {
+		cmd.Wait()
+		t.Fatalf("srun printed %q, want blocking; stderr:\n%s", line, errb.String())
+	}
+	victim := rankProcess(prog, 5)
+	if victim == 0 {
+		t.Fatalf("no process of rank 5 found")
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	err = cmd.Wait()
+	if !timer.Stop() {
+		t.Fatalf("srun still ran 60 s after it started; stderr:\n%s", errb.String())
+	}
+	if err == nil {
+		t.Errorf("srun exited 0 after rank 5 was killed")
+	}
+	for _, want := range []string{"h3: task 5: Killed", "rank 5 "} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if left := processesWith(prog); len(left) > 0 {
+		t.Errorf("ranks left after srun returned: %v", left)
+	}
+	t.Logf("srun ended %v after the kill (%v); stderr:\n%s", time.Since(killed).Round(time.Millisecond), err, errb.String())
+}
+
+// rankProcess finds the process, on any host, of rank r of a job running
+// prog (its SLURM_PROCID), or 0.
+func rankProcess(prog string, r int) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe != prog {
+			continue
+		}
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if slices.Contains(strings.Split(string(env), "\x00"), "SLURM_PROCID="+strconv.Itoa(r)) {
+			return pid
+		}
+	}
+	return 0
 }

@@ -10,13 +10,15 @@
 // communicator, X the sum of every rank's rank, T the token that came
 // back, N*(N-1)/2 + N when the ring works, D the device). With the argument "abort" rank
 // 1 calls MPI_Abort(MPI_COMM_WORLD, 7) while the others wait in a barrier
-// it never enters.
+// it never enters; with "block" the last rank sleeps (printing "blocking"
+// first) while the others wait in such a barrier, until something kills it.
 package main
 
 import (
 	"fmt"
 	"log"
 	"os"
+	"time"
 
 	"github.com/adimpi/adimpi/mpi"
 )
@@ -37,6 +39,15 @@ func main() {
 			log.Fatal(err)
 		}
 		log.Fatalf("rank %d: the barrier ended although rank 1 aborted", rank)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "block" {
+		must(mpi.Barrier(world)) // every rank is past MPI_Init
+		if rank == size-1 {
+			fmt.Println("blocking")
+			time.Sleep(time.Hour)
+		}
+		must(mpi.Barrier(world))
+		log.Fatalf("rank %d: the barrier ended although rank %d never entered it", rank, size-1)
 	}
 	// The token goes 0 -> 1 -> ... -> size-1 -> 0, each rank adding its
 	// rank plus one.
