@@ -137,6 +137,7 @@ Exit status:
   124      the -timeout expired
   126/127  prog cannot be executed / was not found
 `, flagUsages(newFlagSet(&o, &a, false), nil), flagUsages(newFlagSet(&o, &a, true), newFlagSet(&o, &a, false)))
+	fmt.Fprint(w, slurmUsage)
 }
 
 // flagUsages lists the flags of fs that are not in skip, in mpirun's own

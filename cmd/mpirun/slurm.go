@@ -15,11 +15,23 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/adimpi/adimpi/internal/wire"
 )
+
+// slurmUsage ends mpirun -h.
+const slurmUsage = `
+Inside a Slurm allocation (salloc, sbatch, srun --pty bash: SLURM_JOB_ID
+and SLURM_JOB_NODELIST set) and without -hosts or -hostfile, the
+allocation's nodes are the hosts, with SLURM_TASKS_PER_NODE as their slots;
+without -launcher, and with srun on the PATH, the ranks start through
+"srun --mpi=pmi2" on the nodes the placement chose (see docs/slurm.md).
+`
 
 // slurmAlloc is the Slurm allocation mpirun runs in.
 type slurmAlloc struct {
@@ -221,14 +233,22 @@ func (j *job) srunArgs(a *slurmAlloc, conf string) ([]string, error) {
 }
 
 // multiProg is the --multi-prog file of an MPMD job: each program's ranks,
-// run through env with the program's ADIMPI_APPNUM and -env settings.
-// srun splits its lines at blanks, so arguments holding blanks or quotes
-// are refused.
+// run through env with the program's ADIMPI_APPNUM and -env settings (but
+// for the job's own variables, which -env does not override, as environ
+// says). srun splits its lines at blanks, so arguments holding blanks or
+// quotes are refused.
 func (j *job) multiProg() (string, error) {
 	var b strings.Builder
 	first := 0
 	for _, ap := range j.apps {
-		words := append(append([]string{"env", "ADIMPI_APPNUM=" + strconv.Itoa(ap.index)}, ap.env...), ap.binary)
+		words := []string{"env", "ADIMPI_APPNUM=" + strconv.Itoa(ap.index)}
+		for _, kv := range ap.env {
+			name, _, _ := strings.Cut(kv, "=")
+			if !slices.Contains(jobVars, name) {
+				words = append(words, kv)
+			}
+		}
+		words = append(words, ap.binary)
 		words = append(words, ap.args...)
 		for _, w := range words {
 			if w == "" || strings.ContainsAny(w, " \t\n'\"\\%") {
@@ -246,6 +266,10 @@ func (j *job) multiProg() (string, error) {
 	_, err = f.WriteString(b.String())
 	return f.Name(), err
 }
+
+// jobVars are the variables mpirun sets for every rank, which -x, -genv
+// and -env do not override.
+var jobVars = []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS", wire.EnvSecret}
 
 // srunEnv is srun's environment: a rank's (see environ) without the PMI
 // variables, which slurmstepd sets for each task.

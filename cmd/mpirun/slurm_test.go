@@ -102,6 +102,13 @@ func TestSlurmAllocation(t *testing.T) {
 			checkSlurmProbe(t, out, errs, tc.want, true)
 		})
 	}
+	// An MPMD command line runs through srun's --multi-prog, each
+	// program's ranks with their -env.
+	t.Run("mpmd", func(t *testing.T) {
+		out, errs := run(t, "salloc", "-N", "3", "--ntasks-per-node=1", mpirunBin, "-l",
+			"-n", "1", hostprobeBin, ":", "-n", "2", "-env", "ADIMPI_JOB_SECRET", strings.Repeat("ab", 32), hostprobeBin)
+		checkSlurmProbe(t, out, errs, "h1 h2 h3", true)
+	})
 	// Inside a job step (as in srun --pty bash) the allocation's CPUs are
 	// the slots, and mpirun's srun overlaps mpirun's own step instead of
 	// waiting for its CPUs.
