@@ -272,10 +272,17 @@ func (j *job) multiProg() (string, error) {
 var jobVars = []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS", wire.EnvSecret}
 
 // srunEnv is srun's environment: a rank's (see environ) without the PMI
-// variables, which slurmstepd sets for each task.
+// variables, which slurmstepd sets for each task. In an MPMD job it holds
+// no program's -env: each program's comes from the --multi-prog file.
 func (j *job) srunEnv() []string {
+	a0env := j.apps[0].env
+	if len(j.apps) > 1 {
+		j.apps[0].env = nil
+	}
+	rankEnv := j.environ(0)
+	j.apps[0].env = a0env
 	var env []string
-	for _, kv := range j.environ(0) {
+	for _, kv := range rankEnv {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
 		case "PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID", "PMI_JOBID":

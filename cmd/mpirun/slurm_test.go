@@ -108,6 +108,12 @@ func TestSlurmAllocation(t *testing.T) {
 		out, errs := run(t, "salloc", "-N", "3", "--ntasks-per-node=1", mpirunBin, "-l",
 			"-n", "1", hostprobeBin, ":", "-n", "2", "-env", "ADIMPI_JOB_SECRET", strings.Repeat("ab", 32), hostprobeBin)
 		checkSlurmProbe(t, out, errs, "h1 h2 h3", true)
+		// The first program's -env stays with its ranks.
+		out, errs = run(t, "salloc", "-N", "2", "--ntasks-per-node=1", mpirunBin, "-l",
+			"-n", "1", "-env", "MPMD_WHO", "first", "/usr/bin/printenv", "MPMD_WHO", ":", "-n", "1", "/usr/bin/env")
+		if !strings.Contains(out, "[0@h1] first\n") || !strings.Contains(out, "[1@h2] ADIMPI_APPNUM=1\n") || strings.Contains(out, "[1@h2] MPMD_WHO=") {
+			t.Errorf("the programs' -env: want rank 0 to print first, rank 1 ADIMPI_APPNUM=1 and no MPMD_WHO; got\n%s\nstderr:\n%s", out, errs)
+		}
 	})
 	// Inside a job step (as in srun --pty bash) the allocation's CPUs are
 	// the slots, and mpirun's srun overlaps mpirun's own step instead of
