@@ -304,11 +304,13 @@ var srunAbort = regexp.MustCompile(`^(?: *\d+: )?adimpi: rank \d+ aborts the job
 var srunExited = regexp.MustCompile(`^srun: error: \S+: tasks? [\d,-]+: Exited with exit code (\d+)`)
 
 // runSrun runs the job through srun and returns mpirun's exit status, as
-// mpirun's own launching would: the code of the first MPI_Abort (0 made
-// 1), else srun's (the highest of the ranks', or 128+S for a rank killed
-// by signal S), or exitTimeout when -timeout fires. mpirun's SIGINT, SIGTERM and
-// SIGHUP go to srun as SIGTERM, SIGTERM and SIGHUP (srun passes them to
-// every rank; a SIGINT would only make it print the tasks' state).
+// mpirun's own launching would: exitTimeout when -timeout fired; 128+S when
+// mpirun received signal S; the code of the first MPI_Abort (0 made 1);
+// the status of the first rank srun reports exiting non-zero; else srun's
+// (the highest of the ranks', or 128+S for a rank killed by signal S).
+// mpirun's SIGINT, SIGTERM and SIGHUP go to srun as SIGTERM, SIGTERM and
+// SIGHUP (srun ends every rank; a SIGINT would only make it print the
+// tasks' state).
 func (j *job) runSrun(a *slurmAlloc) int {
 	conf := ""
 	if len(j.apps) > 1 {
@@ -375,9 +377,13 @@ func (j *job) runSrun(a *slurmAlloc) int {
 		timeout = time.After(j.timeout)
 	}
 	timedOut := false
+	var received syscall.Signal // the first signal mpirun received
 	for {
 		select {
 		case s := <-sigs:
+			if received == 0 {
+				received = s.(syscall.Signal)
+			}
 			if s == syscall.SIGINT {
 				s = syscall.SIGTERM
 			}
@@ -392,6 +398,9 @@ func (j *job) runSrun(a *slurmAlloc) int {
 			}
 			if err == nil {
 				return 0
+			}
+			if received != 0 {
+				return 128 + int(received)
 			}
 			if abortCode > 0 {
 				return abortCode

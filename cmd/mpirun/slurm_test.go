@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,6 +159,46 @@ func TestSlurmAllocation(t *testing.T) {
 			}
 		})
 	}
+	// SIGTERM to mpirun reaches every rank through srun: the job ends
+	// with 128+15 and no rank is left.
+	t.Run("sigterm", func(t *testing.T) {
+		cmd := c.Command("h1", "salloc", "-N", "3", "--ntasks-per-node=1", mpirunBin, "-np", "3", mpiprogBin, "wait")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+		defer timer.Stop()
+		br := bufio.NewReader(out)
+		for i := 0; i < 3; i++ { // every rank waits
+			if l, err := br.ReadString('\n'); !strings.HasPrefix(l, "waiting ") {
+				t.Fatalf("line %q (%v), want waiting; stderr:\n%s", l, err, errb.String())
+			}
+		}
+		mpirun := 0
+		for _, pid := range pidsOf(mpirunBin) {
+			mpirun = pid
+		}
+		if mpirun == 0 {
+			t.Fatal("mpirun's process not found")
+		}
+		if err := syscall.Kill(mpirun, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, br)
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("salloc mpirun exited %d after SIGTERM, want %d; stderr:\n%s", code, 128+int(syscall.SIGTERM), errb.String())
+		}
+		if left := pidsOf(mpiprogBin); len(left) > 0 {
+			t.Errorf("ranks left: %v", left)
+		}
+	})
 	t.Run("sbatch", func(t *testing.T) {
 		dir, err := os.MkdirTemp("", "sbatch-")
 		if err != nil {
@@ -212,4 +256,20 @@ func checkSlurmProbe(t *testing.T, out, errs, want string, labelled bool) {
 	if !slices.Equal(got, wantHosts) {
 		t.Errorf("ranks ran on %q, want %q\nstdout:\n%s\nstderr:\n%s", got, wantHosts, out, errs)
 	}
+}
+
+// pidsOf lists the processes, on any host, whose executable is exe.
+func pidsOf(exe string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); p == exe {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
