@@ -349,35 +349,71 @@ func (j *job) runSrun(a *slurmAlloc) int {
 	if j.started != nil {
 		j.started()
 	}
+	out := j.followSrun(cmd, outR, errR)
+	timedOut, received, err := j.waitSrun(cmd, out.exited, sigs)
+	switch {
+	case timedOut:
+		return exitTimeout
+	case err == nil:
+		return 0
+	case received != 0:
+		return 128 + int(received)
+	case out.abortCode > 0:
+		return out.abortCode
+	case out.exitCode > 0:
+		return out.exitCode
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// srunOutcome is what srun's output said about the job's end. Its codes
+// are set before exited delivers srun's end.
+type srunOutcome struct {
+	exited    chan error // srun's Wait, once its output has ended
+	abortCode int        // the first MPI_Abort's code (0 made 1), or -1
+	exitCode  int        // the first non-zero exit srun reports, or -1
+}
+
+// followSrun forwards srun's output (see relabel), noting the first
+// MPI_Abort and the first failing rank, and waits for srun once both
+// streams have ended.
+func (j *job) followSrun(cmd *exec.Cmd, outR, errR io.Reader) *srunOutcome {
+	o := &srunOutcome{exited: make(chan error, 1), abortCode: -1, exitCode: -1}
 	done := make(chan struct{}, 2)
-	// The first MPI_Abort's code and the first non-zero exit srun
-	// reports, both set before done is sent.
-	abortCode, exitCode := -1, -1
 	go func() { j.relabel(outR, j.stdout, nil); done <- struct{}{} }()
 	go func() {
 		j.relabel(errR, j.stderr, func(line []byte) {
-			if m := srunAbort.FindSubmatch(line); m != nil && abortCode < 0 {
-				abortCode, _ = strconv.Atoi(string(m[1]))
-				abortCode = max(abortCode, 1)
+			if m := srunAbort.FindSubmatch(line); m != nil && o.abortCode < 0 {
+				o.abortCode, _ = strconv.Atoi(string(m[1]))
+				o.abortCode = max(o.abortCode, 1)
 			}
-			if m := srunExited.FindSubmatch(line); m != nil && exitCode < 0 {
-				exitCode, _ = strconv.Atoi(string(m[1]))
+			if m := srunExited.FindSubmatch(line); m != nil && o.exitCode < 0 {
+				o.exitCode, _ = strconv.Atoi(string(m[1]))
 			}
 		})
 		done <- struct{}{}
 	}()
-	exited := make(chan error, 1)
 	go func() {
 		<-done
 		<-done
-		exited <- cmd.Wait()
+		o.exited <- cmd.Wait()
 	}()
+	return o
+}
+
+// waitSrun waits for srun's end (exited), passing mpirun's signals on and
+// ending the job when -timeout fires. It returns whether the timeout
+// fired, the first signal mpirun received (0 if none), and srun's Wait.
+func (j *job) waitSrun(cmd *exec.Cmd, exited <-chan error, sigs <-chan os.Signal) (bool, syscall.Signal, error) {
 	var timeout <-chan time.Time
 	if j.timeout > 0 {
 		timeout = time.After(j.timeout)
 	}
 	timedOut := false
-	var received syscall.Signal // the first signal mpirun received
+	var received syscall.Signal
 	for {
 		select {
 		case s := <-sigs:
@@ -389,29 +425,10 @@ func (j *job) runSrun(a *slurmAlloc) int {
 			}
 			_ = cmd.Process.Signal(s)
 		case <-timeout:
-			timedOut = true
-			timeout = nil
+			timedOut, timeout = true, nil
 			go j.srunTimeout(cmd.Process)
 		case err := <-exited:
-			if timedOut {
-				return exitTimeout
-			}
-			if err == nil {
-				return 0
-			}
-			if received != 0 {
-				return 128 + int(received)
-			}
-			if abortCode > 0 {
-				return abortCode
-			}
-			if exitCode > 0 {
-				return exitCode
-			}
-			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return 128 + int(ws.Signal())
-			}
-			return cmd.ProcessState.ExitCode()
+			return timedOut, received, err
 		}
 	}
 }
