@@ -45,7 +45,7 @@ func (w *Win) rma(a *rmaArgs) (*adi.Request, error) {
 	blocks := flatten(a.ttype, a.tcount)
 	off := int64(a.disp) * int64(w.units[a.target])
 	if w.flavor != FlavorDynamic {
-		if lo, hi := blockSpan(blocks); size > 0 && (off+int64(lo) < 0 || off+int64(hi) > int64(w.sizes[a.target])) {
+		if lo, hi := blockSpan(blocks, size); size > 0 && (off+int64(lo) < 0 || off+int64(hi) > int64(w.sizes[a.target])) {
 			return nil, errorf(ErrRMARange, a.op, "target bytes [%d, %d) (displacement %d × unit %d, %d×%s) are outside rank %d's window %s of %d bytes",
 				off+int64(lo), off+int64(hi), a.disp, w.units[a.target], a.tcount, a.ttype, a.target, w.name, w.sizes[a.target])
 		}
@@ -65,7 +65,15 @@ func (w *Win) rma(a *rmaArgs) (*adi.Request, error) {
 	defer r.mu.Unlock()
 	switch {
 	case a.target == w.comm.rank:
-		return w.local(a, h, blocks)
+		q, err := w.local(a, h, blocks)
+		// An origin that keeps working on its own memory (spinning on a
+		// lock word there) must still serve the others' operations.
+		_, perr := r.dev.Progress()
+		r.serveRMA()
+		if err == nil && perr != nil {
+			err = named(a.op, perr)
+		}
+		return q, err
 	case (a.kind == amPut || a.kind == amGet) && (w.direct[a.target] != nil || w.remote[a.target]):
 		return w.native(a, off, blocks, size)
 	}
@@ -156,9 +164,9 @@ func flatten(t *datatype.Type, count int) []blk {
 }
 
 // blockSpan is the range of bytes blocks cover ([0, n) for nil: see flatten).
-func blockSpan(bs []blk) (lo, hi int) {
+func blockSpan(bs []blk, size int) (lo, hi int) {
 	if bs == nil {
-		return 0, 0
+		return 0, size
 	}
 	lo, hi = bs[0].off, bs[0].off+bs[0].n
 	for _, b := range bs[1:] {

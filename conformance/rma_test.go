@@ -1,0 +1,60 @@
+package conformance
+
+import (
+	"fmt"
+	"testing"
+)
+
+// rmaNPs are the process counts of TestRMA: every check of conformance/rma
+// runs in one job per device and count.
+var rmaNPs = []int{1, 2, 3, 4}
+
+// TestRMA runs every check of conformance/rma (one-sided communication)
+// through mpirun under every registered device at np = 1, 2, 3 and 4, one
+// job per device and process count running all the checks; under netvm
+// also at np = 16 (contention on locks, CompareAndSwap and FetchAndOp),
+// with eager=0 and cma=off (no remote write: every operation through the
+// target's agent) and with mpirun -async-progress (passive target with a
+// target that does not call MPI) at np = 4.
+func TestRMA(t *testing.T) {
+	eachDevice(t, func(t *testing.T, dev string) {
+		for _, np := range rmaNPs {
+			rmaJob(t, dev, nil, np)
+		}
+		if dev != "netvm" {
+			rmaJob(t, dev, []string{asyncOpt}, 4)
+			return
+		}
+		rmaJob(t, dev, nil, 16)
+		for _, opt := range append(netvmOptions, asyncOpt) {
+			rmaJob(t, dev, []string{opt}, 4)
+		}
+	})
+}
+
+// rmaJob runs all the rma checks in one job and judges each.
+func rmaJob(t *testing.T, dev string, opts []string, np int) {
+	name := fmt.Sprintf("np=%d", np)
+	for _, o := range opts {
+		name = o + "/" + name
+	}
+	t.Run(name, func(t *testing.T) {
+		jobs <- struct{}{}
+		r := runJob(rmaProg.bin, dev, opts, np, []string{"all"})
+		<-jobs
+		worst := "PASS"
+		for _, check := range rmaProg.checks {
+			outcome := judge(t, r, np, check)
+			if outcome != "PASS" {
+				worst = outcome
+			}
+			resultsMu.Lock()
+			results = append(results, result{prog: rmaProg.name, device: dev, config: dev + "/" + name, check: check, outcome: outcome, elapsed: r.elapsed})
+			resultsMu.Unlock()
+			if outcome == "FAIL" {
+				break // judge has shown the job's output
+			}
+		}
+		noteProgress(r, worst)
+	})
+}
