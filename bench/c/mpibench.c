@@ -7,6 +7,7 @@
  *   mpiexec -n 2 ./mpibench-mpich bw [flags]         osu_bw-style streaming bandwidth
  *   mpiexec -n N ./mpibench-mpich anysource [flags]  MPI_ANY_SOURCE vs. specific-source receives
  *   mpiexec -n 2 ./mpibench-mpich virtus [flags]     VIRTUS: strided (MPI_Type_vector) vs. contiguous bw
+ *   mpiexec -n N ./mpibench-mpich rma [flags]        one-sided: put/get latency and bw, accumulate and fetch-and-op rates
  *
  * Flags (as in cmd/mpibench): --min-size N, --max-size N, --iters N (0 = auto),
  * --window N, --reps N, --min-time SECONDS, --msgs N, --senders K,
@@ -464,10 +465,116 @@ static void virtus(void)
     free(strided);
 }
 
+/* rma: one-sided communication, as cmd/mpibench/rma.go. Rank 0 accesses
+ * rank 1's window in a passive-target epoch (rank 1 waits in a barrier):
+ * rma_put_lat/rma_get_lat (µs per Put/Get + Flush, up to 64 KiB),
+ * rma_put_bw/rma_get_bw (MB/s of --window operations per Flush, from 4 KiB),
+ * rma_acc_rate (Mops/s of 8-byte Accumulates, --window per Flush); then
+ * rma_fop_rate (Mops/s of MPI_Fetch_and_op on rank 0 by every rank). */
+static MPI_Win rma_win;
+static unsigned char *rma_buf;
+static long rma_n;
+static int rma_kind; /* 0 put, 1 get, 2 accumulate */
+static long rma_batch;
+
+static void rma_rounds(long iters)
+{
+    int64_t one = 1;
+    for (long i = 0; i < iters; i++) {
+        for (long k = 0; k < rma_batch; k++) {
+            if (rma_kind == 0)
+                MPI_Put(rma_buf, (int)rma_n, MPI_BYTE, 1, 0, (int)rma_n, MPI_BYTE, rma_win);
+            else if (rma_kind == 1)
+                MPI_Get(rma_buf, (int)rma_n, MPI_BYTE, 1, 0, (int)rma_n, MPI_BYTE, rma_win);
+            else
+                MPI_Accumulate(&one, 1, MPI_INT64_T, 1, 0, 1, MPI_INT64_T, MPI_SUM, rma_win);
+        }
+        MPI_Win_flush(1, rma_win);
+    }
+}
+
+/* rma_time: seconds per round, best of reps, after warm untimed rounds. */
+static double rma_time(long warm)
+{
+    double t0 = MPI_Wtime();
+    rma_rounds(warm);
+    long iters = auto_iters((MPI_Wtime() - t0) / (double)warm);
+    double best = 1e30;
+    for (long r = 0; r < cfg.reps; r++) {
+        t0 = MPI_Wtime();
+        rma_rounds(iters);
+        double per = (MPI_Wtime() - t0) / (double)iters;
+        if (per < best)
+            best = per;
+    }
+    return best;
+}
+
+static void rma(void)
+{
+    long max_n = cfg.max_size < 8 ? 8 : cfg.max_size;
+    unsigned char *mem;
+    MPI_Win_allocate(max_n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &rma_win);
+    memset(mem, 0, max_n);
+    if (rank == 0) {
+        rma_buf = malloc(max_n);
+        fill(rma_buf, max_n);
+        MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, rma_win);
+        for (long n = 8; n <= cfg.max_size; n *= 2) {
+            if (n < cfg.min_size)
+                continue;
+            rma_n = n;
+            if (n <= 64 << 10) {
+                rma_batch = 1;
+                rma_kind = 0;
+                row("rma_put_lat", 2, n, 1e6 * rma_time(ping_warmup(n)), "us");
+                rma_kind = 1;
+                row("rma_get_lat", 2, n, 1e6 * rma_time(ping_warmup(n)), "us");
+            }
+            if (n >= 4 << 10) {
+                long warm = ping_warmup(n) / cfg.window;
+                if (warm < 2)
+                    warm = 2;
+                rma_batch = cfg.window;
+                rma_kind = 0;
+                row("rma_put_bw", 2, n, (double)(n * cfg.window) / rma_time(warm) / 1e6, "MB/s");
+                rma_kind = 1;
+                row("rma_get_bw", 2, n, (double)(n * cfg.window) / rma_time(warm) / 1e6, "MB/s");
+            }
+        }
+        rma_batch = cfg.window;
+        rma_kind = 2;
+        row("rma_acc_rate", 2, 8, (double)cfg.window / rma_time(20) / 1e6, "Mops/s");
+        MPI_Win_unlock(1, rma_win);
+        free(rma_buf);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    long ops = cfg.msgs < 100 ? 100 : cfg.msgs;
+    MPI_Win_lock_all(0, rma_win);
+    double best = 1e30;
+    for (long r = 0; r < cfg.reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        int64_t one = 1, old;
+        for (long i = 0; i < ops; i++) {
+            MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 0, MPI_SUM, rma_win);
+            MPI_Win_flush(0, rma_win);
+        }
+        double took = MPI_Wtime() - t0, all;
+        MPI_Allreduce(&took, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (all < best)
+            best = all;
+    }
+    MPI_Win_unlock_all(rma_win);
+    if (rank == 0)
+        row("rma_fop_rate", nprocs, 8, (double)(ops * nprocs) / best / 1e6, "Mops/s");
+    MPI_Win_free(&rma_win);
+}
+
 static void usage(void)
 {
     if (rank == 0)
-        fprintf(stderr, "usage: mpibench pingpong|bw|anysource|virtus [--min-size N] [--max-size N] [--iters N] "
+        fprintf(stderr, "usage: mpibench pingpong|bw|anysource|virtus|rma [--min-size N] [--max-size N] [--iters N] "
                         "[--window N] [--reps N] [--min-time S] [--msgs N] [--senders K] [--total N] [--block-min N] "
                         "[--block-max N] [--touch] [--no-header]\n");
     MPI_Finalize();
@@ -543,6 +650,8 @@ int main(int argc, char **argv)
         anysource();
     else if (!strcmp(cmd, "virtus"))
         virtus();
+    else if (!strcmp(cmd, "rma"))
+        rma();
     else
         usage();
     fflush(stdout);

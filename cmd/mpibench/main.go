@@ -7,6 +7,7 @@
 //	mpirun -np 2 mpibench bw [flags]         streaming bandwidth, windows of Isend/Irecv
 //	mpirun -np N mpibench anysource [flags]  AnySource vs. specific-source receives, k = 1..N-1 senders
 //	mpirun -np 2 mpibench virtus [flags]     VIRTUS: strided (Vector, stride 2×block) vs. contiguous bandwidth
+//	mpirun -np N mpibench rma [flags]        one-sided: put/get latency and bandwidth, accumulate and FetchAndOp rates
 //	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
 //	mpibench summarize results.csv           ratios from a CSV made by bench/compare.sh
 //
@@ -52,6 +53,8 @@ subcommands (run the MPI ones under mpirun):
   anysource   rank 0 receives from k senders, AnySource vs. specific source
   virtus      bw of a strided array (Vector of --block-min..--block-max blocks,
               stride 2×block, --total data bytes) vs. the same bytes contiguous
+  rma         one-sided: Put/Get + Flush latency and bandwidth (rank 0 to 1),
+              Accumulate rate, FetchAndOp rate with every rank on rank 0
   coll        Barrier, Allreduce 8 B / 8 MiB, Bcast 1 MiB, Alltoall 64 KiB per pair
   bcast       Bcast from rank 0, 8 B to --max-size in powers of 8 (with
               ADIMPI_NATIVE_COLL=off: the core's algorithms, not the device's)
@@ -132,7 +135,7 @@ func main() {
 		runSummarizeOverlap(args[1:])
 	case "memcpy":
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
-	case "pingpong", "bw", "anysource", "virtus":
+	case "pingpong", "bw", "anysource", "virtus", "rma":
 		runMPI(&cfg, args[0])
 	default:
 		fmt.Fprintf(os.Stderr, "mpibench: unknown subcommand %q\n", args[0])
@@ -161,6 +164,8 @@ func runMPI(cfg *config, name string) {
 		rows = anysource(cfg, world)
 	case "virtus":
 		rows = virtus(cfg, world)
+	case "rma":
+		rows = rmaBench(cfg, world)
 	}
 	if world.Rank() == 0 {
 		printRows(os.Stdout, cfg, rows)
