@@ -32,6 +32,34 @@ func TestRMA(t *testing.T) {
 	})
 }
 
+// TestRMACrossHost runs every check of conformance/rma in one job per
+// device across 3 simulated hosts, at np = 3 (one rank per host: every
+// operation through the targets' agents over the network) and np = 6
+// round-robin.
+func TestRMACrossHost(t *testing.T) {
+	_, launch := startHosts(t, crossHosts)
+	for _, dev := range crossHostDevices {
+		t.Run(dev, func(t *testing.T) {
+			t.Parallel()
+			for _, pl := range []placement{crossPlacements[0], crossPlacements[2]} {
+				t.Run(pl.name, func(t *testing.T) {
+					jobs <- struct{}{}
+					r := runJob(rmaProg.bin, dev, nil, pl.np, []string{"all"}, append(append([]string(nil), launch...), pl.args...)...)
+					<-jobs
+					worst := "PASS"
+					for _, check := range rmaProg.checks {
+						if outcome := judge(t, r, pl.np, check); outcome != "PASS" {
+							worst = outcome
+							break
+						}
+					}
+					noteProgress(r, worst)
+				})
+			}
+		})
+	}
+}
+
 // rmaJob runs all the rma checks in one job and judges each.
 func rmaJob(t *testing.T, dev string, opts []string, np int) {
 	name := fmt.Sprintf("np=%d", np)

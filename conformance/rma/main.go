@@ -562,7 +562,16 @@ func checkRequests() {
 // checkShared: a shared window's memory is loaded and stored directly by
 // the other ranks, and RMA on it works as on any window.
 func checkShared() {
+	node, err := world.SplitType(mpi.SplitTypeShared, rank)
+	must(err, "split by host")
+	oneHost := node.Size() == size
+	must(node.Free(), "free")
 	w, mine, err := mpi.WinAllocateShared[int64](world, 4, nil)
+	if !oneHost {
+		// The ranks span hosts: no memory is shared among them all.
+		wantErr(err, mpi.ErrRMAShared, "MPI_Win_allocate_shared across hosts")
+		return
+	}
 	must(err, "MPI_Win_allocate_shared")
 	must(w.LockAll(0), "MPI_Win_lock_all")
 	right := (rank + 1) % size
