@@ -90,6 +90,9 @@ func (w *Win) checkRMA(a *rmaArgs) error {
 			return err
 		}
 	}
+	if a.kind != amGet && a.origin.Type == nil {
+		return errorf(ErrBuffer, a.op, "origin buffer has no datatype (only MPI_Get_accumulate with MPI_NO_OP takes none)")
+	}
 	tb := Buffer{Count: a.tcount, Type: a.ttype}
 	if a.ttype == nil {
 		return errorf(ErrType, a.op, "target datatype is nil")

@@ -818,6 +818,7 @@ func checkErrors() {
 	userOp := mpi.NewTypedOp(func(in, inout []int64) {}, true)
 	wantErr(mpi.Accumulate(w, []int64{1}, right, 0, userOp), mpi.ErrOp, "MPI_Accumulate with a user operation")
 	wantErr(w.PutBuf(mpi.Slice([]int32{1}), right, 0, 1, datatype.Int64), mpi.ErrType, "MPI_Put with mismatched sizes")
+	wantErr(w.GetAccumulateBuf(mpi.Buffer{}, mpi.Slice([]int64{0}), right, 0, 1, datatype.Int64, mpi.Sum), mpi.ErrBuffer, "MPI_Get_accumulate without origin data")
 	must(w.Unlock(right), "MPI_Win_unlock")
 	_, err = w.Attach(make([]byte, 8))
 	wantErr(err, mpi.ErrRMAFlavor, "MPI_Win_attach on an allocated window")
