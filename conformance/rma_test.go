@@ -10,24 +10,28 @@ import (
 var rmaNPs = []int{1, 2, 3, 4}
 
 // TestRMA runs every check of conformance/rma (one-sided communication)
-// through mpirun under every registered device at np = 1, 2, 3 and 4, one
-// job per device and process count running all the checks; under netvm
-// also at np = 16 (contention on locks, CompareAndSwap and FetchAndOp),
-// with eager=0 and cma=off (no remote write: every operation through the
-// target's agent) and with mpirun -async-progress (passive target with a
-// target that does not call MPI) at np = 4.
+// through mpirun under every registered device, one job per device and
+// configuration running all the checks: at np = 1, 2, 3 and 4 (windows
+// that the ranks of a host map: Put, Get, accumulates and locks without
+// the target), at np = 4 with -create (windows of the program's memory:
+// everything through the device's remote memory access or the target's
+// agent) and with -create under mpirun -async-progress; under netvm also
+// at np = 16 (contention on locks, CompareAndSwap and FetchAndOp, with
+// and without -create) and with eager=0 and cma=off.
 func TestRMA(t *testing.T) {
 	eachDevice(t, func(t *testing.T, dev string) {
 		for _, np := range rmaNPs {
-			rmaJob(t, dev, nil, np)
+			rmaJob(t, dev, nil, np, false)
 		}
+		rmaJob(t, dev, nil, 4, true)
+		rmaJob(t, dev, []string{asyncOpt}, 4, true)
 		if dev != "netvm" {
-			rmaJob(t, dev, []string{asyncOpt}, 4)
 			return
 		}
-		rmaJob(t, dev, nil, 16)
-		for _, opt := range append(netvmOptions, asyncOpt) {
-			rmaJob(t, dev, []string{opt}, 4)
+		rmaJob(t, dev, nil, 16, false)
+		rmaJob(t, dev, nil, 16, true)
+		for _, opt := range netvmOptions {
+			rmaJob(t, dev, []string{opt}, 4, true)
 		}
 	})
 }
@@ -35,7 +39,7 @@ func TestRMA(t *testing.T) {
 // TestRMACrossHost runs every check of conformance/rma in one job per
 // device across 3 simulated hosts, at np = 3 (one rank per host: every
 // operation through the targets' agents over the network) and np = 6
-// round-robin.
+// round-robin with -create (windows of the program's memory).
 func TestRMACrossHost(t *testing.T) {
 	_, launch := startHosts(t, crossHosts)
 	for _, dev := range crossHostDevices {
@@ -44,7 +48,11 @@ func TestRMACrossHost(t *testing.T) {
 			for _, pl := range []placement{crossPlacements[0], crossPlacements[2]} {
 				t.Run(pl.name, func(t *testing.T) {
 					jobs <- struct{}{}
-					r := runJob(rmaProg.bin, dev, nil, pl.np, []string{"all"}, append(append([]string(nil), launch...), pl.args...)...)
+					args := []string{"all"}
+					if pl.np == 6 {
+						args = []string{"-create", "all"} // the program's memory: native on no host
+					}
+					r := runJob(rmaProg.bin, dev, nil, pl.np, args, append(append([]string(nil), launch...), pl.args...)...)
 					<-jobs
 					worst := "PASS"
 					for _, check := range rmaProg.checks {
@@ -60,15 +68,21 @@ func TestRMACrossHost(t *testing.T) {
 	}
 }
 
-// rmaJob runs all the rma checks in one job and judges each.
-func rmaJob(t *testing.T, dev string, opts []string, np int) {
+// rmaJob runs all the rma checks in one job and judges each; create
+// passes -create (windows of the program's memory).
+func rmaJob(t *testing.T, dev string, opts []string, np int, create bool) {
 	name := fmt.Sprintf("np=%d", np)
+	args := []string{"all"}
+	if create {
+		name = "create/" + name
+		args = []string{"-create", "all"}
+	}
 	for _, o := range opts {
 		name = o + "/" + name
 	}
 	t.Run(name, func(t *testing.T) {
 		jobs <- struct{}{}
-		r := runJob(rmaProg.bin, dev, opts, np, []string{"all"})
+		r := runJob(rmaProg.bin, dev, opts, np, args)
 		<-jobs
 		worst := "PASS"
 		for _, check := range rmaProg.checks {

@@ -76,6 +76,8 @@ func (w *Win) rma(a *rmaArgs) (*adi.Request, error) {
 		return q, err
 	case (a.kind == amPut || a.kind == amGet) && (w.direct[a.target] != nil || w.remote[a.target]):
 		return w.native(a, off, blocks, size)
+	case w.ctls[a.target] != nil:
+		return w.nativeAcc(a, h, off, blocks, size)
 	}
 	return w.message(a, h, blocks)
 }
@@ -248,6 +250,35 @@ func (w *Win) native(a *rmaArgs, off int64, blocks []blk, size int) (*adi.Reques
 		if err != nil {
 			return nil, errorf(ErrOther, a.op, "rank %d of window %s: %v", t, w.name, err)
 		}
+	}
+	return doneRequest(nil), nil
+}
+
+// nativeAcc carries out an accumulate or compare-and-swap on memory of
+// the target mapped here, holding the target's accumulate lock as its
+// agent does. Called with the core's lock held.
+func (w *Win) nativeAcc(a *rmaArgs, h header, off int64, blocks []blk, size int) (*adi.Request, error) {
+	if blocks == nil {
+		blocks = []blk{{0, size}}
+	}
+	mem := w.direct[a.target]
+	pieces := make([][]byte, 0, len(blocks))
+	for _, b := range blocks {
+		at := off + int64(b.off)
+		pieces = append(pieces, mem[at:at+int64(b.n)])
+	}
+	data := packIn(a.origin)
+	if a.kind == amCAS {
+		data = append(append([]byte(nil), data...), a.compare...)
+	}
+	var old []byte
+	var why string
+	w.atomically(a.target, func() { old, why = combine(h, pieces, data) })
+	if why != "" {
+		return nil, errorf(ErrOp, a.op, "%s", why)
+	}
+	if a.result.Type != nil {
+		a.result.CopyIn(0, old)
 	}
 	return doneRequest(nil), nil
 }

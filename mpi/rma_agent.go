@@ -31,6 +31,7 @@ const (
 	amLock
 	amUnlock
 	amComplete
+	amNudge // a lock taken through the control block was released: look at the queue
 )
 
 // Tags on a window's communicator.
@@ -140,8 +141,9 @@ type agent struct {
 	busy  *pendingOp     // an operation waiting for what follows its header
 	sends []*adi.Request // answers in flight
 
-	excl    int // comm rank holding the exclusive lock, -1: none
-	shared  int // holders of shared locks
+	excl    bool          // the exclusive lock is held (a window without control blocks)
+	shared  int           // holders of shared locks (likewise)
+	held    map[int]uint8 // the locks granted by this agent: origin's comm rank → kind
 	waiters []lockWaiter
 
 	completes []int    // PSCW: Complete notices received, per origin comm rank
@@ -176,7 +178,7 @@ type pendingOp struct {
 
 func (a *agent) start(w *Win) error {
 	n := w.comm.Size()
-	a.w, a.r, a.excl = w, w.rt, -1
+	a.w, a.r, a.held = w, w.rt, map[int]uint8{}
 	a.completes, a.posts, a.errs = make([]int, n), make([]int, n), make([]string, n)
 	if n > 1 {
 		for range rxSlots {
@@ -273,6 +275,9 @@ func (a *agent) serve() {
 		return
 	}
 	a.reap()
+	if len(a.waiters) > 0 {
+		a.grant()
+	}
 	for {
 		if a.busy != nil {
 			if !a.followed() {
@@ -325,6 +330,9 @@ func (a *agent) arrive(s *rxSlot) {
 		return
 	case amComplete:
 		a.completes[src]++
+		return
+	case amNudge:
+		a.grant()
 		return
 	}
 	world := st.Source
@@ -457,26 +465,57 @@ func (a *agent) apply(p *pendingOp) {
 			return
 		}
 		a.answer(p, gather(pieces, n))
-	case amAcc, amGetAcc:
-		old := gather(pieces, n)
-		k := builtin(opCode(p.h.op), rmaTypes[p.h.basic])
-		if k == nil {
-			a.fail(p, fmt.Sprintf("operation %d is not defined for %s", p.h.op, rmaTypes[p.h.basic]))
+	case amAcc, amGetAcc, amCAS:
+		var old []byte
+		var why string
+		a.w.atomically(a.w.comm.rank, func() { old, why = combine(p.h, pieces, p.data) })
+		if why != "" {
+			a.fail(p, why)
 			return
 		}
-		nw := append([]byte(nil), p.data...)
-		k(old, nw) // nw = old op origin, with Replace giving the origin's, NoOp the old value
-		scatter(pieces, nw)
-		if p.h.kind == amGetAcc {
+		if p.h.kind != amAcc {
 			a.answer(p, old)
 		}
-	case amCAS:
-		old := gather(pieces, n)
-		if bytes.Equal(old, p.data[n:]) {
-			scatter(pieces, p.data[:n])
-		}
-		a.answer(p, old)
 	}
+}
+
+// combine carries out an accumulate (amAcc, amGetAcc) or a compare-and-swap
+// on the window pieces and returns their old contents, or why it cannot.
+// The caller holds the window's accumulate lock (atomically).
+func combine(h header, pieces [][]byte, data []byte) ([]byte, string) {
+	n := int(h.n)
+	old := gather(pieces, n)
+	if h.kind == amCAS {
+		if bytes.Equal(old, data[n:]) {
+			scatter(pieces, data[:n])
+		}
+		return old, ""
+	}
+	k := builtin(opCode(h.op), rmaTypes[h.basic])
+	if k == nil {
+		return nil, fmt.Sprintf("operation %d is not defined for %s", h.op, rmaTypes[h.basic])
+	}
+	nw := append([]byte(nil), data...)
+	k(old, nw) // nw = old op origin: Replace gives the origin's value, NoOp the old one
+	scatter(pieces, nw)
+	return old, ""
+}
+
+// atomically runs fn holding rank t's accumulate lock, which every process
+// that carries out accumulates on t's memory takes: t's agent, and origins
+// on t's host that map it (winCtl). A window without control blocks has
+// only its agent, which runs under the core's lock.
+func (w *Win) atomically(t int, fn func()) {
+	c := w.ctls[t]
+	if c == nil {
+		fn()
+		return
+	}
+	for !atomic.CompareAndSwapUint32(c.mu, 0, 1) {
+		osYield() // the holder copies a few bytes; it may have lost its CPU
+	}
+	fn()
+	atomic.StoreUint32(c.mu, 0)
 }
 
 // fail records a failed access for its origin's next flush, and answers an
@@ -526,36 +565,91 @@ func (a *agent) lock(origin int, kind uint8, reply uint32, local *bool) {
 
 // unlock releases origin's lock and grants what can be granted next.
 func (a *agent) unlock(origin int) {
-	switch {
-	case a.excl == origin:
-		a.excl = -1
-	case a.shared > 0:
-		a.shared--
-	default:
+	kind, ok := a.held[origin]
+	if !ok {
 		if a.errs[origin] == "" {
 			a.errs[origin] = fmt.Sprintf("rank %d unlocked window %s on rank %d, which it had not locked", origin, a.w.name, a.w.comm.rank)
 		}
+		return
 	}
+	delete(a.held, origin)
+	a.w.release(a.w.comm.rank, kind)
 	a.grant()
 }
 
-// grant grants the queued locks in order while they are compatible.
+// grant grants the queued locks in order while they can be taken. A lock
+// that origins on this host take themselves (winCtl) may be released
+// without the agent's knowledge: while a grant waits for such a holder,
+// the agent runs at every progress pass, and tells the holders, through
+// the control block, to send it a word when they release.
 func (a *agent) grant() {
+	w := a.w
+	me := w.comm.rank
 	for len(a.waiters) > 0 {
 		q := a.waiters[0]
-		if a.excl >= 0 || (q.kind == LockExclusive && a.shared > 0) {
+		if !w.tryLock(me, q.kind) {
+			if c := w.ctls[me]; c != nil {
+				atomic.StoreUint32(c.waiting, 1)
+				rmaWork.Store(true)
+			}
 			return
 		}
 		a.waiters = a.waiters[1:]
-		if q.kind == LockExclusive {
-			a.excl = q.origin
-		} else {
-			a.shared++
-		}
+		a.held[q.origin] = q.kind
 		if q.local != nil {
 			*q.local = true
 		} else {
 			a.send(q.origin, q.reply, nil)
 		}
+	}
+	if c := w.ctls[me]; c != nil {
+		atomic.StoreUint32(c.waiting, 0)
+	}
+}
+
+// tryLock takes rank t's window lock of kind if no conflicting lock is held:
+// in t's control block if this process maps it, else (t is this rank, with
+// no control block) in the agent's own state.
+func (w *Win) tryLock(t int, kind uint8) bool {
+	if c := w.ctls[t]; c != nil {
+		if kind == LockExclusive {
+			return atomic.CompareAndSwapUint64(c.lock, 0, lockExcl)
+		}
+		for {
+			v := atomic.LoadUint64(c.lock)
+			if v&lockExcl != 0 {
+				return false
+			}
+			if atomic.CompareAndSwapUint64(c.lock, v, v+1) {
+				return true
+			}
+		}
+	}
+	a := &w.ag
+	if a.excl || (kind == LockExclusive && a.shared > 0) {
+		return false
+	}
+	if kind == LockExclusive {
+		a.excl = true
+	} else {
+		a.shared++
+	}
+	return true
+}
+
+// release releases rank t's window lock of kind (see tryLock).
+func (w *Win) release(t int, kind uint8) {
+	if c := w.ctls[t]; c != nil {
+		if kind == LockExclusive {
+			atomic.StoreUint64(c.lock, 0)
+		} else {
+			atomic.AddUint64(c.lock, ^uint64(0))
+		}
+		return
+	}
+	if kind == LockExclusive {
+		w.ag.excl = false
+	} else {
+		w.ag.shared--
 	}
 }

@@ -105,7 +105,8 @@ type Win struct {
 	direct [][]byte // memory of that rank mapped here (shared windows; this rank's own), else nil
 	remote []bool   // the device reads and writes that rank's memory (adi.RemoteMemory)
 	rm     adi.RemoteMemory
-	segs   []*shm.Segment // shared windows: the segments this rank maps (its own first)
+	segs   []*shm.Segment // allocated windows: the segments this rank maps (its own first)
+	ctls   []*winCtl      // allocated windows: the control blocks of the ranks whose segments this rank maps
 
 	regions []region // dynamic windows: the memory attached here
 
@@ -184,6 +185,7 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 	}
 	r.mu.Unlock()
 	w.direct[wc.rank] = mem
+	w.ctls = make([]*winCtl, n)
 	w.origin.init(n)
 	return w, nil
 }
@@ -235,28 +237,20 @@ func WinAllocate[T Numeric](c *Comm, n int, info *Info) (*Win, []T, error) {
 	if n < 0 {
 		return nil, nil, c.raise(errorf(ErrSize, op, "size %d is negative", n))
 	}
-	mem := make([]T, n)
-	b := Slice(mem)
-	w, err := winCreate(op, c, b.Mem, b.Type.Size(), FlavorAllocate, info)
+	var z T
+	es := int(unsafe.Sizeof(z))
+	w, mem, err := winSegment(op, c, n*es, es, FlavorAllocate, info)
 	if err != nil {
 		return nil, nil, c.raise(err)
 	}
-	return w, mem, nil
+	return w, asSlice[T](mem), nil
 }
 
 // WinAllocateBytes is WinAllocate for size bytes with an explicit
 // displacement unit.
 func WinAllocateBytes(c *Comm, size, dispUnit int, info *Info) (*Win, []byte, error) {
-	const op = "MPI_Win_allocate"
-	if size < 0 {
-		return nil, nil, c.raise(errorf(ErrSize, op, "size %d is negative", size))
-	}
-	mem := make([]byte, size)
-	w, err := winCreate(op, c, mem, dispUnit, FlavorAllocate, info)
-	if err != nil {
-		return nil, nil, c.raise(err)
-	}
-	return w, mem, nil
+	w, mem, err := winSegment("MPI_Win_allocate", c, size, dispUnit, FlavorAllocate, info)
+	return w, mem, c.raise(err)
 }
 
 // WinCreateDynamic makes a window without memory (MPI_Win_create_dynamic):
@@ -343,6 +337,34 @@ func WinAllocateSharedBytes(c *Comm, size, dispUnit int, info *Info) (*Win, []by
 }
 
 func winAllocateShared(op string, c *Comm, size, dispUnit int, info *Info) (*Win, []byte, error) {
+	return winSegment(op, c, size, dispUnit, FlavorShared, info)
+}
+
+// ctlSize is the window's control block at the start of its segment, before
+// the memory: the words that origins on this host use to take the window's
+// locks and to carry out accumulates themselves (winCtl).
+const ctlSize = 64
+
+// winCtl is a window's control block, mapped by every rank of its host.
+type winCtl struct {
+	mu      *uint32 // held while an accumulate is carried out on the window
+	waiting *uint32 // the owner's agent has lock requests waiting: releasers nudge it
+	lock    *uint64 // the passive-target lock: lockExcl, or the number of shared holders
+}
+
+const lockExcl = 1 << 63
+
+func ctlOf(s *shm.Segment) *winCtl {
+	return &winCtl{mu: s.Uint32(shm.HeaderSize), waiting: s.Uint32(shm.HeaderSize + 4), lock: s.Uint64(shm.HeaderSize + 8)}
+}
+
+// winSegment makes a window whose memory MPI allocates (WinAllocate,
+// WinAllocateShared): each rank's memory is a shared-memory segment that
+// the other ranks of its host map, so that they put, get, accumulate and
+// lock there themselves, without the owner's help. With FlavorShared every
+// rank of c must be on this host and map every other's; otherwise a peer
+// whose segment cannot be mapped is reached through its agent.
+func winSegment(op string, c *Comm, size, dispUnit int, flavor WinFlavor, info *Info) (*Win, []byte, error) {
 	r, err := collStart(op, c)
 	if err != nil {
 		return nil, nil, err
@@ -350,23 +372,28 @@ func winAllocateShared(op string, c *Comm, size, dispUnit int, info *Info) (*Win
 	if size < 0 {
 		return nil, nil, errorf(ErrSize, op, "size %d is negative", size)
 	}
-	for i, wr := range c.world {
-		if r.hosts != nil && r.hosts[wr] != r.hosts[r.rank] {
-			return nil, nil, errorf(ErrRMAShared, op, "rank %d of %s runs on host %s, this rank on %s: shared memory needs one host", i, c.name, r.hostNames[r.hosts[wr]], r.hostNames[r.hosts[r.rank]])
+	local := func(wr int) bool { return r.hosts == nil || r.hosts[wr] == r.hosts[r.rank] }
+	if flavor == FlavorShared {
+		for i, wr := range c.world {
+			if !local(wr) {
+				return nil, nil, errorf(ErrRMAShared, op, "rank %d of %s runs on host %s, this rank on %s: shared memory needs one host", i, c.name, r.hostNames[r.hosts[wr]], r.hostNames[r.hosts[r.rank]])
+			}
 		}
 	}
-	seg, err := shm.Export("adimpi-win", size)
+	seg, err := shm.Export("adimpi-win", ctlSize+size)
 	if err != nil {
 		return nil, nil, errorf(ErrOther, op, "allocating %d bytes of shared memory: %v", size, err)
 	}
-	mem := seg.Mem[shm.HeaderSize : shm.HeaderSize+size : shm.HeaderSize+size]
-	w, err := newWin(op, c, mem, dispUnit, FlavorShared, info)
+	at := shm.HeaderSize + ctlSize
+	mem := seg.Mem[at : at+size : at+size]
+	w, err := newWin(op, c, mem, dispUnit, flavor, info)
 	if err != nil {
 		seg.Close()
 		return nil, nil, err
 	}
 	w.segs = []*shm.Segment{seg}
 	n := w.comm.Size()
+	w.ctls[w.comm.rank] = ctlOf(seg)
 	mine := []uint64{uint64(os.Getpid()), uint64(seg.FD), seg.Key}
 	all := make([]uint64, 3*n)
 	if err := allgatherBuf(w.comm, Slice(mine), Slice(all)); err != nil {
@@ -374,16 +401,20 @@ func winAllocateShared(op string, c *Comm, size, dispUnit int, info *Info) (*Win
 		return nil, nil, named(op, err)
 	}
 	for i := range n {
-		if i == w.comm.rank {
+		if i == w.comm.rank || !local(w.comm.world[i]) {
 			continue
 		}
 		s, err := shm.Import(int(all[3*i]), int(all[3*i+1]), all[3*i+2])
-		if err != nil {
+		if err != nil && flavor == FlavorShared {
 			w.closeSegs()
 			return nil, nil, errorf(ErrRMAShared, op, "mapping rank %d's window memory: %v", i, err)
 		}
+		if err != nil {
+			continue // reached through its agent
+		}
 		w.segs = append(w.segs, s)
-		w.direct[i] = s.Mem[shm.HeaderSize : shm.HeaderSize+w.sizes[i] : shm.HeaderSize+w.sizes[i]]
+		w.direct[i] = s.Mem[at : at+w.sizes[i] : at+w.sizes[i]]
+		w.ctls[i] = ctlOf(s)
 	}
 	if err := w.start(); err != nil {
 		w.closeSegs()

@@ -21,7 +21,10 @@ type originState struct {
 	nextTag  uint32
 }
 
-const lockNoCheck = 1 << 8 // the lock was taken with ModeNoCheck: no lock is held at the target
+const (
+	lockNoCheck = 1 << 8 // the lock was taken with ModeNoCheck: no lock is held at the target
+	lockNative  = 1 << 9 // the lock was taken in the target's control block, not by its agent
+)
 
 func (o *originState) init(n int) {
 	o.locks, o.dirty, o.pend = make([]int, n), make([]bool, n), make([][]*adi.Request, n)
@@ -490,7 +493,7 @@ func (w *Win) Lock(lockType, target, assert int) error {
 	if err := w.acquire(op, []int{target}, uint8(lockType)); err != nil {
 		return w.raise(err)
 	}
-	o.locks[target] = lockType
+	o.locks[target] |= lockType
 	o.fence = false
 	return nil
 }
@@ -501,8 +504,18 @@ func (w *Win) acquire(op string, ts []int, kind uint8) error {
 	var reqs []*adi.Request
 	self := false
 	granted := false
+	for _, t := range ts {
+		if w.ctls[t] != nil {
+			if err := w.lockNative(op, t, kind); err != nil {
+				return err
+			}
+		}
+	}
 	r.mu.Lock()
 	for _, t := range ts {
+		if w.ctls[t] != nil {
+			continue
+		}
 		if t == w.comm.rank {
 			self = true
 			w.ag.lock(t, kind, 0, &granted)
@@ -549,6 +562,76 @@ func (w *Win) acquire(op string, ts []int, kind uint8) error {
 	return nil
 }
 
+// lockNative takes rank t's lock in its control block, mapped here,
+// polling the device meanwhile so that this rank's own agent goes on
+// serving (the holder may be waiting for it). No sleep: the holder
+// releases it with a store that rings no doorbell.
+func (w *Win) lockNative(op string, t int, kind uint8) error {
+	r := w.rt
+	for {
+		r.mu.Lock()
+		ok := w.tryLock(t, kind)
+		r.mu.Unlock()
+		if ok {
+			w.origin.locks[t] |= lockNative
+			return nil
+		}
+		if err := r.progress(); err != nil {
+			return named(op, err)
+		}
+		osYield()
+	}
+}
+
+// unlock releases the locks of this rank on the ranks ts: after every
+// operation on them is complete, in the control block where it was taken
+// there (waking the owner's agent if lock requests wait there), else by
+// the owner's agent, whose answer says that everything before it is done.
+func (w *Win) unlock(op string, ts []int) error {
+	r := w.rt
+	var agentTs, flushTs []int
+	for _, t := range ts {
+		l := w.origin.locks[t]
+		switch {
+		case l&lockNative != 0:
+			if err := w.waitLocalErr(op, t); err != nil {
+				return err
+			}
+			r.mu.Lock()
+			w.release(t, uint8(l&0xff))
+			if atomic.LoadUint32(w.ctls[t].waiting) != 0 {
+				w.nudge(t)
+			}
+			r.mu.Unlock()
+		case l&lockNoCheck != 0:
+			flushTs = append(flushTs, t)
+		default:
+			agentTs = append(agentTs, t)
+		}
+		w.origin.locks[t] = 0
+	}
+	if err := w.flush(op, flushTs, amFlush); err != nil {
+		return err
+	}
+	return w.flush(op, agentTs, amUnlock)
+}
+
+// nudge tells rank t's agent that its lock was released through the
+// control block. Called with the core's lock held.
+func (w *Win) nudge(t int) {
+	if t == w.comm.rank {
+		w.ag.grant()
+		return
+	}
+	msg := make([]byte, hdrSize)
+	h := header{kind: amNudge}
+	h.put(msg)
+	q := &adi.Request{Op: adi.OpSend, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: tagReq, Buf: adi.Bytes(msg)}
+	if w.rt.dev.Isend(q) == nil {
+		w.ag.sends = append(w.ag.sends, q)
+	}
+}
+
 // Unlock closes the passive-target epoch to rank target (MPI_Win_unlock):
 // every operation of this rank on it is complete at the target, and the
 // lock is released.
@@ -563,17 +646,10 @@ func (w *Win) Unlock(target int) error {
 	if target < 0 || target >= w.comm.Size() {
 		return w.raise(errorf(ErrRank, op, "target rank %d out of range [0,%d) of window %s", target, w.comm.Size(), w.name))
 	}
-	l := w.origin.locks[target]
-	if l == 0 {
-		return w.raise(errorf(ErrRMASync, op, "window %s: rank %d is not locked by this rank", w.name, target))
+	if w.origin.locks[target] == 0 || w.origin.lockAll {
+		return w.raise(errorf(ErrRMASync, op, "window %s: rank %d is not locked by this rank (with Lock)", w.name, target))
 	}
-	kind := uint8(amUnlock)
-	if l&lockNoCheck != 0 {
-		kind = amFlush
-	}
-	err := w.flush(op, []int{target}, kind)
-	w.origin.locks[target] = 0
-	return w.raise(err)
+	return w.raise(w.unlock(op, []int{target}))
 }
 
 // LockAll opens a passive-target epoch to every rank with shared locks
@@ -599,7 +675,9 @@ func (w *Win) LockAll(assert int) error {
 		if err := w.acquire(op, allRanks(w.comm.Size()), LockShared); err != nil {
 			return w.raise(err)
 		}
-		o.lockAll = true
+		for i := range o.locks {
+			o.locks[i] |= LockShared
+		}
 	} else {
 		for i := range o.locks {
 			o.locks[i] = LockShared | lockNoCheck
@@ -620,11 +698,7 @@ func (w *Win) UnlockAll() error {
 	if !o.lockAll {
 		return w.raise(errorf(ErrRMASync, op, "window %s: LockAll is not in force", w.name))
 	}
-	kind := uint8(amUnlock)
-	if o.locks[0]&lockNoCheck != 0 {
-		kind = amFlush
-	}
-	err := w.flush(op, allRanks(w.comm.Size()), kind)
+	err := w.unlock(op, allRanks(w.comm.Size()))
 	o.lockAll = false
 	clear(o.locks)
 	return w.raise(err)

@@ -53,6 +53,7 @@ var checks = []runner.Check{
 var (
 	world      *mpi.Comm
 	rank, size int
+	create     = flag.Bool("create", false, "make the checks' windows with WinCreate (the program's memory: every operation through the device or the target's agent) rather than WinAllocate (memory that ranks of one host map)")
 	iters      = flag.Int("iters", 200, "operations per rank in the contention checks (fetch-and-op, cas-spinlock, lock-mutex)")
 	failf      = runner.Failf
 	must       = runner.Must
@@ -60,6 +61,17 @@ var (
 
 func main() {
 	runner.Program{Name: "rma", Checks: checks, Setup: func(w *mpi.Comm) { world, rank, size = w, w.Rank(), w.Size() }}.Main()
+}
+
+// allocate makes a window of n elements of T on every rank: WinAllocate,
+// or with -create WinCreate of the program's memory.
+func allocate[T int32 | int64 | float64](n int, info *mpi.Info) (*mpi.Win, []T, error) {
+	if !*create {
+		return mpi.WinAllocate[T](world, n, info)
+	}
+	mem := make([]T, n)
+	w, err := mpi.WinCreate(world, mem, info)
+	return w, mem, err
 }
 
 // val is the value rank r puts at element i of target t's window.
@@ -106,7 +118,7 @@ func checkFencePut() {
 // checkFenceGet: every rank reads every rank's window.
 func checkFenceGet() {
 	const k = 7
-	w, mem, err := mpi.WinAllocate[float64](world, k, nil)
+	w, mem, err := allocate[float64](k, nil)
 	must(err, "MPI_Win_allocate")
 	for i := range mem {
 		mem[i] = float64(rank) + float64(i)/10
@@ -132,7 +144,7 @@ func checkFenceGet() {
 // neighbour and back.
 func checkLarge() {
 	const n = 1 << 17 // 1 MiB of int64
-	w, mem, err := mpi.WinAllocate[int64](world, n, nil)
+	w, mem, err := allocate[int64](n, nil)
 	must(err, "MPI_Win_allocate")
 	right, left := (rank+1)%size, (rank+size-1)%size
 	src := make([]int64, n)
@@ -164,7 +176,7 @@ func checkLarge() {
 // travel apart from the header on the generic path).
 func checkDatatypes() {
 	const rows, cols = 16, 8
-	w, mem, err := mpi.WinAllocate[int32](world, rows*cols, nil)
+	w, mem, err := allocate[int32](rows*cols, nil)
 	must(err, "MPI_Win_allocate")
 	col, err := datatype.Vector(rows, 1, cols, datatype.Int32)
 	must(err, "vector")
@@ -219,7 +231,7 @@ func checkDatatypes() {
 	}
 	// A large strided put: 4096 blocks, more than one message holds.
 	const big = 4096
-	w2, mem2, err := mpi.WinAllocate[int64](world, 2*big, nil)
+	w2, mem2, err := allocate[int64](2*big, nil)
 	must(err, "MPI_Win_allocate")
 	every2, err := datatype.Vector(big, 1, 2, datatype.Int64)
 	must(err, "vector")
@@ -269,7 +281,7 @@ func checkAccOps() {
 	}
 	const k = 6
 	contrib := func(r, i int) int64 { return int64((r*7+i*3)%5 + 1 + (r&i)&1*8) }
-	w, mem, err := mpi.WinAllocate[int64](world, k, nil)
+	w, mem, err := allocate[int64](k, nil)
 	must(err, "MPI_Win_allocate")
 	for _, c := range cases {
 		for i := range mem {
@@ -309,7 +321,7 @@ func checkAccOps() {
 		}
 	}
 	// Floats: Sum of float64 and Max of float32 through the Buf form.
-	wf, memf, err := mpi.WinAllocate[float64](world, 1, nil)
+	wf, memf, err := allocate[float64](1, nil)
 	must(err, "MPI_Win_allocate")
 	must(wf.Fence(0), "fence")
 	for t := range size {
@@ -326,7 +338,7 @@ func checkAccOps() {
 // checkGetAcc: GetAccumulate returns the value before the operation;
 // with NoOp it is an atomic read.
 func checkGetAcc() {
-	w, mem, err := mpi.WinAllocate[int32](world, 2, nil)
+	w, mem, err := allocate[int32](2, nil)
 	must(err, "MPI_Win_allocate")
 	mem[0], mem[1] = 10, 20
 	must(w.Fence(0), "fence")
@@ -352,7 +364,7 @@ func checkGetAcc() {
 // itself) iters times under LockAll; the old values seen are exactly
 // 0..n*iters-1, with no increment lost.
 func checkFetchAndOp() {
-	w, mem, err := mpi.WinAllocate[int64](world, 1, nil)
+	w, mem, err := allocate[int64](1, nil)
 	must(err, "MPI_Win_allocate")
 	must(mpi.Barrier(world), "barrier")
 	must(w.LockAll(0), "MPI_Win_lock_all")
@@ -382,7 +394,7 @@ func checkFetchAndOp() {
 // checkCASSpinlock: a mutex made of CompareAndSwap on rank 0 guards a
 // read-modify-write (Get, add, Put) of a counter on the last rank.
 func checkCASSpinlock() {
-	w, mem, err := mpi.WinAllocate[int64](world, 2, nil)
+	w, mem, err := allocate[int64](2, nil)
 	must(err, "MPI_Win_allocate")
 	last := size - 1
 	must(w.LockAll(0), "MPI_Win_lock_all")
@@ -418,7 +430,7 @@ func checkCASSpinlock() {
 // checkLockMutex: exclusive locks on rank 0 guard a non-atomic
 // read-modify-write there; shared locks let readers in together.
 func checkLockMutex() {
-	w, mem, err := mpi.WinAllocate[int64](world, 1, nil)
+	w, mem, err := allocate[int64](1, nil)
 	must(err, "MPI_Win_allocate")
 	n := max(1, *iters/4)
 	for range n {
@@ -446,7 +458,7 @@ func checkLockMutex() {
 // checkLockAllFlush: puts made visible by Flush while the epoch stays
 // open, read back under the same LockAll; FlushLocal and FlushLocalAll.
 func checkLockAllFlush() {
-	w, mem, err := mpi.WinAllocate[int64](world, size, nil)
+	w, mem, err := allocate[int64](size, nil)
 	must(err, "MPI_Win_allocate")
 	must(w.LockAll(0), "MPI_Win_lock_all")
 	for t := range size {
@@ -476,7 +488,7 @@ func checkLockAllFlush() {
 // checkPSCW: a ring (each rank exposes to its left neighbour and accesses
 // its right one), then everyone to everyone, with Test for the wait.
 func checkPSCW() {
-	w, mem, err := mpi.WinAllocate[int64](world, size+1, nil)
+	w, mem, err := allocate[int64](size+1, nil)
 	must(err, "MPI_Win_allocate")
 	g, err := world.Group()
 	must(err, "group")
@@ -522,7 +534,7 @@ func checkPSCW() {
 // checkRequests: Rput, Rget, Raccumulate and RgetAccumulate complete
 // through their requests inside a lock-all epoch.
 func checkRequests() {
-	w, mem, err := mpi.WinAllocate[int64](world, 3, nil)
+	w, mem, err := allocate[int64](3, nil)
 	must(err, "MPI_Win_allocate")
 	must(w.LockAll(0), "MPI_Win_lock_all")
 	right := (rank + 1) % size
@@ -639,7 +651,7 @@ func checkDynamic() {
 // checkMixed: an epoch interleaved with point-to-point and collectives on
 // the same communicator.
 func checkMixed() {
-	w, mem, err := mpi.WinAllocate[int64](world, 2, nil)
+	w, mem, err := allocate[int64](2, nil)
 	must(err, "MPI_Win_allocate")
 	right, left := (rank+1)%size, (rank+size-1)%size
 	for round := range 4 {
@@ -663,7 +675,7 @@ func checkMixed() {
 // model every rank computes from the same seed.
 func checkRandom() {
 	const k, epochs, ops = 16, 6, 12
-	w, mem, err := mpi.WinAllocate[int64](world, k, nil)
+	w, mem, err := allocate[int64](k, nil)
 	must(err, "MPI_Win_allocate")
 	model := make([][]int64, size)
 	for i := range model {
@@ -750,35 +762,52 @@ func checkAttributes() {
 
 // checkPassiveProgress: the last rank locks rank 0's window, puts a word
 // and unlocks, while rank 0 computes without calling MPI until the word
-// arrives. Under mpirun -async-progress the progress goroutine grants the
-// lock and carries out what the device does not; without it a target must
-// call MPI for passive-target operations to complete (docs/rma.md), so
-// rank 0 then waits in a barrier instead of computing.
+// arrives. An allocated window whose memory the origin maps (one host)
+// needs nothing of the target; a window of the program's memory needs the
+// target's progress engine, which mpirun -async-progress runs while it
+// computes. Without either, rank 0 waits in a receive instead (a target
+// must call MPI then: docs/rma.md).
 func checkPassiveProgress() {
-	w, mem, err := mpi.WinAllocate[int64](world, 1, nil)
-	must(err, "MPI_Win_allocate")
-	last := size - 1
-	switch {
-	case rank == last:
-		must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
-		must(mpi.Put(w, []int64{42}, 0, 0), "MPI_Put")
-		must(w.Unlock(0), "MPI_Win_unlock")
-		must(mpi.Send(world, []int64{1}, 0, 9), "send")
-	case rank == 0 && mpi.AsyncProgress():
-		for atomic.LoadInt64(&mem[0]) != 42 {
-			runtime.Gosched() // computing, not calling MPI
+	for _, alloc := range []bool{true, false} {
+		var w *mpi.Win
+		var mem []int64
+		var err error
+		if alloc {
+			w, mem, err = mpi.WinAllocate[int64](world, 1, nil)
+		} else {
+			mem = make([]int64, 1)
+			w, err = mpi.WinCreate(world, mem, nil)
 		}
-		_, err := mpi.Recv(world, []int64{0}, last, 9)
-		must(err, "recv")
-	case rank == 0:
-		_, err := mpi.Recv(world, []int64{0}, last, 9)
-		must(err, "recv")
-		if mem[0] != 42 {
-			failf("after the origin's Unlock the word is %d, want 42", mem[0])
+		must(err, "window (allocate=%v)", alloc)
+		last := size - 1
+		native := []int64{0}
+		if rank == last && alloc && w.Native(0) {
+			native[0] = 1
 		}
+		must(mpi.Bcast(world, native, last), "bcast")
+		switch {
+		case rank == last:
+			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
+			must(mpi.Put(w, []int64{42}, 0, 0), "MPI_Put")
+			must(mpi.Accumulate(w, []int64{1}, 0, 0, mpi.Sum), "MPI_Accumulate")
+			must(w.Unlock(0), "MPI_Win_unlock")
+			must(mpi.Send(world, []int64{1}, 0, 9), "send")
+		case rank == 0 && (native[0] == 1 || mpi.AsyncProgress()):
+			for atomic.LoadInt64(&mem[0]) != 43 {
+				runtime.Gosched() // computing, not calling MPI
+			}
+			_, err := mpi.Recv(world, []int64{0}, last, 9)
+			must(err, "recv")
+		case rank == 0:
+			_, err := mpi.Recv(world, []int64{0}, last, 9)
+			must(err, "recv")
+			if mem[0] != 43 {
+				failf("after the origin's Unlock the word is %d, want 43", mem[0])
+			}
+		}
+		must(mpi.Barrier(world), "barrier")
+		freeWin(w)
 	}
-	must(mpi.Barrier(world), "barrier")
-	freeWin(w)
 }
 
 // wantErr checks that err has class c and names the call.
@@ -796,7 +825,7 @@ func wantErr(err error, c mpi.Class, what string) {
 
 // checkErrors: erroneous use is reported with the right class.
 func checkErrors() {
-	w, _, err := mpi.WinAllocate[int64](world, 4, nil)
+	w, _, err := allocate[int64](4, nil)
 	must(err, "MPI_Win_allocate")
 	right := (rank + 1) % size
 	wantErr(mpi.Put(w, []int64{1}, right, 0), mpi.ErrRMASync, "MPI_Put outside an epoch")
