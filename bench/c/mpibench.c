@@ -470,12 +470,15 @@ static void virtus(void)
  * rma_put_lat/rma_get_lat (µs per Put/Get + Flush, up to 64 KiB),
  * rma_put_bw/rma_get_bw (MB/s of --window operations per Flush, from 4 KiB),
  * rma_acc_rate (Mops/s of 8-byte Accumulates, --window per Flush); then
- * rma_fop_rate (Mops/s of MPI_Fetch_and_op on rank 0 by every rank). */
+ * rma_fop_rate (Mops/s of MPI_Fetch_and_op on rank 0 by every rank). The
+ * window is MPI_Win_allocate's, or with --win-create MPI_Win_create's over
+ * malloc'ed memory (rows rma_create_*). */
 static MPI_Win rma_win;
 static unsigned char *rma_buf;
 static long rma_n;
 static int rma_kind; /* 0 put, 1 get, 2 accumulate */
 static long rma_batch;
+static int rma_create; /* --win-create: MPI_Win_create over malloc'ed memory (rows rma_create_*) */
 
 static void rma_rounds(long iters)
 {
@@ -514,8 +517,16 @@ static void rma(void)
 {
     long max_n = cfg.max_size < 8 ? 8 : cfg.max_size;
     unsigned char *mem;
-    MPI_Win_allocate(max_n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &rma_win);
-    memset(mem, 0, max_n);
+    if (rma_create) {
+        mem = calloc(max_n, 1);
+        MPI_Win_create(mem, max_n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &rma_win);
+    } else {
+        MPI_Win_allocate(max_n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &rma_win);
+        memset(mem, 0, max_n);
+    }
+    const char *pre = rma_create ? "rma_create_" : "rma_";
+    char name[64];
+#define RMA_ROW(what, np, n, v, unit) (snprintf(name, sizeof name, "%s%s", pre, what), row(name, np, n, v, unit))
     if (rank == 0) {
         rma_buf = malloc(max_n);
         fill(rma_buf, max_n);
@@ -527,9 +538,9 @@ static void rma(void)
             if (n <= 64 << 10) {
                 rma_batch = 1;
                 rma_kind = 0;
-                row("rma_put_lat", 2, n, 1e6 * rma_time(ping_warmup(n)), "us");
+                RMA_ROW("put_lat", 2, n, 1e6 * rma_time(ping_warmup(n)), "us");
                 rma_kind = 1;
-                row("rma_get_lat", 2, n, 1e6 * rma_time(ping_warmup(n)), "us");
+                RMA_ROW("get_lat", 2, n, 1e6 * rma_time(ping_warmup(n)), "us");
             }
             if (n >= 4 << 10) {
                 long warm = ping_warmup(n) / cfg.window;
@@ -537,14 +548,14 @@ static void rma(void)
                     warm = 2;
                 rma_batch = cfg.window;
                 rma_kind = 0;
-                row("rma_put_bw", 2, n, (double)(n * cfg.window) / rma_time(warm) / 1e6, "MB/s");
+                RMA_ROW("put_bw", 2, n, (double)(n * cfg.window) / rma_time(warm) / 1e6, "MB/s");
                 rma_kind = 1;
-                row("rma_get_bw", 2, n, (double)(n * cfg.window) / rma_time(warm) / 1e6, "MB/s");
+                RMA_ROW("get_bw", 2, n, (double)(n * cfg.window) / rma_time(warm) / 1e6, "MB/s");
             }
         }
         rma_batch = cfg.window;
         rma_kind = 2;
-        row("rma_acc_rate", 2, 8, (double)cfg.window / rma_time(20) / 1e6, "Mops/s");
+        RMA_ROW("acc_rate", 2, 8, (double)cfg.window / rma_time(20) / 1e6, "Mops/s");
         MPI_Win_unlock(1, rma_win);
         free(rma_buf);
     }
@@ -567,8 +578,11 @@ static void rma(void)
     }
     MPI_Win_unlock_all(rma_win);
     if (rank == 0)
-        row("rma_fop_rate", nprocs, 8, (double)(ops * nprocs) / best / 1e6, "Mops/s");
+        RMA_ROW("fop_rate", nprocs, 8, (double)(ops * nprocs) / best / 1e6, "Mops/s");
     MPI_Win_free(&rma_win);
+    if (rma_create)
+        free(mem);
+#undef RMA_ROW
 }
 
 static void usage(void)
@@ -596,6 +610,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--csv"))
             continue; /* always CSV */
+        if (!strcmp(a, "--win-create")) {
+            rma_create = 1;
+            continue;
+        }
         if (!strcmp(a, "--touch")) {
             cfg.touch = 1;
             continue;

@@ -16,13 +16,24 @@ import (
 //	rma_acc_rate              Mops/s of 8-byte Accumulates (Sum, int64), --window per Flush
 //	rma_fop_rate              Mops/s of FetchAndOp (Sum, int64) on rank 0 by every rank at once (np = all)
 //
-// bench/c/mpibench.c runs the same pattern for MPICH and Open MPI.
+// The window is allocated (WinAllocate: memory the ranks of a host map),
+// or with --win-create the program's memory (WinCreate; rows
+// rma_create_*). bench/c/mpibench.c runs the same pattern for MPICH and
+// Open MPI.
 func rmaBench(cfg *config, c *mpi.Comm) []row {
 	rank, np := c.Rank(), c.Size()
 	dev := mpi.DeviceName()
 	maxN := max(cfg.maxSize, 8)
-	w, mem, err := mpi.WinAllocate[byte](c, maxN, nil)
-	check(err, "MPI_Win_allocate")
+	var w *mpi.Win
+	var err error
+	pre := "rma_"
+	if cfg.winCreate {
+		pre = "rma_create_"
+		w, err = mpi.WinCreate(c, make([]byte, maxN), nil)
+	} else {
+		w, _, err = mpi.WinAllocate[byte](c, maxN, nil)
+	}
+	check(err, "window")
 	var rows []row
 	if rank == 0 {
 		check(w.Lock(mpi.LockShared, 1, 0), "MPI_Win_lock")
@@ -46,8 +57,8 @@ func rmaBench(cfg *config, c *mpi.Comm) []row {
 						check(w.Flush(1), "MPI_Win_flush")
 					}
 				}
-				rows = append(rows, row{"rma_put_lat", dev, 2, n, 1e6 * timePer(cfg, put, pingWarmup(n)), "us"})
-				rows = append(rows, row{"rma_get_lat", dev, 2, n, 1e6 * timePer(cfg, get, pingWarmup(n)), "us"})
+				rows = append(rows, row{pre + "put_lat", dev, 2, n, 1e6 * timePer(cfg, put, pingWarmup(n)), "us"})
+				rows = append(rows, row{pre + "get_lat", dev, 2, n, 1e6 * timePer(cfg, get, pingWarmup(n)), "us"})
 			}
 			if n >= 4<<10 {
 				win := cfg.window
@@ -68,8 +79,8 @@ func rmaBench(cfg *config, c *mpi.Comm) []row {
 					}
 				}
 				warm := max(2, pingWarmup(n)/win)
-				rows = append(rows, row{"rma_put_bw", dev, 2, n, float64(n*win) / timePer(cfg, put, warm) / 1e6, "MB/s"})
-				rows = append(rows, row{"rma_get_bw", dev, 2, n, float64(n*win) / timePer(cfg, get, warm) / 1e6, "MB/s"})
+				rows = append(rows, row{pre + "put_bw", dev, 2, n, float64(n*win) / timePer(cfg, put, warm) / 1e6, "MB/s"})
+				rows = append(rows, row{pre + "get_bw", dev, 2, n, float64(n*win) / timePer(cfg, get, warm) / 1e6, "MB/s"})
 			}
 		}
 		one := []int64{1}
@@ -81,11 +92,10 @@ func rmaBench(cfg *config, c *mpi.Comm) []row {
 				check(w.Flush(1), "MPI_Win_flush")
 			}
 		}
-		rows = append(rows, row{"rma_acc_rate", dev, 2, 8, float64(cfg.window) / timePer(cfg, acc, 20) / 1e6, "Mops/s"})
+		rows = append(rows, row{pre + "acc_rate", dev, 2, 8, float64(cfg.window) / timePer(cfg, acc, 20) / 1e6, "Mops/s"})
 		check(w.Unlock(1), "MPI_Win_unlock")
 	}
 	check(mpi.Barrier(c), "barrier")
-	_ = mem
 	// Every rank at once: FetchAndOp on one counter of rank 0.
 	ops := max(100, cfg.msgs)
 	check(w.LockAll(0), "MPI_Win_lock_all")
@@ -103,7 +113,7 @@ func rmaBench(cfg *config, c *mpi.Comm) []row {
 		best = min(best, all[0])
 	}
 	check(w.UnlockAll(), "MPI_Win_unlock_all")
-	rows = append(rows, row{"rma_fop_rate", dev, np, 8, float64(ops*np) / best / 1e6, "Mops/s"})
+	rows = append(rows, row{pre + "fop_rate", dev, np, 8, float64(ops*np) / best / 1e6, "Mops/s"})
 	check(w.Free(), "MPI_Win_free")
 	return rows
 }
