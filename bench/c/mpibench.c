@@ -470,7 +470,9 @@ static void virtus(void)
  * rma_put_lat/rma_get_lat (µs per Put/Get + Flush, up to 64 KiB),
  * rma_put_bw/rma_get_bw (MB/s of --window operations per Flush, from 4 KiB),
  * rma_acc_rate (Mops/s of 8-byte Accumulates, --window per Flush); then
- * rma_fop_rate (Mops/s of MPI_Fetch_and_op on rank 0 by every rank). The
+ * rma_fop_rate (Mops/s of MPI_Fetch_and_op on rank 0 by every rank),
+ * rma_halo (µs per step of a fence-based halo exchange, 1 KiB to each ring
+ * neighbour). The
  * window is MPI_Win_allocate's, or with --win-create MPI_Win_create's over
  * malloc'ed memory (rows rma_create_*). */
 static MPI_Win rma_win;
@@ -515,7 +517,7 @@ static double rma_time(long warm)
 
 static void rma(void)
 {
-    long max_n = cfg.max_size < 8 ? 8 : cfg.max_size;
+    long max_n = cfg.max_size < 2048 ? 2048 : cfg.max_size;
     unsigned char *mem;
     if (rma_create) {
         mem = calloc(max_n, 1);
@@ -579,6 +581,40 @@ static void rma(void)
     MPI_Win_unlock_all(rma_win);
     if (rank == 0)
         RMA_ROW("fop_rate", nprocs, 8, (double)(ops * nprocs) / best / 1e6, "Mops/s");
+    /* fence-based halo exchange: 1 KiB Put to each ring neighbour, then Fence */
+    {
+        enum { HALO = 1 << 10 };
+        static unsigned char edge[HALO];
+        int left = (rank + nprocs - 1) % nprocs, right = (rank + 1) % nprocs;
+        int64_t iters = cfg.iters;
+        MPI_Win_fence(0, rma_win);
+        for (int pass = 0; pass < 2; pass++) {
+            double t0 = MPI_Wtime();
+            for (int i = 0; i < 20; i++) {
+                MPI_Put(edge, HALO, MPI_BYTE, left, HALO, HALO, MPI_BYTE, rma_win);
+                MPI_Put(edge, HALO, MPI_BYTE, right, 0, HALO, MPI_BYTE, rma_win);
+                MPI_Win_fence(0, rma_win);
+            }
+            if (pass == 1 && cfg.iters == 0)
+                iters = auto_iters((MPI_Wtime() - t0) / 20);
+        }
+        MPI_Bcast(&iters, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+        best = 1e30;
+        for (long r = 0; r < cfg.reps; r++) {
+            double t0 = MPI_Wtime();
+            for (int64_t i = 0; i < iters; i++) {
+                MPI_Put(edge, HALO, MPI_BYTE, left, HALO, HALO, MPI_BYTE, rma_win);
+                MPI_Put(edge, HALO, MPI_BYTE, right, 0, HALO, MPI_BYTE, rma_win);
+                MPI_Win_fence(0, rma_win);
+            }
+            double per = (MPI_Wtime() - t0) / (double)iters;
+            if (per < best)
+                best = per;
+        }
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, rma_win);
+        if (rank == 0)
+            RMA_ROW("halo", nprocs, HALO, 1e6 * best, "us");
+    }
     MPI_Win_free(&rma_win);
     if (rma_create)
         free(mem);

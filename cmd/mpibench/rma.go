@@ -15,6 +15,7 @@ import (
 //	rma_put_bw, rma_get_bw    MB/s of --window Puts (Gets) followed by one Flush
 //	rma_acc_rate              Mops/s of 8-byte Accumulates (Sum, int64), --window per Flush
 //	rma_fop_rate              Mops/s of FetchAndOp (Sum, int64) on rank 0 by every rank at once (np = all)
+//	rma_halo                  µs per step of a fence-based halo exchange: 1 KiB Put to each ring neighbour, Fence
 //
 // The window is allocated (WinAllocate: memory the ranks of a host map),
 // or with --win-create the program's memory (WinCreate; rows
@@ -23,7 +24,7 @@ import (
 func rmaBench(cfg *config, c *mpi.Comm) []row {
 	rank, np := c.Rank(), c.Size()
 	dev := mpi.DeviceName()
-	maxN := max(cfg.maxSize, 8)
+	maxN := max(cfg.maxSize, 2<<10)
 	var w *mpi.Win
 	var err error
 	pre := "rma_"
@@ -114,6 +115,35 @@ func rmaBench(cfg *config, c *mpi.Comm) []row {
 	}
 	check(w.UnlockAll(), "MPI_Win_unlock_all")
 	rows = append(rows, row{pre + "fop_rate", dev, np, 8, float64(ops*np) / best / 1e6, "Mops/s"})
+	// A fence-based halo exchange: every rank puts haloBytes into each
+	// neighbour's window (a ring), then fences.
+	const haloBytes = 1 << 10
+	edge := make([]byte, haloBytes)
+	left, right := (rank+np-1)%np, (rank+1)%np
+	halo := func(iters int) {
+		for range iters {
+			check(mpi.Put(w, edge, left, haloBytes), "MPI_Put")
+			check(mpi.Put(w, edge, right, 0), "MPI_Put")
+			check(w.Fence(0), "MPI_Win_fence")
+		}
+	}
+	check(w.Fence(0), "MPI_Win_fence")
+	halo(20)
+	iters := []int64{int64(autoIters(cfg, 0))}
+	if cfg.iters == 0 {
+		t0 := mpi.Wtime()
+		halo(20)
+		iters[0] = int64(autoIters(cfg, (mpi.Wtime()-t0)/20))
+	}
+	check(mpi.Bcast(c, iters, 0), "bcast") // every rank fences alike
+	best = math.Inf(1)
+	for range cfg.reps {
+		t0 := mpi.Wtime()
+		halo(int(iters[0]))
+		best = min(best, (mpi.Wtime()-t0)/float64(iters[0]))
+	}
+	check(w.Fence(mpi.ModeNoSucceed), "MPI_Win_fence")
+	rows = append(rows, row{pre + "halo", dev, np, haloBytes, 1e6 * best, "us"})
 	check(w.Free(), "MPI_Win_free")
 	return rows
 }
