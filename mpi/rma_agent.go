@@ -31,7 +31,6 @@ const (
 	amLock
 	amUnlock
 	amComplete
-	amNudge // a lock taken through the control block was released: look at the queue
 )
 
 // Tags on a window's communicator.
@@ -331,9 +330,6 @@ func (a *agent) arrive(s *rxSlot) {
 	case amComplete:
 		a.completes[src]++
 		return
-	case amNudge:
-		a.grant()
-		return
 	}
 	world := st.Source
 	if p.h.flags&fBlocks == 0 {
@@ -578,18 +574,17 @@ func (a *agent) unlock(origin int) {
 }
 
 // grant grants the queued locks in order while they can be taken. A lock
-// that origins on this host take themselves (winCtl) may be released
-// without the agent's knowledge: while a grant waits for such a holder,
-// the agent runs at every progress pass, and tells the holders, through
-// the control block, to send it a word when they release.
+// that origins on this host take themselves (winCtl) is released without
+// the agent's knowledge: while a grant waits for such a holder, the agent
+// runs at every progress pass (a rank asleep in a wait looks again when
+// its sleep times out).
 func (a *agent) grant() {
 	w := a.w
 	me := w.comm.rank
 	for len(a.waiters) > 0 {
 		q := a.waiters[0]
 		if !w.tryLock(me, q.kind) {
-			if c := w.ctls[me]; c != nil {
-				atomic.StoreUint32(c.waiting, 1)
+			if w.ctls[me] != nil {
 				rmaWork.Store(true)
 			}
 			return
@@ -601,9 +596,6 @@ func (a *agent) grant() {
 		} else {
 			a.send(q.origin, q.reply, nil)
 		}
-	}
-	if c := w.ctls[me]; c != nil {
-		atomic.StoreUint32(c.waiting, 0)
 	}
 }
 

@@ -347,15 +347,14 @@ const ctlSize = 64
 
 // winCtl is a window's control block, mapped by every rank of its host.
 type winCtl struct {
-	mu      *uint32 // held while an accumulate is carried out on the window
-	waiting *uint32 // the owner's agent has lock requests waiting: releasers nudge it
-	lock    *uint64 // the passive-target lock: lockExcl, or the number of shared holders
+	mu   *uint32 // held while an accumulate is carried out on the window
+	lock *uint64 // the passive-target lock: lockExcl, or the number of shared holders
 }
 
 const lockExcl = 1 << 63
 
 func ctlOf(s *shm.Segment) *winCtl {
-	return &winCtl{mu: s.Uint32(shm.HeaderSize), waiting: s.Uint32(shm.HeaderSize + 4), lock: s.Uint64(shm.HeaderSize + 8)}
+	return &winCtl{mu: s.Uint32(shm.HeaderSize), lock: s.Uint64(shm.HeaderSize + 8)}
 }
 
 // winSegment makes a window whose memory MPI allocates (WinAllocate,
@@ -472,8 +471,7 @@ func WinSharedQuery[T Numeric](w *Win, rank int) ([]T, error) {
 // on this rank's memory are complete.
 func (w *Win) Free() error {
 	const op = "MPI_Win_free"
-	r, err := winStart(op, w)
-	if err != nil {
+	if _, err := winStart(op, w); err != nil {
 		return w.raise(err)
 	}
 	if err := w.origin.idle(op, w); err != nil {
@@ -495,8 +493,6 @@ func (w *Win) Free() error {
 	}
 	w.freed = true
 	w.closeSegs()
-	r.mu.Lock()
-	r.mu.Unlock()
 	return w.comm.free()
 }
 

@@ -606,8 +606,8 @@ func (w *Win) lockNative(op string, t int, kind uint8) error {
 
 // unlock releases the locks of this rank on the ranks ts: after every
 // operation on them is complete, in the control block where it was taken
-// there (waking the owner's agent if lock requests wait there), else by
-// the owner's agent, whose answer says that everything before it is done.
+// there, else by the owner's agent, whose answer says that everything
+// before it is done.
 func (w *Win) unlock(op string, ts []int) error {
 	r := w.rt
 	var agentTs, flushTs []int
@@ -620,8 +620,8 @@ func (w *Win) unlock(op string, ts []int) error {
 			}
 			r.mu.Lock()
 			w.release(t, uint8(l&0xff))
-			if atomic.LoadUint32(w.ctls[t].waiting) != 0 {
-				w.nudge(t)
+			if t == w.comm.rank {
+				w.ag.grant() // requests of other hosts' origins may wait for it
 			}
 			r.mu.Unlock()
 		case l&lockNoCheck != 0:
@@ -635,22 +635,6 @@ func (w *Win) unlock(op string, ts []int) error {
 		return err
 	}
 	return w.flush(op, agentTs, amUnlock)
-}
-
-// nudge tells rank t's agent that its lock was released through the
-// control block. Called with the core's lock held.
-func (w *Win) nudge(t int) {
-	if t == w.comm.rank {
-		w.ag.grant()
-		return
-	}
-	msg := make([]byte, hdrSize)
-	h := header{kind: amNudge}
-	h.put(msg)
-	q := &adi.Request{Op: adi.OpSend, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: tagReq, Buf: adi.Bytes(msg)}
-	if w.rt.dev.Isend(q) == nil {
-		w.ag.sends = append(w.ag.sends, q)
-	}
 }
 
 // Unlock closes the passive-target epoch to rank target (MPI_Win_unlock):
