@@ -777,11 +777,17 @@ var syncWord atomic.Uint64
 
 // Sync synchronises this rank's view of its window memory with RMA
 // (MPI_Win_sync). adimpi's windows are unified, so it is a full memory
-// barrier for the program's own loads and stores.
+// barrier for the program's own loads and stores; it also orders them
+// after everything this process's agent has written into the window (the
+// agent writes under the core's lock, which Sync takes), so a program may
+// poll a word that RMA operations update: Sync, then read.
 func (w *Win) Sync() error {
-	if _, err := winStart("MPI_Win_sync", w); err != nil {
+	r, err := winStart("MPI_Win_sync", w)
+	if err != nil {
 		return w.raise(err)
 	}
+	r.mu.Lock()
 	syncWord.Add(1)
+	r.mu.Unlock()
 	return nil
 }

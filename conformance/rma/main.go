@@ -20,7 +20,6 @@ import (
 	"math"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/conformance/internal/runner"
@@ -762,7 +761,7 @@ func checkAttributes() {
 
 // checkPassiveProgress: the last rank locks rank 0's window, puts a word
 // and unlocks, while rank 0 computes without calling MPI until the word
-// arrives. An allocated window whose memory the origin maps (one host)
+// arrives, polling it with Sync. An allocated window whose memory the origin maps (one host)
 // needs nothing of the target; a window of the program's memory needs the
 // target's progress engine, which mpirun -async-progress runs while it
 // computes. Without either, rank 0 waits in a receive instead (a target
@@ -793,8 +792,14 @@ func checkPassiveProgress() {
 			must(w.Unlock(0), "MPI_Win_unlock")
 			must(mpi.Send(world, []int64{1}, 0, 9), "send")
 		case rank == 0 && (native[0] == 1 || mpi.AsyncProgress()):
-			for atomic.LoadInt64(&mem[0]) != 43 {
-				runtime.Gosched() // computing, not calling MPI
+			for {
+				// Computing, and looking at the word between steps: Sync
+				// orders the load after the RMA writes (no progress).
+				must(w.Sync(), "MPI_Win_sync")
+				if mem[0] == 43 {
+					break
+				}
+				runtime.Gosched()
 			}
 			_, err := mpi.Recv(world, []int64{0}, last, 9)
 			must(err, "recv")
