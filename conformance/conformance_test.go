@@ -64,7 +64,8 @@ var (
 	p2pRace     = &program{name: "p2p-race", pkg: "p2p", race: true}
 	collectives = &program{name: "collectives", short: true}
 	intercoll   = &program{name: "intercoll", short: true}
-	programs    = []*program{p2p, datatypes, stress, collectives, intercoll, p2pRace}
+	rmaProg     = &program{name: "rma"}
+	programs    = []*program{p2p, datatypes, stress, collectives, intercoll, p2pRace, rmaProg}
 )
 
 var (

@@ -111,6 +111,10 @@ func (r *runtime) asyncPass(a *asyncProgress) bool {
 	seq := r.dev.Seq()
 	r.mu.Lock()
 	did, err := r.dev.Progress()
+	if rmaWork.Load() {
+		r.serveRMA() // RMA operations that arrived (rma_agent.go)
+		did = true
+	}
 	r.mu.Unlock()
 	if err != nil {
 		a.err.Store(err)

@@ -387,6 +387,9 @@ func current(op string) (*runtime, error) {
 func (r *runtime) progress() error {
 	r.mu.Lock()
 	_, err := r.dev.Progress()
+	if rmaWork.Load() {
+		r.serveRMA() // RMA operations that arrived (rma_agent.go)
+	}
 	r.mu.Unlock()
 	if err != nil {
 		return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
@@ -483,6 +486,9 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 		}
 		r.mu.Lock()
 		_, err := r.dev.Progress()
+		if rmaWork.Load() {
+			r.serveRMA() // RMA operations that arrived (rma_agent.go)
+		}
 		r.mu.Unlock()
 		if err != nil || cond() {
 			if slept != nil {

@@ -7,6 +7,7 @@
  *   mpiexec -n 2 ./mpibench-mpich bw [flags]         osu_bw-style streaming bandwidth
  *   mpiexec -n N ./mpibench-mpich anysource [flags]  MPI_ANY_SOURCE vs. specific-source receives
  *   mpiexec -n 2 ./mpibench-mpich virtus [flags]     VIRTUS: strided (MPI_Type_vector) vs. contiguous bw
+ *   mpiexec -n N ./mpibench-mpich rma [flags]        one-sided: put/get latency and bw, accumulate and fetch-and-op rates
  *
  * Flags (as in cmd/mpibench): --min-size N, --max-size N, --iters N (0 = auto),
  * --window N, --reps N, --min-time SECONDS, --msgs N, --senders K,
@@ -464,10 +465,165 @@ static void virtus(void)
     free(strided);
 }
 
+/* rma: one-sided communication, as cmd/mpibench/rma.go. Rank 0 accesses
+ * rank 1's window in a passive-target epoch (rank 1 waits in a barrier):
+ * rma_put_lat/rma_get_lat (µs per Put/Get + Flush, up to 64 KiB),
+ * rma_put_bw/rma_get_bw (MB/s of --window operations per Flush, from 4 KiB),
+ * rma_acc_rate (Mops/s of 8-byte Accumulates, --window per Flush); then
+ * rma_fop_rate (Mops/s of MPI_Fetch_and_op on rank 0 by every rank),
+ * rma_halo (µs per step of a fence-based halo exchange, 1 KiB to each ring
+ * neighbour). The
+ * window is MPI_Win_allocate's, or with --win-create MPI_Win_create's over
+ * malloc'ed memory (rows rma_create_*). */
+static MPI_Win rma_win;
+static unsigned char *rma_buf;
+static long rma_n;
+static int rma_kind; /* 0 put, 1 get, 2 accumulate */
+static long rma_batch;
+static int rma_create; /* --win-create: MPI_Win_create over malloc'ed memory (rows rma_create_*) */
+
+static void rma_rounds(long iters)
+{
+    int64_t one = 1;
+    for (long i = 0; i < iters; i++) {
+        for (long k = 0; k < rma_batch; k++) {
+            if (rma_kind == 0)
+                MPI_Put(rma_buf, (int)rma_n, MPI_BYTE, 1, 0, (int)rma_n, MPI_BYTE, rma_win);
+            else if (rma_kind == 1)
+                MPI_Get(rma_buf, (int)rma_n, MPI_BYTE, 1, 0, (int)rma_n, MPI_BYTE, rma_win);
+            else
+                MPI_Accumulate(&one, 1, MPI_INT64_T, 1, 0, 1, MPI_INT64_T, MPI_SUM, rma_win);
+        }
+        MPI_Win_flush(1, rma_win);
+    }
+}
+
+/* rma_time: seconds per round, best of reps, after warm untimed rounds. */
+static double rma_time(long warm)
+{
+    double t0 = MPI_Wtime();
+    rma_rounds(warm);
+    long iters = auto_iters((MPI_Wtime() - t0) / (double)warm);
+    double best = 1e30;
+    for (long r = 0; r < cfg.reps; r++) {
+        t0 = MPI_Wtime();
+        rma_rounds(iters);
+        double per = (MPI_Wtime() - t0) / (double)iters;
+        if (per < best)
+            best = per;
+    }
+    return best;
+}
+
+static void rma(void)
+{
+    long max_n = cfg.max_size < 2048 ? 2048 : cfg.max_size;
+    unsigned char *mem;
+    if (rma_create) {
+        mem = calloc(max_n, 1);
+        MPI_Win_create(mem, max_n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &rma_win);
+    } else {
+        MPI_Win_allocate(max_n, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &rma_win);
+        memset(mem, 0, max_n);
+    }
+    const char *pre = rma_create ? "rma_create_" : "rma_";
+    char name[64];
+#define RMA_ROW(what, np, n, v, unit) (snprintf(name, sizeof name, "%s%s", pre, what), row(name, np, n, v, unit))
+    if (rank == 0) {
+        rma_buf = malloc(max_n);
+        fill(rma_buf, max_n);
+        MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, rma_win);
+        for (long n = 8; n <= cfg.max_size; n *= 2) {
+            if (n < cfg.min_size)
+                continue;
+            rma_n = n;
+            if (n <= 64 << 10) {
+                rma_batch = 1;
+                rma_kind = 0;
+                RMA_ROW("put_lat", 2, n, 1e6 * rma_time(50), "us");
+                rma_kind = 1;
+                RMA_ROW("get_lat", 2, n, 1e6 * rma_time(50), "us");
+            }
+            if (n >= 4 << 10) {
+                long warm = 2;
+                rma_batch = cfg.window;
+                rma_kind = 0;
+                RMA_ROW("put_bw", 2, n, (double)(n * cfg.window) / rma_time(warm) / 1e6, "MB/s");
+                rma_kind = 1;
+                RMA_ROW("get_bw", 2, n, (double)(n * cfg.window) / rma_time(warm) / 1e6, "MB/s");
+            }
+        }
+        rma_batch = cfg.window;
+        rma_kind = 2;
+        RMA_ROW("acc_rate", 2, 8, (double)cfg.window / rma_time(20) / 1e6, "Mops/s");
+        MPI_Win_unlock(1, rma_win);
+        free(rma_buf);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    long ops = cfg.msgs < 100 ? 100 : cfg.msgs;
+    MPI_Win_lock_all(0, rma_win);
+    double best = 1e30;
+    for (long r = 0; r < cfg.reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        int64_t one = 1, old;
+        for (long i = 0; i < ops; i++) {
+            MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 0, MPI_SUM, rma_win);
+            MPI_Win_flush(0, rma_win);
+        }
+        MPI_Barrier(MPI_COMM_WORLD); /* to the last rank's end: ranks may take turns on the cores */
+        double took = MPI_Wtime() - t0, all;
+        MPI_Allreduce(&took, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (all < best)
+            best = all;
+    }
+    MPI_Win_unlock_all(rma_win);
+    if (rank == 0)
+        RMA_ROW("fop_rate", nprocs, 8, (double)(ops * nprocs) / best / 1e6, "Mops/s");
+    /* fence-based halo exchange: 1 KiB Put to each ring neighbour, then Fence */
+    {
+        enum { HALO = 1 << 10 };
+        static unsigned char edge[HALO];
+        int left = (rank + nprocs - 1) % nprocs, right = (rank + 1) % nprocs;
+        int64_t iters = cfg.iters;
+        MPI_Win_fence(0, rma_win);
+        for (int pass = 0; pass < 2; pass++) {
+            double t0 = MPI_Wtime();
+            for (int i = 0; i < 20; i++) {
+                MPI_Put(edge, HALO, MPI_BYTE, left, HALO, HALO, MPI_BYTE, rma_win);
+                MPI_Put(edge, HALO, MPI_BYTE, right, 0, HALO, MPI_BYTE, rma_win);
+                MPI_Win_fence(0, rma_win);
+            }
+            if (pass == 1 && cfg.iters == 0)
+                iters = auto_iters((MPI_Wtime() - t0) / 20);
+        }
+        MPI_Bcast(&iters, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+        best = 1e30;
+        for (long r = 0; r < cfg.reps; r++) {
+            double t0 = MPI_Wtime();
+            for (int64_t i = 0; i < iters; i++) {
+                MPI_Put(edge, HALO, MPI_BYTE, left, HALO, HALO, MPI_BYTE, rma_win);
+                MPI_Put(edge, HALO, MPI_BYTE, right, 0, HALO, MPI_BYTE, rma_win);
+                MPI_Win_fence(0, rma_win);
+            }
+            double per = (MPI_Wtime() - t0) / (double)iters;
+            if (per < best)
+                best = per;
+        }
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, rma_win);
+        if (rank == 0)
+            RMA_ROW("halo", nprocs, HALO, 1e6 * best, "us");
+    }
+    MPI_Win_free(&rma_win);
+    if (rma_create)
+        free(mem);
+#undef RMA_ROW
+}
+
 static void usage(void)
 {
     if (rank == 0)
-        fprintf(stderr, "usage: mpibench pingpong|bw|anysource|virtus [--min-size N] [--max-size N] [--iters N] "
+        fprintf(stderr, "usage: mpibench pingpong|bw|anysource|virtus|rma [--min-size N] [--max-size N] [--iters N] "
                         "[--window N] [--reps N] [--min-time S] [--msgs N] [--senders K] [--total N] [--block-min N] "
                         "[--block-max N] [--touch] [--no-header]\n");
     MPI_Finalize();
@@ -489,6 +645,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--csv"))
             continue; /* always CSV */
+        if (!strcmp(a, "--win-create")) {
+            rma_create = 1;
+            continue;
+        }
         if (!strcmp(a, "--touch")) {
             cfg.touch = 1;
             continue;
@@ -543,6 +703,8 @@ int main(int argc, char **argv)
         anysource();
     else if (!strcmp(cmd, "virtus"))
         virtus();
+    else if (!strcmp(cmd, "rma"))
+        rma();
     else
         usage();
     fflush(stdout);

@@ -7,6 +7,7 @@
 //	mpirun -np 2 mpibench bw [flags]         streaming bandwidth, windows of Isend/Irecv
 //	mpirun -np N mpibench anysource [flags]  AnySource vs. specific-source receives, k = 1..N-1 senders
 //	mpirun -np 2 mpibench virtus [flags]     VIRTUS: strided (Vector, stride 2×block) vs. contiguous bandwidth
+//	mpirun -np N mpibench rma [flags]        one-sided: put/get latency and bandwidth, accumulate and FetchAndOp rates
 //	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
 //	mpibench summarize results.csv           ratios from a CSV made by bench/compare.sh
 //
@@ -42,6 +43,8 @@ type config struct {
 	touch    bool
 	// allreduceLarge is coll's large Allreduce in bytes.
 	allreduceLarge int
+	// winCreate: rma uses WinCreate windows rather than WinAllocate.
+	winCreate bool
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -52,6 +55,8 @@ subcommands (run the MPI ones under mpirun):
   anysource   rank 0 receives from k senders, AnySource vs. specific source
   virtus      bw of a strided array (Vector of --block-min..--block-max blocks,
               stride 2×block, --total data bytes) vs. the same bytes contiguous
+  rma         one-sided: Put/Get + Flush latency and bandwidth (rank 0 to 1),
+              Accumulate rate, FetchAndOp rate with every rank on rank 0
   coll        Barrier, Allreduce 8 B / 8 MiB, Bcast 1 MiB, Alltoall 64 KiB per pair
   bcast       Bcast from rank 0, 8 B to --max-size in powers of 8 (with
               ADIMPI_NATIVE_COLL=off: the core's algorithms, not the device's)
@@ -86,6 +91,7 @@ func main() {
 	fs.BoolVar(&cfg.checkBuf, "check", true, "verify the received data once per size")
 	fs.BoolVar(&cfg.touch, "touch", false, "bw, virtus: the sender writes every cache line of a message's data before sending it and the receiver reads every line after receiving it, as a program producing and consuming its data does; one message per window (rows bw_touch, virtus_touch_*)")
 	fs.IntVar(&cfg.allreduceLarge, "allreduce-large", 8<<20, "coll: bytes of the large Allreduce (a multiple of 8)")
+	fs.BoolVar(&cfg.winCreate, "win-create", false, "rma: windows of the program's memory (WinCreate; rows rma_create_*) rather than WinAllocate")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
@@ -132,7 +138,7 @@ func main() {
 		runSummarizeOverlap(args[1:])
 	case "memcpy":
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
-	case "pingpong", "bw", "anysource", "virtus":
+	case "pingpong", "bw", "anysource", "virtus", "rma":
 		runMPI(&cfg, args[0])
 	default:
 		fmt.Fprintf(os.Stderr, "mpibench: unknown subcommand %q\n", args[0])
@@ -161,6 +167,8 @@ func runMPI(cfg *config, name string) {
 		rows = anysource(cfg, world)
 	case "virtus":
 		rows = virtus(cfg, world)
+	case "rma":
+		rows = rmaBench(cfg, world)
 	}
 	if world.Rank() == 0 {
 		printRows(os.Stdout, cfg, rows)
