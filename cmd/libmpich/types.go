@@ -236,4 +236,5 @@ func optBuf(fn string, p unsafe.Pointer, count int, dt int32, significant bool) 
 	}
 	return sendBuf(fn, p, count, dt)
 }
+
 var typeNames sync.Map // *datatype.Type -> name set by MPI_Type_set_name
