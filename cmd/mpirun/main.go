@@ -395,6 +395,14 @@ func prepareApp(a *appOptions, index int, built map[string]string, stderr io.Wri
 	}
 	ja := &app{index: index, np: a.np, binary: target, argv0: a.prog, args: a.args, wdir: a.wdir, env: a.env}
 	if !build {
+		lib, err := prepareCProgram(target, stderr) // a C program linked against libmpich.so.12 (cprog.go)
+		if err != nil {
+			fmt.Fprintf(stderr, "mpirun: %v\n", err)
+			return nil, nil, exitBuildFailed
+		}
+		if lib != "" {
+			ja.env = append([]string{lib}, ja.env...)
+		}
 		return ja, nil, 0
 	}
 	if bin, ok := built[target]; ok {
