@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/testbuild"
+	"github.com/adimpi/adimpi/internal/testnote"
+)
+
+// cProgs are the C test programs (testdata/*.c), the np each runs at and
+// the checks each must report passed ("ok NAME" lines from rank 0).
+var cProgs = []struct {
+	name   string
+	np     int
+	checks []string
+}{
+	{"p2p", 3, []string{"ring", "isend-irecv-waitall", "wait-test", "sendrecv", "probe", "persistent", "iprobe"}},
+	{"coll", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent"}},
+	{"dtype", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack"}},
+	{"comm", 4, []string{"split", "dup", "groups", "cart", "attributes", "intercomm"}},
+	{"errors", 2, []string{"argument-errors", "truncate", "unsupported", "user-handler", "version"}},
+}
+
+// setup compiles the C programs with mpicc.mpich and builds mpirun; it
+// returns the directory of the programs and mpirun's path.
+func setup(t *testing.T) (string, string) {
+	t.Helper()
+	for _, tool := range []string{"gcc", "mpicc.mpich"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testnote.Skip(t, tool+" is missing (apt-get install -y gcc libmpich-dev): the C programs cannot be compiled")
+		}
+	}
+	dir := t.TempDir()
+	for _, p := range cProgs {
+		out, err := exec.Command("mpicc.mpich", "-O1", "-o", filepath.Join(dir, p.name), filepath.Join("testdata", p.name+".c")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mpicc.mpich %s.c: %v\n%s", p.name, err, out)
+		}
+	}
+	return dir, testbuild.Programs(t, "../mpirun")["mpirun"]
+}
+
+// run starts mpirun with args and the extra environment, under a time
+// limit, in the test's directory (inside the adimpi module, where mpirun
+// can build the library), and returns its combined output and error.
+func run(t *testing.T, mpirun string, env []string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirun, append([]string{"-timeout", "60s"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// lib is the directory of the libmpich.so.12 the tests share, built by
+// the first mpirun run of a C program (libEnv).
+var lib struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// TestMain removes the shared library build.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if lib.dir != "" {
+		os.RemoveAll(lib.dir)
+	}
+	os.Exit(code)
+}
+
+// libEnv returns the environment that gives mpirun the shared library.
+// The first call lets mpirun build it into a fresh cache
+// (XDG_CACHE_HOME), the path a user takes, by running the p2p program;
+// later runs reuse it through ADIMPI_LIBMPICH_DIR, so the tests link the
+// library once.
+func libEnv(t *testing.T, mpirun, progs string) []string {
+	t.Helper()
+	lib.once.Do(func() {
+		cache, err := os.MkdirTemp("", "libmpich-test-")
+		if err != nil {
+			lib.err = err
+			return
+		}
+		lib.dir = cache
+		out, err := run(t, mpirun, []string{"XDG_CACHE_HOME=" + cache}, "-np", "2", filepath.Join(progs, "p2p"))
+		if err != nil {
+			lib.err = fmt.Errorf("first C program, which has mpirun build libmpich.so.12: %v\n%s", err, out)
+			return
+		}
+		d := filepath.Join(cache, "adimpi", "mpirun", "libmpich")
+		if _, err := os.Stat(filepath.Join(d, "libmpich.so.12")); err != nil {
+			lib.err = fmt.Errorf("mpirun did not build libmpich.so.12 into its cache: %v\n%s", err, out)
+		}
+	})
+	if lib.err != nil {
+		t.Fatal(lib.err)
+	}
+	return []string{"ADIMPI_LIBMPICH_DIR=" + filepath.Join(lib.dir, "adimpi", "mpirun", "libmpich")}
+}
+
+// TestCPrograms runs C programs compiled with Debian's mpicc.mpich,
+// unmodified, on every device: mpirun sees that they link libmpich.so.12
+// and gives them adimpi's.
+func TestCPrograms(t *testing.T) {
+	dir, mpirun := setup(t)
+	env := libEnv(t, mpirun, dir)
+	for _, dev := range adi.Devices() {
+		for _, p := range cProgs {
+			t.Run(dev+"/"+p.name, func(t *testing.T) {
+				out, err := run(t, mpirun, env, "-device", dev, "-np", strconv.Itoa(p.np), filepath.Join(dir, p.name))
+				if err != nil {
+					t.Fatalf("mpirun -device %s -np %d %s: %v\n%s", dev, p.np, p.name, err, out)
+				}
+				for _, c := range p.checks {
+					if !strings.Contains(out, "ok "+c+"\n") {
+						t.Errorf("check %q did not pass:\n%s", c, out)
+					}
+				}
+			})
+		}
+		t.Run(dev+"/fatal", func(t *testing.T) {
+			// MPI_ERRORS_ARE_FATAL, C's default, stops the job with the
+			// call, the class and the bad value.
+			out, err := run(t, mpirun, env, "-device", dev, "-np", "2", filepath.Join(dir, "errors"), "fatal")
+			if err == nil {
+				t.Fatalf("an invalid rank under MPI_ERRORS_ARE_FATAL did not fail the job:\n%s", out)
+			}
+			if !regexp.MustCompile(`MPI_Send: MPI_ERR_RANK: dest 7 .*MPI_ERRORS_ARE_FATAL`).MatchString(out) {
+				t.Errorf("the fatal error does not say what failed:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestNetPIPE runs Debian's NetPIPE (netpipe-mpich2, built against MPICH's
+// libmpich12), unmodified, on every device: its integrity mode checks
+// every byte of each message from 1 byte to 256 KiB, with pre-posted
+// receives (-a) and with synchronous sends (-S).
+func TestNetPIPE(t *testing.T) {
+	const netpipe = "/usr/bin/NPmpich2"
+	if _, err := os.Stat(netpipe); err != nil {
+		testnote.Skip(t, netpipe+" is missing (apt-get install -y netpipe-mpich2)")
+	}
+	dir, mpirun := setup(t)
+	env := libEnv(t, mpirun, dir)
+	for _, dev := range adi.Devices() {
+		for _, mode := range []string{"-a", "-S"} {
+			t.Run(dev+"/"+mode, func(t *testing.T) {
+				out, err := run(t, mpirun, env, "-device", dev, "-np", "2", netpipe, "-i", "-n", "3", "-u", "262144", "-o", "/dev/null", mode)
+				if err != nil {
+					t.Fatalf("NPmpich2 %s on %s: %v\n%s", mode, dev, err, out)
+				}
+				if n := strings.Count(out, "Integrity check passed"); n < 30 || strings.Contains(out, "failed") {
+					t.Errorf("NPmpich2 %s on %s: %d sizes passed the integrity check, want ≥ 30:\n%s", mode, dev, n, out)
+				}
+			})
+		}
+	}
+}
