@@ -1,5 +1,10 @@
 package main
 
+/*
+#include <stdint.h>
+*/
+import "C"
+
 import (
 	"sync"
 
@@ -297,3 +302,6 @@ func errhHandle(e *mpi.Errhandler) int32 {
 	})
 	return h
 }
+
+// cint is C's int, named for the tests (which cannot import "C").
+type cint = C.int
