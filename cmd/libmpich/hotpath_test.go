@@ -23,36 +23,12 @@ func TestHotCallsAddNoAllocations(t *testing.T) {
 			t.Fatalf("MPI_Init: %d", rc)
 		}
 	}
-	self := mpi.Self()
 	out, in := make([]int32, 8), make([]int32, 8)
 	po, pi := unsafe.Pointer(&out[0]), unsafe.Pointer(&in[0])
 	var st cStatus
 	pst := uintptr(unsafe.Pointer(&st))
 
-	goRound := func() {
-		so, si := mpi.Typed(unsafe.Slice((*byte)(po), 32), 8, datatype.Int32), mpi.Typed(unsafe.Slice((*byte)(pi), 32), 8, datatype.Int32)
-		rr, _ := mpi.IrecvBuf(self, si, 0, 1)
-		rs, _ := mpi.IsendBuf(self, so, 0, 1)
-		rs.Wait()
-		for {
-			if _, ok, _ := rr.Test(); ok {
-				break
-			}
-		}
-		mpi.SendBuf(self, so, 0, 2)
-		mpi.RecvBuf(self, si, 0, 2)
-	}
-	cRound := func() {
-		var rr, rs cint
-		MPI_Irecv(pi, 8, hInt, 0, 1, cint(hCommSelf), &rr)
-		MPI_Isend(po, 8, hInt, 0, 1, cint(hCommSelf), &rs)
-		MPI_Wait(&rs, statusIgnore)
-		for flag := cint(0); flag == 0; {
-			MPI_Test(&rr, &flag, pst)
-		}
-		MPI_Send(po, 8, hInt, 0, 2, cint(hCommSelf))
-		MPI_Recv(pi, 8, hInt, 0, 2, cint(hCommSelf), pst)
-	}
+	goRound, cRound := rounds(po, pi, pst)
 	for range 10 { // warm the handle tables and the device
 		goRound()
 		cRound()
@@ -66,4 +42,63 @@ func TestHotCallsAddNoAllocations(t *testing.T) {
 	if st.source != 0 || st.tag != 2 || st.bytes() != 32 {
 		t.Errorf("status %+v, want source 0, tag 2, 32 bytes", st)
 	}
+}
+
+// rounds returns one round of the hot calls on MPI_COMM_SELF through the
+// Go API and the same through the exported C functions (called from Go,
+// so without the C-to-Go crossing): Irecv, Isend, Wait, Test until done,
+// Send, Recv.
+func rounds(po, pi unsafe.Pointer, pst uintptr) (goRound, cRound func()) {
+	self := mpi.Self()
+	goRound = func() {
+		so, si := mpi.Typed(unsafe.Slice((*byte)(po), 32), 8, datatype.Int32), mpi.Typed(unsafe.Slice((*byte)(pi), 32), 8, datatype.Int32)
+		rr, _ := mpi.IrecvBuf(self, si, 0, 1)
+		rs, _ := mpi.IsendBuf(self, so, 0, 1)
+		rs.Wait()
+		for {
+			if _, ok, _ := rr.Test(); ok {
+				break
+			}
+		}
+		mpi.SendBuf(self, so, 0, 2)
+		mpi.RecvBuf(self, si, 0, 2)
+	}
+	cRound = func() {
+		var rr, rs cint
+		MPI_Irecv(pi, 8, hInt, 0, 1, cint(hCommSelf), &rr)
+		MPI_Isend(po, 8, hInt, 0, 1, cint(hCommSelf), &rs)
+		MPI_Wait(&rs, statusIgnore)
+		for flag := cint(0); flag == 0; {
+			MPI_Test(&rr, &flag, pst)
+		}
+		MPI_Send(po, 8, hInt, 0, 2, cint(hCommSelf))
+		MPI_Recv(pi, 8, hInt, 0, 2, cint(hCommSelf), pst)
+	}
+	return goRound, cRound
+}
+
+// BenchmarkSelfRound times one round of the hot calls through the Go API
+// and through the C functions' translation (without the C-to-Go crossing,
+// which BenchmarkSelfRound cannot include: see docs/c-abi.md).
+func BenchmarkSelfRound(b *testing.B) {
+	if !mpi.Initialized() {
+		b.Setenv("PMI_FD", "")
+		b.Setenv("PMI_PORT", "")
+		if rc := MPI_Init(nil, nil); rc != 0 {
+			b.Fatalf("MPI_Init: %d", rc)
+		}
+	}
+	out, in := make([]int32, 8), make([]int32, 8)
+	var st cStatus
+	goRound, cRound := rounds(unsafe.Pointer(&out[0]), unsafe.Pointer(&in[0]), uintptr(unsafe.Pointer(&st)))
+	b.Run("go", func(b *testing.B) {
+		for b.Loop() {
+			goRound()
+		}
+	})
+	b.Run("c", func(b *testing.B) {
+		for b.Loop() {
+			cRound()
+		}
+	})
 }

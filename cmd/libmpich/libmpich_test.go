@@ -28,8 +28,8 @@ var cProgs = []struct {
 }{
 	{"p2p", 3, []string{"ring", "isend-irecv-waitall", "wait-test", "sendrecv", "probe", "persistent", "iprobe"}},
 	{"coll", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent"}},
-	{"dtype", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack"}},
-	{"comm", 4, []string{"split", "dup", "groups", "cart", "attributes", "intercomm"}},
+	{"dtype", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count"}},
+	{"comm", 4, []string{"split", "dup", "groups", "cart", "attributes", "info-mem", "intercomm"}},
 	{"errors", 2, []string{"argument-errors", "truncate", "unsupported", "user-handler", "version"}},
 }
 

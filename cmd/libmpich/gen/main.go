@@ -59,7 +59,10 @@ type fn struct {
 	// impl and mode, from a "=impl:mode" token, make one translation
 	// function serve a call's blocking, non-blocking and persistent forms:
 	// it is called as impl(mode, request, the other parameters), with nil
-	// for a blocking form's request and any "info" parameter left out.
+	// for a blocking form's request and any "info" parameter left out. A
+	// token "=impl" without a mode calls impl with the parameters as they
+	// are: a call that is another under a different C signature (MPI_Send_c
+	// is xSend with an MPI_Count count).
 	impl, mode string
 }
 
@@ -192,16 +195,19 @@ func goFile(specs []fn, stubs []string) []byte {
 		var args []string
 		lookups := 0
 		target := "x" + short
+		rewrite := f.impl != "" && f.mode != ""
 		if f.impl != "" {
 			target = f.impl
+		}
+		if rewrite {
 			args = append(args, f.mode, "nil")
 		}
 		for _, p := range f.params {
 			k := kinds[p.kind]
-			if f.impl != "" && p.name == "info" {
+			if rewrite && p.name == "info" {
 				continue
 			}
-			if f.impl != "" && p.name == "request" {
+			if rewrite && p.name == "request" {
 				args[1] = p.name
 				continue
 			}

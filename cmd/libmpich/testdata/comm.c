@@ -105,7 +105,29 @@ int main(int argc, char **argv) {
 	MPI_Comm_free(&dup);
 	CHECK(deleted == 7, "delete callback ran %d", deleted);
 	MPI_Comm_free_keyval(&key);
+	int *ub1;
+	MPI_Attr_get(MPI_COMM_WORLD, MPI_TAG_UB, &ub1, &flag);
+	CHECK(flag && *ub1 == *ub, "MPI-1 attr_get");
 	OK("attributes");
+
+	MPI_Info info;
+	MPI_Info_create(&info);
+	MPI_Info_set(info, "colour", "blue");
+	char v[MPI_MAX_INFO_VAL];
+	int nk;
+	MPI_Info_get(info, "colour", MPI_MAX_INFO_VAL - 1, v, &flag);
+	MPI_Info_get_nkeys(info, &nk);
+	CHECK(flag && strcmp(v, "blue") == 0 && nk == 1, "info %d %s %d", flag, v, nk);
+	MPI_Info_free(&info);
+	CHECK(info == MPI_INFO_NULL, "info not nulled");
+	MPI_Comm parent;
+	MPI_Comm_get_parent(&parent);
+	CHECK(parent == MPI_COMM_NULL, "parent %#x", parent);
+	double *mem;
+	MPI_Alloc_mem(1024 * sizeof(double), MPI_INFO_NULL, &mem);
+	mem[1023] = 1;
+	MPI_Free_mem(mem);
+	OK("info-mem");
 
 	/* An intercommunicator between the halves, merged back. */
 	if (np >= 2) {

@@ -21,6 +21,13 @@ int main(int argc, char **argv) {
 	CHECK(size == 32 && lb == 0 && extent == (3 * 5 + 1) * 8, "size %d extent %ld", size, (long)extent);
 	MPI_Sendrecv(&m[0][2], 1, column, next, 0, col, 4, MPI_DOUBLE, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	CHECK(col[3] == prev * 100 + 32, "column %g", col[3]);
+	int ni, na, nt, comb, iv3[3];
+	MPI_Aint av[1];
+	MPI_Datatype tv[1];
+	MPI_Type_get_envelope(column, &ni, &na, &nt, &comb);
+	CHECK(comb == MPI_COMBINER_VECTOR && ni == 3 && na == 0 && nt == 1, "envelope %d %d %d %d", comb, ni, na, nt);
+	MPI_Type_get_contents(column, 3, 0, 1, iv3, av, tv);
+	CHECK(iv3[0] == 4 && iv3[1] == 1 && iv3[2] == 5 && tv[0] == MPI_DOUBLE, "contents %d %d %d %#x", iv3[0], iv3[1], iv3[2], tv[0]);
 	MPI_Type_free(&column);
 	CHECK(column == MPI_DATATYPE_NULL, "type not nulled");
 	OK("vector");
@@ -103,6 +110,22 @@ int main(int argc, char **argv) {
 	MPI_Unpack(upk, n, &pos, ud, 3, MPI_DOUBLE, MPI_COMM_WORLD);
 	CHECK(ui == prev && ud[1] == prev / 2.0 && pos == n, "unpack %d %g %d/%d", ui, ud[1], pos, n);
 	OK("pack");
+
+	/* Large-count and MPI-1 forms of the same calls. */
+	MPI_Count csize;
+	MPI_Type_size_c(MPI_DOUBLE, &csize);
+	MPI_Aint ext;
+	MPI_Type_extent(MPI_INT, &ext);
+	CHECK(csize == 8 && ext == 4, "size_c %ld extent %ld", (long)csize, (long)ext);
+	double big[3] = {me, 2, 3}, bgot[3];
+	MPI_Request rq;
+	MPI_Irecv_c(bgot, 3, MPI_DOUBLE, prev, 6, MPI_COMM_WORLD, &rq);
+	MPI_Send_c(big, (MPI_Count)3, MPI_DOUBLE, next, 6, MPI_COMM_WORLD);
+	MPI_Wait(&rq, &st);
+	MPI_Count cn;
+	MPI_Get_count_c(&st, MPI_DOUBLE, &cn);
+	CHECK(cn == 3 && bgot[0] == prev, "count_c %ld", (long)cn);
+	OK("large-count");
 
 	MPI_Finalize();
 	return 0;
