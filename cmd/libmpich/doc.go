@@ -24,3 +24,7 @@
 package main
 
 //go:generate go run ./gen
+
+// main is empty: the library's work is done by its exported functions,
+// which C programs call. (Without cgo the package builds to nothing else.)
+func main() {}

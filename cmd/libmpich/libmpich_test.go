@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/internal/testbuild"
 	"github.com/adimpi/adimpi/internal/testnote"
+	"github.com/adimpi/adimpi/mpi"
 )
 
 // cProgs are the C test programs (testdata/*.c), the np each runs at and
@@ -57,7 +60,13 @@ func setup(t *testing.T) (string, string) {
 // can build the library), and returns its combined output and error.
 func run(t *testing.T, mpirun string, env []string, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	return runFor(t, 90*time.Second, mpirun, env, args...)
+}
+
+// runFor is run with a time limit of d.
+func runFor(t *testing.T, d time.Duration, mpirun string, env []string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, mpirun, append([]string{"-timeout", "60s"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -75,11 +84,18 @@ var lib struct {
 	err  error
 }
 
-// TestMain removes the shared library build.
+// TestMain removes the shared library build, and finalizes the singleton
+// MPI that the in-process tests started.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if lib.dir != "" {
 		os.RemoveAll(lib.dir)
+	}
+	if mpi.Initialized() && !mpi.Finalized() {
+		if rc := MPI_Finalize(); rc != 0 {
+			fmt.Fprintf(os.Stderr, "MPI_Finalize: %s\n", errorString(int32(rc)))
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
@@ -98,7 +114,9 @@ func libEnv(t *testing.T, mpirun, progs string) []string {
 			return
 		}
 		lib.dir = cache
-		out, err := run(t, mpirun, []string{"XDG_CACHE_HOME=" + cache}, "-np", "2", filepath.Join(progs, "p2p"))
+		// Linking the library takes 15-30 s; on a machine busy with other
+		// jobs, minutes.
+		out, err := runFor(t, 5*time.Minute, mpirun, []string{"XDG_CACHE_HOME=" + cache}, "-np", "2", filepath.Join(progs, "p2p"))
 		if err != nil {
 			lib.err = fmt.Errorf("first C program, which has mpirun build libmpich.so.12: %v\n%s", err, out)
 			return
