@@ -191,3 +191,31 @@ func TestNetPIPE(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchTwins runs the project's C benchmark programs (bench/c, the
+// twins of cmd/mpibench written for MPICH and Open MPI), compiled with
+// mpicc.mpich, on every device with small sizes: osu_bw-style windows of
+// Isend/Irecv/Waitall, and MPI_ANY_SOURCE receives from two senders. They
+// check the data they receive and print CSV rows.
+func TestBenchTwins(t *testing.T) {
+	dir, mpirun := setup(t)
+	env := libEnv(t, mpirun, dir)
+	bin := filepath.Join(dir, "mpibench-c")
+	if out, err := exec.Command("mpicc.mpich", "-O2", "-o", bin, filepath.Join("..", "..", "bench", "c", "mpibench.c")).CombinedOutput(); err != nil {
+		t.Fatalf("mpicc.mpich bench/c/mpibench.c: %v\n%s", err, out)
+	}
+	for _, dev := range adi.Devices() {
+		for _, b := range []struct{ name, np, row string }{{"bw", "2", "bw,"}, {"anysource", "3", "anysource_ratio,"}} {
+			t.Run(dev+"/"+b.name, func(t *testing.T) {
+				out, err := run(t, mpirun, env, "-device", dev, "-np", b.np, bin, b.name,
+					"--max-size", "262144", "--iters", "3", "--reps", "1", "--msgs", "50", "--window", "8", "--no-header")
+				if err != nil {
+					t.Fatalf("mpibench-c %s on %s: %v\n%s", b.name, dev, err, out)
+				}
+				if !strings.Contains(out, b.row) {
+					t.Errorf("mpibench-c %s on %s printed no %s row:\n%s", b.name, dev, b.row, out)
+				}
+			})
+		}
+	}
+}
