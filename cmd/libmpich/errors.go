@@ -10,6 +10,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/adimpi/adimpi/adi"
@@ -65,8 +66,19 @@ func fail(c *mpi.Comm, err error) C.int {
 	}
 	if mpi.Initialized() && !mpi.Finalized() {
 		c.CallErrhandler(err)
+	} else {
+		// No handler outside MPI_Init..MPI_Finalize: say it here.
+		fmt.Fprintf(os.Stderr, "adimpi libmpich: %v\n", err)
 	}
 	return C.int(codeOf(err))
+}
+
+// guard turns a panic in a call's translation into MPI_ERR_INTERN for the
+// call fn, so that a bug there fails the call instead of the process.
+func guard(rc *C.int, fn string) {
+	if p := recover(); p != nil {
+		*rc = fail(nil, errorf(16, fn, "internal error in adimpi's libmpich: %v", p))
+	}
 }
 
 // done is a call's return value: 0, or the code of its error, having run

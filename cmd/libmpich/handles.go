@@ -164,10 +164,15 @@ type reqEntry struct {
 // commOf decodes a communicator handle.
 func commOf(fn string, h int32) (*mpi.Comm, error) {
 	switch int32(h) {
-	case hCommWorld:
-		return mpi.World(), nil
-	case hCommSelf:
-		return mpi.Self(), nil
+	case hCommWorld, hCommSelf:
+		c := mpi.World()
+		if int32(h) == hCommSelf {
+			c = mpi.Self()
+		}
+		if c == nil {
+			return nil, newErr(mpi.ErrOther, fn, "MPI is not initialized: call MPI_Init first (or MPI was finalized)")
+		}
+		return c, nil
 	case hCommNull:
 		return nil, newErr(mpi.ErrComm, fn, "communicator is MPI_COMM_NULL")
 	}

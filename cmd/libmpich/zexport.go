@@ -13,7 +13,8 @@ import "unsafe"
 
 var _ unsafe.Pointer
 
-func cInit(argc unsafe.Pointer, argv unsafe.Pointer) C.int {
+func cInit(argc unsafe.Pointer, argv unsafe.Pointer) (rc C.int) {
+	defer guard(&rc, "MPI_Init")
 	return done(nil, xInit(argc, argv))
 }
 
@@ -27,7 +28,8 @@ func PMPI_Init(argc unsafe.Pointer, argv unsafe.Pointer) C.int {
 	return cInit(argc, argv)
 }
 
-func cInit_thread(argc unsafe.Pointer, argv unsafe.Pointer, required C.int, provided *C.int) C.int {
+func cInit_thread(argc unsafe.Pointer, argv unsafe.Pointer, required C.int, provided *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Init_thread")
 	return done(nil, xInit_thread(argc, argv, int(required), provided))
 }
 
@@ -41,7 +43,8 @@ func PMPI_Init_thread(argc unsafe.Pointer, argv unsafe.Pointer, required C.int, 
 	return cInit_thread(argc, argv, required, provided)
 }
 
-func cFinalize() C.int {
+func cFinalize() (rc C.int) {
+	defer guard(&rc, "MPI_Finalize")
 	return done(nil, xFinalize())
 }
 
@@ -55,7 +58,8 @@ func PMPI_Finalize() C.int {
 	return cFinalize()
 }
 
-func cInitialized(flag *C.int) C.int {
+func cInitialized(flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Initialized")
 	return done(nil, xInitialized(flag))
 }
 
@@ -69,7 +73,8 @@ func PMPI_Initialized(flag *C.int) C.int {
 	return cInitialized(flag)
 }
 
-func cFinalized(flag *C.int) C.int {
+func cFinalized(flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Finalized")
 	return done(nil, xFinalized(flag))
 }
 
@@ -83,7 +88,8 @@ func PMPI_Finalized(flag *C.int) C.int {
 	return cFinalized(flag)
 }
 
-func cAbort(comm C.int, code C.int) C.int {
+func cAbort(comm C.int, code C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Abort")
 	const fn = "MPI_Abort"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -102,7 +108,8 @@ func PMPI_Abort(comm C.int, code C.int) C.int {
 	return cAbort(comm, code)
 }
 
-func cQuery_thread(provided *C.int) C.int {
+func cQuery_thread(provided *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Query_thread")
 	return done(nil, xQuery_thread(provided))
 }
 
@@ -116,7 +123,8 @@ func PMPI_Query_thread(provided *C.int) C.int {
 	return cQuery_thread(provided)
 }
 
-func cIs_thread_main(flag *C.int) C.int {
+func cIs_thread_main(flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Is_thread_main")
 	return done(nil, xIs_thread_main(flag))
 }
 
@@ -130,7 +138,8 @@ func PMPI_Is_thread_main(flag *C.int) C.int {
 	return cIs_thread_main(flag)
 }
 
-func cGet_processor_name(name *C.char, resultlen *C.int) C.int {
+func cGet_processor_name(name *C.char, resultlen *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_processor_name")
 	return done(nil, xGet_processor_name(name, resultlen))
 }
 
@@ -144,7 +153,8 @@ func PMPI_Get_processor_name(name *C.char, resultlen *C.int) C.int {
 	return cGet_processor_name(name, resultlen)
 }
 
-func cGet_version(version *C.int, subversion *C.int) C.int {
+func cGet_version(version *C.int, subversion *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_version")
 	return done(nil, xGet_version(version, subversion))
 }
 
@@ -158,7 +168,8 @@ func PMPI_Get_version(version *C.int, subversion *C.int) C.int {
 	return cGet_version(version, subversion)
 }
 
-func cGet_library_version(version *C.char, resultlen *C.int) C.int {
+func cGet_library_version(version *C.char, resultlen *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_library_version")
 	return done(nil, xGet_library_version(version, resultlen))
 }
 
@@ -172,7 +183,8 @@ func PMPI_Get_library_version(version *C.char, resultlen *C.int) C.int {
 	return cGet_library_version(version, resultlen)
 }
 
-func cError_string(code C.int, str *C.char, resultlen *C.int) C.int {
+func cError_string(code C.int, str *C.char, resultlen *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Error_string")
 	return done(nil, xError_string(int(code), str, resultlen))
 }
 
@@ -186,7 +198,8 @@ func PMPI_Error_string(code C.int, str *C.char, resultlen *C.int) C.int {
 	return cError_string(code, str, resultlen)
 }
 
-func cError_class(code C.int, class *C.int) C.int {
+func cError_class(code C.int, class *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Error_class")
 	return done(nil, xError_class(int(code), class))
 }
 
@@ -200,7 +213,8 @@ func PMPI_Error_class(code C.int, class *C.int) C.int {
 	return cError_class(code, class)
 }
 
-func cPcontrol(level C.int) C.int {
+func cPcontrol(level C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Pcontrol")
 	return done(nil, xPcontrol(int(level)))
 }
 
@@ -214,7 +228,8 @@ func PMPI_Pcontrol(level C.int) C.int {
 	return cPcontrol(level)
 }
 
-func cSend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+func cSend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Send")
 	const fn = "MPI_Send"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -237,7 +252,8 @@ func PMPI_Send(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag 
 	return cSend(buf, count, datatype, dest, tag, comm)
 }
 
-func cSsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+func cSsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ssend")
 	const fn = "MPI_Ssend"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -260,7 +276,8 @@ func PMPI_Ssend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag
 	return cSsend(buf, count, datatype, dest, tag, comm)
 }
 
-func cRsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+func cRsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rsend")
 	const fn = "MPI_Rsend"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -283,7 +300,8 @@ func PMPI_Rsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag
 	return cRsend(buf, count, datatype, dest, tag, comm)
 }
 
-func cBsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+func cBsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bsend")
 	const fn = "MPI_Bsend"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -306,7 +324,8 @@ func PMPI_Bsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag
 	return cBsend(buf, count, datatype, dest, tag, comm)
 }
 
-func cRecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) C.int {
+func cRecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Recv")
 	const fn = "MPI_Recv"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -329,7 +348,8 @@ func PMPI_Recv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, ta
 	return cRecv(buf, count, datatype, source, tag, comm, status)
 }
 
-func cIsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cIsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Isend")
 	const fn = "MPI_Isend"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -352,7 +372,8 @@ func PMPI_Isend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag
 	return cIsend(buf, count, datatype, dest, tag, comm, request)
 }
 
-func cIssend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cIssend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Issend")
 	const fn = "MPI_Issend"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -375,7 +396,8 @@ func PMPI_Issend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, ta
 	return cIssend(buf, count, datatype, dest, tag, comm, request)
 }
 
-func cIrsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cIrsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Irsend")
 	const fn = "MPI_Irsend"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -398,7 +420,8 @@ func PMPI_Irsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, ta
 	return cIrsend(buf, count, datatype, dest, tag, comm, request)
 }
 
-func cIbsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cIbsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ibsend")
 	const fn = "MPI_Ibsend"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -421,7 +444,8 @@ func PMPI_Ibsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, ta
 	return cIbsend(buf, count, datatype, dest, tag, comm, request)
 }
 
-func cIrecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cIrecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Irecv")
 	const fn = "MPI_Irecv"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -444,7 +468,8 @@ func PMPI_Irecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, t
 	return cIrecv(buf, count, datatype, source, tag, comm, request)
 }
 
-func cSend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cSend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Send_init")
 	const fn = "MPI_Send_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -467,7 +492,8 @@ func PMPI_Send_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int,
 	return cSend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
-func cSsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cSsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ssend_init")
 	const fn = "MPI_Ssend_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -490,7 +516,8 @@ func PMPI_Ssend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int
 	return cSsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
-func cRsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cRsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rsend_init")
 	const fn = "MPI_Rsend_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -513,7 +540,8 @@ func PMPI_Rsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int
 	return cRsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
-func cBsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cBsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bsend_init")
 	const fn = "MPI_Bsend_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -536,7 +564,8 @@ func PMPI_Bsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int
 	return cBsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
-func cRecv_init(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cRecv_init(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Recv_init")
 	const fn = "MPI_Recv_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -559,7 +588,8 @@ func PMPI_Recv_init(buf unsafe.Pointer, count C.int, datatype C.int, source C.in
 	return cRecv_init(buf, count, datatype, source, tag, comm, request)
 }
 
-func cSendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
+func cSendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Sendrecv")
 	const fn = "MPI_Sendrecv"
 	sendtype_, err := typeOf(fn, int32(sendtype))
 	if err != nil {
@@ -586,7 +616,8 @@ func PMPI_Sendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest
 	return cSendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
 }
 
-func cSendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
+func cSendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Sendrecv_replace")
 	const fn = "MPI_Sendrecv_replace"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -609,7 +640,8 @@ func PMPI_Sendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest
 	return cSendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
 }
 
-func cProbe(source C.int, tag C.int, comm C.int, status uintptr) C.int {
+func cProbe(source C.int, tag C.int, comm C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Probe")
 	const fn = "MPI_Probe"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -628,7 +660,8 @@ func PMPI_Probe(source C.int, tag C.int, comm C.int, status uintptr) C.int {
 	return cProbe(source, tag, comm, status)
 }
 
-func cIprobe(source C.int, tag C.int, comm C.int, flag *C.int, status uintptr) C.int {
+func cIprobe(source C.int, tag C.int, comm C.int, flag *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Iprobe")
 	const fn = "MPI_Iprobe"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -647,7 +680,8 @@ func PMPI_Iprobe(source C.int, tag C.int, comm C.int, flag *C.int, status uintpt
 	return cIprobe(source, tag, comm, flag, status)
 }
 
-func cMprobe(source C.int, tag C.int, comm C.int, message *C.int, status uintptr) C.int {
+func cMprobe(source C.int, tag C.int, comm C.int, message *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Mprobe")
 	const fn = "MPI_Mprobe"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -666,7 +700,8 @@ func PMPI_Mprobe(source C.int, tag C.int, comm C.int, message *C.int, status uin
 	return cMprobe(source, tag, comm, message, status)
 }
 
-func cImprobe(source C.int, tag C.int, comm C.int, flag *C.int, message *C.int, status uintptr) C.int {
+func cImprobe(source C.int, tag C.int, comm C.int, flag *C.int, message *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Improbe")
 	const fn = "MPI_Improbe"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -685,7 +720,8 @@ func PMPI_Improbe(source C.int, tag C.int, comm C.int, flag *C.int, message *C.i
 	return cImprobe(source, tag, comm, flag, message, status)
 }
 
-func cMrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, status uintptr) C.int {
+func cMrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Mrecv")
 	const fn = "MPI_Mrecv"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -704,7 +740,8 @@ func PMPI_Mrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int,
 	return cMrecv(buf, count, datatype, message, status)
 }
 
-func cImrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, request *C.int) C.int {
+func cImrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Imrecv")
 	const fn = "MPI_Imrecv"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -723,7 +760,8 @@ func PMPI_Imrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int
 	return cImrecv(buf, count, datatype, message, request)
 }
 
-func cWait(request *C.int, status uintptr) C.int {
+func cWait(request *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Wait")
 	return done(nil, xWait(request, status))
 }
 
@@ -737,7 +775,8 @@ func PMPI_Wait(request *C.int, status uintptr) C.int {
 	return cWait(request, status)
 }
 
-func cTest(request *C.int, flag *C.int, status uintptr) C.int {
+func cTest(request *C.int, flag *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Test")
 	return done(nil, xTest(request, flag, status))
 }
 
@@ -751,7 +790,8 @@ func PMPI_Test(request *C.int, flag *C.int, status uintptr) C.int {
 	return cTest(request, flag, status)
 }
 
-func cWaitall(count C.int, requests *C.int, statuses uintptr) C.int {
+func cWaitall(count C.int, requests *C.int, statuses uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Waitall")
 	return done(nil, xWaitall(int(count), requests, statuses))
 }
 
@@ -765,7 +805,8 @@ func PMPI_Waitall(count C.int, requests *C.int, statuses uintptr) C.int {
 	return cWaitall(count, requests, statuses)
 }
 
-func cTestall(count C.int, requests *C.int, flag *C.int, statuses uintptr) C.int {
+func cTestall(count C.int, requests *C.int, flag *C.int, statuses uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Testall")
 	return done(nil, xTestall(int(count), requests, flag, statuses))
 }
 
@@ -779,7 +820,8 @@ func PMPI_Testall(count C.int, requests *C.int, flag *C.int, statuses uintptr) C
 	return cTestall(count, requests, flag, statuses)
 }
 
-func cWaitany(count C.int, requests *C.int, index *C.int, status uintptr) C.int {
+func cWaitany(count C.int, requests *C.int, index *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Waitany")
 	return done(nil, xWaitany(int(count), requests, index, status))
 }
 
@@ -793,7 +835,8 @@ func PMPI_Waitany(count C.int, requests *C.int, index *C.int, status uintptr) C.
 	return cWaitany(count, requests, index, status)
 }
 
-func cTestany(count C.int, requests *C.int, index *C.int, flag *C.int, status uintptr) C.int {
+func cTestany(count C.int, requests *C.int, index *C.int, flag *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Testany")
 	return done(nil, xTestany(int(count), requests, index, flag, status))
 }
 
@@ -807,7 +850,8 @@ func PMPI_Testany(count C.int, requests *C.int, index *C.int, flag *C.int, statu
 	return cTestany(count, requests, index, flag, status)
 }
 
-func cWaitsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) C.int {
+func cWaitsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Waitsome")
 	return done(nil, xWaitsome(int(incount), requests, outcount, indices, statuses))
 }
 
@@ -821,7 +865,8 @@ func PMPI_Waitsome(incount C.int, requests *C.int, outcount *C.int, indices *C.i
 	return cWaitsome(incount, requests, outcount, indices, statuses)
 }
 
-func cTestsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) C.int {
+func cTestsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Testsome")
 	return done(nil, xTestsome(int(incount), requests, outcount, indices, statuses))
 }
 
@@ -835,7 +880,8 @@ func PMPI_Testsome(incount C.int, requests *C.int, outcount *C.int, indices *C.i
 	return cTestsome(incount, requests, outcount, indices, statuses)
 }
 
-func cStart(request *C.int) C.int {
+func cStart(request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Start")
 	return done(nil, xStart(request))
 }
 
@@ -849,7 +895,8 @@ func PMPI_Start(request *C.int) C.int {
 	return cStart(request)
 }
 
-func cStartall(count C.int, requests *C.int) C.int {
+func cStartall(count C.int, requests *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Startall")
 	return done(nil, xStartall(int(count), requests))
 }
 
@@ -863,7 +910,8 @@ func PMPI_Startall(count C.int, requests *C.int) C.int {
 	return cStartall(count, requests)
 }
 
-func cRequest_free(request *C.int) C.int {
+func cRequest_free(request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Request_free")
 	return done(nil, xRequest_free(request))
 }
 
@@ -877,7 +925,8 @@ func PMPI_Request_free(request *C.int) C.int {
 	return cRequest_free(request)
 }
 
-func cRequest_get_status(request C.int, flag *C.int, status uintptr) C.int {
+func cRequest_get_status(request C.int, flag *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Request_get_status")
 	return done(nil, xRequest_get_status(int32(request), flag, status))
 }
 
@@ -891,7 +940,8 @@ func PMPI_Request_get_status(request C.int, flag *C.int, status uintptr) C.int {
 	return cRequest_get_status(request, flag, status)
 }
 
-func cCancel(request *C.int) C.int {
+func cCancel(request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cancel")
 	return done(nil, xCancel(request))
 }
 
@@ -905,7 +955,8 @@ func PMPI_Cancel(request *C.int) C.int {
 	return cCancel(request)
 }
 
-func cTest_cancelled(status uintptr, flag *C.int) C.int {
+func cTest_cancelled(status uintptr, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Test_cancelled")
 	return done(nil, xTest_cancelled(status, flag))
 }
 
@@ -919,7 +970,8 @@ func PMPI_Test_cancelled(status uintptr, flag *C.int) C.int {
 	return cTest_cancelled(status, flag)
 }
 
-func cGet_count(status uintptr, datatype C.int, count *C.int) C.int {
+func cGet_count(status uintptr, datatype C.int, count *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_count")
 	const fn = "MPI_Get_count"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -938,7 +990,8 @@ func PMPI_Get_count(status uintptr, datatype C.int, count *C.int) C.int {
 	return cGet_count(status, datatype, count)
 }
 
-func cGet_elements(status uintptr, datatype C.int, count *C.int) C.int {
+func cGet_elements(status uintptr, datatype C.int, count *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_elements")
 	const fn = "MPI_Get_elements"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -957,7 +1010,8 @@ func PMPI_Get_elements(status uintptr, datatype C.int, count *C.int) C.int {
 	return cGet_elements(status, datatype, count)
 }
 
-func cBuffer_attach(buffer unsafe.Pointer, size C.int) C.int {
+func cBuffer_attach(buffer unsafe.Pointer, size C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Buffer_attach")
 	return done(nil, xBuffer_attach(buffer, int(size)))
 }
 
@@ -971,7 +1025,8 @@ func PMPI_Buffer_attach(buffer unsafe.Pointer, size C.int) C.int {
 	return cBuffer_attach(buffer, size)
 }
 
-func cBuffer_detach(buffer_addr *uintptr, size *C.int) C.int {
+func cBuffer_detach(buffer_addr *uintptr, size *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Buffer_detach")
 	return done(nil, xBuffer_detach(buffer_addr, size))
 }
 
@@ -985,7 +1040,8 @@ func PMPI_Buffer_detach(buffer_addr *uintptr, size *C.int) C.int {
 	return cBuffer_detach(buffer_addr, size)
 }
 
-func cBarrier(comm C.int) C.int {
+func cBarrier(comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Barrier")
 	const fn = "MPI_Barrier"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1004,7 +1060,8 @@ func PMPI_Barrier(comm C.int) C.int {
 	return cBarrier(comm)
 }
 
-func cIbarrier(comm C.int, request *C.int) C.int {
+func cIbarrier(comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ibarrier")
 	const fn = "MPI_Ibarrier"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1023,7 +1080,8 @@ func PMPI_Ibarrier(comm C.int, request *C.int) C.int {
 	return cIbarrier(comm, request)
 }
 
-func cBarrier_init(comm C.int, info C.int, request *C.int) C.int {
+func cBarrier_init(comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Barrier_init")
 	const fn = "MPI_Barrier_init"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1042,7 +1100,8 @@ func PMPI_Barrier_init(comm C.int, info C.int, request *C.int) C.int {
 	return cBarrier_init(comm, info, request)
 }
 
-func cBcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int) C.int {
+func cBcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bcast")
 	const fn = "MPI_Bcast"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1065,7 +1124,8 @@ func PMPI_Bcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, com
 	return cBcast(buf, count, datatype, root, comm)
 }
 
-func cIbcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, request *C.int) C.int {
+func cIbcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ibcast")
 	const fn = "MPI_Ibcast"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1088,7 +1148,8 @@ func PMPI_Ibcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, co
 	return cIbcast(buf, count, datatype, root, comm, request)
 }
 
-func cBcast_init(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+func cBcast_init(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bcast_init")
 	const fn = "MPI_Bcast_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1111,7 +1172,8 @@ func PMPI_Bcast_init(buf unsafe.Pointer, count C.int, datatype C.int, root C.int
 	return cBcast_init(buf, count, datatype, root, comm, info, request)
 }
 
-func cGather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) C.int {
+func cGather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gather")
 	const fn = "MPI_Gather"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1130,7 +1192,8 @@ func PMPI_Gather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbu
 	return cGather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
 }
 
-func cIgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+func cIgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Igather")
 	const fn = "MPI_Igather"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1149,7 +1212,8 @@ func PMPI_Igather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvb
 	return cIgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
 }
 
-func cGather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+func cGather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gather_init")
 	const fn = "MPI_Gather_init"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1168,7 +1232,8 @@ func PMPI_Gather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, r
 	return cGather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
 }
 
-func cGatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int) C.int {
+func cGatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gatherv")
 	const fn = "MPI_Gatherv"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1187,7 +1252,8 @@ func PMPI_Gatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvb
 	return cGatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
 }
 
-func cIgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+func cIgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Igatherv")
 	const fn = "MPI_Igatherv"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1206,7 +1272,8 @@ func PMPI_Igatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recv
 	return cIgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
 }
 
-func cGatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+func cGatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gatherv_init")
 	const fn = "MPI_Gatherv_init"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1225,7 +1292,8 @@ func PMPI_Gatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, 
 	return cGatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
 }
 
-func cScatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) C.int {
+func cScatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatter")
 	const fn = "MPI_Scatter"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1244,7 +1312,8 @@ func PMPI_Scatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvb
 	return cScatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
 }
 
-func cIscatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+func cIscatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iscatter")
 	const fn = "MPI_Iscatter"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1263,7 +1332,8 @@ func PMPI_Iscatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recv
 	return cIscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
 }
 
-func cScatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+func cScatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatter_init")
 	const fn = "MPI_Scatter_init"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1282,7 +1352,8 @@ func PMPI_Scatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, 
 	return cScatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
 }
 
-func cScatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) C.int {
+func cScatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatterv")
 	const fn = "MPI_Scatterv"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1301,7 +1372,8 @@ func PMPI_Scatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sen
 	return cScatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
 }
 
-func cIscatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+func cIscatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iscatterv")
 	const fn = "MPI_Iscatterv"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1320,7 +1392,8 @@ func PMPI_Iscatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, se
 	return cIscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
 }
 
-func cScatterv_init(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+func cScatterv_init(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatterv_init")
 	const fn = "MPI_Scatterv_init"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1339,7 +1412,8 @@ func PMPI_Scatterv_init(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int
 	return cScatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
 }
 
-func cAllgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
+func cAllgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgather")
 	const fn = "MPI_Allgather"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1358,7 +1432,8 @@ func PMPI_Allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, rec
 	return cAllgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
-func cIallgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
+func cIallgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iallgather")
 	const fn = "MPI_Iallgather"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1377,7 +1452,8 @@ func PMPI_Iallgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, re
 	return cIallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
-func cAllgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+func cAllgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgather_init")
 	const fn = "MPI_Allgather_init"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1396,7 +1472,8 @@ func PMPI_Allgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int
 	return cAllgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
 }
 
-func cAllgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int) C.int {
+func cAllgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgatherv")
 	const fn = "MPI_Allgatherv"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1415,7 +1492,8 @@ func PMPI_Allgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, re
 	return cAllgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
 }
 
-func cIallgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, request *C.int) C.int {
+func cIallgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iallgatherv")
 	const fn = "MPI_Iallgatherv"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1434,7 +1512,8 @@ func PMPI_Iallgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, r
 	return cIallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
 }
 
-func cAllgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+func cAllgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgatherv_init")
 	const fn = "MPI_Allgatherv_init"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1453,7 +1532,8 @@ func PMPI_Allgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.in
 	return cAllgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
 }
 
-func cAlltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
+func cAlltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoall")
 	const fn = "MPI_Alltoall"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1472,7 +1552,8 @@ func PMPI_Alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recv
 	return cAlltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
-func cIalltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
+func cIalltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ialltoall")
 	const fn = "MPI_Ialltoall"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1491,7 +1572,8 @@ func PMPI_Ialltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, rec
 	return cIalltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
-func cAlltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+func cAlltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoall_init")
 	const fn = "MPI_Alltoall_init"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1510,7 +1592,8 @@ func PMPI_Alltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int,
 	return cAlltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
 }
 
-func cAlltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int) C.int {
+func cAlltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoallv")
 	const fn = "MPI_Alltoallv"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1529,7 +1612,8 @@ func PMPI_Alltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, s
 	return cAlltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
 }
 
-func cIalltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, request *C.int) C.int {
+func cIalltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ialltoallv")
 	const fn = "MPI_Ialltoallv"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1548,7 +1632,8 @@ func PMPI_Ialltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, 
 	return cIalltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
 }
 
-func cAlltoallv_init(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+func cAlltoallv_init(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoallv_init")
 	const fn = "MPI_Alltoallv_init"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1567,7 +1652,8 @@ func PMPI_Alltoallv_init(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.i
 	return cAlltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
 }
 
-func cAlltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int) C.int {
+func cAlltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoallw")
 	const fn = "MPI_Alltoallw"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1586,7 +1672,8 @@ func PMPI_Alltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, s
 	return cAlltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
 }
 
-func cIalltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int, request *C.int) C.int {
+func cIalltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ialltoallw")
 	const fn = "MPI_Ialltoallw"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -1605,7 +1692,8 @@ func PMPI_Ialltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, 
 	return cIalltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
 }
 
-func cReduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int) C.int {
+func cReduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce")
 	const fn = "MPI_Reduce"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1632,7 +1720,8 @@ func PMPI_Reduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, da
 	return cReduce(sendbuf, recvbuf, count, datatype, op, root, comm)
 }
 
-func cIreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) C.int {
+func cIreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ireduce")
 	const fn = "MPI_Ireduce"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1659,7 +1748,8 @@ func PMPI_Ireduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, d
 	return cIreduce(sendbuf, recvbuf, count, datatype, op, root, comm, request)
 }
 
-func cReduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+func cReduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_init")
 	const fn = "MPI_Reduce_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1686,7 +1776,8 @@ func PMPI_Reduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.in
 	return cReduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
 }
 
-func cAllreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) C.int {
+func cAllreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allreduce")
 	const fn = "MPI_Allreduce"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1713,7 +1804,8 @@ func PMPI_Allreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int,
 	return cAllreduce(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
-func cIallreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+func cIallreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iallreduce")
 	const fn = "MPI_Iallreduce"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1740,7 +1832,8 @@ func PMPI_Iallreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int
 	return cIallreduce(sendbuf, recvbuf, count, datatype, op, comm, request)
 }
 
-func cAllreduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+func cAllreduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allreduce_init")
 	const fn = "MPI_Allreduce_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1767,7 +1860,8 @@ func PMPI_Allreduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C
 	return cAllreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
 }
 
-func cScan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) C.int {
+func cScan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scan")
 	const fn = "MPI_Scan"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1794,7 +1888,8 @@ func PMPI_Scan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, data
 	return cScan(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
-func cIscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+func cIscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iscan")
 	const fn = "MPI_Iscan"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1821,7 +1916,8 @@ func PMPI_Iscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, dat
 	return cIscan(sendbuf, recvbuf, count, datatype, op, comm, request)
 }
 
-func cScan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+func cScan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scan_init")
 	const fn = "MPI_Scan_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1848,7 +1944,8 @@ func PMPI_Scan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int,
 	return cScan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
 }
 
-func cExscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) C.int {
+func cExscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Exscan")
 	const fn = "MPI_Exscan"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1875,7 +1972,8 @@ func PMPI_Exscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, da
 	return cExscan(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
-func cIexscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+func cIexscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iexscan")
 	const fn = "MPI_Iexscan"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1902,7 +2000,8 @@ func PMPI_Iexscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, d
 	return cIexscan(sendbuf, recvbuf, count, datatype, op, comm, request)
 }
 
-func cExscan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+func cExscan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Exscan_init")
 	const fn = "MPI_Exscan_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1929,7 +2028,8 @@ func PMPI_Exscan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.in
 	return cExscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
 }
 
-func cReduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int) C.int {
+func cReduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_block")
 	const fn = "MPI_Reduce_scatter_block"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1956,7 +2056,8 @@ func PMPI_Reduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, r
 	return cReduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)
 }
 
-func cIreduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+func cIreduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ireduce_scatter_block")
 	const fn = "MPI_Ireduce_scatter_block"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -1983,7 +2084,8 @@ func PMPI_Ireduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, 
 	return cIreduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
 }
 
-func cReduce_scatter_block_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+func cReduce_scatter_block_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_block_init")
 	const fn = "MPI_Reduce_scatter_block_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2010,7 +2112,8 @@ func PMPI_Reduce_scatter_block_init(sendbuf unsafe.Pointer, recvbuf unsafe.Point
 	return cReduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
 }
 
-func cReduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int) C.int {
+func cReduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter")
 	const fn = "MPI_Reduce_scatter"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2037,7 +2140,8 @@ func PMPI_Reduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcou
 	return cReduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
 }
 
-func cIreduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+func cIreduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ireduce_scatter")
 	const fn = "MPI_Ireduce_scatter"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2064,7 +2168,8 @@ func PMPI_Ireduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvco
 	return cIreduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
 }
 
-func cReduce_scatter_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+func cReduce_scatter_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_init")
 	const fn = "MPI_Reduce_scatter_init"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2091,7 +2196,8 @@ func PMPI_Reduce_scatter_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, re
 	return cReduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
 }
 
-func cReduce_local(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.int, datatype C.int, op C.int) C.int {
+func cReduce_local(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.int, datatype C.int, op C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_local")
 	const fn = "MPI_Reduce_local"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2114,7 +2220,8 @@ func PMPI_Reduce_local(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.in
 	return cReduce_local(inbuf, inoutbuf, count, datatype, op)
 }
 
-func cNeighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
+func cNeighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Neighbor_allgather")
 	const fn = "MPI_Neighbor_allgather"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2133,7 +2240,8 @@ func PMPI_Neighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C
 	return cNeighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
-func cIneighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
+func cIneighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ineighbor_allgather")
 	const fn = "MPI_Ineighbor_allgather"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2152,7 +2260,8 @@ func PMPI_Ineighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype 
 	return cIneighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
-func cNeighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
+func cNeighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Neighbor_alltoall")
 	const fn = "MPI_Neighbor_alltoall"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2171,7 +2280,8 @@ func PMPI_Neighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.
 	return cNeighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
-func cIneighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
+func cIneighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ineighbor_alltoall")
 	const fn = "MPI_Ineighbor_alltoall"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2190,7 +2300,8 @@ func PMPI_Ineighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C
 	return cIneighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
-func cOp_create(user_fn unsafe.Pointer, commute C.int, op *C.int) C.int {
+func cOp_create(user_fn unsafe.Pointer, commute C.int, op *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Op_create")
 	return done(nil, xOp_create(user_fn, int(commute), op))
 }
 
@@ -2204,7 +2315,8 @@ func PMPI_Op_create(user_fn unsafe.Pointer, commute C.int, op *C.int) C.int {
 	return cOp_create(user_fn, commute, op)
 }
 
-func cOp_free(op *C.int) C.int {
+func cOp_free(op *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Op_free")
 	return done(nil, xOp_free(op))
 }
 
@@ -2218,7 +2330,8 @@ func PMPI_Op_free(op *C.int) C.int {
 	return cOp_free(op)
 }
 
-func cOp_commutative(op C.int, commute *C.int) C.int {
+func cOp_commutative(op C.int, commute *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Op_commutative")
 	const fn = "MPI_Op_commutative"
 	op_, err := opOf(fn, int32(op))
 	if err != nil {
@@ -2237,7 +2350,8 @@ func PMPI_Op_commutative(op C.int, commute *C.int) C.int {
 	return cOp_commutative(op, commute)
 }
 
-func cType_contiguous(count C.int, oldtype C.int, newtype *C.int) C.int {
+func cType_contiguous(count C.int, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_contiguous")
 	const fn = "MPI_Type_contiguous"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2256,7 +2370,8 @@ func PMPI_Type_contiguous(count C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_contiguous(count, oldtype, newtype)
 }
 
-func cType_vector(count C.int, blocklength C.int, stride C.int, oldtype C.int, newtype *C.int) C.int {
+func cType_vector(count C.int, blocklength C.int, stride C.int, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_vector")
 	const fn = "MPI_Type_vector"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2275,7 +2390,8 @@ func PMPI_Type_vector(count C.int, blocklength C.int, stride C.int, oldtype C.in
 	return cType_vector(count, blocklength, stride, oldtype, newtype)
 }
 
-func cType_create_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) C.int {
+func cType_create_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_hvector")
 	const fn = "MPI_Type_create_hvector"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2294,7 +2410,8 @@ func PMPI_Type_create_hvector(count C.int, blocklength C.int, stride C.long, old
 	return cType_create_hvector(count, blocklength, stride, oldtype, newtype)
 }
 
-func cType_indexed(count C.int, blocklengths *C.int, displacements *C.int, oldtype C.int, newtype *C.int) C.int {
+func cType_indexed(count C.int, blocklengths *C.int, displacements *C.int, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_indexed")
 	const fn = "MPI_Type_indexed"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2313,7 +2430,8 @@ func PMPI_Type_indexed(count C.int, blocklengths *C.int, displacements *C.int, o
 	return cType_indexed(count, blocklengths, displacements, oldtype, newtype)
 }
 
-func cType_create_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+func cType_create_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_hindexed")
 	const fn = "MPI_Type_create_hindexed"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2332,7 +2450,8 @@ func PMPI_Type_create_hindexed(count C.int, blocklengths *C.int, displacements *
 	return cType_create_hindexed(count, blocklengths, displacements, oldtype, newtype)
 }
 
-func cType_create_indexed_block(count C.int, blocklength C.int, displacements *C.int, oldtype C.int, newtype *C.int) C.int {
+func cType_create_indexed_block(count C.int, blocklength C.int, displacements *C.int, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_indexed_block")
 	const fn = "MPI_Type_create_indexed_block"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2351,7 +2470,8 @@ func PMPI_Type_create_indexed_block(count C.int, blocklength C.int, displacement
 	return cType_create_indexed_block(count, blocklength, displacements, oldtype, newtype)
 }
 
-func cType_create_hindexed_block(count C.int, blocklength C.int, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+func cType_create_hindexed_block(count C.int, blocklength C.int, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_hindexed_block")
 	const fn = "MPI_Type_create_hindexed_block"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2370,7 +2490,8 @@ func PMPI_Type_create_hindexed_block(count C.int, blocklength C.int, displacemen
 	return cType_create_hindexed_block(count, blocklength, displacements, oldtype, newtype)
 }
 
-func cType_create_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) C.int {
+func cType_create_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_struct")
 	return done(nil, xType_create_struct(int(count), blocklengths, displacements, types, newtype))
 }
 
@@ -2384,7 +2505,8 @@ func PMPI_Type_create_struct(count C.int, blocklengths *C.int, displacements *C.
 	return cType_create_struct(count, blocklengths, displacements, types, newtype)
 }
 
-func cType_create_subarray(ndims C.int, sizes *C.int, subsizes *C.int, starts *C.int, order C.int, oldtype C.int, newtype *C.int) C.int {
+func cType_create_subarray(ndims C.int, sizes *C.int, subsizes *C.int, starts *C.int, order C.int, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_subarray")
 	const fn = "MPI_Type_create_subarray"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2403,7 +2525,8 @@ func PMPI_Type_create_subarray(ndims C.int, sizes *C.int, subsizes *C.int, start
 	return cType_create_subarray(ndims, sizes, subsizes, starts, order, oldtype, newtype)
 }
 
-func cType_create_darray(size C.int, rank C.int, ndims C.int, gsizes *C.int, distribs *C.int, dargs *C.int, psizes *C.int, order C.int, oldtype C.int, newtype *C.int) C.int {
+func cType_create_darray(size C.int, rank C.int, ndims C.int, gsizes *C.int, distribs *C.int, dargs *C.int, psizes *C.int, order C.int, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_darray")
 	const fn = "MPI_Type_create_darray"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2422,7 +2545,8 @@ func PMPI_Type_create_darray(size C.int, rank C.int, ndims C.int, gsizes *C.int,
 	return cType_create_darray(size, rank, ndims, gsizes, distribs, dargs, psizes, order, oldtype, newtype)
 }
 
-func cType_create_resized(oldtype C.int, lb C.long, extent C.long, newtype *C.int) C.int {
+func cType_create_resized(oldtype C.int, lb C.long, extent C.long, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_resized")
 	const fn = "MPI_Type_create_resized"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2441,7 +2565,8 @@ func PMPI_Type_create_resized(oldtype C.int, lb C.long, extent C.long, newtype *
 	return cType_create_resized(oldtype, lb, extent, newtype)
 }
 
-func cType_dup(oldtype C.int, newtype *C.int) C.int {
+func cType_dup(oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_dup")
 	const fn = "MPI_Type_dup"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -2460,7 +2585,8 @@ func PMPI_Type_dup(oldtype C.int, newtype *C.int) C.int {
 	return cType_dup(oldtype, newtype)
 }
 
-func cType_commit(datatype *C.int) C.int {
+func cType_commit(datatype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_commit")
 	return done(nil, xType_commit(datatype))
 }
 
@@ -2474,7 +2600,8 @@ func PMPI_Type_commit(datatype *C.int) C.int {
 	return cType_commit(datatype)
 }
 
-func cType_free(datatype *C.int) C.int {
+func cType_free(datatype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_free")
 	return done(nil, xType_free(datatype))
 }
 
@@ -2488,7 +2615,8 @@ func PMPI_Type_free(datatype *C.int) C.int {
 	return cType_free(datatype)
 }
 
-func cType_size(datatype C.int, size *C.int) C.int {
+func cType_size(datatype C.int, size *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_size")
 	const fn = "MPI_Type_size"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2507,7 +2635,8 @@ func PMPI_Type_size(datatype C.int, size *C.int) C.int {
 	return cType_size(datatype, size)
 }
 
-func cType_size_x(datatype C.int, size *C.long) C.int {
+func cType_size_x(datatype C.int, size *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_size_x")
 	const fn = "MPI_Type_size_x"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2526,7 +2655,8 @@ func PMPI_Type_size_x(datatype C.int, size *C.long) C.int {
 	return cType_size_x(datatype, size)
 }
 
-func cType_get_extent(datatype C.int, lb *C.long, extent *C.long) C.int {
+func cType_get_extent(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_extent")
 	const fn = "MPI_Type_get_extent"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2545,7 +2675,8 @@ func PMPI_Type_get_extent(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_extent(datatype, lb, extent)
 }
 
-func cType_get_extent_x(datatype C.int, lb *C.long, extent *C.long) C.int {
+func cType_get_extent_x(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_extent_x")
 	const fn = "MPI_Type_get_extent_x"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2564,7 +2695,8 @@ func PMPI_Type_get_extent_x(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_extent_x(datatype, lb, extent)
 }
 
-func cType_get_true_extent(datatype C.int, lb *C.long, extent *C.long) C.int {
+func cType_get_true_extent(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_true_extent")
 	const fn = "MPI_Type_get_true_extent"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2583,7 +2715,8 @@ func PMPI_Type_get_true_extent(datatype C.int, lb *C.long, extent *C.long) C.int
 	return cType_get_true_extent(datatype, lb, extent)
 }
 
-func cType_get_true_extent_x(datatype C.int, lb *C.long, extent *C.long) C.int {
+func cType_get_true_extent_x(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_true_extent_x")
 	const fn = "MPI_Type_get_true_extent_x"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2602,7 +2735,8 @@ func PMPI_Type_get_true_extent_x(datatype C.int, lb *C.long, extent *C.long) C.i
 	return cType_get_true_extent_x(datatype, lb, extent)
 }
 
-func cType_set_name(datatype C.int, name *C.char) C.int {
+func cType_set_name(datatype C.int, name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Type_set_name")
 	const fn = "MPI_Type_set_name"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2621,7 +2755,8 @@ func PMPI_Type_set_name(datatype C.int, name *C.char) C.int {
 	return cType_set_name(datatype, name)
 }
 
-func cType_get_name(datatype C.int, name *C.char, resultlen *C.int) C.int {
+func cType_get_name(datatype C.int, name *C.char, resultlen *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_name")
 	return done(nil, xType_get_name(int32(datatype), name, resultlen))
 }
 
@@ -2635,7 +2770,8 @@ func PMPI_Type_get_name(datatype C.int, name *C.char, resultlen *C.int) C.int {
 	return cType_get_name(datatype, name, resultlen)
 }
 
-func cGet_address(location unsafe.Pointer, address *C.long) C.int {
+func cGet_address(location unsafe.Pointer, address *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Get_address")
 	return done(nil, xGet_address(location, address))
 }
 
@@ -2649,7 +2785,8 @@ func PMPI_Get_address(location unsafe.Pointer, address *C.long) C.int {
 	return cGet_address(location, address)
 }
 
-func cAddress(location unsafe.Pointer, address *C.long) C.int {
+func cAddress(location unsafe.Pointer, address *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Address")
 	return done(nil, xAddress(location, address))
 }
 
@@ -2663,7 +2800,8 @@ func PMPI_Address(location unsafe.Pointer, address *C.long) C.int {
 	return cAddress(location, address)
 }
 
-func cPack(inbuf unsafe.Pointer, incount C.int, datatype C.int, outbuf unsafe.Pointer, outsize C.int, position *C.int, comm C.int) C.int {
+func cPack(inbuf unsafe.Pointer, incount C.int, datatype C.int, outbuf unsafe.Pointer, outsize C.int, position *C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Pack")
 	const fn = "MPI_Pack"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2686,7 +2824,8 @@ func PMPI_Pack(inbuf unsafe.Pointer, incount C.int, datatype C.int, outbuf unsaf
 	return cPack(inbuf, incount, datatype, outbuf, outsize, position, comm)
 }
 
-func cUnpack(inbuf unsafe.Pointer, insize C.int, position *C.int, outbuf unsafe.Pointer, outcount C.int, datatype C.int, comm C.int) C.int {
+func cUnpack(inbuf unsafe.Pointer, insize C.int, position *C.int, outbuf unsafe.Pointer, outcount C.int, datatype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Unpack")
 	const fn = "MPI_Unpack"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2709,7 +2848,8 @@ func PMPI_Unpack(inbuf unsafe.Pointer, insize C.int, position *C.int, outbuf uns
 	return cUnpack(inbuf, insize, position, outbuf, outcount, datatype, comm)
 }
 
-func cPack_size(incount C.int, datatype C.int, comm C.int, size *C.int) C.int {
+func cPack_size(incount C.int, datatype C.int, comm C.int, size *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Pack_size")
 	const fn = "MPI_Pack_size"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -2732,7 +2872,8 @@ func PMPI_Pack_size(incount C.int, datatype C.int, comm C.int, size *C.int) C.in
 	return cPack_size(incount, datatype, comm, size)
 }
 
-func cComm_rank(comm C.int, rank *C.int) C.int {
+func cComm_rank(comm C.int, rank *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_rank")
 	const fn = "MPI_Comm_rank"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2751,7 +2892,8 @@ func PMPI_Comm_rank(comm C.int, rank *C.int) C.int {
 	return cComm_rank(comm, rank)
 }
 
-func cComm_size(comm C.int, size *C.int) C.int {
+func cComm_size(comm C.int, size *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_size")
 	const fn = "MPI_Comm_size"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2770,7 +2912,8 @@ func PMPI_Comm_size(comm C.int, size *C.int) C.int {
 	return cComm_size(comm, size)
 }
 
-func cComm_dup(comm C.int, newcomm *C.int) C.int {
+func cComm_dup(comm C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_dup")
 	const fn = "MPI_Comm_dup"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2789,7 +2932,8 @@ func PMPI_Comm_dup(comm C.int, newcomm *C.int) C.int {
 	return cComm_dup(comm, newcomm)
 }
 
-func cComm_idup(comm C.int, newcomm *C.int, request *C.int) C.int {
+func cComm_idup(comm C.int, newcomm *C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_idup")
 	const fn = "MPI_Comm_idup"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2808,7 +2952,8 @@ func PMPI_Comm_idup(comm C.int, newcomm *C.int, request *C.int) C.int {
 	return cComm_idup(comm, newcomm, request)
 }
 
-func cComm_split(comm C.int, color C.int, key C.int, newcomm *C.int) C.int {
+func cComm_split(comm C.int, color C.int, key C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_split")
 	const fn = "MPI_Comm_split"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2827,7 +2972,8 @@ func PMPI_Comm_split(comm C.int, color C.int, key C.int, newcomm *C.int) C.int {
 	return cComm_split(comm, color, key, newcomm)
 }
 
-func cComm_split_type(comm C.int, split_type C.int, key C.int, info C.int, newcomm *C.int) C.int {
+func cComm_split_type(comm C.int, split_type C.int, key C.int, info C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_split_type")
 	const fn = "MPI_Comm_split_type"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2846,7 +2992,8 @@ func PMPI_Comm_split_type(comm C.int, split_type C.int, key C.int, info C.int, n
 	return cComm_split_type(comm, split_type, key, info, newcomm)
 }
 
-func cComm_create(comm C.int, group C.int, newcomm *C.int) C.int {
+func cComm_create(comm C.int, group C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_create")
 	const fn = "MPI_Comm_create"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2869,7 +3016,8 @@ func PMPI_Comm_create(comm C.int, group C.int, newcomm *C.int) C.int {
 	return cComm_create(comm, group, newcomm)
 }
 
-func cComm_create_group(comm C.int, group C.int, tag C.int, newcomm *C.int) C.int {
+func cComm_create_group(comm C.int, group C.int, tag C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_create_group")
 	const fn = "MPI_Comm_create_group"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2892,7 +3040,8 @@ func PMPI_Comm_create_group(comm C.int, group C.int, tag C.int, newcomm *C.int) 
 	return cComm_create_group(comm, group, tag, newcomm)
 }
 
-func cComm_free(comm *C.int) C.int {
+func cComm_free(comm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_free")
 	return done(nil, xComm_free(comm))
 }
 
@@ -2906,7 +3055,8 @@ func PMPI_Comm_free(comm *C.int) C.int {
 	return cComm_free(comm)
 }
 
-func cComm_compare(comm1 C.int, comm2 C.int, result *C.int) C.int {
+func cComm_compare(comm1 C.int, comm2 C.int, result *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_compare")
 	const fn = "MPI_Comm_compare"
 	comm1_, err := commOf(fn, int32(comm1))
 	if err != nil {
@@ -2929,7 +3079,8 @@ func PMPI_Comm_compare(comm1 C.int, comm2 C.int, result *C.int) C.int {
 	return cComm_compare(comm1, comm2, result)
 }
 
-func cComm_group(comm C.int, group *C.int) C.int {
+func cComm_group(comm C.int, group *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_group")
 	const fn = "MPI_Comm_group"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2948,7 +3099,8 @@ func PMPI_Comm_group(comm C.int, group *C.int) C.int {
 	return cComm_group(comm, group)
 }
 
-func cComm_remote_group(comm C.int, group *C.int) C.int {
+func cComm_remote_group(comm C.int, group *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_remote_group")
 	const fn = "MPI_Comm_remote_group"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2967,7 +3119,8 @@ func PMPI_Comm_remote_group(comm C.int, group *C.int) C.int {
 	return cComm_remote_group(comm, group)
 }
 
-func cComm_test_inter(comm C.int, flag *C.int) C.int {
+func cComm_test_inter(comm C.int, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_test_inter")
 	const fn = "MPI_Comm_test_inter"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -2986,7 +3139,8 @@ func PMPI_Comm_test_inter(comm C.int, flag *C.int) C.int {
 	return cComm_test_inter(comm, flag)
 }
 
-func cComm_remote_size(comm C.int, size *C.int) C.int {
+func cComm_remote_size(comm C.int, size *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_remote_size")
 	const fn = "MPI_Comm_remote_size"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3005,7 +3159,8 @@ func PMPI_Comm_remote_size(comm C.int, size *C.int) C.int {
 	return cComm_remote_size(comm, size)
 }
 
-func cComm_set_name(comm C.int, name *C.char) C.int {
+func cComm_set_name(comm C.int, name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_set_name")
 	const fn = "MPI_Comm_set_name"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3024,7 +3179,8 @@ func PMPI_Comm_set_name(comm C.int, name *C.char) C.int {
 	return cComm_set_name(comm, name)
 }
 
-func cComm_get_name(comm C.int, name *C.char, resultlen *C.int) C.int {
+func cComm_get_name(comm C.int, name *C.char, resultlen *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_get_name")
 	const fn = "MPI_Comm_get_name"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3043,7 +3199,8 @@ func PMPI_Comm_get_name(comm C.int, name *C.char, resultlen *C.int) C.int {
 	return cComm_get_name(comm, name, resultlen)
 }
 
-func cIntercomm_create(local_comm C.int, local_leader C.int, peer_comm C.int, remote_leader C.int, tag C.int, newintercomm *C.int) C.int {
+func cIntercomm_create(local_comm C.int, local_leader C.int, peer_comm C.int, remote_leader C.int, tag C.int, newintercomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Intercomm_create")
 	const fn = "MPI_Intercomm_create"
 	local_comm_, err := commOf(fn, int32(local_comm))
 	if err != nil {
@@ -3062,7 +3219,8 @@ func PMPI_Intercomm_create(local_comm C.int, local_leader C.int, peer_comm C.int
 	return cIntercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm)
 }
 
-func cIntercomm_merge(intercomm C.int, high C.int, newintracomm *C.int) C.int {
+func cIntercomm_merge(intercomm C.int, high C.int, newintracomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Intercomm_merge")
 	const fn = "MPI_Intercomm_merge"
 	intercomm_, err := commOf(fn, int32(intercomm))
 	if err != nil {
@@ -3081,7 +3239,8 @@ func PMPI_Intercomm_merge(intercomm C.int, high C.int, newintracomm *C.int) C.in
 	return cIntercomm_merge(intercomm, high, newintracomm)
 }
 
-func cGroup_size(group C.int, size *C.int) C.int {
+func cGroup_size(group C.int, size *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_size")
 	const fn = "MPI_Group_size"
 	group_, err := groupOf(fn, int32(group))
 	if err != nil {
@@ -3100,7 +3259,8 @@ func PMPI_Group_size(group C.int, size *C.int) C.int {
 	return cGroup_size(group, size)
 }
 
-func cGroup_rank(group C.int, rank *C.int) C.int {
+func cGroup_rank(group C.int, rank *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_rank")
 	const fn = "MPI_Group_rank"
 	group_, err := groupOf(fn, int32(group))
 	if err != nil {
@@ -3119,7 +3279,8 @@ func PMPI_Group_rank(group C.int, rank *C.int) C.int {
 	return cGroup_rank(group, rank)
 }
 
-func cGroup_free(group *C.int) C.int {
+func cGroup_free(group *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_free")
 	return done(nil, xGroup_free(group))
 }
 
@@ -3133,7 +3294,8 @@ func PMPI_Group_free(group *C.int) C.int {
 	return cGroup_free(group)
 }
 
-func cGroup_incl(group C.int, n C.int, ranks *C.int, newgroup *C.int) C.int {
+func cGroup_incl(group C.int, n C.int, ranks *C.int, newgroup *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_incl")
 	const fn = "MPI_Group_incl"
 	group_, err := groupOf(fn, int32(group))
 	if err != nil {
@@ -3152,7 +3314,8 @@ func PMPI_Group_incl(group C.int, n C.int, ranks *C.int, newgroup *C.int) C.int 
 	return cGroup_incl(group, n, ranks, newgroup)
 }
 
-func cGroup_excl(group C.int, n C.int, ranks *C.int, newgroup *C.int) C.int {
+func cGroup_excl(group C.int, n C.int, ranks *C.int, newgroup *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_excl")
 	const fn = "MPI_Group_excl"
 	group_, err := groupOf(fn, int32(group))
 	if err != nil {
@@ -3171,7 +3334,8 @@ func PMPI_Group_excl(group C.int, n C.int, ranks *C.int, newgroup *C.int) C.int 
 	return cGroup_excl(group, n, ranks, newgroup)
 }
 
-func cGroup_range_incl(group C.int, n C.int, ranges *C.int, newgroup *C.int) C.int {
+func cGroup_range_incl(group C.int, n C.int, ranges *C.int, newgroup *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_range_incl")
 	const fn = "MPI_Group_range_incl"
 	group_, err := groupOf(fn, int32(group))
 	if err != nil {
@@ -3190,7 +3354,8 @@ func PMPI_Group_range_incl(group C.int, n C.int, ranges *C.int, newgroup *C.int)
 	return cGroup_range_incl(group, n, ranges, newgroup)
 }
 
-func cGroup_range_excl(group C.int, n C.int, ranges *C.int, newgroup *C.int) C.int {
+func cGroup_range_excl(group C.int, n C.int, ranges *C.int, newgroup *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_range_excl")
 	const fn = "MPI_Group_range_excl"
 	group_, err := groupOf(fn, int32(group))
 	if err != nil {
@@ -3209,7 +3374,8 @@ func PMPI_Group_range_excl(group C.int, n C.int, ranges *C.int, newgroup *C.int)
 	return cGroup_range_excl(group, n, ranges, newgroup)
 }
 
-func cGroup_union(group1 C.int, group2 C.int, newgroup *C.int) C.int {
+func cGroup_union(group1 C.int, group2 C.int, newgroup *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_union")
 	const fn = "MPI_Group_union"
 	group1_, err := groupOf(fn, int32(group1))
 	if err != nil {
@@ -3232,7 +3398,8 @@ func PMPI_Group_union(group1 C.int, group2 C.int, newgroup *C.int) C.int {
 	return cGroup_union(group1, group2, newgroup)
 }
 
-func cGroup_intersection(group1 C.int, group2 C.int, newgroup *C.int) C.int {
+func cGroup_intersection(group1 C.int, group2 C.int, newgroup *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_intersection")
 	const fn = "MPI_Group_intersection"
 	group1_, err := groupOf(fn, int32(group1))
 	if err != nil {
@@ -3255,7 +3422,8 @@ func PMPI_Group_intersection(group1 C.int, group2 C.int, newgroup *C.int) C.int 
 	return cGroup_intersection(group1, group2, newgroup)
 }
 
-func cGroup_difference(group1 C.int, group2 C.int, newgroup *C.int) C.int {
+func cGroup_difference(group1 C.int, group2 C.int, newgroup *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_difference")
 	const fn = "MPI_Group_difference"
 	group1_, err := groupOf(fn, int32(group1))
 	if err != nil {
@@ -3278,7 +3446,8 @@ func PMPI_Group_difference(group1 C.int, group2 C.int, newgroup *C.int) C.int {
 	return cGroup_difference(group1, group2, newgroup)
 }
 
-func cGroup_compare(group1 C.int, group2 C.int, result *C.int) C.int {
+func cGroup_compare(group1 C.int, group2 C.int, result *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_compare")
 	const fn = "MPI_Group_compare"
 	group1_, err := groupOf(fn, int32(group1))
 	if err != nil {
@@ -3301,7 +3470,8 @@ func PMPI_Group_compare(group1 C.int, group2 C.int, result *C.int) C.int {
 	return cGroup_compare(group1, group2, result)
 }
 
-func cGroup_translate_ranks(group1 C.int, n C.int, ranks1 *C.int, group2 C.int, ranks2 *C.int) C.int {
+func cGroup_translate_ranks(group1 C.int, n C.int, ranks1 *C.int, group2 C.int, ranks2 *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Group_translate_ranks")
 	const fn = "MPI_Group_translate_ranks"
 	group1_, err := groupOf(fn, int32(group1))
 	if err != nil {
@@ -3324,7 +3494,8 @@ func PMPI_Group_translate_ranks(group1 C.int, n C.int, ranks1 *C.int, group2 C.i
 	return cGroup_translate_ranks(group1, n, ranks1, group2, ranks2)
 }
 
-func cCart_create(comm_old C.int, ndims C.int, dims *C.int, periods *C.int, reorder C.int, comm_cart *C.int) C.int {
+func cCart_create(comm_old C.int, ndims C.int, dims *C.int, periods *C.int, reorder C.int, comm_cart *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cart_create")
 	const fn = "MPI_Cart_create"
 	comm_old_, err := commOf(fn, int32(comm_old))
 	if err != nil {
@@ -3343,7 +3514,8 @@ func PMPI_Cart_create(comm_old C.int, ndims C.int, dims *C.int, periods *C.int, 
 	return cCart_create(comm_old, ndims, dims, periods, reorder, comm_cart)
 }
 
-func cDims_create(nnodes C.int, ndims C.int, dims *C.int) C.int {
+func cDims_create(nnodes C.int, ndims C.int, dims *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Dims_create")
 	return done(nil, xDims_create(int(nnodes), int(ndims), dims))
 }
 
@@ -3357,7 +3529,8 @@ func PMPI_Dims_create(nnodes C.int, ndims C.int, dims *C.int) C.int {
 	return cDims_create(nnodes, ndims, dims)
 }
 
-func cCart_coords(comm C.int, rank C.int, maxdims C.int, coords *C.int) C.int {
+func cCart_coords(comm C.int, rank C.int, maxdims C.int, coords *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cart_coords")
 	const fn = "MPI_Cart_coords"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3376,7 +3549,8 @@ func PMPI_Cart_coords(comm C.int, rank C.int, maxdims C.int, coords *C.int) C.in
 	return cCart_coords(comm, rank, maxdims, coords)
 }
 
-func cCart_rank(comm C.int, coords *C.int, rank *C.int) C.int {
+func cCart_rank(comm C.int, coords *C.int, rank *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cart_rank")
 	const fn = "MPI_Cart_rank"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3395,7 +3569,8 @@ func PMPI_Cart_rank(comm C.int, coords *C.int, rank *C.int) C.int {
 	return cCart_rank(comm, coords, rank)
 }
 
-func cCart_shift(comm C.int, direction C.int, disp C.int, rank_source *C.int, rank_dest *C.int) C.int {
+func cCart_shift(comm C.int, direction C.int, disp C.int, rank_source *C.int, rank_dest *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cart_shift")
 	const fn = "MPI_Cart_shift"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3414,7 +3589,8 @@ func PMPI_Cart_shift(comm C.int, direction C.int, disp C.int, rank_source *C.int
 	return cCart_shift(comm, direction, disp, rank_source, rank_dest)
 }
 
-func cCartdim_get(comm C.int, ndims *C.int) C.int {
+func cCartdim_get(comm C.int, ndims *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cartdim_get")
 	const fn = "MPI_Cartdim_get"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3433,7 +3609,8 @@ func PMPI_Cartdim_get(comm C.int, ndims *C.int) C.int {
 	return cCartdim_get(comm, ndims)
 }
 
-func cCart_get(comm C.int, maxdims C.int, dims *C.int, periods *C.int, coords *C.int) C.int {
+func cCart_get(comm C.int, maxdims C.int, dims *C.int, periods *C.int, coords *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cart_get")
 	const fn = "MPI_Cart_get"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3452,7 +3629,8 @@ func PMPI_Cart_get(comm C.int, maxdims C.int, dims *C.int, periods *C.int, coord
 	return cCart_get(comm, maxdims, dims, periods, coords)
 }
 
-func cCart_sub(comm C.int, remain_dims *C.int, newcomm *C.int) C.int {
+func cCart_sub(comm C.int, remain_dims *C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cart_sub")
 	const fn = "MPI_Cart_sub"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3471,7 +3649,8 @@ func PMPI_Cart_sub(comm C.int, remain_dims *C.int, newcomm *C.int) C.int {
 	return cCart_sub(comm, remain_dims, newcomm)
 }
 
-func cGraph_create(comm_old C.int, nnodes C.int, index *C.int, edges *C.int, reorder C.int, comm_graph *C.int) C.int {
+func cGraph_create(comm_old C.int, nnodes C.int, index *C.int, edges *C.int, reorder C.int, comm_graph *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Graph_create")
 	const fn = "MPI_Graph_create"
 	comm_old_, err := commOf(fn, int32(comm_old))
 	if err != nil {
@@ -3490,7 +3669,8 @@ func PMPI_Graph_create(comm_old C.int, nnodes C.int, index *C.int, edges *C.int,
 	return cGraph_create(comm_old, nnodes, index, edges, reorder, comm_graph)
 }
 
-func cGraph_neighbors_count(comm C.int, rank C.int, nneighbors *C.int) C.int {
+func cGraph_neighbors_count(comm C.int, rank C.int, nneighbors *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Graph_neighbors_count")
 	const fn = "MPI_Graph_neighbors_count"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3509,7 +3689,8 @@ func PMPI_Graph_neighbors_count(comm C.int, rank C.int, nneighbors *C.int) C.int
 	return cGraph_neighbors_count(comm, rank, nneighbors)
 }
 
-func cGraph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors *C.int) C.int {
+func cGraph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Graph_neighbors")
 	const fn = "MPI_Graph_neighbors"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3528,7 +3709,8 @@ func PMPI_Graph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors 
 	return cGraph_neighbors(comm, rank, maxneighbors, neighbors)
 }
 
-func cTopo_test(comm C.int, status *C.int) C.int {
+func cTopo_test(comm C.int, status *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Topo_test")
 	const fn = "MPI_Topo_test"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3547,7 +3729,8 @@ func PMPI_Topo_test(comm C.int, status *C.int) C.int {
 	return cTopo_test(comm, status)
 }
 
-func cDist_graph_create_adjacent(comm_old C.int, indegree C.int, sources uintptr, sourceweights uintptr, outdegree C.int, destinations uintptr, destweights uintptr, info C.int, reorder C.int, comm_dist_graph *C.int) C.int {
+func cDist_graph_create_adjacent(comm_old C.int, indegree C.int, sources uintptr, sourceweights uintptr, outdegree C.int, destinations uintptr, destweights uintptr, info C.int, reorder C.int, comm_dist_graph *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Dist_graph_create_adjacent")
 	const fn = "MPI_Dist_graph_create_adjacent"
 	comm_old_, err := commOf(fn, int32(comm_old))
 	if err != nil {
@@ -3566,7 +3749,8 @@ func PMPI_Dist_graph_create_adjacent(comm_old C.int, indegree C.int, sources uin
 	return cDist_graph_create_adjacent(comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, comm_dist_graph)
 }
 
-func cDist_graph_neighbors_count(comm C.int, indegree *C.int, outdegree *C.int, weighted *C.int) C.int {
+func cDist_graph_neighbors_count(comm C.int, indegree *C.int, outdegree *C.int, weighted *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Dist_graph_neighbors_count")
 	const fn = "MPI_Dist_graph_neighbors_count"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3585,7 +3769,8 @@ func PMPI_Dist_graph_neighbors_count(comm C.int, indegree *C.int, outdegree *C.i
 	return cDist_graph_neighbors_count(comm, indegree, outdegree, weighted)
 }
 
-func cDist_graph_neighbors(comm C.int, maxindegree C.int, sources uintptr, sourceweights uintptr, maxoutdegree C.int, destinations uintptr, destweights uintptr) C.int {
+func cDist_graph_neighbors(comm C.int, maxindegree C.int, sources uintptr, sourceweights uintptr, maxoutdegree C.int, destinations uintptr, destweights uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Dist_graph_neighbors")
 	const fn = "MPI_Dist_graph_neighbors"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3604,7 +3789,8 @@ func PMPI_Dist_graph_neighbors(comm C.int, maxindegree C.int, sources uintptr, s
 	return cDist_graph_neighbors(comm, maxindegree, sources, sourceweights, maxoutdegree, destinations, destweights)
 }
 
-func cComm_create_errhandler(function unsafe.Pointer, errhandler *C.int) C.int {
+func cComm_create_errhandler(function unsafe.Pointer, errhandler *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_create_errhandler")
 	return done(nil, xComm_create_errhandler(function, errhandler))
 }
 
@@ -3618,7 +3804,8 @@ func PMPI_Comm_create_errhandler(function unsafe.Pointer, errhandler *C.int) C.i
 	return cComm_create_errhandler(function, errhandler)
 }
 
-func cComm_set_errhandler(comm C.int, errhandler C.int) C.int {
+func cComm_set_errhandler(comm C.int, errhandler C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_set_errhandler")
 	const fn = "MPI_Comm_set_errhandler"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3637,7 +3824,8 @@ func PMPI_Comm_set_errhandler(comm C.int, errhandler C.int) C.int {
 	return cComm_set_errhandler(comm, errhandler)
 }
 
-func cComm_get_errhandler(comm C.int, errhandler *C.int) C.int {
+func cComm_get_errhandler(comm C.int, errhandler *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_get_errhandler")
 	const fn = "MPI_Comm_get_errhandler"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3656,7 +3844,8 @@ func PMPI_Comm_get_errhandler(comm C.int, errhandler *C.int) C.int {
 	return cComm_get_errhandler(comm, errhandler)
 }
 
-func cErrhandler_free(errhandler *C.int) C.int {
+func cErrhandler_free(errhandler *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Errhandler_free")
 	return done(nil, xErrhandler_free(errhandler))
 }
 
@@ -3670,7 +3859,8 @@ func PMPI_Errhandler_free(errhandler *C.int) C.int {
 	return cErrhandler_free(errhandler)
 }
 
-func cComm_call_errhandler(comm C.int, errorcode C.int) C.int {
+func cComm_call_errhandler(comm C.int, errorcode C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_call_errhandler")
 	const fn = "MPI_Comm_call_errhandler"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3689,7 +3879,8 @@ func PMPI_Comm_call_errhandler(comm C.int, errorcode C.int) C.int {
 	return cComm_call_errhandler(comm, errorcode)
 }
 
-func cComm_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
+func cComm_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_create_keyval")
 	return done(nil, xComm_create_keyval(copy_fn, delete_fn, keyval, extra_state))
 }
 
@@ -3703,7 +3894,8 @@ func PMPI_Comm_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, k
 	return cComm_create_keyval(copy_fn, delete_fn, keyval, extra_state)
 }
 
-func cComm_free_keyval(keyval *C.int) C.int {
+func cComm_free_keyval(keyval *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_free_keyval")
 	return done(nil, xComm_free_keyval(keyval))
 }
 
@@ -3717,7 +3909,8 @@ func PMPI_Comm_free_keyval(keyval *C.int) C.int {
 	return cComm_free_keyval(keyval)
 }
 
-func cComm_set_attr(comm C.int, keyval C.int, attribute_val uintptr) C.int {
+func cComm_set_attr(comm C.int, keyval C.int, attribute_val uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_set_attr")
 	const fn = "MPI_Comm_set_attr"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3736,7 +3929,8 @@ func PMPI_Comm_set_attr(comm C.int, keyval C.int, attribute_val uintptr) C.int {
 	return cComm_set_attr(comm, keyval, attribute_val)
 }
 
-func cComm_get_attr(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
+func cComm_get_attr(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_get_attr")
 	const fn = "MPI_Comm_get_attr"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3755,7 +3949,8 @@ func PMPI_Comm_get_attr(comm C.int, keyval C.int, attribute_val *uintptr, flag *
 	return cComm_get_attr(comm, keyval, attribute_val, flag)
 }
 
-func cComm_delete_attr(comm C.int, keyval C.int) C.int {
+func cComm_delete_attr(comm C.int, keyval C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_delete_attr")
 	const fn = "MPI_Comm_delete_attr"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -3774,7 +3969,8 @@ func PMPI_Comm_delete_attr(comm C.int, keyval C.int) C.int {
 	return cComm_delete_attr(comm, keyval)
 }
 
-func cSend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+func cSend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Send_c")
 	const fn = "MPI_Send_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -3797,7 +3993,8 @@ func PMPI_Send_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, t
 	return cSend_c(buf, count, datatype, dest, tag, comm)
 }
 
-func cSsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+func cSsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ssend_c")
 	const fn = "MPI_Ssend_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -3820,7 +4017,8 @@ func PMPI_Ssend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, 
 	return cSsend_c(buf, count, datatype, dest, tag, comm)
 }
 
-func cRecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) C.int {
+func cRecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Recv_c")
 	const fn = "MPI_Recv_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -3843,7 +4041,8 @@ func PMPI_Recv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int,
 	return cRecv_c(buf, count, datatype, source, tag, comm, status)
 }
 
-func cIsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cIsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Isend_c")
 	const fn = "MPI_Isend_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -3866,7 +4065,8 @@ func PMPI_Isend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, 
 	return cIsend_c(buf, count, datatype, dest, tag, comm, request)
 }
 
-func cIrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
+func cIrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Irecv_c")
 	const fn = "MPI_Irecv_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -3889,7 +4089,8 @@ func PMPI_Irecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int
 	return cIrecv_c(buf, count, datatype, source, tag, comm, request)
 }
 
-func cSendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
+func cSendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Sendrecv_c")
 	const fn = "MPI_Sendrecv_c"
 	sendtype_, err := typeOf(fn, int32(sendtype))
 	if err != nil {
@@ -3916,7 +4117,8 @@ func PMPI_Sendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, d
 	return cSendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
 }
 
-func cBcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int) C.int {
+func cBcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bcast_c")
 	const fn = "MPI_Bcast_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -3939,7 +4141,8 @@ func PMPI_Bcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, 
 	return cBcast_c(buf, count, datatype, root, comm)
 }
 
-func cReduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int) C.int {
+func cReduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_c")
 	const fn = "MPI_Reduce_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -3966,7 +4169,8 @@ func PMPI_Reduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long,
 	return cReduce_c(sendbuf, recvbuf, count, datatype, op, root, comm)
 }
 
-func cAllreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
+func cAllreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allreduce_c")
 	const fn = "MPI_Allreduce_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -3993,7 +4197,8 @@ func PMPI_Allreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.lo
 	return cAllreduce_c(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
-func cGet_count_c(status uintptr, datatype C.int, count *C.long) C.int {
+func cGet_count_c(status uintptr, datatype C.int, count *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Get_count_c")
 	const fn = "MPI_Get_count_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -4012,7 +4217,8 @@ func PMPI_Get_count_c(status uintptr, datatype C.int, count *C.long) C.int {
 	return cGet_count_c(status, datatype, count)
 }
 
-func cGet_elements_c(status uintptr, datatype C.int, count *C.long) C.int {
+func cGet_elements_c(status uintptr, datatype C.int, count *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Get_elements_c")
 	const fn = "MPI_Get_elements_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -4031,7 +4237,8 @@ func PMPI_Get_elements_c(status uintptr, datatype C.int, count *C.long) C.int {
 	return cGet_elements_c(status, datatype, count)
 }
 
-func cGet_elements_x(status uintptr, datatype C.int, count *C.long) C.int {
+func cGet_elements_x(status uintptr, datatype C.int, count *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Get_elements_x")
 	const fn = "MPI_Get_elements_x"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -4050,7 +4257,8 @@ func PMPI_Get_elements_x(status uintptr, datatype C.int, count *C.long) C.int {
 	return cGet_elements_x(status, datatype, count)
 }
 
-func cType_size_c(datatype C.int, size *C.long) C.int {
+func cType_size_c(datatype C.int, size *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_size_c")
 	const fn = "MPI_Type_size_c"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -4069,7 +4277,8 @@ func PMPI_Type_size_c(datatype C.int, size *C.long) C.int {
 	return cType_size_c(datatype, size)
 }
 
-func cType_contiguous_c(count C.long, oldtype C.int, newtype *C.int) C.int {
+func cType_contiguous_c(count C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_contiguous_c")
 	const fn = "MPI_Type_contiguous_c"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -4088,7 +4297,8 @@ func PMPI_Type_contiguous_c(count C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_contiguous_c(count, oldtype, newtype)
 }
 
-func cType_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype *C.int) C.int {
+func cType_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_vector_c")
 	const fn = "MPI_Type_vector_c"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -4107,7 +4317,8 @@ func PMPI_Type_vector_c(count C.long, blocklength C.long, stride C.long, oldtype
 	return cType_vector_c(count, blocklength, stride, oldtype, newtype)
 }
 
-func cStatus_set_elements(status uintptr, datatype C.int, count C.int) C.int {
+func cStatus_set_elements(status uintptr, datatype C.int, count C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Status_set_elements")
 	const fn = "MPI_Status_set_elements"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -4126,7 +4337,8 @@ func PMPI_Status_set_elements(status uintptr, datatype C.int, count C.int) C.int
 	return cStatus_set_elements(status, datatype, count)
 }
 
-func cStatus_set_cancelled(status uintptr, flag C.int) C.int {
+func cStatus_set_cancelled(status uintptr, flag C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Status_set_cancelled")
 	return done(nil, xStatus_set_cancelled(status, int(flag)))
 }
 
@@ -4140,7 +4352,8 @@ func PMPI_Status_set_cancelled(status uintptr, flag C.int) C.int {
 	return cStatus_set_cancelled(status, flag)
 }
 
-func cType_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) C.int {
+func cType_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_hvector")
 	const fn = "MPI_Type_hvector"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -4159,7 +4372,8 @@ func PMPI_Type_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.
 	return cType_hvector(count, blocklength, stride, oldtype, newtype)
 }
 
-func cType_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+func cType_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_hindexed")
 	const fn = "MPI_Type_hindexed"
 	oldtype_, err := typeOf(fn, int32(oldtype))
 	if err != nil {
@@ -4178,7 +4392,8 @@ func PMPI_Type_hindexed(count C.int, blocklengths *C.int, displacements *C.long,
 	return cType_hindexed(count, blocklengths, displacements, oldtype, newtype)
 }
 
-func cType_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) C.int {
+func cType_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_struct")
 	return done(nil, xType_create_struct(int(count), blocklengths, displacements, types, newtype))
 }
 
@@ -4192,7 +4407,8 @@ func PMPI_Type_struct(count C.int, blocklengths *C.int, displacements *C.long, t
 	return cType_struct(count, blocklengths, displacements, types, newtype)
 }
 
-func cType_extent(datatype C.int, extent *C.long) C.int {
+func cType_extent(datatype C.int, extent *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_extent")
 	const fn = "MPI_Type_extent"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -4211,7 +4427,8 @@ func PMPI_Type_extent(datatype C.int, extent *C.long) C.int {
 	return cType_extent(datatype, extent)
 }
 
-func cType_lb(datatype C.int, displacement *C.long) C.int {
+func cType_lb(datatype C.int, displacement *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_lb")
 	const fn = "MPI_Type_lb"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -4230,7 +4447,8 @@ func PMPI_Type_lb(datatype C.int, displacement *C.long) C.int {
 	return cType_lb(datatype, displacement)
 }
 
-func cType_ub(datatype C.int, displacement *C.long) C.int {
+func cType_ub(datatype C.int, displacement *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_ub")
 	const fn = "MPI_Type_ub"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -4249,7 +4467,8 @@ func PMPI_Type_ub(datatype C.int, displacement *C.long) C.int {
 	return cType_ub(datatype, displacement)
 }
 
-func cErrhandler_create(function unsafe.Pointer, errhandler *C.int) C.int {
+func cErrhandler_create(function unsafe.Pointer, errhandler *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Errhandler_create")
 	return done(nil, xComm_create_errhandler(function, errhandler))
 }
 
@@ -4263,7 +4482,8 @@ func PMPI_Errhandler_create(function unsafe.Pointer, errhandler *C.int) C.int {
 	return cErrhandler_create(function, errhandler)
 }
 
-func cErrhandler_set(comm C.int, errhandler C.int) C.int {
+func cErrhandler_set(comm C.int, errhandler C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Errhandler_set")
 	const fn = "MPI_Errhandler_set"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -4282,7 +4502,8 @@ func PMPI_Errhandler_set(comm C.int, errhandler C.int) C.int {
 	return cErrhandler_set(comm, errhandler)
 }
 
-func cErrhandler_get(comm C.int, errhandler *C.int) C.int {
+func cErrhandler_get(comm C.int, errhandler *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Errhandler_get")
 	const fn = "MPI_Errhandler_get"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -4301,7 +4522,8 @@ func PMPI_Errhandler_get(comm C.int, errhandler *C.int) C.int {
 	return cErrhandler_get(comm, errhandler)
 }
 
-func cKeyval_create(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
+func cKeyval_create(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Keyval_create")
 	return done(nil, xComm_create_keyval(copy_fn, delete_fn, keyval, extra_state))
 }
 
@@ -4315,7 +4537,8 @@ func PMPI_Keyval_create(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval
 	return cKeyval_create(copy_fn, delete_fn, keyval, extra_state)
 }
 
-func cKeyval_free(keyval *C.int) C.int {
+func cKeyval_free(keyval *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Keyval_free")
 	return done(nil, xComm_free_keyval(keyval))
 }
 
@@ -4329,7 +4552,8 @@ func PMPI_Keyval_free(keyval *C.int) C.int {
 	return cKeyval_free(keyval)
 }
 
-func cAttr_put(comm C.int, keyval C.int, attribute_val uintptr) C.int {
+func cAttr_put(comm C.int, keyval C.int, attribute_val uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Attr_put")
 	const fn = "MPI_Attr_put"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -4348,7 +4572,8 @@ func PMPI_Attr_put(comm C.int, keyval C.int, attribute_val uintptr) C.int {
 	return cAttr_put(comm, keyval, attribute_val)
 }
 
-func cAttr_get(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
+func cAttr_get(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Attr_get")
 	const fn = "MPI_Attr_get"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -4367,7 +4592,8 @@ func PMPI_Attr_get(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int
 	return cAttr_get(comm, keyval, attribute_val, flag)
 }
 
-func cAttr_delete(comm C.int, keyval C.int) C.int {
+func cAttr_delete(comm C.int, keyval C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Attr_delete")
 	const fn = "MPI_Attr_delete"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -4386,7 +4612,8 @@ func PMPI_Attr_delete(comm C.int, keyval C.int) C.int {
 	return cAttr_delete(comm, keyval)
 }
 
-func cAlloc_mem(size C.long, info C.int, baseptr *uintptr) C.int {
+func cAlloc_mem(size C.long, info C.int, baseptr *uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Alloc_mem")
 	return done(nil, xAlloc_mem(int(size), int32(info), baseptr))
 }
 
@@ -4400,7 +4627,8 @@ func PMPI_Alloc_mem(size C.long, info C.int, baseptr *uintptr) C.int {
 	return cAlloc_mem(size, info, baseptr)
 }
 
-func cFree_mem(base unsafe.Pointer) C.int {
+func cFree_mem(base unsafe.Pointer) (rc C.int) {
+	defer guard(&rc, "MPI_Free_mem")
 	return done(nil, xFree_mem(base))
 }
 
@@ -4414,7 +4642,8 @@ func PMPI_Free_mem(base unsafe.Pointer) C.int {
 	return cFree_mem(base)
 }
 
-func cComm_get_parent(parent *C.int) C.int {
+func cComm_get_parent(parent *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_get_parent")
 	return done(nil, xComm_get_parent(parent))
 }
 
@@ -4428,7 +4657,8 @@ func PMPI_Comm_get_parent(parent *C.int) C.int {
 	return cComm_get_parent(parent)
 }
 
-func cComm_dup_with_info(comm C.int, info C.int, newcomm *C.int) C.int {
+func cComm_dup_with_info(comm C.int, info C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_dup_with_info")
 	const fn = "MPI_Comm_dup_with_info"
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
@@ -4447,7 +4677,8 @@ func PMPI_Comm_dup_with_info(comm C.int, info C.int, newcomm *C.int) C.int {
 	return cComm_dup_with_info(comm, info, newcomm)
 }
 
-func cInfo_create(info *C.int) C.int {
+func cInfo_create(info *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Info_create")
 	return done(nil, xInfo_create(info))
 }
 
@@ -4461,7 +4692,8 @@ func PMPI_Info_create(info *C.int) C.int {
 	return cInfo_create(info)
 }
 
-func cInfo_set(info C.int, key *C.char, value *C.char) C.int {
+func cInfo_set(info C.int, key *C.char, value *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Info_set")
 	return done(nil, xInfo_set(int32(info), key, value))
 }
 
@@ -4475,7 +4707,8 @@ func PMPI_Info_set(info C.int, key *C.char, value *C.char) C.int {
 	return cInfo_set(info, key, value)
 }
 
-func cInfo_get(info C.int, key *C.char, valuelen C.int, value *C.char, flag *C.int) C.int {
+func cInfo_get(info C.int, key *C.char, valuelen C.int, value *C.char, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Info_get")
 	return done(nil, xInfo_get(int32(info), key, int(valuelen), value, flag))
 }
 
@@ -4489,7 +4722,8 @@ func PMPI_Info_get(info C.int, key *C.char, valuelen C.int, value *C.char, flag 
 	return cInfo_get(info, key, valuelen, value, flag)
 }
 
-func cInfo_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.int) C.int {
+func cInfo_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Info_get_valuelen")
 	return done(nil, xInfo_get_valuelen(int32(info), key, valuelen, flag))
 }
 
@@ -4503,7 +4737,8 @@ func PMPI_Info_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.in
 	return cInfo_get_valuelen(info, key, valuelen, flag)
 }
 
-func cInfo_get_nkeys(info C.int, nkeys *C.int) C.int {
+func cInfo_get_nkeys(info C.int, nkeys *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Info_get_nkeys")
 	return done(nil, xInfo_get_nkeys(int32(info), nkeys))
 }
 
@@ -4517,7 +4752,8 @@ func PMPI_Info_get_nkeys(info C.int, nkeys *C.int) C.int {
 	return cInfo_get_nkeys(info, nkeys)
 }
 
-func cInfo_get_nthkey(info C.int, n C.int, key *C.char) C.int {
+func cInfo_get_nthkey(info C.int, n C.int, key *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Info_get_nthkey")
 	return done(nil, xInfo_get_nthkey(int32(info), int(n), key))
 }
 
@@ -4531,7 +4767,8 @@ func PMPI_Info_get_nthkey(info C.int, n C.int, key *C.char) C.int {
 	return cInfo_get_nthkey(info, n, key)
 }
 
-func cInfo_delete(info C.int, key *C.char) C.int {
+func cInfo_delete(info C.int, key *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Info_delete")
 	return done(nil, xInfo_delete(int32(info), key))
 }
 
@@ -4545,7 +4782,8 @@ func PMPI_Info_delete(info C.int, key *C.char) C.int {
 	return cInfo_delete(info, key)
 }
 
-func cInfo_dup(info C.int, newinfo *C.int) C.int {
+func cInfo_dup(info C.int, newinfo *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Info_dup")
 	return done(nil, xInfo_dup(int32(info), newinfo))
 }
 
@@ -4559,7 +4797,8 @@ func PMPI_Info_dup(info C.int, newinfo *C.int) C.int {
 	return cInfo_dup(info, newinfo)
 }
 
-func cInfo_free(info *C.int) C.int {
+func cInfo_free(info *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Info_free")
 	return done(nil, xInfo_free(info))
 }
 
@@ -4573,7 +4812,8 @@ func PMPI_Info_free(info *C.int) C.int {
 	return cInfo_free(info)
 }
 
-func cType_get_envelope(datatype C.int, num_integers *C.int, num_addresses *C.int, num_datatypes *C.int, combiner *C.int) C.int {
+func cType_get_envelope(datatype C.int, num_integers *C.int, num_addresses *C.int, num_datatypes *C.int, combiner *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_envelope")
 	const fn = "MPI_Type_get_envelope"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {
@@ -4592,7 +4832,8 @@ func PMPI_Type_get_envelope(datatype C.int, num_integers *C.int, num_addresses *
 	return cType_get_envelope(datatype, num_integers, num_addresses, num_datatypes, combiner)
 }
 
-func cType_get_contents(datatype C.int, max_integers C.int, max_addresses C.int, max_datatypes C.int, integers *C.int, addresses *C.long, datatypes *C.int) C.int {
+func cType_get_contents(datatype C.int, max_integers C.int, max_addresses C.int, max_datatypes C.int, integers *C.int, addresses *C.long, datatypes *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_contents")
 	const fn = "MPI_Type_get_contents"
 	datatype_, err := typeOf(fn, int32(datatype))
 	if err != nil {

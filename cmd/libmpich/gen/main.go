@@ -201,7 +201,7 @@ func goFile(specs []fn, stubs []string) []byte {
 			sig = append(sig, p.name+" "+kinds[p.kind].goType)
 			call = append(call, p.name)
 		}
-		fmt.Fprintf(&b, "func c%s(%s) C.int {\n", short, strings.Join(sig, ", "))
+		fmt.Fprintf(&b, "func c%s(%s) (rc C.int) {\n\tdefer guard(&rc, %q)\n", short, strings.Join(sig, ", "), f.name)
 		commVar := "nil"
 		var args []string
 		lookups := 0

@@ -21,7 +21,9 @@ static void expect(int rc, int class, const char *what, const char *word) {
 }
 
 int main(int argc, char **argv) {
+	int early_rank, early = MPI_Comm_rank(MPI_COMM_WORLD, &early_rank); /* before MPI_Init: an error, not a crash */
 	start(&argc, &argv);
+	CHECK(early != MPI_SUCCESS, "MPI_Comm_rank before MPI_Init succeeded");
 	if (argc > 1 && strcmp(argv[1], "fatal") == 0) {
 		int x = 0;
 		if (me == 0)
