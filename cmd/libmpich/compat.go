@@ -259,3 +259,37 @@ func mpiConstants(c datatype.Combiner, is []int) []int {
 	}
 	return is
 }
+
+func xIsendrecv(sp unsafe.Pointer, scount int, st *datatype.Type, dest, stag int, rp unsafe.Pointer, rcount int, rt *datatype.Type, src, rtag int, c *mpi.Comm, req *C.int) error {
+	sb, err := buf("MPI_Isendrecv", sp, scount, st)
+	if err != nil {
+		return err
+	}
+	rb, err := buf("MPI_Isendrecv", rp, rcount, rt)
+	if err != nil {
+		return err
+	}
+	r, err := mpi.IsendrecvBuf(c, sb, dest, stag, rb, src, rtag)
+	if err != nil {
+		return err
+	}
+	*req = C.int(requests.add(reqEntry{r: r, comm: c}))
+	return nil
+}
+
+func xIsendrecv_replace(p unsafe.Pointer, count int, t *datatype.Type, dest, stag, src, rtag int, c *mpi.Comm, req *C.int) error {
+	b, err := buf("MPI_Isendrecv_replace", p, count, t)
+	if err != nil {
+		return err
+	}
+	r, err := mpi.IsendrecvReplaceBuf(c, b, dest, stag, src, rtag)
+	if err != nil {
+		return err
+	}
+	*req = C.int(requests.add(reqEntry{r: r, comm: c}))
+	return nil
+}
+
+func xComm_idup_with_info(c *mpi.Comm, info int32, out *C.int, req *C.int) error {
+	return xComm_idup(c, out, req)
+}

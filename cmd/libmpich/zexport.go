@@ -4852,6 +4852,78 @@ func PMPI_Type_get_contents(datatype C.int, max_integers C.int, max_addresses C.
 	return cType_get_contents(datatype, max_integers, max_addresses, max_datatypes, integers, addresses, datatypes)
 }
 
+func cIsendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Isendrecv")
+	const fn = "MPI_Isendrecv"
+	sendtype_, err := typeOf(fn, int32(sendtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	recvtype_, err := typeOf(fn, int32(recvtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xIsendrecv(sendbuf, int(sendcount), sendtype_, int(dest), int(sendtag), recvbuf, int(recvcount), recvtype_, int(source), int(recvtag), comm_, request))
+}
+
+//export MPI_Isendrecv
+func MPI_Isendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+}
+
+//export PMPI_Isendrecv
+func PMPI_Isendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+}
+
+func cIsendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Isendrecv_replace")
+	const fn = "MPI_Isendrecv_replace"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xIsendrecv_replace(buf, int(count), datatype_, int(dest), int(sendtag), int(source), int(recvtag), comm_, request))
+}
+
+//export MPI_Isendrecv_replace
+func MPI_Isendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+}
+
+//export PMPI_Isendrecv_replace
+func PMPI_Isendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+}
+
+func cComm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_idup_with_info")
+	const fn = "MPI_Comm_idup_with_info"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_idup_with_info(comm_, int32(info), newcomm, request))
+}
+
+//export MPI_Comm_idup_with_info
+func MPI_Comm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C.int) C.int {
+	return cComm_idup_with_info(comm, info, newcomm, request)
+}
+
+//export PMPI_Comm_idup_with_info
+func PMPI_Comm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C.int) C.int {
+	return cComm_idup_with_info(comm, info, newcomm, request)
+}
+
 // unsupportedNames are the ABI functions zstubs.c answers with
 // MPI_ERR_UNSUPPORTED_OPERATION, by the index the stub passes.
 var unsupportedNames = [...]string{
@@ -4884,7 +4956,6 @@ var unsupportedNames = [...]string{
 	"MPI_Comm_create_from_group",
 	"MPI_Comm_disconnect",
 	"MPI_Comm_get_info",
-	"MPI_Comm_idup_with_info",
 	"MPI_Comm_join",
 	"MPI_Comm_set_info",
 	"MPI_Comm_spawn",
@@ -5027,9 +5098,7 @@ var unsupportedNames = [...]string{
 	"MPI_Iscan_c",
 	"MPI_Iscatter_c",
 	"MPI_Iscatterv_c",
-	"MPI_Isendrecv",
 	"MPI_Isendrecv_c",
-	"MPI_Isendrecv_replace",
 	"MPI_Isendrecv_replace_c",
 	"MPI_Issend_c",
 	"MPI_Lookup_name",

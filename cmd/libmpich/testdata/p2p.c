@@ -70,6 +70,11 @@ int main(int argc, char **argv) {
 	CHECK(w == prev * 3, "sendrecv %d", w);
 	MPI_Sendrecv_replace(&v, 1, MPI_INT, next, 6, prev, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	CHECK(v == prev * 3, "replace %d", v);
+	int a1 = me, b1 = -1;
+	MPI_Request rq1;
+	MPI_Isendrecv(&a1, 1, MPI_INT, next, 12, &b1, 1, MPI_INT, prev, 12, MPI_COMM_WORLD, &rq1);
+	MPI_Wait(&rq1, MPI_STATUS_IGNORE);
+	CHECK(b1 == prev, "isendrecv %d", b1);
 	MPI_Send(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
 	MPI_Recv(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st);
 	CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "proc null source %d", st.MPI_SOURCE);
