@@ -129,26 +129,42 @@ func xError_class(code int, class *C.int) error {
 
 func xPcontrol(level int) error { return mpi.Pcontrol(level) }
 
+// MPI_Wtime is MPI_Wtime for C programs (a double or MPI_Aint result, so written by hand).
+//
 //export MPI_Wtime
 func MPI_Wtime() C.double { return C.double(mpi.Wtime()) }
 
+// PMPI_Wtime is MPI_Wtime for C programs (a double or MPI_Aint result, so written by hand).
+//
 //export PMPI_Wtime
 func PMPI_Wtime() C.double { return C.double(mpi.Wtime()) }
 
+// MPI_Wtick is MPI_Wtick for C programs (a double or MPI_Aint result, so written by hand).
+//
 //export MPI_Wtick
 func MPI_Wtick() C.double { return C.double(mpi.Wtick()) }
 
+// PMPI_Wtick is MPI_Wtick for C programs (a double or MPI_Aint result, so written by hand).
+//
 //export PMPI_Wtick
 func PMPI_Wtick() C.double { return C.double(mpi.Wtick()) }
 
+// MPI_Aint_add is MPI_Aint_add for C programs (a double or MPI_Aint result, so written by hand).
+//
 //export MPI_Aint_add
 func MPI_Aint_add(base, disp C.long) C.long { return base + disp }
 
+// PMPI_Aint_add is MPI_Aint_add for C programs (a double or MPI_Aint result, so written by hand).
+//
 //export PMPI_Aint_add
 func PMPI_Aint_add(base, disp C.long) C.long { return base + disp }
 
+// MPI_Aint_diff is MPI_Aint_diff for C programs (a double or MPI_Aint result, so written by hand).
+//
 //export MPI_Aint_diff
 func MPI_Aint_diff(a, b C.long) C.long { return a - b }
 
+// PMPI_Aint_diff is MPI_Aint_diff for C programs (a double or MPI_Aint result, so written by hand).
+//
 //export PMPI_Aint_diff
 func PMPI_Aint_diff(a, b C.long) C.long { return a - b }

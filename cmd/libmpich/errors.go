@@ -157,6 +157,9 @@ func errorString(code int32) string {
 	return fmt.Sprintf("MPI error code %d", code)
 }
 
+// adimpi_unsupported is what the stubs of zstubs.c return: the function
+// with index i in unsupportedNames fails with MPI_ERR_UNSUPPORTED_OPERATION.
+//
 //export adimpi_unsupported
 func adimpi_unsupported(i C.int) C.int {
 	name := "an unknown MPI function"

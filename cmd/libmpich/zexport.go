@@ -13,81 +13,107 @@ import "unsafe"
 
 var _ unsafe.Pointer
 
+// cInit decodes MPI_Init's handles and runs its translation.
 func cInit(argc unsafe.Pointer, argv unsafe.Pointer) (rc C.int) {
 	defer guard(&rc, "MPI_Init")
 	return done(nil, xInit(argc, argv))
 }
 
+// MPI_Init is MPI_Init for C programs, with MPICH's signature.
+//
 //export MPI_Init
 func MPI_Init(argc unsafe.Pointer, argv unsafe.Pointer) C.int {
 	return cInit(argc, argv)
 }
 
+// PMPI_Init is MPI_Init for C programs, with MPICH's signature.
+//
 //export PMPI_Init
 func PMPI_Init(argc unsafe.Pointer, argv unsafe.Pointer) C.int {
 	return cInit(argc, argv)
 }
 
+// cInit_thread decodes MPI_Init_thread's handles and runs its translation.
 func cInit_thread(argc unsafe.Pointer, argv unsafe.Pointer, required C.int, provided *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Init_thread")
 	return done(nil, xInit_thread(argc, argv, int(required), provided))
 }
 
+// MPI_Init_thread is MPI_Init_thread for C programs, with MPICH's signature.
+//
 //export MPI_Init_thread
 func MPI_Init_thread(argc unsafe.Pointer, argv unsafe.Pointer, required C.int, provided *C.int) C.int {
 	return cInit_thread(argc, argv, required, provided)
 }
 
+// PMPI_Init_thread is MPI_Init_thread for C programs, with MPICH's signature.
+//
 //export PMPI_Init_thread
 func PMPI_Init_thread(argc unsafe.Pointer, argv unsafe.Pointer, required C.int, provided *C.int) C.int {
 	return cInit_thread(argc, argv, required, provided)
 }
 
+// cFinalize decodes MPI_Finalize's handles and runs its translation.
 func cFinalize() (rc C.int) {
 	defer guard(&rc, "MPI_Finalize")
 	return done(nil, xFinalize())
 }
 
+// MPI_Finalize is MPI_Finalize for C programs, with MPICH's signature.
+//
 //export MPI_Finalize
 func MPI_Finalize() C.int {
 	return cFinalize()
 }
 
+// PMPI_Finalize is MPI_Finalize for C programs, with MPICH's signature.
+//
 //export PMPI_Finalize
 func PMPI_Finalize() C.int {
 	return cFinalize()
 }
 
+// cInitialized decodes MPI_Initialized's handles and runs its translation.
 func cInitialized(flag *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Initialized")
 	return done(nil, xInitialized(flag))
 }
 
+// MPI_Initialized is MPI_Initialized for C programs, with MPICH's signature.
+//
 //export MPI_Initialized
 func MPI_Initialized(flag *C.int) C.int {
 	return cInitialized(flag)
 }
 
+// PMPI_Initialized is MPI_Initialized for C programs, with MPICH's signature.
+//
 //export PMPI_Initialized
 func PMPI_Initialized(flag *C.int) C.int {
 	return cInitialized(flag)
 }
 
+// cFinalized decodes MPI_Finalized's handles and runs its translation.
 func cFinalized(flag *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Finalized")
 	return done(nil, xFinalized(flag))
 }
 
+// MPI_Finalized is MPI_Finalized for C programs, with MPICH's signature.
+//
 //export MPI_Finalized
 func MPI_Finalized(flag *C.int) C.int {
 	return cFinalized(flag)
 }
 
+// PMPI_Finalized is MPI_Finalized for C programs, with MPICH's signature.
+//
 //export PMPI_Finalized
 func PMPI_Finalized(flag *C.int) C.int {
 	return cFinalized(flag)
 }
 
+// cAbort decodes MPI_Abort's handles and runs its translation.
 func cAbort(comm C.int, code C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Abort")
 	const fn = "MPI_Abort"
@@ -98,548 +124,678 @@ func cAbort(comm C.int, code C.int) (rc C.int) {
 	return done(comm_, xAbort(comm_, int(code)))
 }
 
+// MPI_Abort is MPI_Abort for C programs, with MPICH's signature.
+//
 //export MPI_Abort
 func MPI_Abort(comm C.int, code C.int) C.int {
 	return cAbort(comm, code)
 }
 
+// PMPI_Abort is MPI_Abort for C programs, with MPICH's signature.
+//
 //export PMPI_Abort
 func PMPI_Abort(comm C.int, code C.int) C.int {
 	return cAbort(comm, code)
 }
 
+// cQuery_thread decodes MPI_Query_thread's handles and runs its translation.
 func cQuery_thread(provided *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Query_thread")
 	return done(nil, xQuery_thread(provided))
 }
 
+// MPI_Query_thread is MPI_Query_thread for C programs, with MPICH's signature.
+//
 //export MPI_Query_thread
 func MPI_Query_thread(provided *C.int) C.int {
 	return cQuery_thread(provided)
 }
 
+// PMPI_Query_thread is MPI_Query_thread for C programs, with MPICH's signature.
+//
 //export PMPI_Query_thread
 func PMPI_Query_thread(provided *C.int) C.int {
 	return cQuery_thread(provided)
 }
 
+// cIs_thread_main decodes MPI_Is_thread_main's handles and runs its translation.
 func cIs_thread_main(flag *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Is_thread_main")
 	return done(nil, xIs_thread_main(flag))
 }
 
+// MPI_Is_thread_main is MPI_Is_thread_main for C programs, with MPICH's signature.
+//
 //export MPI_Is_thread_main
 func MPI_Is_thread_main(flag *C.int) C.int {
 	return cIs_thread_main(flag)
 }
 
+// PMPI_Is_thread_main is MPI_Is_thread_main for C programs, with MPICH's signature.
+//
 //export PMPI_Is_thread_main
 func PMPI_Is_thread_main(flag *C.int) C.int {
 	return cIs_thread_main(flag)
 }
 
+// cGet_processor_name decodes MPI_Get_processor_name's handles and runs its translation.
 func cGet_processor_name(name *C.char, resultlen *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Get_processor_name")
 	return done(nil, xGet_processor_name(name, resultlen))
 }
 
+// MPI_Get_processor_name is MPI_Get_processor_name for C programs, with MPICH's signature.
+//
 //export MPI_Get_processor_name
 func MPI_Get_processor_name(name *C.char, resultlen *C.int) C.int {
 	return cGet_processor_name(name, resultlen)
 }
 
+// PMPI_Get_processor_name is MPI_Get_processor_name for C programs, with MPICH's signature.
+//
 //export PMPI_Get_processor_name
 func PMPI_Get_processor_name(name *C.char, resultlen *C.int) C.int {
 	return cGet_processor_name(name, resultlen)
 }
 
+// cGet_version decodes MPI_Get_version's handles and runs its translation.
 func cGet_version(version *C.int, subversion *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Get_version")
 	return done(nil, xGet_version(version, subversion))
 }
 
+// MPI_Get_version is MPI_Get_version for C programs, with MPICH's signature.
+//
 //export MPI_Get_version
 func MPI_Get_version(version *C.int, subversion *C.int) C.int {
 	return cGet_version(version, subversion)
 }
 
+// PMPI_Get_version is MPI_Get_version for C programs, with MPICH's signature.
+//
 //export PMPI_Get_version
 func PMPI_Get_version(version *C.int, subversion *C.int) C.int {
 	return cGet_version(version, subversion)
 }
 
+// cGet_library_version decodes MPI_Get_library_version's handles and runs its translation.
 func cGet_library_version(version *C.char, resultlen *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Get_library_version")
 	return done(nil, xGet_library_version(version, resultlen))
 }
 
+// MPI_Get_library_version is MPI_Get_library_version for C programs, with MPICH's signature.
+//
 //export MPI_Get_library_version
 func MPI_Get_library_version(version *C.char, resultlen *C.int) C.int {
 	return cGet_library_version(version, resultlen)
 }
 
+// PMPI_Get_library_version is MPI_Get_library_version for C programs, with MPICH's signature.
+//
 //export PMPI_Get_library_version
 func PMPI_Get_library_version(version *C.char, resultlen *C.int) C.int {
 	return cGet_library_version(version, resultlen)
 }
 
+// cError_string decodes MPI_Error_string's handles and runs its translation.
 func cError_string(code C.int, str *C.char, resultlen *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Error_string")
 	return done(nil, xError_string(int(code), str, resultlen))
 }
 
+// MPI_Error_string is MPI_Error_string for C programs, with MPICH's signature.
+//
 //export MPI_Error_string
 func MPI_Error_string(code C.int, str *C.char, resultlen *C.int) C.int {
 	return cError_string(code, str, resultlen)
 }
 
+// PMPI_Error_string is MPI_Error_string for C programs, with MPICH's signature.
+//
 //export PMPI_Error_string
 func PMPI_Error_string(code C.int, str *C.char, resultlen *C.int) C.int {
 	return cError_string(code, str, resultlen)
 }
 
+// cError_class decodes MPI_Error_class's handles and runs its translation.
 func cError_class(code C.int, class *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Error_class")
 	return done(nil, xError_class(int(code), class))
 }
 
+// MPI_Error_class is MPI_Error_class for C programs, with MPICH's signature.
+//
 //export MPI_Error_class
 func MPI_Error_class(code C.int, class *C.int) C.int {
 	return cError_class(code, class)
 }
 
+// PMPI_Error_class is MPI_Error_class for C programs, with MPICH's signature.
+//
 //export PMPI_Error_class
 func PMPI_Error_class(code C.int, class *C.int) C.int {
 	return cError_class(code, class)
 }
 
+// cPcontrol decodes MPI_Pcontrol's handles and runs its translation.
 func cPcontrol(level C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Pcontrol")
 	return done(nil, xPcontrol(int(level)))
 }
 
+// MPI_Pcontrol is MPI_Pcontrol for C programs, with MPICH's signature.
+//
 //export MPI_Pcontrol
 func MPI_Pcontrol(level C.int) C.int {
 	return cPcontrol(level)
 }
 
+// PMPI_Pcontrol is MPI_Pcontrol for C programs, with MPICH's signature.
+//
 //export PMPI_Pcontrol
 func PMPI_Pcontrol(level C.int) C.int {
 	return cPcontrol(level)
 }
 
+// cSend decodes MPI_Send's handles and runs its translation.
 func cSend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Send")
 	const fn = "MPI_Send"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xSend(buf, int(count), datatype_, int(dest), int(tag), comm_))
 }
 
+// MPI_Send is MPI_Send for C programs, with MPICH's signature.
+//
 //export MPI_Send
 func MPI_Send(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cSend(buf, count, datatype, dest, tag, comm)
 }
 
+// PMPI_Send is MPI_Send for C programs, with MPICH's signature.
+//
 //export PMPI_Send
 func PMPI_Send(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cSend(buf, count, datatype, dest, tag, comm)
 }
 
+// cSsend decodes MPI_Ssend's handles and runs its translation.
 func cSsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ssend")
 	const fn = "MPI_Ssend"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xSsend(buf, int(count), datatype_, int(dest), int(tag), comm_))
 }
 
+// MPI_Ssend is MPI_Ssend for C programs, with MPICH's signature.
+//
 //export MPI_Ssend
 func MPI_Ssend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cSsend(buf, count, datatype, dest, tag, comm)
 }
 
+// PMPI_Ssend is MPI_Ssend for C programs, with MPICH's signature.
+//
 //export PMPI_Ssend
 func PMPI_Ssend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cSsend(buf, count, datatype, dest, tag, comm)
 }
 
+// cRsend decodes MPI_Rsend's handles and runs its translation.
 func cRsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Rsend")
 	const fn = "MPI_Rsend"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xRsend(buf, int(count), datatype_, int(dest), int(tag), comm_))
 }
 
+// MPI_Rsend is MPI_Rsend for C programs, with MPICH's signature.
+//
 //export MPI_Rsend
 func MPI_Rsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cRsend(buf, count, datatype, dest, tag, comm)
 }
 
+// PMPI_Rsend is MPI_Rsend for C programs, with MPICH's signature.
+//
 //export PMPI_Rsend
 func PMPI_Rsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cRsend(buf, count, datatype, dest, tag, comm)
 }
 
+// cBsend decodes MPI_Bsend's handles and runs its translation.
 func cBsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Bsend")
 	const fn = "MPI_Bsend"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xBsend(buf, int(count), datatype_, int(dest), int(tag), comm_))
 }
 
+// MPI_Bsend is MPI_Bsend for C programs, with MPICH's signature.
+//
 //export MPI_Bsend
 func MPI_Bsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cBsend(buf, count, datatype, dest, tag, comm)
 }
 
+// PMPI_Bsend is MPI_Bsend for C programs, with MPICH's signature.
+//
 //export PMPI_Bsend
 func PMPI_Bsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cBsend(buf, count, datatype, dest, tag, comm)
 }
 
+// cRecv decodes MPI_Recv's handles and runs its translation.
 func cRecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Recv")
 	const fn = "MPI_Recv"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xRecv(buf, int(count), datatype_, int(source), int(tag), comm_, status))
 }
 
+// MPI_Recv is MPI_Recv for C programs, with MPICH's signature.
+//
 //export MPI_Recv
 func MPI_Recv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) C.int {
 	return cRecv(buf, count, datatype, source, tag, comm, status)
 }
 
+// PMPI_Recv is MPI_Recv for C programs, with MPICH's signature.
+//
 //export PMPI_Recv
 func PMPI_Recv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) C.int {
 	return cRecv(buf, count, datatype, source, tag, comm, status)
 }
 
+// cIsend decodes MPI_Isend's handles and runs its translation.
 func cIsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Isend")
 	const fn = "MPI_Isend"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xIsend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
 }
 
+// MPI_Isend is MPI_Isend for C programs, with MPICH's signature.
+//
 //export MPI_Isend
 func MPI_Isend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIsend(buf, count, datatype, dest, tag, comm, request)
 }
 
+// PMPI_Isend is MPI_Isend for C programs, with MPICH's signature.
+//
 //export PMPI_Isend
 func PMPI_Isend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIsend(buf, count, datatype, dest, tag, comm, request)
 }
 
+// cIssend decodes MPI_Issend's handles and runs its translation.
 func cIssend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Issend")
 	const fn = "MPI_Issend"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xIssend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
 }
 
+// MPI_Issend is MPI_Issend for C programs, with MPICH's signature.
+//
 //export MPI_Issend
 func MPI_Issend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIssend(buf, count, datatype, dest, tag, comm, request)
 }
 
+// PMPI_Issend is MPI_Issend for C programs, with MPICH's signature.
+//
 //export PMPI_Issend
 func PMPI_Issend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIssend(buf, count, datatype, dest, tag, comm, request)
 }
 
+// cIrsend decodes MPI_Irsend's handles and runs its translation.
 func cIrsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Irsend")
 	const fn = "MPI_Irsend"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xIrsend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
 }
 
+// MPI_Irsend is MPI_Irsend for C programs, with MPICH's signature.
+//
 //export MPI_Irsend
 func MPI_Irsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIrsend(buf, count, datatype, dest, tag, comm, request)
 }
 
+// PMPI_Irsend is MPI_Irsend for C programs, with MPICH's signature.
+//
 //export PMPI_Irsend
 func PMPI_Irsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIrsend(buf, count, datatype, dest, tag, comm, request)
 }
 
+// cIbsend decodes MPI_Ibsend's handles and runs its translation.
 func cIbsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ibsend")
 	const fn = "MPI_Ibsend"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xIbsend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
 }
 
+// MPI_Ibsend is MPI_Ibsend for C programs, with MPICH's signature.
+//
 //export MPI_Ibsend
 func MPI_Ibsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIbsend(buf, count, datatype, dest, tag, comm, request)
 }
 
+// PMPI_Ibsend is MPI_Ibsend for C programs, with MPICH's signature.
+//
 //export PMPI_Ibsend
 func PMPI_Ibsend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIbsend(buf, count, datatype, dest, tag, comm, request)
 }
 
+// cIrecv decodes MPI_Irecv's handles and runs its translation.
 func cIrecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Irecv")
 	const fn = "MPI_Irecv"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xIrecv(buf, int(count), datatype_, int(source), int(tag), comm_, request))
 }
 
+// MPI_Irecv is MPI_Irecv for C programs, with MPICH's signature.
+//
 //export MPI_Irecv
 func MPI_Irecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIrecv(buf, count, datatype, source, tag, comm, request)
 }
 
+// PMPI_Irecv is MPI_Irecv for C programs, with MPICH's signature.
+//
 //export PMPI_Irecv
 func PMPI_Irecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIrecv(buf, count, datatype, source, tag, comm, request)
 }
 
+// cSend_init decodes MPI_Send_init's handles and runs its translation.
 func cSend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Send_init")
 	const fn = "MPI_Send_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xSend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
 }
 
+// MPI_Send_init is MPI_Send_init for C programs, with MPICH's signature.
+//
 //export MPI_Send_init
 func MPI_Send_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cSend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
+// PMPI_Send_init is MPI_Send_init for C programs, with MPICH's signature.
+//
 //export PMPI_Send_init
 func PMPI_Send_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cSend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
+// cSsend_init decodes MPI_Ssend_init's handles and runs its translation.
 func cSsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ssend_init")
 	const fn = "MPI_Ssend_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xSsend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
 }
 
+// MPI_Ssend_init is MPI_Ssend_init for C programs, with MPICH's signature.
+//
 //export MPI_Ssend_init
 func MPI_Ssend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cSsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
+// PMPI_Ssend_init is MPI_Ssend_init for C programs, with MPICH's signature.
+//
 //export PMPI_Ssend_init
 func PMPI_Ssend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cSsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
+// cRsend_init decodes MPI_Rsend_init's handles and runs its translation.
 func cRsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Rsend_init")
 	const fn = "MPI_Rsend_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xRsend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
 }
 
+// MPI_Rsend_init is MPI_Rsend_init for C programs, with MPICH's signature.
+//
 //export MPI_Rsend_init
 func MPI_Rsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cRsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
+// PMPI_Rsend_init is MPI_Rsend_init for C programs, with MPICH's signature.
+//
 //export PMPI_Rsend_init
 func PMPI_Rsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cRsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
+// cBsend_init decodes MPI_Bsend_init's handles and runs its translation.
 func cBsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Bsend_init")
 	const fn = "MPI_Bsend_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xBsend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
 }
 
+// MPI_Bsend_init is MPI_Bsend_init for C programs, with MPICH's signature.
+//
 //export MPI_Bsend_init
 func MPI_Bsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cBsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
+// PMPI_Bsend_init is MPI_Bsend_init for C programs, with MPICH's signature.
+//
 //export PMPI_Bsend_init
 func PMPI_Bsend_init(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cBsend_init(buf, count, datatype, dest, tag, comm, request)
 }
 
+// cRecv_init decodes MPI_Recv_init's handles and runs its translation.
 func cRecv_init(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Recv_init")
 	const fn = "MPI_Recv_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xRecv_init(buf, int(count), datatype_, int(source), int(tag), comm_, request))
 }
 
+// MPI_Recv_init is MPI_Recv_init for C programs, with MPICH's signature.
+//
 //export MPI_Recv_init
 func MPI_Recv_init(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cRecv_init(buf, count, datatype, source, tag, comm, request)
 }
 
+// PMPI_Recv_init is MPI_Recv_init for C programs, with MPICH's signature.
+//
 //export PMPI_Recv_init
 func PMPI_Recv_init(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cRecv_init(buf, count, datatype, source, tag, comm, request)
 }
 
+// cSendrecv decodes MPI_Sendrecv's handles and runs its translation.
 func cSendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Sendrecv")
 	const fn = "MPI_Sendrecv"
-	sendtype_, err := typeOf(fn, int32(sendtype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	recvtype_, err := typeOf(fn, int32(recvtype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	sendtype_, err := typeOf(fn, int32(sendtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	recvtype_, err := typeOf(fn, int32(recvtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xSendrecv(sendbuf, int(sendcount), sendtype_, int(dest), int(sendtag), recvbuf, int(recvcount), recvtype_, int(source), int(recvtag), comm_, status))
 }
 
+// MPI_Sendrecv is MPI_Sendrecv for C programs, with MPICH's signature.
+//
 //export MPI_Sendrecv
 func MPI_Sendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
 	return cSendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
 }
 
+// PMPI_Sendrecv is MPI_Sendrecv for C programs, with MPICH's signature.
+//
 //export PMPI_Sendrecv
 func PMPI_Sendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
 	return cSendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
 }
 
+// cSendrecv_replace decodes MPI_Sendrecv_replace's handles and runs its translation.
 func cSendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Sendrecv_replace")
 	const fn = "MPI_Sendrecv_replace"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xSendrecv_replace(buf, int(count), datatype_, int(dest), int(sendtag), int(source), int(recvtag), comm_, status))
 }
 
+// MPI_Sendrecv_replace is MPI_Sendrecv_replace for C programs, with MPICH's signature.
+//
 //export MPI_Sendrecv_replace
 func MPI_Sendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
 	return cSendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
 }
 
+// PMPI_Sendrecv_replace is MPI_Sendrecv_replace for C programs, with MPICH's signature.
+//
 //export PMPI_Sendrecv_replace
 func PMPI_Sendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
 	return cSendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
 }
 
+// cProbe decodes MPI_Probe's handles and runs its translation.
 func cProbe(source C.int, tag C.int, comm C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Probe")
 	const fn = "MPI_Probe"
@@ -650,16 +806,21 @@ func cProbe(source C.int, tag C.int, comm C.int, status uintptr) (rc C.int) {
 	return done(comm_, xProbe(int(source), int(tag), comm_, status))
 }
 
+// MPI_Probe is MPI_Probe for C programs, with MPICH's signature.
+//
 //export MPI_Probe
 func MPI_Probe(source C.int, tag C.int, comm C.int, status uintptr) C.int {
 	return cProbe(source, tag, comm, status)
 }
 
+// PMPI_Probe is MPI_Probe for C programs, with MPICH's signature.
+//
 //export PMPI_Probe
 func PMPI_Probe(source C.int, tag C.int, comm C.int, status uintptr) C.int {
 	return cProbe(source, tag, comm, status)
 }
 
+// cIprobe decodes MPI_Iprobe's handles and runs its translation.
 func cIprobe(source C.int, tag C.int, comm C.int, flag *C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Iprobe")
 	const fn = "MPI_Iprobe"
@@ -670,16 +831,21 @@ func cIprobe(source C.int, tag C.int, comm C.int, flag *C.int, status uintptr) (
 	return done(comm_, xIprobe(int(source), int(tag), comm_, flag, status))
 }
 
+// MPI_Iprobe is MPI_Iprobe for C programs, with MPICH's signature.
+//
 //export MPI_Iprobe
 func MPI_Iprobe(source C.int, tag C.int, comm C.int, flag *C.int, status uintptr) C.int {
 	return cIprobe(source, tag, comm, flag, status)
 }
 
+// PMPI_Iprobe is MPI_Iprobe for C programs, with MPICH's signature.
+//
 //export PMPI_Iprobe
 func PMPI_Iprobe(source C.int, tag C.int, comm C.int, flag *C.int, status uintptr) C.int {
 	return cIprobe(source, tag, comm, flag, status)
 }
 
+// cMprobe decodes MPI_Mprobe's handles and runs its translation.
 func cMprobe(source C.int, tag C.int, comm C.int, message *C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Mprobe")
 	const fn = "MPI_Mprobe"
@@ -690,16 +856,21 @@ func cMprobe(source C.int, tag C.int, comm C.int, message *C.int, status uintptr
 	return done(comm_, xMprobe(int(source), int(tag), comm_, message, status))
 }
 
+// MPI_Mprobe is MPI_Mprobe for C programs, with MPICH's signature.
+//
 //export MPI_Mprobe
 func MPI_Mprobe(source C.int, tag C.int, comm C.int, message *C.int, status uintptr) C.int {
 	return cMprobe(source, tag, comm, message, status)
 }
 
+// PMPI_Mprobe is MPI_Mprobe for C programs, with MPICH's signature.
+//
 //export PMPI_Mprobe
 func PMPI_Mprobe(source C.int, tag C.int, comm C.int, message *C.int, status uintptr) C.int {
 	return cMprobe(source, tag, comm, message, status)
 }
 
+// cImprobe decodes MPI_Improbe's handles and runs its translation.
 func cImprobe(source C.int, tag C.int, comm C.int, flag *C.int, message *C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Improbe")
 	const fn = "MPI_Improbe"
@@ -710,16 +881,21 @@ func cImprobe(source C.int, tag C.int, comm C.int, flag *C.int, message *C.int, 
 	return done(comm_, xImprobe(int(source), int(tag), comm_, flag, message, status))
 }
 
+// MPI_Improbe is MPI_Improbe for C programs, with MPICH's signature.
+//
 //export MPI_Improbe
 func MPI_Improbe(source C.int, tag C.int, comm C.int, flag *C.int, message *C.int, status uintptr) C.int {
 	return cImprobe(source, tag, comm, flag, message, status)
 }
 
+// PMPI_Improbe is MPI_Improbe for C programs, with MPICH's signature.
+//
 //export PMPI_Improbe
 func PMPI_Improbe(source C.int, tag C.int, comm C.int, flag *C.int, message *C.int, status uintptr) C.int {
 	return cImprobe(source, tag, comm, flag, message, status)
 }
 
+// cMrecv decodes MPI_Mrecv's handles and runs its translation.
 func cMrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Mrecv")
 	const fn = "MPI_Mrecv"
@@ -730,16 +906,21 @@ func cMrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, sta
 	return done(nil, xMrecv(buf, int(count), datatype_, message, status))
 }
 
+// MPI_Mrecv is MPI_Mrecv for C programs, with MPICH's signature.
+//
 //export MPI_Mrecv
 func MPI_Mrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, status uintptr) C.int {
 	return cMrecv(buf, count, datatype, message, status)
 }
 
+// PMPI_Mrecv is MPI_Mrecv for C programs, with MPICH's signature.
+//
 //export PMPI_Mrecv
 func PMPI_Mrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, status uintptr) C.int {
 	return cMrecv(buf, count, datatype, message, status)
 }
 
+// cImrecv decodes MPI_Imrecv's handles and runs its translation.
 func cImrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Imrecv")
 	const fn = "MPI_Imrecv"
@@ -750,226 +931,301 @@ func cImrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, re
 	return done(nil, xImrecv(buf, int(count), datatype_, message, request))
 }
 
+// MPI_Imrecv is MPI_Imrecv for C programs, with MPICH's signature.
+//
 //export MPI_Imrecv
 func MPI_Imrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, request *C.int) C.int {
 	return cImrecv(buf, count, datatype, message, request)
 }
 
+// PMPI_Imrecv is MPI_Imrecv for C programs, with MPICH's signature.
+//
 //export PMPI_Imrecv
 func PMPI_Imrecv(buf unsafe.Pointer, count C.int, datatype C.int, message *C.int, request *C.int) C.int {
 	return cImrecv(buf, count, datatype, message, request)
 }
 
+// cWait decodes MPI_Wait's handles and runs its translation.
 func cWait(request *C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Wait")
 	return done(nil, xWait(request, status))
 }
 
+// MPI_Wait is MPI_Wait for C programs, with MPICH's signature.
+//
 //export MPI_Wait
 func MPI_Wait(request *C.int, status uintptr) C.int {
 	return cWait(request, status)
 }
 
+// PMPI_Wait is MPI_Wait for C programs, with MPICH's signature.
+//
 //export PMPI_Wait
 func PMPI_Wait(request *C.int, status uintptr) C.int {
 	return cWait(request, status)
 }
 
+// cTest decodes MPI_Test's handles and runs its translation.
 func cTest(request *C.int, flag *C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Test")
 	return done(nil, xTest(request, flag, status))
 }
 
+// MPI_Test is MPI_Test for C programs, with MPICH's signature.
+//
 //export MPI_Test
 func MPI_Test(request *C.int, flag *C.int, status uintptr) C.int {
 	return cTest(request, flag, status)
 }
 
+// PMPI_Test is MPI_Test for C programs, with MPICH's signature.
+//
 //export PMPI_Test
 func PMPI_Test(request *C.int, flag *C.int, status uintptr) C.int {
 	return cTest(request, flag, status)
 }
 
+// cWaitall decodes MPI_Waitall's handles and runs its translation.
 func cWaitall(count C.int, requests *C.int, statuses uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Waitall")
 	return done(nil, xWaitall(int(count), requests, statuses))
 }
 
+// MPI_Waitall is MPI_Waitall for C programs, with MPICH's signature.
+//
 //export MPI_Waitall
 func MPI_Waitall(count C.int, requests *C.int, statuses uintptr) C.int {
 	return cWaitall(count, requests, statuses)
 }
 
+// PMPI_Waitall is MPI_Waitall for C programs, with MPICH's signature.
+//
 //export PMPI_Waitall
 func PMPI_Waitall(count C.int, requests *C.int, statuses uintptr) C.int {
 	return cWaitall(count, requests, statuses)
 }
 
+// cTestall decodes MPI_Testall's handles and runs its translation.
 func cTestall(count C.int, requests *C.int, flag *C.int, statuses uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Testall")
 	return done(nil, xTestall(int(count), requests, flag, statuses))
 }
 
+// MPI_Testall is MPI_Testall for C programs, with MPICH's signature.
+//
 //export MPI_Testall
 func MPI_Testall(count C.int, requests *C.int, flag *C.int, statuses uintptr) C.int {
 	return cTestall(count, requests, flag, statuses)
 }
 
+// PMPI_Testall is MPI_Testall for C programs, with MPICH's signature.
+//
 //export PMPI_Testall
 func PMPI_Testall(count C.int, requests *C.int, flag *C.int, statuses uintptr) C.int {
 	return cTestall(count, requests, flag, statuses)
 }
 
+// cWaitany decodes MPI_Waitany's handles and runs its translation.
 func cWaitany(count C.int, requests *C.int, index *C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Waitany")
 	return done(nil, xWaitany(int(count), requests, index, status))
 }
 
+// MPI_Waitany is MPI_Waitany for C programs, with MPICH's signature.
+//
 //export MPI_Waitany
 func MPI_Waitany(count C.int, requests *C.int, index *C.int, status uintptr) C.int {
 	return cWaitany(count, requests, index, status)
 }
 
+// PMPI_Waitany is MPI_Waitany for C programs, with MPICH's signature.
+//
 //export PMPI_Waitany
 func PMPI_Waitany(count C.int, requests *C.int, index *C.int, status uintptr) C.int {
 	return cWaitany(count, requests, index, status)
 }
 
+// cTestany decodes MPI_Testany's handles and runs its translation.
 func cTestany(count C.int, requests *C.int, index *C.int, flag *C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Testany")
 	return done(nil, xTestany(int(count), requests, index, flag, status))
 }
 
+// MPI_Testany is MPI_Testany for C programs, with MPICH's signature.
+//
 //export MPI_Testany
 func MPI_Testany(count C.int, requests *C.int, index *C.int, flag *C.int, status uintptr) C.int {
 	return cTestany(count, requests, index, flag, status)
 }
 
+// PMPI_Testany is MPI_Testany for C programs, with MPICH's signature.
+//
 //export PMPI_Testany
 func PMPI_Testany(count C.int, requests *C.int, index *C.int, flag *C.int, status uintptr) C.int {
 	return cTestany(count, requests, index, flag, status)
 }
 
+// cWaitsome decodes MPI_Waitsome's handles and runs its translation.
 func cWaitsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Waitsome")
 	return done(nil, xWaitsome(int(incount), requests, outcount, indices, statuses))
 }
 
+// MPI_Waitsome is MPI_Waitsome for C programs, with MPICH's signature.
+//
 //export MPI_Waitsome
 func MPI_Waitsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) C.int {
 	return cWaitsome(incount, requests, outcount, indices, statuses)
 }
 
+// PMPI_Waitsome is MPI_Waitsome for C programs, with MPICH's signature.
+//
 //export PMPI_Waitsome
 func PMPI_Waitsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) C.int {
 	return cWaitsome(incount, requests, outcount, indices, statuses)
 }
 
+// cTestsome decodes MPI_Testsome's handles and runs its translation.
 func cTestsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Testsome")
 	return done(nil, xTestsome(int(incount), requests, outcount, indices, statuses))
 }
 
+// MPI_Testsome is MPI_Testsome for C programs, with MPICH's signature.
+//
 //export MPI_Testsome
 func MPI_Testsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) C.int {
 	return cTestsome(incount, requests, outcount, indices, statuses)
 }
 
+// PMPI_Testsome is MPI_Testsome for C programs, with MPICH's signature.
+//
 //export PMPI_Testsome
 func PMPI_Testsome(incount C.int, requests *C.int, outcount *C.int, indices *C.int, statuses uintptr) C.int {
 	return cTestsome(incount, requests, outcount, indices, statuses)
 }
 
+// cStart decodes MPI_Start's handles and runs its translation.
 func cStart(request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Start")
 	return done(nil, xStart(request))
 }
 
+// MPI_Start is MPI_Start for C programs, with MPICH's signature.
+//
 //export MPI_Start
 func MPI_Start(request *C.int) C.int {
 	return cStart(request)
 }
 
+// PMPI_Start is MPI_Start for C programs, with MPICH's signature.
+//
 //export PMPI_Start
 func PMPI_Start(request *C.int) C.int {
 	return cStart(request)
 }
 
+// cStartall decodes MPI_Startall's handles and runs its translation.
 func cStartall(count C.int, requests *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Startall")
 	return done(nil, xStartall(int(count), requests))
 }
 
+// MPI_Startall is MPI_Startall for C programs, with MPICH's signature.
+//
 //export MPI_Startall
 func MPI_Startall(count C.int, requests *C.int) C.int {
 	return cStartall(count, requests)
 }
 
+// PMPI_Startall is MPI_Startall for C programs, with MPICH's signature.
+//
 //export PMPI_Startall
 func PMPI_Startall(count C.int, requests *C.int) C.int {
 	return cStartall(count, requests)
 }
 
+// cRequest_free decodes MPI_Request_free's handles and runs its translation.
 func cRequest_free(request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Request_free")
 	return done(nil, xRequest_free(request))
 }
 
+// MPI_Request_free is MPI_Request_free for C programs, with MPICH's signature.
+//
 //export MPI_Request_free
 func MPI_Request_free(request *C.int) C.int {
 	return cRequest_free(request)
 }
 
+// PMPI_Request_free is MPI_Request_free for C programs, with MPICH's signature.
+//
 //export PMPI_Request_free
 func PMPI_Request_free(request *C.int) C.int {
 	return cRequest_free(request)
 }
 
+// cRequest_get_status decodes MPI_Request_get_status's handles and runs its translation.
 func cRequest_get_status(request C.int, flag *C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Request_get_status")
 	return done(nil, xRequest_get_status(int32(request), flag, status))
 }
 
+// MPI_Request_get_status is MPI_Request_get_status for C programs, with MPICH's signature.
+//
 //export MPI_Request_get_status
 func MPI_Request_get_status(request C.int, flag *C.int, status uintptr) C.int {
 	return cRequest_get_status(request, flag, status)
 }
 
+// PMPI_Request_get_status is MPI_Request_get_status for C programs, with MPICH's signature.
+//
 //export PMPI_Request_get_status
 func PMPI_Request_get_status(request C.int, flag *C.int, status uintptr) C.int {
 	return cRequest_get_status(request, flag, status)
 }
 
+// cCancel decodes MPI_Cancel's handles and runs its translation.
 func cCancel(request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Cancel")
 	return done(nil, xCancel(request))
 }
 
+// MPI_Cancel is MPI_Cancel for C programs, with MPICH's signature.
+//
 //export MPI_Cancel
 func MPI_Cancel(request *C.int) C.int {
 	return cCancel(request)
 }
 
+// PMPI_Cancel is MPI_Cancel for C programs, with MPICH's signature.
+//
 //export PMPI_Cancel
 func PMPI_Cancel(request *C.int) C.int {
 	return cCancel(request)
 }
 
+// cTest_cancelled decodes MPI_Test_cancelled's handles and runs its translation.
 func cTest_cancelled(status uintptr, flag *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Test_cancelled")
 	return done(nil, xTest_cancelled(status, flag))
 }
 
+// MPI_Test_cancelled is MPI_Test_cancelled for C programs, with MPICH's signature.
+//
 //export MPI_Test_cancelled
 func MPI_Test_cancelled(status uintptr, flag *C.int) C.int {
 	return cTest_cancelled(status, flag)
 }
 
+// PMPI_Test_cancelled is MPI_Test_cancelled for C programs, with MPICH's signature.
+//
 //export PMPI_Test_cancelled
 func PMPI_Test_cancelled(status uintptr, flag *C.int) C.int {
 	return cTest_cancelled(status, flag)
 }
 
+// cGet_count decodes MPI_Get_count's handles and runs its translation.
 func cGet_count(status uintptr, datatype C.int, count *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Get_count")
 	const fn = "MPI_Get_count"
@@ -980,16 +1236,21 @@ func cGet_count(status uintptr, datatype C.int, count *C.int) (rc C.int) {
 	return done(nil, xGet_count(status, datatype_, count))
 }
 
+// MPI_Get_count is MPI_Get_count for C programs, with MPICH's signature.
+//
 //export MPI_Get_count
 func MPI_Get_count(status uintptr, datatype C.int, count *C.int) C.int {
 	return cGet_count(status, datatype, count)
 }
 
+// PMPI_Get_count is MPI_Get_count for C programs, with MPICH's signature.
+//
 //export PMPI_Get_count
 func PMPI_Get_count(status uintptr, datatype C.int, count *C.int) C.int {
 	return cGet_count(status, datatype, count)
 }
 
+// cGet_elements decodes MPI_Get_elements's handles and runs its translation.
 func cGet_elements(status uintptr, datatype C.int, count *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Get_elements")
 	const fn = "MPI_Get_elements"
@@ -1000,46 +1261,61 @@ func cGet_elements(status uintptr, datatype C.int, count *C.int) (rc C.int) {
 	return done(nil, xGet_elements(status, datatype_, count))
 }
 
+// MPI_Get_elements is MPI_Get_elements for C programs, with MPICH's signature.
+//
 //export MPI_Get_elements
 func MPI_Get_elements(status uintptr, datatype C.int, count *C.int) C.int {
 	return cGet_elements(status, datatype, count)
 }
 
+// PMPI_Get_elements is MPI_Get_elements for C programs, with MPICH's signature.
+//
 //export PMPI_Get_elements
 func PMPI_Get_elements(status uintptr, datatype C.int, count *C.int) C.int {
 	return cGet_elements(status, datatype, count)
 }
 
+// cBuffer_attach decodes MPI_Buffer_attach's handles and runs its translation.
 func cBuffer_attach(buffer unsafe.Pointer, size C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Buffer_attach")
 	return done(nil, xBuffer_attach(buffer, int(size)))
 }
 
+// MPI_Buffer_attach is MPI_Buffer_attach for C programs, with MPICH's signature.
+//
 //export MPI_Buffer_attach
 func MPI_Buffer_attach(buffer unsafe.Pointer, size C.int) C.int {
 	return cBuffer_attach(buffer, size)
 }
 
+// PMPI_Buffer_attach is MPI_Buffer_attach for C programs, with MPICH's signature.
+//
 //export PMPI_Buffer_attach
 func PMPI_Buffer_attach(buffer unsafe.Pointer, size C.int) C.int {
 	return cBuffer_attach(buffer, size)
 }
 
+// cBuffer_detach decodes MPI_Buffer_detach's handles and runs its translation.
 func cBuffer_detach(buffer_addr *uintptr, size *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Buffer_detach")
 	return done(nil, xBuffer_detach(buffer_addr, size))
 }
 
+// MPI_Buffer_detach is MPI_Buffer_detach for C programs, with MPICH's signature.
+//
 //export MPI_Buffer_detach
 func MPI_Buffer_detach(buffer_addr *uintptr, size *C.int) C.int {
 	return cBuffer_detach(buffer_addr, size)
 }
 
+// PMPI_Buffer_detach is MPI_Buffer_detach for C programs, with MPICH's signature.
+//
 //export PMPI_Buffer_detach
 func PMPI_Buffer_detach(buffer_addr *uintptr, size *C.int) C.int {
 	return cBuffer_detach(buffer_addr, size)
 }
 
+// cBarrier decodes MPI_Barrier's handles and runs its translation.
 func cBarrier(comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Barrier")
 	const fn = "MPI_Barrier"
@@ -1050,16 +1326,21 @@ func cBarrier(comm C.int) (rc C.int) {
 	return done(comm_, barrier(blocking, nil, comm_))
 }
 
+// MPI_Barrier is MPI_Barrier for C programs, with MPICH's signature.
+//
 //export MPI_Barrier
 func MPI_Barrier(comm C.int) C.int {
 	return cBarrier(comm)
 }
 
+// PMPI_Barrier is MPI_Barrier for C programs, with MPICH's signature.
+//
 //export PMPI_Barrier
 func PMPI_Barrier(comm C.int) C.int {
 	return cBarrier(comm)
 }
 
+// cIbarrier decodes MPI_Ibarrier's handles and runs its translation.
 func cIbarrier(comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ibarrier")
 	const fn = "MPI_Ibarrier"
@@ -1070,16 +1351,21 @@ func cIbarrier(comm C.int, request *C.int) (rc C.int) {
 	return done(comm_, barrier(nonblocking, request, comm_))
 }
 
+// MPI_Ibarrier is MPI_Ibarrier for C programs, with MPICH's signature.
+//
 //export MPI_Ibarrier
 func MPI_Ibarrier(comm C.int, request *C.int) C.int {
 	return cIbarrier(comm, request)
 }
 
+// PMPI_Ibarrier is MPI_Ibarrier for C programs, with MPICH's signature.
+//
 //export PMPI_Ibarrier
 func PMPI_Ibarrier(comm C.int, request *C.int) C.int {
 	return cIbarrier(comm, request)
 }
 
+// cBarrier_init decodes MPI_Barrier_init's handles and runs its translation.
 func cBarrier_init(comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Barrier_init")
 	const fn = "MPI_Barrier_init"
@@ -1090,88 +1376,108 @@ func cBarrier_init(comm C.int, info C.int, request *C.int) (rc C.int) {
 	return done(comm_, barrier(persistent, request, comm_))
 }
 
+// MPI_Barrier_init is MPI_Barrier_init for C programs, with MPICH's signature.
+//
 //export MPI_Barrier_init
 func MPI_Barrier_init(comm C.int, info C.int, request *C.int) C.int {
 	return cBarrier_init(comm, info, request)
 }
 
+// PMPI_Barrier_init is MPI_Barrier_init for C programs, with MPICH's signature.
+//
 //export PMPI_Barrier_init
 func PMPI_Barrier_init(comm C.int, info C.int, request *C.int) C.int {
 	return cBarrier_init(comm, info, request)
 }
 
+// cBcast decodes MPI_Bcast's handles and runs its translation.
 func cBcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Bcast")
 	const fn = "MPI_Bcast"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, bcast(blocking, nil, buf, int(count), datatype_, int(root), comm_))
 }
 
+// MPI_Bcast is MPI_Bcast for C programs, with MPICH's signature.
+//
 //export MPI_Bcast
 func MPI_Bcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int) C.int {
 	return cBcast(buf, count, datatype, root, comm)
 }
 
+// PMPI_Bcast is MPI_Bcast for C programs, with MPICH's signature.
+//
 //export PMPI_Bcast
 func PMPI_Bcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int) C.int {
 	return cBcast(buf, count, datatype, root, comm)
 }
 
+// cIbcast decodes MPI_Ibcast's handles and runs its translation.
 func cIbcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ibcast")
 	const fn = "MPI_Ibcast"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, bcast(nonblocking, request, buf, int(count), datatype_, int(root), comm_))
 }
 
+// MPI_Ibcast is MPI_Ibcast for C programs, with MPICH's signature.
+//
 //export MPI_Ibcast
 func MPI_Ibcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIbcast(buf, count, datatype, root, comm, request)
 }
 
+// PMPI_Ibcast is MPI_Ibcast for C programs, with MPICH's signature.
+//
 //export PMPI_Ibcast
 func PMPI_Ibcast(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIbcast(buf, count, datatype, root, comm, request)
 }
 
+// cBcast_init decodes MPI_Bcast_init's handles and runs its translation.
 func cBcast_init(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Bcast_init")
 	const fn = "MPI_Bcast_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, bcast(persistent, request, buf, int(count), datatype_, int(root), comm_))
 }
 
+// MPI_Bcast_init is MPI_Bcast_init for C programs, with MPICH's signature.
+//
 //export MPI_Bcast_init
 func MPI_Bcast_init(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cBcast_init(buf, count, datatype, root, comm, info, request)
 }
 
+// PMPI_Bcast_init is MPI_Bcast_init for C programs, with MPICH's signature.
+//
 //export PMPI_Bcast_init
 func PMPI_Bcast_init(buf unsafe.Pointer, count C.int, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cBcast_init(buf, count, datatype, root, comm, info, request)
 }
 
+// cGather decodes MPI_Gather's handles and runs its translation.
 func cGather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Gather")
 	const fn = "MPI_Gather"
@@ -1182,16 +1488,21 @@ func cGather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf un
 	return done(comm_, gather(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
 }
 
+// MPI_Gather is MPI_Gather for C programs, with MPICH's signature.
+//
 //export MPI_Gather
 func MPI_Gather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) C.int {
 	return cGather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
 }
 
+// PMPI_Gather is MPI_Gather for C programs, with MPICH's signature.
+//
 //export PMPI_Gather
 func PMPI_Gather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) C.int {
 	return cGather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
 }
 
+// cIgather decodes MPI_Igather's handles and runs its translation.
 func cIgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Igather")
 	const fn = "MPI_Igather"
@@ -1202,16 +1513,21 @@ func cIgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf u
 	return done(comm_, gather(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
 }
 
+// MPI_Igather is MPI_Igather for C programs, with MPICH's signature.
+//
 //export MPI_Igather
 func MPI_Igather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
 }
 
+// PMPI_Igather is MPI_Igather for C programs, with MPICH's signature.
+//
 //export PMPI_Igather
 func PMPI_Igather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
 }
 
+// cGather_init decodes MPI_Gather_init's handles and runs its translation.
 func cGather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Gather_init")
 	const fn = "MPI_Gather_init"
@@ -1222,16 +1538,21 @@ func cGather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvb
 	return done(comm_, gather(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
 }
 
+// MPI_Gather_init is MPI_Gather_init for C programs, with MPICH's signature.
+//
 //export MPI_Gather_init
 func MPI_Gather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cGather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
 }
 
+// PMPI_Gather_init is MPI_Gather_init for C programs, with MPICH's signature.
+//
 //export PMPI_Gather_init
 func PMPI_Gather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cGather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
 }
 
+// cGatherv decodes MPI_Gatherv's handles and runs its translation.
 func cGatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Gatherv")
 	const fn = "MPI_Gatherv"
@@ -1242,16 +1563,21 @@ func cGatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf u
 	return done(comm_, gatherv(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, recvcounts, displs, int32(recvtype), int(root), comm_))
 }
 
+// MPI_Gatherv is MPI_Gatherv for C programs, with MPICH's signature.
+//
 //export MPI_Gatherv
 func MPI_Gatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int) C.int {
 	return cGatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
 }
 
+// PMPI_Gatherv is MPI_Gatherv for C programs, with MPICH's signature.
+//
 //export PMPI_Gatherv
 func PMPI_Gatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int) C.int {
 	return cGatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
 }
 
+// cIgatherv decodes MPI_Igatherv's handles and runs its translation.
 func cIgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Igatherv")
 	const fn = "MPI_Igatherv"
@@ -1262,16 +1588,21 @@ func cIgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf 
 	return done(comm_, gatherv(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, recvcounts, displs, int32(recvtype), int(root), comm_))
 }
 
+// MPI_Igatherv is MPI_Igatherv for C programs, with MPICH's signature.
+//
 //export MPI_Igatherv
 func MPI_Igatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
 }
 
+// PMPI_Igatherv is MPI_Igatherv for C programs, with MPICH's signature.
+//
 //export PMPI_Igatherv
 func PMPI_Igatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
 }
 
+// cGatherv_init decodes MPI_Gatherv_init's handles and runs its translation.
 func cGatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Gatherv_init")
 	const fn = "MPI_Gatherv_init"
@@ -1282,16 +1613,21 @@ func cGatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recv
 	return done(comm_, gatherv(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, recvcounts, displs, int32(recvtype), int(root), comm_))
 }
 
+// MPI_Gatherv_init is MPI_Gatherv_init for C programs, with MPICH's signature.
+//
 //export MPI_Gatherv_init
 func MPI_Gatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cGatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
 }
 
+// PMPI_Gatherv_init is MPI_Gatherv_init for C programs, with MPICH's signature.
+//
 //export PMPI_Gatherv_init
 func PMPI_Gatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cGatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
 }
 
+// cScatter decodes MPI_Scatter's handles and runs its translation.
 func cScatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Scatter")
 	const fn = "MPI_Scatter"
@@ -1302,16 +1638,21 @@ func cScatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf u
 	return done(comm_, scatter(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
 }
 
+// MPI_Scatter is MPI_Scatter for C programs, with MPICH's signature.
+//
 //export MPI_Scatter
 func MPI_Scatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) C.int {
 	return cScatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
 }
 
+// PMPI_Scatter is MPI_Scatter for C programs, with MPICH's signature.
+//
 //export PMPI_Scatter
 func PMPI_Scatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) C.int {
 	return cScatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
 }
 
+// cIscatter decodes MPI_Iscatter's handles and runs its translation.
 func cIscatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Iscatter")
 	const fn = "MPI_Iscatter"
@@ -1322,16 +1663,21 @@ func cIscatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf 
 	return done(comm_, scatter(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
 }
 
+// MPI_Iscatter is MPI_Iscatter for C programs, with MPICH's signature.
+//
 //export MPI_Iscatter
 func MPI_Iscatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
 }
 
+// PMPI_Iscatter is MPI_Iscatter for C programs, with MPICH's signature.
+//
 //export PMPI_Iscatter
 func PMPI_Iscatter(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
 }
 
+// cScatter_init decodes MPI_Scatter_init's handles and runs its translation.
 func cScatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Scatter_init")
 	const fn = "MPI_Scatter_init"
@@ -1342,16 +1688,21 @@ func cScatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recv
 	return done(comm_, scatter(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
 }
 
+// MPI_Scatter_init is MPI_Scatter_init for C programs, with MPICH's signature.
+//
 //export MPI_Scatter_init
 func MPI_Scatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cScatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
 }
 
+// PMPI_Scatter_init is MPI_Scatter_init for C programs, with MPICH's signature.
+//
 //export PMPI_Scatter_init
 func PMPI_Scatter_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cScatter_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
 }
 
+// cScatterv decodes MPI_Scatterv's handles and runs its translation.
 func cScatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Scatterv")
 	const fn = "MPI_Scatterv"
@@ -1362,16 +1713,21 @@ func cScatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtyp
 	return done(comm_, scatterv(blocking, nil, sendbuf, sendcounts, displs, int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
 }
 
+// MPI_Scatterv is MPI_Scatterv for C programs, with MPICH's signature.
+//
 //export MPI_Scatterv
 func MPI_Scatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) C.int {
 	return cScatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
 }
 
+// PMPI_Scatterv is MPI_Scatterv for C programs, with MPICH's signature.
+//
 //export PMPI_Scatterv
 func PMPI_Scatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int) C.int {
 	return cScatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
 }
 
+// cIscatterv decodes MPI_Iscatterv's handles and runs its translation.
 func cIscatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Iscatterv")
 	const fn = "MPI_Iscatterv"
@@ -1382,16 +1738,21 @@ func cIscatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendty
 	return done(comm_, scatterv(nonblocking, request, sendbuf, sendcounts, displs, int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
 }
 
+// MPI_Iscatterv is MPI_Iscatterv for C programs, with MPICH's signature.
+//
 //export MPI_Iscatterv
 func MPI_Iscatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
 }
 
+// PMPI_Iscatterv is MPI_Iscatterv for C programs, with MPICH's signature.
+//
 //export PMPI_Iscatterv
 func PMPI_Iscatterv(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
 }
 
+// cScatterv_init decodes MPI_Scatterv_init's handles and runs its translation.
 func cScatterv_init(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Scatterv_init")
 	const fn = "MPI_Scatterv_init"
@@ -1402,16 +1763,21 @@ func cScatterv_init(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, se
 	return done(comm_, scatterv(persistent, request, sendbuf, sendcounts, displs, int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
 }
 
+// MPI_Scatterv_init is MPI_Scatterv_init for C programs, with MPICH's signature.
+//
 //export MPI_Scatterv_init
 func MPI_Scatterv_init(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cScatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
 }
 
+// PMPI_Scatterv_init is MPI_Scatterv_init for C programs, with MPICH's signature.
+//
 //export PMPI_Scatterv_init
 func PMPI_Scatterv_init(sendbuf unsafe.Pointer, sendcounts *C.int, displs *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cScatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
 }
 
+// cAllgather decodes MPI_Allgather's handles and runs its translation.
 func cAllgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Allgather")
 	const fn = "MPI_Allgather"
@@ -1422,16 +1788,21 @@ func cAllgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf
 	return done(comm_, allgather(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Allgather is MPI_Allgather for C programs, with MPICH's signature.
+//
 //export MPI_Allgather
 func MPI_Allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
 	return cAllgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
+// PMPI_Allgather is MPI_Allgather for C programs, with MPICH's signature.
+//
 //export PMPI_Allgather
 func PMPI_Allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
 	return cAllgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
+// cIallgather decodes MPI_Iallgather's handles and runs its translation.
 func cIallgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Iallgather")
 	const fn = "MPI_Iallgather"
@@ -1442,16 +1813,21 @@ func cIallgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbu
 	return done(comm_, allgather(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Iallgather is MPI_Iallgather for C programs, with MPICH's signature.
+//
 //export MPI_Iallgather
 func MPI_Iallgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
+// PMPI_Iallgather is MPI_Iallgather for C programs, with MPICH's signature.
+//
 //export PMPI_Iallgather
 func PMPI_Iallgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
+// cAllgather_init decodes MPI_Allgather_init's handles and runs its translation.
 func cAllgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Allgather_init")
 	const fn = "MPI_Allgather_init"
@@ -1462,16 +1838,21 @@ func cAllgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, re
 	return done(comm_, allgather(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Allgather_init is MPI_Allgather_init for C programs, with MPICH's signature.
+//
 //export MPI_Allgather_init
 func MPI_Allgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAllgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
 }
 
+// PMPI_Allgather_init is MPI_Allgather_init for C programs, with MPICH's signature.
+//
 //export PMPI_Allgather_init
 func PMPI_Allgather_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAllgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
 }
 
+// cAllgatherv decodes MPI_Allgatherv's handles and runs its translation.
 func cAllgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Allgatherv")
 	const fn = "MPI_Allgatherv"
@@ -1482,16 +1863,21 @@ func cAllgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbu
 	return done(comm_, allgatherv(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, recvcounts, displs, int32(recvtype), comm_))
 }
 
+// MPI_Allgatherv is MPI_Allgatherv for C programs, with MPICH's signature.
+//
 //export MPI_Allgatherv
 func MPI_Allgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int) C.int {
 	return cAllgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
 }
 
+// PMPI_Allgatherv is MPI_Allgatherv for C programs, with MPICH's signature.
+//
 //export PMPI_Allgatherv
 func PMPI_Allgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int) C.int {
 	return cAllgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
 }
 
+// cIallgatherv decodes MPI_Iallgatherv's handles and runs its translation.
 func cIallgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Iallgatherv")
 	const fn = "MPI_Iallgatherv"
@@ -1502,16 +1888,21 @@ func cIallgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvb
 	return done(comm_, allgatherv(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, recvcounts, displs, int32(recvtype), comm_))
 }
 
+// MPI_Iallgatherv is MPI_Iallgatherv for C programs, with MPICH's signature.
+//
 //export MPI_Iallgatherv
 func MPI_Iallgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
 }
 
+// PMPI_Iallgatherv is MPI_Iallgatherv for C programs, with MPICH's signature.
+//
 //export PMPI_Iallgatherv
 func PMPI_Iallgatherv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
 }
 
+// cAllgatherv_init decodes MPI_Allgatherv_init's handles and runs its translation.
 func cAllgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Allgatherv_init")
 	const fn = "MPI_Allgatherv_init"
@@ -1522,16 +1913,21 @@ func cAllgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, r
 	return done(comm_, allgatherv(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, recvcounts, displs, int32(recvtype), comm_))
 }
 
+// MPI_Allgatherv_init is MPI_Allgatherv_init for C programs, with MPICH's signature.
+//
 //export MPI_Allgatherv_init
 func MPI_Allgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAllgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
 }
 
+// PMPI_Allgatherv_init is MPI_Allgatherv_init for C programs, with MPICH's signature.
+//
 //export PMPI_Allgatherv_init
 func PMPI_Allgatherv_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, displs *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAllgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
 }
 
+// cAlltoall decodes MPI_Alltoall's handles and runs its translation.
 func cAlltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Alltoall")
 	const fn = "MPI_Alltoall"
@@ -1542,16 +1938,21 @@ func cAlltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf 
 	return done(comm_, alltoall(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Alltoall is MPI_Alltoall for C programs, with MPICH's signature.
+//
 //export MPI_Alltoall
 func MPI_Alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
 	return cAlltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
+// PMPI_Alltoall is MPI_Alltoall for C programs, with MPICH's signature.
+//
 //export PMPI_Alltoall
 func PMPI_Alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
 	return cAlltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
+// cIalltoall decodes MPI_Ialltoall's handles and runs its translation.
 func cIalltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ialltoall")
 	const fn = "MPI_Ialltoall"
@@ -1562,16 +1963,21 @@ func cIalltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf
 	return done(comm_, alltoall(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Ialltoall is MPI_Ialltoall for C programs, with MPICH's signature.
+//
 //export MPI_Ialltoall
 func MPI_Ialltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIalltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
+// PMPI_Ialltoall is MPI_Ialltoall for C programs, with MPICH's signature.
+//
 //export PMPI_Ialltoall
 func PMPI_Ialltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIalltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
+// cAlltoall_init decodes MPI_Alltoall_init's handles and runs its translation.
 func cAlltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Alltoall_init")
 	const fn = "MPI_Alltoall_init"
@@ -1582,16 +1988,21 @@ func cAlltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, rec
 	return done(comm_, alltoall(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Alltoall_init is MPI_Alltoall_init for C programs, with MPICH's signature.
+//
 //export MPI_Alltoall_init
 func MPI_Alltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAlltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
 }
 
+// PMPI_Alltoall_init is MPI_Alltoall_init for C programs, with MPICH's signature.
+//
 //export PMPI_Alltoall_init
 func PMPI_Alltoall_init(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAlltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
 }
 
+// cAlltoallv decodes MPI_Alltoallv's handles and runs its translation.
 func cAlltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Alltoallv")
 	const fn = "MPI_Alltoallv"
@@ -1602,16 +2013,21 @@ func cAlltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendt
 	return done(comm_, alltoallv(blocking, nil, sendbuf, sendcounts, sdispls, int32(sendtype), recvbuf, recvcounts, rdispls, int32(recvtype), comm_))
 }
 
+// MPI_Alltoallv is MPI_Alltoallv for C programs, with MPICH's signature.
+//
 //export MPI_Alltoallv
 func MPI_Alltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int) C.int {
 	return cAlltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
 }
 
+// PMPI_Alltoallv is MPI_Alltoallv for C programs, with MPICH's signature.
+//
 //export PMPI_Alltoallv
 func PMPI_Alltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int) C.int {
 	return cAlltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
 }
 
+// cIalltoallv decodes MPI_Ialltoallv's handles and runs its translation.
 func cIalltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ialltoallv")
 	const fn = "MPI_Ialltoallv"
@@ -1622,16 +2038,21 @@ func cIalltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, send
 	return done(comm_, alltoallv(nonblocking, request, sendbuf, sendcounts, sdispls, int32(sendtype), recvbuf, recvcounts, rdispls, int32(recvtype), comm_))
 }
 
+// MPI_Ialltoallv is MPI_Ialltoallv for C programs, with MPICH's signature.
+//
 //export MPI_Ialltoallv
 func MPI_Ialltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIalltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
 }
 
+// PMPI_Ialltoallv is MPI_Ialltoallv for C programs, with MPICH's signature.
+//
 //export PMPI_Ialltoallv
 func PMPI_Ialltoallv(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIalltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
 }
 
+// cAlltoallv_init decodes MPI_Alltoallv_init's handles and runs its translation.
 func cAlltoallv_init(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Alltoallv_init")
 	const fn = "MPI_Alltoallv_init"
@@ -1642,16 +2063,21 @@ func cAlltoallv_init(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, 
 	return done(comm_, alltoallv(persistent, request, sendbuf, sendcounts, sdispls, int32(sendtype), recvbuf, recvcounts, rdispls, int32(recvtype), comm_))
 }
 
+// MPI_Alltoallv_init is MPI_Alltoallv_init for C programs, with MPICH's signature.
+//
 //export MPI_Alltoallv_init
 func MPI_Alltoallv_init(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAlltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
 }
 
+// PMPI_Alltoallv_init is MPI_Alltoallv_init for C programs, with MPICH's signature.
+//
 //export PMPI_Alltoallv_init
 func PMPI_Alltoallv_init(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAlltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
 }
 
+// cAlltoallw decodes MPI_Alltoallw's handles and runs its translation.
 func cAlltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Alltoallw")
 	const fn = "MPI_Alltoallw"
@@ -1662,16 +2088,21 @@ func cAlltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendt
 	return done(comm_, alltoallw(blocking, nil, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm_))
 }
 
+// MPI_Alltoallw is MPI_Alltoallw for C programs, with MPICH's signature.
+//
 //export MPI_Alltoallw
 func MPI_Alltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int) C.int {
 	return cAlltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
 }
 
+// PMPI_Alltoallw is MPI_Alltoallw for C programs, with MPICH's signature.
+//
 //export PMPI_Alltoallw
 func PMPI_Alltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int) C.int {
 	return cAlltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
 }
 
+// cIalltoallw decodes MPI_Ialltoallw's handles and runs its translation.
 func cIalltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ialltoallw")
 	const fn = "MPI_Ialltoallw"
@@ -1682,520 +2113,615 @@ func cIalltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, send
 	return done(comm_, alltoallw(nonblocking, request, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm_))
 }
 
+// MPI_Ialltoallw is MPI_Ialltoallw for C programs, with MPICH's signature.
+//
 //export MPI_Ialltoallw
 func MPI_Ialltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int, request *C.int) C.int {
 	return cIalltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
 }
 
+// PMPI_Ialltoallw is MPI_Ialltoallw for C programs, with MPICH's signature.
+//
 //export PMPI_Ialltoallw
 func PMPI_Ialltoallw(sendbuf unsafe.Pointer, sendcounts *C.int, sdispls *C.int, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.int, rdispls *C.int, recvtypes *C.int, comm C.int, request *C.int) C.int {
 	return cIalltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
 }
 
+// cReduce decodes MPI_Reduce's handles and runs its translation.
 func cReduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Reduce")
 	const fn = "MPI_Reduce"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduce(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, int(root), comm_))
 }
 
+// MPI_Reduce is MPI_Reduce for C programs, with MPICH's signature.
+//
 //export MPI_Reduce
 func MPI_Reduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int) C.int {
 	return cReduce(sendbuf, recvbuf, count, datatype, op, root, comm)
 }
 
+// PMPI_Reduce is MPI_Reduce for C programs, with MPICH's signature.
+//
 //export PMPI_Reduce
 func PMPI_Reduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int) C.int {
 	return cReduce(sendbuf, recvbuf, count, datatype, op, root, comm)
 }
 
+// cIreduce decodes MPI_Ireduce's handles and runs its translation.
 func cIreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ireduce")
 	const fn = "MPI_Ireduce"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduce(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, int(root), comm_))
 }
 
+// MPI_Ireduce is MPI_Ireduce for C programs, with MPICH's signature.
+//
 //export MPI_Ireduce
 func MPI_Ireduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIreduce(sendbuf, recvbuf, count, datatype, op, root, comm, request)
 }
 
+// PMPI_Ireduce is MPI_Ireduce for C programs, with MPICH's signature.
+//
 //export PMPI_Ireduce
 func PMPI_Ireduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) C.int {
 	return cIreduce(sendbuf, recvbuf, count, datatype, op, root, comm, request)
 }
 
+// cReduce_init decodes MPI_Reduce_init's handles and runs its translation.
 func cReduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Reduce_init")
 	const fn = "MPI_Reduce_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduce(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, int(root), comm_))
 }
 
+// MPI_Reduce_init is MPI_Reduce_init for C programs, with MPICH's signature.
+//
 //export MPI_Reduce_init
 func MPI_Reduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cReduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
 }
 
+// PMPI_Reduce_init is MPI_Reduce_init for C programs, with MPICH's signature.
+//
 //export PMPI_Reduce_init
 func PMPI_Reduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cReduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
 }
 
+// cAllreduce decodes MPI_Allreduce's handles and runs its translation.
 func cAllreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Allreduce")
 	const fn = "MPI_Allreduce"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, allreduce(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Allreduce is MPI_Allreduce for C programs, with MPICH's signature.
+//
 //export MPI_Allreduce
 func MPI_Allreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cAllreduce(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
+// PMPI_Allreduce is MPI_Allreduce for C programs, with MPICH's signature.
+//
 //export PMPI_Allreduce
 func PMPI_Allreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cAllreduce(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
+// cIallreduce decodes MPI_Iallreduce's handles and runs its translation.
 func cIallreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Iallreduce")
 	const fn = "MPI_Iallreduce"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, allreduce(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Iallreduce is MPI_Iallreduce for C programs, with MPICH's signature.
+//
 //export MPI_Iallreduce
 func MPI_Iallreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIallreduce(sendbuf, recvbuf, count, datatype, op, comm, request)
 }
 
+// PMPI_Iallreduce is MPI_Iallreduce for C programs, with MPICH's signature.
+//
 //export PMPI_Iallreduce
 func PMPI_Iallreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIallreduce(sendbuf, recvbuf, count, datatype, op, comm, request)
 }
 
+// cAllreduce_init decodes MPI_Allreduce_init's handles and runs its translation.
 func cAllreduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Allreduce_init")
 	const fn = "MPI_Allreduce_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, allreduce(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Allreduce_init is MPI_Allreduce_init for C programs, with MPICH's signature.
+//
 //export MPI_Allreduce_init
 func MPI_Allreduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAllreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
 }
 
+// PMPI_Allreduce_init is MPI_Allreduce_init for C programs, with MPICH's signature.
+//
 //export PMPI_Allreduce_init
 func PMPI_Allreduce_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cAllreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
 }
 
+// cScan decodes MPI_Scan's handles and runs its translation.
 func cScan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Scan")
 	const fn = "MPI_Scan"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, scan(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Scan is MPI_Scan for C programs, with MPICH's signature.
+//
 //export MPI_Scan
 func MPI_Scan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cScan(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
+// PMPI_Scan is MPI_Scan for C programs, with MPICH's signature.
+//
 //export PMPI_Scan
 func PMPI_Scan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cScan(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
+// cIscan decodes MPI_Iscan's handles and runs its translation.
 func cIscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Iscan")
 	const fn = "MPI_Iscan"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, scan(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Iscan is MPI_Iscan for C programs, with MPICH's signature.
+//
 //export MPI_Iscan
 func MPI_Iscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIscan(sendbuf, recvbuf, count, datatype, op, comm, request)
 }
 
+// PMPI_Iscan is MPI_Iscan for C programs, with MPICH's signature.
+//
 //export PMPI_Iscan
 func PMPI_Iscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIscan(sendbuf, recvbuf, count, datatype, op, comm, request)
 }
 
+// cScan_init decodes MPI_Scan_init's handles and runs its translation.
 func cScan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Scan_init")
 	const fn = "MPI_Scan_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, scan(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Scan_init is MPI_Scan_init for C programs, with MPICH's signature.
+//
 //export MPI_Scan_init
 func MPI_Scan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cScan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
 }
 
+// PMPI_Scan_init is MPI_Scan_init for C programs, with MPICH's signature.
+//
 //export PMPI_Scan_init
 func PMPI_Scan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cScan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
 }
 
+// cExscan decodes MPI_Exscan's handles and runs its translation.
 func cExscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Exscan")
 	const fn = "MPI_Exscan"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, exscan(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Exscan is MPI_Exscan for C programs, with MPICH's signature.
+//
 //export MPI_Exscan
 func MPI_Exscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cExscan(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
+// PMPI_Exscan is MPI_Exscan for C programs, with MPICH's signature.
+//
 //export PMPI_Exscan
 func PMPI_Exscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cExscan(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
+// cIexscan decodes MPI_Iexscan's handles and runs its translation.
 func cIexscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Iexscan")
 	const fn = "MPI_Iexscan"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, exscan(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Iexscan is MPI_Iexscan for C programs, with MPICH's signature.
+//
 //export MPI_Iexscan
 func MPI_Iexscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIexscan(sendbuf, recvbuf, count, datatype, op, comm, request)
 }
 
+// PMPI_Iexscan is MPI_Iexscan for C programs, with MPICH's signature.
+//
 //export PMPI_Iexscan
 func PMPI_Iexscan(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIexscan(sendbuf, recvbuf, count, datatype, op, comm, request)
 }
 
+// cExscan_init decodes MPI_Exscan_init's handles and runs its translation.
 func cExscan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Exscan_init")
 	const fn = "MPI_Exscan_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, exscan(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Exscan_init is MPI_Exscan_init for C programs, with MPICH's signature.
+//
 //export MPI_Exscan_init
 func MPI_Exscan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cExscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
 }
 
+// PMPI_Exscan_init is MPI_Exscan_init for C programs, with MPICH's signature.
+//
 //export PMPI_Exscan_init
 func PMPI_Exscan_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cExscan_init(sendbuf, recvbuf, count, datatype, op, comm, info, request)
 }
 
+// cReduce_scatter_block decodes MPI_Reduce_scatter_block's handles and runs its translation.
 func cReduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Reduce_scatter_block")
 	const fn = "MPI_Reduce_scatter_block"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduceScatterBlock(blocking, nil, sendbuf, recvbuf, int(recvcount), datatype_, op_, comm_))
 }
 
+// MPI_Reduce_scatter_block is MPI_Reduce_scatter_block for C programs, with MPICH's signature.
+//
 //export MPI_Reduce_scatter_block
 func MPI_Reduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cReduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)
 }
 
+// PMPI_Reduce_scatter_block is MPI_Reduce_scatter_block for C programs, with MPICH's signature.
+//
 //export PMPI_Reduce_scatter_block
 func PMPI_Reduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cReduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)
 }
 
+// cIreduce_scatter_block decodes MPI_Ireduce_scatter_block's handles and runs its translation.
 func cIreduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ireduce_scatter_block")
 	const fn = "MPI_Ireduce_scatter_block"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduceScatterBlock(nonblocking, request, sendbuf, recvbuf, int(recvcount), datatype_, op_, comm_))
 }
 
+// MPI_Ireduce_scatter_block is MPI_Ireduce_scatter_block for C programs, with MPICH's signature.
+//
 //export MPI_Ireduce_scatter_block
 func MPI_Ireduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIreduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
 }
 
+// PMPI_Ireduce_scatter_block is MPI_Ireduce_scatter_block for C programs, with MPICH's signature.
+//
 //export PMPI_Ireduce_scatter_block
 func PMPI_Ireduce_scatter_block(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIreduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
 }
 
+// cReduce_scatter_block_init decodes MPI_Reduce_scatter_block_init's handles and runs its translation.
 func cReduce_scatter_block_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Reduce_scatter_block_init")
 	const fn = "MPI_Reduce_scatter_block_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduceScatterBlock(persistent, request, sendbuf, recvbuf, int(recvcount), datatype_, op_, comm_))
 }
 
+// MPI_Reduce_scatter_block_init is MPI_Reduce_scatter_block_init for C programs, with MPICH's signature.
+//
 //export MPI_Reduce_scatter_block_init
 func MPI_Reduce_scatter_block_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cReduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
 }
 
+// PMPI_Reduce_scatter_block_init is MPI_Reduce_scatter_block_init for C programs, with MPICH's signature.
+//
 //export PMPI_Reduce_scatter_block_init
 func PMPI_Reduce_scatter_block_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cReduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
 }
 
+// cReduce_scatter decodes MPI_Reduce_scatter's handles and runs its translation.
 func cReduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Reduce_scatter")
 	const fn = "MPI_Reduce_scatter"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduceScatter(blocking, nil, sendbuf, recvbuf, recvcounts, datatype_, op_, comm_))
 }
 
+// MPI_Reduce_scatter is MPI_Reduce_scatter for C programs, with MPICH's signature.
+//
 //export MPI_Reduce_scatter
 func MPI_Reduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cReduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
 }
 
+// PMPI_Reduce_scatter is MPI_Reduce_scatter for C programs, with MPICH's signature.
+//
 //export PMPI_Reduce_scatter
 func PMPI_Reduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int) C.int {
 	return cReduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
 }
 
+// cIreduce_scatter decodes MPI_Ireduce_scatter's handles and runs its translation.
 func cIreduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ireduce_scatter")
 	const fn = "MPI_Ireduce_scatter"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduceScatter(nonblocking, request, sendbuf, recvbuf, recvcounts, datatype_, op_, comm_))
 }
 
+// MPI_Ireduce_scatter is MPI_Ireduce_scatter for C programs, with MPICH's signature.
+//
 //export MPI_Ireduce_scatter
 func MPI_Ireduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIreduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
 }
 
+// PMPI_Ireduce_scatter is MPI_Ireduce_scatter for C programs, with MPICH's signature.
+//
 //export PMPI_Ireduce_scatter
 func PMPI_Ireduce_scatter(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
 	return cIreduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
 }
 
+// cReduce_scatter_init decodes MPI_Reduce_scatter_init's handles and runs its translation.
 func cReduce_scatter_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Reduce_scatter_init")
 	const fn = "MPI_Reduce_scatter_init"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduceScatter(persistent, request, sendbuf, recvbuf, recvcounts, datatype_, op_, comm_))
 }
 
+// MPI_Reduce_scatter_init is MPI_Reduce_scatter_init for C programs, with MPICH's signature.
+//
 //export MPI_Reduce_scatter_init
 func MPI_Reduce_scatter_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cReduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
 }
 
+// PMPI_Reduce_scatter_init is MPI_Reduce_scatter_init for C programs, with MPICH's signature.
+//
 //export PMPI_Reduce_scatter_init
 func PMPI_Reduce_scatter_init(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.int, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
 	return cReduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
 }
 
+// cReduce_local decodes MPI_Reduce_local's handles and runs its translation.
 func cReduce_local(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.int, datatype C.int, op C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Reduce_local")
 	const fn = "MPI_Reduce_local"
@@ -2210,16 +2736,21 @@ func cReduce_local(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.int, d
 	return done(nil, xReduce_local(inbuf, inoutbuf, int(count), datatype_, op_))
 }
 
+// MPI_Reduce_local is MPI_Reduce_local for C programs, with MPICH's signature.
+//
 //export MPI_Reduce_local
 func MPI_Reduce_local(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.int, datatype C.int, op C.int) C.int {
 	return cReduce_local(inbuf, inoutbuf, count, datatype, op)
 }
 
+// PMPI_Reduce_local is MPI_Reduce_local for C programs, with MPICH's signature.
+//
 //export PMPI_Reduce_local
 func PMPI_Reduce_local(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.int, datatype C.int, op C.int) C.int {
 	return cReduce_local(inbuf, inoutbuf, count, datatype, op)
 }
 
+// cNeighbor_allgather decodes MPI_Neighbor_allgather's handles and runs its translation.
 func cNeighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Neighbor_allgather")
 	const fn = "MPI_Neighbor_allgather"
@@ -2230,16 +2761,21 @@ func cNeighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int
 	return done(comm_, neighborAllgather(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Neighbor_allgather is MPI_Neighbor_allgather for C programs, with MPICH's signature.
+//
 //export MPI_Neighbor_allgather
 func MPI_Neighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
 	return cNeighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
+// PMPI_Neighbor_allgather is MPI_Neighbor_allgather for C programs, with MPICH's signature.
+//
 //export PMPI_Neighbor_allgather
 func PMPI_Neighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
 	return cNeighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
+// cIneighbor_allgather decodes MPI_Ineighbor_allgather's handles and runs its translation.
 func cIneighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ineighbor_allgather")
 	const fn = "MPI_Ineighbor_allgather"
@@ -2250,16 +2786,21 @@ func cIneighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.in
 	return done(comm_, neighborAllgather(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Ineighbor_allgather is MPI_Ineighbor_allgather for C programs, with MPICH's signature.
+//
 //export MPI_Ineighbor_allgather
 func MPI_Ineighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIneighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
+// PMPI_Ineighbor_allgather is MPI_Ineighbor_allgather for C programs, with MPICH's signature.
+//
 //export PMPI_Ineighbor_allgather
 func PMPI_Ineighbor_allgather(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIneighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
+// cNeighbor_alltoall decodes MPI_Neighbor_alltoall's handles and runs its translation.
 func cNeighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Neighbor_alltoall")
 	const fn = "MPI_Neighbor_alltoall"
@@ -2270,16 +2811,21 @@ func cNeighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int,
 	return done(comm_, neighborAlltoall(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Neighbor_alltoall is MPI_Neighbor_alltoall for C programs, with MPICH's signature.
+//
 //export MPI_Neighbor_alltoall
 func MPI_Neighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
 	return cNeighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
+// PMPI_Neighbor_alltoall is MPI_Neighbor_alltoall for C programs, with MPICH's signature.
+//
 //export PMPI_Neighbor_alltoall
 func PMPI_Neighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int) C.int {
 	return cNeighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
 }
 
+// cIneighbor_alltoall decodes MPI_Ineighbor_alltoall's handles and runs its translation.
 func cIneighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ineighbor_alltoall")
 	const fn = "MPI_Ineighbor_alltoall"
@@ -2290,46 +2836,61 @@ func cIneighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int
 	return done(comm_, neighborAlltoall(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
 }
 
+// MPI_Ineighbor_alltoall is MPI_Ineighbor_alltoall for C programs, with MPICH's signature.
+//
 //export MPI_Ineighbor_alltoall
 func MPI_Ineighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIneighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
+// PMPI_Ineighbor_alltoall is MPI_Ineighbor_alltoall for C programs, with MPICH's signature.
+//
 //export PMPI_Ineighbor_alltoall
 func PMPI_Ineighbor_alltoall(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, comm C.int, request *C.int) C.int {
 	return cIneighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
 }
 
+// cOp_create decodes MPI_Op_create's handles and runs its translation.
 func cOp_create(user_fn unsafe.Pointer, commute C.int, op *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Op_create")
 	return done(nil, xOp_create(user_fn, int(commute), op))
 }
 
+// MPI_Op_create is MPI_Op_create for C programs, with MPICH's signature.
+//
 //export MPI_Op_create
 func MPI_Op_create(user_fn unsafe.Pointer, commute C.int, op *C.int) C.int {
 	return cOp_create(user_fn, commute, op)
 }
 
+// PMPI_Op_create is MPI_Op_create for C programs, with MPICH's signature.
+//
 //export PMPI_Op_create
 func PMPI_Op_create(user_fn unsafe.Pointer, commute C.int, op *C.int) C.int {
 	return cOp_create(user_fn, commute, op)
 }
 
+// cOp_free decodes MPI_Op_free's handles and runs its translation.
 func cOp_free(op *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Op_free")
 	return done(nil, xOp_free(op))
 }
 
+// MPI_Op_free is MPI_Op_free for C programs, with MPICH's signature.
+//
 //export MPI_Op_free
 func MPI_Op_free(op *C.int) C.int {
 	return cOp_free(op)
 }
 
+// PMPI_Op_free is MPI_Op_free for C programs, with MPICH's signature.
+//
 //export PMPI_Op_free
 func PMPI_Op_free(op *C.int) C.int {
 	return cOp_free(op)
 }
 
+// cOp_commutative decodes MPI_Op_commutative's handles and runs its translation.
 func cOp_commutative(op C.int, commute *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Op_commutative")
 	const fn = "MPI_Op_commutative"
@@ -2340,16 +2901,21 @@ func cOp_commutative(op C.int, commute *C.int) (rc C.int) {
 	return done(nil, xOp_commutative(op_, commute))
 }
 
+// MPI_Op_commutative is MPI_Op_commutative for C programs, with MPICH's signature.
+//
 //export MPI_Op_commutative
 func MPI_Op_commutative(op C.int, commute *C.int) C.int {
 	return cOp_commutative(op, commute)
 }
 
+// PMPI_Op_commutative is MPI_Op_commutative for C programs, with MPICH's signature.
+//
 //export PMPI_Op_commutative
 func PMPI_Op_commutative(op C.int, commute *C.int) C.int {
 	return cOp_commutative(op, commute)
 }
 
+// cType_contiguous decodes MPI_Type_contiguous's handles and runs its translation.
 func cType_contiguous(count C.int, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_contiguous")
 	const fn = "MPI_Type_contiguous"
@@ -2360,16 +2926,21 @@ func cType_contiguous(count C.int, oldtype C.int, newtype *C.int) (rc C.int) {
 	return done(nil, xType_contiguous(int(count), oldtype_, newtype))
 }
 
+// MPI_Type_contiguous is MPI_Type_contiguous for C programs, with MPICH's signature.
+//
 //export MPI_Type_contiguous
 func MPI_Type_contiguous(count C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_contiguous(count, oldtype, newtype)
 }
 
+// PMPI_Type_contiguous is MPI_Type_contiguous for C programs, with MPICH's signature.
+//
 //export PMPI_Type_contiguous
 func PMPI_Type_contiguous(count C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_contiguous(count, oldtype, newtype)
 }
 
+// cType_vector decodes MPI_Type_vector's handles and runs its translation.
 func cType_vector(count C.int, blocklength C.int, stride C.int, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_vector")
 	const fn = "MPI_Type_vector"
@@ -2380,16 +2951,21 @@ func cType_vector(count C.int, blocklength C.int, stride C.int, oldtype C.int, n
 	return done(nil, xType_vector(int(count), int(blocklength), int(stride), oldtype_, newtype))
 }
 
+// MPI_Type_vector is MPI_Type_vector for C programs, with MPICH's signature.
+//
 //export MPI_Type_vector
 func MPI_Type_vector(count C.int, blocklength C.int, stride C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_vector(count, blocklength, stride, oldtype, newtype)
 }
 
+// PMPI_Type_vector is MPI_Type_vector for C programs, with MPICH's signature.
+//
 //export PMPI_Type_vector
 func PMPI_Type_vector(count C.int, blocklength C.int, stride C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_vector(count, blocklength, stride, oldtype, newtype)
 }
 
+// cType_create_hvector decodes MPI_Type_create_hvector's handles and runs its translation.
 func cType_create_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_create_hvector")
 	const fn = "MPI_Type_create_hvector"
@@ -2400,16 +2976,21 @@ func cType_create_hvector(count C.int, blocklength C.int, stride C.long, oldtype
 	return done(nil, xType_create_hvector(int(count), int(blocklength), int(stride), oldtype_, newtype))
 }
 
+// MPI_Type_create_hvector is MPI_Type_create_hvector for C programs, with MPICH's signature.
+//
 //export MPI_Type_create_hvector
 func MPI_Type_create_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_hvector(count, blocklength, stride, oldtype, newtype)
 }
 
+// PMPI_Type_create_hvector is MPI_Type_create_hvector for C programs, with MPICH's signature.
+//
 //export PMPI_Type_create_hvector
 func PMPI_Type_create_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_hvector(count, blocklength, stride, oldtype, newtype)
 }
 
+// cType_indexed decodes MPI_Type_indexed's handles and runs its translation.
 func cType_indexed(count C.int, blocklengths *C.int, displacements *C.int, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_indexed")
 	const fn = "MPI_Type_indexed"
@@ -2420,16 +3001,21 @@ func cType_indexed(count C.int, blocklengths *C.int, displacements *C.int, oldty
 	return done(nil, xType_indexed(int(count), blocklengths, displacements, oldtype_, newtype))
 }
 
+// MPI_Type_indexed is MPI_Type_indexed for C programs, with MPICH's signature.
+//
 //export MPI_Type_indexed
 func MPI_Type_indexed(count C.int, blocklengths *C.int, displacements *C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_indexed(count, blocklengths, displacements, oldtype, newtype)
 }
 
+// PMPI_Type_indexed is MPI_Type_indexed for C programs, with MPICH's signature.
+//
 //export PMPI_Type_indexed
 func PMPI_Type_indexed(count C.int, blocklengths *C.int, displacements *C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_indexed(count, blocklengths, displacements, oldtype, newtype)
 }
 
+// cType_create_hindexed decodes MPI_Type_create_hindexed's handles and runs its translation.
 func cType_create_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_create_hindexed")
 	const fn = "MPI_Type_create_hindexed"
@@ -2440,16 +3026,21 @@ func cType_create_hindexed(count C.int, blocklengths *C.int, displacements *C.lo
 	return done(nil, xType_create_hindexed(int(count), blocklengths, displacements, oldtype_, newtype))
 }
 
+// MPI_Type_create_hindexed is MPI_Type_create_hindexed for C programs, with MPICH's signature.
+//
 //export MPI_Type_create_hindexed
 func MPI_Type_create_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_hindexed(count, blocklengths, displacements, oldtype, newtype)
 }
 
+// PMPI_Type_create_hindexed is MPI_Type_create_hindexed for C programs, with MPICH's signature.
+//
 //export PMPI_Type_create_hindexed
 func PMPI_Type_create_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_hindexed(count, blocklengths, displacements, oldtype, newtype)
 }
 
+// cType_create_indexed_block decodes MPI_Type_create_indexed_block's handles and runs its translation.
 func cType_create_indexed_block(count C.int, blocklength C.int, displacements *C.int, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_create_indexed_block")
 	const fn = "MPI_Type_create_indexed_block"
@@ -2460,16 +3051,21 @@ func cType_create_indexed_block(count C.int, blocklength C.int, displacements *C
 	return done(nil, xType_create_indexed_block(int(count), int(blocklength), displacements, oldtype_, newtype))
 }
 
+// MPI_Type_create_indexed_block is MPI_Type_create_indexed_block for C programs, with MPICH's signature.
+//
 //export MPI_Type_create_indexed_block
 func MPI_Type_create_indexed_block(count C.int, blocklength C.int, displacements *C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_indexed_block(count, blocklength, displacements, oldtype, newtype)
 }
 
+// PMPI_Type_create_indexed_block is MPI_Type_create_indexed_block for C programs, with MPICH's signature.
+//
 //export PMPI_Type_create_indexed_block
 func PMPI_Type_create_indexed_block(count C.int, blocklength C.int, displacements *C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_indexed_block(count, blocklength, displacements, oldtype, newtype)
 }
 
+// cType_create_hindexed_block decodes MPI_Type_create_hindexed_block's handles and runs its translation.
 func cType_create_hindexed_block(count C.int, blocklength C.int, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_create_hindexed_block")
 	const fn = "MPI_Type_create_hindexed_block"
@@ -2480,31 +3076,41 @@ func cType_create_hindexed_block(count C.int, blocklength C.int, displacements *
 	return done(nil, xType_create_hindexed_block(int(count), int(blocklength), displacements, oldtype_, newtype))
 }
 
+// MPI_Type_create_hindexed_block is MPI_Type_create_hindexed_block for C programs, with MPICH's signature.
+//
 //export MPI_Type_create_hindexed_block
 func MPI_Type_create_hindexed_block(count C.int, blocklength C.int, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_hindexed_block(count, blocklength, displacements, oldtype, newtype)
 }
 
+// PMPI_Type_create_hindexed_block is MPI_Type_create_hindexed_block for C programs, with MPICH's signature.
+//
 //export PMPI_Type_create_hindexed_block
 func PMPI_Type_create_hindexed_block(count C.int, blocklength C.int, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_hindexed_block(count, blocklength, displacements, oldtype, newtype)
 }
 
+// cType_create_struct decodes MPI_Type_create_struct's handles and runs its translation.
 func cType_create_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_create_struct")
 	return done(nil, xType_create_struct(int(count), blocklengths, displacements, types, newtype))
 }
 
+// MPI_Type_create_struct is MPI_Type_create_struct for C programs, with MPICH's signature.
+//
 //export MPI_Type_create_struct
 func MPI_Type_create_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) C.int {
 	return cType_create_struct(count, blocklengths, displacements, types, newtype)
 }
 
+// PMPI_Type_create_struct is MPI_Type_create_struct for C programs, with MPICH's signature.
+//
 //export PMPI_Type_create_struct
 func PMPI_Type_create_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) C.int {
 	return cType_create_struct(count, blocklengths, displacements, types, newtype)
 }
 
+// cType_create_subarray decodes MPI_Type_create_subarray's handles and runs its translation.
 func cType_create_subarray(ndims C.int, sizes *C.int, subsizes *C.int, starts *C.int, order C.int, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_create_subarray")
 	const fn = "MPI_Type_create_subarray"
@@ -2515,16 +3121,21 @@ func cType_create_subarray(ndims C.int, sizes *C.int, subsizes *C.int, starts *C
 	return done(nil, xType_create_subarray(int(ndims), sizes, subsizes, starts, int(order), oldtype_, newtype))
 }
 
+// MPI_Type_create_subarray is MPI_Type_create_subarray for C programs, with MPICH's signature.
+//
 //export MPI_Type_create_subarray
 func MPI_Type_create_subarray(ndims C.int, sizes *C.int, subsizes *C.int, starts *C.int, order C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_subarray(ndims, sizes, subsizes, starts, order, oldtype, newtype)
 }
 
+// PMPI_Type_create_subarray is MPI_Type_create_subarray for C programs, with MPICH's signature.
+//
 //export PMPI_Type_create_subarray
 func PMPI_Type_create_subarray(ndims C.int, sizes *C.int, subsizes *C.int, starts *C.int, order C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_subarray(ndims, sizes, subsizes, starts, order, oldtype, newtype)
 }
 
+// cType_create_darray decodes MPI_Type_create_darray's handles and runs its translation.
 func cType_create_darray(size C.int, rank C.int, ndims C.int, gsizes *C.int, distribs *C.int, dargs *C.int, psizes *C.int, order C.int, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_create_darray")
 	const fn = "MPI_Type_create_darray"
@@ -2535,16 +3146,21 @@ func cType_create_darray(size C.int, rank C.int, ndims C.int, gsizes *C.int, dis
 	return done(nil, xType_create_darray(int(size), int(rank), int(ndims), gsizes, distribs, dargs, psizes, int(order), oldtype_, newtype))
 }
 
+// MPI_Type_create_darray is MPI_Type_create_darray for C programs, with MPICH's signature.
+//
 //export MPI_Type_create_darray
 func MPI_Type_create_darray(size C.int, rank C.int, ndims C.int, gsizes *C.int, distribs *C.int, dargs *C.int, psizes *C.int, order C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_darray(size, rank, ndims, gsizes, distribs, dargs, psizes, order, oldtype, newtype)
 }
 
+// PMPI_Type_create_darray is MPI_Type_create_darray for C programs, with MPICH's signature.
+//
 //export PMPI_Type_create_darray
 func PMPI_Type_create_darray(size C.int, rank C.int, ndims C.int, gsizes *C.int, distribs *C.int, dargs *C.int, psizes *C.int, order C.int, oldtype C.int, newtype *C.int) C.int {
 	return cType_create_darray(size, rank, ndims, gsizes, distribs, dargs, psizes, order, oldtype, newtype)
 }
 
+// cType_create_resized decodes MPI_Type_create_resized's handles and runs its translation.
 func cType_create_resized(oldtype C.int, lb C.long, extent C.long, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_create_resized")
 	const fn = "MPI_Type_create_resized"
@@ -2555,16 +3171,21 @@ func cType_create_resized(oldtype C.int, lb C.long, extent C.long, newtype *C.in
 	return done(nil, xType_create_resized(oldtype_, int(lb), int(extent), newtype))
 }
 
+// MPI_Type_create_resized is MPI_Type_create_resized for C programs, with MPICH's signature.
+//
 //export MPI_Type_create_resized
 func MPI_Type_create_resized(oldtype C.int, lb C.long, extent C.long, newtype *C.int) C.int {
 	return cType_create_resized(oldtype, lb, extent, newtype)
 }
 
+// PMPI_Type_create_resized is MPI_Type_create_resized for C programs, with MPICH's signature.
+//
 //export PMPI_Type_create_resized
 func PMPI_Type_create_resized(oldtype C.int, lb C.long, extent C.long, newtype *C.int) C.int {
 	return cType_create_resized(oldtype, lb, extent, newtype)
 }
 
+// cType_dup decodes MPI_Type_dup's handles and runs its translation.
 func cType_dup(oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_dup")
 	const fn = "MPI_Type_dup"
@@ -2575,46 +3196,61 @@ func cType_dup(oldtype C.int, newtype *C.int) (rc C.int) {
 	return done(nil, xType_dup(oldtype_, newtype))
 }
 
+// MPI_Type_dup is MPI_Type_dup for C programs, with MPICH's signature.
+//
 //export MPI_Type_dup
 func MPI_Type_dup(oldtype C.int, newtype *C.int) C.int {
 	return cType_dup(oldtype, newtype)
 }
 
+// PMPI_Type_dup is MPI_Type_dup for C programs, with MPICH's signature.
+//
 //export PMPI_Type_dup
 func PMPI_Type_dup(oldtype C.int, newtype *C.int) C.int {
 	return cType_dup(oldtype, newtype)
 }
 
+// cType_commit decodes MPI_Type_commit's handles and runs its translation.
 func cType_commit(datatype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_commit")
 	return done(nil, xType_commit(datatype))
 }
 
+// MPI_Type_commit is MPI_Type_commit for C programs, with MPICH's signature.
+//
 //export MPI_Type_commit
 func MPI_Type_commit(datatype *C.int) C.int {
 	return cType_commit(datatype)
 }
 
+// PMPI_Type_commit is MPI_Type_commit for C programs, with MPICH's signature.
+//
 //export PMPI_Type_commit
 func PMPI_Type_commit(datatype *C.int) C.int {
 	return cType_commit(datatype)
 }
 
+// cType_free decodes MPI_Type_free's handles and runs its translation.
 func cType_free(datatype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_free")
 	return done(nil, xType_free(datatype))
 }
 
+// MPI_Type_free is MPI_Type_free for C programs, with MPICH's signature.
+//
 //export MPI_Type_free
 func MPI_Type_free(datatype *C.int) C.int {
 	return cType_free(datatype)
 }
 
+// PMPI_Type_free is MPI_Type_free for C programs, with MPICH's signature.
+//
 //export PMPI_Type_free
 func PMPI_Type_free(datatype *C.int) C.int {
 	return cType_free(datatype)
 }
 
+// cType_size decodes MPI_Type_size's handles and runs its translation.
 func cType_size(datatype C.int, size *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_size")
 	const fn = "MPI_Type_size"
@@ -2625,16 +3261,21 @@ func cType_size(datatype C.int, size *C.int) (rc C.int) {
 	return done(nil, xType_size(datatype_, size))
 }
 
+// MPI_Type_size is MPI_Type_size for C programs, with MPICH's signature.
+//
 //export MPI_Type_size
 func MPI_Type_size(datatype C.int, size *C.int) C.int {
 	return cType_size(datatype, size)
 }
 
+// PMPI_Type_size is MPI_Type_size for C programs, with MPICH's signature.
+//
 //export PMPI_Type_size
 func PMPI_Type_size(datatype C.int, size *C.int) C.int {
 	return cType_size(datatype, size)
 }
 
+// cType_size_x decodes MPI_Type_size_x's handles and runs its translation.
 func cType_size_x(datatype C.int, size *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_size_x")
 	const fn = "MPI_Type_size_x"
@@ -2645,16 +3286,21 @@ func cType_size_x(datatype C.int, size *C.long) (rc C.int) {
 	return done(nil, xType_size_x(datatype_, size))
 }
 
+// MPI_Type_size_x is MPI_Type_size_x for C programs, with MPICH's signature.
+//
 //export MPI_Type_size_x
 func MPI_Type_size_x(datatype C.int, size *C.long) C.int {
 	return cType_size_x(datatype, size)
 }
 
+// PMPI_Type_size_x is MPI_Type_size_x for C programs, with MPICH's signature.
+//
 //export PMPI_Type_size_x
 func PMPI_Type_size_x(datatype C.int, size *C.long) C.int {
 	return cType_size_x(datatype, size)
 }
 
+// cType_get_extent decodes MPI_Type_get_extent's handles and runs its translation.
 func cType_get_extent(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_get_extent")
 	const fn = "MPI_Type_get_extent"
@@ -2665,16 +3311,21 @@ func cType_get_extent(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
 	return done(nil, xType_get_extent(datatype_, lb, extent))
 }
 
+// MPI_Type_get_extent is MPI_Type_get_extent for C programs, with MPICH's signature.
+//
 //export MPI_Type_get_extent
 func MPI_Type_get_extent(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_extent(datatype, lb, extent)
 }
 
+// PMPI_Type_get_extent is MPI_Type_get_extent for C programs, with MPICH's signature.
+//
 //export PMPI_Type_get_extent
 func PMPI_Type_get_extent(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_extent(datatype, lb, extent)
 }
 
+// cType_get_extent_x decodes MPI_Type_get_extent_x's handles and runs its translation.
 func cType_get_extent_x(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_get_extent_x")
 	const fn = "MPI_Type_get_extent_x"
@@ -2685,16 +3336,21 @@ func cType_get_extent_x(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
 	return done(nil, xType_get_extent_x(datatype_, lb, extent))
 }
 
+// MPI_Type_get_extent_x is MPI_Type_get_extent_x for C programs, with MPICH's signature.
+//
 //export MPI_Type_get_extent_x
 func MPI_Type_get_extent_x(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_extent_x(datatype, lb, extent)
 }
 
+// PMPI_Type_get_extent_x is MPI_Type_get_extent_x for C programs, with MPICH's signature.
+//
 //export PMPI_Type_get_extent_x
 func PMPI_Type_get_extent_x(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_extent_x(datatype, lb, extent)
 }
 
+// cType_get_true_extent decodes MPI_Type_get_true_extent's handles and runs its translation.
 func cType_get_true_extent(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_get_true_extent")
 	const fn = "MPI_Type_get_true_extent"
@@ -2705,16 +3361,21 @@ func cType_get_true_extent(datatype C.int, lb *C.long, extent *C.long) (rc C.int
 	return done(nil, xType_get_true_extent(datatype_, lb, extent))
 }
 
+// MPI_Type_get_true_extent is MPI_Type_get_true_extent for C programs, with MPICH's signature.
+//
 //export MPI_Type_get_true_extent
 func MPI_Type_get_true_extent(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_true_extent(datatype, lb, extent)
 }
 
+// PMPI_Type_get_true_extent is MPI_Type_get_true_extent for C programs, with MPICH's signature.
+//
 //export PMPI_Type_get_true_extent
 func PMPI_Type_get_true_extent(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_true_extent(datatype, lb, extent)
 }
 
+// cType_get_true_extent_x decodes MPI_Type_get_true_extent_x's handles and runs its translation.
 func cType_get_true_extent_x(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_get_true_extent_x")
 	const fn = "MPI_Type_get_true_extent_x"
@@ -2725,16 +3386,21 @@ func cType_get_true_extent_x(datatype C.int, lb *C.long, extent *C.long) (rc C.i
 	return done(nil, xType_get_true_extent_x(datatype_, lb, extent))
 }
 
+// MPI_Type_get_true_extent_x is MPI_Type_get_true_extent_x for C programs, with MPICH's signature.
+//
 //export MPI_Type_get_true_extent_x
 func MPI_Type_get_true_extent_x(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_true_extent_x(datatype, lb, extent)
 }
 
+// PMPI_Type_get_true_extent_x is MPI_Type_get_true_extent_x for C programs, with MPICH's signature.
+//
 //export PMPI_Type_get_true_extent_x
 func PMPI_Type_get_true_extent_x(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_true_extent_x(datatype, lb, extent)
 }
 
+// cType_set_name decodes MPI_Type_set_name's handles and runs its translation.
 func cType_set_name(datatype C.int, name *C.char) (rc C.int) {
 	defer guard(&rc, "MPI_Type_set_name")
 	const fn = "MPI_Type_set_name"
@@ -2745,133 +3411,168 @@ func cType_set_name(datatype C.int, name *C.char) (rc C.int) {
 	return done(nil, xType_set_name(datatype_, name))
 }
 
+// MPI_Type_set_name is MPI_Type_set_name for C programs, with MPICH's signature.
+//
 //export MPI_Type_set_name
 func MPI_Type_set_name(datatype C.int, name *C.char) C.int {
 	return cType_set_name(datatype, name)
 }
 
+// PMPI_Type_set_name is MPI_Type_set_name for C programs, with MPICH's signature.
+//
 //export PMPI_Type_set_name
 func PMPI_Type_set_name(datatype C.int, name *C.char) C.int {
 	return cType_set_name(datatype, name)
 }
 
+// cType_get_name decodes MPI_Type_get_name's handles and runs its translation.
 func cType_get_name(datatype C.int, name *C.char, resultlen *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_get_name")
 	return done(nil, xType_get_name(int32(datatype), name, resultlen))
 }
 
+// MPI_Type_get_name is MPI_Type_get_name for C programs, with MPICH's signature.
+//
 //export MPI_Type_get_name
 func MPI_Type_get_name(datatype C.int, name *C.char, resultlen *C.int) C.int {
 	return cType_get_name(datatype, name, resultlen)
 }
 
+// PMPI_Type_get_name is MPI_Type_get_name for C programs, with MPICH's signature.
+//
 //export PMPI_Type_get_name
 func PMPI_Type_get_name(datatype C.int, name *C.char, resultlen *C.int) C.int {
 	return cType_get_name(datatype, name, resultlen)
 }
 
+// cGet_address decodes MPI_Get_address's handles and runs its translation.
 func cGet_address(location unsafe.Pointer, address *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Get_address")
 	return done(nil, xGet_address(location, address))
 }
 
+// MPI_Get_address is MPI_Get_address for C programs, with MPICH's signature.
+//
 //export MPI_Get_address
 func MPI_Get_address(location unsafe.Pointer, address *C.long) C.int {
 	return cGet_address(location, address)
 }
 
+// PMPI_Get_address is MPI_Get_address for C programs, with MPICH's signature.
+//
 //export PMPI_Get_address
 func PMPI_Get_address(location unsafe.Pointer, address *C.long) C.int {
 	return cGet_address(location, address)
 }
 
+// cAddress decodes MPI_Address's handles and runs its translation.
 func cAddress(location unsafe.Pointer, address *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Address")
 	return done(nil, xAddress(location, address))
 }
 
+// MPI_Address is MPI_Address for C programs, with MPICH's signature.
+//
 //export MPI_Address
 func MPI_Address(location unsafe.Pointer, address *C.long) C.int {
 	return cAddress(location, address)
 }
 
+// PMPI_Address is MPI_Address for C programs, with MPICH's signature.
+//
 //export PMPI_Address
 func PMPI_Address(location unsafe.Pointer, address *C.long) C.int {
 	return cAddress(location, address)
 }
 
+// cPack decodes MPI_Pack's handles and runs its translation.
 func cPack(inbuf unsafe.Pointer, incount C.int, datatype C.int, outbuf unsafe.Pointer, outsize C.int, position *C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Pack")
 	const fn = "MPI_Pack"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xPack(inbuf, int(incount), datatype_, outbuf, int(outsize), position, comm_))
 }
 
+// MPI_Pack is MPI_Pack for C programs, with MPICH's signature.
+//
 //export MPI_Pack
 func MPI_Pack(inbuf unsafe.Pointer, incount C.int, datatype C.int, outbuf unsafe.Pointer, outsize C.int, position *C.int, comm C.int) C.int {
 	return cPack(inbuf, incount, datatype, outbuf, outsize, position, comm)
 }
 
+// PMPI_Pack is MPI_Pack for C programs, with MPICH's signature.
+//
 //export PMPI_Pack
 func PMPI_Pack(inbuf unsafe.Pointer, incount C.int, datatype C.int, outbuf unsafe.Pointer, outsize C.int, position *C.int, comm C.int) C.int {
 	return cPack(inbuf, incount, datatype, outbuf, outsize, position, comm)
 }
 
+// cUnpack decodes MPI_Unpack's handles and runs its translation.
 func cUnpack(inbuf unsafe.Pointer, insize C.int, position *C.int, outbuf unsafe.Pointer, outcount C.int, datatype C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Unpack")
 	const fn = "MPI_Unpack"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xUnpack(inbuf, int(insize), position, outbuf, int(outcount), datatype_, comm_))
 }
 
+// MPI_Unpack is MPI_Unpack for C programs, with MPICH's signature.
+//
 //export MPI_Unpack
 func MPI_Unpack(inbuf unsafe.Pointer, insize C.int, position *C.int, outbuf unsafe.Pointer, outcount C.int, datatype C.int, comm C.int) C.int {
 	return cUnpack(inbuf, insize, position, outbuf, outcount, datatype, comm)
 }
 
+// PMPI_Unpack is MPI_Unpack for C programs, with MPICH's signature.
+//
 //export PMPI_Unpack
 func PMPI_Unpack(inbuf unsafe.Pointer, insize C.int, position *C.int, outbuf unsafe.Pointer, outcount C.int, datatype C.int, comm C.int) C.int {
 	return cUnpack(inbuf, insize, position, outbuf, outcount, datatype, comm)
 }
 
+// cPack_size decodes MPI_Pack_size's handles and runs its translation.
 func cPack_size(incount C.int, datatype C.int, comm C.int, size *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Pack_size")
 	const fn = "MPI_Pack_size"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xPack_size(int(incount), datatype_, comm_, size))
 }
 
+// MPI_Pack_size is MPI_Pack_size for C programs, with MPICH's signature.
+//
 //export MPI_Pack_size
 func MPI_Pack_size(incount C.int, datatype C.int, comm C.int, size *C.int) C.int {
 	return cPack_size(incount, datatype, comm, size)
 }
 
+// PMPI_Pack_size is MPI_Pack_size for C programs, with MPICH's signature.
+//
 //export PMPI_Pack_size
 func PMPI_Pack_size(incount C.int, datatype C.int, comm C.int, size *C.int) C.int {
 	return cPack_size(incount, datatype, comm, size)
 }
 
+// cComm_rank decodes MPI_Comm_rank's handles and runs its translation.
 func cComm_rank(comm C.int, rank *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_rank")
 	const fn = "MPI_Comm_rank"
@@ -2882,16 +3583,21 @@ func cComm_rank(comm C.int, rank *C.int) (rc C.int) {
 	return done(comm_, xComm_rank(comm_, rank))
 }
 
+// MPI_Comm_rank is MPI_Comm_rank for C programs, with MPICH's signature.
+//
 //export MPI_Comm_rank
 func MPI_Comm_rank(comm C.int, rank *C.int) C.int {
 	return cComm_rank(comm, rank)
 }
 
+// PMPI_Comm_rank is MPI_Comm_rank for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_rank
 func PMPI_Comm_rank(comm C.int, rank *C.int) C.int {
 	return cComm_rank(comm, rank)
 }
 
+// cComm_size decodes MPI_Comm_size's handles and runs its translation.
 func cComm_size(comm C.int, size *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_size")
 	const fn = "MPI_Comm_size"
@@ -2902,16 +3608,21 @@ func cComm_size(comm C.int, size *C.int) (rc C.int) {
 	return done(comm_, xComm_size(comm_, size))
 }
 
+// MPI_Comm_size is MPI_Comm_size for C programs, with MPICH's signature.
+//
 //export MPI_Comm_size
 func MPI_Comm_size(comm C.int, size *C.int) C.int {
 	return cComm_size(comm, size)
 }
 
+// PMPI_Comm_size is MPI_Comm_size for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_size
 func PMPI_Comm_size(comm C.int, size *C.int) C.int {
 	return cComm_size(comm, size)
 }
 
+// cComm_dup decodes MPI_Comm_dup's handles and runs its translation.
 func cComm_dup(comm C.int, newcomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_dup")
 	const fn = "MPI_Comm_dup"
@@ -2922,16 +3633,21 @@ func cComm_dup(comm C.int, newcomm *C.int) (rc C.int) {
 	return done(comm_, xComm_dup(comm_, newcomm))
 }
 
+// MPI_Comm_dup is MPI_Comm_dup for C programs, with MPICH's signature.
+//
 //export MPI_Comm_dup
 func MPI_Comm_dup(comm C.int, newcomm *C.int) C.int {
 	return cComm_dup(comm, newcomm)
 }
 
+// PMPI_Comm_dup is MPI_Comm_dup for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_dup
 func PMPI_Comm_dup(comm C.int, newcomm *C.int) C.int {
 	return cComm_dup(comm, newcomm)
 }
 
+// cComm_idup decodes MPI_Comm_idup's handles and runs its translation.
 func cComm_idup(comm C.int, newcomm *C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_idup")
 	const fn = "MPI_Comm_idup"
@@ -2942,16 +3658,21 @@ func cComm_idup(comm C.int, newcomm *C.int, request *C.int) (rc C.int) {
 	return done(comm_, xComm_idup(comm_, newcomm, request))
 }
 
+// MPI_Comm_idup is MPI_Comm_idup for C programs, with MPICH's signature.
+//
 //export MPI_Comm_idup
 func MPI_Comm_idup(comm C.int, newcomm *C.int, request *C.int) C.int {
 	return cComm_idup(comm, newcomm, request)
 }
 
+// PMPI_Comm_idup is MPI_Comm_idup for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_idup
 func PMPI_Comm_idup(comm C.int, newcomm *C.int, request *C.int) C.int {
 	return cComm_idup(comm, newcomm, request)
 }
 
+// cComm_split decodes MPI_Comm_split's handles and runs its translation.
 func cComm_split(comm C.int, color C.int, key C.int, newcomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_split")
 	const fn = "MPI_Comm_split"
@@ -2962,16 +3683,21 @@ func cComm_split(comm C.int, color C.int, key C.int, newcomm *C.int) (rc C.int) 
 	return done(comm_, xComm_split(comm_, int(color), int(key), newcomm))
 }
 
+// MPI_Comm_split is MPI_Comm_split for C programs, with MPICH's signature.
+//
 //export MPI_Comm_split
 func MPI_Comm_split(comm C.int, color C.int, key C.int, newcomm *C.int) C.int {
 	return cComm_split(comm, color, key, newcomm)
 }
 
+// PMPI_Comm_split is MPI_Comm_split for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_split
 func PMPI_Comm_split(comm C.int, color C.int, key C.int, newcomm *C.int) C.int {
 	return cComm_split(comm, color, key, newcomm)
 }
 
+// cComm_split_type decodes MPI_Comm_split_type's handles and runs its translation.
 func cComm_split_type(comm C.int, split_type C.int, key C.int, info C.int, newcomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_split_type")
 	const fn = "MPI_Comm_split_type"
@@ -2982,16 +3708,21 @@ func cComm_split_type(comm C.int, split_type C.int, key C.int, info C.int, newco
 	return done(comm_, xComm_split_type(comm_, int(split_type), int(key), int32(info), newcomm))
 }
 
+// MPI_Comm_split_type is MPI_Comm_split_type for C programs, with MPICH's signature.
+//
 //export MPI_Comm_split_type
 func MPI_Comm_split_type(comm C.int, split_type C.int, key C.int, info C.int, newcomm *C.int) C.int {
 	return cComm_split_type(comm, split_type, key, info, newcomm)
 }
 
+// PMPI_Comm_split_type is MPI_Comm_split_type for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_split_type
 func PMPI_Comm_split_type(comm C.int, split_type C.int, key C.int, info C.int, newcomm *C.int) C.int {
 	return cComm_split_type(comm, split_type, key, info, newcomm)
 }
 
+// cComm_create decodes MPI_Comm_create's handles and runs its translation.
 func cComm_create(comm C.int, group C.int, newcomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_create")
 	const fn = "MPI_Comm_create"
@@ -3006,16 +3737,21 @@ func cComm_create(comm C.int, group C.int, newcomm *C.int) (rc C.int) {
 	return done(comm_, xComm_create(comm_, group_, newcomm))
 }
 
+// MPI_Comm_create is MPI_Comm_create for C programs, with MPICH's signature.
+//
 //export MPI_Comm_create
 func MPI_Comm_create(comm C.int, group C.int, newcomm *C.int) C.int {
 	return cComm_create(comm, group, newcomm)
 }
 
+// PMPI_Comm_create is MPI_Comm_create for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_create
 func PMPI_Comm_create(comm C.int, group C.int, newcomm *C.int) C.int {
 	return cComm_create(comm, group, newcomm)
 }
 
+// cComm_create_group decodes MPI_Comm_create_group's handles and runs its translation.
 func cComm_create_group(comm C.int, group C.int, tag C.int, newcomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_create_group")
 	const fn = "MPI_Comm_create_group"
@@ -3030,31 +3766,41 @@ func cComm_create_group(comm C.int, group C.int, tag C.int, newcomm *C.int) (rc 
 	return done(comm_, xComm_create_group(comm_, group_, int(tag), newcomm))
 }
 
+// MPI_Comm_create_group is MPI_Comm_create_group for C programs, with MPICH's signature.
+//
 //export MPI_Comm_create_group
 func MPI_Comm_create_group(comm C.int, group C.int, tag C.int, newcomm *C.int) C.int {
 	return cComm_create_group(comm, group, tag, newcomm)
 }
 
+// PMPI_Comm_create_group is MPI_Comm_create_group for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_create_group
 func PMPI_Comm_create_group(comm C.int, group C.int, tag C.int, newcomm *C.int) C.int {
 	return cComm_create_group(comm, group, tag, newcomm)
 }
 
+// cComm_free decodes MPI_Comm_free's handles and runs its translation.
 func cComm_free(comm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_free")
 	return done(nil, xComm_free(comm))
 }
 
+// MPI_Comm_free is MPI_Comm_free for C programs, with MPICH's signature.
+//
 //export MPI_Comm_free
 func MPI_Comm_free(comm *C.int) C.int {
 	return cComm_free(comm)
 }
 
+// PMPI_Comm_free is MPI_Comm_free for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_free
 func PMPI_Comm_free(comm *C.int) C.int {
 	return cComm_free(comm)
 }
 
+// cComm_compare decodes MPI_Comm_compare's handles and runs its translation.
 func cComm_compare(comm1 C.int, comm2 C.int, result *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_compare")
 	const fn = "MPI_Comm_compare"
@@ -3069,16 +3815,21 @@ func cComm_compare(comm1 C.int, comm2 C.int, result *C.int) (rc C.int) {
 	return done(comm1_, xComm_compare(comm1_, comm2_, result))
 }
 
+// MPI_Comm_compare is MPI_Comm_compare for C programs, with MPICH's signature.
+//
 //export MPI_Comm_compare
 func MPI_Comm_compare(comm1 C.int, comm2 C.int, result *C.int) C.int {
 	return cComm_compare(comm1, comm2, result)
 }
 
+// PMPI_Comm_compare is MPI_Comm_compare for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_compare
 func PMPI_Comm_compare(comm1 C.int, comm2 C.int, result *C.int) C.int {
 	return cComm_compare(comm1, comm2, result)
 }
 
+// cComm_group decodes MPI_Comm_group's handles and runs its translation.
 func cComm_group(comm C.int, group *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_group")
 	const fn = "MPI_Comm_group"
@@ -3089,16 +3840,21 @@ func cComm_group(comm C.int, group *C.int) (rc C.int) {
 	return done(comm_, xComm_group(comm_, group))
 }
 
+// MPI_Comm_group is MPI_Comm_group for C programs, with MPICH's signature.
+//
 //export MPI_Comm_group
 func MPI_Comm_group(comm C.int, group *C.int) C.int {
 	return cComm_group(comm, group)
 }
 
+// PMPI_Comm_group is MPI_Comm_group for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_group
 func PMPI_Comm_group(comm C.int, group *C.int) C.int {
 	return cComm_group(comm, group)
 }
 
+// cComm_remote_group decodes MPI_Comm_remote_group's handles and runs its translation.
 func cComm_remote_group(comm C.int, group *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_remote_group")
 	const fn = "MPI_Comm_remote_group"
@@ -3109,16 +3865,21 @@ func cComm_remote_group(comm C.int, group *C.int) (rc C.int) {
 	return done(comm_, xComm_remote_group(comm_, group))
 }
 
+// MPI_Comm_remote_group is MPI_Comm_remote_group for C programs, with MPICH's signature.
+//
 //export MPI_Comm_remote_group
 func MPI_Comm_remote_group(comm C.int, group *C.int) C.int {
 	return cComm_remote_group(comm, group)
 }
 
+// PMPI_Comm_remote_group is MPI_Comm_remote_group for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_remote_group
 func PMPI_Comm_remote_group(comm C.int, group *C.int) C.int {
 	return cComm_remote_group(comm, group)
 }
 
+// cComm_test_inter decodes MPI_Comm_test_inter's handles and runs its translation.
 func cComm_test_inter(comm C.int, flag *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_test_inter")
 	const fn = "MPI_Comm_test_inter"
@@ -3129,16 +3890,21 @@ func cComm_test_inter(comm C.int, flag *C.int) (rc C.int) {
 	return done(comm_, xComm_test_inter(comm_, flag))
 }
 
+// MPI_Comm_test_inter is MPI_Comm_test_inter for C programs, with MPICH's signature.
+//
 //export MPI_Comm_test_inter
 func MPI_Comm_test_inter(comm C.int, flag *C.int) C.int {
 	return cComm_test_inter(comm, flag)
 }
 
+// PMPI_Comm_test_inter is MPI_Comm_test_inter for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_test_inter
 func PMPI_Comm_test_inter(comm C.int, flag *C.int) C.int {
 	return cComm_test_inter(comm, flag)
 }
 
+// cComm_remote_size decodes MPI_Comm_remote_size's handles and runs its translation.
 func cComm_remote_size(comm C.int, size *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_remote_size")
 	const fn = "MPI_Comm_remote_size"
@@ -3149,16 +3915,21 @@ func cComm_remote_size(comm C.int, size *C.int) (rc C.int) {
 	return done(comm_, xComm_remote_size(comm_, size))
 }
 
+// MPI_Comm_remote_size is MPI_Comm_remote_size for C programs, with MPICH's signature.
+//
 //export MPI_Comm_remote_size
 func MPI_Comm_remote_size(comm C.int, size *C.int) C.int {
 	return cComm_remote_size(comm, size)
 }
 
+// PMPI_Comm_remote_size is MPI_Comm_remote_size for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_remote_size
 func PMPI_Comm_remote_size(comm C.int, size *C.int) C.int {
 	return cComm_remote_size(comm, size)
 }
 
+// cComm_set_name decodes MPI_Comm_set_name's handles and runs its translation.
 func cComm_set_name(comm C.int, name *C.char) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_set_name")
 	const fn = "MPI_Comm_set_name"
@@ -3169,16 +3940,21 @@ func cComm_set_name(comm C.int, name *C.char) (rc C.int) {
 	return done(comm_, xComm_set_name(comm_, name))
 }
 
+// MPI_Comm_set_name is MPI_Comm_set_name for C programs, with MPICH's signature.
+//
 //export MPI_Comm_set_name
 func MPI_Comm_set_name(comm C.int, name *C.char) C.int {
 	return cComm_set_name(comm, name)
 }
 
+// PMPI_Comm_set_name is MPI_Comm_set_name for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_set_name
 func PMPI_Comm_set_name(comm C.int, name *C.char) C.int {
 	return cComm_set_name(comm, name)
 }
 
+// cComm_get_name decodes MPI_Comm_get_name's handles and runs its translation.
 func cComm_get_name(comm C.int, name *C.char, resultlen *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_get_name")
 	const fn = "MPI_Comm_get_name"
@@ -3189,16 +3965,21 @@ func cComm_get_name(comm C.int, name *C.char, resultlen *C.int) (rc C.int) {
 	return done(comm_, xComm_get_name(comm_, name, resultlen))
 }
 
+// MPI_Comm_get_name is MPI_Comm_get_name for C programs, with MPICH's signature.
+//
 //export MPI_Comm_get_name
 func MPI_Comm_get_name(comm C.int, name *C.char, resultlen *C.int) C.int {
 	return cComm_get_name(comm, name, resultlen)
 }
 
+// PMPI_Comm_get_name is MPI_Comm_get_name for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_get_name
 func PMPI_Comm_get_name(comm C.int, name *C.char, resultlen *C.int) C.int {
 	return cComm_get_name(comm, name, resultlen)
 }
 
+// cIntercomm_create decodes MPI_Intercomm_create's handles and runs its translation.
 func cIntercomm_create(local_comm C.int, local_leader C.int, peer_comm C.int, remote_leader C.int, tag C.int, newintercomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Intercomm_create")
 	const fn = "MPI_Intercomm_create"
@@ -3209,16 +3990,21 @@ func cIntercomm_create(local_comm C.int, local_leader C.int, peer_comm C.int, re
 	return done(local_comm_, xIntercomm_create(local_comm_, int(local_leader), int32(peer_comm), int(remote_leader), int(tag), newintercomm))
 }
 
+// MPI_Intercomm_create is MPI_Intercomm_create for C programs, with MPICH's signature.
+//
 //export MPI_Intercomm_create
 func MPI_Intercomm_create(local_comm C.int, local_leader C.int, peer_comm C.int, remote_leader C.int, tag C.int, newintercomm *C.int) C.int {
 	return cIntercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm)
 }
 
+// PMPI_Intercomm_create is MPI_Intercomm_create for C programs, with MPICH's signature.
+//
 //export PMPI_Intercomm_create
 func PMPI_Intercomm_create(local_comm C.int, local_leader C.int, peer_comm C.int, remote_leader C.int, tag C.int, newintercomm *C.int) C.int {
 	return cIntercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm)
 }
 
+// cIntercomm_merge decodes MPI_Intercomm_merge's handles and runs its translation.
 func cIntercomm_merge(intercomm C.int, high C.int, newintracomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Intercomm_merge")
 	const fn = "MPI_Intercomm_merge"
@@ -3229,16 +4015,21 @@ func cIntercomm_merge(intercomm C.int, high C.int, newintracomm *C.int) (rc C.in
 	return done(intercomm_, xIntercomm_merge(intercomm_, int(high), newintracomm))
 }
 
+// MPI_Intercomm_merge is MPI_Intercomm_merge for C programs, with MPICH's signature.
+//
 //export MPI_Intercomm_merge
 func MPI_Intercomm_merge(intercomm C.int, high C.int, newintracomm *C.int) C.int {
 	return cIntercomm_merge(intercomm, high, newintracomm)
 }
 
+// PMPI_Intercomm_merge is MPI_Intercomm_merge for C programs, with MPICH's signature.
+//
 //export PMPI_Intercomm_merge
 func PMPI_Intercomm_merge(intercomm C.int, high C.int, newintracomm *C.int) C.int {
 	return cIntercomm_merge(intercomm, high, newintracomm)
 }
 
+// cGroup_size decodes MPI_Group_size's handles and runs its translation.
 func cGroup_size(group C.int, size *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_size")
 	const fn = "MPI_Group_size"
@@ -3249,16 +4040,21 @@ func cGroup_size(group C.int, size *C.int) (rc C.int) {
 	return done(nil, xGroup_size(group_, size))
 }
 
+// MPI_Group_size is MPI_Group_size for C programs, with MPICH's signature.
+//
 //export MPI_Group_size
 func MPI_Group_size(group C.int, size *C.int) C.int {
 	return cGroup_size(group, size)
 }
 
+// PMPI_Group_size is MPI_Group_size for C programs, with MPICH's signature.
+//
 //export PMPI_Group_size
 func PMPI_Group_size(group C.int, size *C.int) C.int {
 	return cGroup_size(group, size)
 }
 
+// cGroup_rank decodes MPI_Group_rank's handles and runs its translation.
 func cGroup_rank(group C.int, rank *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_rank")
 	const fn = "MPI_Group_rank"
@@ -3269,31 +4065,41 @@ func cGroup_rank(group C.int, rank *C.int) (rc C.int) {
 	return done(nil, xGroup_rank(group_, rank))
 }
 
+// MPI_Group_rank is MPI_Group_rank for C programs, with MPICH's signature.
+//
 //export MPI_Group_rank
 func MPI_Group_rank(group C.int, rank *C.int) C.int {
 	return cGroup_rank(group, rank)
 }
 
+// PMPI_Group_rank is MPI_Group_rank for C programs, with MPICH's signature.
+//
 //export PMPI_Group_rank
 func PMPI_Group_rank(group C.int, rank *C.int) C.int {
 	return cGroup_rank(group, rank)
 }
 
+// cGroup_free decodes MPI_Group_free's handles and runs its translation.
 func cGroup_free(group *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_free")
 	return done(nil, xGroup_free(group))
 }
 
+// MPI_Group_free is MPI_Group_free for C programs, with MPICH's signature.
+//
 //export MPI_Group_free
 func MPI_Group_free(group *C.int) C.int {
 	return cGroup_free(group)
 }
 
+// PMPI_Group_free is MPI_Group_free for C programs, with MPICH's signature.
+//
 //export PMPI_Group_free
 func PMPI_Group_free(group *C.int) C.int {
 	return cGroup_free(group)
 }
 
+// cGroup_incl decodes MPI_Group_incl's handles and runs its translation.
 func cGroup_incl(group C.int, n C.int, ranks *C.int, newgroup *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_incl")
 	const fn = "MPI_Group_incl"
@@ -3304,16 +4110,21 @@ func cGroup_incl(group C.int, n C.int, ranks *C.int, newgroup *C.int) (rc C.int)
 	return done(nil, xGroup_incl(group_, int(n), ranks, newgroup))
 }
 
+// MPI_Group_incl is MPI_Group_incl for C programs, with MPICH's signature.
+//
 //export MPI_Group_incl
 func MPI_Group_incl(group C.int, n C.int, ranks *C.int, newgroup *C.int) C.int {
 	return cGroup_incl(group, n, ranks, newgroup)
 }
 
+// PMPI_Group_incl is MPI_Group_incl for C programs, with MPICH's signature.
+//
 //export PMPI_Group_incl
 func PMPI_Group_incl(group C.int, n C.int, ranks *C.int, newgroup *C.int) C.int {
 	return cGroup_incl(group, n, ranks, newgroup)
 }
 
+// cGroup_excl decodes MPI_Group_excl's handles and runs its translation.
 func cGroup_excl(group C.int, n C.int, ranks *C.int, newgroup *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_excl")
 	const fn = "MPI_Group_excl"
@@ -3324,16 +4135,21 @@ func cGroup_excl(group C.int, n C.int, ranks *C.int, newgroup *C.int) (rc C.int)
 	return done(nil, xGroup_excl(group_, int(n), ranks, newgroup))
 }
 
+// MPI_Group_excl is MPI_Group_excl for C programs, with MPICH's signature.
+//
 //export MPI_Group_excl
 func MPI_Group_excl(group C.int, n C.int, ranks *C.int, newgroup *C.int) C.int {
 	return cGroup_excl(group, n, ranks, newgroup)
 }
 
+// PMPI_Group_excl is MPI_Group_excl for C programs, with MPICH's signature.
+//
 //export PMPI_Group_excl
 func PMPI_Group_excl(group C.int, n C.int, ranks *C.int, newgroup *C.int) C.int {
 	return cGroup_excl(group, n, ranks, newgroup)
 }
 
+// cGroup_range_incl decodes MPI_Group_range_incl's handles and runs its translation.
 func cGroup_range_incl(group C.int, n C.int, ranges *C.int, newgroup *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_range_incl")
 	const fn = "MPI_Group_range_incl"
@@ -3344,16 +4160,21 @@ func cGroup_range_incl(group C.int, n C.int, ranges *C.int, newgroup *C.int) (rc
 	return done(nil, xGroup_range_incl(group_, int(n), ranges, newgroup))
 }
 
+// MPI_Group_range_incl is MPI_Group_range_incl for C programs, with MPICH's signature.
+//
 //export MPI_Group_range_incl
 func MPI_Group_range_incl(group C.int, n C.int, ranges *C.int, newgroup *C.int) C.int {
 	return cGroup_range_incl(group, n, ranges, newgroup)
 }
 
+// PMPI_Group_range_incl is MPI_Group_range_incl for C programs, with MPICH's signature.
+//
 //export PMPI_Group_range_incl
 func PMPI_Group_range_incl(group C.int, n C.int, ranges *C.int, newgroup *C.int) C.int {
 	return cGroup_range_incl(group, n, ranges, newgroup)
 }
 
+// cGroup_range_excl decodes MPI_Group_range_excl's handles and runs its translation.
 func cGroup_range_excl(group C.int, n C.int, ranges *C.int, newgroup *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_range_excl")
 	const fn = "MPI_Group_range_excl"
@@ -3364,16 +4185,21 @@ func cGroup_range_excl(group C.int, n C.int, ranges *C.int, newgroup *C.int) (rc
 	return done(nil, xGroup_range_excl(group_, int(n), ranges, newgroup))
 }
 
+// MPI_Group_range_excl is MPI_Group_range_excl for C programs, with MPICH's signature.
+//
 //export MPI_Group_range_excl
 func MPI_Group_range_excl(group C.int, n C.int, ranges *C.int, newgroup *C.int) C.int {
 	return cGroup_range_excl(group, n, ranges, newgroup)
 }
 
+// PMPI_Group_range_excl is MPI_Group_range_excl for C programs, with MPICH's signature.
+//
 //export PMPI_Group_range_excl
 func PMPI_Group_range_excl(group C.int, n C.int, ranges *C.int, newgroup *C.int) C.int {
 	return cGroup_range_excl(group, n, ranges, newgroup)
 }
 
+// cGroup_union decodes MPI_Group_union's handles and runs its translation.
 func cGroup_union(group1 C.int, group2 C.int, newgroup *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_union")
 	const fn = "MPI_Group_union"
@@ -3388,16 +4214,21 @@ func cGroup_union(group1 C.int, group2 C.int, newgroup *C.int) (rc C.int) {
 	return done(nil, xGroup_union(group1_, group2_, newgroup))
 }
 
+// MPI_Group_union is MPI_Group_union for C programs, with MPICH's signature.
+//
 //export MPI_Group_union
 func MPI_Group_union(group1 C.int, group2 C.int, newgroup *C.int) C.int {
 	return cGroup_union(group1, group2, newgroup)
 }
 
+// PMPI_Group_union is MPI_Group_union for C programs, with MPICH's signature.
+//
 //export PMPI_Group_union
 func PMPI_Group_union(group1 C.int, group2 C.int, newgroup *C.int) C.int {
 	return cGroup_union(group1, group2, newgroup)
 }
 
+// cGroup_intersection decodes MPI_Group_intersection's handles and runs its translation.
 func cGroup_intersection(group1 C.int, group2 C.int, newgroup *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_intersection")
 	const fn = "MPI_Group_intersection"
@@ -3412,16 +4243,21 @@ func cGroup_intersection(group1 C.int, group2 C.int, newgroup *C.int) (rc C.int)
 	return done(nil, xGroup_intersection(group1_, group2_, newgroup))
 }
 
+// MPI_Group_intersection is MPI_Group_intersection for C programs, with MPICH's signature.
+//
 //export MPI_Group_intersection
 func MPI_Group_intersection(group1 C.int, group2 C.int, newgroup *C.int) C.int {
 	return cGroup_intersection(group1, group2, newgroup)
 }
 
+// PMPI_Group_intersection is MPI_Group_intersection for C programs, with MPICH's signature.
+//
 //export PMPI_Group_intersection
 func PMPI_Group_intersection(group1 C.int, group2 C.int, newgroup *C.int) C.int {
 	return cGroup_intersection(group1, group2, newgroup)
 }
 
+// cGroup_difference decodes MPI_Group_difference's handles and runs its translation.
 func cGroup_difference(group1 C.int, group2 C.int, newgroup *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_difference")
 	const fn = "MPI_Group_difference"
@@ -3436,16 +4272,21 @@ func cGroup_difference(group1 C.int, group2 C.int, newgroup *C.int) (rc C.int) {
 	return done(nil, xGroup_difference(group1_, group2_, newgroup))
 }
 
+// MPI_Group_difference is MPI_Group_difference for C programs, with MPICH's signature.
+//
 //export MPI_Group_difference
 func MPI_Group_difference(group1 C.int, group2 C.int, newgroup *C.int) C.int {
 	return cGroup_difference(group1, group2, newgroup)
 }
 
+// PMPI_Group_difference is MPI_Group_difference for C programs, with MPICH's signature.
+//
 //export PMPI_Group_difference
 func PMPI_Group_difference(group1 C.int, group2 C.int, newgroup *C.int) C.int {
 	return cGroup_difference(group1, group2, newgroup)
 }
 
+// cGroup_compare decodes MPI_Group_compare's handles and runs its translation.
 func cGroup_compare(group1 C.int, group2 C.int, result *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_compare")
 	const fn = "MPI_Group_compare"
@@ -3460,16 +4301,21 @@ func cGroup_compare(group1 C.int, group2 C.int, result *C.int) (rc C.int) {
 	return done(nil, xGroup_compare(group1_, group2_, result))
 }
 
+// MPI_Group_compare is MPI_Group_compare for C programs, with MPICH's signature.
+//
 //export MPI_Group_compare
 func MPI_Group_compare(group1 C.int, group2 C.int, result *C.int) C.int {
 	return cGroup_compare(group1, group2, result)
 }
 
+// PMPI_Group_compare is MPI_Group_compare for C programs, with MPICH's signature.
+//
 //export PMPI_Group_compare
 func PMPI_Group_compare(group1 C.int, group2 C.int, result *C.int) C.int {
 	return cGroup_compare(group1, group2, result)
 }
 
+// cGroup_translate_ranks decodes MPI_Group_translate_ranks's handles and runs its translation.
 func cGroup_translate_ranks(group1 C.int, n C.int, ranks1 *C.int, group2 C.int, ranks2 *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Group_translate_ranks")
 	const fn = "MPI_Group_translate_ranks"
@@ -3484,16 +4330,21 @@ func cGroup_translate_ranks(group1 C.int, n C.int, ranks1 *C.int, group2 C.int, 
 	return done(nil, xGroup_translate_ranks(group1_, int(n), ranks1, group2_, ranks2))
 }
 
+// MPI_Group_translate_ranks is MPI_Group_translate_ranks for C programs, with MPICH's signature.
+//
 //export MPI_Group_translate_ranks
 func MPI_Group_translate_ranks(group1 C.int, n C.int, ranks1 *C.int, group2 C.int, ranks2 *C.int) C.int {
 	return cGroup_translate_ranks(group1, n, ranks1, group2, ranks2)
 }
 
+// PMPI_Group_translate_ranks is MPI_Group_translate_ranks for C programs, with MPICH's signature.
+//
 //export PMPI_Group_translate_ranks
 func PMPI_Group_translate_ranks(group1 C.int, n C.int, ranks1 *C.int, group2 C.int, ranks2 *C.int) C.int {
 	return cGroup_translate_ranks(group1, n, ranks1, group2, ranks2)
 }
 
+// cCart_create decodes MPI_Cart_create's handles and runs its translation.
 func cCart_create(comm_old C.int, ndims C.int, dims *C.int, periods *C.int, reorder C.int, comm_cart *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Cart_create")
 	const fn = "MPI_Cart_create"
@@ -3504,31 +4355,41 @@ func cCart_create(comm_old C.int, ndims C.int, dims *C.int, periods *C.int, reor
 	return done(comm_old_, xCart_create(comm_old_, int(ndims), dims, periods, int(reorder), comm_cart))
 }
 
+// MPI_Cart_create is MPI_Cart_create for C programs, with MPICH's signature.
+//
 //export MPI_Cart_create
 func MPI_Cart_create(comm_old C.int, ndims C.int, dims *C.int, periods *C.int, reorder C.int, comm_cart *C.int) C.int {
 	return cCart_create(comm_old, ndims, dims, periods, reorder, comm_cart)
 }
 
+// PMPI_Cart_create is MPI_Cart_create for C programs, with MPICH's signature.
+//
 //export PMPI_Cart_create
 func PMPI_Cart_create(comm_old C.int, ndims C.int, dims *C.int, periods *C.int, reorder C.int, comm_cart *C.int) C.int {
 	return cCart_create(comm_old, ndims, dims, periods, reorder, comm_cart)
 }
 
+// cDims_create decodes MPI_Dims_create's handles and runs its translation.
 func cDims_create(nnodes C.int, ndims C.int, dims *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Dims_create")
 	return done(nil, xDims_create(int(nnodes), int(ndims), dims))
 }
 
+// MPI_Dims_create is MPI_Dims_create for C programs, with MPICH's signature.
+//
 //export MPI_Dims_create
 func MPI_Dims_create(nnodes C.int, ndims C.int, dims *C.int) C.int {
 	return cDims_create(nnodes, ndims, dims)
 }
 
+// PMPI_Dims_create is MPI_Dims_create for C programs, with MPICH's signature.
+//
 //export PMPI_Dims_create
 func PMPI_Dims_create(nnodes C.int, ndims C.int, dims *C.int) C.int {
 	return cDims_create(nnodes, ndims, dims)
 }
 
+// cCart_coords decodes MPI_Cart_coords's handles and runs its translation.
 func cCart_coords(comm C.int, rank C.int, maxdims C.int, coords *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Cart_coords")
 	const fn = "MPI_Cart_coords"
@@ -3539,16 +4400,21 @@ func cCart_coords(comm C.int, rank C.int, maxdims C.int, coords *C.int) (rc C.in
 	return done(comm_, xCart_coords(comm_, int(rank), int(maxdims), coords))
 }
 
+// MPI_Cart_coords is MPI_Cart_coords for C programs, with MPICH's signature.
+//
 //export MPI_Cart_coords
 func MPI_Cart_coords(comm C.int, rank C.int, maxdims C.int, coords *C.int) C.int {
 	return cCart_coords(comm, rank, maxdims, coords)
 }
 
+// PMPI_Cart_coords is MPI_Cart_coords for C programs, with MPICH's signature.
+//
 //export PMPI_Cart_coords
 func PMPI_Cart_coords(comm C.int, rank C.int, maxdims C.int, coords *C.int) C.int {
 	return cCart_coords(comm, rank, maxdims, coords)
 }
 
+// cCart_rank decodes MPI_Cart_rank's handles and runs its translation.
 func cCart_rank(comm C.int, coords *C.int, rank *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Cart_rank")
 	const fn = "MPI_Cart_rank"
@@ -3559,16 +4425,21 @@ func cCart_rank(comm C.int, coords *C.int, rank *C.int) (rc C.int) {
 	return done(comm_, xCart_rank(comm_, coords, rank))
 }
 
+// MPI_Cart_rank is MPI_Cart_rank for C programs, with MPICH's signature.
+//
 //export MPI_Cart_rank
 func MPI_Cart_rank(comm C.int, coords *C.int, rank *C.int) C.int {
 	return cCart_rank(comm, coords, rank)
 }
 
+// PMPI_Cart_rank is MPI_Cart_rank for C programs, with MPICH's signature.
+//
 //export PMPI_Cart_rank
 func PMPI_Cart_rank(comm C.int, coords *C.int, rank *C.int) C.int {
 	return cCart_rank(comm, coords, rank)
 }
 
+// cCart_shift decodes MPI_Cart_shift's handles and runs its translation.
 func cCart_shift(comm C.int, direction C.int, disp C.int, rank_source *C.int, rank_dest *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Cart_shift")
 	const fn = "MPI_Cart_shift"
@@ -3579,16 +4450,21 @@ func cCart_shift(comm C.int, direction C.int, disp C.int, rank_source *C.int, ra
 	return done(comm_, xCart_shift(comm_, int(direction), int(disp), rank_source, rank_dest))
 }
 
+// MPI_Cart_shift is MPI_Cart_shift for C programs, with MPICH's signature.
+//
 //export MPI_Cart_shift
 func MPI_Cart_shift(comm C.int, direction C.int, disp C.int, rank_source *C.int, rank_dest *C.int) C.int {
 	return cCart_shift(comm, direction, disp, rank_source, rank_dest)
 }
 
+// PMPI_Cart_shift is MPI_Cart_shift for C programs, with MPICH's signature.
+//
 //export PMPI_Cart_shift
 func PMPI_Cart_shift(comm C.int, direction C.int, disp C.int, rank_source *C.int, rank_dest *C.int) C.int {
 	return cCart_shift(comm, direction, disp, rank_source, rank_dest)
 }
 
+// cCartdim_get decodes MPI_Cartdim_get's handles and runs its translation.
 func cCartdim_get(comm C.int, ndims *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Cartdim_get")
 	const fn = "MPI_Cartdim_get"
@@ -3599,16 +4475,21 @@ func cCartdim_get(comm C.int, ndims *C.int) (rc C.int) {
 	return done(comm_, xCartdim_get(comm_, ndims))
 }
 
+// MPI_Cartdim_get is MPI_Cartdim_get for C programs, with MPICH's signature.
+//
 //export MPI_Cartdim_get
 func MPI_Cartdim_get(comm C.int, ndims *C.int) C.int {
 	return cCartdim_get(comm, ndims)
 }
 
+// PMPI_Cartdim_get is MPI_Cartdim_get for C programs, with MPICH's signature.
+//
 //export PMPI_Cartdim_get
 func PMPI_Cartdim_get(comm C.int, ndims *C.int) C.int {
 	return cCartdim_get(comm, ndims)
 }
 
+// cCart_get decodes MPI_Cart_get's handles and runs its translation.
 func cCart_get(comm C.int, maxdims C.int, dims *C.int, periods *C.int, coords *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Cart_get")
 	const fn = "MPI_Cart_get"
@@ -3619,16 +4500,21 @@ func cCart_get(comm C.int, maxdims C.int, dims *C.int, periods *C.int, coords *C
 	return done(comm_, xCart_get(comm_, int(maxdims), dims, periods, coords))
 }
 
+// MPI_Cart_get is MPI_Cart_get for C programs, with MPICH's signature.
+//
 //export MPI_Cart_get
 func MPI_Cart_get(comm C.int, maxdims C.int, dims *C.int, periods *C.int, coords *C.int) C.int {
 	return cCart_get(comm, maxdims, dims, periods, coords)
 }
 
+// PMPI_Cart_get is MPI_Cart_get for C programs, with MPICH's signature.
+//
 //export PMPI_Cart_get
 func PMPI_Cart_get(comm C.int, maxdims C.int, dims *C.int, periods *C.int, coords *C.int) C.int {
 	return cCart_get(comm, maxdims, dims, periods, coords)
 }
 
+// cCart_sub decodes MPI_Cart_sub's handles and runs its translation.
 func cCart_sub(comm C.int, remain_dims *C.int, newcomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Cart_sub")
 	const fn = "MPI_Cart_sub"
@@ -3639,16 +4525,21 @@ func cCart_sub(comm C.int, remain_dims *C.int, newcomm *C.int) (rc C.int) {
 	return done(comm_, xCart_sub(comm_, remain_dims, newcomm))
 }
 
+// MPI_Cart_sub is MPI_Cart_sub for C programs, with MPICH's signature.
+//
 //export MPI_Cart_sub
 func MPI_Cart_sub(comm C.int, remain_dims *C.int, newcomm *C.int) C.int {
 	return cCart_sub(comm, remain_dims, newcomm)
 }
 
+// PMPI_Cart_sub is MPI_Cart_sub for C programs, with MPICH's signature.
+//
 //export PMPI_Cart_sub
 func PMPI_Cart_sub(comm C.int, remain_dims *C.int, newcomm *C.int) C.int {
 	return cCart_sub(comm, remain_dims, newcomm)
 }
 
+// cGraph_create decodes MPI_Graph_create's handles and runs its translation.
 func cGraph_create(comm_old C.int, nnodes C.int, index *C.int, edges *C.int, reorder C.int, comm_graph *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Graph_create")
 	const fn = "MPI_Graph_create"
@@ -3659,16 +4550,21 @@ func cGraph_create(comm_old C.int, nnodes C.int, index *C.int, edges *C.int, reo
 	return done(comm_old_, xGraph_create(comm_old_, int(nnodes), index, edges, int(reorder), comm_graph))
 }
 
+// MPI_Graph_create is MPI_Graph_create for C programs, with MPICH's signature.
+//
 //export MPI_Graph_create
 func MPI_Graph_create(comm_old C.int, nnodes C.int, index *C.int, edges *C.int, reorder C.int, comm_graph *C.int) C.int {
 	return cGraph_create(comm_old, nnodes, index, edges, reorder, comm_graph)
 }
 
+// PMPI_Graph_create is MPI_Graph_create for C programs, with MPICH's signature.
+//
 //export PMPI_Graph_create
 func PMPI_Graph_create(comm_old C.int, nnodes C.int, index *C.int, edges *C.int, reorder C.int, comm_graph *C.int) C.int {
 	return cGraph_create(comm_old, nnodes, index, edges, reorder, comm_graph)
 }
 
+// cGraph_neighbors_count decodes MPI_Graph_neighbors_count's handles and runs its translation.
 func cGraph_neighbors_count(comm C.int, rank C.int, nneighbors *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Graph_neighbors_count")
 	const fn = "MPI_Graph_neighbors_count"
@@ -3679,16 +4575,21 @@ func cGraph_neighbors_count(comm C.int, rank C.int, nneighbors *C.int) (rc C.int
 	return done(comm_, xGraph_neighbors_count(comm_, int(rank), nneighbors))
 }
 
+// MPI_Graph_neighbors_count is MPI_Graph_neighbors_count for C programs, with MPICH's signature.
+//
 //export MPI_Graph_neighbors_count
 func MPI_Graph_neighbors_count(comm C.int, rank C.int, nneighbors *C.int) C.int {
 	return cGraph_neighbors_count(comm, rank, nneighbors)
 }
 
+// PMPI_Graph_neighbors_count is MPI_Graph_neighbors_count for C programs, with MPICH's signature.
+//
 //export PMPI_Graph_neighbors_count
 func PMPI_Graph_neighbors_count(comm C.int, rank C.int, nneighbors *C.int) C.int {
 	return cGraph_neighbors_count(comm, rank, nneighbors)
 }
 
+// cGraph_neighbors decodes MPI_Graph_neighbors's handles and runs its translation.
 func cGraph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Graph_neighbors")
 	const fn = "MPI_Graph_neighbors"
@@ -3699,16 +4600,21 @@ func cGraph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors *C.i
 	return done(comm_, xGraph_neighbors(comm_, int(rank), int(maxneighbors), neighbors))
 }
 
+// MPI_Graph_neighbors is MPI_Graph_neighbors for C programs, with MPICH's signature.
+//
 //export MPI_Graph_neighbors
 func MPI_Graph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors *C.int) C.int {
 	return cGraph_neighbors(comm, rank, maxneighbors, neighbors)
 }
 
+// PMPI_Graph_neighbors is MPI_Graph_neighbors for C programs, with MPICH's signature.
+//
 //export PMPI_Graph_neighbors
 func PMPI_Graph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors *C.int) C.int {
 	return cGraph_neighbors(comm, rank, maxneighbors, neighbors)
 }
 
+// cTopo_test decodes MPI_Topo_test's handles and runs its translation.
 func cTopo_test(comm C.int, status *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Topo_test")
 	const fn = "MPI_Topo_test"
@@ -3719,16 +4625,21 @@ func cTopo_test(comm C.int, status *C.int) (rc C.int) {
 	return done(comm_, xTopo_test(comm_, status))
 }
 
+// MPI_Topo_test is MPI_Topo_test for C programs, with MPICH's signature.
+//
 //export MPI_Topo_test
 func MPI_Topo_test(comm C.int, status *C.int) C.int {
 	return cTopo_test(comm, status)
 }
 
+// PMPI_Topo_test is MPI_Topo_test for C programs, with MPICH's signature.
+//
 //export PMPI_Topo_test
 func PMPI_Topo_test(comm C.int, status *C.int) C.int {
 	return cTopo_test(comm, status)
 }
 
+// cDist_graph_create_adjacent decodes MPI_Dist_graph_create_adjacent's handles and runs its translation.
 func cDist_graph_create_adjacent(comm_old C.int, indegree C.int, sources uintptr, sourceweights uintptr, outdegree C.int, destinations uintptr, destweights uintptr, info C.int, reorder C.int, comm_dist_graph *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Dist_graph_create_adjacent")
 	const fn = "MPI_Dist_graph_create_adjacent"
@@ -3739,16 +4650,21 @@ func cDist_graph_create_adjacent(comm_old C.int, indegree C.int, sources uintptr
 	return done(comm_old_, xDist_graph_create_adjacent(comm_old_, int(indegree), sources, sourceweights, int(outdegree), destinations, destweights, int32(info), int(reorder), comm_dist_graph))
 }
 
+// MPI_Dist_graph_create_adjacent is MPI_Dist_graph_create_adjacent for C programs, with MPICH's signature.
+//
 //export MPI_Dist_graph_create_adjacent
 func MPI_Dist_graph_create_adjacent(comm_old C.int, indegree C.int, sources uintptr, sourceweights uintptr, outdegree C.int, destinations uintptr, destweights uintptr, info C.int, reorder C.int, comm_dist_graph *C.int) C.int {
 	return cDist_graph_create_adjacent(comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, comm_dist_graph)
 }
 
+// PMPI_Dist_graph_create_adjacent is MPI_Dist_graph_create_adjacent for C programs, with MPICH's signature.
+//
 //export PMPI_Dist_graph_create_adjacent
 func PMPI_Dist_graph_create_adjacent(comm_old C.int, indegree C.int, sources uintptr, sourceweights uintptr, outdegree C.int, destinations uintptr, destweights uintptr, info C.int, reorder C.int, comm_dist_graph *C.int) C.int {
 	return cDist_graph_create_adjacent(comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, comm_dist_graph)
 }
 
+// cDist_graph_neighbors_count decodes MPI_Dist_graph_neighbors_count's handles and runs its translation.
 func cDist_graph_neighbors_count(comm C.int, indegree *C.int, outdegree *C.int, weighted *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Dist_graph_neighbors_count")
 	const fn = "MPI_Dist_graph_neighbors_count"
@@ -3759,16 +4675,21 @@ func cDist_graph_neighbors_count(comm C.int, indegree *C.int, outdegree *C.int, 
 	return done(comm_, xDist_graph_neighbors_count(comm_, indegree, outdegree, weighted))
 }
 
+// MPI_Dist_graph_neighbors_count is MPI_Dist_graph_neighbors_count for C programs, with MPICH's signature.
+//
 //export MPI_Dist_graph_neighbors_count
 func MPI_Dist_graph_neighbors_count(comm C.int, indegree *C.int, outdegree *C.int, weighted *C.int) C.int {
 	return cDist_graph_neighbors_count(comm, indegree, outdegree, weighted)
 }
 
+// PMPI_Dist_graph_neighbors_count is MPI_Dist_graph_neighbors_count for C programs, with MPICH's signature.
+//
 //export PMPI_Dist_graph_neighbors_count
 func PMPI_Dist_graph_neighbors_count(comm C.int, indegree *C.int, outdegree *C.int, weighted *C.int) C.int {
 	return cDist_graph_neighbors_count(comm, indegree, outdegree, weighted)
 }
 
+// cDist_graph_neighbors decodes MPI_Dist_graph_neighbors's handles and runs its translation.
 func cDist_graph_neighbors(comm C.int, maxindegree C.int, sources uintptr, sourceweights uintptr, maxoutdegree C.int, destinations uintptr, destweights uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Dist_graph_neighbors")
 	const fn = "MPI_Dist_graph_neighbors"
@@ -3779,31 +4700,41 @@ func cDist_graph_neighbors(comm C.int, maxindegree C.int, sources uintptr, sourc
 	return done(comm_, xDist_graph_neighbors(comm_, int(maxindegree), sources, sourceweights, int(maxoutdegree), destinations, destweights))
 }
 
+// MPI_Dist_graph_neighbors is MPI_Dist_graph_neighbors for C programs, with MPICH's signature.
+//
 //export MPI_Dist_graph_neighbors
 func MPI_Dist_graph_neighbors(comm C.int, maxindegree C.int, sources uintptr, sourceweights uintptr, maxoutdegree C.int, destinations uintptr, destweights uintptr) C.int {
 	return cDist_graph_neighbors(comm, maxindegree, sources, sourceweights, maxoutdegree, destinations, destweights)
 }
 
+// PMPI_Dist_graph_neighbors is MPI_Dist_graph_neighbors for C programs, with MPICH's signature.
+//
 //export PMPI_Dist_graph_neighbors
 func PMPI_Dist_graph_neighbors(comm C.int, maxindegree C.int, sources uintptr, sourceweights uintptr, maxoutdegree C.int, destinations uintptr, destweights uintptr) C.int {
 	return cDist_graph_neighbors(comm, maxindegree, sources, sourceweights, maxoutdegree, destinations, destweights)
 }
 
+// cComm_create_errhandler decodes MPI_Comm_create_errhandler's handles and runs its translation.
 func cComm_create_errhandler(function unsafe.Pointer, errhandler *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_create_errhandler")
 	return done(nil, xComm_create_errhandler(function, errhandler))
 }
 
+// MPI_Comm_create_errhandler is MPI_Comm_create_errhandler for C programs, with MPICH's signature.
+//
 //export MPI_Comm_create_errhandler
 func MPI_Comm_create_errhandler(function unsafe.Pointer, errhandler *C.int) C.int {
 	return cComm_create_errhandler(function, errhandler)
 }
 
+// PMPI_Comm_create_errhandler is MPI_Comm_create_errhandler for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_create_errhandler
 func PMPI_Comm_create_errhandler(function unsafe.Pointer, errhandler *C.int) C.int {
 	return cComm_create_errhandler(function, errhandler)
 }
 
+// cComm_set_errhandler decodes MPI_Comm_set_errhandler's handles and runs its translation.
 func cComm_set_errhandler(comm C.int, errhandler C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_set_errhandler")
 	const fn = "MPI_Comm_set_errhandler"
@@ -3814,16 +4745,21 @@ func cComm_set_errhandler(comm C.int, errhandler C.int) (rc C.int) {
 	return done(comm_, xComm_set_errhandler(comm_, int32(errhandler)))
 }
 
+// MPI_Comm_set_errhandler is MPI_Comm_set_errhandler for C programs, with MPICH's signature.
+//
 //export MPI_Comm_set_errhandler
 func MPI_Comm_set_errhandler(comm C.int, errhandler C.int) C.int {
 	return cComm_set_errhandler(comm, errhandler)
 }
 
+// PMPI_Comm_set_errhandler is MPI_Comm_set_errhandler for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_set_errhandler
 func PMPI_Comm_set_errhandler(comm C.int, errhandler C.int) C.int {
 	return cComm_set_errhandler(comm, errhandler)
 }
 
+// cComm_get_errhandler decodes MPI_Comm_get_errhandler's handles and runs its translation.
 func cComm_get_errhandler(comm C.int, errhandler *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_get_errhandler")
 	const fn = "MPI_Comm_get_errhandler"
@@ -3834,31 +4770,41 @@ func cComm_get_errhandler(comm C.int, errhandler *C.int) (rc C.int) {
 	return done(comm_, xComm_get_errhandler(comm_, errhandler))
 }
 
+// MPI_Comm_get_errhandler is MPI_Comm_get_errhandler for C programs, with MPICH's signature.
+//
 //export MPI_Comm_get_errhandler
 func MPI_Comm_get_errhandler(comm C.int, errhandler *C.int) C.int {
 	return cComm_get_errhandler(comm, errhandler)
 }
 
+// PMPI_Comm_get_errhandler is MPI_Comm_get_errhandler for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_get_errhandler
 func PMPI_Comm_get_errhandler(comm C.int, errhandler *C.int) C.int {
 	return cComm_get_errhandler(comm, errhandler)
 }
 
+// cErrhandler_free decodes MPI_Errhandler_free's handles and runs its translation.
 func cErrhandler_free(errhandler *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Errhandler_free")
 	return done(nil, xErrhandler_free(errhandler))
 }
 
+// MPI_Errhandler_free is MPI_Errhandler_free for C programs, with MPICH's signature.
+//
 //export MPI_Errhandler_free
 func MPI_Errhandler_free(errhandler *C.int) C.int {
 	return cErrhandler_free(errhandler)
 }
 
+// PMPI_Errhandler_free is MPI_Errhandler_free for C programs, with MPICH's signature.
+//
 //export PMPI_Errhandler_free
 func PMPI_Errhandler_free(errhandler *C.int) C.int {
 	return cErrhandler_free(errhandler)
 }
 
+// cComm_call_errhandler decodes MPI_Comm_call_errhandler's handles and runs its translation.
 func cComm_call_errhandler(comm C.int, errorcode C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_call_errhandler")
 	const fn = "MPI_Comm_call_errhandler"
@@ -3869,46 +4815,61 @@ func cComm_call_errhandler(comm C.int, errorcode C.int) (rc C.int) {
 	return done(comm_, xComm_call_errhandler(comm_, int(errorcode)))
 }
 
+// MPI_Comm_call_errhandler is MPI_Comm_call_errhandler for C programs, with MPICH's signature.
+//
 //export MPI_Comm_call_errhandler
 func MPI_Comm_call_errhandler(comm C.int, errorcode C.int) C.int {
 	return cComm_call_errhandler(comm, errorcode)
 }
 
+// PMPI_Comm_call_errhandler is MPI_Comm_call_errhandler for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_call_errhandler
 func PMPI_Comm_call_errhandler(comm C.int, errorcode C.int) C.int {
 	return cComm_call_errhandler(comm, errorcode)
 }
 
+// cComm_create_keyval decodes MPI_Comm_create_keyval's handles and runs its translation.
 func cComm_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_create_keyval")
 	return done(nil, xComm_create_keyval(copy_fn, delete_fn, keyval, extra_state))
 }
 
+// MPI_Comm_create_keyval is MPI_Comm_create_keyval for C programs, with MPICH's signature.
+//
 //export MPI_Comm_create_keyval
 func MPI_Comm_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
 	return cComm_create_keyval(copy_fn, delete_fn, keyval, extra_state)
 }
 
+// PMPI_Comm_create_keyval is MPI_Comm_create_keyval for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_create_keyval
 func PMPI_Comm_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
 	return cComm_create_keyval(copy_fn, delete_fn, keyval, extra_state)
 }
 
+// cComm_free_keyval decodes MPI_Comm_free_keyval's handles and runs its translation.
 func cComm_free_keyval(keyval *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_free_keyval")
 	return done(nil, xComm_free_keyval(keyval))
 }
 
+// MPI_Comm_free_keyval is MPI_Comm_free_keyval for C programs, with MPICH's signature.
+//
 //export MPI_Comm_free_keyval
 func MPI_Comm_free_keyval(keyval *C.int) C.int {
 	return cComm_free_keyval(keyval)
 }
 
+// PMPI_Comm_free_keyval is MPI_Comm_free_keyval for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_free_keyval
 func PMPI_Comm_free_keyval(keyval *C.int) C.int {
 	return cComm_free_keyval(keyval)
 }
 
+// cComm_set_attr decodes MPI_Comm_set_attr's handles and runs its translation.
 func cComm_set_attr(comm C.int, keyval C.int, attribute_val uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_set_attr")
 	const fn = "MPI_Comm_set_attr"
@@ -3919,16 +4880,21 @@ func cComm_set_attr(comm C.int, keyval C.int, attribute_val uintptr) (rc C.int) 
 	return done(comm_, xComm_set_attr(comm_, int32(keyval), attribute_val))
 }
 
+// MPI_Comm_set_attr is MPI_Comm_set_attr for C programs, with MPICH's signature.
+//
 //export MPI_Comm_set_attr
 func MPI_Comm_set_attr(comm C.int, keyval C.int, attribute_val uintptr) C.int {
 	return cComm_set_attr(comm, keyval, attribute_val)
 }
 
+// PMPI_Comm_set_attr is MPI_Comm_set_attr for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_set_attr
 func PMPI_Comm_set_attr(comm C.int, keyval C.int, attribute_val uintptr) C.int {
 	return cComm_set_attr(comm, keyval, attribute_val)
 }
 
+// cComm_get_attr decodes MPI_Comm_get_attr's handles and runs its translation.
 func cComm_get_attr(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_get_attr")
 	const fn = "MPI_Comm_get_attr"
@@ -3939,16 +4905,21 @@ func cComm_get_attr(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.in
 	return done(comm_, xComm_get_attr(comm_, int32(keyval), attribute_val, flag))
 }
 
+// MPI_Comm_get_attr is MPI_Comm_get_attr for C programs, with MPICH's signature.
+//
 //export MPI_Comm_get_attr
 func MPI_Comm_get_attr(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
 	return cComm_get_attr(comm, keyval, attribute_val, flag)
 }
 
+// PMPI_Comm_get_attr is MPI_Comm_get_attr for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_get_attr
 func PMPI_Comm_get_attr(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
 	return cComm_get_attr(comm, keyval, attribute_val, flag)
 }
 
+// cComm_delete_attr decodes MPI_Comm_delete_attr's handles and runs its translation.
 func cComm_delete_attr(comm C.int, keyval C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_delete_attr")
 	const fn = "MPI_Comm_delete_attr"
@@ -3959,244 +4930,294 @@ func cComm_delete_attr(comm C.int, keyval C.int) (rc C.int) {
 	return done(comm_, xComm_delete_attr(comm_, int32(keyval)))
 }
 
+// MPI_Comm_delete_attr is MPI_Comm_delete_attr for C programs, with MPICH's signature.
+//
 //export MPI_Comm_delete_attr
 func MPI_Comm_delete_attr(comm C.int, keyval C.int) C.int {
 	return cComm_delete_attr(comm, keyval)
 }
 
+// PMPI_Comm_delete_attr is MPI_Comm_delete_attr for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_delete_attr
 func PMPI_Comm_delete_attr(comm C.int, keyval C.int) C.int {
 	return cComm_delete_attr(comm, keyval)
 }
 
+// cSend_c decodes MPI_Send_c's handles and runs its translation.
 func cSend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Send_c")
 	const fn = "MPI_Send_c"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xSend(buf, int(count), datatype_, int(dest), int(tag), comm_))
 }
 
+// MPI_Send_c is MPI_Send_c for C programs, with MPICH's signature.
+//
 //export MPI_Send_c
 func MPI_Send_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cSend_c(buf, count, datatype, dest, tag, comm)
 }
 
+// PMPI_Send_c is MPI_Send_c for C programs, with MPICH's signature.
+//
 //export PMPI_Send_c
 func PMPI_Send_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cSend_c(buf, count, datatype, dest, tag, comm)
 }
 
+// cSsend_c decodes MPI_Ssend_c's handles and runs its translation.
 func cSsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Ssend_c")
 	const fn = "MPI_Ssend_c"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xSsend(buf, int(count), datatype_, int(dest), int(tag), comm_))
 }
 
+// MPI_Ssend_c is MPI_Ssend_c for C programs, with MPICH's signature.
+//
 //export MPI_Ssend_c
 func MPI_Ssend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cSsend_c(buf, count, datatype, dest, tag, comm)
 }
 
+// PMPI_Ssend_c is MPI_Ssend_c for C programs, with MPICH's signature.
+//
 //export PMPI_Ssend_c
 func PMPI_Ssend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cSsend_c(buf, count, datatype, dest, tag, comm)
 }
 
+// cRecv_c decodes MPI_Recv_c's handles and runs its translation.
 func cRecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Recv_c")
 	const fn = "MPI_Recv_c"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xRecv(buf, int(count), datatype_, int(source), int(tag), comm_, status))
 }
 
+// MPI_Recv_c is MPI_Recv_c for C programs, with MPICH's signature.
+//
 //export MPI_Recv_c
 func MPI_Recv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) C.int {
 	return cRecv_c(buf, count, datatype, source, tag, comm, status)
 }
 
+// PMPI_Recv_c is MPI_Recv_c for C programs, with MPICH's signature.
+//
 //export PMPI_Recv_c
 func PMPI_Recv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) C.int {
 	return cRecv_c(buf, count, datatype, source, tag, comm, status)
 }
 
+// cIsend_c decodes MPI_Isend_c's handles and runs its translation.
 func cIsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Isend_c")
 	const fn = "MPI_Isend_c"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xIsend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
 }
 
+// MPI_Isend_c is MPI_Isend_c for C programs, with MPICH's signature.
+//
 //export MPI_Isend_c
 func MPI_Isend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIsend_c(buf, count, datatype, dest, tag, comm, request)
 }
 
+// PMPI_Isend_c is MPI_Isend_c for C programs, with MPICH's signature.
+//
 //export PMPI_Isend_c
 func PMPI_Isend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIsend_c(buf, count, datatype, dest, tag, comm, request)
 }
 
+// cIrecv_c decodes MPI_Irecv_c's handles and runs its translation.
 func cIrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Irecv_c")
 	const fn = "MPI_Irecv_c"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xIrecv(buf, int(count), datatype_, int(source), int(tag), comm_, request))
 }
 
+// MPI_Irecv_c is MPI_Irecv_c for C programs, with MPICH's signature.
+//
 //export MPI_Irecv_c
 func MPI_Irecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIrecv_c(buf, count, datatype, source, tag, comm, request)
 }
 
+// PMPI_Irecv_c is MPI_Irecv_c for C programs, with MPICH's signature.
+//
 //export PMPI_Irecv_c
 func PMPI_Irecv_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
 	return cIrecv_c(buf, count, datatype, source, tag, comm, request)
 }
 
+// cSendrecv_c decodes MPI_Sendrecv_c's handles and runs its translation.
 func cSendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Sendrecv_c")
 	const fn = "MPI_Sendrecv_c"
-	sendtype_, err := typeOf(fn, int32(sendtype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	recvtype_, err := typeOf(fn, int32(recvtype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	sendtype_, err := typeOf(fn, int32(sendtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	recvtype_, err := typeOf(fn, int32(recvtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xSendrecv(sendbuf, int(sendcount), sendtype_, int(dest), int(sendtag), recvbuf, int(recvcount), recvtype_, int(source), int(recvtag), comm_, status))
 }
 
+// MPI_Sendrecv_c is MPI_Sendrecv_c for C programs, with MPICH's signature.
+//
 //export MPI_Sendrecv_c
 func MPI_Sendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
 	return cSendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
 }
 
+// PMPI_Sendrecv_c is MPI_Sendrecv_c for C programs, with MPICH's signature.
+//
 //export PMPI_Sendrecv_c
 func PMPI_Sendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
 	return cSendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
 }
 
+// cBcast_c decodes MPI_Bcast_c's handles and runs its translation.
 func cBcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Bcast_c")
 	const fn = "MPI_Bcast_c"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, bcast(blocking, nil, buf, int(count), datatype_, int(root), comm_))
 }
 
+// MPI_Bcast_c is MPI_Bcast_c for C programs, with MPICH's signature.
+//
 //export MPI_Bcast_c
 func MPI_Bcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int) C.int {
 	return cBcast_c(buf, count, datatype, root, comm)
 }
 
+// PMPI_Bcast_c is MPI_Bcast_c for C programs, with MPICH's signature.
+//
 //export PMPI_Bcast_c
 func PMPI_Bcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int) C.int {
 	return cBcast_c(buf, count, datatype, root, comm)
 }
 
+// cReduce_c decodes MPI_Reduce_c's handles and runs its translation.
 func cReduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Reduce_c")
 	const fn = "MPI_Reduce_c"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, reduce(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, int(root), comm_))
 }
 
+// MPI_Reduce_c is MPI_Reduce_c for C programs, with MPICH's signature.
+//
 //export MPI_Reduce_c
 func MPI_Reduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int) C.int {
 	return cReduce_c(sendbuf, recvbuf, count, datatype, op, root, comm)
 }
 
+// PMPI_Reduce_c is MPI_Reduce_c for C programs, with MPICH's signature.
+//
 //export PMPI_Reduce_c
 func PMPI_Reduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int) C.int {
 	return cReduce_c(sendbuf, recvbuf, count, datatype, op, root, comm)
 }
 
+// cAllreduce_c decodes MPI_Allreduce_c's handles and runs its translation.
 func cAllreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Allreduce_c")
 	const fn = "MPI_Allreduce_c"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	op_, err := opOf(fn, int32(op))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, allreduce(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
 }
 
+// MPI_Allreduce_c is MPI_Allreduce_c for C programs, with MPICH's signature.
+//
 //export MPI_Allreduce_c
 func MPI_Allreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
 	return cAllreduce_c(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
+// PMPI_Allreduce_c is MPI_Allreduce_c for C programs, with MPICH's signature.
+//
 //export PMPI_Allreduce_c
 func PMPI_Allreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
 	return cAllreduce_c(sendbuf, recvbuf, count, datatype, op, comm)
 }
 
+// cGet_count_c decodes MPI_Get_count_c's handles and runs its translation.
 func cGet_count_c(status uintptr, datatype C.int, count *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Get_count_c")
 	const fn = "MPI_Get_count_c"
@@ -4207,16 +5228,21 @@ func cGet_count_c(status uintptr, datatype C.int, count *C.long) (rc C.int) {
 	return done(nil, xGet_count_c(status, datatype_, count))
 }
 
+// MPI_Get_count_c is MPI_Get_count_c for C programs, with MPICH's signature.
+//
 //export MPI_Get_count_c
 func MPI_Get_count_c(status uintptr, datatype C.int, count *C.long) C.int {
 	return cGet_count_c(status, datatype, count)
 }
 
+// PMPI_Get_count_c is MPI_Get_count_c for C programs, with MPICH's signature.
+//
 //export PMPI_Get_count_c
 func PMPI_Get_count_c(status uintptr, datatype C.int, count *C.long) C.int {
 	return cGet_count_c(status, datatype, count)
 }
 
+// cGet_elements_c decodes MPI_Get_elements_c's handles and runs its translation.
 func cGet_elements_c(status uintptr, datatype C.int, count *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Get_elements_c")
 	const fn = "MPI_Get_elements_c"
@@ -4227,16 +5253,21 @@ func cGet_elements_c(status uintptr, datatype C.int, count *C.long) (rc C.int) {
 	return done(nil, xGet_elements_x(status, datatype_, count))
 }
 
+// MPI_Get_elements_c is MPI_Get_elements_c for C programs, with MPICH's signature.
+//
 //export MPI_Get_elements_c
 func MPI_Get_elements_c(status uintptr, datatype C.int, count *C.long) C.int {
 	return cGet_elements_c(status, datatype, count)
 }
 
+// PMPI_Get_elements_c is MPI_Get_elements_c for C programs, with MPICH's signature.
+//
 //export PMPI_Get_elements_c
 func PMPI_Get_elements_c(status uintptr, datatype C.int, count *C.long) C.int {
 	return cGet_elements_c(status, datatype, count)
 }
 
+// cGet_elements_x decodes MPI_Get_elements_x's handles and runs its translation.
 func cGet_elements_x(status uintptr, datatype C.int, count *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Get_elements_x")
 	const fn = "MPI_Get_elements_x"
@@ -4247,16 +5278,21 @@ func cGet_elements_x(status uintptr, datatype C.int, count *C.long) (rc C.int) {
 	return done(nil, xGet_elements_x(status, datatype_, count))
 }
 
+// MPI_Get_elements_x is MPI_Get_elements_x for C programs, with MPICH's signature.
+//
 //export MPI_Get_elements_x
 func MPI_Get_elements_x(status uintptr, datatype C.int, count *C.long) C.int {
 	return cGet_elements_x(status, datatype, count)
 }
 
+// PMPI_Get_elements_x is MPI_Get_elements_x for C programs, with MPICH's signature.
+//
 //export PMPI_Get_elements_x
 func PMPI_Get_elements_x(status uintptr, datatype C.int, count *C.long) C.int {
 	return cGet_elements_x(status, datatype, count)
 }
 
+// cType_size_c decodes MPI_Type_size_c's handles and runs its translation.
 func cType_size_c(datatype C.int, size *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_size_c")
 	const fn = "MPI_Type_size_c"
@@ -4267,16 +5303,21 @@ func cType_size_c(datatype C.int, size *C.long) (rc C.int) {
 	return done(nil, xType_size_x(datatype_, size))
 }
 
+// MPI_Type_size_c is MPI_Type_size_c for C programs, with MPICH's signature.
+//
 //export MPI_Type_size_c
 func MPI_Type_size_c(datatype C.int, size *C.long) C.int {
 	return cType_size_c(datatype, size)
 }
 
+// PMPI_Type_size_c is MPI_Type_size_c for C programs, with MPICH's signature.
+//
 //export PMPI_Type_size_c
 func PMPI_Type_size_c(datatype C.int, size *C.long) C.int {
 	return cType_size_c(datatype, size)
 }
 
+// cType_contiguous_c decodes MPI_Type_contiguous_c's handles and runs its translation.
 func cType_contiguous_c(count C.long, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_contiguous_c")
 	const fn = "MPI_Type_contiguous_c"
@@ -4287,16 +5328,21 @@ func cType_contiguous_c(count C.long, oldtype C.int, newtype *C.int) (rc C.int) 
 	return done(nil, xType_contiguous(int(count), oldtype_, newtype))
 }
 
+// MPI_Type_contiguous_c is MPI_Type_contiguous_c for C programs, with MPICH's signature.
+//
 //export MPI_Type_contiguous_c
 func MPI_Type_contiguous_c(count C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_contiguous_c(count, oldtype, newtype)
 }
 
+// PMPI_Type_contiguous_c is MPI_Type_contiguous_c for C programs, with MPICH's signature.
+//
 //export PMPI_Type_contiguous_c
 func PMPI_Type_contiguous_c(count C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_contiguous_c(count, oldtype, newtype)
 }
 
+// cType_vector_c decodes MPI_Type_vector_c's handles and runs its translation.
 func cType_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_vector_c")
 	const fn = "MPI_Type_vector_c"
@@ -4307,16 +5353,21 @@ func cType_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.i
 	return done(nil, xType_vector(int(count), int(blocklength), int(stride), oldtype_, newtype))
 }
 
+// MPI_Type_vector_c is MPI_Type_vector_c for C programs, with MPICH's signature.
+//
 //export MPI_Type_vector_c
 func MPI_Type_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_vector_c(count, blocklength, stride, oldtype, newtype)
 }
 
+// PMPI_Type_vector_c is MPI_Type_vector_c for C programs, with MPICH's signature.
+//
 //export PMPI_Type_vector_c
 func PMPI_Type_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_vector_c(count, blocklength, stride, oldtype, newtype)
 }
 
+// cStatus_set_elements decodes MPI_Status_set_elements's handles and runs its translation.
 func cStatus_set_elements(status uintptr, datatype C.int, count C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Status_set_elements")
 	const fn = "MPI_Status_set_elements"
@@ -4327,31 +5378,41 @@ func cStatus_set_elements(status uintptr, datatype C.int, count C.int) (rc C.int
 	return done(nil, xStatus_set_elements(status, datatype_, int(count)))
 }
 
+// MPI_Status_set_elements is MPI_Status_set_elements for C programs, with MPICH's signature.
+//
 //export MPI_Status_set_elements
 func MPI_Status_set_elements(status uintptr, datatype C.int, count C.int) C.int {
 	return cStatus_set_elements(status, datatype, count)
 }
 
+// PMPI_Status_set_elements is MPI_Status_set_elements for C programs, with MPICH's signature.
+//
 //export PMPI_Status_set_elements
 func PMPI_Status_set_elements(status uintptr, datatype C.int, count C.int) C.int {
 	return cStatus_set_elements(status, datatype, count)
 }
 
+// cStatus_set_cancelled decodes MPI_Status_set_cancelled's handles and runs its translation.
 func cStatus_set_cancelled(status uintptr, flag C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Status_set_cancelled")
 	return done(nil, xStatus_set_cancelled(status, int(flag)))
 }
 
+// MPI_Status_set_cancelled is MPI_Status_set_cancelled for C programs, with MPICH's signature.
+//
 //export MPI_Status_set_cancelled
 func MPI_Status_set_cancelled(status uintptr, flag C.int) C.int {
 	return cStatus_set_cancelled(status, flag)
 }
 
+// PMPI_Status_set_cancelled is MPI_Status_set_cancelled for C programs, with MPICH's signature.
+//
 //export PMPI_Status_set_cancelled
 func PMPI_Status_set_cancelled(status uintptr, flag C.int) C.int {
 	return cStatus_set_cancelled(status, flag)
 }
 
+// cType_hvector decodes MPI_Type_hvector's handles and runs its translation.
 func cType_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_hvector")
 	const fn = "MPI_Type_hvector"
@@ -4362,16 +5423,21 @@ func cType_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int,
 	return done(nil, xType_create_hvector(int(count), int(blocklength), int(stride), oldtype_, newtype))
 }
 
+// MPI_Type_hvector is MPI_Type_hvector for C programs, with MPICH's signature.
+//
 //export MPI_Type_hvector
 func MPI_Type_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_hvector(count, blocklength, stride, oldtype, newtype)
 }
 
+// PMPI_Type_hvector is MPI_Type_hvector for C programs, with MPICH's signature.
+//
 //export PMPI_Type_hvector
 func PMPI_Type_hvector(count C.int, blocklength C.int, stride C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_hvector(count, blocklength, stride, oldtype, newtype)
 }
 
+// cType_hindexed decodes MPI_Type_hindexed's handles and runs its translation.
 func cType_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_hindexed")
 	const fn = "MPI_Type_hindexed"
@@ -4382,31 +5448,41 @@ func cType_hindexed(count C.int, blocklengths *C.int, displacements *C.long, old
 	return done(nil, xType_create_hindexed(int(count), blocklengths, displacements, oldtype_, newtype))
 }
 
+// MPI_Type_hindexed is MPI_Type_hindexed for C programs, with MPICH's signature.
+//
 //export MPI_Type_hindexed
 func MPI_Type_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_hindexed(count, blocklengths, displacements, oldtype, newtype)
 }
 
+// PMPI_Type_hindexed is MPI_Type_hindexed for C programs, with MPICH's signature.
+//
 //export PMPI_Type_hindexed
 func PMPI_Type_hindexed(count C.int, blocklengths *C.int, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_hindexed(count, blocklengths, displacements, oldtype, newtype)
 }
 
+// cType_struct decodes MPI_Type_struct's handles and runs its translation.
 func cType_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_struct")
 	return done(nil, xType_create_struct(int(count), blocklengths, displacements, types, newtype))
 }
 
+// MPI_Type_struct is MPI_Type_struct for C programs, with MPICH's signature.
+//
 //export MPI_Type_struct
 func MPI_Type_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) C.int {
 	return cType_struct(count, blocklengths, displacements, types, newtype)
 }
 
+// PMPI_Type_struct is MPI_Type_struct for C programs, with MPICH's signature.
+//
 //export PMPI_Type_struct
 func PMPI_Type_struct(count C.int, blocklengths *C.int, displacements *C.long, types *C.int, newtype *C.int) C.int {
 	return cType_struct(count, blocklengths, displacements, types, newtype)
 }
 
+// cType_extent decodes MPI_Type_extent's handles and runs its translation.
 func cType_extent(datatype C.int, extent *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_extent")
 	const fn = "MPI_Type_extent"
@@ -4417,16 +5493,21 @@ func cType_extent(datatype C.int, extent *C.long) (rc C.int) {
 	return done(nil, xType_extent(datatype_, extent))
 }
 
+// MPI_Type_extent is MPI_Type_extent for C programs, with MPICH's signature.
+//
 //export MPI_Type_extent
 func MPI_Type_extent(datatype C.int, extent *C.long) C.int {
 	return cType_extent(datatype, extent)
 }
 
+// PMPI_Type_extent is MPI_Type_extent for C programs, with MPICH's signature.
+//
 //export PMPI_Type_extent
 func PMPI_Type_extent(datatype C.int, extent *C.long) C.int {
 	return cType_extent(datatype, extent)
 }
 
+// cType_lb decodes MPI_Type_lb's handles and runs its translation.
 func cType_lb(datatype C.int, displacement *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_lb")
 	const fn = "MPI_Type_lb"
@@ -4437,16 +5518,21 @@ func cType_lb(datatype C.int, displacement *C.long) (rc C.int) {
 	return done(nil, xType_lb(datatype_, displacement))
 }
 
+// MPI_Type_lb is MPI_Type_lb for C programs, with MPICH's signature.
+//
 //export MPI_Type_lb
 func MPI_Type_lb(datatype C.int, displacement *C.long) C.int {
 	return cType_lb(datatype, displacement)
 }
 
+// PMPI_Type_lb is MPI_Type_lb for C programs, with MPICH's signature.
+//
 //export PMPI_Type_lb
 func PMPI_Type_lb(datatype C.int, displacement *C.long) C.int {
 	return cType_lb(datatype, displacement)
 }
 
+// cType_ub decodes MPI_Type_ub's handles and runs its translation.
 func cType_ub(datatype C.int, displacement *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_ub")
 	const fn = "MPI_Type_ub"
@@ -4457,31 +5543,41 @@ func cType_ub(datatype C.int, displacement *C.long) (rc C.int) {
 	return done(nil, xType_ub(datatype_, displacement))
 }
 
+// MPI_Type_ub is MPI_Type_ub for C programs, with MPICH's signature.
+//
 //export MPI_Type_ub
 func MPI_Type_ub(datatype C.int, displacement *C.long) C.int {
 	return cType_ub(datatype, displacement)
 }
 
+// PMPI_Type_ub is MPI_Type_ub for C programs, with MPICH's signature.
+//
 //export PMPI_Type_ub
 func PMPI_Type_ub(datatype C.int, displacement *C.long) C.int {
 	return cType_ub(datatype, displacement)
 }
 
+// cErrhandler_create decodes MPI_Errhandler_create's handles and runs its translation.
 func cErrhandler_create(function unsafe.Pointer, errhandler *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Errhandler_create")
 	return done(nil, xComm_create_errhandler(function, errhandler))
 }
 
+// MPI_Errhandler_create is MPI_Errhandler_create for C programs, with MPICH's signature.
+//
 //export MPI_Errhandler_create
 func MPI_Errhandler_create(function unsafe.Pointer, errhandler *C.int) C.int {
 	return cErrhandler_create(function, errhandler)
 }
 
+// PMPI_Errhandler_create is MPI_Errhandler_create for C programs, with MPICH's signature.
+//
 //export PMPI_Errhandler_create
 func PMPI_Errhandler_create(function unsafe.Pointer, errhandler *C.int) C.int {
 	return cErrhandler_create(function, errhandler)
 }
 
+// cErrhandler_set decodes MPI_Errhandler_set's handles and runs its translation.
 func cErrhandler_set(comm C.int, errhandler C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Errhandler_set")
 	const fn = "MPI_Errhandler_set"
@@ -4492,16 +5588,21 @@ func cErrhandler_set(comm C.int, errhandler C.int) (rc C.int) {
 	return done(comm_, xComm_set_errhandler(comm_, int32(errhandler)))
 }
 
+// MPI_Errhandler_set is MPI_Errhandler_set for C programs, with MPICH's signature.
+//
 //export MPI_Errhandler_set
 func MPI_Errhandler_set(comm C.int, errhandler C.int) C.int {
 	return cErrhandler_set(comm, errhandler)
 }
 
+// PMPI_Errhandler_set is MPI_Errhandler_set for C programs, with MPICH's signature.
+//
 //export PMPI_Errhandler_set
 func PMPI_Errhandler_set(comm C.int, errhandler C.int) C.int {
 	return cErrhandler_set(comm, errhandler)
 }
 
+// cErrhandler_get decodes MPI_Errhandler_get's handles and runs its translation.
 func cErrhandler_get(comm C.int, errhandler *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Errhandler_get")
 	const fn = "MPI_Errhandler_get"
@@ -4512,46 +5613,61 @@ func cErrhandler_get(comm C.int, errhandler *C.int) (rc C.int) {
 	return done(comm_, xComm_get_errhandler(comm_, errhandler))
 }
 
+// MPI_Errhandler_get is MPI_Errhandler_get for C programs, with MPICH's signature.
+//
 //export MPI_Errhandler_get
 func MPI_Errhandler_get(comm C.int, errhandler *C.int) C.int {
 	return cErrhandler_get(comm, errhandler)
 }
 
+// PMPI_Errhandler_get is MPI_Errhandler_get for C programs, with MPICH's signature.
+//
 //export PMPI_Errhandler_get
 func PMPI_Errhandler_get(comm C.int, errhandler *C.int) C.int {
 	return cErrhandler_get(comm, errhandler)
 }
 
+// cKeyval_create decodes MPI_Keyval_create's handles and runs its translation.
 func cKeyval_create(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Keyval_create")
 	return done(nil, xComm_create_keyval(copy_fn, delete_fn, keyval, extra_state))
 }
 
+// MPI_Keyval_create is MPI_Keyval_create for C programs, with MPICH's signature.
+//
 //export MPI_Keyval_create
 func MPI_Keyval_create(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
 	return cKeyval_create(copy_fn, delete_fn, keyval, extra_state)
 }
 
+// PMPI_Keyval_create is MPI_Keyval_create for C programs, with MPICH's signature.
+//
 //export PMPI_Keyval_create
 func PMPI_Keyval_create(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
 	return cKeyval_create(copy_fn, delete_fn, keyval, extra_state)
 }
 
+// cKeyval_free decodes MPI_Keyval_free's handles and runs its translation.
 func cKeyval_free(keyval *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Keyval_free")
 	return done(nil, xComm_free_keyval(keyval))
 }
 
+// MPI_Keyval_free is MPI_Keyval_free for C programs, with MPICH's signature.
+//
 //export MPI_Keyval_free
 func MPI_Keyval_free(keyval *C.int) C.int {
 	return cKeyval_free(keyval)
 }
 
+// PMPI_Keyval_free is MPI_Keyval_free for C programs, with MPICH's signature.
+//
 //export PMPI_Keyval_free
 func PMPI_Keyval_free(keyval *C.int) C.int {
 	return cKeyval_free(keyval)
 }
 
+// cAttr_put decodes MPI_Attr_put's handles and runs its translation.
 func cAttr_put(comm C.int, keyval C.int, attribute_val uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Attr_put")
 	const fn = "MPI_Attr_put"
@@ -4562,16 +5678,21 @@ func cAttr_put(comm C.int, keyval C.int, attribute_val uintptr) (rc C.int) {
 	return done(comm_, xComm_set_attr(comm_, int32(keyval), attribute_val))
 }
 
+// MPI_Attr_put is MPI_Attr_put for C programs, with MPICH's signature.
+//
 //export MPI_Attr_put
 func MPI_Attr_put(comm C.int, keyval C.int, attribute_val uintptr) C.int {
 	return cAttr_put(comm, keyval, attribute_val)
 }
 
+// PMPI_Attr_put is MPI_Attr_put for C programs, with MPICH's signature.
+//
 //export PMPI_Attr_put
 func PMPI_Attr_put(comm C.int, keyval C.int, attribute_val uintptr) C.int {
 	return cAttr_put(comm, keyval, attribute_val)
 }
 
+// cAttr_get decodes MPI_Attr_get's handles and runs its translation.
 func cAttr_get(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Attr_get")
 	const fn = "MPI_Attr_get"
@@ -4582,16 +5703,21 @@ func cAttr_get(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) (r
 	return done(comm_, xComm_get_attr(comm_, int32(keyval), attribute_val, flag))
 }
 
+// MPI_Attr_get is MPI_Attr_get for C programs, with MPICH's signature.
+//
 //export MPI_Attr_get
 func MPI_Attr_get(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
 	return cAttr_get(comm, keyval, attribute_val, flag)
 }
 
+// PMPI_Attr_get is MPI_Attr_get for C programs, with MPICH's signature.
+//
 //export PMPI_Attr_get
 func PMPI_Attr_get(comm C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
 	return cAttr_get(comm, keyval, attribute_val, flag)
 }
 
+// cAttr_delete decodes MPI_Attr_delete's handles and runs its translation.
 func cAttr_delete(comm C.int, keyval C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Attr_delete")
 	const fn = "MPI_Attr_delete"
@@ -4602,61 +5728,81 @@ func cAttr_delete(comm C.int, keyval C.int) (rc C.int) {
 	return done(comm_, xComm_delete_attr(comm_, int32(keyval)))
 }
 
+// MPI_Attr_delete is MPI_Attr_delete for C programs, with MPICH's signature.
+//
 //export MPI_Attr_delete
 func MPI_Attr_delete(comm C.int, keyval C.int) C.int {
 	return cAttr_delete(comm, keyval)
 }
 
+// PMPI_Attr_delete is MPI_Attr_delete for C programs, with MPICH's signature.
+//
 //export PMPI_Attr_delete
 func PMPI_Attr_delete(comm C.int, keyval C.int) C.int {
 	return cAttr_delete(comm, keyval)
 }
 
+// cAlloc_mem decodes MPI_Alloc_mem's handles and runs its translation.
 func cAlloc_mem(size C.long, info C.int, baseptr *uintptr) (rc C.int) {
 	defer guard(&rc, "MPI_Alloc_mem")
 	return done(nil, xAlloc_mem(int(size), int32(info), baseptr))
 }
 
+// MPI_Alloc_mem is MPI_Alloc_mem for C programs, with MPICH's signature.
+//
 //export MPI_Alloc_mem
 func MPI_Alloc_mem(size C.long, info C.int, baseptr *uintptr) C.int {
 	return cAlloc_mem(size, info, baseptr)
 }
 
+// PMPI_Alloc_mem is MPI_Alloc_mem for C programs, with MPICH's signature.
+//
 //export PMPI_Alloc_mem
 func PMPI_Alloc_mem(size C.long, info C.int, baseptr *uintptr) C.int {
 	return cAlloc_mem(size, info, baseptr)
 }
 
+// cFree_mem decodes MPI_Free_mem's handles and runs its translation.
 func cFree_mem(base unsafe.Pointer) (rc C.int) {
 	defer guard(&rc, "MPI_Free_mem")
 	return done(nil, xFree_mem(base))
 }
 
+// MPI_Free_mem is MPI_Free_mem for C programs, with MPICH's signature.
+//
 //export MPI_Free_mem
 func MPI_Free_mem(base unsafe.Pointer) C.int {
 	return cFree_mem(base)
 }
 
+// PMPI_Free_mem is MPI_Free_mem for C programs, with MPICH's signature.
+//
 //export PMPI_Free_mem
 func PMPI_Free_mem(base unsafe.Pointer) C.int {
 	return cFree_mem(base)
 }
 
+// cComm_get_parent decodes MPI_Comm_get_parent's handles and runs its translation.
 func cComm_get_parent(parent *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_get_parent")
 	return done(nil, xComm_get_parent(parent))
 }
 
+// MPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
+//
 //export MPI_Comm_get_parent
 func MPI_Comm_get_parent(parent *C.int) C.int {
 	return cComm_get_parent(parent)
 }
 
+// PMPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_get_parent
 func PMPI_Comm_get_parent(parent *C.int) C.int {
 	return cComm_get_parent(parent)
 }
 
+// cComm_dup_with_info decodes MPI_Comm_dup_with_info's handles and runs its translation.
 func cComm_dup_with_info(comm C.int, info C.int, newcomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_dup_with_info")
 	const fn = "MPI_Comm_dup_with_info"
@@ -4667,151 +5813,201 @@ func cComm_dup_with_info(comm C.int, info C.int, newcomm *C.int) (rc C.int) {
 	return done(comm_, xComm_dup_with_info(comm_, int32(info), newcomm))
 }
 
+// MPI_Comm_dup_with_info is MPI_Comm_dup_with_info for C programs, with MPICH's signature.
+//
 //export MPI_Comm_dup_with_info
 func MPI_Comm_dup_with_info(comm C.int, info C.int, newcomm *C.int) C.int {
 	return cComm_dup_with_info(comm, info, newcomm)
 }
 
+// PMPI_Comm_dup_with_info is MPI_Comm_dup_with_info for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_dup_with_info
 func PMPI_Comm_dup_with_info(comm C.int, info C.int, newcomm *C.int) C.int {
 	return cComm_dup_with_info(comm, info, newcomm)
 }
 
+// cInfo_create decodes MPI_Info_create's handles and runs its translation.
 func cInfo_create(info *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Info_create")
 	return done(nil, xInfo_create(info))
 }
 
+// MPI_Info_create is MPI_Info_create for C programs, with MPICH's signature.
+//
 //export MPI_Info_create
 func MPI_Info_create(info *C.int) C.int {
 	return cInfo_create(info)
 }
 
+// PMPI_Info_create is MPI_Info_create for C programs, with MPICH's signature.
+//
 //export PMPI_Info_create
 func PMPI_Info_create(info *C.int) C.int {
 	return cInfo_create(info)
 }
 
+// cInfo_set decodes MPI_Info_set's handles and runs its translation.
 func cInfo_set(info C.int, key *C.char, value *C.char) (rc C.int) {
 	defer guard(&rc, "MPI_Info_set")
 	return done(nil, xInfo_set(int32(info), key, value))
 }
 
+// MPI_Info_set is MPI_Info_set for C programs, with MPICH's signature.
+//
 //export MPI_Info_set
 func MPI_Info_set(info C.int, key *C.char, value *C.char) C.int {
 	return cInfo_set(info, key, value)
 }
 
+// PMPI_Info_set is MPI_Info_set for C programs, with MPICH's signature.
+//
 //export PMPI_Info_set
 func PMPI_Info_set(info C.int, key *C.char, value *C.char) C.int {
 	return cInfo_set(info, key, value)
 }
 
+// cInfo_get decodes MPI_Info_get's handles and runs its translation.
 func cInfo_get(info C.int, key *C.char, valuelen C.int, value *C.char, flag *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Info_get")
 	return done(nil, xInfo_get(int32(info), key, int(valuelen), value, flag))
 }
 
+// MPI_Info_get is MPI_Info_get for C programs, with MPICH's signature.
+//
 //export MPI_Info_get
 func MPI_Info_get(info C.int, key *C.char, valuelen C.int, value *C.char, flag *C.int) C.int {
 	return cInfo_get(info, key, valuelen, value, flag)
 }
 
+// PMPI_Info_get is MPI_Info_get for C programs, with MPICH's signature.
+//
 //export PMPI_Info_get
 func PMPI_Info_get(info C.int, key *C.char, valuelen C.int, value *C.char, flag *C.int) C.int {
 	return cInfo_get(info, key, valuelen, value, flag)
 }
 
+// cInfo_get_valuelen decodes MPI_Info_get_valuelen's handles and runs its translation.
 func cInfo_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Info_get_valuelen")
 	return done(nil, xInfo_get_valuelen(int32(info), key, valuelen, flag))
 }
 
+// MPI_Info_get_valuelen is MPI_Info_get_valuelen for C programs, with MPICH's signature.
+//
 //export MPI_Info_get_valuelen
 func MPI_Info_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.int) C.int {
 	return cInfo_get_valuelen(info, key, valuelen, flag)
 }
 
+// PMPI_Info_get_valuelen is MPI_Info_get_valuelen for C programs, with MPICH's signature.
+//
 //export PMPI_Info_get_valuelen
 func PMPI_Info_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.int) C.int {
 	return cInfo_get_valuelen(info, key, valuelen, flag)
 }
 
+// cInfo_get_nkeys decodes MPI_Info_get_nkeys's handles and runs its translation.
 func cInfo_get_nkeys(info C.int, nkeys *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Info_get_nkeys")
 	return done(nil, xInfo_get_nkeys(int32(info), nkeys))
 }
 
+// MPI_Info_get_nkeys is MPI_Info_get_nkeys for C programs, with MPICH's signature.
+//
 //export MPI_Info_get_nkeys
 func MPI_Info_get_nkeys(info C.int, nkeys *C.int) C.int {
 	return cInfo_get_nkeys(info, nkeys)
 }
 
+// PMPI_Info_get_nkeys is MPI_Info_get_nkeys for C programs, with MPICH's signature.
+//
 //export PMPI_Info_get_nkeys
 func PMPI_Info_get_nkeys(info C.int, nkeys *C.int) C.int {
 	return cInfo_get_nkeys(info, nkeys)
 }
 
+// cInfo_get_nthkey decodes MPI_Info_get_nthkey's handles and runs its translation.
 func cInfo_get_nthkey(info C.int, n C.int, key *C.char) (rc C.int) {
 	defer guard(&rc, "MPI_Info_get_nthkey")
 	return done(nil, xInfo_get_nthkey(int32(info), int(n), key))
 }
 
+// MPI_Info_get_nthkey is MPI_Info_get_nthkey for C programs, with MPICH's signature.
+//
 //export MPI_Info_get_nthkey
 func MPI_Info_get_nthkey(info C.int, n C.int, key *C.char) C.int {
 	return cInfo_get_nthkey(info, n, key)
 }
 
+// PMPI_Info_get_nthkey is MPI_Info_get_nthkey for C programs, with MPICH's signature.
+//
 //export PMPI_Info_get_nthkey
 func PMPI_Info_get_nthkey(info C.int, n C.int, key *C.char) C.int {
 	return cInfo_get_nthkey(info, n, key)
 }
 
+// cInfo_delete decodes MPI_Info_delete's handles and runs its translation.
 func cInfo_delete(info C.int, key *C.char) (rc C.int) {
 	defer guard(&rc, "MPI_Info_delete")
 	return done(nil, xInfo_delete(int32(info), key))
 }
 
+// MPI_Info_delete is MPI_Info_delete for C programs, with MPICH's signature.
+//
 //export MPI_Info_delete
 func MPI_Info_delete(info C.int, key *C.char) C.int {
 	return cInfo_delete(info, key)
 }
 
+// PMPI_Info_delete is MPI_Info_delete for C programs, with MPICH's signature.
+//
 //export PMPI_Info_delete
 func PMPI_Info_delete(info C.int, key *C.char) C.int {
 	return cInfo_delete(info, key)
 }
 
+// cInfo_dup decodes MPI_Info_dup's handles and runs its translation.
 func cInfo_dup(info C.int, newinfo *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Info_dup")
 	return done(nil, xInfo_dup(int32(info), newinfo))
 }
 
+// MPI_Info_dup is MPI_Info_dup for C programs, with MPICH's signature.
+//
 //export MPI_Info_dup
 func MPI_Info_dup(info C.int, newinfo *C.int) C.int {
 	return cInfo_dup(info, newinfo)
 }
 
+// PMPI_Info_dup is MPI_Info_dup for C programs, with MPICH's signature.
+//
 //export PMPI_Info_dup
 func PMPI_Info_dup(info C.int, newinfo *C.int) C.int {
 	return cInfo_dup(info, newinfo)
 }
 
+// cInfo_free decodes MPI_Info_free's handles and runs its translation.
 func cInfo_free(info *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Info_free")
 	return done(nil, xInfo_free(info))
 }
 
+// MPI_Info_free is MPI_Info_free for C programs, with MPICH's signature.
+//
 //export MPI_Info_free
 func MPI_Info_free(info *C.int) C.int {
 	return cInfo_free(info)
 }
 
+// PMPI_Info_free is MPI_Info_free for C programs, with MPICH's signature.
+//
 //export PMPI_Info_free
 func PMPI_Info_free(info *C.int) C.int {
 	return cInfo_free(info)
 }
 
+// cType_get_envelope decodes MPI_Type_get_envelope's handles and runs its translation.
 func cType_get_envelope(datatype C.int, num_integers *C.int, num_addresses *C.int, num_datatypes *C.int, combiner *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_get_envelope")
 	const fn = "MPI_Type_get_envelope"
@@ -4822,16 +6018,21 @@ func cType_get_envelope(datatype C.int, num_integers *C.int, num_addresses *C.in
 	return done(nil, xType_get_envelope(datatype_, num_integers, num_addresses, num_datatypes, combiner))
 }
 
+// MPI_Type_get_envelope is MPI_Type_get_envelope for C programs, with MPICH's signature.
+//
 //export MPI_Type_get_envelope
 func MPI_Type_get_envelope(datatype C.int, num_integers *C.int, num_addresses *C.int, num_datatypes *C.int, combiner *C.int) C.int {
 	return cType_get_envelope(datatype, num_integers, num_addresses, num_datatypes, combiner)
 }
 
+// PMPI_Type_get_envelope is MPI_Type_get_envelope for C programs, with MPICH's signature.
+//
 //export PMPI_Type_get_envelope
 func PMPI_Type_get_envelope(datatype C.int, num_integers *C.int, num_addresses *C.int, num_datatypes *C.int, combiner *C.int) C.int {
 	return cType_get_envelope(datatype, num_integers, num_addresses, num_datatypes, combiner)
 }
 
+// cType_get_contents decodes MPI_Type_get_contents's handles and runs its translation.
 func cType_get_contents(datatype C.int, max_integers C.int, max_addresses C.int, max_datatypes C.int, integers *C.int, addresses *C.long, datatypes *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_get_contents")
 	const fn = "MPI_Type_get_contents"
@@ -4842,68 +6043,83 @@ func cType_get_contents(datatype C.int, max_integers C.int, max_addresses C.int,
 	return done(nil, xType_get_contents(datatype_, int(max_integers), int(max_addresses), int(max_datatypes), integers, addresses, datatypes))
 }
 
+// MPI_Type_get_contents is MPI_Type_get_contents for C programs, with MPICH's signature.
+//
 //export MPI_Type_get_contents
 func MPI_Type_get_contents(datatype C.int, max_integers C.int, max_addresses C.int, max_datatypes C.int, integers *C.int, addresses *C.long, datatypes *C.int) C.int {
 	return cType_get_contents(datatype, max_integers, max_addresses, max_datatypes, integers, addresses, datatypes)
 }
 
+// PMPI_Type_get_contents is MPI_Type_get_contents for C programs, with MPICH's signature.
+//
 //export PMPI_Type_get_contents
 func PMPI_Type_get_contents(datatype C.int, max_integers C.int, max_addresses C.int, max_datatypes C.int, integers *C.int, addresses *C.long, datatypes *C.int) C.int {
 	return cType_get_contents(datatype, max_integers, max_addresses, max_datatypes, integers, addresses, datatypes)
 }
 
+// cIsendrecv decodes MPI_Isendrecv's handles and runs its translation.
 func cIsendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Isendrecv")
 	const fn = "MPI_Isendrecv"
-	sendtype_, err := typeOf(fn, int32(sendtype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	recvtype_, err := typeOf(fn, int32(recvtype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	sendtype_, err := typeOf(fn, int32(sendtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	recvtype_, err := typeOf(fn, int32(recvtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xIsendrecv(sendbuf, int(sendcount), sendtype_, int(dest), int(sendtag), recvbuf, int(recvcount), recvtype_, int(source), int(recvtag), comm_, request))
 }
 
+// MPI_Isendrecv is MPI_Isendrecv for C programs, with MPICH's signature.
+//
 //export MPI_Isendrecv
 func MPI_Isendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
 	return cIsendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
 }
 
+// PMPI_Isendrecv is MPI_Isendrecv for C programs, with MPICH's signature.
+//
 //export PMPI_Isendrecv
 func PMPI_Isendrecv(sendbuf unsafe.Pointer, sendcount C.int, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.int, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
 	return cIsendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
 }
 
+// cIsendrecv_replace decodes MPI_Isendrecv_replace's handles and runs its translation.
 func cIsendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Isendrecv_replace")
 	const fn = "MPI_Isendrecv_replace"
-	datatype_, err := typeOf(fn, int32(datatype))
-	if err != nil {
-		return fail(nil, err)
-	}
 	comm_, err := commOf(fn, int32(comm))
 	if err != nil {
 		return fail(nil, err)
 	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
 	return done(comm_, xIsendrecv_replace(buf, int(count), datatype_, int(dest), int(sendtag), int(source), int(recvtag), comm_, request))
 }
 
+// MPI_Isendrecv_replace is MPI_Isendrecv_replace for C programs, with MPICH's signature.
+//
 //export MPI_Isendrecv_replace
 func MPI_Isendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
 	return cIsendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
 }
 
+// PMPI_Isendrecv_replace is MPI_Isendrecv_replace for C programs, with MPICH's signature.
+//
 //export PMPI_Isendrecv_replace
 func PMPI_Isendrecv_replace(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
 	return cIsendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
 }
 
+// cComm_idup_with_info decodes MPI_Comm_idup_with_info's handles and runs its translation.
 func cComm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_idup_with_info")
 	const fn = "MPI_Comm_idup_with_info"
@@ -4914,11 +6130,15 @@ func cComm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C.int
 	return done(comm_, xComm_idup_with_info(comm_, int32(info), newcomm, request))
 }
 
+// MPI_Comm_idup_with_info is MPI_Comm_idup_with_info for C programs, with MPICH's signature.
+//
 //export MPI_Comm_idup_with_info
 func MPI_Comm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C.int) C.int {
 	return cComm_idup_with_info(comm, info, newcomm, request)
 }
 
+// PMPI_Comm_idup_with_info is MPI_Comm_idup_with_info for C programs, with MPICH's signature.
+//
 //export PMPI_Comm_idup_with_info
 func PMPI_Comm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C.int) C.int {
 	return cComm_idup_with_info(comm, info, newcomm, request)

@@ -201,10 +201,9 @@ func goFile(specs []fn, stubs []string) []byte {
 			sig = append(sig, p.name+" "+kinds[p.kind].goType)
 			call = append(call, p.name)
 		}
-		fmt.Fprintf(&b, "func c%s(%s) (rc C.int) {\n\tdefer guard(&rc, %q)\n", short, strings.Join(sig, ", "), f.name)
-		commVar := "nil"
+		fmt.Fprintf(&b, "// c%s decodes %s's handles and runs its translation.\nfunc c%s(%s) (rc C.int) {\n\tdefer guard(&rc, %q)\n", short, f.name, short, strings.Join(sig, ", "), f.name)
 		var args []string
-		lookups := 0
+		var decode []param // the handles to look up, communicators first
 		target := "x" + short
 		rewrite := f.impl != "" && f.mode != ""
 		if f.impl != "" {
@@ -215,31 +214,33 @@ func goFile(specs []fn, stubs []string) []byte {
 		}
 		for _, p := range f.params {
 			k := kinds[p.kind]
-			if rewrite && p.name == "info" {
-				continue
-			}
-			if rewrite && p.name == "request" {
+			switch {
+			case rewrite && p.name == "info":
+			case rewrite && p.name == "request":
 				args[1] = p.name
-				continue
-			}
-			if k.lookup == "" {
+			case k.lookup == "":
 				args = append(args, fmt.Sprintf(k.conv, p.name))
-				continue
+			default:
+				decode = append(decode, p)
+				args = append(args, p.name+"_")
 			}
-			if lookups == 0 {
-				fmt.Fprintf(&b, "\tconst fn = %q\n", f.name)
-			}
-			lookups++
-			v := p.name + "_"
-			fmt.Fprintf(&b, "\t%s, err := %s(fn, int32(%s))\n\tif err != nil {\n\t\treturn fail(%s, err)\n\t}\n", v, k.lookup, p.name, commVar)
+		}
+		sort.SliceStable(decode, func(i, j int) bool { return decode[i].kind == "comm" && decode[j].kind != "comm" })
+		// An invalid handle runs the error handler of the call's first
+		// communicator once that is decoded (MPI_COMM_WORLD's before).
+		commVar := "nil"
+		if len(decode) > 0 {
+			fmt.Fprintf(&b, "\tconst fn = %q\n", f.name)
+		}
+		for _, p := range decode {
+			fmt.Fprintf(&b, "\t%s_, err := %s(fn, int32(%s))\n\tif err != nil {\n\t\treturn fail(%s, err)\n\t}\n", p.name, kinds[p.kind].lookup, p.name, commVar)
 			if p.kind == "comm" && commVar == "nil" {
-				commVar = v
+				commVar = p.name + "_"
 			}
-			args = append(args, v)
 		}
 		fmt.Fprintf(&b, "\treturn done(%s, %s(%s))\n}\n\n", commVar, target, strings.Join(args, ", "))
 		for _, pre := range []string{"MPI_", "PMPI_"} {
-			fmt.Fprintf(&b, "//export %s%s\nfunc %s%s(%s) C.int {\n\treturn c%s(%s)\n}\n\n", pre, short, pre, short, strings.Join(sig, ", "), short, strings.Join(call, ", "))
+			fmt.Fprintf(&b, "// %s%s is %s for C programs, with MPICH's signature.\n//\n//export %s%s\nfunc %s%s(%s) C.int {\n\treturn c%s(%s)\n}\n\n", pre, short, f.name, pre, short, pre, short, strings.Join(sig, ", "), short, strings.Join(call, ", "))
 		}
 	}
 	b.WriteString("// unsupportedNames are the ABI functions zstubs.c answers with\n// MPI_ERR_UNSUPPORTED_OPERATION, by the index the stub passes.\nvar unsupportedNames = [...]string{\n")

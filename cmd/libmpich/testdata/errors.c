@@ -69,8 +69,11 @@ int main(int argc, char **argv) {
 	int rc = MPI_Send(x, 1, MPI_INT, np + 1, 0, dup);
 	CHECK(rc != MPI_SUCCESS && handled == 1 && handled_comm == dup && handled_class == MPI_ERR_RANK,
 	      "handler ran %d times, comm %#x (dup %#x), class %d", handled, handled_comm, dup, handled_class);
+	/* A bad handle among the arguments runs the communicator's handler. */
+	rc = MPI_Send(x, 1, MPI_DATATYPE_NULL, 0, 0, dup);
+	CHECK(rc != MPI_SUCCESS && handled == 2 && handled_class == MPI_ERR_TYPE, "bad type on dup: handler ran %d times, class %d", handled, handled_class);
 	MPI_Comm_call_errhandler(dup, MPI_ERR_OTHER);
-	CHECK(handled == 2 && handled_class == MPI_ERR_OTHER, "call_errhandler %d %d", handled, handled_class);
+	CHECK(handled == 3 && handled_class == MPI_ERR_OTHER, "call_errhandler %d %d", handled, handled_class);
 	MPI_Errhandler_free(&mine);
 	MPI_Comm_free(&dup);
 	OK("user-handler");
