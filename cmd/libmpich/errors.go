@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/mpi"
@@ -167,4 +168,37 @@ func adimpi_unsupported(i C.int) C.int {
 		name = unsupportedNames[i]
 	}
 	return fail(nil, errorf(errUnsupported, name, "adimpi's libmpich does not implement %s (docs/c-abi.md lists what it does)", name))
+}
+
+// MPICH's C++ bindings (libmpichcxx.so.12) register C++ trampolines for
+// user operations, error handlers and attribute callbacks through these
+// three functions. adimpi does not call through such trampolines, so the
+// object is withdrawn: its later use fails with an invalid-handle error
+// instead of calling a C++ function with C arguments, and the registration
+// itself fails the way an unsupported function does.
+
+// MPII_Op_set_cxx withdraws a user operation made through the C++ bindings.
+//
+//export MPII_Op_set_cxx
+func MPII_Op_set_cxx(op C.int, proxy unsafe.Pointer) {
+	ops.del(int32(op))
+	fail(nil, errorf(errUnsupported, "MPI::Op::Init", "adimpi's libmpich does not support user operations of MPI's C++ bindings"))
+}
+
+// MPII_Errhandler_set_cxx withdraws an error handler made through the C++
+// bindings.
+//
+//export MPII_Errhandler_set_cxx
+func MPII_Errhandler_set_cxx(h C.int, proxy unsafe.Pointer) {
+	errhs.del(int32(h))
+	fail(nil, errorf(errUnsupported, "MPI::Comm::Create_errhandler", "adimpi's libmpich does not support error handlers of MPI's C++ bindings"))
+}
+
+// MPII_Keyval_set_proxy withdraws an attribute key made through the C++
+// bindings.
+//
+//export MPII_Keyval_set_proxy
+func MPII_Keyval_set_proxy(k C.int, copyProxy, deleteProxy unsafe.Pointer) {
+	keyvals.del(int32(k))
+	fail(nil, errorf(errUnsupported, "MPI::Comm::Create_keyval", "adimpi's libmpich does not support attribute keys of MPI's C++ bindings"))
 }
