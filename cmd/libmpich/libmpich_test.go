@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
+	nc "github.com/adimpi/adimpi/internal/netcluster"
 	"github.com/adimpi/adimpi/internal/testbuild"
 	"github.com/adimpi/adimpi/internal/testnote"
 	"github.com/adimpi/adimpi/mpi"
@@ -214,6 +215,40 @@ func TestBenchTwins(t *testing.T) {
 				}
 				if !strings.Contains(out, b.row) {
 					t.Errorf("mpibench-c %s on %s printed no %s row:\n%s", b.name, dev, b.row, out)
+				}
+			})
+		}
+	}
+}
+
+// TestCProgramsAcrossHosts runs the p2p and collective programs with their
+// four ranks in blocks on two simulated hosts (internal/netcluster: network
+// namespaces, root only) on every device, started by mpirun's
+// -launcher-exec; the library reaches the remote ranks through the
+// environment mpirun passes.
+func TestCProgramsAcrossHosts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testnote.Skip(t, fmt.Sprintf("simulated hosts need root to create namespaces (running as uid %d)", os.Geteuid()))
+	}
+	dir, mpirun := setup(t)
+	env := libEnv(t, mpirun, dir)
+	netcluster := testbuild.Programs(t, "../netcluster")["netcluster"]
+	c := nc.StartT(t, 2)
+	launcher := fmt.Sprintf("%s exec -dir %s {host} --", netcluster, c.Dir)
+	for _, dev := range adi.Devices() {
+		for _, p := range cProgs[:2] {
+			t.Run(dev+"/"+p.name, func(t *testing.T) {
+				out, err := run(t, mpirun, env, "-launcher-exec", launcher, "-hosts", "h1,h2", "-np", "4", "-l", "-device", dev, filepath.Join(dir, p.name))
+				if err != nil {
+					t.Fatalf("%s on %s across h1, h2: %v\n%s", p.name, dev, err, out)
+				}
+				if !strings.Contains(out, "[0@h1] ok ") {
+					t.Errorf("rank 0's lines are not labelled as coming from h1:\n%s", out)
+				}
+				for _, ch := range p.checks {
+					if !strings.Contains(out, "ok "+ch+"\n") {
+						t.Errorf("check %q did not pass:\n%s", ch, out)
+					}
 				}
 			})
 		}
