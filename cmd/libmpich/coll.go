@@ -49,7 +49,7 @@ func pick(m mode, req *C.int, c *mpi.Comm, now func() error, start, init func() 
 	if err != nil {
 		return err
 	}
-	*req = C.int(requests.add(reqEntry{r: r, persistent: m == persistent, comm: c}))
+	*req = C.int(requests.add(reqEntry{r: r, persistent: m == persistent}))
 	return nil
 }
 

@@ -30,7 +30,7 @@ func xComm_idup(c *mpi.Comm, out *C.int, req *C.int) error {
 		return err
 	}
 	*out = C.int(newComm(n))
-	*req = C.int(requests.add(reqEntry{r: r, comm: c}))
+	*req = C.int(requests.add(reqEntry{r: r}))
 	return nil
 }
 

@@ -273,7 +273,7 @@ func xIsendrecv(sp unsafe.Pointer, scount int, st *datatype.Type, dest, stag int
 	if err != nil {
 		return err
 	}
-	*req = C.int(requests.add(reqEntry{r: r, comm: c}))
+	*req = C.int(requests.add(reqEntry{r: r}))
 	return nil
 }
 
@@ -286,7 +286,7 @@ func xIsendrecv_replace(p unsafe.Pointer, count int, t *datatype.Type, dest, sta
 	if err != nil {
 		return err
 	}
-	*req = C.int(requests.add(reqEntry{r: r, comm: c}))
+	*req = C.int(requests.add(reqEntry{r: r}))
 	return nil
 }
 

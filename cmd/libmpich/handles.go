@@ -158,7 +158,6 @@ var (
 type reqEntry struct {
 	r          *mpi.Request
 	persistent bool // Wait/Test leave the handle alive
-	comm       *mpi.Comm
 }
 
 // commOf decodes a communicator handle.

@@ -112,7 +112,7 @@ func startReq(fn string, f startFn, persistent bool, p unsafe.Pointer, count int
 	if err != nil {
 		return err
 	}
-	*req = C.int(requests.add(reqEntry{r: r, persistent: persistent, comm: c}))
+	*req = C.int(requests.add(reqEntry{r: r, persistent: persistent}))
 	return nil
 }
 
