@@ -300,7 +300,8 @@ func xWaitall(n int, reqs *C.int, sts uintptr) error {
 		}
 	}
 	if first != nil && n > 1 {
-		return errorf(17, "MPI_Waitall", "a request failed (see its status): %v", first)
+		// The request's error has run its communicator's handler already.
+		return &classErr{17, "MPI_Waitall: MPI_ERR_IN_STATUS: a request failed (see its status): " + first.Error()}
 	}
 	return first
 }
