@@ -53,6 +53,19 @@ int main(int argc, char **argv) {
 	MPI_Status st;
 	expect(MPI_Recv(y, 2, MPI_INT, prev, 1, MPI_COMM_WORLD, &st), MPI_ERR_TRUNCATE, "truncate", "MPI_ERR_TRUNCATE");
 	MPI_Wait(&r, MPI_STATUS_IGNORE);
+	/* In Waitall: MPI_ERR_IN_STATUS, the class in the failed request's status. */
+	MPI_Request two[2];
+	MPI_Status sts[2];
+	int z = 0;
+	MPI_Irecv(y, 2, MPI_INT, prev, 2, MPI_COMM_WORLD, &two[0]);
+	MPI_Irecv(&z, 1, MPI_INT, prev, 3, MPI_COMM_WORLD, &two[1]);
+	MPI_Send(x, 4, MPI_INT, next, 2, MPI_COMM_WORLD);
+	MPI_Send(x, 1, MPI_INT, next, 3, MPI_COMM_WORLD);
+	int rc2 = MPI_Waitall(2, two, sts), c0, c1;
+	MPI_Error_class(rc2, &c0);
+	MPI_Error_class(sts[0].MPI_ERROR, &c1);
+	CHECK(c0 == MPI_ERR_IN_STATUS && c1 == MPI_ERR_TRUNCATE && sts[1].MPI_ERROR == MPI_SUCCESS && z == 1,
+	      "waitall classes %d %d, second %d, z %d", c0, c1, sts[1].MPI_ERROR, z);
 	OK("truncate");
 
 	/* Functions adimpi lacks fail cleanly, under both names. */
