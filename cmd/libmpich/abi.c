@@ -52,3 +52,16 @@ int MPI_File_c2f(void *fh) { return 0; }
 int PMPI_File_c2f(void *fh) __attribute__((alias("MPI_File_c2f")));
 void *MPI_File_f2c(int fh) { return 0; }
 void *PMPI_File_f2c(int fh) __attribute__((alias("MPI_File_f2c")));
+
+// The internal entry points through which MPICH's Fortran bindings
+// (libmpichfort.so.12) reach attributes and generalized requests: adimpi
+// does not implement those for Fortran, so the calls fail as unsupported
+// functions do (rather than the dynamic linker's failing to find them).
+extern int adimpi_unsupported_name(char *);
+int MPII_Comm_get_attr() { return adimpi_unsupported_name("MPI_Comm_get_attr from Fortran"); }
+int MPII_Comm_set_attr() { return adimpi_unsupported_name("MPI_Comm_set_attr from Fortran"); }
+int MPII_Type_get_attr() { return adimpi_unsupported_name("MPI_Type_get_attr from Fortran"); }
+int MPII_Type_set_attr() { return adimpi_unsupported_name("MPI_Type_set_attr from Fortran"); }
+int MPII_Win_get_attr() { return adimpi_unsupported_name("MPI_Win_get_attr from Fortran"); }
+int MPII_Win_set_attr() { return adimpi_unsupported_name("MPI_Win_set_attr from Fortran"); }
+void MPII_Grequest_set_lang_f77() { adimpi_unsupported_name("MPI_Grequest_start from Fortran"); }

@@ -202,3 +202,13 @@ func MPII_Keyval_set_proxy(k C.int, copyProxy, deleteProxy unsafe.Pointer) {
 	keyvals.del(int32(k))
 	fail(nil, errorf(errUnsupported, "MPI::Comm::Create_keyval", "adimpi's libmpich does not support attribute keys of MPI's C++ bindings"))
 }
+
+// adimpi_unsupported_name is adimpi_unsupported for the internal entry
+// points of MPICH's Fortran bindings that abi.c stubs, by the name of the
+// MPI function they serve.
+//
+//export adimpi_unsupported_name
+func adimpi_unsupported_name(name *C.char) C.int {
+	n := C.GoString(name)
+	return fail(nil, errorf(errUnsupported, n, "adimpi's libmpich does not implement %s (docs/c-abi.md lists what it does)", n))
+}

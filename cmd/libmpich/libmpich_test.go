@@ -23,34 +23,39 @@ import (
 	"github.com/adimpi/adimpi/mpi"
 )
 
-// cProgs are the C test programs (testdata/*.c), the np each runs at and
-// the checks each must report passed ("ok NAME" lines from rank 0).
+// cProgs are the test programs of testdata, the MPICH compiler wrapper
+// that builds each (C, and MPICH's Fortran and C++ bindings, which call the
+// C library), the np each runs at and the checks each must report passed
+// ("ok NAME" lines from rank 0).
 var cProgs = []struct {
-	name   string
-	np     int
-	checks []string
+	name, src, cc string
+	np            int
+	checks        []string
 }{
-	{"p2p", 3, []string{"ring", "isend-irecv-waitall", "wait-test", "sendrecv", "probe", "persistent", "iprobe"}},
-	{"coll", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent"}},
-	{"dtype", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count"}},
-	{"comm", 4, []string{"split", "dup", "groups", "cart", "attributes", "info-mem", "intercomm"}},
-	{"errors", 2, []string{"argument-errors", "truncate", "unsupported", "user-handler", "version"}},
+	{"p2p", "p2p.c", "mpicc.mpich", 3, []string{"ring", "isend-irecv-waitall", "wait-test", "sendrecv", "probe", "persistent", "iprobe"}},
+	{"coll", "coll.c", "mpicc.mpich", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent"}},
+	{"dtype", "dtype.c", "mpicc.mpich", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count"}},
+	{"comm", "comm.c", "mpicc.mpich", 4, []string{"split", "dup", "groups", "cart", "attributes", "info-mem", "intercomm"}},
+	{"errors", "errors.c", "mpicc.mpich", 2, []string{"argument-errors", "truncate", "unsupported", "user-handler", "version"}},
+	{"fortran", "fortran.f90", "mpif90.mpich", 3, []string{"collectives", "p2p", "split"}},
+	{"cxx", "cxx.cxx", "mpicxx.mpich", 3, []string{"collectives", "p2p", "split"}},
 }
 
-// setup compiles the C programs with mpicc.mpich and builds mpirun; it
-// returns the directory of the programs and mpirun's path.
+// setup compiles the test programs with MPICH's compiler wrappers and
+// builds mpirun; it returns the directory of the programs and mpirun's
+// path.
 func setup(t *testing.T) (string, string) {
 	t.Helper()
-	for _, tool := range []string{"gcc", "mpicc.mpich"} {
+	for _, tool := range []string{"gcc", "mpicc.mpich", "mpif90.mpich", "mpicxx.mpich"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			testnote.Skip(t, tool+" is missing (apt-get install -y gcc libmpich-dev): the C programs cannot be compiled")
+			testnote.Skip(t, tool+" is missing (apt-get install -y libmpich-dev, which brings gcc, g++ and gfortran): the test programs cannot be compiled")
 		}
 	}
 	dir := t.TempDir()
 	for _, p := range cProgs {
-		out, err := exec.Command("mpicc.mpich", "-O1", "-o", filepath.Join(dir, p.name), filepath.Join("testdata", p.name+".c")).CombinedOutput()
+		out, err := exec.Command(p.cc, "-O1", "-o", filepath.Join(dir, p.name), filepath.Join("testdata", p.src)).CombinedOutput()
 		if err != nil {
-			t.Fatalf("mpicc.mpich %s.c: %v\n%s", p.name, err, out)
+			t.Fatalf("%s %s: %v\n%s", p.cc, p.src, err, out)
 		}
 	}
 	return dir, testbuild.Programs(t, "../mpirun")["mpirun"]
@@ -133,9 +138,9 @@ func libEnv(t *testing.T, mpirun, progs string) []string {
 	return []string{"ADIMPI_LIBMPICH_DIR=" + filepath.Join(lib.dir, "adimpi", "mpirun", "libmpich")}
 }
 
-// TestCPrograms runs C programs compiled with Debian's mpicc.mpich,
-// unmodified, on every device: mpirun sees that they link libmpich.so.12
-// and gives them adimpi's.
+// TestCPrograms runs programs compiled with Debian's mpicc.mpich (and
+// mpif90.mpich, mpicxx.mpich), unmodified, on every device: mpirun sees
+// that they link MPICH's libraries and gives them adimpi's libmpich.so.12.
 func TestCPrograms(t *testing.T) {
 	dir, mpirun := setup(t)
 	env := libEnv(t, mpirun, dir)

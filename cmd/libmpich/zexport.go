@@ -6147,6 +6147,21 @@ func PMPI_Comm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C
 // unsupportedNames are the ABI functions zstubs.c answers with
 // MPI_ERR_UNSUPPORTED_OPERATION, by the index the stub passes.
 var unsupportedNames = [...]string{
+	"MPIX_Comm_agree",
+	"MPIX_Comm_failure_ack",
+	"MPIX_Comm_failure_get_acked",
+	"MPIX_Comm_revoke",
+	"MPIX_Comm_shrink",
+	"MPIX_Delete_error_class",
+	"MPIX_Delete_error_code",
+	"MPIX_Delete_error_string",
+	"MPIX_GPU_query_support",
+	"MPIX_Grequest_class_allocate",
+	"MPIX_Grequest_class_create",
+	"MPIX_Grequest_start",
+	"MPIX_Query_cuda_support",
+	"MPIX_Query_hip_support",
+	"MPIX_Query_ze_support",
 	"MPI_Accumulate",
 	"MPI_Accumulate_c",
 	"MPI_Add_error_class",

@@ -22,8 +22,13 @@ const libmpichSoname = "libmpich.so.12"
 // instead of building one.
 const libmpichEnv = "ADIMPI_LIBMPICH_DIR"
 
+// mpichLibs are the libraries of MPICH's ABI a program may link: the C
+// library, and the Fortran and C++ bindings, which call the C library (so
+// MPICH's own bindings run on adimpi's C library).
+var mpichLibs = []string{libmpichSoname, "libmpichfort.so.12", "libmpichcxx.so.12"}
+
 // needsLibmpich reports whether the executable at path is dynamically
-// linked against MPICH's ABI library.
+// linked against MPICH's ABI library or its bindings.
 func needsLibmpich(path string) bool {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -31,7 +36,10 @@ func needsLibmpich(path string) bool {
 	}
 	defer f.Close()
 	libs, err := f.ImportedLibraries()
-	return err == nil && slices.Contains(libs, libmpichSoname)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(libs, func(l string) bool { return slices.Contains(mpichLibs, l) })
 }
 
 // prepareCProgram readies a C program for the ranks: when binary needs

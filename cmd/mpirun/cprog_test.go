@@ -43,4 +43,20 @@ func TestNeedsLibmpich(t *testing.T) {
 	if !needsLibmpich(bin) {
 		t.Errorf("a program built with mpicc.mpich was not taken for one linked against libmpich.so.12")
 	}
+	// MPICH's Fortran bindings call its C library: a Fortran program links
+	// libmpichfort.so.12 only.
+	if _, err := exec.LookPath("mpif90.mpich"); err != nil {
+		return
+	}
+	fsrc := filepath.Join(dir, "p.f90")
+	if err := os.WriteFile(fsrc, []byte("program p\n  use mpi\n  integer :: ierr\n  call MPI_Init(ierr)\n  call MPI_Finalize(ierr)\nend program\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fbin := filepath.Join(dir, "pf")
+	if out, err := exec.Command("mpif90.mpich", "-o", fbin, fsrc).CombinedOutput(); err != nil {
+		t.Fatalf("mpif90.mpich: %v\n%s", err, out)
+	}
+	if !needsLibmpich(fbin) {
+		t.Errorf("a program built with mpif90.mpich was not taken for one that needs libmpich.so.12")
+	}
 }
