@@ -69,7 +69,10 @@ own -n, -wdir and -env; the other flags are job-wide and go before the
 first program.
 
 prog is one of:
-  an executable file, or a bare name looked up in $PATH;
+  an executable file, or a bare name looked up in $PATH; one linked
+  against libmpich.so.12 (a C program built with mpicc.mpich) gets adimpi's
+  drop-in library, built once from cmd/libmpich into the build cache below
+  and put first in the ranks' LD_LIBRARY_PATH (docs/c-abi.md);
   a Go source file (prog.go), or a Go package directory (./examples/ring)
   or import path: it is built once with "go build" in the current
   directory into mpirun's build cache ($XDG_CACHE_HOME/adimpi/mpirun, else
@@ -104,6 +107,8 @@ Environment read by mpirun:
   ADIMPI_DEVICE       default for -device
   ADIMPI_DEVICE_OPT   device options k1=v1,k2=v2, put before the -device-opt
                       pairs (which override them)
+  ADIMPI_LIBMPICH_DIR  a directory holding a prebuilt libmpich.so.12 for C
+                      programs, used instead of building one
 
 Environment set for every rank (in addition to mpirun's own environment,
 -x, -genv and -env):
@@ -403,6 +408,14 @@ func prepareApp(a *appOptions, index int, built map[string]string, stderr io.Wri
 	}
 	ja := &app{index: index, np: a.np, binary: target, argv0: a.prog, args: a.args, wdir: a.wdir, env: a.env}
 	if !build {
+		lib, err := prepareCProgram(target, stderr) // a C program linked against libmpich.so.12 (cprog.go)
+		if err != nil {
+			fmt.Fprintf(stderr, "mpirun: %v\n", err)
+			return nil, nil, exitBuildFailed
+		}
+		if lib != "" {
+			ja.env = append([]string{lib}, ja.env...)
+		}
 		return ja, nil, 0
 	}
 	if bin, ok := built[target]; ok {

@@ -1,0 +1,295 @@
+//go:build cgo
+
+package main
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/mpi"
+)
+
+// The calls that are another call under a different signature: large
+// counts, MPI-1 names, memory, info objects, datatype decoding.
+
+func xGet_count_c(st uintptr, t *datatype.Type, count *C.long) error {
+	var n C.int
+	err := xGet_count(st, t, &n)
+	*count = C.long(n)
+	return err
+}
+
+func xGet_elements_x(st uintptr, t *datatype.Type, count *C.long) error {
+	var n C.int
+	err := xGet_elements(st, t, &n)
+	*count = C.long(n)
+	return err
+}
+
+func xStatus_set_elements(st uintptr, t *datatype.Type, count int) error {
+	cs := statusAt(st, 0)
+	if cs == nil {
+		return newErr(mpi.ErrArg, "MPI_Status_set_elements", "status is MPI_STATUS_IGNORE")
+	}
+	n := uint64(count * t.Size())
+	cs.countLo = int32(uint32(n))
+	cs.countHiCancelled = cs.countHiCancelled&1 | int32(n>>32)<<1
+	return nil
+}
+
+func xStatus_set_cancelled(st uintptr, flag int) error {
+	cs := statusAt(st, 0)
+	if cs == nil {
+		return newErr(mpi.ErrArg, "MPI_Status_set_cancelled", "status is MPI_STATUS_IGNORE")
+	}
+	cs.countHiCancelled = cs.countHiCancelled&^1 | int32(cbool(flag != 0))
+	return nil
+}
+
+func xType_extent(t *datatype.Type, extent *C.long) error {
+	*extent = C.long(t.Extent())
+	return nil
+}
+
+func xType_lb(t *datatype.Type, lb *C.long) error {
+	*lb = C.long(t.LB())
+	return nil
+}
+
+func xType_ub(t *datatype.Type, ub *C.long) error {
+	*ub = C.long(t.UB())
+	return nil
+}
+
+func xComm_get_parent(parent *C.int) error {
+	*parent = C.int(hCommNull) // adimpi starts no processes after the launch
+	return nil
+}
+
+func xComm_dup_with_info(c *mpi.Comm, info int32, out *C.int) error { return xComm_dup(c, out) }
+
+// MPI_Alloc_mem's memory is C memory: nothing in Go keeps it alive or
+// moves it.
+func xAlloc_mem(size int, info int32, base *uintptr) error {
+	p := C.malloc(C.size_t(max(size, 1)))
+	if p == nil {
+		return errorf(34, "MPI_Alloc_mem", "cannot allocate %d bytes", size) // MPI_ERR_NO_MEM
+	}
+	*base = uintptr(p)
+	return nil
+}
+
+func xFree_mem(p unsafe.Pointer) error {
+	C.free(p)
+	return nil
+}
+
+// Info objects.
+
+func infoOf(fn string, h int32) (*mpi.Info, error) {
+	if h == hInfoEnv {
+		return mpi.InfoEnv(), nil
+	}
+	if i, ok := infos.get(h); ok {
+		return i, nil
+	}
+	return nil, errorf(28, fn, "invalid info handle %#x", uint32(h)) // MPI_ERR_INFO
+}
+
+func xInfo_create(out *C.int) error {
+	*out = C.int(infos.add(mpi.NewInfo()))
+	return nil
+}
+
+func xInfo_set(h int32, key, value *C.char) error {
+	i, err := infoOf("MPI_Info_set", h)
+	if err != nil {
+		return err
+	}
+	return i.Set(C.GoString(key), C.GoString(value))
+}
+
+func xInfo_get(h int32, key *C.char, valuelen int, value *C.char, flag *C.int) error {
+	i, err := infoOf("MPI_Info_get", h)
+	if err != nil {
+		return err
+	}
+	v, ok, err := i.Get(C.GoString(key))
+	*flag = cbool(ok)
+	if ok {
+		putString(v, value, valuelen+1, nil)
+	}
+	return err
+}
+
+func xInfo_get_valuelen(h int32, key *C.char, n *C.int, flag *C.int) error {
+	i, err := infoOf("MPI_Info_get_valuelen", h)
+	if err != nil {
+		return err
+	}
+	v, ok, err := i.Get(C.GoString(key))
+	*flag, *n = cbool(ok), C.int(len(v))
+	return err
+}
+
+func xInfo_get_nkeys(h int32, n *C.int) error {
+	i, err := infoOf("MPI_Info_get_nkeys", h)
+	if err != nil {
+		return err
+	}
+	k, err := i.NKeys()
+	*n = C.int(k)
+	return err
+}
+
+func xInfo_get_nthkey(h int32, n int, key *C.char) error {
+	i, err := infoOf("MPI_Info_get_nthkey", h)
+	if err != nil {
+		return err
+	}
+	k, err := i.NthKey(n)
+	if err == nil {
+		putString(k, key, maxInfoKey+1, nil)
+	}
+	return err
+}
+
+func xInfo_delete(h int32, key *C.char) error {
+	i, err := infoOf("MPI_Info_delete", h)
+	if err != nil {
+		return err
+	}
+	if err := i.Delete(C.GoString(key)); err != nil {
+		return errorf(errInfoNokey, "MPI_Info_delete", "%v", err)
+	}
+	return nil
+}
+
+func xInfo_dup(h int32, out *C.int) error {
+	i, err := infoOf("MPI_Info_dup", h)
+	if err != nil {
+		return err
+	}
+	d, err := i.Dup()
+	if err != nil {
+		return err
+	}
+	*out = C.int(infos.add(d))
+	return nil
+}
+
+func xInfo_free(h *C.int) error {
+	i, err := infoOf("MPI_Info_free", int32(*h))
+	if err != nil {
+		return err
+	}
+	infos.del(int32(*h))
+	*h = C.int(hInfoNull)
+	return i.Free()
+}
+
+// Datatype decoding: MPICH's combiner numbers, and the MPI constants that
+// subarray and darray contents hold.
+var combinerCode = map[datatype.Combiner]C.int{
+	datatype.CombinerNamed: 1, datatype.CombinerDup: 2, datatype.CombinerContiguous: 3,
+	datatype.CombinerVector: 4, datatype.CombinerHvector: 6, datatype.CombinerIndexed: 7,
+	datatype.CombinerHindexed: 9, datatype.CombinerIndexedBlock: 10, datatype.CombinerStruct: 12,
+	datatype.CombinerSubarray: 13, datatype.CombinerDarray: 14, datatype.CombinerResized: 18,
+	datatype.CombinerHindexedBlock: 19,
+}
+
+func xType_get_envelope(t *datatype.Type, nints, naddrs, ntypes, combiner *C.int) error {
+	e := t.GetEnvelope()
+	*nints, *naddrs, *ntypes, *combiner = C.int(e.NumInts), C.int(e.NumAddrs), C.int(e.NumTypes), combinerCode[e.Combiner]
+	return nil
+}
+
+func xType_get_contents(t *datatype.Type, maxints, maxaddrs, maxtypes int, ints_ *C.int, addrs *C.long, types_ *C.int) error {
+	is, as, ts, err := t.GetContents()
+	if err != nil {
+		return err
+	}
+	if len(is) > maxints || len(as) > maxaddrs || len(ts) > maxtypes {
+		return newErr(mpi.ErrArg, "MPI_Type_get_contents", "the arrays hold %d, %d, %d; the type has %d ints, %d addresses, %d types",
+			maxints, maxaddrs, maxtypes, len(is), len(as), len(ts))
+	}
+	is = mpiConstants(t.GetEnvelope().Combiner, is)
+	putInts(ints_, is)
+	if len(as) > 0 {
+		d := unsafe.Slice(addrs, len(as))
+		for i, a := range as {
+			d[i] = C.long(a)
+		}
+	}
+	if len(ts) > 0 {
+		d := unsafe.Slice(types_, len(ts))
+		for i, x := range ts {
+			d[i] = C.int(typeHandle(x))
+		}
+	}
+	return nil
+}
+
+// mpiConstants rewrites the order and distribution codes in a subarray's
+// or darray's integers from package datatype's values to MPI's.
+func mpiConstants(c datatype.Combiner, is []int) []int {
+	order := func(i int) {
+		if i < len(is) {
+			is[i] = 56 + is[i] // MPI_ORDER_C, MPI_ORDER_FORTRAN
+		}
+	}
+	switch c {
+	case datatype.CombinerSubarray:
+		order(len(is) - 1)
+	case datatype.CombinerDarray:
+		if len(is) < 3 {
+			return is
+		}
+		nd := is[2]
+		for i := 3 + nd; i < 3+2*nd && i < len(is); i++ {
+			is[i] = map[int]int{int(datatype.DistributeBlock): 121, int(datatype.DistributeCyclic): 122, int(datatype.DistributeNone): 123}[is[i]]
+		}
+		order(len(is) - 1)
+	}
+	return is
+}
+
+func xIsendrecv(sp unsafe.Pointer, scount int, st *datatype.Type, dest, stag int, rp unsafe.Pointer, rcount int, rt *datatype.Type, src, rtag int, c *mpi.Comm, req *C.int) error {
+	sb, err := buf("MPI_Isendrecv", sp, scount, st)
+	if err != nil {
+		return err
+	}
+	rb, err := buf("MPI_Isendrecv", rp, rcount, rt)
+	if err != nil {
+		return err
+	}
+	r, err := mpi.IsendrecvBuf(c, sb, dest, stag, rb, src, rtag)
+	if err != nil {
+		return err
+	}
+	*req = C.int(requests.add(reqEntry{r: r}))
+	return nil
+}
+
+func xIsendrecv_replace(p unsafe.Pointer, count int, t *datatype.Type, dest, stag, src, rtag int, c *mpi.Comm, req *C.int) error {
+	b, err := buf("MPI_Isendrecv_replace", p, count, t)
+	if err != nil {
+		return err
+	}
+	r, err := mpi.IsendrecvReplaceBuf(c, b, dest, stag, src, rtag)
+	if err != nil {
+		return err
+	}
+	*req = C.int(requests.add(reqEntry{r: r}))
+	return nil
+}
+
+func xComm_idup_with_info(c *mpi.Comm, info int32, out *C.int, req *C.int) error {
+	return xComm_idup(c, out, req)
+}

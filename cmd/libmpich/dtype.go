@@ -1,0 +1,231 @@
+//go:build cgo
+
+package main
+
+/*
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/mpi"
+)
+
+// Derived datatypes: each constructor registers the new type and stores
+// its handle.
+
+func putType(t *datatype.Type, err error, out *C.int) error {
+	if err != nil {
+		return err
+	}
+	*out = C.int(newType(t))
+	return nil
+}
+
+func aints(p *C.long, n int) []int {
+	if p == nil || n <= 0 {
+		return nil
+	}
+	out := make([]int, n)
+	for i, v := range unsafe.Slice(p, n) {
+		out[i] = int(v)
+	}
+	return out
+}
+
+func xType_contiguous(count int, old *datatype.Type, out *C.int) error {
+	t, err := datatype.Contiguous(count, old)
+	return putType(t, err, out)
+}
+
+func xType_vector(count, blocklen, stride int, old *datatype.Type, out *C.int) error {
+	t, err := datatype.Vector(count, blocklen, stride, old)
+	return putType(t, err, out)
+}
+
+func xType_create_hvector(count, blocklen int, stride int, old *datatype.Type, out *C.int) error {
+	t, err := datatype.Hvector(count, blocklen, stride, old)
+	return putType(t, err, out)
+}
+
+func xType_indexed(count int, blocklens, displs *C.int, old *datatype.Type, out *C.int) error {
+	t, err := datatype.Indexed(ints(blocklens, count), ints(displs, count), old)
+	return putType(t, err, out)
+}
+
+func xType_create_hindexed(count int, blocklens *C.int, displs *C.long, old *datatype.Type, out *C.int) error {
+	t, err := datatype.Hindexed(ints(blocklens, count), aints(displs, count), old)
+	return putType(t, err, out)
+}
+
+func xType_create_indexed_block(count, blocklen int, displs *C.int, old *datatype.Type, out *C.int) error {
+	t, err := datatype.IndexedBlock(blocklen, ints(displs, count), old)
+	return putType(t, err, out)
+}
+
+func xType_create_hindexed_block(count, blocklen int, displs *C.long, old *datatype.Type, out *C.int) error {
+	t, err := datatype.HindexedBlock(blocklen, aints(displs, count), old)
+	return putType(t, err, out)
+}
+
+func xType_create_struct(count int, blocklens *C.int, displs *C.long, ts *C.int, out *C.int) error {
+	types, err := typeArray("MPI_Type_create_struct", ts, count)
+	if err != nil {
+		return err
+	}
+	t, err := datatype.Struct(ints(blocklens, count), aints(displs, count), types)
+	return putType(t, err, out)
+}
+
+func xType_create_subarray(ndims int, sizes, subsizes, starts *C.int, order int, old *datatype.Type, out *C.int) error {
+	o := datatype.OrderC
+	if order == 57 { // MPI_ORDER_FORTRAN
+		o = datatype.OrderFortran
+	}
+	t, err := datatype.Subarray(ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims), o, old)
+	return putType(t, err, out)
+}
+
+func xType_create_darray(size, rank, ndims int, gsizes, distribs, dargs, psizes *C.int, order int, old *datatype.Type, out *C.int) error {
+	o := datatype.OrderC
+	if order == 57 {
+		o = datatype.OrderFortran
+	}
+	ds := make([]datatype.Distrib, ndims)
+	for i, d := range ints(distribs, ndims) {
+		switch d {
+		case 121:
+			ds[i] = datatype.DistributeBlock
+		case 122:
+			ds[i] = datatype.DistributeCyclic
+		default:
+			ds[i] = datatype.DistributeNone
+		}
+	}
+	t, err := datatype.Darray(size, rank, ints(gsizes, ndims), ds, ints(dargs, ndims), ints(psizes, ndims), o, old)
+	return putType(t, err, out)
+}
+
+func xType_create_resized(old *datatype.Type, lb, extent int, out *C.int) error {
+	t, err := datatype.Resized(old, lb, extent)
+	return putType(t, err, out)
+}
+
+func xType_dup(old *datatype.Type, out *C.int) error {
+	t, err := datatype.Dup(old)
+	return putType(t, err, out)
+}
+
+func xType_commit(h *C.int) error {
+	t, err := typeOf("MPI_Type_commit", int32(*h))
+	if err != nil {
+		return err
+	}
+	return t.Commit()
+}
+
+func xType_free(h *C.int) error {
+	const fn = "MPI_Type_free"
+	if uint32(*h)&kindMask != kindIndirect {
+		return newErr(mpi.ErrType, fn, "cannot free a predefined datatype (%#x)", uint32(*h))
+	}
+	t, err := typeOf(fn, int32(*h))
+	if err != nil {
+		return err
+	}
+	types.del(int32(*h))
+	typeHandles.Delete(t)
+	*h = C.int(hDatatypeNull)
+	return t.Free()
+}
+
+func xType_size(t *datatype.Type, size *C.int) error {
+	*size = C.int(t.Size())
+	return nil
+}
+
+func xType_size_x(t *datatype.Type, size *C.long) error {
+	*size = C.long(t.Size())
+	return nil
+}
+
+func xType_get_extent(t *datatype.Type, lb, extent *C.long) error {
+	*lb, *extent = C.long(t.LB()), C.long(t.Extent())
+	return nil
+}
+
+func xType_get_extent_x(t *datatype.Type, lb, extent *C.long) error {
+	return xType_get_extent(t, lb, extent)
+}
+
+func xType_get_true_extent(t *datatype.Type, lb, extent *C.long) error {
+	*lb, *extent = C.long(t.TrueLB()), C.long(t.TrueExtent())
+	return nil
+}
+
+func xType_get_true_extent_x(t *datatype.Type, lb, extent *C.long) error {
+	return xType_get_true_extent(t, lb, extent)
+}
+
+func xType_set_name(t *datatype.Type, name *C.char) error {
+	typeNames.Store(t, C.GoString(name))
+	return nil
+}
+
+func xType_get_name(h int32, name *C.char, n *C.int) error {
+	if s, ok := builtinNames[uint32(h)]; ok {
+		putString(s, name, maxObjectName, n)
+		return nil
+	}
+	t, err := typeOf("MPI_Type_get_name", h)
+	if err != nil {
+		return err
+	}
+	s := ""
+	if v, ok := typeNames.Load(t); ok {
+		s = v.(string)
+	}
+	putString(s, name, maxObjectName, n)
+	return nil
+}
+
+func xGet_address(p unsafe.Pointer, addr *C.long) error {
+	*addr = C.long(uintptr(p))
+	return nil
+}
+
+func xAddress(p unsafe.Pointer, addr *C.long) error { return xGet_address(p, addr) }
+
+func xPack_size(count int, t *datatype.Type, c *mpi.Comm, size *C.int) error {
+	*size = C.int(datatype.PackSize(count, t))
+	return nil
+}
+
+func xPack(in unsafe.Pointer, count int, t *datatype.Type, out unsafe.Pointer, outsize int, pos *C.int, c *mpi.Comm) error {
+	b, err := buf("MPI_Pack", in, count, t)
+	if err != nil {
+		return err
+	}
+	n, err := datatype.Pack(unsafe.Slice((*byte)(out), outsize), int(*pos), b.Mem, count, b.Type)
+	if err != nil {
+		return newErr(mpi.ErrTruncate, "MPI_Pack", "%v", err)
+	}
+	*pos = C.int(n)
+	return nil
+}
+
+func xUnpack(in unsafe.Pointer, insize int, pos *C.int, out unsafe.Pointer, count int, t *datatype.Type, c *mpi.Comm) error {
+	b, err := buf("MPI_Unpack", out, count, t)
+	if err != nil {
+		return err
+	}
+	n, err := datatype.Unpack(unsafe.Slice((*byte)(in), insize), int(*pos), b.Mem, count, b.Type)
+	if err != nil {
+		return newErr(mpi.ErrTruncate, "MPI_Unpack", "%v", err)
+	}
+	*pos = C.int(n)
+	return nil
+}

@@ -1,0 +1,140 @@
+/* Collectives through MPICH's ABI: blocking, non-blocking and persistent,
+ * MPI_IN_PLACE, pair types with MAXLOC, and a user operation in C. */
+#include "check.h"
+
+/* A user operation: element-wise max of absolute values, on ints. */
+static int calls;
+static void absmax(void *in, void *inout, int *len, MPI_Datatype *dt) {
+	int *a = in, *b = inout;
+	calls++;
+	if (*dt != MPI_INT)
+		return;
+	for (int i = 0; i < *len; i++) {
+		int x = abs(a[i]), y = abs(b[i]);
+		b[i] = x > y ? x : y;
+	}
+}
+
+int main(int argc, char **argv) {
+	start(&argc, &argv);
+	int root = np - 1;
+
+	MPI_Barrier(MPI_COMM_WORLD);
+	OK("barrier");
+
+	double v[3] = {0};
+	if (me == root)
+		v[0] = 1.5, v[1] = 2.5, v[2] = -3;
+	MPI_Bcast(v, 3, MPI_DOUBLE, root, MPI_COMM_WORLD);
+	CHECK(v[1] == 2.5 && v[2] == -3, "bcast %g %g", v[1], v[2]);
+	OK("bcast");
+
+	int one = me + 1, sum = 0;
+	MPI_Reduce(&one, &sum, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	if (me == 0)
+		CHECK(sum == np * (np + 1) / 2, "reduce %d", sum);
+	long l = me, lmax;
+	MPI_Allreduce(&l, &lmax, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+	CHECK(lmax == np - 1, "allreduce max %ld", lmax);
+	float f[2] = {me, 1};
+	MPI_Allreduce(MPI_IN_PLACE, f, 2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+	CHECK(f[0] == np * (np - 1) / 2 && f[1] == np, "in place %g %g", f[0], f[1]);
+	OK("reduce");
+
+	struct { double val; int rank; } mine = {me == 1 ? 100.0 : me, me}, best;
+	MPI_Allreduce(&mine, &best, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+	CHECK(best.rank == 1 && best.val == 100.0, "maxloc %g at %d", best.val, best.rank);
+	OK("maxloc");
+
+	MPI_Op op;
+	MPI_Op_create(absmax, 1, &op);
+	int z[2] = {me % 2 ? -me * 10 : me, 1}, zr[2];
+	MPI_Allreduce(z, zr, 2, MPI_INT, op, MPI_COMM_WORLD);
+	int want = 0;
+	for (int i = 0; i < np; i++)
+		want = (i % 2 ? i * 10 : i) > want ? (i % 2 ? i * 10 : i) : want;
+	CHECK(zr[0] == want && zr[1] == 1, "user op %d want %d", zr[0], want);
+	MPI_Op_free(&op);
+	CHECK(op == MPI_OP_NULL, "op not nulled");
+	OK("user-op");
+
+	int *all = malloc(np * 2 * sizeof(int));
+	int pair[2] = {me, me * me};
+	MPI_Gather(pair, 2, MPI_INT, all, 2, MPI_INT, root, MPI_COMM_WORLD);
+	if (me == root)
+		for (int i = 0; i < np; i++)
+			CHECK(all[2 * i] == i && all[2 * i + 1] == i * i, "gather %d", i);
+	MPI_Allgather(pair, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
+	CHECK(all[2 * (np - 1) + 1] == (np - 1) * (np - 1), "allgather");
+	int back[2];
+	MPI_Scatter(all, 2, MPI_INT, back, 2, MPI_INT, 0, MPI_COMM_WORLD);
+	CHECK(back[0] == me && back[1] == me * me, "scatter %d %d", back[0], back[1]);
+	OK("gather-scatter");
+
+	/* Gatherv: rank i sends i+1 ints. */
+	int *counts = malloc(np * sizeof(int)), *displs = malloc(np * sizeof(int)), tot = 0;
+	for (int i = 0; i < np; i++)
+		counts[i] = i + 1, displs[i] = tot, tot += i + 1;
+	int *mineV = malloc((me + 1) * sizeof(int)), *allV = malloc(tot * sizeof(int));
+	for (int i = 0; i <= me; i++)
+		mineV[i] = me;
+	MPI_Gatherv(mineV, me + 1, MPI_INT, allV, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
+	if (me == 0)
+		CHECK(allV[tot - 1] == np - 1 && allV[1] == 1, "gatherv");
+	MPI_Allgatherv(mineV, me + 1, MPI_INT, allV, counts, displs, MPI_INT, MPI_COMM_WORLD);
+	CHECK(allV[displs[np - 1]] == np - 1, "allgatherv");
+	OK("gatherv");
+
+	int *sa = malloc(np * sizeof(int)), *ra = malloc(np * sizeof(int));
+	for (int i = 0; i < np; i++)
+		sa[i] = me * 100 + i;
+	MPI_Alltoall(sa, 1, MPI_INT, ra, 1, MPI_INT, MPI_COMM_WORLD);
+	for (int i = 0; i < np; i++)
+		CHECK(ra[i] == i * 100 + me, "alltoall %d", ra[i]);
+	int *ones = malloc(np * sizeof(int)), *idx = malloc(np * sizeof(int));
+	for (int i = 0; i < np; i++)
+		ones[i] = 1, idx[i] = np - 1 - i;
+	MPI_Alltoallv(sa, ones, idx, MPI_INT, ra, ones, idx, MPI_INT, MPI_COMM_WORLD);
+	CHECK(ra[np - 1] == np - 1 - me, "alltoallv %d", ra[np - 1]); /* from rank 0: its sa[np-1-me] */
+	OK("alltoall");
+
+	int sc, ex = -1;
+	MPI_Scan(&one, &sc, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CHECK(sc == (me + 1) * (me + 2) / 2, "scan %d", sc);
+	MPI_Exscan(&one, &ex, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	if (me > 0)
+		CHECK(ex == me * (me + 1) / 2, "exscan %d", ex);
+	int rsb;
+	MPI_Reduce_scatter_block(sa, &rsb, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CHECK(rsb == 100 * np * (np - 1) / 2 + np * me, "reduce_scatter_block %d", rsb);
+	OK("scan");
+
+	/* Non-blocking and persistent forms. */
+	MPI_Request rq;
+	int ib = me == 0 ? 42 : 0;
+	MPI_Ibcast(&ib, 1, MPI_INT, 0, MPI_COMM_WORLD, &rq);
+	MPI_Wait(&rq, MPI_STATUS_IGNORE);
+	CHECK(ib == 42, "ibcast %d", ib);
+	double d = me, dsum;
+	MPI_Iallreduce(&d, &dsum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq);
+	int flag = 0;
+	while (!flag)
+		MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
+	CHECK(dsum == np * (np - 1) / 2.0, "iallreduce %g", dsum);
+	MPI_Ibarrier(MPI_COMM_WORLD, &rq);
+	MPI_Wait(&rq, MPI_STATUS_IGNORE);
+	int acc, in;
+	MPI_Allreduce_init(&in, &acc, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq);
+	for (int round = 0; round < 3; round++) {
+		in = me + round;
+		MPI_Start(&rq);
+		MPI_Wait(&rq, MPI_STATUS_IGNORE);
+		CHECK(acc == np * (np - 1) / 2 + np * round, "persistent allreduce round %d: %d", round, acc);
+	}
+	MPI_Request_free(&rq);
+	OK("nonblocking-persistent");
+
+	free(all), free(counts), free(displs), free(mineV), free(allV), free(sa), free(ra), free(ones), free(idx);
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,132 @@
+/* Derived datatypes through MPICH's ABI: vector, indexed, struct with
+ * MPI_Get_address and MPI_BOTTOM, resized, subarray, Pack/Unpack. */
+#include "check.h"
+
+int main(int argc, char **argv) {
+	start(&argc, &argv);
+	int next = (me + 1) % np, prev = (me + np - 1) % np;
+
+	/* A column of a 4x5 row-major matrix. */
+	double m[4][5], col[4];
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 5; j++)
+			m[i][j] = me * 100 + i * 10 + j;
+	MPI_Datatype column;
+	MPI_Type_vector(4, 1, 5, MPI_DOUBLE, &column);
+	MPI_Type_commit(&column);
+	int size;
+	MPI_Aint lb, extent;
+	MPI_Type_size(column, &size);
+	MPI_Type_get_extent(column, &lb, &extent);
+	CHECK(size == 32 && lb == 0 && extent == (3 * 5 + 1) * 8, "size %d extent %ld", size, (long)extent);
+	MPI_Sendrecv(&m[0][2], 1, column, next, 0, col, 4, MPI_DOUBLE, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	CHECK(col[3] == prev * 100 + 32, "column %g", col[3]);
+	int ni, na, nt, comb, iv3[3];
+	MPI_Aint av[1];
+	MPI_Datatype tv[1];
+	MPI_Type_get_envelope(column, &ni, &na, &nt, &comb);
+	CHECK(comb == MPI_COMBINER_VECTOR && ni == 3 && na == 0 && nt == 1, "envelope %d %d %d %d", comb, ni, na, nt);
+	MPI_Type_get_contents(column, 3, 0, 1, iv3, av, tv);
+	CHECK(iv3[0] == 4 && iv3[1] == 1 && iv3[2] == 5 && tv[0] == MPI_DOUBLE, "contents %d %d %d %#x", iv3[0], iv3[1], iv3[2], tv[0]);
+	MPI_Type_free(&column);
+	CHECK(column == MPI_DATATYPE_NULL, "type not nulled");
+	OK("vector");
+
+	int blocks[3] = {1, 2, 1}, disp[3] = {0, 3, 7};
+	MPI_Datatype ind;
+	MPI_Type_indexed(3, blocks, disp, MPI_INT, &ind);
+	MPI_Type_commit(&ind);
+	int src[8], dst[8] = {0};
+	for (int i = 0; i < 8; i++)
+		src[i] = me * 10 + i;
+	MPI_Sendrecv(src, 1, ind, next, 1, dst, 1, ind, prev, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	CHECK(dst[0] == prev * 10 && dst[4] == prev * 10 + 4 && dst[7] == prev * 10 + 7 && dst[1] == 0, "indexed %d %d", dst[4], dst[1]);
+	MPI_Type_free(&ind);
+	OK("indexed");
+
+	/* A C struct, by addresses, sent from MPI_BOTTOM. */
+	struct rec { char tag; double x; int n[3]; } r = {'a' + me, me * 1.25, {me, me + 1, me + 2}}, q;
+	MPI_Aint base, addr[3];
+	MPI_Get_address(&r, &base);
+	MPI_Get_address(&r.tag, &addr[0]);
+	MPI_Get_address(&r.x, &addr[1]);
+	MPI_Get_address(&r.n, &addr[2]);
+	int bl[3] = {1, 1, 3};
+	MPI_Datatype tys[3] = {MPI_CHAR, MPI_DOUBLE, MPI_INT}, rect, abs_t;
+	MPI_Aint rel[3] = {addr[0] - base, addr[1] - base, addr[2] - base};
+	MPI_Type_create_struct(3, bl, rel, tys, &rect);
+	MPI_Type_commit(&rect);
+	MPI_Type_create_struct(3, bl, addr, tys, &abs_t);
+	MPI_Type_commit(&abs_t);
+	MPI_Sendrecv(MPI_BOTTOM, 1, abs_t, next, 2, &q, 1, rect, prev, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	CHECK(q.tag == 'a' + prev && q.x == prev * 1.25 && q.n[2] == prev + 2, "struct %c %g %d", q.tag, q.x, q.n[2]);
+	OK("struct-bottom");
+
+	/* Resized to the C struct's size: an array of them. */
+	MPI_Datatype recs;
+	MPI_Type_create_resized(rect, 0, sizeof(struct rec), &recs);
+	MPI_Type_commit(&recs);
+	struct rec arr[3], got[3];
+	for (int i = 0; i < 3; i++)
+		arr[i] = r, arr[i].n[0] = i;
+	MPI_Sendrecv(arr, 3, recs, next, 3, got, 3, recs, prev, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	CHECK(got[2].n[0] == 2 && got[2].x == prev * 1.25, "resized %d", got[2].n[0]);
+	MPI_Type_free(&recs);
+	MPI_Type_free(&rect);
+	MPI_Type_free(&abs_t);
+	OK("resized");
+
+	/* The middle 2x2 of a 4x4 array. */
+	int sizes[2] = {4, 4}, sub[2] = {2, 2}, starts[2] = {1, 1};
+	MPI_Datatype mid;
+	MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_C, MPI_INT, &mid);
+	MPI_Type_commit(&mid);
+	int g[16], h[4];
+	for (int i = 0; i < 16; i++)
+		g[i] = i;
+	MPI_Sendrecv(g, 1, mid, next, 4, h, 4, MPI_INT, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	CHECK(h[0] == 5 && h[1] == 6 && h[2] == 9 && h[3] == 10, "subarray %d %d %d %d", h[0], h[1], h[2], h[3]);
+	MPI_Type_free(&mid);
+	OK("subarray");
+
+	/* Pack an int and three doubles, send MPI_PACKED, unpack. */
+	char pk[64];
+	int pos = 0, psize;
+	int iv = me;
+	double dv[3] = {me, me / 2.0, -me};
+	MPI_Pack_size(3, MPI_DOUBLE, MPI_COMM_WORLD, &psize);
+	CHECK(psize >= 24, "pack size %d", psize);
+	MPI_Pack(&iv, 1, MPI_INT, pk, sizeof pk, &pos, MPI_COMM_WORLD);
+	MPI_Pack(dv, 3, MPI_DOUBLE, pk, sizeof pk, &pos, MPI_COMM_WORLD);
+	char upk[64];
+	MPI_Status st;
+	MPI_Sendrecv(pk, pos, MPI_PACKED, next, 5, upk, sizeof upk, MPI_PACKED, prev, 5, MPI_COMM_WORLD, &st);
+	int n;
+	MPI_Get_count(&st, MPI_PACKED, &n);
+	int ui;
+	double ud[3];
+	pos = 0;
+	MPI_Unpack(upk, n, &pos, &ui, 1, MPI_INT, MPI_COMM_WORLD);
+	MPI_Unpack(upk, n, &pos, ud, 3, MPI_DOUBLE, MPI_COMM_WORLD);
+	CHECK(ui == prev && ud[1] == prev / 2.0 && pos == n, "unpack %d %g %d/%d", ui, ud[1], pos, n);
+	OK("pack");
+
+	/* Large-count and MPI-1 forms of the same calls. */
+	MPI_Count csize;
+	MPI_Type_size_c(MPI_DOUBLE, &csize);
+	MPI_Aint ext;
+	MPI_Type_extent(MPI_INT, &ext);
+	CHECK(csize == 8 && ext == 4, "size_c %ld extent %ld", (long)csize, (long)ext);
+	double big[3] = {me, 2, 3}, bgot[3];
+	MPI_Request rq;
+	MPI_Irecv_c(bgot, 3, MPI_DOUBLE, prev, 6, MPI_COMM_WORLD, &rq);
+	MPI_Send_c(big, (MPI_Count)3, MPI_DOUBLE, next, 6, MPI_COMM_WORLD);
+	MPI_Wait(&rq, &st);
+	MPI_Count cn;
+	MPI_Get_count_c(&st, MPI_DOUBLE, &cn);
+	CHECK(cn == 3 && bgot[0] == prev, "count_c %ld", (long)cn);
+	OK("large-count");
+
+	MPI_Finalize();
+	return 0;
+}

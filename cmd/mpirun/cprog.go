@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// libmpichSoname is the library a program compiled with mpicc.mpich (or
+// any MPICH-ABI compiler wrapper) loads; adimpi builds its own from
+// cmd/libmpich.
+const libmpichSoname = "libmpich.so.12"
+
+// libmpichEnv names a directory holding a prebuilt libmpich.so.12 to use
+// instead of building one.
+const libmpichEnv = "ADIMPI_LIBMPICH_DIR"
+
+// mpichLibs are the libraries of MPICH's ABI a program may link: the C
+// library, and the Fortran and C++ bindings, which call the C library (so
+// MPICH's own bindings run on adimpi's C library).
+var mpichLibs = []string{libmpichSoname, "libmpichfort.so.12", "libmpichcxx.so.12"}
+
+// needsLibmpich reports whether the executable at path is dynamically
+// linked against MPICH's ABI library or its bindings.
+func needsLibmpich(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(libs, func(l string) bool { return slices.Contains(mpichLibs, l) })
+}
+
+// prepareCProgram readies a C program for the ranks: when binary needs
+// libmpich.so.12, it builds adimpi's (once; later runs reuse it) and
+// returns the LD_LIBRARY_PATH setting that makes the ranks load it, or ""
+// for any other executable.
+func prepareCProgram(binary string, stderr io.Writer) (string, error) {
+	if !needsLibmpich(binary) {
+		return "", nil
+	}
+	dir := os.Getenv(libmpichEnv)
+	if dir == "" {
+		var err error
+		if dir, err = buildLibmpich(stderr); err != nil {
+			return "", fmt.Errorf("%s links %s: %w", binary, libmpichSoname, err)
+		}
+	} else if _, err := os.Stat(filepath.Join(dir, libmpichSoname)); err != nil {
+		return "", fmt.Errorf("%s=%s: %w", libmpichEnv, dir, err)
+	}
+	v := "LD_LIBRARY_PATH=" + dir
+	if old := os.Getenv("LD_LIBRARY_PATH"); old != "" {
+		v += ":" + old
+	}
+	return v, nil
+}
+
+// buildLibmpich builds cmd/libmpich as a C shared library into mpirun's
+// build cache ($XDG_CACHE_HOME/adimpi/mpirun/libmpich) and returns that
+// directory. go build runs in mpirun's working directory, which must be
+// inside the adimpi module or a module that requires it.
+func buildLibmpich(stderr io.Writer) (string, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("building adimpi's %s needs the go command in $PATH (or set %s): %w", libmpichSoname, libmpichEnv, err)
+	}
+	dir := filepath.Join(buildCacheDir(), "libmpich")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("build cache: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("build cache: %w", err)
+	}
+	defer lock.Close() // closing releases the flock
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("build cache: lock %s: %w", dir, err)
+	}
+	// go build leaves its output alone when it is up to date, so the build
+	// goes to a file of its own; the library the ranks load is replaced
+	// (by a rename, which leaves ranks of a running job their old copy)
+	// only when the build changed it.
+	built := filepath.Join(dir, "build", libmpichSoname)
+	cmd := exec.Command(goTool, "build", "-buildmode=c-shared",
+		"-ldflags=-extldflags=-Wl,-soname,"+libmpichSoname,
+		"-o", built, "github.com/adimpi/adimpi/cmd/libmpich")
+	cmd.Stdout = stderr
+	cmd.Stderr = stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build of adimpi's %s failed (run mpirun inside the adimpi module, or set %s): %v", libmpichSoname, libmpichEnv, err)
+	}
+	if err := install(built, filepath.Join(dir, libmpichSoname)); err != nil {
+		return "", fmt.Errorf("build cache: %w", err)
+	}
+	return dir, nil
+}
+
+// install copies src to dst unless dst already has src's contents.
+func install(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
