@@ -35,6 +35,7 @@ const headLen = 32
 
 // netLink is the link to one peer on another host.
 type netLink struct {
+	d       *Device
 	ep      *wire.Endpoint
 	rank    int
 	host    string // the peer's host name, for errors
@@ -126,6 +127,7 @@ func (l *netLink) put(m *outMsg) bool {
 	now, err := l.ep.Send(l.rank, l.head[:], body, tok)
 	if err != nil {
 		l.lost, l.lostAt = err, time.Now()
+		l.d.netGone = true
 		return false
 	}
 	switch {
@@ -231,6 +233,7 @@ func (d *Device) Sent(tok any) {
 func (d *Device) Lost(peer int, err error) {
 	if l := d.peers[peer].net; l != nil && l.lost == nil {
 		l.lost, l.lostAt = err, time.Now()
+		d.netGone = true
 	}
 }
 
@@ -248,6 +251,9 @@ func (d *Device) netFail(err error) {
 // reported by the launcher first, as the rank that died, rather than by
 // the ranks that depended on it.
 func (d *Device) netLost() error {
+	if !d.netGone {
+		return nil
+	}
 	var first error
 	for _, p := range d.peers {
 		l := p.net

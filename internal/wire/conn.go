@@ -151,12 +151,12 @@ func (c *conn) fill() (int, bool, error) {
 	if len(dst) == 0 {
 		return 0, true, nil
 	}
-	n, err := readFD(c.fd, dst)
-	if err != nil {
-		if err == unix.EAGAIN || err == unix.EINTR {
+	n, e := readFD(c.fd, dst)
+	if e != 0 {
+		if e == unix.EAGAIN || e == unix.EINTR {
 			return 0, false, nil
 		}
-		return 0, false, err
+		return 0, false, e
 	}
 	if n == 0 {
 		if c.bye {

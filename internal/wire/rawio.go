@@ -14,22 +14,33 @@ import (
 // than rawMax may spend long in the kernel copying, and goes through the
 // ordinary path so that the scheduler may run other goroutines meanwhile.
 
-// rawMax is the largest transfer made with a raw system call.
-const rawMax = 64 << 10
+// rawMax is the largest write made with a raw system call, and
+// rawReadMax the largest read buffer (a connection's input buffer: a read
+// copies only what has arrived).
+const (
+	rawMax     = 64 << 10
+	rawReadMax = inCap
+)
 
-// readFD reads from the non-blocking fd into b.
-func readFD(fd int, b []byte) (int, error) {
-	if len(b) > rawMax {
-		return unix.Read(fd, b)
+// readFD reads from the non-blocking fd into b. It returns the error as
+// an Errno (0: none): an idle Poll's read ends in EAGAIN, which an error
+// interface would cost a conversion and comparisons.
+func readFD(fd int, b []byte) (int, unix.Errno) {
+	if len(b) > rawReadMax {
+		n, err := unix.Read(fd, b)
+		if err != nil {
+			if e, ok := err.(unix.Errno); ok {
+				return 0, e
+			}
+			return 0, unix.EIO
+		}
+		return n, 0
 	}
 	if len(b) == 0 {
-		return 0, nil
+		return 0, 0
 	}
 	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
+	return int(n), e
 }
 
 // writeFD writes b to the non-blocking fd.
