@@ -91,10 +91,15 @@ func (c *Cluster) Command(host, name string, args ...string) *exec.Cmd {
 // "loss", "1%", "rate", "100mbit". No args removes the shaping. Shaping is
 // outside the host, so a loss is a loss on the wire, not a local drop the
 // sender's TCP would see. A kernel without netem (CONFIG_NET_SCH_NETEM)
-// still gets loss and rate (see shapeWithoutNetem); delay needs netem.
+// still gets loss and rate (see shapeWithoutNetem) and a fixed delay (a
+// delay line in the host, delay.go, which needs iptables).
 func (c *Cluster) Netem(host string, args ...string) error {
-	if _, err := c.Host(host); err != nil {
+	h, err := c.Host(host)
+	if err != nil {
 		return err
+	}
+	if err := c.stopDelay(h); err != nil {
+		return fmt.Errorf("netcluster: netem on %s: removing the delay line: %v", host, err)
 	}
 	if err := c.tc("qdisc", "del", "dev", host, "root"); err != nil &&
 		!strings.Contains(err.Error(), "handle of zero") && !strings.Contains(err.Error(), "No such file") {
@@ -103,15 +108,28 @@ func (c *Cluster) Netem(host string, args ...string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	err := c.tc(append([]string{"qdisc", "add", "dev", host, "root", "netem"}, args...)...)
+	err = c.tc(append([]string{"qdisc", "add", "dev", host, "root", "netem"}, args...)...)
 	if err == nil {
 		return nil
 	}
 	if !strings.Contains(err.Error(), "qdisc kind is unknown") {
 		return fmt.Errorf("netcluster: netem on %s: %v", host, err)
 	}
-	if serr := c.shapeWithoutNetem(host, args); serr != nil {
-		return fmt.Errorf("netcluster: netem on %s: this kernel has no netem queueing discipline (CONFIG_NET_SCH_NETEM), and without it %v", host, serr)
+	const without = "this kernel has no netem queueing discipline (CONFIG_NET_SCH_NETEM), and without it"
+	delay, rest, err := splitDelay(args)
+	if err != nil {
+		return fmt.Errorf("netcluster: netem on %s: %s %v", host, without, err)
+	}
+	if len(rest) > 0 {
+		if err := c.shapeWithoutNetem(host, rest); err != nil {
+			return fmt.Errorf("netcluster: netem on %s: %s %v", host, without, err)
+		}
+	}
+	if delay > 0 {
+		if err := c.startDelay(h, delay); err != nil {
+			c.tc("qdisc", "del", "dev", host, "root")
+			return fmt.Errorf("netcluster: netem on %s: %s %v", host, without, err)
+		}
 	}
 	return nil
 }
