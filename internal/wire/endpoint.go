@@ -300,14 +300,15 @@ func (e *Endpoint) disarmWrite(c *conn) {
 // Poll accepts connections, reads and delivers frames, and writes queued
 // ones, without blocking. It reports whether anything happened.
 //
-// With few connections, all authenticated, Poll reads each directly
-// (pollDirect) instead of asking epoll which are ready: a message then
-// costs its receiver one read instead of an epoll_wait and a read. Every
-// epollEvery-th Poll, and the first after a Wait saw an event, still asks
-// epoll, which accepts new connections.
+// With few connections, all authenticated and none with frames waiting to
+// be written, Poll reads each directly (pollDirect) instead of asking
+// epoll which are ready: a message then costs its receiver one read
+// instead of an epoll_wait and a read. Every epollEvery-th Poll, and the
+// first after a Wait saw an event, still asks epoll, which accepts new
+// connections.
 func (e *Endpoint) Poll() bool {
 	e.polls++
-	if len(e.ready) <= directMax && len(e.ready) == len(e.conns) && e.polls%epollEvery != 0 && !e.kick.Load() {
+	if len(e.ready) <= directMax && len(e.ready) == len(e.conns) && e.polls%epollEvery != 0 && !e.kick.Load() && !e.writing() {
 		return e.pollDirect()
 	}
 	e.kick.Store(false)
@@ -353,21 +354,24 @@ const directMax = 4
 // instead (a power of two).
 const epollEvery = 64
 
-// pollDirect writes what waits for each open connection and reads what
-// each has.
+// writing reports whether frames wait for some open connection's socket.
+// Poll then asks epoll, which reports a socket writable only once it has
+// room for a good part of its buffer: writing whenever a little room
+// appears would cut a stream into small writes, and small segments.
+func (e *Endpoint) writing() bool {
+	for _, c := range e.ready {
+		if len(c.out) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// pollDirect reads what each open connection has.
 func (e *Endpoint) pollDirect() bool {
 	did := false
 	for i := 0; i < len(e.ready); i++ {
 		c := e.ready[i]
-		if len(c.out) > 0 {
-			k := len(c.out)
-			if err := e.writable(c); err != nil {
-				e.drop(c, err)
-				i--
-				continue
-			}
-			did = did || len(c.out) < k
-		}
 		got, err := e.readable(c)
 		if err != nil {
 			e.drop(c, err)
