@@ -40,23 +40,27 @@ type netLink struct {
 	rank    int
 	host    string // the peer's host name, for errors
 	head    [headLen]byte
-	scratch []byte     // packs a non-contiguous payload
-	inBuf   []byte     // receives a chunk for a non-contiguous receive, before its unpacking (Place)
-	blocked bool       // a frame referencing a user buffer waits in the endpoint (Sent clears it)
-	body    []byte     // the payload of the frame being handled
-	placed  bool       // that payload was read straight into its receive buffer
-	lost    error      // the connection broke (Lost), or could not be opened
-	lostAt  time.Time  // when
-	dones   []*netDone // sends whose last frame waits in the endpoint, in order
+	scratch []byte    // packs a non-contiguous payload
+	inBuf   []byte    // receives a chunk for a non-contiguous receive, before its unpacking (Place)
+	blocked bool      // a frame referencing a user buffer waits in the endpoint (Sent clears it)
+	body    []byte    // the payload of the frame being handled
+	placed  bool      // that payload was read straight into its receive buffer
+	lost    error     // the connection broke (Lost), or could not be opened
+	lostAt  time.Time // when
+	dones   []netDone // sends whose last frame waits in the endpoint, in order
 }
 
 // netDone is a send that completes once the endpoint has handed its last
 // frame to the kernel (Device.Sent).
 type netDone struct {
-	l    *netLink
 	req  *adi.Request
 	done int
 }
+
+// doneTok is the token of a frame that completes a send (the oldest of its
+// link's dones) once sent: the link itself under another type, so that
+// the token costs no allocation when the frame goes at once, as most do.
+type doneTok netLink
 
 var _ transport = (*netLink)(nil)
 
@@ -100,10 +104,9 @@ func (l *netLink) put(m *outMsg) bool {
 	encodeCtl(l.head[:], &m.ctl)
 	var body []byte
 	var tok any
-	var dn *netDone
-	if m.finish && m.typ != ctlData {
-		dn = &netDone{l: l, req: m.req, done: m.done}
-		tok = dn
+	finish := m.finish && m.typ != ctlData
+	if finish {
+		tok = (*doneTok)(l)
 	}
 	if hasPayload(m.typ) {
 		n := int(m.n)
@@ -113,7 +116,7 @@ func (l *netLink) put(m *outMsg) bool {
 			if m.typ == ctlData {
 				tok = l
 			}
-		case dn != nil: // referenced until sent: a buffer of its own
+		case finish: // referenced until sent: a buffer of its own
 			body = make([]byte, n)
 			m.copyOut(m.off, body)
 		default:
@@ -132,9 +135,9 @@ func (l *netLink) put(m *outMsg) bool {
 	}
 	switch {
 	case now:
-	case dn != nil:
+	case finish:
 		m.finish = false // Device.Sent completes the send
-		l.dones = append(l.dones, dn)
+		l.dones = append(l.dones, netDone{req: m.req, done: m.done})
 	case tok != nil:
 		l.blocked = true
 	}
@@ -217,13 +220,16 @@ func (d *Device) Sent(tok any) {
 	switch t := tok.(type) {
 	case *netLink:
 		t.blocked = false
-	case *netDone: // frames leave in order: it is the oldest
-		if l := t.l; len(l.dones) > 0 && l.dones[0] == t {
-			l.dones[0] = nil
-			l.dones = l.dones[1:]
+	case *doneTok: // frames leave in order: it is the link's oldest
+		l := (*netLink)(t)
+		if len(l.dones) == 0 {
+			return // failed with its peer (peerGone)
 		}
-		if !t.req.Done() {
-			t.req.Complete(adi.Status{Bytes: t.done})
+		dn := l.dones[0]
+		l.dones[0] = netDone{}
+		l.dones = l.dones[1:]
+		if !dn.req.Done() {
+			dn.req.Complete(adi.Status{Bytes: dn.done})
 		}
 	}
 }
