@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -249,26 +248,10 @@ func delayLine() int {
 		null.Close()
 	}
 
-	type arrival struct {
-		id  uint32
-		due time.Time
-	}
-	arrivals := make(chan arrival, nfqueueMax)
-	var last atomic.Uint32 // the newest identifier read
-	go func() {
-		var ids []uint32
-		for {
-			var err error
-			if ids, err = q.read(ids[:0]); err != nil {
-				os.Exit(1)
-			}
-			due := time.Now().Add(d)
-			for _, id := range ids {
-				last.Store(id)
-				arrivals <- arrival{id, due}
-			}
-		}
-	}()
+	// One thread does it all, at a higher priority than the programs whose
+	// packets it holds (it runs on the main thread, locked above), so that
+	// a packet leaves close to its time even on a busy machine.
+	_ = unix.Setpriority(unix.PRIO_PROCESS, 0, -10)
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	hostGone := make(chan struct{})
@@ -276,40 +259,48 @@ func delayLine() int {
 		waitExit([]int{hfd}, 100*365*24*time.Hour)
 		close(hostGone)
 	}()
-	var next *arrival
+	type arrival struct {
+		id  uint32
+		due time.Time
+	}
+	var waiting []arrival // in order of arrival, so of due time
+	var ids []uint32
+	var last uint32 // the newest identifier read
 	for {
-		if next == nil {
-			select {
-			case a := <-arrivals:
-				next = &a
-			case <-stop:
-				q.acceptUpTo(last.Load())
-				return 0
-			case <-hostGone:
-				return 0
-			}
+		// Wake for the oldest packet's time, and at least every 100 ms
+		// to look at the signals.
+		wait := 100 * time.Millisecond
+		if len(waiting) > 0 {
+			wait = max(min(wait, time.Until(waiting[0].due)), 0)
 		}
-		if w := time.Until(next.due); w > 0 {
-			time.Sleep(w)
-		}
-		// Release the one due and every later arrival already due.
-		id, now := next.id, time.Now()
-		next = nil
-	drain:
-		for {
-			select {
-			case a := <-arrivals:
-				if a.due.After(now) {
-					next = &a
-					break drain
-				}
-				id = a.id
-			default:
-				break drain
-			}
-		}
-		if err := q.acceptUpTo(id); err != nil {
+		var err error
+		if ids, err = q.read(ids[:0], wait); err != nil {
 			return 1
+		}
+		now := time.Now()
+		for _, id := range ids {
+			waiting = append(waiting, arrival{id, now.Add(d)})
+			last = id
+		}
+		k := 0
+		for k < len(waiting) && !waiting[k].due.After(now) {
+			k++
+		}
+		if k > 0 {
+			if err := q.acceptUpTo(waiting[k-1].id); err != nil {
+				return 1
+			}
+			waiting = append(waiting[:0], waiting[k:]...)
+		}
+		select {
+		case <-stop:
+			if len(waiting) > 0 {
+				q.acceptUpTo(last)
+			}
+			return 0
+		case <-hostGone:
+			return 0
+		default:
 		}
 	}
 }

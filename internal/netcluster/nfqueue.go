@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -132,21 +133,34 @@ func (q *nfqueue) request(msg uint16, attrs []nlattr, ack bool) error {
 	return nil
 }
 
-// read blocks until packets wait and appends their identifiers to ids.
-func (q *nfqueue) read(ids []uint32) ([]uint32, error) {
-	for {
-		n, _, err := unix.Recvfrom(q.fd, q.buf, 0)
+// read waits up to wait (negative: without limit) for packets to arrive
+// and appends the identifiers of all that wait to ids.
+func (q *nfqueue) read(ids []uint32, wait time.Duration) ([]uint32, error) {
+	var ts *unix.Timespec
+	if wait >= 0 {
+		t := unix.NsecToTimespec(wait.Nanoseconds())
+		ts = &t
+	}
+	fds := []unix.PollFd{{Fd: int32(q.fd), Events: unix.POLLIN}}
+	if n, err := unix.Ppoll(fds, ts, nil); n <= 0 {
 		if err == unix.EINTR {
-			continue
+			err = nil
 		}
-		if err == unix.ENOBUFS {
+		return ids, err
+	}
+	for {
+		n, _, err := unix.Recvfrom(q.fd, q.buf, unix.MSG_DONTWAIT)
+		switch err {
+		case nil:
+		case unix.EAGAIN, unix.EINTR:
+			return ids, nil
+		case unix.ENOBUFS:
 			// The kernel dropped notices: the packets they announced wait
 			// without one. The next verdict batch releases them with the
 			// packets after them.
 			fmt.Fprintln(os.Stderr, "netcluster delay line: notices lost (ENOBUFS)")
 			continue
-		}
-		if err != nil {
+		default:
 			return ids, err
 		}
 		msgs, err := syscall.ParseNetlinkMessage(q.buf[:n])
@@ -160,9 +174,6 @@ func (q *nfqueue) read(ids []uint32) ([]uint32, error) {
 			if id, ok := packetID(m.Data[4:]); ok { // after the nfgenmsg
 				ids = append(ids, id)
 			}
-		}
-		if len(ids) > 0 {
-			return ids, nil
 		}
 	}
 }
