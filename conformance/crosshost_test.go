@@ -244,16 +244,29 @@ func TestCrossHostShaped(t *testing.T) {
 		}
 	}
 	pl := placement{"np=6-rr-delay=1ms-loss=1%", 6, []string{"-rr"}}
-	for _, dev := range crossHostDevices {
-		t.Run(dev, func(t *testing.T) {
-			t.Parallel()
-			for _, sp := range shapedPrograms {
-				t.Run(sp.prog.name, func(t *testing.T) {
-					t.Parallel()
-					crossChecks(t, sp.prog, dev, nil, pl, launch, sp.checks)
-				})
-			}
-		})
+	t.Run("devices", func(t *testing.T) {
+		for _, dev := range crossHostDevices {
+			t.Run(dev, func(t *testing.T) {
+				t.Parallel()
+				for _, sp := range shapedPrograms {
+					t.Run(sp.prog.name, func(t *testing.T) {
+						t.Parallel()
+						crossChecks(t, sp.prog, dev, nil, pl, launch, sp.checks)
+					})
+				}
+			})
+		}
+	})
+	// The jobs' traffic went through the shaping.
+	for _, h := range c.Hosts {
+		n, err := c.ShapedPackets(h.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 1000 {
+			t.Errorf("the shaping of %s handled %d packets during the jobs; it is not in their path", h.Name, n)
+		}
+		t.Logf("the shaping of %s handled %d packets", h.Name, n)
 	}
 }
 

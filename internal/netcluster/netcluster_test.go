@@ -474,6 +474,9 @@ func TestCluster(t *testing.T) {
 		if got := rttTo(); got < delay || got > 10*delay {
 			t.Errorf("round trip h1-h2 with %v delay on h2: %v, want at least the delay and not ten times it", delay, got)
 		}
+		if n, err := c.ShapedPackets("h2"); err != nil || n == 0 {
+			t.Errorf("the shaping of h2 handled %d packets (%v), want the round trips'", n, err)
+		}
 		var line process // the delay line, if this kernel needs one
 		if b, err := os.ReadFile(c.delayFile("h2")); err == nil {
 			if err := json.Unmarshal(b, &line); err != nil {

@@ -208,3 +208,45 @@ func (c *Cluster) SetLink(host string, up bool) error {
 	}
 	return nil
 }
+
+// ShapedPackets reports how many packets to host its shaping has handled
+// since Netem set it: those its delay line held (when it has one), else
+// those the switch's queueing discipline on its link sent. Tests use it to
+// check that the shaping they asked for is in the path.
+func (c *Cluster) ShapedPackets(host string) (int64, error) {
+	h, err := c.Host(host)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := os.Stat(c.delayFile(host)); err == nil {
+		ipt, err := iptables()
+		if err != nil {
+			return 0, err
+		}
+		cmd := exec.Command("nsenter", "--target", strconv.Itoa(h.PID), "--net", "--", ipt, "-w", "-t", "mangle", "-L", "PREROUTING", "-v", "-x", "-n")
+		out, err := cmd.Output()
+		if err != nil {
+			return 0, fmt.Errorf("netcluster: reading %s's delay rule: %v", host, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[2] == "NFQUEUE" {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+		return 0, fmt.Errorf("netcluster: %s has a delay line but no delay rule", host)
+	}
+	cmd := exec.Command("nsenter", "--target", strconv.Itoa(c.sw.PID), "--net", "--", "tc", "-s", "qdisc", "show", "dev", host)
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("netcluster: reading the shaping of %s: %v", host, err)
+	}
+	// The root qdisc comes first: "qdisc KIND HANDLE root ...", then
+	// " Sent B bytes P pkt ...".
+	f := strings.Fields(string(out))
+	for i := 0; i+4 < len(f); i++ {
+		if f[i] == "Sent" && f[i+2] == "bytes" {
+			return strconv.ParseInt(f[i+3], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("netcluster: no statistics in the shaping of %s: %q", host, out)
+}
