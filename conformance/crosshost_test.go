@@ -239,7 +239,11 @@ var shapedPrograms = []struct {
 func TestCrossHostShaped(t *testing.T) {
 	c, launch := startHosts(t, crossHosts)
 	for _, h := range c.Hosts {
-		if err := c.Netem(h.Name, "delay", "1ms", "loss", "1%"); err != nil {
+		err := c.Netem(h.Name, "delay", "1ms", "loss", "1%")
+		if err != nil && strings.Contains(err.Error(), "iptables") && strings.Contains(err.Error(), "not found") {
+			testnote.Skip(t, fmt.Sprintf("conformance: this kernel has no netem, and the simulated cluster's delay line needs iptables: %v", err))
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
