@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,6 +61,37 @@ var crossPrograms = []struct {
 	{collectives, nil, []string{nativeOffOpt}},
 }
 
+// crossWide is each device's run at np 12 (4 ranks on each of the 3
+// hosts: the tiered collectives' within-host tier with several ranks) and
+// its intercommunicator run at np 6, each device with one placement and
+// the devices between them with both, so that every device and every
+// placement is covered without running the whole matrix again.
+var crossWide = map[string]struct{ wide, inter placement }{
+	"netvm": {placement{"np=12-block", 12, nil}, placement{"np=6-rr", 6, []string{"-rr"}}},
+	"fm":    {placement{"np=12-rr", 12, []string{"-rr"}}, placement{"np=6-block", 6, nil}},
+	"bip":   {placement{"np=12-rr", 12, []string{"-rr"}}, placement{"np=6-block", 6, nil}},
+	"via":   {placement{"np=12-block", 12, nil}, placement{"np=6-rr", 6, []string{"-rr"}}},
+}
+
+// crossWidePrograms are the programs and checks (nil: every one but
+// crossWideSkip) of the np-12 runs, each program's checks in one job (a
+// job of 12 ranks costs more to start than a check costs to run). The collectives run with the device's own
+// collectives on, as a program gets them: tiered across hosts, the
+// device's board and multidestination sends within one.
+var crossWidePrograms = []struct {
+	prog   *program
+	checks []string
+}{
+	{p2p, nil},
+	{collectives, nil},
+	{datatypes, nil},
+	{stress, []string{"thresholds", "flood"}},
+}
+
+// crossWideSkip are the checks the np-12 jobs leave out: exit-early ends
+// its job on purpose.
+var crossWideSkip = []string{"exit-early"}
+
 // startHosts starts the simulated hosts of a test and returns them and the
 // mpirun flags that launch on them. Without root the test is skipped
 // loudly (and fails under CI).
@@ -102,7 +134,9 @@ func crossBin(t *testing.T, name string) string {
 // across 3 simulated hosts at np 3 and 6, ranks placed in blocks and
 // round-robin, with the device's default options and, for netvm, eager=0
 // (MPIN's receiver-initiated protocol, RFA/SRFA over the network), for fm
-// remote=1 minblock=0 (every rendezvous written by the receiving side).
+// remote=1 minblock=0 (every rendezvous written by the receiving side);
+// and on each device the checks of crossWidePrograms at np 12 and every
+// check of conformance/intercoll at np 6 (crossWide).
 func TestCrossHost(t *testing.T) {
 	_, launch := startHosts(t, crossHosts)
 	for _, dev := range crossHostDevices {
@@ -136,15 +170,119 @@ func TestCrossHost(t *testing.T) {
 					}
 				}
 			}
+			wide := crossWide[dev]
+			for _, cp := range crossWidePrograms {
+				checks := cp.checks
+				if checks == nil {
+					checks = slices.DeleteFunc(slices.Clone(cp.prog.checks), func(c string) bool { return slices.Contains(crossWideSkip, c) })
+				}
+				t.Run(cp.prog.name+"/"+wide.wide.name, func(t *testing.T) {
+					t.Parallel()
+					crossChecks(t, cp.prog, dev, nil, wide.wide, launch, checks)
+				})
+			}
+			t.Run(intercoll.name+"/"+wide.inter.name, func(t *testing.T) {
+				t.Parallel()
+				for _, check := range intercoll.checks {
+					t.Run(check, func(t *testing.T) {
+						t.Parallel()
+						crossCheck(t, intercoll, dev, nil, wide.inter, launch, check)
+					})
+				}
+			})
 		})
+	}
+}
+
+// crossChecks runs checks in one job whose ranks run on the simulated
+// hosts, and judges each check on its output (a failure of one fails all).
+func crossChecks(t *testing.T, prog *program, dev string, opts []string, pl placement, launch []string, checks []string) {
+	config := strings.Join(append(append([]string{dev}, opts...), "hosts", pl.name), "/")
+	var args []string
+	if prog.short && testing.Short() {
+		args = append(args, "-short")
+	}
+	jobs <- struct{}{}
+	r := runJob(prog.bin, dev, opts, pl.np, append(args, checks...), append(append([]string(nil), launch...), pl.args...)...)
+	<-jobs
+	for _, check := range checks {
+		t.Run(check, func(t *testing.T) {
+			outcome := judge(t, r, pl.np, check)
+			noteProgress(r, outcome)
+			resultsMu.Lock()
+			results = append(results, result{prog: prog.name, device: dev, config: config, check: check, outcome: outcome, elapsed: r.elapsed})
+			resultsMu.Unlock()
+		})
+	}
+}
+
+// shapedPrograms are the programs and checks of TestCrossHostShaped, each
+// program's checks in one job: messages of every protocol (eager,
+// rendezvous, ANY_SOURCE, synchronous) and the collectives, small sizes,
+// so that a round trip of 2 ms and the retransmissions of lost packets keep
+// each job within seconds.
+var shapedPrograms = []struct {
+	prog   *program
+	checks []string
+}{
+	{p2p, []string{"order", "anysource", "probe", "ssend", "truncate", "waitany", "alltoall"}},
+	{collectives, []string{"barrier", "bcast", "reduce", "allreduce", "gather", "allgather", "alltoall", "split"}},
+	{stress, []string{"thresholds"}},
+}
+
+// TestCrossHostShaped runs shapedPrograms on every device across 3
+// simulated hosts whose links delay every packet by 1 ms and lose 1 % of
+// them (netcluster's Netem: netem, or on kernels without it the delay line
+// and a random drop at the switch), np 6 round-robin: every message
+// crosses a shaped link, and the results must be what they are on a clean
+// network.
+func TestCrossHostShaped(t *testing.T) {
+	c, launch := startHosts(t, crossHosts)
+	for _, h := range c.Hosts {
+		err := c.Netem(h.Name, "delay", "1ms", "loss", "1%")
+		if err != nil && strings.Contains(err.Error(), "iptables") && strings.Contains(err.Error(), "not found") {
+			testnote.Skip(t, fmt.Sprintf("conformance: this kernel has no netem, and the simulated cluster's delay line needs iptables: %v", err))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl := placement{"np=6-rr-delay=1ms-loss=1%", 6, []string{"-rr"}}
+	t.Run("devices", func(t *testing.T) {
+		for _, dev := range crossHostDevices {
+			t.Run(dev, func(t *testing.T) {
+				t.Parallel()
+				for _, sp := range shapedPrograms {
+					t.Run(sp.prog.name, func(t *testing.T) {
+						t.Parallel()
+						crossChecks(t, sp.prog, dev, nil, pl, launch, sp.checks)
+					})
+				}
+			})
+		}
+	})
+	// The jobs' traffic went through the shaping.
+	for _, h := range c.Hosts {
+		n, err := c.ShapedPackets(h.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 1000 {
+			t.Errorf("the shaping of %s handled %d packets during the jobs; it is not in their path", h.Name, n)
+		}
+		t.Logf("the shaping of %s handled %d packets", h.Name, n)
 	}
 }
 
 // crossCheck is runCheck for a job whose ranks run on the simulated hosts.
 func crossCheck(t *testing.T, prog *program, dev string, opts []string, pl placement, launch []string, check string) {
 	config := strings.Join(append(append([]string{dev}, opts...), "hosts", pl.name), "/")
+	args := []string{check}
+	if prog.short && testing.Short() {
+		args = []string{"-short", check}
+	}
 	jobs <- struct{}{}
-	r := runJob(prog.bin, dev, opts, pl.np, []string{check}, append(append([]string(nil), launch...), pl.args...)...)
+	r := runJob(prog.bin, dev, opts, pl.np, args, append(append([]string(nil), launch...), pl.args...)...)
 	<-jobs
 	outcome := judge(t, r, pl.np, check)
 	noteProgress(r, outcome)

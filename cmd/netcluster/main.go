@@ -6,7 +6,7 @@
 //	netcluster up -n 3 [-dir D]            start 3 hosts and return; they run until "down"
 //	netcluster up -n 3 --slurm [-dir D]    the same, with a Slurm cluster on the hosts (docs/slurm.md)
 //	netcluster exec [-dir D] h2 -- cmd...  run cmd on h2
-//	netcluster netem [-dir D] h1 delay 1ms loss 1%   shape what h1 receives (tc netem at the switch); "off" removes it
+//	netcluster netem [-dir D] h1 delay 1ms loss 1%   shape what h1 receives (tc netem, or a delay line); "off" removes it
 //	netcluster link [-dir D] h2 down|up    pull or plug h2's cable
 //	netcluster hosts [-dir D]              list the hosts
 //	netcluster down [-dir D]               tear the cluster down

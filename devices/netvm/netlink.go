@@ -35,27 +35,32 @@ const headLen = 32
 
 // netLink is the link to one peer on another host.
 type netLink struct {
+	d       *Device
 	ep      *wire.Endpoint
 	rank    int
 	host    string // the peer's host name, for errors
 	head    [headLen]byte
-	scratch []byte     // packs a non-contiguous payload
-	inBuf   []byte     // receives a chunk for a non-contiguous receive, before its unpacking (Place)
-	blocked bool       // a frame referencing a user buffer waits in the endpoint (Sent clears it)
-	body    []byte     // the payload of the frame being handled
-	placed  bool       // that payload was read straight into its receive buffer
-	lost    error      // the connection broke (Lost), or could not be opened
-	lostAt  time.Time  // when
-	dones   []*netDone // sends whose last frame waits in the endpoint, in order
+	scratch []byte    // packs a non-contiguous payload
+	inBuf   []byte    // receives a chunk for a non-contiguous receive, before its unpacking (Place)
+	blocked bool      // a frame referencing a user buffer waits in the endpoint (Sent clears it)
+	body    []byte    // the payload of the frame being handled
+	placed  bool      // that payload was read straight into its receive buffer
+	lost    error     // the connection broke (Lost), or could not be opened
+	lostAt  time.Time // when
+	dones   []netDone // sends whose last frame waits in the endpoint, in order
 }
 
 // netDone is a send that completes once the endpoint has handed its last
 // frame to the kernel (Device.Sent).
 type netDone struct {
-	l    *netLink
 	req  *adi.Request
 	done int
 }
+
+// doneTok is the token of a frame that completes a send (the oldest of its
+// link's dones) once sent: the link itself under another type, so that
+// the token costs no allocation when the frame goes at once, as most do.
+type doneTok netLink
 
 var _ transport = (*netLink)(nil)
 
@@ -99,10 +104,9 @@ func (l *netLink) put(m *outMsg) bool {
 	encodeCtl(l.head[:], &m.ctl)
 	var body []byte
 	var tok any
-	var dn *netDone
-	if m.finish && m.typ != ctlData {
-		dn = &netDone{l: l, req: m.req, done: m.done}
-		tok = dn
+	finish := m.finish && m.typ != ctlData
+	if finish {
+		tok = (*doneTok)(l)
 	}
 	if hasPayload(m.typ) {
 		n := int(m.n)
@@ -112,7 +116,7 @@ func (l *netLink) put(m *outMsg) bool {
 			if m.typ == ctlData {
 				tok = l
 			}
-		case dn != nil: // referenced until sent: a buffer of its own
+		case finish: // referenced until sent: a buffer of its own
 			body = make([]byte, n)
 			m.copyOut(m.off, body)
 		default:
@@ -126,13 +130,14 @@ func (l *netLink) put(m *outMsg) bool {
 	now, err := l.ep.Send(l.rank, l.head[:], body, tok)
 	if err != nil {
 		l.lost, l.lostAt = err, time.Now()
+		l.d.netGone = true
 		return false
 	}
 	switch {
 	case now:
-	case dn != nil:
+	case finish:
 		m.finish = false // Device.Sent completes the send
-		l.dones = append(l.dones, dn)
+		l.dones = append(l.dones, netDone{req: m.req, done: m.done})
 	case tok != nil:
 		l.blocked = true
 	}
@@ -215,13 +220,16 @@ func (d *Device) Sent(tok any) {
 	switch t := tok.(type) {
 	case *netLink:
 		t.blocked = false
-	case *netDone: // frames leave in order: it is the oldest
-		if l := t.l; len(l.dones) > 0 && l.dones[0] == t {
-			l.dones[0] = nil
-			l.dones = l.dones[1:]
+	case *doneTok: // frames leave in order: it is the link's oldest
+		l := (*netLink)(t)
+		if len(l.dones) == 0 {
+			return // failed with its peer (peerGone)
 		}
-		if !t.req.Done() {
-			t.req.Complete(adi.Status{Bytes: t.done})
+		dn := l.dones[0]
+		l.dones[0] = netDone{}
+		l.dones = l.dones[1:]
+		if !dn.req.Done() {
+			dn.req.Complete(adi.Status{Bytes: dn.done})
 		}
 	}
 }
@@ -231,6 +239,7 @@ func (d *Device) Sent(tok any) {
 func (d *Device) Lost(peer int, err error) {
 	if l := d.peers[peer].net; l != nil && l.lost == nil {
 		l.lost, l.lostAt = err, time.Now()
+		d.netGone = true
 	}
 }
 
@@ -248,6 +257,9 @@ func (d *Device) netFail(err error) {
 // reported by the launcher first, as the rank that died, rather than by
 // the ranks that depended on it.
 func (d *Device) netLost() error {
+	if !d.netGone {
+		return nil
+	}
 	var first error
 	for _, p := range d.peers {
 		l := p.net

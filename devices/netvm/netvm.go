@@ -118,6 +118,7 @@ type Device struct {
 	sleeper *wire.Sleeper
 	netDid  bool  // a frame was handled or a link unblocked during the last Poll
 	netErr  error // the first error a frame's handling met
+	netGone bool  // some link's connection broke (netLost has work)
 
 	cnt counters
 }
@@ -197,7 +198,7 @@ func (d *Device) Init(cfg adi.Config) error {
 				return err
 			}
 			p.pid, p.seg, p.remoteOK = 0, nil, false
-			p.net = &netLink{ep: d.ep, rank: r, host: host}
+			p.net = &netLink{d: d, ep: d.ep, rank: r, host: host}
 			d.peers[r] = p
 			d.live.SetHost(r, host)
 			continue

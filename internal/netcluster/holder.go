@@ -40,11 +40,15 @@ func holderEnv(role, name, hostsFile string, privateTmp bool) []string {
 }
 
 // init turns the process into a holder when Start re-executed this binary
-// as one; in any other process it does nothing.
+// as one (or into a delay line, delay.go); in any other process it does
+// nothing.
 func init() {
 	role := os.Getenv(envRole)
-	if role == "" {
+	switch role {
+	case "":
 		return
+	case roleDelay:
+		os.Exit(delayLine())
 	}
 	os.Exit(holder(role))
 }

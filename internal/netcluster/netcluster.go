@@ -104,10 +104,11 @@ type Cluster struct {
 	Hosts []Host
 
 	sw      process
-	owned   bool        // Start made it: Close tears it down
-	tempDir bool        // Dir was made by Start: Close removes it
-	holders []*exec.Cmd // switch first, then the hosts (owned only)
-	lifes   []*os.File  // write ends of the holders' life pipes (owned only)
+	owned   bool                 // Start made it: Close tears it down
+	tempDir bool                 // Dir was made by Start: Close removes it
+	holders []*exec.Cmd          // switch first, then the hosts (owned only)
+	lifes   []*os.File           // write ends of the holders' life pipes (owned only)
+	delays  map[string]*exec.Cmd // delay lines this process started, by host (delay.go)
 	closed  bool
 }
 
@@ -309,6 +310,15 @@ func (c *Cluster) Close() error {
 	}
 	for _, cmd := range c.holders {
 		cmd.Wait() // killed: the status says so and is of no interest
+	}
+	for _, cmd := range c.delays { // they end with their hosts
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	if old, _ := filepath.Glob(filepath.Join(c.Dir, "delay-*.json")); len(old) > 0 {
+		for _, f := range old {
+			os.Remove(f)
+		}
 	}
 	for _, f := range c.lifes {
 		f.Close()

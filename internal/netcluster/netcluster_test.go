@@ -455,21 +455,45 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("netem", func(t *testing.T) {
+		// A delay on h2 lengthens every round trip from h1 by it (netem, or
+		// on kernels without netem the delay line), together with a loss;
+		// removing the shaping gives the short round trips back and ends
+		// the delay line.
 		const delay = 30 * time.Millisecond
-		err := c.Netem("h2", "delay", delay.String())
-		if err != nil && strings.Contains(err.Error(), "CONFIG_NET_SCH_NETEM") {
-			testnote.Printf("SKIP %s: this kernel has no netem, so no delay can be emulated: %v", t.Name(), err)
-			t.Skipf("SKIPPED: cannot test netem delay: %v", err)
+		rttTo := func() time.Duration {
+			ns, _ := strconv.ParseInt(strings.TrimSpace(output(t, helperCmd(t, c, "h1", "rtt", "h2:7000"))), 10, 64)
+			return time.Duration(ns)
+		}
+		err := c.Netem("h2", "delay", delay.String(), "loss", "1%")
+		if err != nil && strings.Contains(err.Error(), "iptables") && strings.Contains(err.Error(), "not found") {
+			testnote.Skip(t, fmt.Sprintf("netcluster: this kernel has no netem, and the delay line needs iptables: %v", err))
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		ns, _ := strconv.ParseInt(strings.TrimSpace(output(t, helperCmd(t, c, "h1", "rtt", "h2:7000"))), 10, 64)
-		if got := time.Duration(ns); got < delay {
-			t.Errorf("round trip h1-h2 with %v delay on h2: %v, want at least the delay", delay, got)
+		if got := rttTo(); got < delay || got > 10*delay {
+			t.Errorf("round trip h1-h2 with %v delay on h2: %v, want at least the delay and not ten times it", delay, got)
+		}
+		if n, err := c.ShapedPackets("h2"); err != nil || n == 0 {
+			t.Errorf("the shaping of h2 handled %d packets (%v), want the round trips'", n, err)
+		}
+		var line process // the delay line, if this kernel needs one
+		if b, err := os.ReadFile(c.delayFile("h2")); err == nil {
+			if err := json.Unmarshal(b, &line); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := c.Netem("h2"); err != nil {
 			t.Fatal(err)
+		}
+		if got := rttTo(); got >= delay {
+			t.Errorf("round trip h1-h2 with the delay removed: %v, want less than %v", got, delay)
+		}
+		if _, err := os.Stat(c.delayFile("h2")); err == nil {
+			t.Errorf("the delay line of h2 is still recorded after its removal")
+		}
+		if line.PID != 0 && alive(line) {
+			t.Errorf("the delay line of h2 (PID %d) still runs after its removal", line.PID)
 		}
 	})
 

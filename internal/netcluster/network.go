@@ -91,10 +91,15 @@ func (c *Cluster) Command(host, name string, args ...string) *exec.Cmd {
 // "loss", "1%", "rate", "100mbit". No args removes the shaping. Shaping is
 // outside the host, so a loss is a loss on the wire, not a local drop the
 // sender's TCP would see. A kernel without netem (CONFIG_NET_SCH_NETEM)
-// still gets loss and rate (see shapeWithoutNetem); delay needs netem.
+// still gets loss and rate (see shapeWithoutNetem) and a fixed delay (a
+// delay line in the host, delay.go, which needs iptables).
 func (c *Cluster) Netem(host string, args ...string) error {
-	if _, err := c.Host(host); err != nil {
+	h, err := c.Host(host)
+	if err != nil {
 		return err
+	}
+	if err := c.stopDelay(h); err != nil {
+		return fmt.Errorf("netcluster: netem on %s: removing the delay line: %v", host, err)
 	}
 	if err := c.tc("qdisc", "del", "dev", host, "root"); err != nil &&
 		!strings.Contains(err.Error(), "handle of zero") && !strings.Contains(err.Error(), "No such file") {
@@ -103,15 +108,28 @@ func (c *Cluster) Netem(host string, args ...string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	err := c.tc(append([]string{"qdisc", "add", "dev", host, "root", "netem"}, args...)...)
+	err = c.tc(append([]string{"qdisc", "add", "dev", host, "root", "netem"}, args...)...)
 	if err == nil {
 		return nil
 	}
 	if !strings.Contains(err.Error(), "qdisc kind is unknown") {
 		return fmt.Errorf("netcluster: netem on %s: %v", host, err)
 	}
-	if serr := c.shapeWithoutNetem(host, args); serr != nil {
-		return fmt.Errorf("netcluster: netem on %s: this kernel has no netem queueing discipline (CONFIG_NET_SCH_NETEM), and without it %v", host, serr)
+	const without = "this kernel has no netem queueing discipline (CONFIG_NET_SCH_NETEM), and without it"
+	delay, rest, err := splitDelay(args)
+	if err != nil {
+		return fmt.Errorf("netcluster: netem on %s: %s %v", host, without, err)
+	}
+	if len(rest) > 0 {
+		if err := c.shapeWithoutNetem(host, rest); err != nil {
+			return fmt.Errorf("netcluster: netem on %s: %s %v", host, without, err)
+		}
+	}
+	if delay > 0 {
+		if err := c.startDelay(h, delay); err != nil {
+			c.tc("qdisc", "del", "dev", host, "root")
+			return fmt.Errorf("netcluster: netem on %s: %s %v", host, without, err)
+		}
 	}
 	return nil
 }
@@ -189,4 +207,46 @@ func (c *Cluster) SetLink(host string, up bool) error {
 		return fmt.Errorf("netcluster: link %s %s: %v", host, state, err)
 	}
 	return nil
+}
+
+// ShapedPackets reports how many packets to host its shaping has handled
+// since Netem set it: those its delay line held (when it has one), else
+// those the switch's queueing discipline on its link sent. Tests use it to
+// check that the shaping they asked for is in the path.
+func (c *Cluster) ShapedPackets(host string) (int64, error) {
+	h, err := c.Host(host)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := os.Stat(c.delayFile(host)); err == nil {
+		ipt, err := iptables()
+		if err != nil {
+			return 0, err
+		}
+		cmd := exec.Command("nsenter", "--target", strconv.Itoa(h.PID), "--net", "--", ipt, "-w", "-t", "mangle", "-L", "PREROUTING", "-v", "-x", "-n")
+		out, err := cmd.Output()
+		if err != nil {
+			return 0, fmt.Errorf("netcluster: reading %s's delay rule: %v", host, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[2] == "NFQUEUE" {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+		return 0, fmt.Errorf("netcluster: %s has a delay line but no delay rule", host)
+	}
+	cmd := exec.Command("nsenter", "--target", strconv.Itoa(c.sw.PID), "--net", "--", "tc", "-s", "qdisc", "show", "dev", host)
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("netcluster: reading the shaping of %s: %v", host, err)
+	}
+	// The root qdisc comes first: "qdisc KIND HANDLE root ...", then
+	// " Sent B bytes P pkt ...".
+	f := strings.Fields(string(out))
+	for i := 0; i+4 < len(f); i++ {
+		if f[i] == "Sent" && f[i+2] == "bytes" {
+			return strconv.ParseInt(f[i+3], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("netcluster: no statistics in the shaping of %s: %q", host, out)
 }

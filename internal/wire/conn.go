@@ -126,15 +126,16 @@ func writeParts(fd int, a, b []byte, off int) (int, error) {
 		k++
 	}
 	if k == 1 {
-		return unix.Write(fd, iov[0])
+		return writeFD(fd, iov[0])
 	}
-	return unix.Writev(fd, iov[:k])
+	return writevFD(fd, iov[0], iov[1])
 }
 
 // fill reads from the socket into the input buffer (or the big frame being
-// filled). It reports the bytes read, and io.EOF-like errors as errBye or
-// a connection error.
-func (c *conn) fill() (int, error) {
+// filled). It reports the bytes read, whether the socket may hold more
+// (the read filled all the room it had), and io.EOF-like errors as errBye
+// or a connection error.
+func (c *conn) fill() (int, bool, error) {
 	var dst []byte
 	if c.dst != nil {
 		dst = c.dst[c.dstN:]
@@ -148,20 +149,20 @@ func (c *conn) fill() (int, error) {
 		dst = c.in[c.inLen:]
 	}
 	if len(dst) == 0 {
-		return 0, nil
+		return 0, true, nil
 	}
-	n, err := unix.Read(c.fd, dst)
-	if err != nil {
-		if err == unix.EAGAIN || err == unix.EINTR {
-			return 0, nil
+	n, e := readFD(c.fd, dst)
+	if e != 0 {
+		if e == unix.EAGAIN || e == unix.EINTR {
+			return 0, false, nil
 		}
-		return 0, err
+		return 0, false, e
 	}
 	if n == 0 {
 		if c.bye {
-			return 0, errBye
+			return 0, false, errBye
 		}
-		return 0, fmt.Errorf("connection closed by the peer")
+		return 0, false, fmt.Errorf("connection closed by the peer")
 	}
 	if c.dst != nil {
 		c.dstN += n
@@ -170,7 +171,7 @@ func (c *conn) fill() (int, error) {
 	} else {
 		c.inLen += n
 	}
-	return n, nil
+	return n, n == len(dst), nil
 }
 
 // avail is the input read and not yet consumed.

@@ -502,3 +502,42 @@ func TestPlaced(t *testing.T) {
 		t.Fatalf("%d frames placed, want %d", got, want)
 	}
 }
+
+// TestAcceptWhileDirect: an endpoint whose few connections are all open
+// reads them directly instead of asking epoll (Poll), yet still accepts a
+// new peer: the first Poll after a Wait that saw the connection arrive
+// accepts it, and frames from the new peer and the old one both arrive.
+func TestAcceptWhileDirect(t *testing.T) {
+	j := newJob(t, 3)
+	frames := func(r, from int) int {
+		n := 0
+		for _, f := range j.recs[r].frames {
+			if f.peer == from {
+				n++
+			}
+		}
+		return n
+	}
+	// Ranks 0 and 1 connect: rank 0 then polls its one open connection
+	// directly.
+	j.eps[1].Send(0, []byte("a"), nil, nil)
+	j.pollUntil(t, "rank 1's first frame", func() bool { return frames(0, 1) == 1 })
+	for i := 0; i < 3*epollEvery; i++ {
+		j.eps[0].Poll()
+		j.eps[1].Poll()
+	}
+	if got := len(j.eps[0].ready); got != 1 {
+		t.Fatalf("rank 0 has %d open connections, want 1", got)
+	}
+	accepts := j.eps[0].Counters().Accepts
+	// Rank 2 dials rank 0; rank 0 waits until its listening socket is
+	// ready, and one Poll then accepts.
+	j.eps[2].Send(0, []byte("b"), nil, nil)
+	j.eps[0].Wait(30 * time.Second)
+	j.eps[0].Poll()
+	if got := j.eps[0].Counters().Accepts; got != accepts+1 {
+		t.Errorf("the Poll after a Wait that saw a connection arrive accepted %d, want 1", got-accepts)
+	}
+	j.eps[1].Send(0, []byte("c"), nil, nil)
+	j.pollUntil(t, "frames from both peers", func() bool { return frames(0, 2) == 1 && frames(0, 1) == 2 })
+}
