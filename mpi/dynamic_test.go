@@ -108,6 +108,18 @@ func TestSpawnNested(t *testing.T) {
 		"[1.0] parent 0: 1 children ok", "[2.0] child 0 of 1 (child): ok")
 }
 
+// TestSpawnMultiple: two commands started as one job, their MPI_APPNUM
+// their command's index; MPI_UNIVERSE_SIZE is mpirun's -usize.
+func TestSpawnMultiple(t *testing.T) {
+	mpirun, prog := dynBinaries(t)
+	res := dynRun(t, mpirun, nil, "-usize", "8", "-np", "2", "-l", prog, "multiple")
+	if res.code != 0 {
+		t.Fatalf("exit %d:\n%v", res.code, res)
+	}
+	wantLines(t, res, "[0] parent 0: 3 children ok", "[1.0] child 0 of 3 (app0): ok",
+		"[1.1] child 1 of 3 (app1): ok", "[1.2] child 2 of 3 (app1): ok")
+}
+
 // TestSpawnMissing: spawning a program that does not exist fails with
 // MPI_ERR_SPAWN for each child, and the parents' job goes on.
 func TestSpawnMissing(t *testing.T) {

@@ -11,6 +11,8 @@
 //	dynprog client SERVICE  look SERVICE up and connect
 //	dynprog reconnect SERVICE K / reclient SERVICE K   connect and disconnect K times
 //	dynprog joinserver / joinclient ADDR   CommJoin over a TCP connection
+//	dynprog multiple        CommSpawnMultiple of two commands (APPNUM 0 and 1), MPI_UNIVERSE_SIZE
+//	dynprog spawntime N R   R rounds: time of spawning N children (until the intercommunicator works)
 //	dynprog pubspawn        publish a port in mpirun's name service, spawn a
 //	                        child that looks it up and connects
 package main
@@ -22,6 +24,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/adimpi/adimpi/mpi"
 )
@@ -66,6 +69,10 @@ func main() {
 		client(w, os.Args[2], k)
 	case "pubspawn":
 		pubSpawn(w)
+	case "multiple":
+		multiple(w)
+	case "spawntime":
+		spawnTime()
 	case "joinserver":
 		joinServer(w)
 	case "joinclient":
@@ -153,6 +160,13 @@ func child(p *mpi.Comm) {
 	case "die":
 		fmt.Printf("child %d: exiting with status 3\n", me)
 		os.Exit(3)
+	case "timed":
+		check(mpi.CommDisconnect(p), "CommDisconnect")
+		return
+	case "app0", "app1":
+		if v, ok := w.Attr(mpi.KeyAppNum); !ok || fmt.Sprint(v) != mode[3:] {
+			log.Fatalf("child %d (%s): MPI_APPNUM = %v", me, mode, v)
+		}
 	case "lookup":
 		// Meet the parents a second time, through mpirun's name service.
 		port, err := mpi.LookupName("dynprog-pubspawn", nil)
@@ -375,4 +389,40 @@ func pubSpawn(w *mpi.Comm) {
 		check(mpi.ClosePort(port), "ClosePort")
 	}
 	parentSide(spawned, w)
+}
+
+// multiple spawns two commands at once, 1 and 2 processes, and checks the
+// universe size mpirun -usize set (the test passes -usize 8).
+func multiple(w *mpi.Comm) {
+	if v, ok := w.Attr(mpi.KeyUniverseSize); !ok || v != 8 {
+		log.Fatalf("MPI_UNIVERSE_SIZE = %v, want 8 (mpirun -usize 8)", v)
+	}
+	self, err := os.Executable()
+	check(err, "os.Executable")
+	inter, errs, err := mpi.CommSpawnMultiple([]mpi.SpawnCommand{
+		{Command: self, Argv: []string{"app0"}, MaxProcs: 1},
+		{Command: self, Argv: []string{"app1"}, MaxProcs: 2},
+	}, 0, w)
+	check(err, "CommSpawnMultiple")
+	if len(errs) != 3 || inter.RemoteSize() != 3 {
+		log.Fatalf("CommSpawnMultiple: %d codes, remote size %d", len(errs), inter.RemoteSize())
+	}
+	parentSide(inter, w)
+}
+
+// spawnTime prints how long spawning N children takes, R times: from the
+// call until the intercommunicator is there (the children's Init done).
+func spawnTime() {
+	n, _ := strconv.Atoi(os.Args[2])
+	rounds, _ := strconv.Atoi(os.Args[3])
+	self, err := os.Executable()
+	check(err, "os.Executable")
+	for r := 0; r < rounds; r++ {
+		t0 := time.Now()
+		inter, _, err := mpi.CommSpawn(self, []string{"timed"}, n, nil, 0, mpi.Self())
+		check(err, "CommSpawn")
+		el := time.Since(t0)
+		check(mpi.CommDisconnect(inter), "CommDisconnect")
+		fmt.Printf("spawn %d children: %.1f ms\n", n, float64(el.Microseconds())/1e3)
+	}
 }
