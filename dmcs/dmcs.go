@@ -59,6 +59,8 @@ type Options struct {
 	// otherwise they are served in Poll (and while this process waits for
 	// its own synchronous operations).
 	PollThread bool
+	// Timing makes DMCS measure where its time goes (Times).
+	Timing bool
 }
 
 // Ptr names memory of one process for the others: a segment (made by
@@ -94,9 +96,50 @@ func (c *Counter) Err() error {
 
 // pending is an operation waiting for its reply.
 type pending struct {
-	c   *Counter
-	buf []byte // a Get's destination
-	ptr *Ptr   // a Malloc's result
+	c    *Counter
+	buf  []byte // a Get's destination
+	ptr  *Ptr   // a Malloc's result
+	live bool
+}
+
+// pendTable holds the operations waiting for replies; an operation's id
+// is its slot + 1, and slots are reused (no map on the per-request path).
+type pendTable struct {
+	slots []pending
+	free  []uint64
+	n     int
+}
+
+func (t *pendTable) add(p pending) uint64 {
+	p.live = true
+	t.n++
+	if k := len(t.free); k > 0 {
+		id := t.free[k-1]
+		t.free = t.free[:k-1]
+		t.slots[id-1] = p
+		return id
+	}
+	t.slots = append(t.slots, p)
+	return uint64(len(t.slots))
+}
+
+// peek returns operation id, if it waits.
+func (t *pendTable) peek(id uint64) (pending, bool) {
+	if id == 0 || id > uint64(len(t.slots)) || !t.slots[id-1].live {
+		return pending{}, false
+	}
+	return t.slots[id-1], true
+}
+
+// remove takes operation id out of the table.
+func (t *pendTable) remove(id uint64) (pending, bool) {
+	p, ok := t.peek(id)
+	if ok {
+		t.slots[id-1] = pending{}
+		t.free = append(t.free, id)
+		t.n--
+	}
+	return p, ok
 }
 
 // DMCS is one process's end of the substrate.
@@ -113,8 +156,7 @@ type DMCS struct {
 	segs     map[uint32][]byte
 	malloced map[Ptr]bool // blocks peers allocated here (Free frees only these)
 	nextSeg  uint32
-	pend     map[uint64]*pending
-	nextID   uint64
+	pend     pendTable
 	sends    []*mpi.Request // outstanding sends
 	bufs     [][]byte       // header buffers of outstanding sends, by index in sends
 	free     [][]byte       // header buffers to reuse
@@ -126,6 +168,7 @@ type DMCS struct {
 	done   chan struct{} // closed when the poll thread ends
 
 	sent, recvd atomic.Int64 // requests sent and handled, for Close's quiescence
+	clk         clock
 }
 
 // Init starts DMCS over opts.Comm (default mpi.World()); it is collective.
@@ -143,9 +186,10 @@ func Init(opts Options) (*DMCS, error) {
 	}
 	dup.SetName("dmcs")
 	d := &DMCS{comm: dup, rank: dup.Rank(), size: dup.Size(), thread: opts.PollThread,
-		segs: map[uint32][]byte{}, malloced: map[Ptr]bool{}, nextSeg: 1, pend: map[uint64]*pending{},
+		segs: map[uint32][]byte{}, malloced: map[Ptr]bool{}, nextSeg: 1,
 		rbuf: make([]byte, hdrLen+InlineMax)}
 	d.cond = sync.NewCond(&d.mu)
+	d.clk.on = opts.Timing
 	if err := d.post(); err != nil {
 		return nil, err
 	}
@@ -249,6 +293,7 @@ func (d *DMCS) send(dest int, h *header, payload []byte) error {
 	if dest < 0 || dest >= d.size {
 		return fmt.Errorf("dmcs: rank %d is out of range [0, %d)", dest, d.size)
 	}
+	t0 := d.clk.now()
 	h.n = uint64(len(payload))
 	separate := len(payload) > InlineMax
 	if separate {
@@ -267,6 +312,7 @@ func (d *DMCS) send(dest int, h *header, payload []byte) error {
 		n += copy(b[hdrLen:], payload)
 	}
 	d.mu.Unlock()
+	m0 := d.clk.now()
 	q, err := mpi.Isend(d.comm, b[:n], dest, tagReq)
 	if err != nil {
 		return fmt.Errorf("dmcs: %w", err)
@@ -277,6 +323,7 @@ func (d *DMCS) send(dest int, h *header, payload []byte) error {
 			return fmt.Errorf("dmcs: %w", err)
 		}
 	}
+	m := d.clk.now() - m0
 	d.sent.Add(1)
 	d.mu.Lock()
 	d.sends = append(d.sends, q)
@@ -286,9 +333,10 @@ func (d *DMCS) send(dest int, h *header, payload []byte) error {
 		d.bufs = append(d.bufs, nil)
 	}
 	if len(d.sends) >= reapAt {
-		d.reap()
+		m += d.reap()
 	}
 	d.mu.Unlock()
+	d.clk.sent(t0, m)
 	return nil
 }
 
@@ -298,8 +346,9 @@ const reapAt = 32
 
 // reap drops the sends that have completed, oldest first, up to the
 // first that has not (under d.mu): sends complete mostly in order, and a
-// later look finds the rest.
-func (d *DMCS) reap() {
+// later look finds the rest. It returns the time its tests took (Timing).
+func (d *DMCS) reap() int64 {
+	t0 := d.clk.now()
 	i := 0
 	for ; i < len(d.sends); i++ {
 		_, done, err := d.sends[i].Test()
@@ -313,23 +362,22 @@ func (d *DMCS) reap() {
 			d.free = append(d.free, d.bufs[i])
 		}
 	}
-	if i == 0 {
-		return
+	if i > 0 {
+		n := copy(d.sends, d.sends[i:])
+		copy(d.bufs, d.bufs[i:])
+		clear(d.sends[n:])
+		clear(d.bufs[n:])
+		d.sends, d.bufs = d.sends[:n], d.bufs[:n]
 	}
-	n := copy(d.sends, d.sends[i:])
-	copy(d.bufs, d.bufs[i:])
-	clear(d.sends[n:])
-	clear(d.bufs[n:])
-	d.sends, d.bufs = d.sends[:n], d.bufs[:n]
+	return d.clk.now() - t0
 }
 
 // newOp records an operation that waits for a reply and returns its id.
-func (d *DMCS) newOp(p *pending) uint64 {
+func (d *DMCS) newOp(p pending) uint64 {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.nextID++
-	d.pend[d.nextID] = p
-	return d.nextID
+	id := d.pend.add(p)
+	d.mu.Unlock()
+	return id
 }
 
 // RSR asks dest to run handler h with up to MaxArgs word arguments
@@ -355,7 +403,7 @@ func (d *DMCS) RSRPayload(dest, h int, payload []byte, args ...uint64) error {
 		return d.send(dest, &hd, payload)
 	}
 	var c Counter
-	hd.id = d.newOp(&pending{c: &c})
+	hd.id = d.newOp(pending{c: &c})
 	if err := d.send(dest, &hd, payload); err != nil {
 		return err
 	}
@@ -371,7 +419,7 @@ func (d *DMCS) RSRPayloadAsync(dest, h int, payload []byte, c *Counter, args ...
 	if h < 0 || h >= len(d.handlers) {
 		return fmt.Errorf("dmcs: RSR of handler %d: %d handlers are registered", h, len(d.handlers))
 	}
-	hd := header{kind: kindRSR, nargs: uint8(len(args)), handler: uint32(h), id: d.newOp(&pending{c: c})}
+	hd := header{kind: kindRSR, nargs: uint8(len(args)), handler: uint32(h), id: d.newOp(pending{c: c})}
 	copy(hd.args[:], args)
 	return d.send(dest, &hd, payload)
 }
@@ -379,7 +427,7 @@ func (d *DMCS) RSRPayloadAsync(dest, h int, payload []byte, c *Counter, args ...
 // PutAsync stores data at dest's p; c counts it once dest has stored it.
 // data must not change until then.
 func (d *DMCS) PutAsync(dest int, p Ptr, data []byte, c *Counter) error {
-	return d.send(dest, &header{kind: kindPut, ptr: p, id: d.newOp(&pending{c: c})}, data)
+	return d.send(dest, &header{kind: kindPut, ptr: p, id: d.newOp(pending{c: c})}, data)
 }
 
 // Put stores data at dest's p and returns once dest has (dmcs_put).
@@ -394,7 +442,7 @@ func (d *DMCS) Put(dest int, p Ptr, data []byte) error {
 // GetAsync fetches len(buf) bytes at dest's p into buf; c counts it once
 // they are there.
 func (d *DMCS) GetAsync(dest int, p Ptr, buf []byte, c *Counter) error {
-	hd := header{kind: kindGet, ptr: p, id: d.newOp(&pending{c: c, buf: buf})}
+	hd := header{kind: kindGet, ptr: p, id: d.newOp(pending{c: c, buf: buf})}
 	hd.args[0] = uint64(len(buf))
 	return d.send(dest, &hd, nil)
 }
@@ -412,7 +460,7 @@ func (d *DMCS) Get(dest int, p Ptr, buf []byte) error {
 func (d *DMCS) Malloc(dest, n int) (Ptr, error) {
 	var c Counter
 	var p Ptr
-	hd := header{kind: kindMalloc, id: d.newOp(&pending{c: &c, ptr: &p})}
+	hd := header{kind: kindMalloc, id: d.newOp(pending{c: &c, ptr: &p})}
 	hd.args[0] = uint64(n)
 	if err := d.send(dest, &hd, nil); err != nil {
 		return 0, err
@@ -429,7 +477,7 @@ func (d *DMCS) Malloc(dest, n int) (Ptr, error) {
 // Free releases memory that Malloc allocated on dest (dmcs_free).
 func (d *DMCS) Free(dest int, p Ptr) error {
 	var c Counter
-	if err := d.send(dest, &header{kind: kindFree, ptr: p, id: d.newOp(&pending{c: &c})}, nil); err != nil {
+	if err := d.send(dest, &header{kind: kindFree, ptr: p, id: d.newOp(pending{c: &c})}, nil); err != nil {
 		return err
 	}
 	return d.wait1(&c, "Free", dest)
@@ -477,7 +525,9 @@ func (d *DMCS) Poll() (int, error) {
 		if !d.pollMu.TryLock() {
 			return n, nil // the poll thread, or a poll further up this stack
 		}
+		m0 := d.clk.now()
 		st, done, err := d.rreq.Test()
+		d.clk.mpi.Add(d.clk.now() - m0)
 		if err == nil && done {
 			err = d.handle(st)
 			n++
@@ -485,7 +535,7 @@ func (d *DMCS) Poll() (int, error) {
 		d.pollMu.Unlock()
 		if err != nil || !done {
 			d.mu.Lock()
-			d.reap()
+			d.clk.mpi.Add(d.reap())
 			if err == nil {
 				err = d.err
 			}

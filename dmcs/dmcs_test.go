@@ -213,3 +213,14 @@ func TestStorm16(t *testing.T) {
 		wantAll(t, runProg(t, bins, "netvm", 16, "storm", mode, "16"), 16, "storm of 256 RSRs ok")
 	}
 }
+
+// TestApp runs the histogram application (remote accumulates into bins
+// spread over the ranks) with Options.Timing: the histogram must hold every
+// item, and Times must have accounted some of DMCS's own and MPI time.
+func TestApp(t *testing.T) {
+	bins := testbuild.Programs(t, "../cmd/mpirun", "./testdata/dmcsprog")
+	out := runProg(t, bins, "netvm", 3, "app", "poll", "3000", "200")
+	if !strings.Contains(out, "app: 3000 items x 3 ranks in") || strings.Contains(out, "DMCS own 0s") || strings.Contains(out, "MPI 0s") {
+		t.Fatalf("app:\n%s", out)
+	}
+}

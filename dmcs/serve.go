@@ -32,7 +32,7 @@ func (d *DMCS) PutOpAsync(dest int, p Ptr, data []byte, op AccOp, c *Counter) er
 	if len(data)%8 != 0 || op > BxorUint64 {
 		return fmt.Errorf("dmcs: PutOp of %d bytes with op %d: want whole 8-byte words and a known op", len(data), op)
 	}
-	return d.send(dest, &header{kind: kindAcc, op: uint8(op), ptr: p, id: d.newOp(&pending{c: c})}, data)
+	return d.send(dest, &header{kind: kindAcc, op: uint8(op), ptr: p, id: d.newOp(pending{c: c})}, data)
 }
 
 // PutOp is PutOpAsync waiting for dest to have applied it.
@@ -74,6 +74,8 @@ func accumulate(dst, src []byte, op AccOp) {
 // handle serves the request that the posted receive got (st), then posts
 // the next receive. Called with pollMu held.
 func (d *DMCS) handle(st mpi.Status) error {
+	t0, s0 := d.clk.now(), d.clk.inSends.Load()
+	var m, hdur int64 // time in MPI calls and in the handler (Timing)
 	d.recvd.Add(1)
 	var h header
 	h.get(d.rbuf)
@@ -89,7 +91,9 @@ func (d *DMCS) handle(st mpi.Status) error {
 			copy(dst, payload)
 			return nil
 		}
+		m0 := d.clk.now()
 		_, err := mpi.Recv(d.comm, dst, src, tagData)
+		m += d.clk.now() - m0
 		return err
 	}
 	var err error
@@ -100,7 +104,9 @@ func (d *DMCS) handle(st mpi.Status) error {
 			err = recvInto(payload)
 		}
 		if err == nil {
+			h0 := d.clk.now()
 			err = d.runHandler(&h, src, payload)
+			hdur = d.clk.now() - h0
 		}
 		d.ack(src, h.id, nil)
 	case kindPut, kindAcc:
@@ -136,13 +142,13 @@ func (d *DMCS) handle(st mpi.Status) error {
 		}
 	case kindGetReply:
 		d.mu.Lock()
-		p := d.pend[h.id]
+		p, ok := d.pend.peek(h.id)
 		d.mu.Unlock()
 		var failed error
 		switch {
 		case h.op != 0:
 			failed = errors.New(string(payload))
-		case p != nil && int(h.n) == len(p.buf):
+		case ok && int(h.n) == len(p.buf):
 			err = recvInto(p.buf)
 		case h.flags&flagSeparate != 0:
 			err = recvInto(make([]byte, h.n))
@@ -156,7 +162,7 @@ func (d *DMCS) handle(st mpi.Status) error {
 		err = d.send(src, &header{kind: kindMallocReply, id: h.id, ptr: ptr}, nil)
 	case kindMallocReply:
 		d.mu.Lock()
-		if p := d.pend[h.id]; p != nil && p.ptr != nil {
+		if p, ok := d.pend.peek(h.id); ok && p.ptr != nil {
 			*p.ptr = h.ptr
 		}
 		d.mu.Unlock()
@@ -183,7 +189,11 @@ func (d *DMCS) handle(st mpi.Status) error {
 	default:
 		err = fmt.Errorf("dmcs: unknown request kind %d from rank %d", h.kind, src)
 	}
-	if perr := d.post(); perr != nil {
+	m0 := d.clk.now()
+	perr := d.post()
+	m += d.clk.now() - m0
+	d.clk.handled(t0, s0, m, hdur)
+	if perr != nil {
 		return perr
 	}
 	return err
@@ -230,10 +240,9 @@ func (d *DMCS) ack(src int, id uint64, failed error) {
 // complete counts operation id done; failed is the target's error.
 func (d *DMCS) complete(id uint64, failed error) {
 	d.mu.Lock()
-	p := d.pend[id]
-	delete(d.pend, id)
+	p, ok := d.pend.remove(id)
 	d.mu.Unlock()
-	if p != nil && p.c != nil {
+	if ok && p.c != nil {
 		if failed != nil {
 			p.c.err.CompareAndSwap(nil, &failed)
 		}
@@ -299,7 +308,7 @@ func (d *DMCS) Close() error {
 func (d *DMCS) drainOwn() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for len(d.pend) > 0 && d.err == nil {
+	for d.pend.n > 0 && d.err == nil {
 		if d.thread {
 			d.cond.Wait()
 			continue
