@@ -344,31 +344,37 @@ func (d *DMCS) send(dest int, h *header, payload []byte) error {
 // completed ones: looking costs a test (a progress pass) per send.
 const reapAt = 32
 
-// reap drops the sends that have completed, oldest first, up to the
-// first that has not (under d.mu): sends complete mostly in order, and a
-// later look finds the rest. It returns the time its tests took (Timing).
+// reap drops the sends that have completed (under d.mu), with one
+// progress pass for all of them (MPI_Testsome). It returns the time that
+// took (Timing).
 func (d *DMCS) reap() int64 {
+	if len(d.sends) == 0 {
+		return 0
+	}
 	t0 := d.clk.now()
-	i := 0
-	for ; i < len(d.sends); i++ {
-		_, done, err := d.sends[i].Test()
-		if err != nil && d.err == nil {
-			d.err = err
-		}
-		if !done && err == nil {
-			break
+	idx, sts, err := mpi.Testsome(d.sends)
+	if err != nil && d.err == nil {
+		d.err = err
+	}
+	for k, i := range idx {
+		if sts[k].Err != nil && d.err == nil {
+			d.err = sts[k].Err
 		}
 		if d.bufs[i] != nil {
 			d.free = append(d.free, d.bufs[i])
 		}
+		d.sends[i] = nil
 	}
-	if i > 0 {
-		n := copy(d.sends, d.sends[i:])
-		copy(d.bufs, d.bufs[i:])
-		clear(d.sends[n:])
-		clear(d.bufs[n:])
-		d.sends, d.bufs = d.sends[:n], d.bufs[:n]
+	j := 0
+	for i, q := range d.sends {
+		if q != nil {
+			d.sends[j], d.bufs[j] = q, d.bufs[i]
+			j++
+		}
 	}
+	clear(d.sends[j:])
+	clear(d.bufs[j:])
+	d.sends, d.bufs = d.sends[:j], d.bufs[:j]
 	return d.clk.now() - t0
 }
 
