@@ -29,6 +29,7 @@ const (
 	kindFree
 	kindAck
 	kindStop
+	kindNop
 )
 
 // The header of every request, little-endian: kind u8, nargs u8, flags
@@ -149,7 +150,8 @@ type DMCS struct {
 	size   int
 	thread bool
 
-	handlers []Handler // registered, by number
+	handlers []Handler     // registered, by number
+	deferred []deferredRSR // requests that came before their handler was registered here
 
 	mu       sync.Mutex
 	cond     *sync.Cond // completions, for waiters while the poll thread serves
@@ -210,16 +212,28 @@ func (d *DMCS) Size() int { return d.size }
 func (d *DMCS) Comm() *mpi.Comm { return d.comm }
 
 // Register makes h a remote service and returns its number. Every process
-// must register the same handlers in the same order before any is used.
+// registers the same handlers in the same order. A request that reaches a
+// process before it has registered the handler is kept and runs once it
+// has (a peer may start sending as soon as its own Register returns).
 func (d *DMCS) Register(h Handler) int {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.handlers = append(d.handlers, h)
-	return len(d.handlers) - 1
+	n := len(d.handlers) - 1
+	wake := len(d.deferred) > 0
+	d.mu.Unlock()
+	if wake {
+		// The kept requests run in a poll: wake the poll thread, or the
+		// next Poll, with a message to this process.
+		_ = d.send(d.rank, &header{kind: kindNop}, nil)
+	}
+	return n
 }
 
 // Expose makes b addressable by the other processes and returns its Ptr.
-// Processes that expose buffers in the same order get equal Ptrs.
+// Processes that expose buffers in the same order get equal Ptrs. Exposing
+// is local: peers must not use the Ptr before it is exposed here (a
+// Barrier after the Exposes, for instance); an operation on memory not
+// exposed yet fails, at the requester.
 func (d *DMCS) Expose(b []byte) Ptr {
 	d.mu.Lock()
 	defer d.mu.Unlock()

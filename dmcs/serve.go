@@ -184,11 +184,13 @@ func (d *DMCS) handle(st mpi.Status) error {
 			failed = errors.New(string(payload))
 		}
 		d.complete(h.id, failed)
-	case kindStop:
-		// Close's wake-up of the poll thread; nothing to serve.
+	case kindStop, kindNop:
+		// Close's wake-up of the poll thread, Register's wake-up for
+		// requests kept for it: nothing to serve.
 	default:
 		err = fmt.Errorf("dmcs: unknown request kind %d from rank %d", h.kind, src)
 	}
+	d.runDeferred()
 	m0 := d.clk.now()
 	perr := d.post()
 	m += d.clk.now() - m0
@@ -206,12 +208,42 @@ func (d *DMCS) runHandler(h *header, src int, payload []byte) error {
 	if int(h.handler) < len(d.handlers) {
 		fn = d.handlers[h.handler]
 	}
-	d.mu.Unlock()
-	if fn == nil {
-		return fmt.Errorf("dmcs: rank %d asked for handler %d; %d are registered here", src, h.handler, len(d.handlers))
+	if fn == nil || len(d.deferred) > 0 {
+		// Not registered here yet (a peer started sooner): keep it, in
+		// order, for when it is (Register).
+		d.deferred = append(d.deferred, deferredRSR{h: h.handler, src: src,
+			args: append([]uint64(nil), h.args[:h.nargs]...), payload: append([]byte(nil), payload...)})
+		d.mu.Unlock()
+		return nil
 	}
+	d.mu.Unlock()
 	fn(d, src, h.args[:h.nargs], payload)
 	return nil
+}
+
+// deferredRSR is a request for a handler not registered yet when it came.
+type deferredRSR struct {
+	h       uint32
+	src     int
+	args    []uint64
+	payload []byte
+}
+
+// runDeferred runs the kept requests whose handlers are registered now,
+// in order of arrival (in a poll).
+func (d *DMCS) runDeferred() {
+	for {
+		d.mu.Lock()
+		if len(d.deferred) == 0 || int(d.deferred[0].h) >= len(d.handlers) {
+			d.mu.Unlock()
+			return
+		}
+		r := d.deferred[0]
+		d.deferred = d.deferred[1:]
+		fn := d.handlers[r.h]
+		d.mu.Unlock()
+		fn(d, r.src, r.args, r.payload)
+	}
 }
 
 // ack tells src that its operation id is done, or why it failed.
@@ -288,14 +320,21 @@ func (d *DMCS) Close() error {
 		_, _ = d.rreq.Wait()
 	}
 	d.mu.Lock()
-	for len(d.sends) > 0 {
-		q := d.sends[0]
-		d.mu.Unlock()
-		_, _ = q.Wait()
+	sends := d.sends
+	d.sends, d.bufs = nil, nil
+	d.mu.Unlock()
+	if _, err := mpi.Waitall(sends); err != nil {
 		d.mu.Lock()
-		d.reap()
+		if d.err == nil {
+			d.err = err
+		}
+		d.mu.Unlock()
 	}
+	d.mu.Lock()
 	err := d.err
+	if err == nil && len(d.deferred) > 0 {
+		err = fmt.Errorf("dmcs: Close: rank %d asked for handler %d, never registered here (%d handlers are)", d.deferred[0].src, d.deferred[0].h, len(d.handlers))
+	}
 	d.mu.Unlock()
 	if ferr := d.comm.Free(); err == nil && ferr != nil {
 		err = ferr

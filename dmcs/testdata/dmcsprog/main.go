@@ -132,6 +132,9 @@ func counter(d *dmcs.DMCS, n int) {
 	inc := d.Register(func(d *dmcs.DMCS, src int, args []uint64, _ []byte) {
 		viaRSR.Add(int64(args[0]))
 	})
+	// Exposing is local: no rank may use rank 0's cell before rank 0 has
+	// exposed it (a poll thread serves at once).
+	check(d.Barrier(), "Barrier")
 	one := binary.LittleEndian.AppendUint64(nil, 1)
 	var c dmcs.Counter
 	for i := 0; i < n; i++ {
@@ -139,6 +142,7 @@ func counter(d *dmcs.DMCS, n int) {
 		check(d.RSR(0, inc, 1), "RSR")
 	}
 	check(d.WaitCounter(&c, int64(n)), "WaitCounter")
+	check(c.Err(), "PutOpAsync")
 	check(d.Barrier(), "Barrier") // every increment has been applied
 	buf := make([]byte, 8)
 	check(d.Get(0, ptr, buf), "Get")
@@ -361,6 +365,7 @@ func app(d *dmcs.DMCS, n, work int) {
 		}
 	}
 	check(d.WaitCounter(&c, int64(n)), "WaitCounter")
+	check(c.Err(), "PutOpAsync")
 	check(d.Barrier(), "Barrier")
 	total := time.Since(t0)
 	own, mpiT, _ := d.Times()
