@@ -200,8 +200,17 @@ func list(d *dmcs.DMCS, n int) {
 func bench(d *dmcs.DMCS, n int) {
 	me := d.Rank()
 	var pongs atomic.Int64
+	pongCh = make(chan struct{}, 1)
 	var pong int
-	pong = d.Register(func(d *dmcs.DMCS, src int, args []uint64, _ []byte) { pongs.Add(1) })
+	pong = d.Register(func(d *dmcs.DMCS, src int, args []uint64, _ []byte) {
+		pongs.Add(1)
+		select {
+		case pongCh <- struct{}{}:
+		default:
+		}
+	})
+	roundDone := make(chan struct{}, 16)
+	doneH := d.Register(func(*dmcs.DMCS, int, []uint64, []byte) { roundDone <- struct{}{} })
 	ping := d.Register(func(d *dmcs.DMCS, src int, args []uint64, p []byte) {
 		if len(args) > 0 && args[0] == 1 {
 			_ = d.RSR(src, pong)
@@ -246,8 +255,14 @@ func bench(d *dmcs.DMCS, n int) {
 				waitPongs(d, &pongs, want)
 			}
 			rtt = time.Since(t0) / time.Duration(n)
+			check(d.RSR(1, doneH), "RSR")
 			ibarrier()
 		} else if me == 1 {
+			if os.Args[2] == "thread" {
+				// Sleep while the poll thread serves: a main goroutine
+				// waiting in MPI would spin beside it.
+				<-roundDone
+			}
 			serveUntil(d)
 		} else {
 			ibarrier()
@@ -290,12 +305,20 @@ func bench(d *dmcs.DMCS, n int) {
 	check(d.Close(), "Close")
 }
 
-// waitPongs polls until pongs reaches want.
+// pongCh tells a waiter that the poll thread ran the pong handler.
+var pongCh chan struct{}
+
+// waitPongs polls until pongs reaches want; with a poll thread it sleeps
+// until the handler says (a spinning main goroutine would take the CPU the
+// poll thread needs).
 func waitPongs(d *dmcs.DMCS, pongs *atomic.Int64, want int64) {
 	for pongs.Load() < want {
+		if os.Args[2] == "thread" {
+			<-pongCh
+			continue
+		}
 		_, err := d.Poll()
 		check(err, "Poll")
-		runtime.Gosched() // the poll thread's turn, if there is one
 	}
 }
 
@@ -314,6 +337,11 @@ func ibarrier() {
 func serveUntil(d *dmcs.DMCS) {
 	q, err := mpi.Ibarrier(mpi.World())
 	check(err, "Ibarrier")
+	if os.Args[2] == "thread" {
+		_, err := q.Wait()
+		check(err, "Wait")
+		return
+	}
 	for {
 		_, err := d.Poll()
 		check(err, "Poll")
