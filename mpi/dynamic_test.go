@@ -96,6 +96,17 @@ func TestSpawn(t *testing.T) {
 	}
 }
 
+// TestSpawnFromOneRank: rank 0 of 2 spawns on MPI_COMM_SELF; rank 1
+// takes no part.
+func TestSpawnFromOneRank(t *testing.T) {
+	mpirun, prog := dynBinaries(t)
+	res := dynRun(t, mpirun, nil, "-np", "2", "-l", prog, "selfspawn")
+	if res.code != 0 {
+		t.Fatalf("exit %d:\n%v", res.code, res)
+	}
+	wantLines(t, res, "[0] parent 0: 2 children ok", "[1.0] child 0 of 2 (child): ok", "[1.1] child 1 of 2 (child): ok")
+}
+
 // TestSpawnNested: a child spawns a grandchild; a spawned job's PMI
 // server serves spawn too.
 func TestSpawnNested(t *testing.T) {

@@ -4,6 +4,7 @@
 // every exchange and printing one line per check it passed.
 //
 //	dynprog spawn N         every rank of the world spawns N children
+//	dynprog selfspawn       rank 0 alone spawns 2 children (on MPI_COMM_SELF)
 //	dynprog nested          spawn 1 child, which spawns 1 grandchild
 //	dynprog missing         spawn a missing program: per-child errors, the job goes on
 //	dynprog childdie        the children exit with status 3 after meeting the parent
@@ -48,6 +49,11 @@ func main() {
 		parentSide(spawn(w, n, "child"), w)
 	case "nested":
 		parentSide(spawn(w, 1, "nested-child"), w)
+	case "selfspawn":
+		// One rank spawns on MPI_COMM_SELF; the others go on alone.
+		if w.Rank() == 0 {
+			parentSide(spawn(mpi.Self(), 2, "child"), mpi.Self())
+		}
 	case "missing":
 		missing(w)
 	case "childdie":
