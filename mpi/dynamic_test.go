@@ -155,6 +155,17 @@ func TestSpawnChildDeath(t *testing.T) {
 	}
 }
 
+// TestSpawnTimeout: under mpirun -timeout a spawned child that waits
+// says where, like the world's ranks, and the job stops.
+func TestSpawnTimeout(t *testing.T) {
+	mpirun, prog := dynBinaries(t)
+	res := dynRun(t, mpirun, nil, "-timeout", "3s", "-np", "1", prog, "childhang")
+	if res.code == 0 || !strings.Contains(res.stderr, "job timed out") || strings.Contains(res.stderr, "did not say where it waits") ||
+		strings.Count(res.stderr, "adimpi: rank 0: waiting") != 2 {
+		t.Fatalf("want a timeout with a wait report from the parent and from the child:\n%v", res)
+	}
+}
+
 // TestNameServiceMpirun: a port published in mpirun's name service is
 // found by a spawned job, which connects to it.
 func TestNameServiceMpirun(t *testing.T) {

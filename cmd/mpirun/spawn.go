@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -253,7 +254,16 @@ func (j *job) followChild(rp *rankProc, outR, errR *os.File, conn net.Conn) {
 	}()
 	go func() {
 		defer j.output.Done()
-		forwardLines(errR, j.stderr, prefix, label, nil)
+		// A child's wait report names its rank in its own world: any
+		// report line from it answers for it (collectWaitReports).
+		forwardLines(errR, j.stderr, prefix, label, func(line []byte) {
+			if bytes.HasPrefix(line, []byte(waitReportPrefix)) {
+				select {
+				case j.reports <- rp.rank:
+				default:
+				}
+			}
+		})
 	}()
 	go func() {
 		defer close(rp.served)

@@ -7,6 +7,7 @@
 //	dynprog selfspawn       rank 0 alone spawns 2 children (on MPI_COMM_SELF)
 //	dynprog nested          spawn 1 child, which spawns 1 grandchild
 //	dynprog missing         spawn a missing program: per-child errors, the job goes on
+//	dynprog childhang       parent and child wait for ever (for mpirun -timeout)
 //	dynprog childdie        the children exit with status 3 after meeting the parent
 //	dynprog server SERVICE  accept one client, published under SERVICE
 //	dynprog client SERVICE  look SERVICE up and connect
@@ -56,6 +57,12 @@ func main() {
 		}
 	case "missing":
 		missing(w)
+	case "childhang":
+		// Parent and child both wait for a message that never comes:
+		// mpirun -timeout must hear where each of them waits.
+		inter := spawn(w, 1, "hang")
+		buf := make([]int64, 1)
+		mpi.Recv(inter, buf, 0, 99)
 	case "childdie":
 		inter := spawn(w, 2, "die")
 		// The children exit before answering: this receive is never
@@ -166,6 +173,9 @@ func child(p *mpi.Comm) {
 	case "die":
 		fmt.Printf("child %d: exiting with status 3\n", me)
 		os.Exit(3)
+	case "hang":
+		buf := make([]int64, 1)
+		mpi.Recv(p, buf, 0, 99)
 	case "timed":
 		check(mpi.CommDisconnect(p), "CommDisconnect")
 		return
