@@ -72,7 +72,9 @@ func accumulate(dst, src []byte, op AccOp) {
 }
 
 // handle serves the request that the posted receive got (st), then posts
-// the next receive. Called with pollMu held.
+// the next receive. Called with pollMu held. It is long because it is one
+// switch over the request kinds, each a few lines, which read best side by
+// side with the senders' headers.
 func (d *DMCS) handle(st mpi.Status) error {
 	t0, s0 := d.clk.now(), d.clk.inSends.Load()
 	var m, hdur int64 // time in MPI calls and in the handler (Timing)
