@@ -29,6 +29,10 @@ const (
 	ErrInStatus
 	ErrPending
 	ErrNotSupported
+	ErrSpawn   // a spawn could not start its processes
+	ErrPort    // a port name is invalid or nobody accepts on it
+	ErrService // a service name cannot be published or unpublished
+	ErrName    // a service name that LookupName does not find
 )
 
 var classNames = map[Class]string{
@@ -39,6 +43,7 @@ var classNames = map[Class]string{
 	ErrArg: "MPI_ERR_ARG", ErrUnknown: "MPI_ERR_UNKNOWN", ErrTruncate: "MPI_ERR_TRUNCATE",
 	ErrOther: "MPI_ERR_OTHER", ErrIntern: "MPI_ERR_INTERN", ErrInStatus: "MPI_ERR_IN_STATUS",
 	ErrPending: "MPI_ERR_PENDING", ErrNotSupported: "MPI_ERR_UNSUPPORTED_OPERATION",
+	ErrSpawn: "MPI_ERR_SPAWN", ErrPort: "MPI_ERR_PORT", ErrService: "MPI_ERR_SERVICE", ErrName: "MPI_ERR_NAME",
 }
 
 // Error is the class's MPI name.

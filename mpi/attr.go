@@ -43,8 +43,8 @@ var (
 	// when the launcher did not set it.
 	KeyAppNum = &Keyval{predefined: "MPI_APPNUM"}
 	// KeyUniverseSize's value (an int) is how many processes the job may
-	// have: MPI_COMM_WORLD's size, since adimpi starts no processes after
-	// the launch.
+	// usefully have, counting those it may spawn: mpirun's -usize, else
+	// the launcher's slots, else MPI_COMM_WORLD's size (spawn.go).
 	KeyUniverseSize = &Keyval{predefined: "MPI_UNIVERSE_SIZE"}
 )
 
@@ -67,7 +67,7 @@ func predefinedAttr(k *Keyval) (any, bool) {
 		return v, true
 	case KeyUniverseSize:
 		if r := live.Load(); r != nil {
-			return r.size, true
+			return r.universeSize(), true
 		}
 	}
 	return nil, false

@@ -82,6 +82,9 @@ var spanFlat = &hierarchy{spans: true}
 // hierOf returns c's hierarchy, computing it at c's first collective: a
 // single-host job (the common case) never computes any.
 func (c *Comm) hierOf(r *runtime) *hierarchy {
+	if c.joined {
+		return spanFlat // across jobs: no device's native collectives
+	}
 	if !r.spread {
 		return nil
 	}

@@ -36,6 +36,9 @@ type Comm struct {
 	// ranks that point-to-point calls name); lworld is the local group.
 	inter  bool
 	lworld []int
+	// joined: some process belongs to another job; the communicator's
+	// traffic goes through the inter-job channel (join.go).
+	joined bool
 
 	attrs attrs                      // cached attributes (SetAttr, Attr)
 	eh    atomic.Pointer[Errhandler] // the error handler; nil: ErrorsReturn
@@ -54,6 +57,7 @@ func newComm(name string, ctx uint32, rank int, world []int) *Comm {
 	for i, w := range world {
 		c.local[w] = i
 	}
+	noteComm(c)
 	return c
 }
 

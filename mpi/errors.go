@@ -34,6 +34,10 @@ const (
 	ErrInStatus     = adi.ErrInStatus
 	ErrPending      = adi.ErrPending
 	ErrNotSupported = adi.ErrNotSupported
+	ErrSpawn        = adi.ErrSpawn
+	ErrPort         = adi.ErrPort
+	ErrService      = adi.ErrService
+	ErrName         = adi.ErrName
 )
 
 // ErrorClass returns the MPI error class an error carries (0 for nil, and

@@ -49,6 +49,7 @@ func (c *Comm) idup() (*Comm, *Request, error) {
 			n.local[w] = i
 		}
 		n.inter, n.lworld = c.inter, c.lworld
+		noteComm(n)
 		n.freed = false // published to the caller by the request's completion
 		return nil
 	}

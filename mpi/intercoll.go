@@ -732,6 +732,7 @@ func (c *Comm) interDup(op string) (*Comm, error) {
 	r.ids.take(pair)
 	n := c.derived(uint32(2*pair), c.rank, c.world, "dup")
 	n.inter, n.lworld = true, c.lworld
+	noteComm(n)
 	n.copyAttrs(c)
 	return n, nil
 }

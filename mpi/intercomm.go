@@ -163,6 +163,7 @@ func intercommCreate(local *Comm, localLeader int, peer *Comm, remoteLeader, tag
 	}
 	c := newComm(local.name+".inter", uint32(2*pair), local.rank, remote)
 	c.owned, c.inter, c.lworld = true, true, slices.Clone(local.world)
+	noteComm(c)
 	c.inheritErrhandler(local)
 	return c, nil
 }

@@ -57,6 +57,7 @@ type runtime struct {
 	place     []int                      // world rank -> host, as collectives and SplitType see it: hosts, or ADIMPI_PRETEND_HOSTS's (hosts.go)
 	spread    bool                       // place puts the ranks on more than one host
 	hierColls atomic.Int64               // tiered collectives run (collhier.go)
+	join      *joinDev                   // dev as the core sees it: the device, and the inter-job channel (join.go)
 }
 
 var (
@@ -139,6 +140,7 @@ func InitWith(o Options) error {
 		client.Abort(1, e.Error()) // mpirun prints an "MPI_X: ..." message as the rank's error
 		return e
 	}
+	r.dev, r.short, r.join = wrapJoin(r, r.dev, r.short)
 	// A waiter polls, then polls yielding the CPU to other runnable
 	// processes between polls, then sleeps on the device's futex. Sleeping
 	// costs a wake-up (a syscall for the waker, scheduling latency for the
@@ -167,8 +169,8 @@ func InitWith(o Options) error {
 	mainGoroutine.Store(goid()) // for IsThreadMain
 	rt = r
 	live.Store(r)
-	initDone.Store(true) // for wait reports (waitinfo.go)
-	return nil
+	initDone.Store(true)     // for wait reports (waitinfo.go)
+	return r.connectParent() // a spawned job meets its parent (spawn.go)
 }
 
 // deviceError names the device in err unless err already starts with its

@@ -79,6 +79,12 @@ type job struct {
 	reports  chan int       // ranks whose wait report has been forwarded
 	output   sync.WaitGroup // output forwarders
 	stopping bool           // teardown has begun; later exits are expected
+
+	// Spawned jobs (spawn.go): their processes follow the world's in ranks.
+	usize       int            // -usize: MPI_UNIVERSE_SIZE (0: np)
+	spawns      chan spawnReq  // ranks' spawn requests, served by supervise
+	childAborts chan pmi.Abort // spawned processes' aborts (Rank: index in ranks)
+	nspawn      int            // spawns so far
 }
 
 // app is one program of the command line and its ranks, which follow
@@ -122,6 +128,9 @@ func (j *job) placeRanks(hosts []host, ppn int, roundRobin bool) {
 // host when the job spans hosts (the process is then the launcher
 // command's for a rank on another host).
 func (j *job) who(r int) string {
+	if j.ranks[r].child != nil {
+		return j.childWho(r)
+	}
 	pid := j.ranks[r].pid
 	switch {
 	case !j.multiHost:
@@ -136,6 +145,9 @@ func (j *job) who(r int) string {
 // label is the prefix of rank r's output lines with -tag-output: "[r] ",
 // or "[r@host] " when the job spans hosts.
 func (j *job) label(r int) []byte {
+	if c := j.ranks[r].child; c != nil {
+		return []byte(fmt.Sprintf("[%d.%d] ", c.spawn, c.rank))
+	}
 	if j.multiHost {
 		return []byte(fmt.Sprintf("[%d@%s] ", r, j.hostOf[r]))
 	}
@@ -151,6 +163,7 @@ type rankProc struct {
 	state  *os.ProcessState // set when exited
 	served chan struct{}    // closed when the rank's PMI Serve returns
 	ctl    *os.File         // a remote rank's proxy's control pipe (see proxy.go), else nil
+	child  *childInfo       // a spawned process (spawn.go), else nil
 }
 
 // exitEvent reports that a rank's process has ended.
@@ -171,6 +184,9 @@ func (j *job) run() int {
 	j.srv = pmi.NewServer(j.np, fmt.Sprintf("adimpi_kvs_%d", os.Getpid()))
 	j.exits = make(chan exitEvent, j.np)
 	j.reports = make(chan int, j.np)
+	j.spawns = make(chan spawnReq)
+	j.childAborts = make(chan pmi.Abort, 16)
+	j.setupServer(j.srv)
 
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
@@ -241,6 +257,12 @@ func (j *job) supervise(signals <-chan os.Signal) int {
 			if !j.stopping {
 				stop(j.abortFailure(a), syscall.SIGTERM)
 			}
+		case a := <-j.childAborts:
+			if !j.stopping {
+				stop(j.abortFailure(a), syscall.SIGTERM)
+			}
+		case sr := <-j.spawns:
+			j.spawn(sr)
 		case sig := <-signals:
 			s := sig.(syscall.Signal)
 			if signaled {
@@ -286,7 +308,7 @@ func (j *job) collectWaitReports() {
 		<-j.reports // reports printed before the timeout do not count
 	}
 	j.signalAll(waitReportSignal)
-	answered := make([]bool, j.np)
+	answered := make([]bool, len(j.ranks))
 	deadline := time.After(reportDelay)
 	for {
 		waiting := 0
@@ -387,6 +409,7 @@ func (j *job) signalAll(sig syscall.Signal) {
 func (j *job) judge(rank int) (failure, bool) {
 	r := j.ranks[rank]
 	who := j.who(rank)
+	srv, jrank := j.server(rank)
 	if r.state == nil {
 		return failure{msg: who + " could not be waited for; stopping the job", code: 1}, true
 	}
@@ -400,14 +423,14 @@ func (j *job) judge(rank int) (failure, bool) {
 		}, true
 	case r.state.ExitCode() != 0:
 		when := " before MPI_Finalize"
-		if j.srv.Finalized(r.rank) {
+		if srv.Finalized(jrank) {
 			when = ""
 		}
 		return failure{
 			msg:  fmt.Sprintf("%s exited with status %d%s; stopping the job", who, r.state.ExitCode(), when),
 			code: r.state.ExitCode(),
 		}, true
-	case j.srv.Initialized(r.rank) && !j.srv.Finalized(r.rank):
+	case srv.Initialized(jrank) && !srv.Finalized(jrank):
 		// A program that never spoke PMI is not an MPI program and may
 		// exit as it likes; one that did must finalize.
 		return failure{
@@ -459,7 +482,7 @@ func (j *job) firstFailure(rank int, f failure) failure {
 	default:
 	}
 	lost := j.srv.FirstLost()
-	if lost < 0 || lost == rank {
+	if lost < 0 || lost == rank || j.ranks[rank].child != nil {
 		return f
 	}
 	// The PMI server lost another rank first. If that rank's process has

@@ -285,6 +285,7 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 		secret:        secret,
 		launcher:      launcher,
 		self:          self,
+		usize:         o.usize,
 	}
 	var unlocks []func()
 	defer func() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -41,7 +42,8 @@ type Server struct {
 	barrierCh chan struct{} // closed when the current barrier completes
 	stuck     chan struct{} // closed once some rank can never enter a barrier again
 	stuckWhy  string
-	firstLost int // first rank that left without finalizing, or -1
+	firstLost int      // first rank that left without finalizing, or -1
+	dynamic   *dynamic // spawn and the name service (spawn.go)
 }
 
 type rankState struct {
@@ -188,6 +190,13 @@ func (s *Server) serve(rank int, conn io.ReadWriteCloser, r *bufio.Reader) error
 			}
 			return fmt.Errorf("pmi: rank %d: %w: %v", rank, ErrDisconnected, err)
 		}
+		if strings.HasPrefix(line, "mcmd=") {
+			if err := s.mcmd(rank, line, r, conn); err != nil {
+				s.lose(rank, "sent a malformed PMI spawn")
+				return fmt.Errorf("pmi: rank %d: %w", rank, err)
+			}
+			continue
+		}
 		m, err := parseLine(line)
 		if err != nil {
 			s.lose(rank, "sent a malformed PMI message")
@@ -210,7 +219,7 @@ func (s *Server) serve(rank int, conn io.ReadWriteCloser, r *bufio.Reader) error
 		case "get_my_kvsname":
 			err = reply("my_kvsname", "rc", "0", "kvsname", s.kvsname)
 		case "get_universe_size":
-			err = reply("universe_size", "rc", "0", "size", strconv.Itoa(s.size))
+			err = reply("universe_size", "rc", "0", "size", strconv.Itoa(s.universeSize()))
 		case "get_appnum":
 			err = reply("appnum", "rc", "0", "appnum", "0")
 		case "put":
@@ -242,7 +251,10 @@ func (s *Server) serve(rank int, conn io.ReadWriteCloser, r *bufio.Reader) error
 			s.lose(rank, fmt.Sprintf("aborted with exit code %d", code))
 			return fmt.Errorf("pmi: rank %d: %w with exit code %d", rank, ErrAborted, code)
 		default:
-			err = fail(m.cmd+"_result", "unknown command "+m.cmd)
+			var served bool
+			if served, err = s.nameCmd(m, reply); !served {
+				err = fail(m.cmd+"_result", "unknown command "+m.cmd)
+			}
 		}
 		if err != nil {
 			return err
