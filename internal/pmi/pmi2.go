@@ -152,15 +152,6 @@ func (c *Client) AppNum() int {
 	return c.v2.appnum
 }
 
-// UniverseSize is the number of processes the job may grow to: the PMI-2
-// launcher's universeSize attribute when it has one, else the job's size.
-func (c *Client) UniverseSize() int {
-	if c.v2 != nil && c.v2.universe > 0 {
-		return c.v2.universe
-	}
-	return c.size
-}
-
 // JobAttr returns the PMI-2 job attribute key (AttrProcessMapping, for
 // one) and whether the launcher has it. Over PMI-1, which has no job
 // attributes, it reports none.

@@ -126,7 +126,8 @@ func (c *Client) Spawn(cmds []SpawnCmd, preput [][2]string) error {
 }
 
 // UniverseSize asks the launcher how many processes the job may usefully
-// have, spawned ones included (1 for a singleton).
+// have, spawned ones included (1 for a singleton; under PMI-2 the
+// launcher's universeSize attribute, else the job's size).
 func (c *Client) UniverseSize() (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -135,6 +136,12 @@ func (c *Client) UniverseSize() (int, error) {
 	}
 	if c.singleton {
 		return 1, nil
+	}
+	if c.v2 != nil { // PMI-2: the launcher's universeSize attribute, else the job's size
+		if c.v2.universe > 0 {
+			return c.v2.universe, nil
+		}
+		return c.size, nil
 	}
 	m, err := c.call("get_universe_size", "universe_size")
 	if err != nil {
