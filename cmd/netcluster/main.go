@@ -3,14 +3,17 @@
 // bridge, with addresses 198.18.0.1... and names h1, h2, ... in a hosts file
 // that every host sees as /etc/hosts (see package internal/netcluster).
 //
-//	netcluster up -n 3 [-dir D]            start 3 hosts and return; they run until "down"
+//	netcluster up -n 3 [-dir D] [--ssh]    start 3 hosts and return; they run until "down"
 //	netcluster exec [-dir D] h2 -- cmd...  run cmd on h2
 //	netcluster netem [-dir D] h1 delay 1ms loss 1%   shape what h1 receives (tc netem at the switch); "off" removes it
 //	netcluster link [-dir D] h2 down|up    pull or plug h2's cable
 //	netcluster hosts [-dir D]              list the hosts
 //	netcluster down [-dir D]               tear the cluster down
 //
-// D defaults to $TMPDIR/adimpi-netcluster. "up" leaves a supervisor
+// With --ssh every host runs an sshd that accepts the cluster's own key:
+// "netcluster exec h1 -- D/ssh/ssh h2 CMD" (a script running ssh -F
+// D/ssh/ssh_config) logs in from h1 to h2. D defaults to
+// $TMPDIR/adimpi-netcluster. "up" leaves a supervisor
 // process behind (its log is D/netcluster.log); the hosts die with it.
 // Needs root.
 package main
@@ -36,7 +39,7 @@ import (
 )
 
 const usage = `usage:
-  netcluster up [-n N] [-dir D] [--private-tmp]
+  netcluster up [-n N] [-dir D] [--private-tmp] [--ssh]
   netcluster exec [-dir D] HOST -- CMD [ARGS...]
   netcluster netem [-dir D] HOST NETEM-ARGS...|off
   netcluster link [-dir D] HOST down|up
@@ -64,6 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", filepath.Join(os.TempDir(), "adimpi-netcluster"), "the cluster's directory (hosts file, state, log)")
 	n := fs.IntP("hosts", "n", 3, "number of hosts (up)")
 	privateTmp := fs.Bool("private-tmp", false, "give every host its own /tmp as well (up)")
+	withSSH := fs.Bool("ssh", false, "run an sshd on every host, with key-based login through D/ssh/ssh (up)")
 	if err := fs.Parse(normalize(args)); err != nil {
 		return 2
 	}
@@ -71,9 +75,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch sub {
 	case "up":
-		err = up(*dir, *n, *privateTmp, stdout)
+		err = up(*dir, *n, *privateTmp, *withSSH, stdout)
 	case "serve": // the supervisor that "up" starts
-		err = serve(*dir, *n, *privateTmp)
+		err = serve(*dir, *n, *privateTmp, *withSSH)
 	case "down":
 		err = netcluster.Stop(*dir, stopTimeout)
 	case "hosts":
@@ -121,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // longFlags are the long flags and whether each takes a value.
-var longFlags = map[string]bool{"dir": true, "hosts": true, "private-tmp": false}
+var longFlags = map[string]bool{"dir": true, "hosts": true, "private-tmp": false, "ssh": false}
 
 // normalize lets the long flags be written with one dash, as in
 // "netcluster up -dir D", which pflag would read as -d -i -r. Flags end at
@@ -177,7 +181,7 @@ func execOn(dir, host string, argv []string) error {
 
 // up starts the supervisor ("netcluster serve") in a session of its own,
 // waits until it reports the cluster up, and prints the hosts.
-func up(dir string, n int, privateTmp bool, stdout io.Writer) error {
+func up(dir string, n int, privateTmp, withSSH bool, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -198,6 +202,9 @@ func up(dir string, n int, privateTmp bool, stdout io.Writer) error {
 	args := []string{"serve", "--dir", dir, "--hosts", strconv.Itoa(n)}
 	if privateTmp {
 		args = append(args, "--private-tmp")
+	}
+	if withSSH {
+		args = append(args, "--ssh")
 	}
 	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.Stderr = logf
@@ -225,15 +232,19 @@ func up(dir string, n int, privateTmp bool, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s\t%s\n", h.Name, h.Addr)
 	}
 	fmt.Fprintf(stdout, "hosts file %s; run a command with: netcluster exec -dir %s h1 -- CMD\n", c.HostsFile(), dir)
+	if c.HasSSH() {
+		fmt.Fprintf(stdout, "every host runs sshd; from a host, ssh to another with %s (ssh -F %s), e.g.: netcluster exec -dir %s h1 -- %s h2 hostname\n",
+			c.SSHCommand(), c.SSHConfig(), dir, c.SSHCommand())
+	}
 	return nil
 }
 
 // serve is the supervisor: it starts the cluster, reports "ready" on
 // stdout, and tears the cluster down on SIGTERM, SIGINT or SIGHUP.
-func serve(dir string, n int, privateTmp bool) error {
+func serve(dir string, n int, privateTmp, withSSH bool) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	c, err := netcluster.Start(netcluster.Options{Hosts: n, Dir: dir, PrivateTmp: privateTmp})
+	c, err := netcluster.Start(netcluster.Options{Hosts: n, Dir: dir, PrivateTmp: privateTmp, SSH: withSSH})
 	if err != nil {
 		return err
 	}
