@@ -62,8 +62,10 @@ type job struct {
 	stderr        *lineSink
 	started       func()   // called once every rank has started (or failed to)
 	secret        string   // the job secret, hex (wire.EnvSecret)
-	launcher      []string // -launcher-exec split into words, nil if not given
+	launcher      []string // -launcher-exec split into words (ssh: the ssh command)
+	launcherKind  string   // launcherSSH or launcherExec
 	self          string   // mpirun's executable, the proxy of remote ranks
+	ssh           *sshBack // the ssh proxies' way back to mpirun (launcher_ssh.go), nil unless used
 
 	// Where the ranks run (placeRanks): each rank's host name ("" when
 	// no host was named) and whether it is another machine, started
@@ -148,15 +150,22 @@ type rankProc struct {
 	cmd    *exec.Cmd
 	pid    int
 	exited bool
-	state  *os.ProcessState // set when exited
-	served chan struct{}    // closed when the rank's PMI Serve returns
-	ctl    *os.File         // a remote rank's proxy's control pipe (see proxy.go), else nil
+	ws     syscall.WaitStatus // set when exited (and waited is true)
+	waited bool               // the exit status is known
+	served chan struct{}      // closed when the rank's PMI Serve returns
+	ctl    io.WriteCloser     // a remote rank's proxy's control channel (see proxy.go), else nil
+	// A rank started by an ssh proxy: its PMI connection, which arrives
+	// when the proxy calls back, and its proxy's report of the rank's exit.
+	pmiConn <-chan net.Conn
+	sshCtl  *sshCtl
+	done    chan struct{} // closed when the launcher process has been waited for
 }
 
 // exitEvent reports that a rank's process has ended.
 type exitEvent struct {
-	rank  int
-	state *os.ProcessState
+	rank   int
+	ws     syscall.WaitStatus
+	waited bool
 }
 
 // failure is the first thing that went wrong, which decides mpirun's exit
@@ -176,6 +185,13 @@ func (j *job) run() int {
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
 
+	if code := j.prepareRemote(); code != 0 {
+		j.started()
+		return code
+	}
+	if j.ssh != nil {
+		defer j.ssh.close()
+	}
 	stdin0, closeStdin := rank0Stdin()
 	for r := 0; r < j.np; r++ {
 		var stdin *os.File
@@ -362,7 +378,7 @@ func (j *job) alive() int {
 func (j *job) record(ev exitEvent) {
 	r := j.ranks[ev.rank]
 	r.exited = true
-	r.state = ev.state
+	r.ws, r.waited = ev.ws, ev.waited
 	if r.ctl != nil {
 		r.ctl.Close()
 	}
@@ -376,7 +392,11 @@ func (j *job) signalAll(sig syscall.Signal) {
 		switch {
 		case r.exited:
 		case r.ctl != nil && sig != syscall.SIGKILL:
-			_, _ = fmt.Fprintf(r.ctl, "%d\n", int(sig))
+			if _, err := fmt.Fprintf(r.ctl, "%d\n", int(sig)); err != nil && sig != waitReportSignal {
+				// No proxy to tell (an ssh proxy that has not called
+				// back has not started the rank): stop its launcher.
+				_ = syscall.Kill(-r.pid, sig)
+			}
 		default:
 			_ = syscall.Kill(-r.pid, sig)
 		}
@@ -387,10 +407,10 @@ func (j *job) signalAll(sig syscall.Signal) {
 func (j *job) judge(rank int) (failure, bool) {
 	r := j.ranks[rank]
 	who := j.who(rank)
-	if r.state == nil {
+	if !r.waited {
 		return failure{msg: who + " could not be waited for; stopping the job", code: 1}, true
 	}
-	ws, _ := r.state.Sys().(syscall.WaitStatus)
+	ws := r.ws
 	switch {
 	case ws.Signaled():
 		sig := ws.Signal()
@@ -398,14 +418,14 @@ func (j *job) judge(rank int) (failure, bool) {
 			msg:  fmt.Sprintf("%s was killed by signal %d (%v); stopping the job", who, int(sig), sig),
 			code: 128 + int(sig),
 		}, true
-	case r.state.ExitCode() != 0:
+	case ws.ExitStatus() != 0:
 		when := " before MPI_Finalize"
 		if j.srv.Finalized(r.rank) {
 			when = ""
 		}
 		return failure{
-			msg:  fmt.Sprintf("%s exited with status %d%s; stopping the job", who, r.state.ExitCode(), when),
-			code: r.state.ExitCode(),
+			msg:  fmt.Sprintf("%s exited with status %d%s; stopping the job", who, ws.ExitStatus(), when),
+			code: ws.ExitStatus(),
 		}, true
 	case j.srv.Initialized(r.rank) && !j.srv.Finalized(r.rank):
 		// A program that never spoke PMI is not an MPI program and may
@@ -533,6 +553,9 @@ func (j *job) environ(r int) []string {
 // start launches rank r with the given stdin (nil for /dev/null) and
 // follows it.
 func (j *job) start(r int, stdin *os.File) error {
+	if j.remote[r] && j.ssh != nil {
+		return j.startSSH(r, stdin)
+	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("socketpair: %w", err)
@@ -641,6 +664,13 @@ func (j *job) follow(rp *rankProc, outR, errR *os.File, conn net.Conn) {
 	}()
 	go func() {
 		defer close(rp.served)
+		if conn == nil { // an ssh proxy's connection, when it calls back
+			select {
+			case conn = <-rp.pmiConn:
+			case <-rp.done:
+				return
+			}
+		}
 		err := j.srv.Serve(r, conn)
 		if err != nil && !errors.Is(err, pmi.ErrDisconnected) && !errors.Is(err, pmi.ErrAborted) {
 			j.errorf("mpirun: %v", err)
@@ -648,7 +678,21 @@ func (j *job) follow(rp *rankProc, outR, errR *os.File, conn net.Conn) {
 	}()
 	go func() {
 		_ = rp.cmd.Wait() // the exit status is in ProcessState
-		j.exits <- exitEvent{rank: r, state: rp.cmd.ProcessState}
+		ev := exitEvent{rank: r}
+		if ps := rp.cmd.ProcessState; ps != nil {
+			ev.ws, ev.waited = ps.Sys().(syscall.WaitStatus)
+		}
+		if rp.sshCtl != nil {
+			// ssh reports a rank killed by a signal as a failure of its
+			// own: the proxy's report says what happened.
+			if ws, ok := rp.sshCtl.exitStatus(settleDelay); ok {
+				ev.ws, ev.waited = ws, true
+			}
+		}
+		if rp.done != nil {
+			close(rp.done)
+		}
+		j.exits <- ev
 	}()
 }
 

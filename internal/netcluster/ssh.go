@@ -50,10 +50,11 @@ func (c *Cluster) SSHDir() string { return filepath.Join(c.Dir, sshDirName) }
 // run on one of the hosts.
 func (c *Cluster) SSHConfig() string { return filepath.Join(c.SSHDir(), sshConfigName) }
 
-// SSHCommand is an executable script that runs ssh with SSHConfig and
-// passes its arguments on, for launchers that take the path of their ssh
-// (mpirun -launcher-exec, Hydra's -launcher-exec, Open MPI's
-// plm_rsh_agent).
+// SSHCommand is an executable script called ssh that runs the real ssh
+// (by its absolute path) with SSHConfig and passes its arguments on, for
+// launchers that take the path of their ssh (mpirun -launcher-exec,
+// Hydra's -launcher-exec, Open MPI's plm_rsh_agent), or that run "ssh"
+// from PATH when SSHDir comes first in it.
 func (c *Cluster) SSHCommand() string { return filepath.Join(c.SSHDir(), sshWrapperName) }
 
 // HasSSH reports whether the cluster's hosts run sshd (it was started with
@@ -112,6 +113,13 @@ func (c *Cluster) startSSH(privateTmp bool) error {
 		}
 		fmt.Fprintf(&known, "%s,%s %s\n", h.Name, h.Addr, pub)
 	}
+	sshBin, err := exec.LookPath("ssh")
+	if err != nil {
+		return fmt.Errorf("netcluster: %v", err)
+	}
+	if sshBin, err = filepath.Abs(sshBin); err != nil {
+		return fmt.Errorf("netcluster: %v", err)
+	}
 	me := "root"
 	if u, err := user.Current(); err == nil {
 		me = u.Username
@@ -125,7 +133,7 @@ func (c *Cluster) startSSH(privateTmp bool) error {
 		{sshKnownHosts, 0o644, known.String()},
 		{sshdConfigName, 0o644, sshdConfig(dir)},
 		{sshConfigName, 0o644, sshClientConfig(dir, me)},
-		{sshWrapperName, 0o755, "#!/bin/sh\n# Written by netcluster: ssh onto the simulated hosts with the cluster's key.\nexec ssh -F '" + filepath.Join(dir, sshConfigName) + "' \"$@\"\n"},
+		{sshWrapperName, 0o755, "#!/bin/sh\n# Written by netcluster: ssh onto the simulated hosts with the cluster's key.\nexec '" + sshBin + "' -F '" + filepath.Join(dir, sshConfigName) + "' \"$@\"\n"},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.text), f.mode); err != nil {
