@@ -158,6 +158,7 @@ type rankProc struct {
 	// when the proxy calls back, and its proxy's report of the rank's exit.
 	pmiConn <-chan net.Conn
 	sshCtl  *sshCtl
+	held    *heldLines    // ssh's standard error, held back until the proxy is ready
 	done    chan struct{} // closed when the launcher process has been waited for
 }
 
@@ -192,8 +193,27 @@ func (j *job) run() int {
 	if j.ssh != nil {
 		defer j.ssh.close()
 	}
-	stdin0, closeStdin := rank0Stdin()
+	j.ranks = make([]*rankProc, j.np)
+	// Ranks started through ssh go first: their proxies check that the
+	// program is there and wait; only when every one has said so do the
+	// other ranks start and the proxies start theirs (launcher_ssh.go).
+	var viaSSH, others []int
 	for r := 0; r < j.np; r++ {
+		if j.remote[r] && j.ssh != nil {
+			viaSSH = append(viaSSH, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	stdin0, closeStdin := rank0Stdin()
+	defer closeStdin()
+	for i, r := range append(viaSSH, others...) {
+		if i == len(viaSSH) && len(viaSSH) > 0 {
+			if code := j.awaitProxies(viaSSH, signals); code != 0 {
+				j.started()
+				return j.finish(code, true)
+			}
+		}
 		var stdin *os.File
 		if r == 0 {
 			stdin = stdin0
@@ -215,6 +235,15 @@ func (j *job) run() int {
 			}
 			return j.finish(code, true)
 		}
+	}
+	if len(others) == 0 && len(viaSSH) > 0 {
+		if code := j.awaitProxies(viaSSH, signals); code != 0 {
+			j.started()
+			return j.finish(code, true)
+		}
+	}
+	for _, r := range viaSSH {
+		j.ranks[r].sshCtl.goAhead()
 	}
 	j.started()
 	return j.supervise(signals)
@@ -307,7 +336,7 @@ func (j *job) collectWaitReports() {
 	for {
 		waiting := 0
 		for _, r := range j.ranks {
-			if !r.exited && !answered[r.rank] {
+			if r != nil && !r.exited && !answered[r.rank] {
 				waiting++
 			}
 		}
@@ -321,7 +350,7 @@ func (j *job) collectWaitReports() {
 			j.record(ev)
 		case <-deadline:
 			for _, r := range j.ranks {
-				if !r.exited && !answered[r.rank] {
+				if r != nil && !r.exited && !answered[r.rank] {
 					j.errorf("%s did not say where it waits within %v (not an adimpi program, or not in MPI)", j.who(r.rank), reportDelay)
 				}
 			}
@@ -348,7 +377,9 @@ func (j *job) finish(status int, failed bool) int {
 			}
 		}
 		for _, r := range j.ranks {
-			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+			if r != nil {
+				_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+			}
 		}
 	}
 	done := make(chan struct{})
@@ -367,7 +398,7 @@ func (j *job) finish(status int, failed bool) int {
 func (j *job) alive() int {
 	n := 0
 	for _, r := range j.ranks {
-		if !r.exited {
+		if r != nil && !r.exited {
 			n++
 		}
 	}
@@ -390,7 +421,7 @@ func (j *job) record(ev exitEvent) {
 func (j *job) signalAll(sig syscall.Signal) {
 	for _, r := range j.ranks {
 		switch {
-		case r.exited:
+		case r == nil || r.exited:
 		case r.ctl != nil && sig != syscall.SIGKILL:
 			if _, err := fmt.Fprintf(r.ctl, "%d\n", int(sig)); err != nil && sig != waitReportSignal {
 				// No proxy to tell (an ssh proxy that has not called
@@ -631,14 +662,14 @@ func (j *job) start(r int, stdin *os.File) error {
 	}
 
 	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{}), ctl: ctlW}
-	j.ranks = append(j.ranks, rp)
+	j.ranks[r] = rp
 	j.follow(rp, outR, errR, conn)
 	return nil
 }
 
 // follow starts the goroutines that serve a started rank: its output
 // forwarders, its PMI server and its exit watcher.
-func (j *job) follow(rp *rankProc, outR, errR *os.File, conn net.Conn) {
+func (j *job) follow(rp *rankProc, outR, errR io.ReadCloser, conn net.Conn) {
 	r := rp.rank
 	label := j.label(r)
 	var prefix []byte

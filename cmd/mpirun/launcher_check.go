@@ -11,12 +11,15 @@ import (
 	"time"
 )
 
-// Before any rank starts, mpirun runs a short check on every other host of
-// the job, through the launcher and on all hosts at once: that mpirun's own
-// executable (the ranks' proxy), every program and every working directory
-// exist there at the same paths. A host that lacks one, or that the
-// launcher cannot reach, stops the job with one line naming the host and
-// the path (or the launcher's complaint), before anything runs anywhere.
+// Before any rank starts, mpirun makes sure that every other host of the
+// job has mpirun's own executable (the ranks' proxy), every program and
+// every working directory at the same paths. With -launcher exec it runs a
+// short check on every such host, through the launcher and on all hosts at
+// once; with ssh the proxies check before they start their ranks (see
+// launcher_ssh.go), which saves an ssh login per host. A host that lacks
+// one, or that the launcher cannot reach, stops the job with one line
+// naming the host and the path (or the launcher's complaint), before
+// anything runs anywhere.
 const (
 	// exitUnreachable is mpirun's status when the launcher cannot run
 	// anything on a host (ssh's own status for that).
@@ -34,9 +37,9 @@ const checkScript = `for a in "$@"; do p=${a#?:}; case $a in ` +
 	`d:*) [ -d "$p" ] || { echo "missing d:$p"; exit 3; } ;; ` +
 	`*) [ -f "$p" ] && [ -x "$p" ] || { echo "missing x:$p"; exit 3; } ;; esac; done`
 
-// prepareRemote checks the job's other hosts (see above) and, for the ssh
-// launcher, opens the proxies' way back to mpirun. It returns 0, or the
-// exit status after saying what is wrong.
+// prepareRemote checks the job's other hosts (see above) for the exec
+// launcher and, for ssh, opens the proxies' way back to mpirun. It returns
+// 0, or the exit status after saying what is wrong.
 func (j *job) prepareRemote() int {
 	var hosts []string
 	seen := map[string]bool{}
@@ -47,6 +50,15 @@ func (j *job) prepareRemote() int {
 		}
 	}
 	if len(hosts) == 0 {
+		return 0
+	}
+	if j.launcherKind == launcherSSH {
+		b, err := newSSHBack(j.np)
+		if err != nil {
+			j.errorf("mpirun: %v", err)
+			return 1
+		}
+		j.ssh = b
 		return 0
 	}
 	args := []string{"x:" + j.self}
@@ -87,40 +99,38 @@ func (j *job) prepareRemote() int {
 			}
 		}
 	}
-	if code != 0 {
-		return code
-	}
-	if j.launcherKind == launcherSSH {
-		b, err := newSSHBack()
-		if err != nil {
-			j.errorf("mpirun: %v", err)
-			return 1
-		}
-		j.ssh = b
-	}
-	return 0
+	return code
 }
 
-// checkHost runs the check on host and returns "" or the message and exit
-// status that describe what is wrong.
-func (j *job) checkHost(host string, args []string) (int, string) {
-	var argv []string
-	if j.launcherKind == launcherSSH {
-		q := make([]string, len(args))
-		for i, a := range args {
-			q[i] = shellQuote(a)
-		}
-		argv = j.sshArgv(host, "sh -c "+shellQuote(checkScript)+" sh "+strings.Join(q, " "))
-	} else {
-		argv = append(launcherArgv(j.launcher, host), append([]string{"sh", "-c", checkScript, "sh"}, args...)...)
-	}
-	how := "-launcher-exec " + strings.Join(j.launcher, " ")
+// launcherName names the launcher in messages.
+func (j *job) launcherName() string {
 	switch {
 	case j.launcherKind == launcherSSH && len(j.launcher) == 1 && j.launcher[0] == "ssh":
-		how = "ssh"
+		return "ssh"
 	case j.launcherKind == launcherSSH:
-		how = "ssh (" + strings.Join(j.launcher, " ") + ")"
+		return "ssh (" + strings.Join(j.launcher, " ") + ")"
 	}
+	return "-launcher-exec " + strings.Join(j.launcher, " ")
+}
+
+// missingMessage is the exit status and the line that say host lacks what
+// (the check's "x:PATH" or "d:DIR").
+func (j *job) missingMessage(host, what string) (int, string) {
+	kind, p, _ := strings.Cut(what, ":")
+	switch {
+	case kind == "d":
+		return exitNotFound, fmt.Sprintf("mpirun: %s has no directory %s (the ranks' working directory, -wdir or mpirun's, must exist on every host); not starting the job", host, p)
+	case p == j.self:
+		return exitNotFound, fmt.Sprintf("mpirun: %s has no executable %s (mpirun itself, which runs there as the ranks' proxy, must be at the same path on every host); not starting the job", host, p)
+	}
+	return exitNotFound, fmt.Sprintf("mpirun: %s has no executable program %s (the program must be at the same path on every host); not starting the job", host, p)
+}
+
+// checkHost runs the check on host through the exec launcher and returns "" or the message and exit
+// status that describe what is wrong.
+func (j *job) checkHost(host string, args []string) (int, string) {
+	argv := append(launcherArgv(j.launcher, host), append([]string{"sh", "-c", checkScript, "sh"}, args...)...)
+	how := j.launcherName()
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return exitNotFound, fmt.Sprintf("mpirun: cannot start ranks on %s through %s: %v", host, how, err)
@@ -143,15 +153,7 @@ func (j *job) checkHost(host string, args []string) (int, string) {
 		last = text[i+1:]
 	}
 	if m, ok := strings.CutPrefix(last, "missing "); ok && cmd.ProcessState.ExitCode() == checkMissing {
-		kind, p, _ := strings.Cut(m, ":")
-		switch {
-		case kind == "d":
-			return exitNotFound, fmt.Sprintf("mpirun: %s has no directory %s (the ranks' working directory, -wdir or mpirun's, must exist on every host); not starting the job", host, p)
-		case p == j.self:
-			return exitNotFound, fmt.Sprintf("mpirun: %s has no executable %s (mpirun itself, which runs there as the ranks' proxy, must be at the same path on every host); not starting the job", host, p)
-		default:
-			return exitNotFound, fmt.Sprintf("mpirun: %s has no executable program %s (the program must be at the same path on every host); not starting the job", host, p)
-		}
+		return j.missingMessage(host, m)
 	}
 	if timedOut {
 		return exitUnreachable, fmt.Sprintf("mpirun: cannot start ranks on %s through %s: no answer within %v; not starting the job", host, how, checkTimeout)

@@ -41,6 +41,14 @@ import (
 // the proxy reports the rank's wait status ("exit N") before it exits. The
 // rank's standard output and error are the proxy's own, which ssh carries
 // back.
+//
+// Before any rank starts anywhere, every ssh proxy checks that the program
+// and the working directory exist on its host and says "ready" (or
+// "missing x:PATH", "missing d:DIR") on its control connection, then waits
+// for mpirun's "go". mpirun starts the ranks of its own host, and sends
+// "go", only when every proxy is ready; otherwise it says which host lacks
+// what, or which host ssh could not reach (ssh's own complaint, held back
+// until then, becomes part of that one line), and stops the job.
 const (
 	sshProxyFlag = "-adimpi-ssh-proxy"
 	// launcherSSH and launcherExec are the values of -launcher.
@@ -66,11 +74,18 @@ type sshHeader struct {
 // every address of this host, and for every ssh rank its token and where
 // its connections go.
 type sshBack struct {
-	ln    net.Listener
-	port  string
-	mu    sync.Mutex
-	ranks map[int]*sshSlot
-	addrs map[string][]string // host → mpirun's addresses as seen from there
+	ln     net.Listener
+	port   string
+	mu     sync.Mutex
+	ranks  map[int]*sshSlot
+	addrs  map[string][]string // host → mpirun's addresses as seen from there
+	events chan sshEvent       // the proxies' checks
+}
+
+// sshEvent is a proxy's answer to its check: "" (ready) or "missing ...".
+type sshEvent struct {
+	rank    int
+	missing string
 }
 
 // sshSlot is one ssh rank's side of the back channel.
@@ -82,13 +97,13 @@ type sshSlot struct {
 }
 
 // newSSHBack listens for the proxies' connections.
-func newSSHBack() (*sshBack, error) {
+func newSSHBack(np int) (*sshBack, error) {
 	ln, err := net.Listen("tcp", ":0")
 	if err != nil {
 		return nil, fmt.Errorf("listening for the ssh proxies: %v", err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	b := &sshBack{ln: ln, port: port, ranks: map[int]*sshSlot{}, addrs: map[string][]string{}}
+	b := &sshBack{ln: ln, port: port, ranks: map[int]*sshSlot{}, addrs: map[string][]string{}, events: make(chan sshEvent, np)}
 	go b.accept()
 	return b, nil
 }
@@ -191,6 +206,8 @@ func (b *sshBack) addrsFor(host string) []string {
 // sshCtl is mpirun's end of an ssh proxy's control connection, which
 // arrives after the proxy has started.
 type sshCtl struct {
+	rank   int
+	events chan<- sshEvent
 	mu     sync.Mutex
 	conn   net.Conn
 	closed bool
@@ -198,7 +215,9 @@ type sshCtl struct {
 	ended  chan struct{} // closed when the proxy's reports end
 }
 
-func newSSHCtl() *sshCtl { return &sshCtl{ended: make(chan struct{})} }
+func newSSHCtl(rank int, events chan<- sshEvent) *sshCtl {
+	return &sshCtl{rank: rank, events: events, ended: make(chan struct{})}
+}
 
 // attach takes the proxy's connection, unless the rank is already over.
 func (c *sshCtl) attach(conn net.Conn) {
@@ -213,6 +232,12 @@ func (c *sshCtl) attach(conn net.Conn) {
 		defer close(c.ended)
 		sc := bufio.NewScanner(conn)
 		for sc.Scan() {
+			if sc.Text() == "ready" {
+				c.events <- sshEvent{rank: c.rank}
+			}
+			if v, ok := strings.CutPrefix(sc.Text(), "missing "); ok {
+				c.events <- sshEvent{rank: c.rank, missing: v}
+			}
 			if v, ok := strings.CutPrefix(sc.Text(), "exit "); ok {
 				if n, err := strconv.ParseUint(v, 10, 32); err == nil {
 					ws := syscall.WaitStatus(n)
@@ -224,6 +249,9 @@ func (c *sshCtl) attach(conn net.Conn) {
 		}
 	}()
 }
+
+// goAhead tells the proxy to start the rank.
+func (c *sshCtl) goAhead() { _, _ = c.Write([]byte("go\n")) }
 
 // errNoProxy says that a proxy has not called back (yet).
 var errNoProxy = errors.New("the ssh proxy has not called back")
@@ -326,7 +354,7 @@ func (j *job) startSSH(r int, stdin *os.File) error {
 	if err != nil {
 		return err
 	}
-	slot := &sshSlot{token: hex.EncodeToString(tok), pmi: make(chan net.Conn, 1), ctl: newSSHCtl()}
+	slot := &sshSlot{token: hex.EncodeToString(tok), pmi: make(chan net.Conn, 1), ctl: newSSHCtl(r, j.ssh.events)}
 	j.ssh.mu.Lock()
 	j.ssh.ranks[r] = slot
 	j.ssh.mu.Unlock()
@@ -382,9 +410,9 @@ func (j *job) startSSH(r int, stdin *os.File) error {
 				in.Close()
 			}()
 			rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{}),
-				ctl: slot.ctl, pmiConn: slot.pmi, sshCtl: slot.ctl, done: make(chan struct{})}
-			j.ranks = append(j.ranks, rp)
-			j.follow(rp, outR, errR, nil)
+				ctl: slot.ctl, pmiConn: slot.pmi, sshCtl: slot.ctl, done: make(chan struct{}), held: newHeldLines(errR)}
+			j.ranks[r] = rp
+			j.follow(rp, outR, rp.held, nil)
 			return nil
 		}
 	}
@@ -437,6 +465,16 @@ func sshProxy() int {
 		return fail(1, "rank %d: %v", h.Rank, err)
 	}
 	defer ctl.Close()
+	ctlR := bufio.NewReader(ctl)
+	if miss := checkPaths(h.Path, h.Dir); miss != "" {
+		fmt.Fprintf(ctl, "missing %s\n", miss)
+		io.Copy(io.Discard, ctlR) // until mpirun, which says why, hangs up
+		return exitNotFound
+	}
+	fmt.Fprintf(ctl, "ready\n")
+	if line, err := ctlR.ReadString('\n'); err != nil || line != "go\n" {
+		return 1 // mpirun stops the job, and says why
+	}
 	pmiConn, err := dial("pmi")
 	if err != nil {
 		return fail(1, "rank %d: %v", h.Rank, err)
@@ -481,7 +519,7 @@ func sshProxy() int {
 	}()
 	go io.Copy(mine, pmiConn) // mpirun's answers
 	go func() {               // mpirun's signals, until mpirun is gone
-		sc := bufio.NewScanner(ctl)
+		sc := bufio.NewScanner(ctlR)
 		for sc.Scan() {
 			if n, err := strconv.Atoi(strings.TrimSpace(sc.Text())); err == nil && n > 0 {
 				_ = syscall.Kill(-pgid, syscall.Signal(n))
@@ -509,4 +547,166 @@ func sshProxy() int {
 		return 128 + int(ws.Signal())
 	}
 	return cmd.ProcessState.ExitCode()
+}
+
+// awaitProxies waits until the ssh proxies of ranks have all checked their
+// hosts and then lets their ssh's standard error through. It returns 0,
+// or, having said in one line which host lacks what or could not be
+// reached, the exit status.
+func (j *job) awaitProxies(ranks []int, signals <-chan os.Signal) int {
+	pending := map[int]bool{}
+	for _, r := range ranks {
+		pending[r] = true
+	}
+	fail := func(code int, msg string) int {
+		j.errorf("%s", msg)
+		for _, r := range ranks {
+			j.ranks[r].held.drop()
+			j.ranks[r].sshCtl.Close() // the proxies exit without starting their ranks
+		}
+		return code
+	}
+	deadline := time.NewTimer(checkTimeout)
+	defer deadline.Stop()
+	for len(pending) > 0 {
+		select {
+		case ev := <-j.ssh.events:
+			if pending[ev.rank] && ev.missing != "" {
+				return fail(j.missingMessage(j.hostOf[ev.rank], ev.missing))
+			}
+			delete(pending, ev.rank)
+		case ex := <-j.exits:
+			j.record(ex)
+			if !pending[ex.rank] {
+				continue
+			}
+			said := strings.TrimSpace(j.ranks[ex.rank].held.drop())
+			if i := strings.LastIndexByte(said, '\n'); i >= 0 {
+				said = said[i+1:]
+			}
+			status := "status unknown"
+			if ex.waited {
+				status = fmt.Sprintf("exit status %d", ex.ws.ExitStatus())
+				if ex.ws.Signaled() {
+					status = fmt.Sprintf("killed by signal %d", int(ex.ws.Signal()))
+				}
+			}
+			if said == "" {
+				said = "it exited before its proxy called mpirun back"
+			}
+			return fail(exitUnreachable, fmt.Sprintf("mpirun: cannot start ranks on %s through %s (%s): %s; not starting the job",
+				j.hostOf[ex.rank], j.launcherName(), status, said))
+		case sig := <-signals:
+			s := sig.(syscall.Signal)
+			return fail(128+int(s), fmt.Sprintf("mpirun: received signal %d (%v) while starting the ranks; stopping the job", int(s), s))
+		case <-deadline.C:
+			for _, r := range ranks {
+				if pending[r] {
+					return fail(exitUnreachable, fmt.Sprintf("mpirun: cannot start ranks on %s through %s: no answer within %v; not starting the job",
+						j.hostOf[r], j.launcherName(), checkTimeout))
+				}
+			}
+		}
+	}
+	for _, r := range ranks {
+		j.ranks[r].held.release()
+	}
+	return 0
+}
+
+// heldLines passes on what it reads from an ssh's standard error only once
+// released, keeping it until then: a complaint of ssh about a host it
+// cannot reach then becomes part of mpirun's one line about that host
+// rather than a line of every rank's. Dropped, it discards everything.
+type heldLines struct {
+	pr       *io.PipeReader
+	pw       *io.PipeWriter
+	src      io.ReadCloser
+	mu       sync.Mutex
+	held     []byte
+	released bool
+	dropped  bool
+	eof      bool
+}
+
+func newHeldLines(src io.ReadCloser) *heldLines {
+	pr, pw := io.Pipe()
+	h := &heldLines{pr: pr, pw: pw, src: src}
+	go h.run()
+	return h
+}
+
+// run reads src to its end.
+func (h *heldLines) run() {
+	defer h.src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := h.src.Read(buf)
+		h.mu.Lock()
+		switch {
+		case h.dropped:
+		case h.released:
+			h.pw.Write(buf[:n]) // under the lock: after what release wrote
+		default:
+			h.held = append(h.held, buf[:n]...)
+		}
+		h.mu.Unlock()
+		if err != nil {
+			break
+		}
+	}
+	h.mu.Lock()
+	h.eof = true
+	if h.released || h.dropped {
+		h.pw.Close()
+	}
+	h.mu.Unlock()
+}
+
+// release passes on what was held and everything after it.
+func (h *heldLines) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released || h.dropped {
+		return
+	}
+	h.released = true
+	h.pw.Write(h.held)
+	h.held = nil
+	if h.eof {
+		h.pw.Close()
+	}
+}
+
+// drop discards everything and returns what was held.
+func (h *heldLines) drop() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released || h.dropped {
+		return ""
+	}
+	h.dropped = true
+	s := string(h.held)
+	h.held = nil
+	h.pw.Close()
+	return s
+}
+
+// Read reads what has been passed on.
+func (h *heldLines) Read(p []byte) (int, error) { return h.pr.Read(p) }
+
+// Close stops reading.
+func (h *heldLines) Close() error { return h.pr.Close() }
+
+// checkPaths checks, on the proxy's host, that the rank's program is an
+// executable file and its directory a directory, and returns what is
+// missing as "x:PATH" or "d:DIR", or "".
+func checkPaths(path, dir string) string {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || syscall.Access(path, 1) != nil {
+		return "x:" + path
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "d:" + dir
+	}
+	return ""
 }
