@@ -154,12 +154,13 @@ type rankProc struct {
 	waited bool               // the exit status is known
 	served chan struct{}      // closed when the rank's PMI Serve returns
 	ctl    io.WriteCloser     // a remote rank's proxy's control channel (see proxy.go), else nil
-	// A rank started by an ssh proxy: its PMI connection, which arrives
-	// when the proxy calls back, and its proxy's report of the rank's exit.
+	// A rank started by an ssh proxy (cmd is nil, pid is its host's ssh):
+	// its PMI connection, which arrives when the proxy calls back, and the
+	// proxy's control connection, which reports the rank's exit.
 	pmiConn <-chan net.Conn
 	sshCtl  *sshCtl
-	held    *heldLines    // ssh's standard error, held back until the proxy is ready
-	done    chan struct{} // closed when the launcher process has been waited for
+	host    *sshHost
+	done    chan struct{} // closed when the rank's exit is known
 }
 
 // exitEvent reports that a rank's process has ended.
@@ -194,9 +195,10 @@ func (j *job) run() int {
 		defer j.ssh.close()
 	}
 	j.ranks = make([]*rankProc, j.np)
-	// Ranks started through ssh go first: their proxies check that the
-	// program is there and wait; only when every one has said so do the
-	// other ranks start and the proxies start theirs (launcher_ssh.go).
+	// Ranks started through ssh go first, one ssh per host: their proxies
+	// check that the program is there and wait; only when every one has
+	// said so do the other ranks start and the proxies start theirs
+	// (launcher_ssh.go).
 	var viaSSH, others []int
 	for r := 0; r < j.np; r++ {
 		if j.remote[r] && j.ssh != nil {
@@ -207,13 +209,23 @@ func (j *job) run() int {
 	}
 	stdin0, closeStdin := rank0Stdin()
 	defer closeStdin()
-	for i, r := range append(viaSSH, others...) {
-		if i == len(viaSSH) && len(viaSSH) > 0 {
+	if len(viaSSH) > 0 {
+		err := j.startSSH(viaSSH, stdin0)
+		if err == nil {
+			if j.remote[0] {
+				closeStdin() // rank 0's proxy has its own copy
+			}
 			if code := j.awaitProxies(viaSSH, signals); code != 0 {
 				j.started()
 				return j.finish(code, true)
 			}
+		} else {
+			j.started()
+			j.errorf("mpirun: %v; stopping the job", err)
+			return j.finish(exitCannotExec, true)
 		}
+	}
+	for _, r := range others {
 		var stdin *os.File
 		if r == 0 {
 			stdin = stdin0
@@ -233,12 +245,6 @@ func (j *job) run() int {
 			if errors.Is(err, os.ErrNotExist) {
 				code = exitNotFound
 			}
-			return j.finish(code, true)
-		}
-	}
-	if len(others) == 0 && len(viaSSH) > 0 {
-		if code := j.awaitProxies(viaSSH, signals); code != 0 {
-			j.started()
 			return j.finish(code, true)
 		}
 	}
@@ -584,9 +590,6 @@ func (j *job) environ(r int) []string {
 // start launches rank r with the given stdin (nil for /dev/null) and
 // follows it.
 func (j *job) start(r int, stdin *os.File) error {
-	if j.remote[r] && j.ssh != nil {
-		return j.startSSH(r, stdin)
-	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("socketpair: %w", err)
@@ -708,16 +711,14 @@ func (j *job) follow(rp *rankProc, outR, errR io.ReadCloser, conn net.Conn) {
 		}
 	}()
 	go func() {
-		_ = rp.cmd.Wait() // the exit status is in ProcessState
-		ev := exitEvent{rank: r}
-		if ps := rp.cmd.ProcessState; ps != nil {
-			ev.ws, ev.waited = ps.Sys().(syscall.WaitStatus)
-		}
-		if rp.sshCtl != nil {
-			// ssh reports a rank killed by a signal as a failure of its
-			// own: the proxy's report says what happened.
-			if ws, ok := rp.sshCtl.exitStatus(settleDelay); ok {
-				ev.ws, ev.waited = ws, true
+		var ev exitEvent
+		if rp.host != nil {
+			ev = j.waitSSHRank(rp) // no process of its own here
+		} else {
+			_ = rp.cmd.Wait() // the exit status is in ProcessState
+			ev = exitEvent{rank: r}
+			if ps := rp.cmd.ProcessState; ps != nil {
+				ev.ws, ev.waited = ps.Sys().(syscall.WaitStatus)
 			}
 		}
 		if rp.done != nil {

@@ -21,34 +21,35 @@ import (
 	"time"
 )
 
-// The ssh launcher. A rank on another host runs under an ssh proxy:
-// mpirun's own executable, started on that host by
+// The ssh launcher. mpirun starts one proxy on every other host of the
+// job, its own executable run by
 //
 //	ssh HOST exec /path/of/mpirun -adimpi-ssh-proxy
 //
-// ssh carries neither open descriptors nor (by default) environment
-// variables, and it does not forward signals, so everything else travels
-// on two other ways. What the proxy must know (the rank, its program,
-// arguments, directory and environment, the job secret among them, and
-// where to call mpirun back) comes as one JSON line on the proxy's
-// standard input, ahead of rank 0's standard input: nothing of it appears
-// on a command line that other users of the host could read. The proxy
-// then opens two TCP connections back to mpirun, each introduced by a
-// line naming its kind, the rank and a token that only this rank's header
-// carried: "pmi", which mpirun serves as the rank's PMI-1 connection and
-// which the proxy relays to the rank's descriptor 3, and "ctl", on which
-// mpirun sends signal numbers, one per line (their end kills the rank), and
-// the proxy reports the rank's wait status ("exit N") before it exits. The
-// rank's standard output and error are the proxy's own, which ssh carries
-// back.
+// and that proxy starts the host's ranks. ssh carries neither open
+// descriptors nor (by default) environment variables, and it does not
+// forward signals, so everything else travels on two other ways. What the
+// proxy must know (its ranks with their programs, arguments, directories
+// and environments, the job secret among them, and where to call mpirun
+// back) comes as one JSON line on the proxy's standard input, ahead of
+// rank 0's standard input: nothing of it appears on a command line that
+// other users of the host could read. Then, for each of its ranks, the
+// proxy opens TCP connections back to mpirun, each introduced by a line
+// naming its kind, the rank and a token that only the header carried:
+// "ctl", on which mpirun sends signal numbers, one per line (its end kills
+// the rank), and the proxy reports the rank's wait status ("exit N");
+// "pmi", which mpirun serves as the rank's PMI-1 connection and which the
+// proxy relays to the rank's descriptor 3; "out" and "err", the rank's
+// standard output and error. ssh's own standard error carries only what
+// ssh and the proxy have to say.
 //
-// Before any rank starts anywhere, every ssh proxy checks that the program
-// and the working directory exist on its host and says "ready" (or
-// "missing x:PATH", "missing d:DIR") on its control connection, then waits
-// for mpirun's "go". mpirun starts the ranks of its own host, and sends
-// "go", only when every proxy is ready; otherwise it says which host lacks
-// what, or which host ssh could not reach (ssh's own complaint, held back
-// until then, becomes part of that one line), and stops the job.
+// Before any rank starts anywhere, the proxy checks that each rank's
+// program and working directory exist on its host and says "ready" (or
+// "missing x:PATH", "missing d:DIR") on the rank's control connection,
+// then waits for mpirun's "go". mpirun starts the ranks of its own host,
+// and sends "go", only when every proxy is ready; otherwise it says which
+// host lacks what, or which host ssh could not reach (ssh's own complaint,
+// held back until then, becomes part of that one line), and stops the job.
 const (
 	sshProxyFlag = "-adimpi-ssh-proxy"
 	// launcherSSH and launcherExec are the values of -launcher.
@@ -61,13 +62,19 @@ const (
 
 // sshHeader is what an ssh proxy reads first on its standard input.
 type sshHeader struct {
+	Token string    `json:"token"` // introduces the proxy's connections to mpirun
+	Back  []string  `json:"back"`  // mpirun's addresses (host:port), tried in order
+	Ranks []sshRank `json:"ranks"`
+}
+
+// sshRank is one rank of an ssh proxy's host.
+type sshRank struct {
 	Rank  int      `json:"rank"`
-	Token string   `json:"token"` // introduces the proxy's connections to mpirun
-	Back  []string `json:"back"`  // mpirun's addresses (host:port), tried in order
 	Dir   string   `json:"dir"`
 	Path  string   `json:"path"`
 	Argv  []string `json:"argv"` // argv[0] first
 	Env   []string `json:"env"`
+	Stdin bool     `json:"stdin"` // the rest of the proxy's standard input is the rank's
 }
 
 // sshBack is mpirun's end of the proxies' connections: a TCP listener on
@@ -80,6 +87,7 @@ type sshBack struct {
 	ranks  map[int]*sshSlot
 	addrs  map[string][]string // host → mpirun's addresses as seen from there
 	events chan sshEvent       // the proxies' checks
+	hosts  []*sshHost
 }
 
 // sshEvent is a proxy's answer to its check: "" (ready) or "missing ...".
@@ -88,12 +96,13 @@ type sshEvent struct {
 	missing string
 }
 
-// sshSlot is one ssh rank's side of the back channel.
+// sshSlot is one ssh rank's side of the back channel: its connections,
+// each taken once.
 type sshSlot struct {
 	token string
-	pmi   chan net.Conn // buffered: the PMI connection, once
+	conns map[string]chan net.Conn // "pmi", "out", "err"; buffered
+	taken map[string]bool
 	ctl   *sshCtl
-	gotPM bool
 }
 
 // newSSHBack listens for the proxies' connections.
@@ -152,22 +161,20 @@ func (b *sshBack) introduce(c net.Conn) {
 		c.Close()
 		return
 	}
-	switch f[0] {
-	case "pmi":
-		b.mu.Lock()
-		first := !s.gotPM
-		s.gotPM = true
-		b.mu.Unlock()
-		if !first {
-			c.Close()
-			return
-		}
-		s.pmi <- c
-	case "ctl":
+	if f[0] == "ctl" {
 		s.ctl.attach(c)
-	default:
-		c.Close()
+		return
 	}
+	b.mu.Lock()
+	ch, ok := s.conns[f[0]]
+	first := ok && !s.taken[f[0]]
+	s.taken[f[0]] = true
+	b.mu.Unlock()
+	if !first {
+		c.Close()
+		return
+	}
+	ch <- c
 }
 
 // addrsFor returns mpirun's addresses (host:port) as host should dial
@@ -327,146 +334,292 @@ var sshEnvDrop = map[string]bool{
 	"SSH_CLIENT": true, "SSH_CONNECTION": true, "SSH_TTY": true, "SSH_AUTH_SOCK": true,
 }
 
-// startSSH starts rank r on its host through ssh and follows it.
-func (j *job) startSSH(r int, stdin *os.File) error {
-	a := j.appOf(r)
-	host := j.hostOf[r]
-	dir := a.wdir
-	if dir == "" {
-		dir = "."
+// sshHost is the ssh process that runs one host's proxy.
+type sshHost struct {
+	name   string
+	cmd    *exec.Cmd
+	held   *heldLines    // ssh's standard error and output
+	done   chan struct{} // closed when ssh has exited
+	ws     syscall.WaitStatus
+	waited bool
+}
+
+// startSSH starts, through one ssh per host, the proxies of ranks (all on
+// other hosts), stdin0 going to rank 0's, and follows the ranks.
+func (j *job) startSSH(ranks []int, stdin0 *os.File) error {
+	byHost := map[string][]int{}
+	var hosts []string
+	for _, r := range ranks {
+		h := j.hostOf[r]
+		if byHost[h] == nil {
+			hosts = append(hosts, h)
+		}
+		byHost[h] = append(byHost[h], r)
 	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return err
+	for _, h := range hosts {
+		if err := j.startSSHHost(h, byHost[h], stdin0); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// startSSHHost starts the proxy of host for ranks and follows them.
+func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
 	tok := make([]byte, 16)
 	if _, err := rand.Read(tok); err != nil {
 		return err
 	}
-	var env []string
-	for _, kv := range j.environ(r) {
-		if name, _, _ := strings.Cut(kv, "="); !sshEnvDrop[name] {
-			env = append(env, kv)
+	hdr := sshHeader{Token: hex.EncodeToString(tok), Back: j.ssh.addrsFor(host)}
+	var stdin *os.File
+	for _, r := range ranks {
+		a := j.appOf(r)
+		dir := a.wdir
+		if dir == "" {
+			dir = "."
+		}
+		dir, err := filepath.Abs(dir)
+		if err != nil {
+			return err
+		}
+		var env []string
+		for _, kv := range j.environ(r) {
+			if name, _, _ := strings.Cut(kv, "="); !sshEnvDrop[name] {
+				env = append(env, kv)
+			}
+		}
+		hdr.Ranks = append(hdr.Ranks, sshRank{Rank: r, Dir: dir, Path: a.binary, Argv: append([]string{a.argv0}, a.args...),
+			Env: env, Stdin: r == 0 && stdin0 != nil})
+		if r == 0 && stdin0 != nil {
+			stdin = stdin0
 		}
 	}
-	hdr, err := json.Marshal(sshHeader{Rank: r, Token: hex.EncodeToString(tok), Back: j.ssh.addrsFor(host),
-		Dir: dir, Path: a.binary, Argv: append([]string{a.argv0}, a.args...), Env: env})
+	line, err := json.Marshal(hdr)
 	if err != nil {
 		return err
 	}
-	slot := &sshSlot{token: hex.EncodeToString(tok), pmi: make(chan net.Conn, 1), ctl: newSSHCtl(r, j.ssh.events)}
-	j.ssh.mu.Lock()
-	j.ssh.ranks[r] = slot
-	j.ssh.mu.Unlock()
-
+	argv := j.sshArgv(host, "exec "+shellQuote(j.self)+" "+sshProxyFlag)
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fmt.Errorf("ssh for %s: %w", host, err)
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	defer inR.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inW.Close()
-		return err
-	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		inW.Close()
-		outR.Close()
-		outW.Close()
 		return err
 	}
-	argv := j.sshArgv(host, "exec "+shellQuote(j.self)+" "+sshProxyFlag)
-	path, err := exec.LookPath(argv[0])
-	if err == nil {
-		cmd := &exec.Cmd{
-			Path:        path,
-			Args:        argv,
-			Stdin:       inR,
-			Stdout:      outW,
-			Stderr:      errW,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-		}
-		err = cmd.Start()
-		if err == nil {
-			outW.Close()
-			errW.Close()
-			// stdin goes on after the header; the caller may close its copy.
-			var in *os.File
-			if stdin != nil {
-				if fd, derr := syscall.Dup(int(stdin.Fd())); derr == nil {
-					in = os.NewFile(uintptr(fd), "stdin")
-				}
-			}
-			go func() {
-				defer inW.Close()
-				if _, err := inW.Write(append(hdr, '\n')); err != nil || in == nil {
-					if in != nil {
-						in.Close()
-					}
-					return
-				}
-				io.Copy(inW, in)
-				in.Close()
-			}()
-			rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{}),
-				ctl: slot.ctl, pmiConn: slot.pmi, sshCtl: slot.ctl, done: make(chan struct{}), held: newHeldLines(errR)}
-			j.ranks[r] = rp
-			j.follow(rp, outR, rp.held, nil)
-			return nil
+	cmd := &exec.Cmd{Path: path, Args: argv, Stdin: inR, Stdout: errW, Stderr: errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
+	err = cmd.Start()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		errR.Close()
+		return fmt.Errorf("ssh for %s: %w", host, err)
+	}
+	hp := &sshHost{name: host, cmd: cmd, held: newHeldLines(errR), done: make(chan struct{})}
+	j.ssh.hosts = append(j.ssh.hosts, hp)
+	// What ssh and the proxy say, once the proxy is ready, is mpirun's.
+	j.output.Add(1)
+	go func() {
+		defer j.output.Done()
+		forwardLines(hp.held, j.stderr, nil, nil, nil)
+	}()
+	go func() {
+		_ = cmd.Wait()
+		hp.ws, hp.waited = cmd.ProcessState.Sys().(syscall.WaitStatus)
+		close(hp.done)
+	}()
+	// Standard input: the header, then rank 0's (a copy: the caller
+	// closes its own).
+	var in *os.File
+	if stdin != nil {
+		if fd, derr := syscall.Dup(int(stdin.Fd())); derr == nil {
+			in = os.NewFile(uintptr(fd), "stdin")
 		}
 	}
-	inW.Close()
-	outR.Close()
-	outW.Close()
-	errR.Close()
-	errW.Close()
-	return fmt.Errorf("ssh for %s: %w", host, err)
+	go func() {
+		defer inW.Close()
+		_, err := inW.Write(append(line, '\n'))
+		if in != nil {
+			if err == nil {
+				io.Copy(inW, in)
+			}
+			in.Close()
+		}
+	}()
+	for _, r := range ranks {
+		slot := &sshSlot{token: hdr.Token, taken: map[string]bool{}, ctl: newSSHCtl(r, j.ssh.events), conns: map[string]chan net.Conn{}}
+		for _, k := range []string{"pmi", "out", "err"} {
+			slot.conns[k] = make(chan net.Conn, 1)
+		}
+		j.ssh.mu.Lock()
+		j.ssh.ranks[r] = slot
+		j.ssh.mu.Unlock()
+		rp := &rankProc{rank: r, pid: cmd.Process.Pid, served: make(chan struct{}), ctl: slot.ctl,
+			pmiConn: slot.conns["pmi"], sshCtl: slot.ctl, host: hp, done: make(chan struct{})}
+		j.ranks[r] = rp
+		j.follow(rp, &lazyConn{ch: slot.conns["out"], gone: rp.done}, &lazyConn{ch: slot.conns["err"], gone: rp.done}, nil)
+	}
+	return nil
 }
 
-// sshProxy is the proxy of a rank started through ssh (see the top of this
-// file): it reads its header, calls mpirun back, runs the rank, relays its
-// PMI connection and mpirun's signals, reports its exit and returns (or
-// dies of) the rank's status.
+// waitSSHRank waits for the end of rank rp, which runs under its host's
+// ssh proxy, and returns it: the status the proxy reported, or, when the
+// proxy could not report (ssh failed, the host went away), ssh's.
+func (j *job) waitSSHRank(rp *rankProc) exitEvent {
+	ev := exitEvent{rank: rp.rank}
+	select {
+	case <-rp.sshCtl.ended:
+	case <-rp.host.done:
+	}
+	if ws, ok := rp.sshCtl.exitStatus(settleDelay); ok {
+		ev.ws, ev.waited = ws, true
+		return ev
+	}
+	select {
+	case <-rp.host.done:
+	case <-time.After(settleDelay):
+	}
+	select {
+	case <-rp.host.done:
+		// A proxy that exits 0 without a report has not run the rank.
+		if rp.host.waited && !(rp.host.ws.Exited() && rp.host.ws.ExitStatus() == 0) {
+			ev.ws, ev.waited = rp.host.ws, true
+		}
+	default:
+	}
+	return ev
+}
+
+// lazyConn reads a connection that an ssh proxy opens later: until it
+// arrives, Read waits; if the rank ends first, Read reports the end.
+type lazyConn struct {
+	ch   <-chan net.Conn
+	gone <-chan struct{}
+	c    net.Conn
+}
+
+func (l *lazyConn) Read(p []byte) (int, error) {
+	if l.c == nil {
+		select {
+		case l.c = <-l.ch:
+		case <-l.gone:
+			select {
+			case l.c = <-l.ch:
+			default:
+				return 0, io.EOF
+			}
+		}
+	}
+	return l.c.Read(p)
+}
+
+func (l *lazyConn) Close() error {
+	if l.c != nil {
+		return l.c.Close()
+	}
+	return nil
+}
+
+// sshProxy is the proxy that ssh starts on a host (see the top of this
+// file): it reads its header, runs its ranks and returns when they are
+// all over.
 func sshProxy() int {
 	host, _ := os.Hostname()
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(os.Stderr, "mpirun proxy on %s: %s\n", host, fmt.Sprintf(format, a...))
-		return code
-	}
 	in := bufio.NewReader(os.Stdin)
 	line, err := in.ReadBytes('\n')
 	var h sshHeader
 	if err == nil {
 		err = json.Unmarshal(line, &h)
 	}
-	if err != nil || len(h.Argv) == 0 {
-		return fail(exitUsage, "reading mpirun's header on standard input: %v (this is mpirun's own ssh proxy, not a command to run by hand)", err)
+	if err != nil || len(h.Ranks) == 0 {
+		fmt.Fprintf(os.Stderr, "mpirun proxy on %s: reading mpirun's header on standard input: %v (this is mpirun's own ssh proxy, not a command to run by hand)\n", host, err)
+		return exitUsage
 	}
-	dial := func(kind string) (net.Conn, error) {
-		var errs []string
-		for _, addr := range h.Back {
-			c, err := net.DialTimeout("tcp", addr, backDialTimeout)
-			if err != nil {
-				errs = append(errs, err.Error())
-				continue
+	p := &sshProxyState{host: host, hdr: h, pgids: map[int]bool{}}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, waitReportSignal)
+	go func() { // signals sent to the proxy itself go to every rank
+		for s := range sigs {
+			p.mu.Lock()
+			for pg := range p.pgids {
+				_ = syscall.Kill(-pg, s.(syscall.Signal))
 			}
-			if _, err := fmt.Fprintf(c, "%s %d %s\n", kind, h.Rank, h.Token); err != nil {
-				c.Close()
-				errs = append(errs, err.Error())
-				continue
-			}
-			return c, nil
+			p.mu.Unlock()
 		}
-		return nil, fmt.Errorf("cannot reach mpirun at %s: %s", strings.Join(h.Back, " or "), strings.Join(errs, "; "))
+	}()
+	codes := make([]int, len(h.Ranks))
+	var wg sync.WaitGroup
+	for i, rk := range h.Ranks {
+		var stdin io.Reader
+		if rk.Stdin {
+			stdin = in
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = p.runRank(rk, stdin)
+		}()
 	}
-	ctl, err := dial("ctl")
+	wg.Wait()
+	for _, c := range codes {
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// sshProxyState is an ssh proxy's: its header and its ranks' process
+// groups.
+type sshProxyState struct {
+	host  string
+	hdr   sshHeader
+	mu    sync.Mutex
+	pgids map[int]bool
+}
+
+// fail says what went wrong on ssh's standard error and returns code.
+func (p *sshProxyState) fail(code int, format string, a ...any) int {
+	fmt.Fprintf(os.Stderr, "mpirun proxy on %s: %s\n", p.host, fmt.Sprintf(format, a...))
+	return code
+}
+
+// dial opens a connection of kind for rank back to mpirun.
+func (p *sshProxyState) dial(kind string, rank int) (net.Conn, error) {
+	var errs []string
+	for _, addr := range p.hdr.Back {
+		c, err := net.DialTimeout("tcp", addr, backDialTimeout)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if _, err := fmt.Fprintf(c, "%s %d %s\n", kind, rank, p.hdr.Token); err != nil {
+			c.Close()
+			errs = append(errs, err.Error())
+			continue
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("cannot reach mpirun at %s: %s", strings.Join(p.hdr.Back, " or "), strings.Join(errs, "; "))
+}
+
+// runRank checks, starts and follows one rank (see the top of this file)
+// and returns the proxy's status for it.
+func (p *sshProxyState) runRank(rk sshRank, stdin io.Reader) int {
+	ctl, err := p.dial("ctl", rk.Rank)
 	if err != nil {
-		return fail(1, "rank %d: %v", h.Rank, err)
+		return p.fail(1, "rank %d: %v", rk.Rank, err)
 	}
 	defer ctl.Close()
 	ctlR := bufio.NewReader(ctl)
-	if miss := checkPaths(h.Path, h.Dir); miss != "" {
+	if miss := checkPaths(rk.Path, rk.Dir); miss != "" {
 		fmt.Fprintf(ctl, "missing %s\n", miss)
 		io.Copy(io.Discard, ctlR) // until mpirun, which says why, hangs up
 		return exitNotFound
@@ -475,50 +628,68 @@ func sshProxy() int {
 	if line, err := ctlR.ReadString('\n'); err != nil || line != "go\n" {
 		return 1 // mpirun stops the job, and says why
 	}
-	pmiConn, err := dial("pmi")
-	if err != nil {
-		return fail(1, "rank %d: %v", h.Rank, err)
+	conns := map[string]net.Conn{}
+	for _, k := range []string{"pmi", "out", "err"} {
+		c, err := p.dial(k, rk.Rank)
+		if err != nil {
+			return p.fail(1, "rank %d: %v", rk.Rank, err)
+		}
+		defer c.Close()
+		conns[k] = c
 	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fail(1, "socketpair: %v", err)
+		return p.fail(1, "socketpair: %v", err)
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "pmi"), os.NewFile(uintptr(fds[1]), "pmi-rank")
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return fail(1, "%v", err)
+	defer mine.Close()
+	cmd := &exec.Cmd{Path: rk.Path, Args: rk.Argv, Dir: rk.Dir, Env: rk.Env,
+		Stdout: conns["out"], Stderr: conns["err"], ExtraFiles: []*os.File{theirs}, // descriptor 3
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		WaitDelay:   drainDelay} // output copied until the rank's children let go
+	var stdinW *os.File
+	if stdin != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return p.fail(1, "%v", err)
+		}
+		defer r.Close()
+		cmd.Stdin, stdinW = r, w
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, waitReportSignal)
-
-	cmd := &exec.Cmd{Path: h.Path, Args: h.Argv, Dir: h.Dir, Env: h.Env,
-		Stdin: stdinR, Stdout: os.Stdout, Stderr: os.Stderr, ExtraFiles: []*os.File{theirs}, // descriptor 3
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
 	err = cmd.Start()
 	theirs.Close()
-	stdinR.Close()
 	if err != nil {
+		if stdinW != nil {
+			stdinW.Close()
+		}
 		code := exitCannotExec
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			code = exitNotFound
 		}
-		return fail(code, "rank %d: %v", h.Rank, err)
+		fmt.Fprintf(conns["err"], "mpirun proxy on %s: rank %d: %v\n", p.host, rk.Rank, err)
+		fmt.Fprintf(ctl, "exit %d\n", code<<8) // a wait status: exited with code
+		return code
 	}
 	pgid := cmd.Process.Pid
-	go func() { // rank 0's standard input, after the header
-		io.Copy(stdinW, in)
-		stdinW.Close()
-	}()
+	p.mu.Lock()
+	p.pgids[pgid] = true
+	p.mu.Unlock()
+	if stdinW != nil {
+		go func() { // rank 0's standard input, after the header
+			io.Copy(stdinW, stdin)
+			stdinW.Close()
+		}()
+	}
 	toMpirun := make(chan struct{})
 	go func() { // the rank's PMI requests
-		io.Copy(pmiConn, mine)
-		if tc, ok := pmiConn.(*net.TCPConn); ok {
+		io.Copy(conns["pmi"], mine)
+		if tc, ok := conns["pmi"].(*net.TCPConn); ok {
 			tc.CloseWrite()
 		}
 		close(toMpirun)
 	}()
-	go io.Copy(mine, pmiConn) // mpirun's answers
-	go func() {               // mpirun's signals, until mpirun is gone
+	go io.Copy(mine, conns["pmi"]) // mpirun's answers
+	go func() {                    // mpirun's signals, until mpirun is gone
 		sc := bufio.NewScanner(ctlR)
 		for sc.Scan() {
 			if n, err := strconv.Atoi(strings.TrimSpace(sc.Text())); err == nil && n > 0 {
@@ -527,13 +698,16 @@ func sshProxy() int {
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}()
-	go func() { // signals sent to the proxy itself
-		for s := range sigs {
-			_ = syscall.Kill(-pgid, s.(syscall.Signal))
-		}
-	}()
 	_ = cmd.Wait()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	p.mu.Lock()
+	delete(p.pgids, pgid)
+	p.mu.Unlock()
+	for _, k := range []string{"out", "err"} {
+		if tc, ok := conns[k].(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+	}
 	// What the rank said last (an abort) reaches mpirun before its exit.
 	select {
 	case <-toMpirun:
@@ -542,11 +716,9 @@ func sshProxy() int {
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	fmt.Fprintf(ctl, "exit %d\n", uint32(ws))
 	if ws.Signaled() {
-		ctl.Close()
-		dieOf(ws.Signal())
 		return 128 + int(ws.Signal())
 	}
-	return cmd.ProcessState.ExitCode()
+	return ws.ExitStatus()
 }
 
 // awaitProxies waits until the ssh proxies of ranks have all checked their
@@ -560,8 +732,10 @@ func (j *job) awaitProxies(ranks []int, signals <-chan os.Signal) int {
 	}
 	fail := func(code int, msg string) int {
 		j.errorf("%s", msg)
+		for _, h := range j.ssh.hosts {
+			h.held.drop()
+		}
 		for _, r := range ranks {
-			j.ranks[r].held.drop()
 			j.ranks[r].sshCtl.Close() // the proxies exit without starting their ranks
 		}
 		return code
@@ -580,7 +754,7 @@ func (j *job) awaitProxies(ranks []int, signals <-chan os.Signal) int {
 			if !pending[ex.rank] {
 				continue
 			}
-			said := strings.TrimSpace(j.ranks[ex.rank].held.drop())
+			said := strings.TrimSpace(j.ranks[ex.rank].host.held.drop())
 			if i := strings.LastIndexByte(said, '\n'); i >= 0 {
 				said = said[i+1:]
 			}
@@ -608,8 +782,8 @@ func (j *job) awaitProxies(ranks []int, signals <-chan os.Signal) int {
 			}
 		}
 	}
-	for _, r := range ranks {
-		j.ranks[r].held.release()
+	for _, h := range j.ssh.hosts {
+		h.held.release()
 	}
 	return 0
 }
