@@ -94,14 +94,16 @@ host has any) before the next; -rr or -map-by node deals them round-robin.
 Ranks on this machine (localhost, 127.0.0.1, its host name or addresses)
 start as usual; ranks on other hosts start through a launcher:
 
-  -launcher ssh (the default): "ssh HOST exec MPIRUN -adimpi-ssh-proxy" per
-     rank, where MPIRUN is mpirun's own executable, the rank's proxy: it
-     reads the rank's program, arguments, directory and environment from
-     mpirun on its standard input (ahead of rank 0's input), connects back
-     to mpirun over TCP (PMI, mpirun's signals, the rank's exit status) and
-     runs the rank. ssh must log in without a prompt (keys), and the host
-     must reach this one over TCP. -launcher-exec CMD replaces "ssh" (the
-     host is appended unless a word of CMD has {host}).
+  -launcher ssh (the default): "ssh HOST exec MPIRUN -adimpi-ssh-proxy",
+     once per host, where MPIRUN is mpirun's own executable, the host's
+     proxy: it reads its ranks' programs, arguments, directories and
+     environments from mpirun on its standard input (ahead of rank 0's
+     input), checks that they are there, connects back to mpirun over TCP
+     for each rank (control, PMI, output, error) and runs the ranks. ssh
+     must log in without a prompt (keys), and the host must reach this one
+     over TCP (mpirun listens on an ephemeral port of every address).
+     -launcher-exec CMD replaces "ssh" (the host is appended unless a word
+     of CMD has {host}).
   -launcher exec, or -launcher-exec CMD alone: CMD is split into words as a
      shell would (no shell runs), {host} replaced by the host's name,
      followed by mpirun's executable as the rank's proxy
