@@ -768,6 +768,9 @@ func (j *job) awaitProxies(ranks []int, signals <-chan os.Signal) int {
 			if said == "" {
 				said = "it exited before its proxy called mpirun back"
 			}
+			if ex.waited && ex.ws.Exited() && ex.ws.ExitStatus() == exitNotFound {
+				said += " (mpirun itself, which runs there as the ranks' proxy, must be at the same path on every host)"
+			}
 			return fail(exitUnreachable, fmt.Sprintf("mpirun: cannot start ranks on %s through %s (%s): %s; not starting the job",
 				j.hostOf[ex.rank], j.launcherName(), status, said))
 		case sig := <-signals:

@@ -95,12 +95,18 @@ func runOn(t *testing.T, c *netcluster.Cluster, stdin io.Reader, args ...string)
 // exit and an MPI program's failure there end the job naming rank and host.
 func TestSSHLaunch(t *testing.T) {
 	c := startSSHCluster(t, 3)
+	hostfile := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hostfile, []byte("h1:1\nh2 slots=3 max_slots=4\n# h4\nh3:2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"-hosts", "h1,h2,h3", "-np", "6"}, "h1 h1 h2 h2 h3 h3"},
 		{[]string{"-launcher", "ssh", "-host", "h2,h3", "-np", "3", "-map-by", "node"}, "h2 h3 h2"},
+		{[]string{"-f", hostfile}, "h1 h2 h2 h2 h3 h3"},
+		{[]string{"-hostfile", hostfile, "-rr"}, "h1 h2 h3 h2 h3 h2"},
 	} {
 		name := strings.Join(tc.args, " ")
 		res := runOn(t, c, nil, append(append([]string{"-l"}, tc.args...), hostprobeBin)...)
@@ -192,6 +198,18 @@ func TestSSHMissingBinaryAndHost(t *testing.T) {
 	res = run(t, nil, nil, "-launcher-exec", netclusterBin+" exec -dir "+c.Dir+" {host} --", "-hosts", "h1,h2,h3", "-np", "3", prog)
 	if res.code != exitNotFound || res.stderr != want || res.stdout != "" {
 		t.Errorf("-launcher-exec: want exit %d, no output and only %q: %v", exitNotFound, want, res)
+	}
+	// mpirun itself only on h1: ssh's complaint about h2 is the one line.
+	self := filepath.Join(dir, "mpirun")
+	if out, err := c.Command("h1", "cp", mpirunBin, self).CombinedOutput(); err != nil {
+		t.Fatalf("copying mpirun to %s on h1: %v: %s", self, err, out)
+	}
+	nc := c.Command("h1", self, "-hosts", "h1,h2", "-np", "2", hostprobeBin)
+	nc.Env = sshEnv(c)
+	out, err := nc.CombinedOutput()
+	if code := nc.ProcessState.ExitCode(); err == nil || code != exitUnreachable || strings.Count(string(out), "\n") != 1 ||
+		!regexp.MustCompile(`^mpirun: cannot start ranks on h2 through ssh \(exit status 127\): .*`+regexp.QuoteMeta(self)+`: (No such file or directory|not found) \(mpirun itself, which runs there as the ranks' proxy, must be at the same path on every host\); not starting the job\n$`).Match(out) {
+		t.Errorf("mpirun missing on h2: want exit %d and one line saying so: exit %d: %s", exitUnreachable, code, out)
 	}
 	res = runOn(t, c, nil, "-hosts", "h1,h2,nosuchhost", "-np", "3", hostprobeBin)
 	if res.code != exitUnreachable || strings.Count(res.stderr, "\n") != 1 || res.stdout != "" ||
