@@ -131,8 +131,8 @@ func (b *sshBack) accept() {
 	}
 }
 
-// introduce reads a connection's first line ("pmi|ctl RANK TOKEN") and
-// hands it to its rank, or closes it.
+// introduce reads a connection's first line ("KIND RANK TOKEN", KIND one
+// of ctl, pmi, out, err) and hands it to its rank, or closes it.
 func (b *sshBack) introduce(c net.Conn) {
 	c.SetReadDeadline(time.Now().Add(backDialTimeout))
 	var line []byte
@@ -358,17 +358,21 @@ func (j *job) startSSH(ranks []int, stdin0 *os.File) error {
 	}
 	for _, h := range hosts {
 		if err := j.startSSHHost(h, byHost[h], stdin0); err != nil {
+			for _, hp := range j.ssh.hosts {
+				hp.held.drop()
+			}
 			return err
 		}
 	}
 	return nil
 }
 
-// startSSHHost starts the proxy of host for ranks and follows them.
-func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
+// hostHeader is the header of host's proxy for ranks, and rank 0's
+// standard input if rank 0 is among them (else nil).
+func (j *job) hostHeader(host string, ranks []int, stdin0 *os.File) (sshHeader, *os.File, error) {
 	tok := make([]byte, 16)
 	if _, err := rand.Read(tok); err != nil {
-		return err
+		return sshHeader{}, nil, err
 	}
 	hdr := sshHeader{Token: hex.EncodeToString(tok), Back: j.ssh.addrsFor(host)}
 	var stdin *os.File
@@ -380,7 +384,7 @@ func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
 		}
 		dir, err := filepath.Abs(dir)
 		if err != nil {
-			return err
+			return sshHeader{}, nil, err
 		}
 		var env []string
 		for _, kv := range j.environ(r) {
@@ -393,6 +397,15 @@ func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
 		if r == 0 && stdin0 != nil {
 			stdin = stdin0
 		}
+	}
+	return hdr, stdin, nil
+}
+
+// startSSHHost starts the proxy of host for ranks and follows them.
+func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
+	hdr, stdin, err := j.hostHeader(host, ranks, stdin0)
+	if err != nil {
+		return err
 	}
 	line, err := json.Marshal(hdr)
 	if err != nil {
@@ -610,24 +623,37 @@ func (p *sshProxyState) dial(kind string, rank int) (net.Conn, error) {
 	return nil, fmt.Errorf("cannot reach mpirun at %s: %s", strings.Join(p.hdr.Back, " or "), strings.Join(errs, "; "))
 }
 
-// runRank checks, starts and follows one rank (see the top of this file)
-// and returns the proxy's status for it.
-func (p *sshProxyState) runRank(rk sshRank, stdin io.Reader) int {
+// await opens rank's control connection, checks the rank's program and
+// directory, reports, and waits for mpirun's go. It returns the control
+// connection and a reader of it, or the proxy's status for the rank.
+func (p *sshProxyState) await(rk sshRank) (net.Conn, *bufio.Reader, int) {
 	ctl, err := p.dial("ctl", rk.Rank)
 	if err != nil {
-		return p.fail(1, "rank %d: %v", rk.Rank, err)
+		return nil, nil, p.fail(1, "rank %d: %v", rk.Rank, err)
 	}
-	defer ctl.Close()
 	ctlR := bufio.NewReader(ctl)
 	if miss := checkPaths(rk.Path, rk.Dir); miss != "" {
 		fmt.Fprintf(ctl, "missing %s\n", miss)
 		io.Copy(io.Discard, ctlR) // until mpirun, which says why, hangs up
-		return exitNotFound
+		ctl.Close()
+		return nil, nil, exitNotFound
 	}
 	fmt.Fprintf(ctl, "ready\n")
 	if line, err := ctlR.ReadString('\n'); err != nil || line != "go\n" {
-		return 1 // mpirun stops the job, and says why
+		ctl.Close()
+		return nil, nil, 1 // mpirun stops the job, and says why
 	}
+	return ctl, ctlR, 0
+}
+
+// runRank checks, starts and follows one rank (see the top of this file)
+// and returns the proxy's status for it.
+func (p *sshProxyState) runRank(rk sshRank, stdin io.Reader) int {
+	ctl, ctlR, code := p.await(rk)
+	if ctl == nil {
+		return code
+	}
+	defer ctl.Close()
 	conns := map[string]net.Conn{}
 	for _, k := range []string{"pmi", "out", "err"} {
 		c, err := p.dial(k, rk.Rank)
