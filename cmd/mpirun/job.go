@@ -664,7 +664,10 @@ func (j *job) start(r int, stdin *os.File) error {
 		return err
 	}
 
-	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{}), ctl: ctlW}
+	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{})}
+	if ctlW != nil { // not a nil *os.File in the interface: signalAll tells them apart
+		rp.ctl = ctlW
+	}
 	j.ranks[r] = rp
 	j.follow(rp, outR, errR, conn)
 	return nil
