@@ -305,9 +305,14 @@ func (c *sshCtl) exitStatus(wait time.Duration) (syscall.WaitStatus, bool) {
 
 // sshArgv is the command that runs remote (a shell command line) on host
 // through ssh: the ssh command's words, {host} replaced by the host or, if
-// no word has {host}, the host appended, then remote.
+// no word has {host}, the host appended, then remote. Plain ssh (no
+// -launcher-exec) gets BatchMode, so that a host that would ask for a
+// password or about its key fails at once with ssh's reason instead.
 func (j *job) sshArgv(host, remote string) []string {
 	argv := launcherArgv(j.launcher, host)
+	if len(j.launcher) == 1 && j.launcher[0] == "ssh" {
+		argv = append(argv, "-o", "BatchMode=yes")
+	}
 	has := false
 	for _, w := range j.launcher {
 		has = has || strings.Contains(w, hostPlaceholder)
@@ -446,6 +451,11 @@ func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
 	go func() {
 		_ = cmd.Wait()
 		hp.ws, hp.waited = cmd.ProcessState.Sys().(syscall.WaitStatus)
+		// What ssh said before it exited, read before anyone asks.
+		select {
+		case <-hp.held.eof:
+		case <-time.After(settleDelay):
+		}
 		close(hp.done)
 	}()
 	// Standard input: the header, then rank 0's (a copy: the caller
@@ -829,12 +839,12 @@ type heldLines struct {
 	held     []byte
 	released bool
 	dropped  bool
-	eof      bool
+	eof      chan struct{} // closed when src has been read to its end
 }
 
 func newHeldLines(src io.ReadCloser) *heldLines {
 	pr, pw := io.Pipe()
-	h := &heldLines{pr: pr, pw: pw, src: src}
+	h := &heldLines{pr: pr, pw: pw, src: src, eof: make(chan struct{})}
 	go h.run()
 	return h
 }
@@ -859,7 +869,7 @@ func (h *heldLines) run() {
 		}
 	}
 	h.mu.Lock()
-	h.eof = true
+	close(h.eof)
 	if h.released || h.dropped {
 		h.pw.Close()
 	}
@@ -876,8 +886,10 @@ func (h *heldLines) release() {
 	h.released = true
 	h.pw.Write(h.held)
 	h.held = nil
-	if h.eof {
+	select {
+	case <-h.eof:
 		h.pw.Close()
+	default:
 	}
 }
 

@@ -186,6 +186,11 @@ func TestSSHMissingBinaryAndHost(t *testing.T) {
 	if res.code != exitNotFound || res.stderr != want || res.stdout != "" {
 		t.Errorf("want exit %d, no output and only %q: %v", exitNotFound, want, res)
 	}
+	res = runOn(t, c, nil, "-hosts", "h1,h2,h3", "-np", "3", "-wdir", dir, hostprobeBin)
+	wantDir := "mpirun: h3 has no directory " + dir + " (the ranks' working directory, -wdir or mpirun's, must exist on every host); not starting the job\n"
+	if res.code != exitNotFound || res.stderr != wantDir || res.stdout != "" {
+		t.Errorf("want exit %d, no output and only %q: %v", exitNotFound, wantDir, res)
+	}
 	// The same check through -launcher-exec, with mpirun on this machine
 	// (whose /dev/shm gets the program too).
 	if err := os.MkdirAll(dir, 0o755); err != nil {
