@@ -197,8 +197,8 @@ func (j *job) run() int {
 	j.ranks = make([]*rankProc, j.np)
 	// Ranks started through ssh go first, one ssh per host: their proxies
 	// check that the program is there and wait; only when every one has
-	// said so do the other ranks start and the proxies start theirs
-	// (launcher_ssh.go).
+	// said so do the proxies start their ranks, and then this host its
+	// own (launcher_ssh.go).
 	var viaSSH, others []int
 	for r := 0; r < j.np; r++ {
 		if j.remote[r] && j.ssh != nil {
@@ -218,6 +218,9 @@ func (j *job) run() int {
 			if code := j.awaitProxies(viaSSH, signals); code != 0 {
 				j.started()
 				return j.finish(code, true)
+			}
+			for _, r := range viaSSH {
+				j.ranks[r].sshCtl.goAhead()
 			}
 		} else {
 			j.started()
@@ -247,9 +250,6 @@ func (j *job) run() int {
 			}
 			return j.finish(code, true)
 		}
-	}
-	for _, r := range viaSSH {
-		j.ranks[r].sshCtl.goAhead()
 	}
 	j.started()
 	return j.supervise(signals)

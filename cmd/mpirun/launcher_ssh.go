@@ -44,10 +44,11 @@ import (
 // ssh and the proxy have to say.
 //
 // Before any rank starts anywhere, the proxy checks that each rank's
-// program and working directory exist on its host and says "ready" (or
-// "missing x:PATH", "missing d:DIR") on the rank's control connection,
-// then waits for mpirun's "go". mpirun starts the ranks of its own host,
-// and sends "go", only when every proxy is ready; otherwise it says which
+// program and working directory exist on its host, opens the rank's
+// connections and says "ready" (or "missing x:PATH", "missing d:DIR") on
+// its control connection, then waits for mpirun's "go". mpirun sends "go",
+// and starts the ranks of its own host, only when every proxy is ready;
+// otherwise it says which
 // host lacks what, or which host ssh could not reach (ssh's own complaint,
 // held back until then, becomes part of that one line), and stops the job.
 const (
@@ -634,45 +635,55 @@ func (p *sshProxyState) dial(kind string, rank int) (net.Conn, error) {
 }
 
 // await opens rank's control connection, checks the rank's program and
-// directory, reports, and waits for mpirun's go. It returns the control
-// connection and a reader of it, or the proxy's status for the rank.
-func (p *sshProxyState) await(rk sshRank) (net.Conn, *bufio.Reader, int) {
+// directory, opens the rank's other connections, reports, and waits for
+// mpirun's go. It returns the connections by kind and a reader of the
+// control connection, or nil and the proxy's status for the rank.
+func (p *sshProxyState) await(rk sshRank) (map[string]net.Conn, *bufio.Reader, int) {
+	conns := map[string]net.Conn{}
+	closeAll := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
 	ctl, err := p.dial("ctl", rk.Rank)
 	if err != nil {
 		return nil, nil, p.fail(1, "rank %d: %v", rk.Rank, err)
 	}
+	conns["ctl"] = ctl
 	ctlR := bufio.NewReader(ctl)
 	if miss := checkPaths(rk.Path, rk.Dir); miss != "" {
 		fmt.Fprintf(ctl, "missing %s\n", miss)
 		io.Copy(io.Discard, ctlR) // until mpirun, which says why, hangs up
-		ctl.Close()
+		closeAll()
 		return nil, nil, exitNotFound
+	}
+	for _, k := range []string{"pmi", "out", "err"} {
+		c, err := p.dial(k, rk.Rank)
+		if err != nil {
+			closeAll()
+			return nil, nil, p.fail(1, "rank %d: %v", rk.Rank, err)
+		}
+		conns[k] = c
 	}
 	fmt.Fprintf(ctl, "ready\n")
 	if line, err := ctlR.ReadString('\n'); err != nil || line != "go\n" {
-		ctl.Close()
+		closeAll()
 		return nil, nil, 1 // mpirun stops the job, and says why
 	}
-	return ctl, ctlR, 0
+	return conns, ctlR, 0
 }
 
 // runRank checks, starts and follows one rank (see the top of this file)
 // and returns the proxy's status for it.
 func (p *sshProxyState) runRank(rk sshRank, stdin io.Reader) int {
-	ctl, ctlR, code := p.await(rk)
-	if ctl == nil {
+	conns, ctlR, code := p.await(rk)
+	if conns == nil {
 		return code
 	}
-	defer ctl.Close()
-	conns := map[string]net.Conn{}
-	for _, k := range []string{"pmi", "out", "err"} {
-		c, err := p.dial(k, rk.Rank)
-		if err != nil {
-			return p.fail(1, "rank %d: %v", rk.Rank, err)
-		}
+	for _, c := range conns {
 		defer c.Close()
-		conns[k] = c
 	}
+	ctl := conns["ctl"]
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return p.fail(1, "socketpair: %v", err)
