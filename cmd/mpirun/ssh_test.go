@@ -154,9 +154,14 @@ func TestSSHLaunch(t *testing.T) {
 	if res.code != 5 || !strings.Contains(res.stderr, "mpirun: rank 2 on h3 (launcher pid ") || !strings.Contains(res.stderr, "exited with status 5") {
 		t.Errorf("fail-early: want exit 5 naming rank 2 on h3: %v", res)
 	}
-	// An MPI program across the three hosts; then one whose MPI_Init fails.
-	res = runOn(t, c, nil, "-hosts", "h1,h2,h3", "-np", "3", mpiprogBin, "init")
-	if res.code != 0 {
+	// MPI programs across the three hosts: a token passed around a ring
+	// whose every hop crosses hosts; then one whose MPI_Init fails.
+	ring := filepath.Join(t.TempDir(), "ring")
+	if out, err := exec.Command("go", "build", "-o", ring, "../../examples/ring").CombinedOutput(); err != nil {
+		t.Fatalf("go build examples/ring: %v\n%s", err, out)
+	}
+	res = runOn(t, c, nil, "-hosts", "h1,h2,h3", "-np", "6", "-map-by", "node", ring)
+	if res.code != 0 || !strings.Contains(res.stdout, "ring: 6 ranks on device netvm, 3 laps, token 48 (want 48)") {
 		t.Errorf("MPI across hosts over ssh: %v", res)
 	}
 	res = runOn(t, c, nil, "-hosts", "h1,h2,h3", "-np", "3", "-device-opt", "ring=1", mpiprogBin, "init")
