@@ -153,7 +153,7 @@ type rankProc struct {
 	ws     syscall.WaitStatus // set when exited (and waited is true)
 	waited bool               // the exit status is known
 	served chan struct{}      // closed when the rank's PMI Serve returns
-	ctl    io.WriteCloser     // a remote rank's proxy's control channel (see proxy.go), else nil
+	ctl    io.WriteCloser     // a remote rank's proxy's control channel (proxy.go, launcher_ssh.go), else nil
 	// A rank started by an ssh proxy (cmd is nil, pid is its host's ssh):
 	// its PMI connection, which arrives when the proxy calls back, and the
 	// proxy's control connection, which reports the rank's exit.
