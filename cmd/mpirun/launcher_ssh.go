@@ -787,7 +787,11 @@ func (j *job) awaitProxies(ranks []int, signals <-chan os.Signal) int {
 		}
 		return code
 	}
-	deadline := time.NewTimer(checkTimeout)
+	limit, code := checkTimeout, exitUnreachable
+	if j.timeout > 0 && j.timeout < limit {
+		limit, code = j.timeout, exitTimeout // -timeout counts from mpirun's start
+	}
+	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for len(pending) > 0 {
 		select {
@@ -826,8 +830,8 @@ func (j *job) awaitProxies(ranks []int, signals <-chan os.Signal) int {
 		case <-deadline.C:
 			for _, r := range ranks {
 				if pending[r] {
-					return fail(exitUnreachable, fmt.Sprintf("mpirun: cannot start ranks on %s through %s: no answer within %v; not starting the job",
-						j.hostOf[r], j.launcherName(), checkTimeout))
+					return fail(code, fmt.Sprintf("mpirun: cannot start ranks on %s through %s: no answer within %v; not starting the job",
+						j.hostOf[r], j.launcherName(), limit))
 				}
 			}
 		}

@@ -172,6 +172,7 @@ func TestSSHLaunch(t *testing.T) {
 	noProcessesLeft(t, rankprogBin)
 	noProcessesLeft(t, mpiprogBin)
 	noProcessesLeft(t, hostprobeBin)
+	noProcessesLeft(t, sshProxyFlag)
 }
 
 // A program missing on one host, and a host ssh cannot reach, stop the job
@@ -226,7 +227,18 @@ func TestSSHMissingBinaryAndHost(t *testing.T) {
 		!strings.HasPrefix(res.stderr, "mpirun: cannot start ranks on nosuchhost through ssh (exit status 255): ssh: Could not resolve hostname nosuchhost") {
 		t.Errorf("want exit %d and one line naming nosuchhost: %v", exitUnreachable, res)
 	}
+	// A host whose cable is out: ssh gives up (after 2 s here), the proxies
+	// already waiting on the other hosts leave, nothing starts.
+	if err := c.SetLink("h3", false); err != nil {
+		t.Fatal(err)
+	}
+	res = runOn(t, c, nil, "-launcher", "ssh", "-launcher-exec", c.SSHCommand()+" -o ConnectTimeout=2", "-hosts", "h1,h2,h3", "-np", "3", hostprobeBin)
+	if res.code != exitUnreachable || strings.Count(res.stderr, "\n") != 1 || res.stdout != "" ||
+		!regexp.MustCompile(`^mpirun: cannot start ranks on h3 through ssh \(.*\) \(exit status 255\): ssh: connect to host h3 port 22: .*; not starting the job\n$`).MatchString(res.stderr) {
+		t.Errorf("h3 unreachable: want exit %d and one line naming h3: %v", exitUnreachable, res)
+	}
 	noProcessesLeft(t, hostprobeBin)
+	noProcessesLeft(t, sshProxyFlag)
 }
 
 // A rank killed on its host ends the job with the signal as its status,
@@ -327,6 +339,7 @@ func TestSSHSignalsAndTimeout(t *testing.T) {
 	syscall.Kill(findProcess(t, mpirunBin+"\x00-hosts\x00h2,h3"), syscall.SIGKILL)
 	cmd.Wait()
 	noProcessesLeft(t, hostprobeBin)
+	noProcessesLeft(t, sshProxyFlag)
 }
 
 // findProcess returns the PID (in this PID namespace) of the one process
