@@ -27,7 +27,7 @@ type options struct {
 	host          []string // -host, the same
 	hostfile      string
 	ppn           int
-	launcher      string // -launcher: exec (or ssh, not yet)
+	launcher      string // -launcher: ssh or exec ("": exec if -launcher-exec is given, else ssh)
 	launcherExec  string // -launcher-exec: the command that starts a rank on {host}
 	roundRobin    bool   // -rr, -map-by node
 	mapBy         string
@@ -79,8 +79,8 @@ func newFlagSet(o *options, a *appOptions, first bool) *pflag.FlagSet {
 	fs.IntVar(&o.ppn, "ppn", 0, "`N` ranks per host (overrides the hosts' slots)")
 	fs.BoolVar(&o.roundRobin, "rr", false, "place ranks on the hosts round-robin (default: block, filling each host's slots in turn)")
 	fs.StringVar(&o.mapBy, "map-by", "slot", "placement `how`: slot (block) or node (round-robin)")
-	fs.StringVar(&o.launcher, "launcher", "", "how to start ranks on other hosts: `exec` (run -launcher-exec; ssh is not available yet)")
-	fs.StringVar(&o.launcherExec, "launcher-exec", "", "start a rank on another host by running `CMD` (words split as a shell would, {host} replaced by the host) followed by the program and its arguments")
+	fs.StringVar(&o.launcher, "launcher", "", "how to start ranks on other hosts: `ssh` (the default) or exec (run -launcher-exec)")
+	fs.StringVar(&o.launcherExec, "launcher-exec", "", "with -launcher exec (implied): start a rank on another host by running `CMD` (words split as a shell would, {host} replaced by the host) followed by mpirun's proxy, the program and its arguments; with -launcher ssh: the ssh command to use instead of ssh (the host is appended unless a word has {host})")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the whole job after `duration` (such as 30s or 5m; 0 = no limit), after every rank says where it waits")
 	fs.BoolVar(&o.timeoutStacks, "timeout-stacks", false, "when -timeout fires, also print every goroutine's stack of every rank (SIGQUIT)")
 	fs.BoolVar(&o.listDevices, "list-devices", false, "print the names of the available devices, one per line, and exit")
@@ -229,11 +229,9 @@ func parseArgs(args []string) (*options, []*appOptions, error) {
 		return nil, nil, usagef("-map-by %q: want slot or node", o.mapBy)
 	}
 	switch o.launcher {
-	case "", "exec":
-	case "ssh":
-		return nil, nil, usagef("-launcher ssh: not available yet; start ranks on other hosts with -launcher exec -launcher-exec 'CMD {host}'")
+	case "", launcherSSH, launcherExec:
 	default:
-		return nil, nil, usagef("-launcher %q: want exec (ssh is not available yet)", o.launcher)
+		return nil, nil, usagef("-launcher %q: want ssh or exec", o.launcher)
 	}
 	if o.launcher == "exec" && o.launcherExec == "" {
 		return nil, nil, usagef("-launcher exec needs the command: -launcher-exec 'CMD {host}'")

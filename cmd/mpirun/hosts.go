@@ -14,7 +14,7 @@ type host struct {
 	name  string
 	slots int    // 0: not given
 	where string // "-hosts" or file:line, for messages
-	local bool   // this machine (set by checkHosts)
+	local bool   // this machine (set by markLocal)
 }
 
 // parseHostList reads -hosts/-host values: comma-separated host or
@@ -96,19 +96,16 @@ func parseHostfile(path string) ([]host, error) {
 	return hosts, nil
 }
 
-// checkHosts checks that every host is this machine or can be reached
-// through a launcher command, and marks which hosts are this machine.
-func checkHosts(hosts []host, haveLauncher bool) error {
+// markLocal marks which hosts are this machine (the others are reached
+// through the launcher) and reports whether any is not.
+func markLocal(hosts []host) (anyRemote bool) {
 	local := localNames()
 	for i := range hosts {
 		h := &hosts[i]
 		h.local = local[strings.ToLower(h.name)] || isLocalAddr(h.name)
-		if !h.local && !haveLauncher {
-			hn, _ := os.Hostname()
-			return usagef("%s: host %q is not this machine (%s): starting ranks there needs a launcher command, -launcher-exec 'CMD {host}' (ssh launching is not available yet)", h.where, h.name, hn)
-		}
+		anyRemote = anyRemote || !h.local
 	}
-	return nil
+	return anyRemote
 }
 
 // defaultNP is the number of ranks the hosts ask for when -n is not given:

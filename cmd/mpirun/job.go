@@ -62,8 +62,10 @@ type job struct {
 	stderr        *lineSink
 	started       func()   // called once every rank has started (or failed to)
 	secret        string   // the job secret, hex (wire.EnvSecret)
-	launcher      []string // -launcher-exec split into words, nil if not given
+	launcher      []string // -launcher-exec split into words (ssh: the ssh command)
+	launcherKind  string   // launcherSSH or launcherExec
 	self          string   // mpirun's executable, the proxy of remote ranks
+	ssh           *sshBack // the ssh proxies' way back to mpirun (launcher_ssh.go), nil unless used
 
 	// Where the ranks run (placeRanks): each rank's host name ("" when
 	// no host was named) and whether it is another machine, started
@@ -160,16 +162,25 @@ type rankProc struct {
 	cmd    *exec.Cmd
 	pid    int
 	exited bool
-	state  *os.ProcessState // set when exited
-	served chan struct{}    // closed when the rank's PMI Serve returns
-	ctl    *os.File         // a remote rank's proxy's control pipe (see proxy.go), else nil
-	child  *childInfo       // a spawned process (spawn.go), else nil
+	ws     syscall.WaitStatus // set when exited (and waited is true)
+	waited bool               // the exit status is known
+	served chan struct{}      // closed when the rank's PMI Serve returns
+	ctl    io.WriteCloser     // a remote rank's proxy's control channel (proxy.go, launcher_ssh.go), else nil
+	// A rank started by an ssh proxy (cmd is nil, pid is its host's ssh):
+	// its PMI connection, which arrives when the proxy calls back, and the
+	// proxy's control connection, which reports the rank's exit.
+	pmiConn <-chan net.Conn
+	sshCtl  *sshCtl
+	host    *sshHost
+	done    chan struct{} // closed when the rank's exit is known
+	child   *childInfo    // a spawned process (spawn.go), else nil
 }
 
 // exitEvent reports that a rank's process has ended.
 type exitEvent struct {
-	rank  int
-	state *os.ProcessState
+	rank   int
+	ws     syscall.WaitStatus
+	waited bool
 }
 
 // failure is the first thing that went wrong, which decides mpirun's exit
@@ -192,8 +203,48 @@ func (j *job) run() int {
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
 
-	stdin0, closeStdin := rank0Stdin()
+	if code := j.prepareRemote(); code != 0 {
+		j.started()
+		return code
+	}
+	if j.ssh != nil {
+		defer j.ssh.close()
+	}
+	j.ranks = make([]*rankProc, j.np)
+	// Ranks started through ssh go first, one ssh per host: their proxies
+	// check that the program is there and wait; only when every one has
+	// said so do the proxies start their ranks, and then this host its
+	// own (launcher_ssh.go).
+	var viaSSH, others []int
 	for r := 0; r < j.np; r++ {
+		if j.remote[r] && j.ssh != nil {
+			viaSSH = append(viaSSH, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	stdin0, closeStdin := rank0Stdin()
+	defer closeStdin()
+	if len(viaSSH) > 0 {
+		err := j.startSSH(viaSSH, stdin0)
+		if err == nil {
+			if j.remote[0] {
+				closeStdin() // rank 0's proxy has its own copy
+			}
+			if code := j.awaitProxies(viaSSH, signals); code != 0 {
+				j.started()
+				return j.finish(code, true)
+			}
+			for _, r := range viaSSH {
+				j.ranks[r].sshCtl.goAhead()
+			}
+		} else {
+			j.started()
+			j.errorf("mpirun: %v; stopping the job", err)
+			return j.finish(exitCannotExec, true)
+		}
+	}
+	for _, r := range others {
 		var stdin *os.File
 		if r == 0 {
 			stdin = stdin0
@@ -313,7 +364,7 @@ func (j *job) collectWaitReports() {
 	for {
 		waiting := 0
 		for _, r := range j.ranks {
-			if !r.exited && !answered[r.rank] {
+			if r != nil && !r.exited && !answered[r.rank] {
 				waiting++
 			}
 		}
@@ -327,7 +378,7 @@ func (j *job) collectWaitReports() {
 			j.record(ev)
 		case <-deadline:
 			for _, r := range j.ranks {
-				if !r.exited && !answered[r.rank] {
+				if r != nil && !r.exited && !answered[r.rank] {
 					j.errorf("%s did not say where it waits within %v (not an adimpi program, or not in MPI)", j.who(r.rank), reportDelay)
 				}
 			}
@@ -354,7 +405,9 @@ func (j *job) finish(status int, failed bool) int {
 			}
 		}
 		for _, r := range j.ranks {
-			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+			if r != nil {
+				_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+			}
 		}
 	}
 	done := make(chan struct{})
@@ -373,7 +426,7 @@ func (j *job) finish(status int, failed bool) int {
 func (j *job) alive() int {
 	n := 0
 	for _, r := range j.ranks {
-		if !r.exited {
+		if r != nil && !r.exited {
 			n++
 		}
 	}
@@ -384,7 +437,7 @@ func (j *job) alive() int {
 func (j *job) record(ev exitEvent) {
 	r := j.ranks[ev.rank]
 	r.exited = true
-	r.state = ev.state
+	r.ws, r.waited = ev.ws, ev.waited
 	if r.ctl != nil {
 		r.ctl.Close()
 	}
@@ -396,9 +449,13 @@ func (j *job) record(ev exitEvent) {
 func (j *job) signalAll(sig syscall.Signal) {
 	for _, r := range j.ranks {
 		switch {
-		case r.exited:
+		case r == nil || r.exited:
 		case r.ctl != nil && sig != syscall.SIGKILL:
-			_, _ = fmt.Fprintf(r.ctl, "%d\n", int(sig))
+			if _, err := fmt.Fprintf(r.ctl, "%d\n", int(sig)); err != nil && sig != waitReportSignal {
+				// No proxy to tell (an ssh proxy that has not called
+				// back has not started the rank): stop its launcher.
+				_ = syscall.Kill(-r.pid, sig)
+			}
 		default:
 			_ = syscall.Kill(-r.pid, sig)
 		}
@@ -410,10 +467,10 @@ func (j *job) judge(rank int) (failure, bool) {
 	r := j.ranks[rank]
 	who := j.who(rank)
 	srv, jrank := j.server(rank)
-	if r.state == nil {
+	if !r.waited {
 		return failure{msg: who + " could not be waited for; stopping the job", code: 1}, true
 	}
-	ws, _ := r.state.Sys().(syscall.WaitStatus)
+	ws := r.ws
 	switch {
 	case ws.Signaled():
 		sig := ws.Signal()
@@ -421,14 +478,14 @@ func (j *job) judge(rank int) (failure, bool) {
 			msg:  fmt.Sprintf("%s was killed by signal %d (%v); stopping the job", who, int(sig), sig),
 			code: 128 + int(sig),
 		}, true
-	case r.state.ExitCode() != 0:
+	case ws.ExitStatus() != 0:
 		when := " before MPI_Finalize"
 		if srv.Finalized(jrank) {
 			when = ""
 		}
 		return failure{
-			msg:  fmt.Sprintf("%s exited with status %d%s; stopping the job", who, r.state.ExitCode(), when),
-			code: r.state.ExitCode(),
+			msg:  fmt.Sprintf("%s exited with status %d%s; stopping the job", who, ws.ExitStatus(), when),
+			code: ws.ExitStatus(),
 		}, true
 	case srv.Initialized(jrank) && !srv.Finalized(jrank):
 		// A program that never spoke PMI is not an MPI program and may
@@ -630,15 +687,18 @@ func (j *job) start(r int, stdin *os.File) error {
 		return err
 	}
 
-	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{}), ctl: ctlW}
-	j.ranks = append(j.ranks, rp)
+	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{})}
+	if ctlW != nil { // not a nil *os.File in the interface: signalAll tells them apart
+		rp.ctl = ctlW
+	}
+	j.ranks[r] = rp
 	j.follow(rp, outR, errR, conn)
 	return nil
 }
 
 // follow starts the goroutines that serve a started rank: its output
 // forwarders, its PMI server and its exit watcher.
-func (j *job) follow(rp *rankProc, outR, errR *os.File, conn net.Conn) {
+func (j *job) follow(rp *rankProc, outR, errR io.ReadCloser, conn net.Conn) {
 	r := rp.rank
 	label := j.label(r)
 	var prefix []byte
@@ -664,14 +724,33 @@ func (j *job) follow(rp *rankProc, outR, errR *os.File, conn net.Conn) {
 	}()
 	go func() {
 		defer close(rp.served)
+		if conn == nil { // an ssh proxy's connection, when it calls back
+			select {
+			case conn = <-rp.pmiConn:
+			case <-rp.done:
+				return
+			}
+		}
 		err := j.srv.Serve(r, conn)
 		if err != nil && !errors.Is(err, pmi.ErrDisconnected) && !errors.Is(err, pmi.ErrAborted) {
 			j.errorf("mpirun: %v", err)
 		}
 	}()
 	go func() {
-		_ = rp.cmd.Wait() // the exit status is in ProcessState
-		j.exits <- exitEvent{rank: r, state: rp.cmd.ProcessState}
+		var ev exitEvent
+		if rp.host != nil {
+			ev = j.waitSSHRank(rp) // no process of its own here
+		} else {
+			_ = rp.cmd.Wait() // the exit status is in ProcessState
+			ev = exitEvent{rank: r}
+			if ps := rp.cmd.ProcessState; ps != nil {
+				ev.ws, ev.waited = ps.Sys().(syscall.WaitStatus)
+			}
+		}
+		if rp.done != nil {
+			close(rp.done)
+		}
+		j.exits <- ev
 	}()
 }
 

@@ -49,6 +49,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == proxyFlag {
 		os.Exit(proxy(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == sshProxyFlag {
+		os.Exit(sshProxy())
+	}
 	os.Exit(mpirun(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -92,16 +95,32 @@ Ranks are placed in blocks: each host takes its slots (-ppn if given; 1 for
 a host without slots when others have some; an even share of -n when no
 host has any) before the next; -rr or -map-by node deals them round-robin.
 Ranks on this machine (localhost, 127.0.0.1, its host name or addresses)
-start as usual. A rank on another host starts through -launcher-exec CMD:
-CMD is split into words as a shell would (no shell runs), {host} replaced
-by the host's name, followed by mpirun's own executable as the rank's proxy
-(-adimpi-rank-proxy, which relays mpirun's signals to the rank and runs it
-in mpirun's working directory or -wdir), the program and its arguments;
-mpirun, the program and the directory must exist at the same paths there.
-CMD must pass the environment and open descriptors 3 and 4 through and
-kill what it started when it is itself killed, as "netcluster exec -dir D
-{host} --" and "ip netns exec {host}" do. With -tag-output such a job
-labels lines "[rank@host] ". (-launcher ssh is not available yet.)
+start as usual; ranks on other hosts start through a launcher:
+
+  -launcher ssh (the default): "ssh HOST exec MPIRUN -adimpi-ssh-proxy",
+     once per host, where MPIRUN is mpirun's own executable, the host's
+     proxy: it reads its ranks' programs, arguments, directories and
+     environments from mpirun on its standard input (ahead of rank 0's
+     input), checks that they are there, connects back to mpirun over TCP
+     for each rank (control, PMI, output, error) and runs the ranks. ssh
+     must log in without a prompt (keys), and the host must reach this one
+     over TCP (mpirun listens on an ephemeral port of every address).
+     -launcher-exec CMD replaces "ssh" (the host is appended unless a word
+     of CMD has {host}).
+  -launcher exec, or -launcher-exec CMD alone: CMD is split into words as a
+     shell would (no shell runs), {host} replaced by the host's name,
+     followed by mpirun's executable as the rank's proxy
+     (-adimpi-rank-proxy), the working directory, the program and its
+     arguments. CMD must pass the environment and open descriptors 3 and 4
+     through and kill what it started when it is itself killed, as
+     "netcluster exec -dir D {host} --" and "ip netns exec {host}" do.
+
+mpirun, the program and the working directory (mpirun's, or -wdir) must
+exist at the same paths on every host: before any rank starts, mpirun
+checks that on every other host through the launcher, and a host that
+lacks one, or cannot be reached, stops the job with one line naming it
+(exit 127 or 255). A job on several hosts labels lines "[rank@host] " with
+-tag-output and names the host in mpirun's messages.
 
 Environment read by mpirun:
   ADIMPI_DEVICE       default for -device
@@ -140,7 +159,8 @@ Exit status:
   1        go build failed
   64       usage error (bad flags, arguments, hosts or hostfile)
   124      the -timeout expired
-  126/127  prog cannot be executed / was not found
+  126/127  prog cannot be executed / was not found (127: on another host)
+  255      another host cannot be reached through the launcher
 `, flagUsages(newFlagSet(&o, &a, false), nil), flagUsages(newFlagSet(&o, &a, true), newFlagSet(&o, &a, false)))
 	fmt.Fprint(w, slurmUsage)
 }
@@ -244,16 +264,22 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(err)
 	}
-	if err := checkHosts(hosts, o.launcherExec != "" || slurm.viaSrun()); err != nil {
-		return usageErr(err)
-	}
+	// Inside an allocation srun starts every rank: no launcher is needed.
+	anyRemote := markLocal(hosts) && !slurm.viaSrun()
 	if n := defaultNP(hosts, o.ppn); len(apps) == 1 && !apps[0].npSet && n > 0 {
 		apps[0].np = n
 	}
 	var launcher []string
 	self := ""
-	if o.launcherExec != "" {
-		if launcher, err = launcherCommand(o.launcherExec); err != nil {
+	kind := o.launcher
+	if kind == "" {
+		kind = launcherSSH
+		if o.launcherExec != "" {
+			kind = launcherExec
+		}
+	}
+	if anyRemote {
+		if launcher, err = launcherCommand(kind, o.launcherExec); err != nil {
 			fmt.Fprintf(stderr, "mpirun: %v\n", err)
 			return exitNotFound
 		}
@@ -284,6 +310,7 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 		stderr:        &lineSink{w: stderr},
 		secret:        secret,
 		launcher:      launcher,
+		launcherKind:  kind,
 		self:          self,
 		usize:         o.usize,
 	}
@@ -341,9 +368,16 @@ func readHosts(o *options) ([]host, error) {
 	return hosts, nil
 }
 
-// launcherCommand splits -launcher-exec into words and checks that its
-// program exists here.
-func launcherCommand(cmd string) ([]string, error) {
+// launcherCommand returns the words of the command that reaches other
+// hosts (-launcher-exec split as a shell would; for ssh without it, "ssh")
+// and checks that its program exists here.
+func launcherCommand(kind, cmd string) ([]string, error) {
+	if kind == launcherSSH && cmd == "" {
+		if _, err := exec.LookPath("ssh"); err != nil {
+			return nil, fmt.Errorf("-launcher ssh (the default for other hosts): %v (install an ssh client, or start ranks with -launcher-exec 'CMD {host}')", err)
+		}
+		return []string{"ssh"}, nil
+	}
 	words, err := splitCommand(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("-launcher-exec %q: %v", cmd, err)

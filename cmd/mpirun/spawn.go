@@ -274,7 +274,11 @@ func (j *job) followChild(rp *rankProc, outR, errR *os.File, conn net.Conn) {
 	}()
 	go func() {
 		_ = rp.cmd.Wait()
-		j.exits <- exitEvent{rank: rp.rank, state: rp.cmd.ProcessState}
+		ev := exitEvent{rank: rp.rank}
+		if ps := rp.cmd.ProcessState; ps != nil {
+			ev.ws, ev.waited = ps.Sys().(syscall.WaitStatus)
+		}
+		j.exits <- ev
 	}()
 }
 

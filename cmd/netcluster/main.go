@@ -3,7 +3,7 @@
 // bridge, with addresses 198.18.0.1... and names h1, h2, ... in a hosts file
 // that every host sees as /etc/hosts (see package internal/netcluster).
 //
-//	netcluster up -n 3 [-dir D]            start 3 hosts and return; they run until "down"
+//	netcluster up -n 3 [-dir D] [--ssh]    start 3 hosts and return; they run until "down"
 //	netcluster up -n 3 --slurm [-dir D]    the same, with a Slurm cluster on the hosts (docs/slurm.md)
 //	netcluster exec [-dir D] h2 -- cmd...  run cmd on h2
 //	netcluster netem [-dir D] h1 delay 1ms loss 1%   shape what h1 receives (tc netem, or a delay line); "off" removes it
@@ -11,7 +11,10 @@
 //	netcluster hosts [-dir D]              list the hosts
 //	netcluster down [-dir D]               tear the cluster down
 //
-// D defaults to $TMPDIR/adimpi-netcluster. "up" leaves a supervisor
+// With --ssh every host runs an sshd that accepts the cluster's own key:
+// "netcluster exec h1 -- D/ssh/ssh h2 CMD" (a script running ssh -F
+// D/ssh/ssh_config) logs in from h1 to h2. D defaults to
+// $TMPDIR/adimpi-netcluster. "up" leaves a supervisor
 // process behind (its log is D/netcluster.log); the hosts die with it.
 // Needs root.
 package main
@@ -57,7 +60,7 @@ func slurmEnv(dir string, env []string) []string {
 }
 
 const usage = `usage:
-  netcluster up [-n N] [-dir D] [--private-tmp] [--slurm]
+  netcluster up [-n N] [-dir D] [--private-tmp] [--slurm] [--ssh]
   netcluster exec [-dir D] HOST -- CMD [ARGS...]
   netcluster netem [-dir D] HOST NETEM-ARGS...|off
   netcluster link [-dir D] HOST down|up
@@ -86,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	n := fs.IntP("hosts", "n", 3, "number of hosts (up)")
 	privateTmp := fs.Bool("private-tmp", false, "give every host its own /tmp as well (up)")
 	slurm := fs.Bool("slurm", false, "run a Slurm cluster on the hosts: slurmctld on h1, slurmd and munged on each (up)")
+	withSSH := fs.Bool("ssh", false, "run an sshd on every host, with key-based login through D/ssh/ssh (up)")
 	if err := fs.Parse(normalize(args)); err != nil {
 		return 2
 	}
@@ -93,9 +97,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch sub {
 	case "up":
-		err = up(*dir, *n, *privateTmp, *slurm, stdout)
+		err = up(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH}, stdout)
 	case "serve": // the supervisor that "up" starts
-		err = serve(*dir, *n, *privateTmp, *slurm)
+		err = serve(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH})
 	case "down":
 		err = netcluster.Stop(*dir, stopTimeout)
 	case "hosts":
@@ -143,7 +147,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // longFlags are the long flags and whether each takes a value.
-var longFlags = map[string]bool{"dir": true, "hosts": true, "private-tmp": false, "slurm": false}
+var longFlags = map[string]bool{"dir": true, "hosts": true, "private-tmp": false, "slurm": false, "ssh": false}
 
 // normalize lets the long flags be written with one dash, as in
 // "netcluster up -dir D", which pflag would read as -d -i -r. Flags end at
@@ -197,9 +201,16 @@ func execOn(dir, host string, argv []string) error {
 	return unix.Exec(path, cmd.Args, slurmEnv(dir, os.Environ()))
 }
 
+// hostOpts are what "up" puts on the hosts besides their namespaces.
+type hostOpts struct {
+	privateTmp bool // every host has its own /tmp
+	slurm      bool // a Slurm cluster runs on the hosts
+	ssh        bool // every host runs sshd
+}
+
 // up starts the supervisor ("netcluster serve") in a session of its own,
 // waits until it reports the cluster up, and prints the hosts.
-func up(dir string, n int, privateTmp, slurm bool, stdout io.Writer) error {
+func up(dir string, n int, ho hostOpts, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -218,11 +229,14 @@ func up(dir string, n int, privateTmp, slurm bool, stdout io.Writer) error {
 	}
 	defer logf.Close()
 	args := []string{"serve", "--dir", dir, "--hosts", strconv.Itoa(n)}
-	if privateTmp {
+	if ho.privateTmp {
 		args = append(args, "--private-tmp")
 	}
-	if slurm {
+	if ho.slurm {
 		args = append(args, "--slurm")
+	}
+	if ho.ssh {
+		args = append(args, "--ssh")
 	}
 	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.Stderr = logf
@@ -250,23 +264,27 @@ func up(dir string, n int, privateTmp, slurm bool, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s\t%s\n", h.Name, h.Addr)
 	}
 	fmt.Fprintf(stdout, "hosts file %s; run a command with: netcluster exec -dir %s h1 -- CMD\n", c.HostsFile(), dir)
-	if slurm {
+	if ho.slurm {
 		fmt.Fprintf(stdout, "Slurm: SLURM_CONF=%s; e.g. netcluster exec -dir %s h1 -- srun --mpi=pmi2 -N %d -n %d PROG\n",
 			filepath.Join(dir, slurmDir, "slurm.conf"), dir, n, 2*n)
+	}
+	if c.HasSSH() {
+		fmt.Fprintf(stdout, "every host runs sshd; from a host, ssh to another with %s (ssh -F %s), e.g.: netcluster exec -dir %s h1 -- %s h2 hostname\n",
+			c.SSHCommand(), c.SSHConfig(), dir, c.SSHCommand())
 	}
 	return nil
 }
 
 // serve is the supervisor: it starts the cluster, reports "ready" on
 // stdout, and tears the cluster down on SIGTERM, SIGINT or SIGHUP.
-func serve(dir string, n int, privateTmp, slurm bool) error {
+func serve(dir string, n int, ho hostOpts) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	c, err := netcluster.Start(netcluster.Options{Hosts: n, Dir: dir, PrivateTmp: privateTmp})
+	c, err := netcluster.Start(netcluster.Options{Hosts: n, Dir: dir, PrivateTmp: ho.privateTmp, SSH: ho.ssh})
 	if err != nil {
 		return err
 	}
-	if slurm {
+	if ho.slurm {
 		// A fresh Slurm directory: no state of an earlier cluster.
 		sdir := filepath.Join(dir, slurmDir)
 		if err := os.RemoveAll(sdir); err != nil {

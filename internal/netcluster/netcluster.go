@@ -65,6 +65,9 @@ type Options struct {
 	// default because programs (go test binaries among them) are often
 	// built under /tmp and must be reachable from every host.
 	PrivateTmp bool
+	// SSH runs an sshd on every host, with key-based login from any host
+	// to any host through SSHConfig (see ssh.go). Needs openssh-server.
+	SSH bool
 }
 
 // Host is one simulated host.
@@ -109,6 +112,7 @@ type Cluster struct {
 	holders []*exec.Cmd          // switch first, then the hosts (owned only)
 	lifes   []*os.File           // write ends of the holders' life pipes (owned only)
 	delays  map[string]*exec.Cmd // delay lines this process started, by host (delay.go)
+	sshds   []*exec.Cmd          // the hosts' sshds (Options.SSH, owned only)
 	closed  bool
 }
 
@@ -189,6 +193,11 @@ func Start(opts Options) (c *Cluster, err error) {
 	}
 	if err := c.wire(); err != nil {
 		return nil, err
+	}
+	if opts.SSH {
+		if err := c.startSSH(opts.PrivateTmp); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.writeState(); err != nil {
 		return nil, err
@@ -322,6 +331,9 @@ func (c *Cluster) Close() error {
 	}
 	for _, f := range c.lifes {
 		f.Close()
+	}
+	if err := c.stopSSH(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.tempDir {
 		if err := os.RemoveAll(c.Dir); err != nil {
