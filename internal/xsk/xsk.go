@@ -196,6 +196,10 @@ func (s *Socket) Transmit(addr uint64, n int) bool {
 	return true
 }
 
+// TXQueued is the number of frames on the TX ring the kernel has not yet
+// taken.
+func (s *Socket) TXQueued() int { return int(s.tx.ready()) }
+
 // InFlight is the number of frames given to Transmit and not yet returned
 // by Completed.
 func (s *Socket) InFlight() int { return s.inTX }
