@@ -185,7 +185,7 @@ func (t *Transport) pump(p *peer) {
 		p.queue[0] = outMsg{}
 		p.queue = p.queue[1:]
 		if tok != nil {
-			t.cfg.Handler.Sent(tok)
+			t.sent(tok)
 		}
 	}
 	if len(p.queue) == 0 {
@@ -368,7 +368,7 @@ func (t *Transport) consume(p *peer, h *header, f []byte) bool {
 		a.on, a.placed, a.n = true, false, 0
 		a.head = append(a.head[:0], head...)
 		var dst []byte
-		if bodyLen >= t.cfg.PlaceMin && t.placer != nil {
+		if bodyLen >= t.cfg.PlaceMin && t.placer != nil && !t.deferred {
 			if dst = t.placer.Place(p.rank, a.head, bodyLen); dst != nil {
 				if len(dst) != bodyLen {
 					return t.broken(p, fmt.Sprintf("Place gave %d bytes for a body of %d", len(dst), bodyLen))
@@ -410,6 +410,10 @@ func (t *Transport) consume(p *peer, h *header, f []byte) bool {
 func (t *Transport) deliver(p *peer, head, body []byte) {
 	t.cnt.FramesIn++
 	t.cnt.BytesIn += int64(len(body))
+	if t.deferred {
+		t.later = append(t.later, event{kind: 'F', peer: p.rank, head: append([]byte(nil), head...), body: append([]byte(nil), body...)})
+		return
+	}
 	t.cfg.Handler.Frame(p.rank, head, body)
 }
 
@@ -417,6 +421,6 @@ func (t *Transport) deliver(p *peer, head, body []byte) {
 func (t *Transport) broken(p *peer, what string) bool {
 	err := fmt.Errorf("rank %d sent %s", p.rank, what)
 	t.lose(p, err)
-	t.cfg.Handler.Lost(p.rank, err)
+	t.lost(p.rank, err)
 	return false
 }

@@ -120,6 +120,17 @@ type Transport struct {
 	deadline atomic.Int64 // UnixNano of the next timer, 0 for none (read by Wait)
 	now      time.Time
 	closed   bool
+	deferred bool    // inside Tick: what the Handler would get waits in later
+	later    []event // deliveries and reports Tick kept for the next Poll
+}
+
+// event is a Handler call that Tick deferred to the next Poll.
+type event struct {
+	kind       byte // 'F' Frame, 'S' Sent, 'L' Lost
+	peer       int
+	head, body []byte
+	tok        any
+	err        error
 }
 
 // New makes a transport.
@@ -236,6 +247,65 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 // what waits for credits, without blocking. It reports whether anything
 // happened.
 func (t *Transport) Poll() bool {
+	busy := t.runLater()
+	return t.turn() || busy
+}
+
+// Tick does Poll's work for a device that is not polling, from another
+// goroutine (the caller excludes Poll and Send while it runs): it
+// acknowledges, retransmits and takes frames in, so that a peer's
+// messages are neither stalled nor declared lost while this rank computes
+// or waits outside the device. Nothing reaches the Handler from Tick: the
+// frames it takes in (copied) and the reports it makes wait for the next
+// Poll, in order.
+func (t *Transport) Tick() bool {
+	t.deferred = true
+	defer func() { t.deferred = false }()
+	return t.turn()
+}
+
+// Deferred reports whether Tick kept Handler calls for the next Poll.
+func (t *Transport) Deferred() bool { return len(t.later) > 0 }
+
+// runLater makes the Handler calls Tick deferred.
+func (t *Transport) runLater() bool {
+	if len(t.later) == 0 {
+		return false
+	}
+	evs := t.later
+	t.later = nil
+	for _, ev := range evs {
+		switch ev.kind {
+		case 'F':
+			t.cfg.Handler.Frame(ev.peer, ev.head, ev.body)
+		case 'S':
+			t.cfg.Handler.Sent(ev.tok)
+		case 'L':
+			t.cfg.Handler.Lost(ev.peer, ev.err)
+		}
+	}
+	return true
+}
+
+// sent and lost report to the Handler, or defer the report inside Tick.
+func (t *Transport) sent(tok any) {
+	if t.deferred {
+		t.later = append(t.later, event{kind: 'S', tok: tok})
+		return
+	}
+	t.cfg.Handler.Sent(tok)
+}
+
+func (t *Transport) lost(peer int, err error) {
+	if t.deferred {
+		t.later = append(t.later, event{kind: 'L', peer: peer, err: err})
+		return
+	}
+	t.cfg.Handler.Lost(peer, err)
+}
+
+// turn is one pass of Poll's work.
+func (t *Transport) turn() bool {
 	t.now = time.Now()
 	n := t.cfg.Link.Receive(64, t.input)
 	busy := n > 0
@@ -283,7 +353,7 @@ func (t *Transport) timeout(p *peer) bool {
 	if t.now.Sub(p.progress) > t.cfg.DeadAfter {
 		err := fmt.Errorf("no acknowledgement from rank %d for %v (link down or host gone)", p.rank, t.cfg.DeadAfter)
 		t.lose(p, err)
-		t.cfg.Handler.Lost(p.rank, err)
+		t.lost(p.rank, err)
 		return true
 	}
 	t.cnt.Timeouts++

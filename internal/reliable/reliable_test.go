@@ -135,9 +135,16 @@ func pair(t *testing.T, loss, dup, reorder float64, seed uint64) (a, b *Transpor
 // exchange has both transports send n messages to each other, polling
 // both until everything is delivered and acknowledged.
 func exchange(t *testing.T, a, b *Transport, sa, sb *sink, n int) {
+	exchangeTick(t, a, b, sa, sb, n, false)
+}
+
+// exchangeTick is exchange where, with tick, every third turn of rank 1
+// is a Tick instead of a Poll, as when its device does not poll.
+func exchangeTick(t *testing.T, a, b *Transport, sa, sb *sink, n int, tick bool) {
 	deadline := time.Now().Add(20 * time.Second)
 	sentA, sentB := 0, 0
 	var toks []int
+	turns := 0
 	for sb.next[0] < n || sa.next[1] < n || a.Pending() > 0 || b.Pending() > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 20 s: rank 1 has %d of %d, rank 0 has %d of %d; pending %d, %d; counters %+v / %+v",
@@ -168,7 +175,12 @@ func exchange(t *testing.T, a, b *Transport, sa, sb *sink, n int) {
 			}
 		}
 		a.Poll()
-		b.Poll()
+		turns++
+		if tick && turns%3 == 0 {
+			b.Tick()
+		} else {
+			b.Poll()
+		}
 		if sa.lost != nil || sb.lost != nil {
 			t.Fatalf("lost a peer: %v / %v", sa.lost, sb.lost)
 		}
@@ -186,10 +198,11 @@ func TestInOrderOverLossyLink(t *testing.T) {
 		{"reorder", 0, 0, 0.2},
 		{"dup", 0, 0.05, 0},
 		{"all", 0.05, 0.05, 0.2},
+		{"tick", 0.05, 0.05, 0.2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b, sa, sb, _, _ := pair(t, c.loss, c.dup, c.reorder, 7)
-			exchange(t, a, b, sa, sb, 300)
+			exchangeTick(t, a, b, sa, sb, 300, c.name == "tick")
 			ca, cb := a.Counters(), b.Counters()
 			if c.loss > 0 && ca.Retransmits+cb.Retransmits == 0 {
 				t.Errorf("%v loss and no retransmission", c.loss)
@@ -276,5 +289,29 @@ func TestGoodbye(t *testing.T) {
 	}
 	if _, err := a.Send(1, make([]byte, 8), nil, nil); err == nil {
 		t.Fatalf("a send to a peer that said goodbye succeeded")
+	}
+}
+
+// TestTickRetransmits: a rank whose only message was lost and whose device
+// then stops polling (blocked outside MPI, as in a PMI barrier) still gets
+// it through, because Tick retransmits; and the peer's acknowledgement,
+// taken in by Tick, ends the retransmissions.
+func TestTickRetransmits(t *testing.T) {
+	a, b, _, sb, ab, _ := pair(t, 0, 0, 0, 1)
+	ab.cut = true
+	if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, 0), content(0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	ab.cut = false
+	deadline := time.Now().Add(5 * time.Second)
+	for sb.next[0] == 0 || a.Pending() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost frame was not retransmitted by Tick within 5 s: delivered %d, pending %d, counters %+v", sb.next[0], a.Pending(), a.Counters())
+		}
+		a.Tick()
+		b.Poll()
+	}
+	if a.Counters().Retransmits == 0 {
+		t.Fatalf("delivered without a retransmission: %+v", a.Counters())
 	}
 }

@@ -161,7 +161,7 @@ func (e *Endpoint) Send(peer int, head, body []byte, tok any) (bool, error) {
 		return false, fmt.Errorf("wire: frame to rank %d too large (head %d, body %d bytes)", peer, len(head), len(body))
 	}
 	if e.x != nil && e.x.reaches(peer) {
-		return e.x.tr.Send(peer, head, body, tok)
+		return e.x.send(peer, head, body, tok)
 	}
 	if err := e.lost[peer]; err != nil {
 		return false, fmt.Errorf("wire: rank %d is unreachable: %w", peer, err)
@@ -268,7 +268,7 @@ func tune(fd int) {
 func (e *Endpoint) Pending() int {
 	n := 0
 	if e.x != nil {
-		n = e.x.tr.Pending()
+		n = e.x.pending()
 	}
 	for _, c := range e.conns {
 		n += len(c.out)
@@ -297,7 +297,7 @@ func (e *Endpoint) disarmWrite(c *conn) {
 // Poll accepts connections, reads and delivers frames, and writes queued
 // ones, without blocking. It reports whether anything happened.
 func (e *Endpoint) Poll() bool {
-	busy := e.x != nil && e.x.tr.Poll()
+	busy := e.x != nil && e.x.poll()
 	n, err := unix.EpollWait(e.ep, e.events, 0)
 	if err != nil || n <= 0 {
 		return busy

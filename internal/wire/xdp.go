@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -60,6 +62,77 @@ type xdpWire struct {
 	logf func(format string, args ...any)
 	kvs  KVS
 	pfx  string
+
+	// The device's goroutine holds mu while it polls or sends; the keeper
+	// goroutine takes it to Tick the transport while the device does not
+	// poll (see keep).
+	mu       sync.Mutex
+	inPoll   bool         // the device's goroutine holds mu in poll
+	lastPoll atomic.Int64 // UnixNano of the device's last poll
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// keepEvery is how often the keeper looks whether the device polls.
+const keepEvery = 10 * time.Millisecond
+
+// keep runs while the endpoint is open. A user-level transport only
+// acknowledges and retransmits when someone polls it, and a rank may sit
+// outside the device for long (computing, or blocked in the PMI barrier of
+// MPI_Finalize while a peer still waits for a frame from it). When the
+// device has not polled for keepEvery, the keeper does the transport's
+// work (Tick), keeps what it would deliver for the device's next Poll and
+// wakes the device's waiter if something came. It never runs beside the
+// device's own Poll or Send.
+func (x *xdpWire) keep(wake func()) {
+	defer close(x.done)
+	tk := time.NewTicker(keepEvery)
+	defer tk.Stop()
+	for {
+		select {
+		case <-x.stop:
+			return
+		case <-tk.C:
+		}
+		if time.Now().UnixNano()-x.lastPoll.Load() < int64(keepEvery) || !x.mu.TryLock() {
+			continue
+		}
+		x.tr.Tick()
+		deferred := x.tr.Deferred()
+		x.mu.Unlock()
+		if deferred {
+			wake()
+		}
+	}
+}
+
+// poll is the device's Poll of the transport.
+func (x *xdpWire) poll() bool {
+	x.mu.Lock()
+	x.inPoll = true
+	x.lastPoll.Store(time.Now().UnixNano())
+	busy := x.tr.Poll()
+	x.inPoll = false
+	x.mu.Unlock()
+	return busy
+}
+
+// send is the device's Send over the transport; inside poll (a Handler
+// that sends) the lock is held already.
+func (x *xdpWire) send(peer int, head, body []byte, tok any) (bool, error) {
+	if !x.inPoll {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+	}
+	return x.tr.Send(peer, head, body, tok)
+}
+
+func (x *xdpWire) pending() int {
+	if !x.inPoll {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+	}
+	return x.tr.Pending()
 }
 
 func xdpKey(prefix string, rank int) string { return prefix + "-xdp-" + strconv.Itoa(rank) }
@@ -84,6 +157,9 @@ func (e *Endpoint) openXDP(j Job, job uint64, secret []byte, addr netip.Addr) er
 				return fmt.Errorf("wire: epoll_ctl: %v", err)
 			}
 			x.rank, x.logf = j.Rank, e.cfg.Logf
+			x.lastPoll.Store(time.Now().UnixNano())
+			x.stop, x.done = make(chan struct{}), make(chan struct{})
+			go x.keep(e.Wake)
 			e.x = x
 			how = x.mac().String()
 		}
@@ -190,6 +266,11 @@ func (x *xdpWire) reaches(peer int) bool {
 }
 
 func (x *xdpWire) close() {
+	if x.stop != nil {
+		close(x.stop)
+		<-x.done
+		x.stop = nil
+	}
 	if x.tr != nil {
 		x.tr.Close()
 		if os.Getenv(EnvWireStats) != "" {
