@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -140,11 +141,24 @@ func (s *Socket) bind(cfg Config) error {
 		}
 	}
 	sa.Flags = unix.XDP_COPY | unix.XDP_USE_NEED_WAKEUP
-	if err := unix.Bind(s.fd, sa); err != nil {
-		return fmt.Errorf("xsk: binding queue %d of interface %d: %w", cfg.Queue, cfg.Ifindex, err)
+	// The kernel releases a closed socket's hold on its queue in the
+	// background: a socket of a process that has just exited can keep the
+	// queue busy for a moment.
+	deadline := time.Now().Add(bindPatience)
+	for {
+		err := unix.Bind(s.fd, sa)
+		if err == nil {
+			return nil
+		}
+		if err != unix.EBUSY || time.Now().After(deadline) {
+			return fmt.Errorf("xsk: binding queue %d of interface %d: %w", cfg.Queue, cfg.Ifindex, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return nil
 }
+
+// bindPatience is how long a bind waits for a queue another socket holds.
+const bindPatience = 2 * time.Second
 
 func setsockopt(fd, opt int, p unsafe.Pointer, n uintptr) error {
 	if _, _, e := unix.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_XDP, uintptr(opt), uintptr(p), n, 0); e != 0 {
