@@ -283,22 +283,32 @@ func (t *Transport) acked(p *peer, h *header) {
 	if h.sack == 0 {
 		return
 	}
-	top := h.ack + 1 + uint32(63-bits.LeadingZeros64(h.sack))
-	gap := min(max(2*p.srtt, 250*time.Microsecond), p.rto)
-	for s := h.ack; before(s, top) && before(s, p.sendNext); s++ {
-		if before(s, p.una) {
+	// A hole with dupThresh or more frames held after it is lost (fewer
+	// may be reordering): send it again at once, and again only after a
+	// timeout's worth of time if that copy is lost too.
+	held := 0
+	for i := 63 - bits.LeadingZeros64(h.sack); i >= -1; i-- {
+		s := h.ack + 1 + uint32(i)
+		if i >= 0 && h.sack&(1<<i) != 0 {
+			held++
+			if before(s, p.sendNext) && !before(s, p.una) {
+				p.slots[s%Window].sacked = true
+			}
+			continue
+		}
+		if held < dupThresh || before(s, p.una) || !before(s, p.sendNext) {
 			continue
 		}
 		sl := &p.slots[s%Window]
-		if s != h.ack && h.sack&(1<<(s-h.ack-1)) != 0 {
-			sl.sacked = true
-			continue
-		}
-		if !sl.sacked && sl.sent && t.now.Sub(sl.sentAt) >= gap {
+		if !sl.sacked && sl.sent && (!sl.retx || t.now.Sub(sl.sentAt) >= p.rto) {
 			t.resend(p, sl)
 		}
 	}
 }
+
+// dupThresh is how many later frames the peer must hold before a missing
+// one is taken for lost rather than overtaken.
+const dupThresh = 3
 
 // data takes a data frame in: delivers it if it is next, with the early
 // frames that follow it, keeps it if early, drops it if already had.
