@@ -31,6 +31,7 @@ type peer struct {
 	rtoAt     time.Time // when the retransmission timer expires (zero: stopped)
 	progress  time.Time // last time something was acknowledged
 	srtt      time.Duration
+	probed    bool // the tail-loss probe went since the last progress
 
 	// Receiving.
 	expect  uint32 // next sequence number to deliver
@@ -273,6 +274,7 @@ func (t *Transport) acked(p *peer, h *header) {
 			p.slots[s%Window].sent = false
 		}
 		p.una = h.ack
+		p.probed = false
 		p.rto = min(max(t.cfg.MinRTO, 4*p.srtt), time.Second)
 		p.progress = t.now
 		p.rtoAt = time.Time{}

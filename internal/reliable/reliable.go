@@ -327,6 +327,9 @@ func (t *Transport) turn() bool {
 		if len(p.queue) > 0 || p.unsent {
 			t.pump(p)
 		}
+		if p.next != p.una && len(p.queue) == 0 && !p.probed && p.sendNext != p.una {
+			t.probe(p)
+		}
 		if p.next != p.una && !p.rtoAt.IsZero() {
 			if d := p.rtoAt.UnixNano(); next == 0 || d < next {
 				next = d
@@ -345,8 +348,9 @@ func (t *Transport) flush() {
 	_ = t.cfg.Link.Flush()
 }
 
-// timeout handles an expired retransmission timer: it sends again every
-// unacknowledged frame sent a timeout ago or earlier and doubles the timeout, or, when nothing was
+// timeout handles an expired retransmission timer: it sends the oldest
+// unacknowledged frame again (its acknowledgement then shows, selectively,
+// what else is missing) and doubles the timeout, or, when nothing was
 // acknowledged for DeadAfter, gives the peer up. It reports whether the
 // peer is lost.
 func (t *Transport) timeout(p *peer) bool {
@@ -357,16 +361,32 @@ func (t *Transport) timeout(p *peer) bool {
 		return true
 	}
 	t.cnt.Timeouts++
-	for s := p.una; s != p.next; s++ {
-		sl := &p.slots[s%Window]
-		if !sl.sacked && sl.sent && t.now.Sub(sl.sentAt) >= p.rto {
+	for s := p.una; s != p.sendNext; s++ {
+		if sl := &p.slots[s%Window]; !sl.sacked && sl.sent {
 			t.resend(p, sl)
+			break
 		}
 	}
 	p.rto = min(2*p.rto, time.Second)
 	p.rtoAt = t.now.Add(p.rto)
 	return false
 }
+
+// probe sends the last frame again when nothing was acknowledged for a
+// few round trips and nothing new is left to send (a tail-loss probe):
+// if the frames before it were lost, its acknowledgement shows the holes
+// and they are resent without waiting for the retransmission timeout.
+func (t *Transport) probe(p *peer) {
+	sl := &p.slots[(p.sendNext-1)%Window]
+	if !sl.sent || sl.sacked || t.now.Sub(sl.sentAt) < max(2*p.srtt, probeMin) {
+		return
+	}
+	p.probed = true
+	t.resend(p, sl)
+}
+
+// probeMin is the least wait before a tail-loss probe.
+const probeMin = 200 * time.Microsecond
 
 // lose forgets what was outstanding to a peer that is gone.
 func (t *Transport) lose(p *peer, err error) {
