@@ -3,8 +3,10 @@ package reliable
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -121,7 +123,7 @@ func pair(t *testing.T, loss, dup, reorder float64, seed uint64) (a, b *Transpor
 	mk := func(rank int, h Handler, l Link) *Transport {
 		tr, err := New(Config{Rank: rank, Size: 2, Job: 42, Secret: testSecret, MAC: mac(rank),
 			Resolve: func(p int) (net.HardwareAddr, error) { return mac(p), nil },
-			Handler: h, Link: l, MinRTO: time.Millisecond, DeadAfter: 3 * time.Second})
+			Handler: h, Link: l, MinRTO: time.Millisecond, DeadAfter: 15 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,8 +149,8 @@ func exchangeTick(t *testing.T, a, b *Transport, sa, sb *sink, n int, tick bool)
 	turns := 0
 	for sb.next[0] < n || sa.next[1] < n || a.Pending() > 0 || b.Pending() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s: rank 1 has %d of %d, rank 0 has %d of %d; pending %d, %d; counters %+v / %+v",
-				sb.next[0], n, sa.next[1], n, a.Pending(), b.Pending(), a.Counters(), b.Counters())
+			t.Fatalf("after 20 s: rank 1 has %d of %d, rank 0 has %d of %d; pending %d, %d\n%s",
+				sb.next[0], n, sa.next[1], n, a.Pending(), b.Pending(), state(a, b))
 		}
 		for _, s := range []struct {
 			tr   *Transport
@@ -182,7 +184,7 @@ func exchangeTick(t *testing.T, a, b *Transport, sa, sb *sink, n int, tick bool)
 			b.Poll()
 		}
 		if sa.lost != nil || sb.lost != nil {
-			t.Fatalf("lost a peer: %v / %v", sa.lost, sb.lost)
+			t.Fatalf("lost a peer: %v / %v\n%s", sa.lost, sb.lost, state(a, b))
 		}
 	}
 }
@@ -314,4 +316,19 @@ func TestTickRetransmits(t *testing.T) {
 	if a.Counters().Retransmits == 0 {
 		t.Fatalf("delivered without a retransmission: %+v", a.Counters())
 	}
+}
+
+// state describes both ends of a pair, for a failure message.
+func state(a, b *Transport) string {
+	var sb strings.Builder
+	for _, tr := range []*Transport{a, b} {
+		for _, p := range tr.active {
+			sl := &p.slots[p.una%Window]
+			fmt.Fprintf(&sb, "rank %d -> %d: una %d next %d sendNext %d queue %d unsent %v credit %d rto %v srtt %v probed %v gone %v; una slot sent %v sacked %v retx %v age %v; recv expect %d stashed %d owed %d now %v\n",
+				tr.cfg.Rank, p.rank, p.una, p.next, p.sendNext, len(p.queue), p.unsent, p.credit, p.rto, p.srtt, p.probed, p.gone,
+				sl.sent, sl.sacked, sl.retx, time.Since(sl.sentAt), p.expect, p.stashed, p.ackOwed, p.ackNow)
+		}
+		fmt.Fprintf(&sb, "rank %d counters %+v\n", tr.cfg.Rank, tr.Counters())
+	}
+	return sb.String()
 }
