@@ -305,13 +305,23 @@ func (x *xdpWire) waitFor(d time.Duration) time.Duration {
 
 // counters adds the XDP wire's totals to c.
 func (x *xdpWire) counters(c *Counters) {
-	r := x.tr.Counters()
+	r := x.transportCounters()
 	c.FramesIn += r.FramesIn
 	c.FramesOut += r.FramesOut
 	c.BytesIn += r.BytesIn
 	c.BytesOut += r.BytesOut
 	c.Queued += r.Queued
 	c.Placed += r.Placed
+}
+
+// transportCounters reads the transport's totals, which the keeper may be
+// updating.
+func (x *xdpWire) transportCounters() reliable.Counters {
+	if !x.inPoll {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+	}
+	return x.tr.Counters()
 }
 
 // XDPCounters are the XDP wire's own totals and the kernel's counters of
@@ -325,7 +335,7 @@ func (e *Endpoint) XDPCounters() map[string]int64 {
 }
 
 func (x *xdpWire) counterMap() map[string]int64 {
-	r := x.tr.Counters()
+	r := x.transportCounters()
 	m := map[string]int64{
 		"xdp_packets_in": r.PacketsIn, "xdp_packets_out": r.PacketsOut, "xdp_acks_out": r.AcksOut,
 		"xdp_retransmits": r.Retransmits, "xdp_timeouts": r.Timeouts, "xdp_duplicates": r.Duplicates,
