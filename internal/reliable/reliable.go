@@ -372,13 +372,14 @@ func (t *Transport) timeout(p *peer) bool {
 	return false
 }
 
-// probe sends the last frame again when nothing was acknowledged for a
-// few round trips and nothing new is left to send (a tail-loss probe):
+// probe sends the last frame again when nothing was sent or acknowledged
+// for a few round trips and nothing new is left to send (a tail-loss probe):
 // if the frames before it were lost, its acknowledgement shows the holes
 // and they are resent without waiting for the retransmission timeout.
 func (t *Transport) probe(p *peer) {
 	sl := &p.slots[(p.sendNext-1)%Window]
-	if !sl.sent || sl.sacked || t.now.Sub(sl.sentAt) < max(2*p.srtt, probeMin) {
+	wait := max(2*p.srtt, probeMin)
+	if !sl.sent || sl.sacked || t.now.Sub(sl.sentAt) < wait || t.now.Sub(p.progress) < wait {
 		return
 	}
 	p.probed = true
