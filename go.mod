@@ -3,6 +3,7 @@ module github.com/adimpi/adimpi
 go 1.26.0
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/spf13/pflag v1.1.0
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/plot v0.17.0

@@ -14,6 +14,7 @@ import (
 type options struct {
 	device        string
 	deviceOpts    []string
+	wire          string // -wire: tcp or xdp, passed to ranks as wire.EnvWire
 	tagOutput     bool
 	timeout       time.Duration
 	timeoutStacks bool
@@ -69,6 +70,7 @@ func newFlagSet(o *options, a *appOptions, first bool) *pflag.FlagSet {
 	}
 	fs.StringVar(&o.device, "device", defDev, "communication device `name` for the job (default: $ADIMPI_DEVICE, else "+defaultDevice+")")
 	fs.StringArrayVar(&o.deviceOpts, "device-opt", nil, "device option `key=value`; repeatable, passed to every rank in order")
+	fs.StringVar(&o.wire, "wire", os.Getenv("ADIMPI_WIRE"), "`kind` of wire between hosts: tcp (default) or xdp (AF_XDP, falling back to TCP where it cannot be had; docs/xdp.md)")
 	fs.StringArrayVar(&o.genv, "genv", nil, "set NAME=VALUE for every rank")
 	fs.StringArrayVarP(&o.export, "x", "x", nil, "pass mpirun's variable `NAME` to every rank; -x NAME=VALUE sets it")
 	fs.BoolVarP(&o.tagOutput, "tag-output", "l", false, "prefix every output line with \"[rank] \", or \"[rank@host] \" when ranks run on other hosts (-l: label)")

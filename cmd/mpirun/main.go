@@ -128,6 +128,7 @@ Environment read by mpirun:
                       pairs (which override them)
   ADIMPI_LIBMPICH_DIR  a directory holding a prebuilt libmpich.so.12 for C
                       programs, used instead of building one
+  ADIMPI_WIRE         default for -wire
 
 Environment set for every rank (in addition to mpirun's own environment,
 -x, -genv and -env):
@@ -137,6 +138,7 @@ Environment set for every rank (in addition to mpirun's own environment,
   ADIMPI_DEVICE       the -device name
   ADIMPI_DEVICE_OPT   the -device-opt pairs, comma-joined: k1=v1,k2=v2
   ADIMPI_ASYNC_PROGRESS=1  with -async-progress
+  ADIMPI_WIRE         the -wire kind (tcp or xdp), when given
   ADIMPI_JOB_SECRET   the job's secret (32 random bytes, hex), with which
                       ranks authenticate their connections to each other
 Setting ADIMPI_PMI_DEBUG=1 makes every rank log its PMI traffic to stderr.
@@ -234,6 +236,14 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 	}
 	if _, ok := adi.Lookup(o.device); !ok {
 		return usageErr(usagef("unknown device %q; known devices: %s", o.device, strings.Join(adi.Devices(), ", ")))
+	}
+	switch o.wire {
+	case "", "tcp", "xdp":
+		if o.wire != "" {
+			o.genv = append([]string{"ADIMPI_WIRE=" + o.wire}, o.genv...)
+		}
+	default:
+		return usageErr(usagef("-wire %q: want tcp or xdp", o.wire))
 	}
 	for _, kv := range o.deviceOpts {
 		k, _, ok := strings.Cut(kv, "=")

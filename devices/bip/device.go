@@ -3,6 +3,7 @@ package bip
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/adimpi/adimpi/adi"
@@ -221,6 +222,7 @@ func (d *Device) Counters() map[string]int64 {
 		c["wire_bytes_out"], c["wire_bytes_in"] = w.BytesOut, w.BytesIn
 		c["wire_queued"], c["wire_placed"] = w.Queued, w.Placed
 		c["wire_held_completions"] = int64(len(d.held))
+		maps.Copy(c, n.ep.XDPCounters())
 	}
 	return c
 }

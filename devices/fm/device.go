@@ -3,6 +3,7 @@ package fm
 import (
 	"encoding/binary"
 	"errors"
+	"maps"
 	"slices"
 	"syscall"
 	"time"
@@ -244,6 +245,7 @@ func (d *Device) Counters() map[string]int64 {
 		c["net_frames_out"], c["net_frames_in"] = n.FramesOut, n.FramesIn
 		c["net_bytes_out"], c["net_bytes_in"] = n.BytesOut, n.BytesIn
 		c["net_frames_placed"] = n.Placed
+		maps.Copy(c, w.XDPCounters())
 	}
 	return c
 }

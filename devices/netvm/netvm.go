@@ -2,6 +2,7 @@ package netvm
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"sync/atomic"
 	"time"
@@ -307,6 +308,9 @@ func (d *Device) Counters() map[string]int64 {
 		c[k] = 0
 	}
 	d.proto.counters(c)
+	if d.ep != nil {
+		maps.Copy(c, d.ep.XDPCounters())
+	}
 	return c
 }
 

@@ -72,6 +72,7 @@ type Endpoint struct {
 	scratch []byte
 	placer  Placer // cfg.Handler as a Placer, if it is one
 	cnt     Counters
+	x       *xdpWire // the XDP wire, if the job chose it (xdp.go)
 }
 
 // Counters are an Endpoint's running totals.
@@ -147,7 +148,13 @@ func (e *Endpoint) open(ap netip.AddrPort) error {
 func (e *Endpoint) Addr() string { return e.addr }
 
 // Counters returns the running totals.
-func (e *Endpoint) Counters() Counters { return e.cnt }
+func (e *Endpoint) Counters() Counters {
+	c := e.cnt
+	if e.x != nil {
+		e.x.counters(&c)
+	}
+	return c
+}
 
 // Send sends a frame of head (at most MaxHead bytes, copied) and body to
 // peer. It reports true when the whole frame is with the kernel, so body
@@ -157,6 +164,9 @@ func (e *Endpoint) Counters() Counters { return e.cnt }
 func (e *Endpoint) Send(peer int, head, body []byte, tok any) (bool, error) {
 	if len(head) > MaxHead || len(body) > MaxBody {
 		return false, fmt.Errorf("wire: frame to rank %d too large (head %d, body %d bytes)", peer, len(head), len(body))
+	}
+	if e.x != nil && e.x.reaches(peer) {
+		return e.x.send(peer, head, body, tok)
 	}
 	if err := e.lost[peer]; err != nil {
 		return false, fmt.Errorf("wire: rank %d is unreachable: %w", peer, err)
@@ -273,6 +283,9 @@ func tune(fd int) {
 // Pending is the number of frames still waiting for their sockets.
 func (e *Endpoint) Pending() int {
 	n := 0
+	if e.x != nil {
+		n = e.x.pending()
+	}
 	for _, c := range e.conns {
 		n += len(c.out)
 	}
@@ -307,14 +320,15 @@ func (e *Endpoint) disarmWrite(c *conn) {
 // first after a Wait saw an event, still asks epoll, which accepts new
 // connections.
 func (e *Endpoint) Poll() bool {
+	busy := e.x != nil && e.x.poll() // the AF_XDP socket's rings, if any
 	e.polls++
 	if len(e.ready) <= directMax && len(e.ready) == len(e.conns) && e.polls%epollEvery != 0 && !e.kick.Load() && !e.writing() {
-		return e.pollDirect()
+		return e.pollDirect() || busy
 	}
 	e.kick.Store(false)
 	n := epollNow(e.ep, e.events)
 	if n <= 0 {
-		return false
+		return busy
 	}
 	for _, ev := range e.events[:n] {
 		fd := int(ev.Fd)
@@ -645,6 +659,9 @@ func (e *Endpoint) drop(c *conn, err error) {
 // called, or d elapses. It may run beside Poll (the device's Sleep, without
 // the core's lock); it handles nothing itself.
 func (e *Endpoint) Wait(d time.Duration) {
+	if e.x != nil {
+		d = e.x.waitFor(d)
+	}
 	ms := int((d + time.Millisecond - 1) / time.Millisecond)
 	n, _ := unix.EpollWait(e.ep, e.wevents, ms)
 	if n > 0 {
@@ -668,6 +685,10 @@ func (e *Endpoint) Wake() {
 // Close announces the close to every connected peer, so that they do not
 // take it for a failure, and releases the endpoint's sockets.
 func (e *Endpoint) Close() error {
+	if e.x != nil {
+		e.x.close()
+		e.x = nil
+	}
 	var bye [headerLen]byte
 	binary.LittleEndian.PutUint16(bye[6:8], byeMagic)
 	for fd, c := range e.conns {

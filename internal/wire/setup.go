@@ -79,6 +79,10 @@ func Setup(j Job) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := ep.openXDP(j, ep.cfg.Job, secret, addr); err != nil {
+		ep.Close()
+		return nil, err
+	}
 	if err := j.KVS.Put(addrKey(j.Prefix, j.Rank), ep.Addr()); err != nil {
 		ep.Close()
 		return nil, fmt.Errorf("wire: publishing the address: %v", err)

@@ -1,0 +1,138 @@
+package conformance
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/adimpi/adimpi/internal/netcluster"
+)
+
+// xdpArgs are mpirun's flags for a job on the XDP wire that prints its
+// wire counters when it closes (ADIMPI_WIRE_STATS), with a short loss
+// timeout (ADIMPI_XDP_TIMEOUT) so that a drill ends soon.
+var xdpArgs = []string{"-wire", "xdp", "-x", "ADIMPI_WIRE_STATS=1", "-x", "ADIMPI_XDP_TIMEOUT=4s"}
+
+// xdpStat is one counter of the XDP wire's closing line of rank r, or -1
+// when the rank printed none (it did not run on the XDP wire).
+func xdpStat(stderr string, r int, name string) int {
+	m := regexp.MustCompile(`wire: rank ` + strconv.Itoa(r) + `: xdp .*\b` + name + `=(\d+)`).FindStringSubmatch(stderr)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// noXDPLeft checks that no host's interface still has an XDP program once
+// the job is over.
+func noXDPLeft(t *testing.T, c *netcluster.Cluster, hosts ...string) {
+	t.Helper()
+	for _, h := range hosts {
+		out, err := c.Command(h, "ip", "-d", "link", "show", "eth0").CombinedOutput()
+		if err != nil {
+			t.Errorf("ip link on %s: %v: %s", h, err, out)
+			continue
+		}
+		if strings.Contains(string(out), "xdp") {
+			t.Errorf("%s's eth0 still has an XDP program after the job:\n%s", h, out)
+		}
+	}
+}
+
+// xdpJob runs one check on the XDP wire and judges it; with xdpRanks it
+// also checks that those ranks carried frames over AF_XDP.
+func xdpJob(t *testing.T, prog *program, dev string, pl placement, launch []string, check string, xdpRanks ...int) *job {
+	t.Helper()
+	jobs <- struct{}{}
+	r := runJob(prog.bin, dev, nil, pl.np, []string{check}, append(append(append([]string(nil), launch...), pl.args...), xdpArgs...)...)
+	<-jobs
+	if judge(t, r, pl.np, check) != "PASS" {
+		return r
+	}
+	for _, rank := range xdpRanks {
+		if n := xdpStat(r.stderr, rank, "xdp_packets_in"); n <= 0 {
+			t.Errorf("rank %d received no frame over the XDP wire (xdp_packets_in %d):\n%s", rank, n, indent(r.stderr))
+		}
+	}
+	return r
+}
+
+// TestCrossHostXDP runs point-to-point and stress checks on every device
+// over the XDP wire across 3 simulated hosts: at np 3 every rank is its
+// host's lowest and uses AF_XDP; at np 6 round-robin the second rank of
+// each host talks TCP (one AF_XDP socket per host queue), so the job mixes
+// both wires. Afterwards no host keeps the XDP program.
+func TestCrossHostXDP(t *testing.T) {
+	c, launch := startHosts(t, crossHosts)
+	checks := []struct {
+		prog  *program
+		check string
+	}{{p2p, "order"}, {p2p, "anysource"}, {stress, "thresholds"}, {stress, "flood"}}
+	t.Cleanup(func() { noXDPLeft(t, c, "h1", "h2", "h3") })
+	for _, dev := range crossHostDevices {
+		// Not parallel: an interface carries one job's XDP program, so a
+		// second job at once on the same hosts would run on TCP.
+		t.Run(dev, func(t *testing.T) {
+			for _, pl := range []placement{crossPlacements[0], crossPlacements[2]} {
+				for _, ck := range checks {
+					t.Run(pl.name+"/"+ck.prog.name+"/"+ck.check, func(t *testing.T) {
+						xdpJob(t, ck.prog, dev, pl, launch, ck.check, 0, 1, 2)
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestCrossHostXDPLoss drops 1 % and then 5 % of the frames the switch
+// sends to h1 and h2 (loss on the cable, which the XDP wire must repair
+// itself): the stress programs, which check every byte and the order of
+// every message, still pass, and the wire counted retransmissions.
+func TestCrossHostXDPLoss(t *testing.T) {
+	c, launch := startHosts(t, crossHosts)
+	for _, loss := range []string{"1%", "5%"} {
+		for _, h := range []string{"h1", "h2"} {
+			if err := c.Netem(h, "loss", loss); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, dev := range []string{"netvm", "fm"} {
+			retx := 0
+			for _, check := range []string{"thresholds", "flood"} {
+				t.Run(fmt.Sprintf("%s/%s/%s", loss, dev, check), func(t *testing.T) {
+					r := xdpJob(t, stress, dev, crossPlacements[0], launch, check, 0, 1, 2)
+					for rank := range 3 {
+						retx += max(xdpStat(r.stderr, rank, "xdp_retransmits"), 0)
+					}
+				})
+			}
+			if retx == 0 && !t.Failed() {
+				t.Errorf("%s loss, %s: the jobs passed without a single retransmission: was the loss applied?", loss, dev)
+			}
+		}
+	}
+	noXDPLeft(t, c, "h1", "h2", "h3")
+}
+
+// TestCrossHostXDPDrill cuts h2's link, or destroys h3, under a job on the
+// XDP wire: the job must end non-zero, soon, naming a rank on that host
+// (drill), and the surviving hosts must have lost the XDP program with the
+// ranks that attached it (killed by mpirun as the job ended).
+func TestCrossHostXDPDrill(t *testing.T) {
+	for _, dev := range []string{"netvm", "fm"} {
+		for _, how := range []string{"link-cut", "host-destroyed"} {
+			t.Run(dev+"/"+how, func(t *testing.T) {
+				c, launch := startHosts(t, crossHosts)
+				drill(t, c, dev, append(launch, xdpArgs...), how)
+				if how == "link-cut" {
+					noXDPLeft(t, c, "h1", "h2", "h3")
+				} else {
+					noXDPLeft(t, c, "h1", "h2")
+				}
+			})
+		}
+	}
+}

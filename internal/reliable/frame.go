@@ -1,0 +1,119 @@
+package reliable
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+)
+
+// EtherType is the EtherType of the job's frames (IEEE 802 local
+// experimental); the XDP program steers frames by it and by the job id.
+const EtherType = 0x88B5
+
+// A frame, byte offsets from the start of the Ethernet header. Multi-byte
+// fields after the EtherType are little-endian. The job id comes first so
+// that the XDP program finds it at a fixed place.
+const (
+	offDst    = 0  // destination MAC
+	offSrc    = 6  // source MAC
+	offType   = 12 // EtherType, big-endian
+	offJob    = 14 // u64 job id
+	offTo     = 22 // u32 destination rank
+	offFrom   = 26 // u32 source rank
+	offKind   = 30 // u8 kindData, kindAck, kindBye
+	offFlags  = 31 // u8 flagFirst, flagLast
+	offSeq    = 32 // u32 sequence number of a data frame
+	offAck    = 36 // u32 the next sequence number the sender expects from the receiver
+	offSack   = 40 // u64 bit i: the sender holds sequence number ack+1+i
+	offWindow = 48 // u16 credits: frames the sender accepts beyond ack
+	offLen    = 50 // u16 payload bytes
+	offHead   = 52 // u16 first fragment: the message's head length
+	offTotal  = 56 // u32 first fragment: head + body length of the message
+	hdrLen    = 60
+	tagLen    = 16 // truncated HMAC-SHA256 after the payload
+)
+
+// Frame kinds and flags.
+const (
+	kindData = 1
+	kindAck  = 2
+	kindBye  = 3
+
+	flagFirst = 1
+	flagLast  = 2
+)
+
+// authenticator computes the tag of frames: HMAC-SHA256 with the job's key
+// over everything from the source MAC to the end of the payload, truncated
+// to tagLen bytes.
+type authenticator struct {
+	mac hash.Hash
+	sum []byte
+}
+
+func newAuthenticator(secret []byte) *authenticator {
+	key := sha256.Sum256(append([]byte("adimpi xdp wire "), secret...))
+	return &authenticator{mac: hmac.New(sha256.New, key[:]), sum: make([]byte, 0, sha256.Size)}
+}
+
+// sign writes the tag of frame f (hdrLen + payload bytes, with tagLen bytes
+// of room after them).
+func (a *authenticator) sign(f []byte, n int) {
+	a.mac.Reset()
+	a.mac.Write(f[offSrc:n])
+	a.sum = a.mac.Sum(a.sum[:0])
+	copy(f[n:n+tagLen], a.sum)
+}
+
+// verify reports whether the last tagLen bytes of f are its tag.
+func (a *authenticator) verify(f []byte) bool {
+	n := len(f) - tagLen
+	a.mac.Reset()
+	a.mac.Write(f[offSrc:n])
+	a.sum = a.mac.Sum(a.sum[:0])
+	return hmac.Equal(a.sum[:tagLen], f[n:])
+}
+
+// header is a decoded frame header.
+type header struct {
+	job        uint64
+	to, from   int
+	kind       byte
+	flags      byte
+	seq, ack   uint32
+	sack       uint64
+	window     int
+	plen, head int
+	total      int
+}
+
+func parse(f []byte) header {
+	le := binary.LittleEndian
+	return header{
+		job: le.Uint64(f[offJob:]), to: int(le.Uint32(f[offTo:])), from: int(le.Uint32(f[offFrom:])),
+		kind: f[offKind], flags: f[offFlags], seq: le.Uint32(f[offSeq:]), ack: le.Uint32(f[offAck:]),
+		sack: le.Uint64(f[offSack:]), window: int(le.Uint16(f[offWindow:])), plen: int(le.Uint16(f[offLen:])),
+		head: int(le.Uint16(f[offHead:])), total: int(le.Uint32(f[offTotal:])),
+	}
+}
+
+func (h *header) put(f []byte) {
+	le := binary.LittleEndian
+	binary.BigEndian.PutUint16(f[offType:], EtherType)
+	le.PutUint64(f[offJob:], h.job)
+	le.PutUint32(f[offTo:], uint32(h.to))
+	le.PutUint32(f[offFrom:], uint32(h.from))
+	f[offKind], f[offFlags] = h.kind, h.flags
+	le.PutUint32(f[offSeq:], h.seq)
+	le.PutUint32(f[offAck:], h.ack)
+	le.PutUint64(f[offSack:], h.sack)
+	le.PutUint16(f[offWindow:], uint16(h.window))
+	le.PutUint16(f[offLen:], uint16(h.plen))
+	le.PutUint16(f[offHead:], uint16(h.head))
+	le.PutUint16(f[offHead+2:], 0)
+	le.PutUint32(f[offTotal:], uint32(h.total))
+}
+
+// before reports whether sequence number a comes before b, modulo 2^32.
+func before(a, b uint32) bool { return int32(a-b) < 0 }

@@ -1,0 +1,438 @@
+package reliable
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"net"
+	"time"
+)
+
+// errBye is a peer's goodbye: it closed deliberately.
+var errBye = errors.New("the rank closed its end")
+
+// peer is the state of one peer pair: what is sent and not yet
+// acknowledged, what waits for credits, what has arrived early, and the
+// message being reassembled.
+type peer struct {
+	rank int
+	mac  net.HardwareAddr
+	gone error // set once the peer is lost or said goodbye
+
+	// Sending.
+	una, next uint32 // oldest unacknowledged and next sequence numbers
+	sendNext  uint32 // first frame not yet handed to the link
+	credit    int    // frames the peer accepts beyond una
+	slots     [Window]slot
+	queue     []outMsg
+	unsent    bool
+	rto       time.Duration
+	rtoAt     time.Time // when the retransmission timer expires (zero: stopped)
+	progress  time.Time // last time something was acknowledged
+	srtt      time.Duration
+	probed    bool // the tail-loss probe went since the last progress
+
+	// Receiving.
+	expect  uint32 // next sequence number to deliver
+	stash   [Window]stashed
+	stashed int
+	ackOwed int  // frames delivered since the last acknowledgement sent
+	ackNow  bool // a duplicate or early frame came: acknowledge at once
+	asm     reassembly
+}
+
+// slot is a data frame kept until it is acknowledged.
+type slot struct {
+	buf    []byte
+	n      int
+	ack    uint32 // the cumulative acknowledgement stamped in it
+	sent   bool   // handed to the link at least once
+	sacked bool   // the peer holds it (selective acknowledgement)
+	retx   bool   // sent more than once (no round-trip sample)
+	sentAt time.Time
+}
+
+// stashed is a frame that arrived before its turn.
+type stashed struct {
+	buf []byte
+	n   int
+	seq uint32
+	ok  bool
+}
+
+// outMsg is a message not yet wholly cut into frames.
+type outMsg struct {
+	head, body []byte
+	off        int // body bytes already in frames
+	started    bool
+	tok        any
+}
+
+// reassembly is the message whose fragments are arriving.
+type reassembly struct {
+	on     bool
+	head   []byte
+	dst    []byte
+	n      int
+	placed bool
+	buf    []byte // the transport's own body buffer, reused
+}
+
+// fragment cuts m into frames while the peer grants credits and reports
+// whether the whole message is in frames.
+func (t *Transport) fragment(p *peer, m *outMsg) bool {
+	for {
+		if int(p.next-p.una) >= min(Window, p.credit) {
+			return false
+		}
+		sl := &p.slots[p.next%Window]
+		if sl.buf == nil {
+			sl.buf = make([]byte, t.cfg.MTU)
+		}
+		f := sl.buf
+		h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kindData, seq: p.next}
+		n := 0
+		if !m.started {
+			h.flags = flagFirst
+			h.head, h.total = len(m.head), len(m.head)+len(m.body)
+			n = copy(f[hdrLen:hdrLen+t.payload], m.head)
+			m.started = true
+		}
+		k := copy(f[hdrLen+n:hdrLen+t.payload], m.body[m.off:])
+		m.off += k
+		n += k
+		if m.off == len(m.body) {
+			h.flags |= flagLast
+		}
+		h.plen = n
+		t.stamp(p, &h)
+		copy(f[offDst:offDst+6], p.mac)
+		copy(f[offSrc:offSrc+6], t.cfg.MAC)
+		h.put(f)
+		t.auth.sign(f, hdrLen+n)
+		*sl = slot{buf: f, n: hdrLen + n + tagLen, ack: h.ack}
+		p.next++
+		p.unsent = true
+		if h.flags&flagLast != 0 {
+			return true
+		}
+	}
+}
+
+// stamp puts the receive state of p into a header: the cumulative and the
+// selective acknowledgement and the credits.
+func (t *Transport) stamp(p *peer, h *header) {
+	h.ack = p.expect
+	h.sack = p.sackBits()
+	h.window = Window
+}
+
+func (p *peer) sackBits() uint64 {
+	if p.stashed == 0 {
+		return 0
+	}
+	var b uint64
+	for i := range uint32(64) {
+		s := p.expect + 1 + i
+		if st := &p.stash[s%Window]; st.ok && st.seq == s {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
+// transmit hands the frames not yet sent to the link, in order, until it
+// is full. A frame whose acknowledgement went stale while it waited is
+// stamped again.
+func (t *Transport) transmit(p *peer) {
+	for ; p.sendNext != p.next; p.sendNext++ {
+		sl := &p.slots[p.sendNext%Window]
+		if sl.ack != p.expect || p.stashed > 0 {
+			binary.LittleEndian.PutUint32(sl.buf[offAck:], p.expect)
+			binary.LittleEndian.PutUint64(sl.buf[offSack:], p.sackBits())
+			t.auth.sign(sl.buf, sl.n-tagLen)
+			sl.ack = p.expect
+		}
+		if !t.cfg.Link.Send(sl.buf[:sl.n]) {
+			p.unsent = true
+			return
+		}
+		t.cnt.PacketsOut++
+		sl.sent, sl.sentAt = true, t.now
+		p.ackOwed, p.ackNow = 0, false
+		if p.rtoAt.IsZero() {
+			p.rtoAt = t.now.Add(p.rto)
+			p.progress = t.now
+		}
+	}
+	p.unsent = false
+}
+
+// resend hands a kept frame to the link again.
+func (t *Transport) resend(p *peer, sl *slot) {
+	if t.cfg.Link.Send(sl.buf[:sl.n]) {
+		t.cnt.PacketsOut++
+		t.cnt.Retransmits++
+		sl.sentAt, sl.retx = t.now, true
+	}
+}
+
+// pump moves queued messages into frames as credits allow, reports the
+// messages wholly taken as sent, and transmits.
+func (t *Transport) pump(p *peer) {
+	for len(p.queue) > 0 && t.fragment(p, &p.queue[0]) {
+		tok := p.queue[0].tok
+		p.queue[0] = outMsg{}
+		p.queue = p.queue[1:]
+		if tok != nil {
+			t.sent(tok)
+		}
+	}
+	if len(p.queue) == 0 {
+		p.queue = nil
+	}
+	t.transmit(p)
+}
+
+// sendAck sends an acknowledgement on its own.
+func (t *Transport) sendAck(p *peer) {
+	if p.mac == nil || !t.control(p, kindAck) {
+		return
+	}
+	t.cnt.AcksOut++
+	p.ackOwed, p.ackNow = 0, false
+}
+
+// control sends a frame without payload (an acknowledgement, a goodbye).
+func (t *Transport) control(p *peer, kind byte) bool {
+	f := t.ackBuf
+	h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kind}
+	t.stamp(p, &h)
+	copy(f[offDst:offDst+6], p.mac)
+	copy(f[offSrc:offSrc+6], t.cfg.MAC)
+	h.put(f)
+	t.auth.sign(f, hdrLen)
+	if !t.cfg.Link.Send(f[:hdrLen+tagLen]) {
+		return false
+	}
+	t.cnt.PacketsOut++
+	return true
+}
+
+// input handles one frame from the link.
+func (t *Transport) input(f []byte) {
+	le := binary.LittleEndian
+	if len(f) < hdrLen+tagLen || binary.BigEndian.Uint16(f[offType:]) != EtherType || le.Uint64(f[offJob:]) != t.cfg.Job {
+		t.cnt.Stray++
+		return
+	}
+	n := hdrLen + int(le.Uint16(f[offLen:])) + tagLen
+	if n > len(f) || !t.auth.verify(f[:n]) {
+		t.cnt.Forged++
+		return
+	}
+	f = f[:n]
+	h := parse(f)
+	if h.to != t.cfg.Rank || h.from < 0 || h.from >= t.cfg.Size || h.from == t.cfg.Rank {
+		t.cnt.Stray++
+		return
+	}
+	t.cnt.PacketsIn++
+	p := t.peer(h.from)
+	if p.gone != nil {
+		return
+	}
+	if p.mac == nil {
+		p.mac = append(net.HardwareAddr(nil), f[offSrc:offSrc+6]...)
+	}
+	if h.kind == kindBye {
+		t.lose(p, errBye)
+		return
+	}
+	t.acked(p, &h)
+	if h.kind == kindData {
+		t.data(p, &h, f)
+	}
+}
+
+// acked takes in the acknowledgements and credits a frame carries, and
+// retransmits the holes its selective acknowledgement shows.
+func (t *Transport) acked(p *peer, h *header) {
+	p.credit = h.window
+	if before(p.una, h.ack) && !before(p.sendNext, h.ack) {
+		last := &p.slots[(h.ack-1)%Window]
+		if !last.retx && last.sent {
+			rtt := t.now.Sub(last.sentAt)
+			if p.srtt == 0 {
+				p.srtt = rtt
+			} else {
+				p.srtt = (7*p.srtt + rtt) / 8
+			}
+		}
+		for s := p.una; s != h.ack; s++ {
+			p.slots[s%Window].sent = false
+		}
+		p.una = h.ack
+		p.probed = false
+		p.rto = min(max(t.cfg.MinRTO, 4*p.srtt), time.Second)
+		p.progress = t.now
+		p.rtoAt = time.Time{}
+		if p.una != p.sendNext {
+			p.rtoAt = t.now.Add(p.rto)
+		}
+	}
+	if h.sack == 0 {
+		return
+	}
+	// A hole with dupThresh or more frames held after it is lost (fewer
+	// may be reordering): send it again at once, and again only after a
+	// timeout's worth of time if that copy is lost too.
+	held := 0
+	for i := 63 - bits.LeadingZeros64(h.sack); i >= -1; i-- {
+		s := h.ack + 1 + uint32(i)
+		if i >= 0 && h.sack&(1<<i) != 0 {
+			held++
+			if before(s, p.sendNext) && !before(s, p.una) {
+				p.slots[s%Window].sacked = true
+			}
+			continue
+		}
+		if held < dupThresh || before(s, p.una) || !before(s, p.sendNext) {
+			continue
+		}
+		sl := &p.slots[s%Window]
+		if !sl.sacked && sl.sent && (!sl.retx || t.now.Sub(sl.sentAt) >= p.rto) {
+			t.resend(p, sl)
+		}
+	}
+}
+
+// dupThresh is how many later frames the peer must hold before a missing
+// one is taken for lost rather than overtaken.
+const dupThresh = 3
+
+// data takes a data frame in: delivers it if it is next, with the early
+// frames that follow it, keeps it if early, drops it if already had.
+func (t *Transport) data(p *peer, h *header, f []byte) {
+	d := int32(h.seq - p.expect)
+	switch {
+	case d < 0:
+		t.cnt.Duplicates++
+		p.ackNow = true
+	case d >= Window:
+		// Beyond the credits granted: the sender will send it again.
+	case d > 0:
+		st := &p.stash[h.seq%Window]
+		if st.ok && st.seq == h.seq {
+			t.cnt.Duplicates++
+		} else {
+			if st.buf == nil {
+				st.buf = make([]byte, t.cfg.MTU)
+			}
+			st.n = copy(st.buf, f)
+			st.seq, st.ok = h.seq, true
+			p.stashed++
+		}
+		p.ackNow = true
+	default:
+		p.expect++
+		p.ackOwed++
+		if !t.consume(p, h, f) {
+			return
+		}
+		for p.stashed > 0 && p.gone == nil {
+			st := &p.stash[p.expect%Window]
+			if !st.ok || st.seq != p.expect {
+				break
+			}
+			st.ok = false
+			p.stashed--
+			p.expect++
+			p.ackOwed++
+			hh := parse(st.buf[:st.n])
+			if !t.consume(p, &hh, st.buf[:st.n]) {
+				return
+			}
+		}
+	}
+}
+
+// consume adds an in-order data frame to the message being reassembled
+// and delivers the message when the frame completes it. A frame that does
+// not fit the message (which an authenticated peer never sends) loses the
+// peer; consume then reports false.
+func (t *Transport) consume(p *peer, h *header, f []byte) bool {
+	pl := f[hdrLen : hdrLen+h.plen]
+	a := &p.asm
+	if h.flags&flagFirst != 0 {
+		if a.on || h.head > len(pl) || h.total < h.head {
+			return t.broken(p, "a first fragment out of place")
+		}
+		head, rest, bodyLen := pl[:h.head], pl[h.head:], h.total-h.head
+		if h.flags&flagLast != 0 {
+			if len(rest) != bodyLen {
+				return t.broken(p, "a single fragment of the wrong length")
+			}
+			t.deliver(p, head, rest)
+			return p.gone == nil
+		}
+		a.on, a.placed, a.n = true, false, 0
+		a.head = append(a.head[:0], head...)
+		var dst []byte
+		if bodyLen >= t.cfg.PlaceMin && t.placer != nil && !t.deferred {
+			if dst = t.placer.Place(p.rank, a.head, bodyLen); dst != nil {
+				if len(dst) != bodyLen {
+					return t.broken(p, fmt.Sprintf("Place gave %d bytes for a body of %d", len(dst), bodyLen))
+				}
+				a.placed = true
+			}
+		}
+		if dst == nil {
+			if cap(a.buf) < bodyLen {
+				a.buf = make([]byte, bodyLen)
+			}
+			dst = a.buf[:bodyLen]
+		}
+		a.dst = dst
+		pl = rest
+	} else if !a.on {
+		return t.broken(p, "a fragment without a first one")
+	}
+	if a.n+len(pl) > len(a.dst) {
+		return t.broken(p, "fragments longer than their message")
+	}
+	a.n += copy(a.dst[a.n:], pl)
+	if h.flags&flagLast == 0 {
+		return true
+	}
+	if a.n != len(a.dst) {
+		return t.broken(p, "fragments shorter than their message")
+	}
+	a.on = false
+	if a.placed {
+		t.cnt.Placed++
+	}
+	dst := a.dst
+	a.dst = nil
+	t.deliver(p, a.head, dst)
+	return p.gone == nil
+}
+
+func (t *Transport) deliver(p *peer, head, body []byte) {
+	t.cnt.FramesIn++
+	t.cnt.BytesIn += int64(len(body))
+	if t.deferred {
+		t.later = append(t.later, event{kind: 'F', peer: p.rank, head: append([]byte(nil), head...), body: append([]byte(nil), body...)})
+		return
+	}
+	t.cfg.Handler.Frame(p.rank, head, body)
+}
+
+// broken loses a peer whose frames make no sense.
+func (t *Transport) broken(p *peer, what string) bool {
+	err := fmt.Errorf("rank %d sent %s", p.rank, what)
+	t.lose(p, err)
+	t.lost(p.rank, err)
+	return false
+}

@@ -1,0 +1,415 @@
+// Package reliable carries a device's frames (a head and a body, as
+// internal/wire defines them) between ranks over a link of Ethernet frames
+// that may drop, reorder and duplicate them: the AF_XDP socket of the XDP
+// wire. It gives what TCP gives the TCP wire: per peer, every message
+// arrives once, whole and in order, or the peer is reported lost.
+//
+// A message is cut into fragments, one per Ethernet frame. Each peer pair
+// numbers its data frames; the receiver delivers them in sequence order,
+// keeps frames that arrive early in a reorder window, and drops duplicates.
+// Every frame carries a cumulative acknowledgement (the next number the
+// sender of the frame expects) and a selective one (a bitmap of the early
+// frames it holds), so acknowledgements ride on the traffic going the other
+// way; a receiver with nothing to send acknowledges on its own once its
+// Poll runs dry or every ackEvery frames. The sender keeps each
+// unacknowledged frame and sends it again when the selective
+// acknowledgement shows a hole behind a later frame (fast retransmission)
+// or when no acknowledgement came within the retransmission timeout, which
+// doubles with each timeout and is reset by progress. Flow control is by
+// credits: the receiver grants as many frames beyond its cumulative
+// acknowledgement as its reorder window holds, and the sender never has
+// more outstanding; what does not fit waits in a queue.
+//
+// Every frame is authenticated with an HMAC-SHA256 tag keyed by the job's
+// secret and names its job; frames of other jobs, forged frames and frames
+// for other ranks are dropped and counted. A message's first fragment
+// carries its head, so a large body can be reassembled straight into memory
+// the device chooses (Placer), the posted receive buffer.
+package reliable
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// Link is the datagram path frames travel: an AF_XDP socket, or an
+// in-memory pipe in tests.
+type Link interface {
+	// Send transmits frame, copied before Send returns; false means the
+	// link has no room now (try again later).
+	Send(frame []byte) bool
+	// Flush pushes out what Send queued.
+	Flush() error
+	// Receive calls got with up to budget received frames, each valid only
+	// during the call, and reports how many there were.
+	Receive(budget int, got func(frame []byte)) int
+}
+
+// Handler receives what the transport delivers, from inside Poll.
+type Handler interface {
+	Frame(peer int, head, body []byte)
+	Sent(tok any)
+	Lost(peer int, err error)
+}
+
+// Placer chooses where a large message body goes (see wire.Placer).
+type Placer interface {
+	Place(peer int, head []byte, n int) []byte
+}
+
+// Config is what a Transport needs.
+type Config struct {
+	Rank    int
+	Size    int    // ranks in the job
+	Job     uint64 // the job id every frame carries
+	Secret  []byte // the job's secret
+	MAC     net.HardwareAddr
+	Resolve func(peer int) (net.HardwareAddr, error) // a peer's MAC, asked once
+	Handler Handler
+	Link    Link
+	// MTU is the largest frame, Ethernet header included (default 1514).
+	MTU int
+	// PlaceMin is the smallest body for which the Placer is asked.
+	PlaceMin int
+	// MinRTO is the retransmission timeout before doubling (default 5 ms);
+	// DeadAfter is how long outstanding frames may go unacknowledged
+	// before the peer is lost (default 10 s).
+	MinRTO, DeadAfter time.Duration
+}
+
+// Window is the reorder window and the most frames outstanding to a peer.
+const Window = 256
+
+// ackEvery is how many frames a receiver takes before it acknowledges
+// them even while more keep coming.
+const ackEvery = 32
+
+// MaxHead is the largest head a message may have: it travels in the first
+// fragment.
+const MaxHead = 1024
+
+// Counters are a Transport's running totals.
+type Counters struct {
+	FramesIn, FramesOut int64 // messages
+	BytesIn, BytesOut   int64 // message bodies
+	Queued              int64 // messages that waited for credits or the link
+	Placed              int64 // bodies reassembled in memory the Placer chose
+	PacketsIn           int64 // authenticated frames received
+	PacketsOut          int64 // frames handed to the link, retransmissions and acks included
+	AcksOut             int64 // frames that were acknowledgements only
+	Retransmits         int64 // data frames sent again
+	Timeouts            int64 // retransmission timeouts
+	Duplicates          int64 // data frames received twice
+	Forged              int64 // frames of the job whose tag was wrong
+	Stray               int64 // frames not for this rank or of another job
+}
+
+// Transport is one rank's end of the reliable transport.
+type Transport struct {
+	cfg      Config
+	auth     *authenticator
+	placer   Placer
+	peers    []*peer // by rank, made on first contact
+	active   []*peer
+	payload  int // bytes of payload a frame holds
+	ackBuf   []byte
+	cnt      Counters
+	deadline atomic.Int64 // UnixNano of the next timer, 0 for none (read by Wait)
+	now      time.Time
+	closed   bool
+	deferred bool    // inside Tick: what the Handler would get waits in later
+	later    []event // deliveries and reports Tick kept for the next Poll
+}
+
+// event is a Handler call that Tick deferred to the next Poll.
+type event struct {
+	kind       byte // 'F' Frame, 'S' Sent, 'L' Lost
+	peer       int
+	head, body []byte
+	tok        any
+	err        error
+}
+
+// New makes a transport.
+func New(cfg Config) (*Transport, error) {
+	if len(cfg.Secret) < 16 {
+		return nil, errors.New("reliable: the job secret is too short")
+	}
+	if cfg.Handler == nil || cfg.Link == nil || cfg.Resolve == nil || len(cfg.MAC) != 6 {
+		return nil, errors.New("reliable: New needs a Handler, a Link, a Resolve function and a MAC address")
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = 1514
+	}
+	if cfg.MTU < hdrLen+tagLen+MaxHead {
+		return nil, fmt.Errorf("reliable: an MTU of %d bytes is too small", cfg.MTU)
+	}
+	if cfg.MinRTO == 0 {
+		cfg.MinRTO = 5 * time.Millisecond
+	}
+	if cfg.DeadAfter == 0 {
+		cfg.DeadAfter = 10 * time.Second
+	}
+	if cfg.PlaceMin == 0 {
+		cfg.PlaceMin = 32 << 10
+	}
+	t := &Transport{cfg: cfg, auth: newAuthenticator(cfg.Secret), peers: make([]*peer, cfg.Size),
+		payload: cfg.MTU - hdrLen - tagLen, ackBuf: make([]byte, hdrLen+tagLen)}
+	t.placer, _ = cfg.Handler.(Placer)
+	return t, nil
+}
+
+// Counters returns the running totals.
+func (t *Transport) Counters() Counters { return t.cnt }
+
+// Deadline is when the transport next needs a Poll for its timers (a
+// retransmission, an acknowledgement it owes), or the zero time. It may be
+// called beside Poll, by a waiter deciding how long to sleep.
+func (t *Transport) Deadline() time.Time {
+	if d := t.deadline.Load(); d != 0 {
+		return time.Unix(0, d)
+	}
+	return time.Time{}
+}
+
+// Pending is the number of messages and frames not yet acknowledged.
+func (t *Transport) Pending() int {
+	n := 0
+	for _, p := range t.active {
+		if p.gone == nil {
+			n += len(p.queue) + int(p.next-p.una)
+		}
+	}
+	return n
+}
+
+// peer returns rank's state, making it on first contact.
+func (t *Transport) peer(rank int) *peer {
+	p := t.peers[rank]
+	if p == nil {
+		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: Window}
+		t.peers[rank] = p
+		t.active = append(t.active, p)
+	}
+	return p
+}
+
+// Send sends a message of head and body to peer. It reports true when the
+// whole message has been copied into frames, so body may be reused at
+// once. Otherwise the rest waits for credits: with a tok, body is
+// referenced until Handler.Sent(tok); with a nil tok it is copied. Messages
+// to one peer arrive in the order of the Send calls.
+func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
+	if peer < 0 || peer >= t.cfg.Size || peer == t.cfg.Rank {
+		return false, fmt.Errorf("reliable: no rank %d to send to", peer)
+	}
+	if len(head) > MaxHead || len(head)+len(body) > 1<<31-1 {
+		return false, fmt.Errorf("reliable: message to rank %d too large (head %d, body %d bytes)", peer, len(head), len(body))
+	}
+	p := t.peer(peer)
+	if p.gone != nil {
+		return false, fmt.Errorf("reliable: rank %d is unreachable: %w", peer, p.gone)
+	}
+	if p.mac == nil {
+		mac, err := t.cfg.Resolve(peer)
+		if err != nil {
+			return false, fmt.Errorf("reliable: address of rank %d: %w", peer, err)
+		}
+		p.mac = mac
+	}
+	t.now = time.Now()
+	m := outMsg{head: head, body: body, tok: tok}
+	if len(p.queue) == 0 && t.fragment(p, &m) {
+		t.transmit(p)
+		t.flush()
+		t.cnt.FramesOut++
+		t.cnt.BytesOut += int64(len(body))
+		return true, nil
+	}
+	// The rest waits: keep what the frames have not taken.
+	m.head = append([]byte(nil), m.head...)
+	if tok == nil {
+		m.body = append([]byte(nil), m.body...)
+	}
+	p.queue = append(p.queue, m)
+	t.cnt.Queued++
+	t.cnt.FramesOut++
+	t.cnt.BytesOut += int64(len(body))
+	t.transmit(p)
+	t.flush()
+	return false, nil
+}
+
+// Poll receives and delivers frames, acknowledges, retransmits and sends
+// what waits for credits, without blocking. It reports whether anything
+// happened.
+func (t *Transport) Poll() bool {
+	busy := t.runLater()
+	return t.turn() || busy
+}
+
+// Tick does Poll's work for a device that is not polling, from another
+// goroutine (the caller excludes Poll and Send while it runs): it
+// acknowledges, retransmits and takes frames in, so that a peer's
+// messages are neither stalled nor declared lost while this rank computes
+// or waits outside the device. Nothing reaches the Handler from Tick: the
+// frames it takes in (copied) and the reports it makes wait for the next
+// Poll, in order.
+func (t *Transport) Tick() bool {
+	t.deferred = true
+	defer func() { t.deferred = false }()
+	return t.turn()
+}
+
+// Deferred reports whether Tick kept Handler calls for the next Poll.
+func (t *Transport) Deferred() bool { return len(t.later) > 0 }
+
+// runLater makes the Handler calls Tick deferred.
+func (t *Transport) runLater() bool {
+	if len(t.later) == 0 {
+		return false
+	}
+	evs := t.later
+	t.later = nil
+	for _, ev := range evs {
+		switch ev.kind {
+		case 'F':
+			t.cfg.Handler.Frame(ev.peer, ev.head, ev.body)
+		case 'S':
+			t.cfg.Handler.Sent(ev.tok)
+		case 'L':
+			t.cfg.Handler.Lost(ev.peer, ev.err)
+		}
+	}
+	return true
+}
+
+// sent and lost report to the Handler, or defer the report inside Tick.
+func (t *Transport) sent(tok any) {
+	if t.deferred {
+		t.later = append(t.later, event{kind: 'S', tok: tok})
+		return
+	}
+	t.cfg.Handler.Sent(tok)
+}
+
+func (t *Transport) lost(peer int, err error) {
+	if t.deferred {
+		t.later = append(t.later, event{kind: 'L', peer: peer, err: err})
+		return
+	}
+	t.cfg.Handler.Lost(peer, err)
+}
+
+// turn is one pass of Poll's work.
+func (t *Transport) turn() bool {
+	t.now = time.Now()
+	n := t.cfg.Link.Receive(64, t.input)
+	busy := n > 0
+	var next int64
+	for _, p := range t.active {
+		if p.gone != nil {
+			continue
+		}
+		if p.ackNow || p.ackOwed >= ackEvery || (p.ackOwed > 0 && n == 0) {
+			t.sendAck(p)
+			busy = true
+		}
+		if p.next != p.una && !p.rtoAt.IsZero() && t.now.After(p.rtoAt) {
+			if t.timeout(p) {
+				continue
+			}
+			busy = true
+		}
+		if len(p.queue) > 0 || p.unsent {
+			t.pump(p)
+		}
+		if p.next != p.una && len(p.queue) == 0 && !p.probed && p.sendNext != p.una {
+			t.probe(p)
+		}
+		if p.next != p.una && !p.rtoAt.IsZero() {
+			if d := p.rtoAt.UnixNano(); next == 0 || d < next {
+				next = d
+			}
+		}
+		if p.ackOwed > 0 {
+			next = t.now.UnixNano()
+		}
+	}
+	t.flush()
+	t.deadline.Store(next)
+	return busy
+}
+
+func (t *Transport) flush() {
+	_ = t.cfg.Link.Flush()
+}
+
+// timeout handles an expired retransmission timer: it sends the oldest
+// unacknowledged frame again (its acknowledgement then shows, selectively,
+// what else is missing) and doubles the timeout, or, when nothing was
+// acknowledged for DeadAfter, gives the peer up. It reports whether the
+// peer is lost.
+func (t *Transport) timeout(p *peer) bool {
+	if t.now.Sub(p.progress) > t.cfg.DeadAfter {
+		err := fmt.Errorf("no acknowledgement from rank %d for %v (link down or host gone)", p.rank, t.cfg.DeadAfter)
+		t.lose(p, err)
+		t.lost(p.rank, err)
+		return true
+	}
+	t.cnt.Timeouts++
+	for s := p.una; s != p.sendNext; s++ {
+		if sl := &p.slots[s%Window]; !sl.sacked && sl.sent {
+			t.resend(p, sl)
+			break
+		}
+	}
+	p.rto = min(2*p.rto, time.Second)
+	p.rtoAt = t.now.Add(p.rto)
+	return false
+}
+
+// probe sends the last frame again when nothing was sent or acknowledged
+// for a few round trips and nothing new is left to send (a tail-loss probe):
+// if the frames before it were lost, its acknowledgement shows the holes
+// and they are resent without waiting for the retransmission timeout.
+func (t *Transport) probe(p *peer) {
+	sl := &p.slots[(p.sendNext-1)%Window]
+	wait := max(2*p.srtt, probeMin)
+	if !sl.sent || sl.sacked || t.now.Sub(sl.sentAt) < wait || t.now.Sub(p.progress) < wait {
+		return
+	}
+	p.probed = true
+	t.resend(p, sl)
+}
+
+// probeMin is the least wait before a tail-loss probe.
+const probeMin = 200 * time.Microsecond
+
+// lose forgets what was outstanding to a peer that is gone.
+func (t *Transport) lose(p *peer, err error) {
+	p.gone = err
+	p.queue = nil
+	p.una = p.next
+}
+
+// Close says goodbye to every peer, so that none takes the silence that
+// follows for a failure. The caller has waited for Pending to reach 0.
+func (t *Transport) Close() {
+	if t.closed {
+		return
+	}
+	t.closed = true
+	for _, p := range t.active {
+		if p.gone != nil || p.mac == nil {
+			continue
+		}
+		for range 3 {
+			t.control(p, kindBye)
+		}
+	}
+	t.flush()
+}

@@ -1,0 +1,334 @@
+package reliable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pipe is one direction of an in-memory link that drops, duplicates and
+// reorders frames with the given probabilities, and now and then has no
+// room, as a full TX ring would.
+type pipe struct {
+	q                  [][]byte
+	loss, dup, reorder float64
+	full               float64
+	rng                *rand.Rand
+	cut                bool
+}
+
+// end is one side of a pipe pair: it sends into out and receives from in.
+type end struct{ in, out *pipe }
+
+func (e *end) Send(f []byte) bool {
+	p := e.out
+	if len(p.q) > 1024 || p.rng.Float64() < p.full {
+		return false
+	}
+	if p.cut || p.rng.Float64() < p.loss {
+		return true
+	}
+	c := append([]byte(nil), f...)
+	copies := 1
+	if p.rng.Float64() < p.dup {
+		copies = 2
+	}
+	for range copies {
+		at := len(p.q)
+		if at > 0 && p.rng.Float64() < p.reorder {
+			at -= 1 + p.rng.IntN(min(at, 4))
+		}
+		p.q = append(p.q, nil)
+		copy(p.q[at+1:], p.q[at:])
+		p.q[at] = c
+	}
+	return true
+}
+
+func (e *end) Flush() error { return nil }
+
+func (e *end) Receive(budget int, got func([]byte)) int {
+	n := 0
+	for n < budget && len(e.in.q) > 0 {
+		f := e.in.q[0]
+		e.in.q = e.in.q[1:]
+		got(f)
+		n++
+	}
+	return n
+}
+
+// sink records what a transport delivers and checks it as it comes: the
+// messages of each sender arrive numbered 0, 1, 2, ... with their bodies
+// intact.
+type sink struct {
+	t      *testing.T
+	next   map[int]int
+	sent   int
+	lost   error
+	place  bool
+	placed []byte
+}
+
+func (s *sink) Frame(peer int, head, body []byte) {
+	i := int(binary.LittleEndian.Uint64(head))
+	if i != s.next[peer] {
+		s.t.Fatalf("from rank %d: message %d arrived, want %d", peer, i, s.next[peer])
+	}
+	if want := content(peer, i); !bytes.Equal(body, want) || !bytes.Equal(head[8:], want[:min(len(want), len(head)-8)]) {
+		s.t.Fatalf("from rank %d: message %d (%d bytes) arrived with wrong content", peer, i, len(body))
+	}
+	s.next[peer]++
+}
+
+func (s *sink) Sent(tok any) { s.sent++ }
+
+func (s *sink) Lost(peer int, err error) { s.lost = err }
+
+// placer is a sink that also places large bodies in memory of its own.
+type placer struct{ *sink }
+
+func (p placer) Place(peer int, head []byte, n int) []byte {
+	p.placed = make([]byte, n)
+	return p.placed
+}
+
+// content is the body of message i from rank: a size that varies from
+// empty to many frames, and bytes that depend on both.
+func content(rank, i int) []byte {
+	sizes := []int{0, 1, 8, 1000, 1438, 1439, 3000, 9000, 40 << 10, 100 << 10}
+	b := make([]byte, sizes[i%len(sizes)])
+	for k := range b {
+		b[k] = byte(rank*31 + i*7 + k*13)
+	}
+	return b
+}
+
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
+
+func mac(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, byte(i)} }
+
+// pair makes two transports, ranks 0 and 1, joined by lossy pipes.
+func pair(t *testing.T, loss, dup, reorder float64, seed uint64) (a, b *Transport, sa, sb *sink, ab, ba *pipe) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	ab = &pipe{loss: loss, dup: dup, reorder: reorder, full: 0.01, rng: rng}
+	ba = &pipe{loss: loss, dup: dup, reorder: reorder, full: 0.01, rng: rng}
+	sa = &sink{t: t, next: map[int]int{}}
+	sb = &sink{t: t, next: map[int]int{}}
+	mk := func(rank int, h Handler, l Link) *Transport {
+		tr, err := New(Config{Rank: rank, Size: 2, Job: 42, Secret: testSecret, MAC: mac(rank),
+			Resolve: func(p int) (net.HardwareAddr, error) { return mac(p), nil },
+			Handler: h, Link: l, MinRTO: time.Millisecond, DeadAfter: 15 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	a = mk(0, sa, &end{in: ba, out: ab})
+	b = mk(1, placer{sb}, &end{in: ab, out: ba})
+	return
+}
+
+// exchange has both transports send n messages to each other, polling
+// both until everything is delivered and acknowledged.
+func exchange(t *testing.T, a, b *Transport, sa, sb *sink, n int) {
+	exchangeTick(t, a, b, sa, sb, n, false)
+}
+
+// exchangeTick is exchange where, with tick, every third turn of rank 1
+// is a Tick instead of a Poll, as when its device does not poll.
+func exchangeTick(t *testing.T, a, b *Transport, sa, sb *sink, n int, tick bool) {
+	deadline := time.Now().Add(20 * time.Second)
+	sentA, sentB := 0, 0
+	var toks []int
+	turns := 0
+	for sb.next[0] < n || sa.next[1] < n || a.Pending() > 0 || b.Pending() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s: rank 1 has %d of %d, rank 0 has %d of %d; pending %d, %d\n%s",
+				sb.next[0], n, sa.next[1], n, a.Pending(), b.Pending(), state(a, b))
+		}
+		for _, s := range []struct {
+			tr   *Transport
+			me   int
+			sent *int
+		}{{a, 0, &sentA}, {b, 1, &sentB}} {
+			if *s.sent < n && s.tr.Pending() < 3*Window {
+				i := *s.sent
+				body := content(s.me, i)
+				head := binary.LittleEndian.AppendUint64(nil, uint64(i))
+				head = append(head, body[:min(len(body), 20)]...)
+				var tok any
+				if i%2 == 0 {
+					tok = i
+					toks = append(toks, i)
+				}
+				if _, err := s.tr.Send(1-s.me, head, body, tok); err != nil {
+					t.Fatalf("send %d: %v", i, err)
+				}
+				if tok == nil {
+					clear(body) // a nil-tok send must have copied it
+				}
+				*s.sent++
+			}
+		}
+		a.Poll()
+		turns++
+		if tick && turns%3 == 0 {
+			b.Tick()
+		} else {
+			b.Poll()
+		}
+		if sa.lost != nil || sb.lost != nil {
+			t.Fatalf("lost a peer: %v / %v\n%s", sa.lost, sb.lost, state(a, b))
+		}
+	}
+}
+
+func TestInOrderOverLossyLink(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		loss, dup, reorder float64
+	}{
+		{"clean", 0, 0, 0},
+		{"loss1", 0.01, 0, 0},
+		{"loss5", 0.05, 0, 0},
+		{"reorder", 0, 0, 0.2},
+		{"dup", 0, 0.05, 0},
+		{"all", 0.05, 0.05, 0.2},
+		{"tick", 0.05, 0.05, 0.2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b, sa, sb, _, _ := pair(t, c.loss, c.dup, c.reorder, 7)
+			exchangeTick(t, a, b, sa, sb, 300, c.name == "tick")
+			ca, cb := a.Counters(), b.Counters()
+			if c.loss > 0 && ca.Retransmits+cb.Retransmits == 0 {
+				t.Errorf("%v loss and no retransmission", c.loss)
+			}
+			if c.dup > 0 && ca.Duplicates+cb.Duplicates == 0 {
+				t.Errorf("duplicated frames and none counted")
+			}
+			if cb.Placed == 0 {
+				t.Errorf("no large body was placed in the Placer's memory")
+			}
+			t.Logf("rank 0: %+v", ca)
+		})
+	}
+}
+
+// TestStrangers feeds a transport frames of another job, frames signed
+// with another secret and frames for another rank: none is delivered, each
+// is counted.
+func TestStrangers(t *testing.T) {
+	a, b, _, sb, ab, _ := pair(t, 0, 0, 0, 1)
+	if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, 0), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	good := append([]byte(nil), ab.q[0]...)
+	ab.q = nil
+	forged := append([]byte(nil), good...)
+	newAuthenticator([]byte("another secret, another job....")).sign(forged, len(forged)-tagLen)
+	otherJob := append([]byte(nil), good...)
+	binary.LittleEndian.PutUint64(otherJob[offJob:], 43)
+	a.auth.sign(otherJob, len(otherJob)-tagLen)
+	otherRank := append([]byte(nil), good...)
+	binary.LittleEndian.PutUint32(otherRank[offTo:], 5)
+	a.auth.sign(otherRank, len(otherRank)-tagLen)
+	tampered := append([]byte(nil), good...)
+	tampered[offSeq]++
+	ab.q = [][]byte{forged, otherJob, otherRank, tampered}
+	b.Poll()
+	c := b.Counters()
+	if sb.next[0] != 0 || c.Forged != 2 || c.Stray != 2 || c.PacketsIn != 0 {
+		t.Fatalf("delivered %d; counters %+v: want nothing delivered, 2 forged, 2 stray", sb.next[0], c)
+	}
+	ab.q = [][]byte{good}
+	b.Poll()
+	if sb.next[0] != 1 {
+		t.Fatalf("the genuine frame was not delivered after the strangers")
+	}
+}
+
+// TestPeerLost cuts the link: the sender reports the peer lost after
+// DeadAfter, once, and later sends fail with the reason.
+func TestPeerLost(t *testing.T) {
+	a, _, sa, _, ab, _ := pair(t, 0, 0, 0, 1)
+	a.cfg.DeadAfter = 300 * time.Millisecond
+	ab.cut = true
+	if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, 0), content(0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for sa.lost == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("no Lost 10 s after the link was cut (DeadAfter 300 ms); counters %+v", a.Counters())
+		}
+		a.Poll()
+		if d := a.Deadline(); !d.IsZero() {
+			time.Sleep(time.Until(d))
+		}
+	}
+	if _, err := a.Send(1, make([]byte, 8), nil, nil); err == nil {
+		t.Fatalf("a send to a lost peer succeeded")
+	}
+	if a.Counters().Timeouts == 0 {
+		t.Errorf("lost without a retransmission timeout: %+v", a.Counters())
+	}
+}
+
+// TestGoodbye checks that a peer that closes is not reported lost.
+func TestGoodbye(t *testing.T) {
+	a, b, sa, sb, _, _ := pair(t, 0, 0, 0, 1)
+	exchange(t, a, b, sa, sb, 3)
+	b.Close()
+	a.Poll()
+	if sa.lost != nil {
+		t.Fatalf("a goodbye was taken for a failure: %v", sa.lost)
+	}
+	if _, err := a.Send(1, make([]byte, 8), nil, nil); err == nil {
+		t.Fatalf("a send to a peer that said goodbye succeeded")
+	}
+}
+
+// TestTickRetransmits: a rank whose only message was lost and whose device
+// then stops polling (blocked outside MPI, as in a PMI barrier) still gets
+// it through, because Tick retransmits; and the peer's acknowledgement,
+// taken in by Tick, ends the retransmissions.
+func TestTickRetransmits(t *testing.T) {
+	a, b, _, sb, ab, _ := pair(t, 0, 0, 0, 1)
+	ab.cut = true
+	if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, 0), content(0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	ab.cut = false
+	deadline := time.Now().Add(5 * time.Second)
+	for sb.next[0] == 0 || a.Pending() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost frame was not retransmitted by Tick within 5 s: delivered %d, pending %d, counters %+v", sb.next[0], a.Pending(), a.Counters())
+		}
+		a.Tick()
+		b.Poll()
+	}
+	if a.Counters().Retransmits == 0 {
+		t.Fatalf("delivered without a retransmission: %+v", a.Counters())
+	}
+}
+
+// state describes both ends of a pair, for a failure message.
+func state(a, b *Transport) string {
+	var sb strings.Builder
+	for _, tr := range []*Transport{a, b} {
+		for _, p := range tr.active {
+			sl := &p.slots[p.una%Window]
+			fmt.Fprintf(&sb, "rank %d -> %d: una %d next %d sendNext %d queue %d unsent %v credit %d rto %v srtt %v probed %v gone %v; una slot sent %v sacked %v retx %v age %v; recv expect %d stashed %d owed %d now %v\n",
+				tr.cfg.Rank, p.rank, p.una, p.next, p.sendNext, len(p.queue), p.unsent, p.credit, p.rto, p.srtt, p.probed, p.gone,
+				sl.sent, sl.sacked, sl.retx, time.Since(sl.sentAt), p.expect, p.stashed, p.ackOwed, p.ackNow)
+		}
+		fmt.Fprintf(&sb, "rank %d counters %+v\n", tr.cfg.Rank, tr.Counters())
+	}
+	return sb.String()
+}
