@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"errors"
 	"math"
 	goruntime "runtime"
 	"runtime/debug"
@@ -112,6 +113,11 @@ func TestFlatPathAllocations(t *testing.T) {
 		rp, _ := RecvInit(w, buf, 0, 1)
 		sp, _ := SendInit(w, buf, 0, 1)
 		pers := []*Request{rp, sp}
+		own := make([]Request, win)
+		ownp := make([]*Request, win)
+		for k := range own {
+			ownp[k] = &own[k]
+		}
 		cases := []struct {
 			name string
 			ops  int // non-blocking operations (handles) per call of fn
@@ -149,6 +155,16 @@ func TestFlatPathAllocations(t *testing.T) {
 				rr[0], _ = Irecv(w, buf, 0, 1)
 				Waitsome(rr[:1])
 			}},
+			{"IrecvIn+IsendIn window + WaitallInto", 0, func() {
+				for k := range own {
+					if k%2 == 0 {
+						IrecvIn(&own[k], w, buf, 0, 1)
+					} else {
+						IsendIn(&own[k], w, buf, 0, 1)
+					}
+				}
+				WaitallInto(ownp, sts)
+			}},
 			{"Startall+WaitallInto of persistent requests", 0, func() {
 				Startall(pers)
 				WaitallInto(pers, sts[:2])
@@ -170,6 +186,48 @@ func TestFlatPathAllocations(t *testing.T) {
 			if got > want {
 				t.Errorf("%s: %.3f allocations per call, want at most %.3f", c.name, got, want)
 			}
+		}
+	})
+}
+
+// TestRequestIn: a request the caller owns starts an operation only while
+// inactive, completes like a handle from Isend (status, then the empty
+// status and inactive), and starts the next operation once completed;
+// special arguments (ProcNull) go through the ordinary path into it.
+func TestRequestIn(t *testing.T) {
+	withNullRuntime(t, func(w *Comm) {
+		buf := []int32{5, 6}
+		var q Request
+		if st, err := q.Wait(); err != nil || st != emptyStatus || q.Active() {
+			t.Fatalf("Wait on a zero Request: %+v, %v, active %v; want the empty status", st, err, q.Active())
+		}
+		if err := IrecvIn(&q, w, buf, 0, 3); err != nil {
+			t.Fatal(err)
+		}
+		if !q.Active() {
+			t.Fatal("IrecvIn left the request inactive")
+		}
+		if err := IsendIn(&q, w, buf, 0, 3); !errors.Is(err, ErrRequest) {
+			t.Fatalf("IsendIn into an active request: %v, want ErrRequest", err)
+		}
+		st, err := q.Wait()
+		if err != nil || st.Source != 0 || st.Tag != 3 || q.Active() {
+			t.Fatalf("Wait: %+v, %v, active %v", st, err, q.Active())
+		}
+		if st, err := q.Wait(); err != nil || st != emptyStatus {
+			t.Fatalf("second Wait: %+v, %v; want the empty status", st, err)
+		}
+		if err := IsendIn(&q, w, buf, ProcNull, 3); err != nil {
+			t.Fatal(err)
+		}
+		if st, done, err := q.Test(); err != nil || !done || st.Source != ProcNull {
+			t.Fatalf("Test of a send to ProcNull: %+v, %v, %v", st, done, err)
+		}
+		if err := IsendIn(&q, w, buf, 7, 3); !errors.Is(err, ErrRank) {
+			t.Fatalf("IsendIn to rank 7 of 1: %v, want ErrRank", err)
+		}
+		if err := IrecvIn(nil, w, buf, 0, 3); !errors.Is(err, ErrRequest) {
+			t.Fatalf("IrecvIn into nil: %v, want ErrRequest", err)
 		}
 	})
 }

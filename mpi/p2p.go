@@ -185,12 +185,23 @@ func plainNB(c *Comm, b Buffer, peer, tag int, recv bool) bool {
 // one hold of the lock, and nothing allocated but the handle's share of
 // its slab.
 func (r *runtime) startFlat(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
+	return r.startFlatIn(nil, op, c, b, peer, tag, recv, mode)
+}
+
+// startFlatIn is startFlat into the inactive request q that the caller
+// owns (IsendIn, IrecvIn), or, when q is nil, into a new handle from the
+// slab; it returns the request started.
+func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
 	wpeer := peer
 	if peer >= 0 {
 		wpeer = c.world[peer]
 	}
 	r.mu.Lock()
-	q := r.newHandleHeld()
+	if q == nil {
+		q = r.newHandleHeld()
+	} else {
+		*q = Request{}
+	}
 	q.rt, q.comm, q.op = r, c, op
 	q.recv, q.mode = recv, mode
 	q.peer, q.tag = peer, tag
