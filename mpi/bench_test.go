@@ -104,3 +104,37 @@ func TestSelfWindowAllocations(t *testing.T) {
 		t.Errorf("%d windows of %d messages made %d allocations, want at most %d", runs, win, best, want)
 	}
 }
+
+// BenchmarkSelfWindowIn8B is BenchmarkSelfWindow8B with the requests and
+// statuses in the program's arrays (IrecvIn, IsendIn, WaitallInto), as a C
+// program keeps them: per message, nothing allocated.
+func BenchmarkSelfWindowIn8B(b *testing.B) {
+	w := mpi.World()
+	const win = 64
+	out, in := make([]byte, 8), make([]byte, 8*win)
+	rr, sr := make([]mpi.Request, win), make([]mpi.Request, win)
+	rp, sp := make([]*mpi.Request, win), make([]*mpi.Request, win)
+	for k := range rr {
+		rp[k], sp[k] = &rr[k], &sr[k]
+	}
+	sts := make([]mpi.Status, win)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i += win {
+		for k := range rr {
+			if err := mpi.IrecvIn(&rr[k], w, in[8*k:8*k+8], 0, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for k := range sr {
+			if err := mpi.IsendIn(&sr[k], w, out, 0, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := mpi.WaitallInto(sp, nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := mpi.WaitallInto(rp, sts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
