@@ -1,6 +1,10 @@
 package mpi
 
 import (
+	"errors"
+	"math"
+	goruntime "runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/adimpi/adimpi/datatype"
@@ -35,6 +39,19 @@ func TestPlainArgsNeverAcceptsWhatP2PArgsRejects(t *testing.T) {
 		for _, b := range bufs {
 			for _, peer := range []int{0, 1, -5, ProcNull, AnySource, 1 << 40} {
 				for _, tag := range []int{0, 7, TagUB, TagUB + 1, -3, AnyTag} {
+					for _, recv := range []bool{false, true} {
+						// The non-blocking calls' test: wildcards only on
+						// receives, never ProcNull.
+						if !plainNB(c, b, peer, tag, recv) {
+							continue
+						}
+						if _, err := p2pArgs("test", c, b, peer, tag, recv); err != nil {
+							t.Errorf("plainNB accepted (comm %v, count %d of %v, peer %d, tag %d, recv %v), p2pArgs says %v", c, b.Count, b.Type, peer, tag, recv, err)
+						}
+						if peer == ProcNull || !recv && (peer < 0 || tag < 0) {
+							t.Errorf("plainNB accepted peer %d, tag %d (recv %v)", peer, tag, recv)
+						}
+					}
 					if !plainArgs(c, b, peer, tag) {
 						continue
 					}
@@ -55,4 +72,162 @@ func TestPlainArgsNeverAcceptsWhatP2PArgsRejects(t *testing.T) {
 	if accepted != 9 {
 		t.Errorf("plainArgs accepted %d ordinary calls, want 9", accepted)
 	}
+}
+
+// handleShare is the allocations a run of ops non-blocking operations may
+// make: one handle slab per 64 handles (a handle is never reused, since
+// the program may still hold it), and one more for a slab begun earlier.
+func handleShare(ops int) float64 { return float64(ops/64 + 1) }
+
+// allocsOf is the number of heap allocations fn makes, on average over
+// runs calls, without AllocsPerRun's rounding down: a path that allocates
+// once in every few calls must show it. The count is the process's, so
+// the collector is off meanwhile (a collection allocates too), and the
+// least of five rounds is taken: other goroutines of the process (the
+// testing package's, the singleton's) allocate now and then.
+func allocsOf(runs int, fn func()) float64 {
+	fn() // warm up: pools, bins and slices reach their size
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	best := math.Inf(1)
+	for round := 0; round < 5; round++ {
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		for i := 0; i < runs; i++ {
+			fn()
+		}
+		goruntime.ReadMemStats(&after)
+		best = min(best, float64(after.Mallocs-before.Mallocs)/float64(runs))
+	}
+	return best
+}
+
+// TestFlatPathAllocations: Isend, Irecv, Wait, Test, Waitall(Into) and the
+// blocking calls allocate nothing per call beyond the handles' share of
+// their slabs, over a device that allocates nothing itself.
+func TestFlatPathAllocations(t *testing.T) {
+	withNullRuntime(t, func(w *Comm) {
+		buf := make([]byte, 8)
+		const win = 64
+		rr, sr := make([]*Request, win), make([]*Request, win)
+		sts := make([]Status, win)
+		rp, _ := RecvInit(w, buf, 0, 1)
+		sp, _ := SendInit(w, buf, 0, 1)
+		pers := []*Request{rp, sp}
+		own := make([]Request, win)
+		ownp := make([]*Request, win)
+		for k := range own {
+			ownp[k] = &own[k]
+		}
+		cases := []struct {
+			name string
+			ops  int // non-blocking operations (handles) per call of fn
+			fn   func()
+		}{
+			{"Isend+Irecv+Wait", 2, func() {
+				rq, _ := Irecv(w, buf, 0, 1)
+				sq, _ := Isend(w, buf, 0, 1)
+				sq.Wait()
+				rq.Wait()
+			}},
+			{"Irecv(AnySource, AnyTag)+Issend+Test", 2, func() {
+				rq, _ := Irecv(w, buf, AnySource, AnyTag)
+				sq, _ := Issend(w, buf, 0, 1)
+				sq.Test()
+				rq.Test()
+			}},
+			{"window of 64 + WaitallInto", 2 * win, func() {
+				for k := range rr {
+					rr[k], _ = Irecv(w, buf, 0, 1)
+					sr[k], _ = Isend(w, buf, 0, 1)
+				}
+				WaitallInto(sr, nil)
+				WaitallInto(rr, sts)
+			}},
+			{"Testall, Testany, Testsome, Waitany, Waitsome", 5, func() {
+				rr[0], _ = Irecv(w, buf, 0, 1)
+				Testall(rr[:1])
+				rr[0], _ = Irecv(w, buf, 0, 1)
+				Testany(rr[:1])
+				rr[0], _ = Irecv(w, buf, 0, 1)
+				Waitany(rr[:1])
+				rr[0], _ = Irecv(w, buf, 0, 1)
+				Testsome(rr[:1])
+				rr[0], _ = Irecv(w, buf, 0, 1)
+				Waitsome(rr[:1])
+			}},
+			{"IrecvIn+IsendIn window + WaitallInto", 0, func() {
+				for k := range own {
+					if k%2 == 0 {
+						IrecvIn(&own[k], w, buf, 0, 1)
+					} else {
+						IsendIn(&own[k], w, buf, 0, 1)
+					}
+				}
+				WaitallInto(ownp, sts)
+			}},
+			{"Startall+WaitallInto of persistent requests", 0, func() {
+				Startall(pers)
+				WaitallInto(pers, sts[:2])
+			}},
+			{"Send+Recv", 0, func() {
+				Send(w, buf, 0, 1)
+				Recv(w, buf, 0, 1)
+			}},
+		}
+		for _, c := range cases {
+			const runs = 640
+			got := allocsOf(runs, c.fn)
+			want := handleShare(c.ops*runs) / runs
+			if c.name == "Testall, Testany, Testsome, Waitany, Waitsome" {
+				// Testall returns its statuses in a new slice, and
+				// Testsome and Waitsome their indices and statuses.
+				want += 5
+			}
+			if got > want {
+				t.Errorf("%s: %.3f allocations per call, want at most %.3f", c.name, got, want)
+			}
+		}
+	})
+}
+
+// TestRequestIn: a request the caller owns starts an operation only while
+// inactive, completes like a handle from Isend (status, then the empty
+// status and inactive), and starts the next operation once completed;
+// special arguments (ProcNull) go through the ordinary path into it.
+func TestRequestIn(t *testing.T) {
+	withNullRuntime(t, func(w *Comm) {
+		buf := []int32{5, 6}
+		var q Request
+		if st, err := q.Wait(); err != nil || st != emptyStatus || q.Active() {
+			t.Fatalf("Wait on a zero Request: %+v, %v, active %v; want the empty status", st, err, q.Active())
+		}
+		if err := IrecvIn(&q, w, buf, 0, 3); err != nil {
+			t.Fatal(err)
+		}
+		if !q.Active() {
+			t.Fatal("IrecvIn left the request inactive")
+		}
+		if err := IsendIn(&q, w, buf, 0, 3); !errors.Is(err, ErrRequest) {
+			t.Fatalf("IsendIn into an active request: %v, want ErrRequest", err)
+		}
+		st, err := q.Wait()
+		if err != nil || st.Source != 0 || st.Tag != 3 || q.Active() {
+			t.Fatalf("Wait: %+v, %v, active %v", st, err, q.Active())
+		}
+		if st, err := q.Wait(); err != nil || st != emptyStatus {
+			t.Fatalf("second Wait: %+v, %v; want the empty status", st, err)
+		}
+		if err := IsendIn(&q, w, buf, ProcNull, 3); err != nil {
+			t.Fatal(err)
+		}
+		if st, done, err := q.Test(); err != nil || !done || st.Source != ProcNull {
+			t.Fatalf("Test of a send to ProcNull: %+v, %v, %v", st, done, err)
+		}
+		if err := IsendIn(&q, w, buf, 7, 3); !errors.Is(err, ErrRank) {
+			t.Fatalf("IsendIn to rank 7 of 1: %v, want ErrRank", err)
+		}
+		if err := IrecvIn(nil, w, buf, 0, 3); !errors.Is(err, ErrRequest) {
+			t.Fatalf("IrecvIn into nil: %v, want ErrRequest", err)
+		}
+	})
 }

@@ -135,10 +135,9 @@ func newRequest(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi
 	q.rt, q.comm, q.op = r, c, op
 	q.recv, q.mode, q.buffered = recv, mode, buffered
 	q.peer, q.tag = peer, tag
-	ar, _ := r.areqs.Get().(*adi.Request)
-	if ar == nil {
-		ar = new(adi.Request)
-	}
+	r.mu.Lock()
+	ar := r.takeBody()
+	r.mu.Unlock()
 	ar.Buf = b // start resets the rest
 	q.body = ar
 	return q, nil
@@ -158,11 +157,77 @@ func startNew(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.M
 // startNB starts a non-blocking operation: the program may now compute
 // while it is in flight, which the progress goroutine is told.
 func startNB(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
+	if r := live.Load(); r != nil && !buffered && plainNB(c, b, peer, tag, recv) {
+		return r.startFlat(op, c, b, peer, tag, recv, mode)
+	}
 	q, err := startNew(op, c, b, peer, tag, recv, mode, buffered)
 	if err == nil && q.rt.asyncOn.Load() {
 		q.rt.kick()
 	}
 	return q, err
+}
+
+// plainNB reports, cheaply, whether a non-blocking call's arguments are
+// valid and name an ordinary peer (or, for a receive, AnySource) and an
+// ordinary tag (or, for a receive, AnyTag): the per-message test of
+// Isend and Irecv, which leave everything else (ProcNull, errors) to
+// p2pArgs.
+func plainNB(c *Comm, b Buffer, peer, tag int, recv bool) bool {
+	t := b.Type
+	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
+		(uint(peer) < uint(len(c.world)) || recv && peer == AnySource) &&
+		(uint(tag) <= TagUB || recv && tag == AnyTag) && len(b.Mem) >= t.Span(b.Count)
+}
+
+// startFlat is the flat non-blocking path of Isend, Issend, Irsend and
+// Irecv with plain arguments (plainNB): a handle from the slab, the
+// operation's adi.Request from r.bodies and the device call, all under
+// one hold of the lock, and nothing allocated but the handle's share of
+// its slab.
+func (r *runtime) startFlat(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
+	return r.startFlatIn(nil, op, c, b, peer, tag, recv, mode)
+}
+
+// startFlatIn is startFlat into the inactive request q that the caller
+// owns (IsendIn, IrecvIn), or, when q is nil, into a new handle from the
+// slab; it returns the request started.
+func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
+	wpeer := peer
+	if peer >= 0 {
+		wpeer = c.world[peer]
+	}
+	r.mu.Lock()
+	if q == nil {
+		q = r.newHandleHeld()
+	} else {
+		*q = Request{}
+	}
+	q.rt, q.comm, q.op = r, c, op
+	q.recv, q.mode = recv, mode
+	q.peer, q.tag = peer, tag
+	ar := r.takeBody()
+	// A body is complete; the composite literal also clears its done
+	// flag, without an atomic store (its completion, seen through Done,
+	// happened before).
+	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: wpeer, Tag: tag, Buf: b}
+	q.body, q.ar = ar, ar
+	var err error
+	if recv {
+		ar.Op = adi.OpRecv
+		err = r.dev.Irecv(ar)
+	} else {
+		ar.Op = adi.OpSend
+		err = r.dev.Isend(ar)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		q.ar = nil
+		return nil, c.raise(named(op, err))
+	}
+	if r.asyncOn.Load() {
+		r.kick()
+	}
+	return q, nil
 }
 
 func persistent(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
@@ -206,18 +271,13 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 			return Status{Source: ProcNull, Tag: tag}, nil
 		}
 	}
-	// The request comes from the spare, or the pool, under the lock that
-	// the device call takes anyway, and goes back there under the same
-	// hold when the first polls complete it: no atomic operation of its
-	// own on the way from a message's arrival to the return.
+	// The request comes from r.bodies under the lock that the device
+	// call takes anyway, and goes back there under the same hold when the
+	// first polls complete it: no atomic operation of its own on the way
+	// from a message's arrival to the return.
 	r.mu.Lock()
-	ar := r.spare
-	if ar != nil {
-		r.spare = nil
-	} else if ar, _ = r.areqs.Get().(*adi.Request); ar == nil {
-		ar = new(adi.Request)
-	}
-	// A spare or pooled request is complete; the composite literal also
+	ar := r.takeBody()
+	// A body is complete; the composite literal also
 	// clears its done flag, without an atomic store (its completion, seen
 	// through Done, happened before).
 	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: c.worldRank(peer), Tag: tag, Buf: b}
@@ -250,11 +310,7 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 			st.Source = c.commRank(src)
 		}
 	}
-	if r.spare == nil {
-		r.spare = ar
-	} else {
-		r.areqs.Put(ar)
-	}
+	r.giveBody(ar)
 	r.mu.Unlock()
 	if st.Err != nil {
 		st.Err = restated(op, st.Err, c.commRank, false)

@@ -164,3 +164,8 @@ func AsyncProgress() bool {
 	r, err := current("MPI_Async_progress")
 	return err == nil && r.async != nil
 }
+
+// progressError is the error of a failed device progress pass.
+func progressError(r *runtime, err error) error {
+	return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
+}

@@ -17,10 +17,11 @@ type Request struct {
 	mode       adi.Mode
 	buffered   bool
 	persistent bool
+	freed      bool // Free was called: the handle is MPI_REQUEST_NULL
 	peer, tag  int
 	ar         *adi.Request // the operation in flight; nil when inactive
 	// body is what ar points to for a point-to-point operation, and holds
-	// its buffer (body.Buf) from newRequest on. It comes from r.areqs and
+	// its buffer (body.Buf) from newRequest on. It comes from r.bodies and
 	// goes back there once Wait or Test has returned the completion (a
 	// persistent request keeps it): a request the program holds on to is
 	// small.
@@ -32,7 +33,6 @@ type Request struct {
 	// Isendrecv reports its receive); it may run more than once
 	// (GetStatus, then Wait) and must give the same status each time.
 	complete func(st *Status)
-	freed    bool // Free was called: the handle is MPI_REQUEST_NULL
 }
 
 // handleSlab is a block of request handles handed out one at a time: a
@@ -61,6 +61,48 @@ func (r *runtime) newHandle() *Request {
 		if r.slab.CompareAndSwap(s, ns) {
 			return &ns.reqs[0]
 		}
+	}
+}
+
+// heldSlab is the slab of the flat path (startFlat), which carves its
+// handles under r.mu, which it holds anyway: no atomic operation per
+// handle.
+type heldSlab struct {
+	reqs *[64]Request
+	next int
+}
+
+// newHandleHeld is newHandle for a caller that holds r.mu.
+func (r *runtime) newHandleHeld() *Request {
+	h := &r.held
+	if h.reqs == nil || h.next == len(h.reqs) {
+		h.reqs, h.next = new([64]Request), 0
+	}
+	q := &h.reqs[h.next]
+	h.next++
+	return q
+}
+
+// maxBodies bounds r.bodies: a program that once had many operations in
+// flight keeps at most this many idle adi.Requests after they complete.
+const maxBodies = 1024
+
+// takeBody returns a completed adi.Request to start an operation on, from
+// r.bodies if it has one. Called with r.mu held.
+func (r *runtime) takeBody() *adi.Request {
+	if n := len(r.bodies); n > 0 {
+		ar := r.bodies[n-1]
+		r.bodies = r.bodies[:n-1]
+		return ar
+	}
+	return new(adi.Request)
+}
+
+// giveBody keeps a completed adi.Request, which the device and the program
+// can no longer reach, for takeBody. Called with r.mu held.
+func (r *runtime) giveBody(ar *adi.Request) {
+	if len(r.bodies) < maxBodies {
+		r.bodies = append(r.bodies, ar)
 	}
 }
 
@@ -95,6 +137,12 @@ func (q *Request) start() error {
 	return err
 }
 
+// plain reports whether q is an active point-to-point operation whose
+// status is its adi.Request's alone: no goroutine (bg) or completion hook
+// (complete) of its own. Its completion may then run under r.mu
+// (finishHeld).
+func (q *Request) plain() bool { return q.bg == nil && q.complete == nil }
+
 // finish turns the device's completion into a Status and makes the request inactive.
 func (q *Request) finish() Status {
 	if q.bg != nil {
@@ -108,7 +156,23 @@ func (q *Request) finish() Status {
 		// The device is done with it and the program can no longer reach
 		// it (an inactive request's Wait and Test do not look at it).
 		q.body = nil
-		q.rt.areqs.Put(ar)
+		r := q.rt
+		r.mu.Lock()
+		r.giveBody(ar)
+		r.mu.Unlock()
+	}
+	return st
+}
+
+// finishHeld is finish for a plain request (q.plain()), called with r.mu
+// held: the body goes back to r.bodies under the caller's hold.
+func (q *Request) finishHeld() Status {
+	ar := q.ar
+	st := q.status()
+	q.ar = nil
+	if ar == q.body && !q.persistent {
+		q.body = nil
+		q.rt.giveBody(ar)
 	}
 	return st
 }
@@ -127,9 +191,19 @@ func (q *Request) status() Status {
 		}
 	}
 	if q.complete != nil {
-		q.complete(&st)
+		return q.completed(st)
 	}
 	return st
+}
+
+// completed runs q.complete on a copy of st: apart from status, so that
+// only a request with a hook pays for the Status escaping to it.
+//
+//go:noinline
+func (q *Request) completed(st Status) Status {
+	s := st
+	q.complete(&s)
+	return s
 }
 
 // GetStatus reports whether the request has completed and, if it has, its
@@ -172,7 +246,9 @@ func (q *Request) Free() error {
 	q.freed = true
 	if q.ar == nil && q.body != nil {
 		// An inactive persistent request: the device holds nothing.
-		q.rt.areqs.Put(q.body)
+		q.rt.mu.Lock()
+		q.rt.giveBody(q.body)
+		q.rt.mu.Unlock()
 	}
 	// An operation in flight keeps its adi.Request with the device, which
 	// completes it; the handle lets go of it and of its goroutine (bg).
@@ -204,6 +280,26 @@ func (q *Request) wait() (Status, error) {
 	if q.ar == nil {
 		return emptyStatus, nil
 	}
+	if q.plain() {
+		// One hold of the lock polls and, once the operation is done,
+		// takes its body back.
+		r := q.rt
+		r.mu.Lock()
+		done, err := r.pollHeld(q.ar)
+		if !done {
+			r.mu.Unlock()
+			if err == nil {
+				err = r.waitOn(q.ar.Done, nil, q.ar, q.comm)
+			}
+			if err != nil {
+				return emptyStatus, named("MPI_Wait", err)
+			}
+			r.mu.Lock()
+		}
+		st := q.finishHeld()
+		r.mu.Unlock()
+		return st, st.Err
+	}
 	if !q.ar.Done() {
 		if q.bg != nil {
 			// A collective's own goroutine drives progress until it is
@@ -232,6 +328,24 @@ func (q *Request) test() (Status, bool, error) {
 	}
 	if q.ar == nil {
 		return emptyStatus, true, nil
+	}
+	if q.plain() {
+		// One hold of the lock for the poll and the completion.
+		r := q.rt
+		r.mu.Lock()
+		if !q.ar.Done() {
+			if _, err := r.dev.Progress(); err != nil {
+				r.mu.Unlock()
+				return emptyStatus, false, named("MPI_Test", progressError(r, err))
+			}
+			if !q.ar.Done() {
+				r.mu.Unlock()
+				return emptyStatus, false, nil
+			}
+		}
+		st := q.finishHeld()
+		r.mu.Unlock()
+		return st, true, st.Err
 	}
 	if !q.ar.Done() {
 		if err := q.rt.progress(); err != nil {
@@ -316,36 +430,94 @@ func runtimeOf(reqs []*Request) *runtime {
 // Waitall waits for every request. If any completed with an error, it returns
 // ErrInStatus and each status's Err says which.
 func Waitall(reqs []*Request) ([]Status, error) {
-	sts, bad, err := waitall("MPI_Waitall", reqs)
+	sts := make([]Status, len(reqs))
+	bad, err := waitallInto("MPI_Waitall", reqs, sts)
 	if err != nil {
 		return sts, reqs[bad].raise(err)
 	}
 	return sts, nil
 }
 
+// WaitallInto is Waitall writing the statuses into sts, as MPI_Waitall
+// writes them into the caller's array_of_statuses: sts[i] is reqs[i]'s.
+// A nil sts ignores them (MPI_STATUSES_IGNORE), except that an error still
+// names the request it came from; otherwise sts must be as long as reqs.
+// Unlike Waitall it allocates nothing: the call for windows of small
+// messages.
+func WaitallInto(reqs []*Request, sts []Status) error {
+	if sts != nil && len(sts) < len(reqs) {
+		return anyActive(reqs).raise(errorf(ErrArg, "MPI_Waitall", "%d statuses for %d requests", len(sts), len(reqs)))
+	}
+	bad, err := waitallInto("MPI_Waitall", reqs, sts)
+	if err != nil {
+		return reqs[bad].raise(err)
+	}
+	return nil
+}
+
 // waitall is Waitall without the error handler; it also returns the index
-// of the request whose error it reports.
+// of the request whose error it reports. Plain requests (q.plain()) that
+// are done, or that the first polls complete, finish under one hold of the
+// lock for the whole array.
 func waitall(op string, reqs []*Request) ([]Status, int, error) {
 	sts := make([]Status, len(reqs))
+	bad, err := waitallInto(op, reqs, sts)
+	return sts, bad, err
+}
+
+// waitallInto is waitall writing into sts (nil: nowhere).
+func waitallInto(op string, reqs []*Request, sts []Status) (int, error) {
 	bad, first := -1, error(nil)
+	var held *runtime // whose lock this goroutine holds
 	for i, q := range reqs {
 		if q == nil {
-			sts[i] = emptyStatus
+			if sts != nil {
+				sts[i] = emptyStatus
+			}
 			continue
 		}
-		st, err := q.wait()
+		var st Status
+		var err error
+		if q.ar != nil && q.plain() {
+			if held != q.rt {
+				if held != nil {
+					held.mu.Unlock()
+				}
+				held = q.rt
+				held.mu.Lock()
+			}
+			if done, _ := held.pollHeld(q.ar); done {
+				st = q.finishHeld()
+				err = st.Err
+			} else {
+				held.mu.Unlock()
+				held = nil
+				st, err = q.wait()
+			}
+		} else {
+			if held != nil {
+				held.mu.Unlock()
+				held = nil
+			}
+			st, err = q.wait()
+		}
 		if err != nil && st.Err == nil {
 			st.Err = err // the wait itself failed (e.g. progress), not the request
 		}
-		sts[i] = st
+		if sts != nil {
+			sts[i] = st
+		}
 		if err != nil && bad < 0 {
 			bad, first = i, err
 		}
 	}
-	if bad >= 0 {
-		return sts, bad, errorf(ErrInStatus, op, "request %d: %v", bad, first)
+	if held != nil {
+		held.mu.Unlock()
 	}
-	return sts, -1, nil
+	if bad >= 0 {
+		return bad, errorf(ErrInStatus, op, "request %d: %v", bad, first)
+	}
+	return -1, nil
 }
 
 // Waitany waits until one active request completes and returns its index and
@@ -390,12 +562,22 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 // all completed (made inactive) and their statuses returned.
 func Testall(reqs []*Request) ([]Status, bool, error) {
 	if r := runtimeOf(reqs); r != nil {
-		if err := r.progress(); err != nil {
-			return nil, false, anyActive(reqs).raise(named("MPI_Testall", err))
+		// One hold of the lock for the pass and the look; waitall takes
+		// it once more for the completions.
+		r.mu.Lock()
+		_, err := r.dev.Progress()
+		all := true
+		for _, q := range reqs {
+			if q != nil && q.ar != nil && !q.ar.Done() {
+				all = false
+				break
+			}
 		}
-	}
-	for _, q := range reqs {
-		if q != nil && q.ar != nil && !q.ar.Done() {
+		r.mu.Unlock()
+		if err != nil {
+			return nil, false, anyActive(reqs).raise(named("MPI_Testall", progressError(r, err)))
+		}
+		if !all {
 			return nil, false, nil
 		}
 	}
@@ -413,15 +595,25 @@ func Testany(reqs []*Request) (int, Status, bool, error) {
 	if r == nil {
 		return Undefined, emptyStatus, true, nil
 	}
-	if err := r.progress(); err != nil {
-		return Undefined, emptyStatus, false, anyActive(reqs).raise(named("MPI_Testany", err))
+	r.mu.Lock()
+	if _, err := r.dev.Progress(); err != nil {
+		r.mu.Unlock()
+		return Undefined, emptyStatus, false, anyActive(reqs).raise(named("MPI_Testany", progressError(r, err)))
 	}
 	for i, q := range reqs {
 		if q != nil && q.ar != nil && q.ar.Done() {
-			st := q.finish()
+			var st Status
+			if q.plain() && q.rt == r {
+				st = q.finishHeld()
+				r.mu.Unlock()
+			} else {
+				r.mu.Unlock()
+				st = q.finish()
+			}
 			return i, st, true, q.raise(st.Err)
 		}
 	}
+	r.mu.Unlock()
 	return Undefined, emptyStatus, false, nil
 }
 

@@ -42,8 +42,8 @@ type runtime struct {
 	async     *asyncProgress             // the progress goroutine, if asyncOn
 	reqs      sync.Pool                  // *Request objects of completed blocking calls, for reuse
 	slab      atomic.Pointer[handleSlab] // where newHandle carves request handles from
-	areqs     sync.Pool                  // *adi.Request objects of completed blocking calls (blockingCall)
-	spare     *adi.Request               // one more, taken first under the lock (blockingCall)
+	bodies    []*adi.Request             // completed adi.Requests for reuse, under mu (takeBody, giveBody)
+	held      heldSlab                   // where startFlat carves handles from, under mu
 	waits     atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
 	boardSeq  atomic.Uint64              // board collectives run on MPI_COMM_WORLD (collboard.go)
 	agreed    bool                       // boardAgree has run: readable and cores hold

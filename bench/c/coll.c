@@ -18,8 +18,9 @@
  *
  * Flags: --iters N (0 = auto), --max-iters N, --reps N, --min-time SECONDS,
  * --device NAME, --no-header, --allreduce-large BYTES (the large Allreduce,
- * a multiple of 8; default 8 MiB). The device column defaults to "mpich" or
- * "openmpi", from MPI_Get_library_version.
+ * a multiple of 8; default 8 MiB), --comm world|dup (the collectives run on
+ * MPI_COMM_WORLD, the default, or on a duplicate of it). The device column
+ * defaults to "mpich" or "openmpi", from MPI_Get_library_version.
  *
  * Build: mpicc.mpich -O2 -o coll-mpich coll.c
  *        mpicc.openmpi -O2 -o coll-openmpi coll.c
@@ -36,6 +37,9 @@ static long opt_allreduce_large = 8L << 20;
 static int opt_header = 1;
 static const char *device = NULL;
 static int rank, nprocs;
+/* comm is the communicator the collectives run on: MPI_COMM_WORLD, or
+ * its duplicate with --comm dup */
+static MPI_Comm comm;
 
 /* die reports a failure on this rank and aborts the job. */
 static void die(const char *what)
@@ -71,8 +75,8 @@ static long ar_n;
 static unsigned char *bc_buf, *a2a_send, *a2a_recv;
 enum { BCAST_BYTES = 1 << 20, A2A_BLOCK = 64 << 10 };
 
-static void barrier_call(void) { MPI_Barrier(MPI_COMM_WORLD); }
-static int barrier_check(void) { return MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS; }
+static void barrier_call(void) { MPI_Barrier(comm); }
+static int barrier_check(void) { return MPI_Barrier(comm) != MPI_SUCCESS; }
 
 /* allreduce_setup makes the buffers for an n-element allreduce: element i
  * of rank r is (i mod 13) + r, so the sums are exact integers. */
@@ -91,7 +95,7 @@ static void allreduce_setup(long n)
 
 static void allreduce_call(void)
 {
-    MPI_Allreduce(ar_send, ar_recv, (int)ar_n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(ar_send, ar_recv, (int)ar_n, MPI_DOUBLE, MPI_SUM, comm);
 }
 
 static int allreduce_check(void)
@@ -104,7 +108,7 @@ static int allreduce_check(void)
     return 0;
 }
 
-static void bcast_call(void) { MPI_Bcast(bc_buf, BCAST_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD); }
+static void bcast_call(void) { MPI_Bcast(bc_buf, BCAST_BYTES, MPI_BYTE, 0, comm); }
 
 static int bcast_check(void)
 {
@@ -122,7 +126,7 @@ static unsigned char a2a_pattern(long s, long d, long i) { return (unsigned char
 
 static void alltoall_call(void)
 {
-    MPI_Alltoall(a2a_send, A2A_BLOCK, MPI_BYTE, a2a_recv, A2A_BLOCK, MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Alltoall(a2a_send, A2A_BLOCK, MPI_BYTE, a2a_recv, A2A_BLOCK, MPI_BYTE, comm);
 }
 
 static int alltoall_check(void)
@@ -204,6 +208,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    int opt_dup = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -221,7 +226,12 @@ int main(int argc, char **argv)
             opt_min_time = atof(argv[++i]);
         else if (!strcmp(a, "--allreduce-large") && more)
             opt_allreduce_large = atol(argv[++i]);
-        else if (!strcmp(a, "--device") && more)
+        else if (!strcmp(a, "--comm") && more && !strcmp(argv[i + 1], "world"))
+            i++;
+        else if (!strcmp(a, "--comm") && more && !strcmp(argv[i + 1], "dup")) {
+            i++;
+            opt_dup = 1;
+        } else if (!strcmp(a, "--device") && more)
             device = argv[++i];
         else {
             if (rank == 0)
@@ -236,6 +246,9 @@ int main(int argc, char **argv)
         die("--allreduce-large must be a positive multiple of 8");
     if (!device)
         device = library_name();
+    comm = MPI_COMM_WORLD;
+    if (opt_dup)
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
 
     bc_buf = malloc(BCAST_BYTES);
     a2a_send = malloc((size_t)nprocs * A2A_BLOCK);

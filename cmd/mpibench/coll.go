@@ -189,19 +189,32 @@ func bcastCase(c *mpi.Comm, bench string, n, warmup int) collCase {
 }
 
 // runColl is the coll subcommand (or, with sweep, the bcast one): it starts
-// MPI, times the collectives on the world communicator and prints the rows
-// on rank 0.
+// MPI, times the collectives on the world communicator (or, with --comm
+// dup, on a duplicate of it) and prints the rows on rank 0.
 func runColl(cfg *config, sweep bool) {
 	if err := mpi.Init(); err != nil {
 		fmt.Fprintln(os.Stderr, "mpibench:", err)
 		os.Exit(1)
 	}
 	world := mpi.World()
-	cases := collCases(world, cfg.allreduceLarge)
-	if sweep {
-		cases = bcastCases(cfg, world)
+	c := world
+	switch cfg.comm {
+	case "world":
+	case "dup":
+		var err error
+		if c, err = world.Dup(); err != nil {
+			fmt.Fprintln(os.Stderr, "mpibench:", err)
+			os.Exit(1)
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "mpibench: --comm %q: want world or dup\n", cfg.comm)
+		os.Exit(2)
 	}
-	rows := collBench(cfg, world, cases)
+	cases := collCases(c, cfg.allreduceLarge)
+	if sweep {
+		cases = bcastCases(cfg, c)
+	}
+	rows := collBench(cfg, c, cases)
 	if world.Rank() == 0 {
 		printRows(os.Stdout, cfg, rows)
 	}

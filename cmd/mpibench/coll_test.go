@@ -121,3 +121,32 @@ func TestBcastSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestCollOnDup: coll --comm dup times (and checks) every collective on a
+// duplicate of the world, and an unknown --comm is refused.
+func TestCollOnDup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs mpirun jobs")
+	}
+	bin, launcher := buildBench(t), buildLauncher(t)
+	out, err := exec.Command("timeout", "120", launcher, "-np", "2", "-device", "netvm", bin, "coll", "--comm", "dup", "--allreduce-large", "4096", "--csv", "--iters", "3", "--reps", "1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	benches := map[string]bool{}
+	for _, r := range parseRows(string(out)) {
+		if r.np != 2 || r.value <= 0 {
+			t.Errorf("unexpected row %+v", r)
+		}
+		benches[r.bench] = true
+	}
+	for _, b := range []string{"coll_barrier", "coll_allreduce", "coll_bcast", "coll_alltoall"} {
+		if !benches[b] {
+			t.Errorf("no %s row in\n%s", b, out)
+		}
+	}
+	out, err = exec.Command("timeout", "120", launcher, "-np", "1", "-device", "netvm", bin, "coll", "--comm", "half").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `--comm "half"`) {
+		t.Errorf("--comm half: error %v, output\n%s", err, out)
+	}
+}

@@ -45,6 +45,8 @@ type config struct {
 	allreduceLarge int
 	// winCreate: rma uses WinCreate windows rather than WinAllocate.
 	winCreate bool
+	// comm is the communicator coll runs on: "world" or "dup" (a Dup of it).
+	comm string
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -92,6 +94,7 @@ func main() {
 	fs.BoolVar(&cfg.touch, "touch", false, "bw, virtus: the sender writes every cache line of a message's data before sending it and the receiver reads every line after receiving it, as a program producing and consuming its data does; one message per window (rows bw_touch, virtus_touch_*)")
 	fs.IntVar(&cfg.allreduceLarge, "allreduce-large", 8<<20, "coll: bytes of the large Allreduce (a multiple of 8)")
 	fs.BoolVar(&cfg.winCreate, "win-create", false, "rma: windows of the program's memory (WinCreate; rows rma_create_*) rather than WinAllocate")
+	fs.StringVar(&cfg.comm, "comm", "world", "coll: the communicator the collectives run on: world, or dup (a Dup of the world)")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)

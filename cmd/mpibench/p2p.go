@@ -125,14 +125,23 @@ func bwWarmup(n int) int {
 
 // bandwidth measures streaming bandwidth like osu_bw: rank 0 starts a window
 // of Isends, rank 1 a window of Irecvs into one buffer, both Waitall, and rank
-// 1 acknowledges the window with 4 bytes.
+// 1 acknowledges the window with 4 bytes. Like the C twin's MPI_Request and
+// MPI_Status arrays, the requests and statuses are arrays the program owns
+// (IsendIn, IrecvIn, WaitallInto).
 func bandwidth(cfg *config, c *mpi.Comm) []row {
 	rank := c.Rank()
 	if rank > 1 {
 		return nil
 	}
 	var rows []row
+	// The requests and statuses are the caller's arrays, as in the C
+	// twin: nothing is allocated per message.
+	own := make([]mpi.Request, cfg.window)
 	reqs := make([]*mpi.Request, cfg.window)
+	for w := range own {
+		reqs[w] = &own[w]
+	}
+	sts := make([]mpi.Status, cfg.window)
 	ack := make([]byte, 4)
 	for _, n := range sizes(cfg, false) {
 		buf := make([]byte, n)
@@ -144,20 +153,16 @@ func bandwidth(cfg *config, c *mpi.Comm) []row {
 				var err error
 				if rank == 0 {
 					for w := range reqs {
-						reqs[w], err = mpi.Isend(c, buf, 1, tagBW)
-						check(err, "bw isend")
+						check(mpi.IsendIn(reqs[w], c, buf, 1, tagBW), "bw isend")
 					}
-					_, err = mpi.Waitall(reqs)
-					check(err, "bw waitall")
+					check(mpi.WaitallInto(reqs, nil), "bw waitall")
 					_, err = mpi.Recv(c, ack, 1, tagAck)
 					check(err, "bw ack recv")
 				} else {
 					for w := range reqs {
-						reqs[w], err = mpi.Irecv(c, buf, 0, tagBW)
-						check(err, "bw irecv")
+						check(mpi.IrecvIn(reqs[w], c, buf, 0, tagBW), "bw irecv")
 					}
-					sts, err := mpi.Waitall(reqs)
-					check(err, "bw waitall")
+					check(mpi.WaitallInto(reqs, sts), "bw waitall")
 					for _, st := range sts {
 						if st.Bytes() != n {
 							fail("bw: message of size %d brought %d bytes", n, st.Bytes())

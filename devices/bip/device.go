@@ -106,6 +106,8 @@ type Device struct {
 	// behind it, as a message written into shared memory does not.
 	held []heldCompletion
 
+	spare []*outMsg // backlog entries already put, for reuse (send)
+
 	cnt struct {
 		eager, long, creditWaits, creditMsgs, ackWaits int64
 	}
@@ -254,9 +256,41 @@ func (d *Device) send(dest int, m outMsg) {
 	if len(p.backlog) == 0 && d.put(dest, &m) {
 		return // the common case allocates nothing
 	}
-	q := new(outMsg)
+	var q *outMsg
+	if k := len(d.spare); k > 0 {
+		q, d.spare = d.spare[k-1], d.spare[:k-1]
+	} else {
+		q = new(outMsg)
+	}
 	*q = m
 	p.backlog = append(p.backlog, q)
+}
+
+// maxSpare bounds d.spare: a burst that once backlogged many messages
+// keeps at most this many entries for later ones.
+const maxSpare = 256
+
+// flushBacklog puts what p's backlog holds, in order, as far as credits
+// and queue space allow, and reports whether anything went. The entries
+// put go to d.spare, and the rest move to the front of the backlog's
+// array: a stream that keeps running out of credit allocates nothing.
+func (d *Device) flushBacklog(dest int, p *pstate) bool {
+	k := 0
+	for k < len(p.backlog) && d.put(dest, p.backlog[k]) {
+		m := p.backlog[k]
+		*m = outMsg{}
+		if len(d.spare) < maxSpare {
+			d.spare = append(d.spare, m)
+		}
+		k++
+	}
+	if k == 0 {
+		return false
+	}
+	n := copy(p.backlog, p.backlog[k:])
+	clear(p.backlog[n:])
+	p.backlog = p.backlog[:n]
+	return true
 }
 
 // put writes m as one BIP short message if a credit (for counted messages)
@@ -503,9 +537,7 @@ func (d *Device) Progress() (bool, error) {
 		}
 	}
 	for dest, p := range d.pc {
-		for len(p.backlog) > 0 && d.put(dest, p.backlog[0]) {
-			p.backlog[0] = nil
-			p.backlog = p.backlog[1:]
+		if len(p.backlog) > 0 && d.flushBacklog(dest, p) {
 			did = true
 		}
 	}

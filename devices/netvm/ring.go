@@ -1,6 +1,7 @@
 package netvm
 
 import (
+	"encoding/binary"
 	"math"
 	"sync/atomic"
 
@@ -40,6 +41,16 @@ const (
 func hasPayload(typ uint32) bool {
 	return typ == ctlEager || typ == ctlData || typ == ctlIov || typ == ctlPullIov
 }
+
+// inlineMax is the largest eager payload that a shared-memory ring carries
+// in the control slot itself, in the addr field (which otherwise holds the
+// payload's place in the eager ring): the receiver then reads one cache
+// line per message instead of two.
+const inlineMax = 8
+
+// inline reports whether a control message of type typ with n bytes of
+// payload carries them in its slot (inlineMax).
+func inline(typ uint32, n uint64) bool { return typ == ctlEager && n <= inlineMax }
 
 // Segment layout.
 const (
@@ -125,6 +136,9 @@ type shmRing struct {
 	outTail, eagerTail     uint64
 	cmaHeadAt, eagerHeadAt *uint64 // in MY segment: the peer's lazily reported heads
 
+	// inline payloads (inlineMax): the sender's staging, the receiver's copy
+	outInline, inInline [inlineMax]byte
+
 	// inbound: its rings inside my segment
 	in, inEager              []byte
 	inHead, inReported       uint64
@@ -157,7 +171,12 @@ func (l *shmRing) put(m *outMsg) bool {
 	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
 		return false
 	}
-	if hasPayload(m.typ) {
+	if inline(m.typ, m.n) {
+		b := l.outInline[:m.n]
+		m.copyOut(m.off, b)
+		clear(l.outInline[m.n:])
+		m.addr = binary.LittleEndian.Uint64(l.outInline[:])
+	} else if hasPayload(m.typ) {
 		payload := int(m.n)
 		if l.eagerTail+uint64(payload)-atomic.LoadUint64(l.eagerHeadAt) > uint64(l.size) {
 			return false
@@ -226,6 +245,10 @@ func (l *shmRing) release() {
 }
 
 func (l *shmRing) payload(c *ctl) (a, b []byte) {
+	if inline(c.typ, c.n) {
+		binary.LittleEndian.PutUint64(l.inInline[:], c.addr)
+		return l.inInline[:c.n], nil
+	}
 	pos := int(c.addr % uint64(l.size))
 	n := int(c.n)
 	first := min(n, l.size-pos)
@@ -233,6 +256,9 @@ func (l *shmRing) payload(c *ctl) (a, b []byte) {
 }
 
 func (l *shmRing) consume(c *ctl) {
+	if inline(c.typ, c.n) {
+		return // nothing of the eager ring to free
+	}
 	l.eagerHead = c.addr + c.n
 	if l.eagerHead-l.eagerReported >= uint64(l.size/2) {
 		l.eagerReported = l.eagerHead

@@ -84,8 +84,14 @@ func (p *Peers) Slept() { p.slept.Store(true) }
 // is due: every `every` idle polls, or after a sleep, once Interval has
 // passed since the last scan.
 func (p *Peers) Idle() bool {
+	// A count that restarts, rather than a division, on every idle poll
+	// (the waiting loop's).
 	p.idle++
-	return (p.idle%p.every == 0 || (p.slept.Load() && p.slept.Swap(false))) && p.Due()
+	tick := p.idle >= p.every
+	if tick {
+		p.idle = 0
+	}
+	return (tick || (p.slept.Load() && p.slept.Swap(false))) && p.Due()
 }
 
 // Due reports whether Interval has passed since the last scan (for loops

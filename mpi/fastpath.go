@@ -1,0 +1,59 @@
+package mpi
+
+import "github.com/adimpi/adimpi/adi"
+
+// Requests the caller owns. Isend and Irecv return a new handle for every
+// operation: the program may still hold a completed one (Wait on it
+// returns the empty status), so handles are never reused, and a stream of
+// small messages leaves one handle of garbage per message, which the
+// collector must then run for. IsendIn and IrecvIn instead start the
+// operation in a Request that the caller keeps, as MPI_Isend writes into
+// the caller's MPI_Request: an array of them serves window after window
+// with no allocation at all.
+
+// IsendIn starts a standard-mode send of buf, as Isend does, in the
+// request q that the caller owns. q must be inactive: a zero Request, or
+// one whose operation Wait, Test or an array call has completed (or that
+// Free released). It stays active until one of those completes it; then
+// it may start another operation. A Request must not be copied.
+func IsendIn[T Numeric](q *Request, c *Comm, buf []T, dest, tag int) error {
+	return IsendBufIn(q, c, Slice(buf), dest, tag)
+}
+
+// IrecvIn posts a receive into buf, as Irecv does, in the request q that
+// the caller owns (see IsendIn).
+func IrecvIn[T Numeric](q *Request, c *Comm, buf []T, src, tag int) error {
+	return IrecvBufIn(q, c, Slice(buf), src, tag)
+}
+
+// IsendBufIn is IsendIn for a Buffer.
+func IsendBufIn(q *Request, c *Comm, b Buffer, dest, tag int) error {
+	return startIn(q, "MPI_Isend", c, b, dest, tag, false)
+}
+
+// IrecvBufIn is IrecvIn for a Buffer.
+func IrecvBufIn(q *Request, c *Comm, b Buffer, src, tag int) error {
+	return startIn(q, "MPI_Irecv", c, b, src, tag, true)
+}
+
+// startIn starts a standard-mode send or a receive in the caller's
+// request q: on the flat path when the arguments are plain (plainNB),
+// else through startNB, whose new handle q then takes over.
+func startIn(q *Request, op string, c *Comm, b Buffer, peer, tag int, recv bool) error {
+	if q == nil {
+		return c.raise(errorf(ErrRequest, op, "request is nil"))
+	}
+	if q.ar != nil {
+		return c.raise(errorf(ErrRequest, op, "request is still active; Wait for it first"))
+	}
+	if r := live.Load(); r != nil && plainNB(c, b, peer, tag, recv) {
+		_, err := r.startFlatIn(q, op, c, b, peer, tag, recv, adi.ModeStandard)
+		return err
+	}
+	h, err := startNB(op, c, b, peer, tag, recv, adi.ModeStandard, false)
+	if err != nil {
+		return err
+	}
+	*q = *h // h is dropped: q holds its operation from now on
+	return nil
+}
