@@ -8,6 +8,7 @@
 //	mpirun -np N mpibench anysource [flags]  AnySource vs. specific-source receives, k = 1..N-1 senders
 //	mpirun -np 2 mpibench virtus [flags]     VIRTUS: strided (Vector, stride 2×block) vs. contiguous bandwidth
 //	mpirun -np N mpibench rma [flags]        one-sided: put/get latency and bandwidth, accumulate and FetchAndOp rates
+//	mpirun -np 2 mpibench raw DEVICE         a device's own transfer API, no MPI (netvm, fm, bip, via)
 //	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
 //	mpibench summarize results.csv           ratios from a CSV made by bench/compare.sh
 //
@@ -64,6 +65,8 @@ subcommands (run the MPI ones under mpirun):
               ADIMPI_NATIVE_COLL=off: the core's algorithms, not the device's)
   overlap     exchange around a fixed computation: overlap ratio, plain or with
               "iprobe" in the loop (run under mpirun -async-progress for async)
+  raw DEVICE  each device's own transfer API (netvm, fm, bip, via) between
+              ranks 0 and 1, timed as bw: --min-size 64 KiB by default
   memcpy      single process: copy() bandwidth and a cache-line ping-pong
   summarize   read a results CSV (bench/compare.sh) and print the ratios
   summarize-coll, summarize-overlap
@@ -139,6 +142,8 @@ func main() {
 		runOverlap(&cfg, args[1:])
 	case "summarize-overlap":
 		runSummarizeOverlap(args[1:])
+	case "raw":
+		runRaw(&cfg, args[1:])
 	case "memcpy":
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
 	case "pingpong", "bw", "anysource", "virtus", "rma":

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/adimpi/adimpi/devices/fm"
+)
+
+// FM's raw transfer is its message API (as cmd/fmbench): a message of n
+// bytes is streamed as packets (BeginMessage, SendPiece, EndMessage) and
+// its handler Receives it into the buffer; the acknowledgement is a
+// message of 4 bytes to another handler.
+type rawFM struct {
+	e      *fm.Endpoint
+	dst    []byte // where the data handler receives
+	got    int    // messages received whole
+	acks   int
+	ackBuf [4]byte
+}
+
+const (
+	rawFMData = 1
+	rawFMAck  = 2
+)
+
+func openRawFM(int) (rawLink, error) {
+	e, err := fm.Open(fm.Config{})
+	if err != nil {
+		return nil, err
+	}
+	if e.Size() != 2 {
+		e.Close()
+		return nil, errors.New("run with 2 ranks")
+	}
+	l := &rawFM{e: e}
+	e.SetHandler(rawFMData, func(e *fm.Endpoint, s *fm.Stream) {
+		e.Receive(s, l.dst[s.Taken():])
+		if s.Last() {
+			l.got++
+		}
+	})
+	e.SetHandler(rawFMAck, func(e *fm.Endpoint, s *fm.Stream) {
+		e.Receive(s, l.ackBuf[:])
+		if s.Last() {
+			l.acks++
+		}
+	})
+	return l, nil
+}
+
+func (l *rawFM) rank() int { return l.e.Rank() }
+
+func (l *rawFM) send(h int, b []byte) error {
+	s, err := l.e.BeginMessage(1-l.rank(), len(b), uint16(h))
+	if err != nil {
+		return err
+	}
+	if err := l.e.SendPiece(s, b); err != nil {
+		return err
+	}
+	return l.e.EndMessage(s)
+}
+
+func (l *rawFM) windows(buf []byte, w, count int) error {
+	l.dst = buf
+	peer := 1 - l.rank()
+	for i := 0; i < count; i++ {
+		if l.rank() == 0 {
+			for k := 0; k < w; k++ {
+				if err := l.send(rawFMData, buf); err != nil {
+					return err
+				}
+			}
+			want := l.acks + 1
+			if err := l.e.Poll(func() bool { return l.acks >= want }, peer); err != nil {
+				return err
+			}
+			continue
+		}
+		want := l.got + w
+		if err := l.e.Poll(func() bool { return l.got >= want }, peer); err != nil {
+			return err
+		}
+		if err := l.send(rawFMAck, l.ackBuf[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *rawFM) close() error { return l.e.Close() }
