@@ -26,6 +26,8 @@ type rawLink interface {
 	// windows moves count windows of w messages of buf (rank 0 sends,
 	// rank 1 receives into buf), each window acknowledged by rank 1.
 	windows(buf []byte, w, count int) error
+	// share gives rank 1 rank 0's v (rank 1's argument is ignored).
+	share(v int) (int, error)
 	close() error
 }
 
@@ -36,10 +38,6 @@ var rawOpeners = map[string]func(maxSize int) (rawLink, error){
 	"bip":   openRawBIP,
 	"via":   openRawVIA,
 }
-
-// rawBytesPerRep is about how many bytes one timed repetition moves; both
-// ranks derive the window count from it, so they agree without a message.
-const rawBytesPerRep = 256 << 20
 
 // runRaw is "mpibench raw DEVICE".
 func runRaw(cfg *config, args []string) {
@@ -62,17 +60,29 @@ func runRaw(cfg *config, args []string) {
 		if l.rank() == 0 {
 			fill(buf, n)
 		}
-		count := max(2, rawBytesPerRep/(n*cfg.window))
-		if err := l.windows(buf, cfg.window, bwWarmup(n)); err != nil {
+		// Timed as bw: warm-up windows, then repetitions of enough windows
+		// for --min-time each (rank 0's count, shared), the best kept.
+		fail := func(err error) {
 			fmt.Fprintf(os.Stderr, "mpibench raw %s: %d bytes: %v\n", dev, n, err)
 			os.Exit(1)
+		}
+		warm := bwWarmup(n)
+		if err := l.windows(buf, cfg.window, 1); err != nil {
+			fail(err)
+		}
+		t0 := time.Now()
+		if err := l.windows(buf, cfg.window, warm-1); err != nil {
+			fail(err)
+		}
+		count, err := l.share(autoIters(cfg, time.Since(t0).Seconds()/float64(warm-1)))
+		if err != nil {
+			fail(err)
 		}
 		best := math.Inf(1)
 		for r := 0; r < cfg.reps; r++ {
 			t0 := time.Now()
 			if err := l.windows(buf, cfg.window, count); err != nil {
-				fmt.Fprintf(os.Stderr, "mpibench raw %s: %d bytes: %v\n", dev, n, err)
-				os.Exit(1)
+				fail(err)
 			}
 			best = min(best, time.Since(t0).Seconds())
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"github.com/adimpi/adimpi/devices/bip"
@@ -55,6 +56,18 @@ func (l *rawBIP) windows(buf []byte, w, count int) error {
 		}
 	}
 	return nil
+}
+
+func (l *rawBIP) share(v int) (int, error) {
+	var b [8]byte
+	if l.rank() == 0 {
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		return v, l.e.SendShort(1, rawBIPTag, b[:])
+	}
+	if _, _, _, err := l.e.RecvShort(0, b[:]); err != nil {
+		return 0, err
+	}
+	return int(binary.LittleEndian.Uint64(b[:])), nil
 }
 
 func (l *rawBIP) close() error { return l.e.Close() }

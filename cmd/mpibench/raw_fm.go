@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"github.com/adimpi/adimpi/devices/fm"
@@ -16,11 +17,14 @@ type rawFM struct {
 	got    int    // messages received whole
 	acks   int
 	ackBuf [4]byte
+	shared int // values received through rawFMShare
+	val    [8]byte
 }
 
 const (
-	rawFMData = 1
-	rawFMAck  = 2
+	rawFMData  = 1
+	rawFMAck   = 2
+	rawFMShare = 3
 )
 
 func openRawFM(int) (rawLink, error) {
@@ -45,7 +49,25 @@ func openRawFM(int) (rawLink, error) {
 			l.acks++
 		}
 	})
+	e.SetHandler(rawFMShare, func(e *fm.Endpoint, s *fm.Stream) {
+		e.Receive(s, l.val[s.Taken():])
+		if s.Last() {
+			l.shared++
+		}
+	})
 	return l, nil
+}
+
+func (l *rawFM) share(v int) (int, error) {
+	if l.rank() == 0 {
+		binary.LittleEndian.PutUint64(l.val[:], uint64(v))
+		return v, l.send(rawFMShare, l.val[:])
+	}
+	want := l.shared + 1
+	if err := l.e.Poll(func() bool { return l.shared >= want }, 0); err != nil {
+		return 0, err
+	}
+	return int(binary.LittleEndian.Uint64(l.val[:])), nil
 }
 
 func (l *rawFM) rank() int { return l.e.Rank() }

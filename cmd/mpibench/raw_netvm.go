@@ -38,7 +38,7 @@ func openRawNetvm(int) (rawLink, error) {
 	if c.Size() != 2 {
 		return nil, errors.New("run with 2 ranks")
 	}
-	l := &rawNetvm{c: c, words: make([]uint64, 2)}
+	l := &rawNetvm{c: c, words: make([]uint64, 3)}
 	if err := c.Put(fmt.Sprintf("rawnv-%d", c.Rank()), fmt.Sprintf("%d:%d", os.Getpid(), uintptr(unsafe.Pointer(l.myWord())))); err != nil {
 		return nil, err
 	}
@@ -137,6 +137,22 @@ func (l *rawNetvm) windows(buf []byte, w, count int) error {
 		}
 	}
 	return nil
+}
+
+// share writes v into rank 1's value word, then bumps its window word:
+// rank 1 reads the value once the word moves.
+func (l *rawNetvm) share(v int) (int, error) {
+	l.seq++
+	if l.rank() == 0 {
+		var b [8]byte
+		*(*uint64)(unsafe.Pointer(&b[0])) = uint64(v)
+		if err := shm.RemoteWrite(l.peer, l.wordAt+8, [][]byte{b[:]}); err != nil {
+			return 0, err
+		}
+		return v, l.post(l.seq)
+	}
+	l.await(l.seq)
+	return int(atomic.LoadUint64(&l.words[2])), nil
 }
 
 func (l *rawNetvm) close() error {

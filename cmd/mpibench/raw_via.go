@@ -166,4 +166,21 @@ func (l *rawVIA) windows(buf []byte, w, count int) error {
 	return nil
 }
 
+func (l *rawVIA) share(v int) (int, error) {
+	if l.rank() == 0 {
+		binary.LittleEndian.PutUint64(l.ctl[16:], uint64(v))
+		if err := l.sendCtl(8); err != nil {
+			return 0, err
+		}
+		return v, l.await(1, 0)
+	}
+	if err := l.postRecvCtl(); err != nil {
+		return 0, err
+	}
+	if err := l.await(0, 1); err != nil {
+		return 0, err
+	}
+	return int(binary.LittleEndian.Uint64(l.ctl[0:])), nil
+}
+
 func (l *rawVIA) close() error { return l.j.Close() }
