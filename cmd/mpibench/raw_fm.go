@@ -12,13 +12,17 @@ import (
 // its handler Receives it into the buffer; the acknowledgement is a
 // message of 4 bytes to another handler.
 type rawFM struct {
-	e      *fm.Endpoint
-	dst    []byte // where the data handler receives
-	got    int    // messages received whole
-	acks   int
-	ackBuf [4]byte
-	shared int // values received through rawFMShare
-	val    [8]byte
+	e    *fm.Endpoint
+	dst  []byte // where the data handler receives: room for the largest size, as a message may arrive before windows is called for its size
+	got  int    // messages received whole
+	acks int
+	// What the waits count up to: cumulative, not from the counts found
+	// when a wait starts, since the peer's next messages may be handled
+	// (by Extract inside a send) before that.
+	wantGot, wantAcks, wantShared int
+	ackBuf                        [4]byte
+	shared                        int // values received through rawFMShare
+	val                           [8]byte
 }
 
 const (
@@ -27,7 +31,7 @@ const (
 	rawFMShare = 3
 )
 
-func openRawFM(int) (rawLink, error) {
+func openRawFM(maxSize int) (rawLink, error) {
 	e, err := fm.Open(fm.Config{})
 	if err != nil {
 		return nil, err
@@ -36,7 +40,7 @@ func openRawFM(int) (rawLink, error) {
 		e.Close()
 		return nil, errors.New("run with 2 ranks")
 	}
-	l := &rawFM{e: e}
+	l := &rawFM{e: e, dst: make([]byte, maxSize)}
 	e.SetHandler(rawFMData, func(e *fm.Endpoint, s *fm.Stream) {
 		e.Receive(s, l.dst[s.Taken():])
 		if s.Last() {
@@ -63,8 +67,8 @@ func (l *rawFM) share(v int) (int, error) {
 		binary.LittleEndian.PutUint64(l.val[:], uint64(v))
 		return v, l.send(rawFMShare, l.val[:])
 	}
-	want := l.shared + 1
-	if err := l.e.Poll(func() bool { return l.shared >= want }, 0); err != nil {
+	l.wantShared++
+	if err := l.e.Poll(func() bool { return l.shared >= l.wantShared }, 0); err != nil {
 		return 0, err
 	}
 	return int(binary.LittleEndian.Uint64(l.val[:])), nil
@@ -84,8 +88,10 @@ func (l *rawFM) send(h int, b []byte) error {
 }
 
 func (l *rawFM) windows(buf []byte, w, count int) error {
-	l.dst = buf
 	peer := 1 - l.rank()
+	if l.rank() == 1 {
+		defer copy(buf, l.dst) // for the check of the data
+	}
 	for i := 0; i < count; i++ {
 		if l.rank() == 0 {
 			for k := 0; k < w; k++ {
@@ -93,14 +99,14 @@ func (l *rawFM) windows(buf []byte, w, count int) error {
 					return err
 				}
 			}
-			want := l.acks + 1
-			if err := l.e.Poll(func() bool { return l.acks >= want }, peer); err != nil {
+			l.wantAcks++
+			if err := l.e.Poll(func() bool { return l.acks >= l.wantAcks }, peer); err != nil {
 				return err
 			}
 			continue
 		}
-		want := l.got + w
-		if err := l.e.Poll(func() bool { return l.got >= want }, peer); err != nil {
+		l.wantGot += w
+		if err := l.e.Poll(func() bool { return l.got >= l.wantGot }, peer); err != nil {
 			return err
 		}
 		if err := l.send(rawFMAck, l.ackBuf[:]); err != nil {
