@@ -8,27 +8,36 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
-// netvm's raw transfer is NetVM's remote write, which its rendezvous
-// moves the data by: rank 0 writes the window's messages straight into
-// rank 1's buffer (process_vm_writev), then a window number into a word
-// of rank 1's, which rank 1 watches and answers by writing the number
-// into a word of rank 0's. Nothing else: no control ring, no matching.
+// netvm's raw transfer is NetVM's remote write, which its rendezvous moves
+// the data by: rank 0 writes the window's messages straight into rank 1's
+// buffer (process_vm_writev). The window's end and its acknowledgement are
+// words of a small segment both map, as netvm's rings and doorbells are: a
+// waiter polls its word briefly, then sleeps on it (futex), and the writer
+// wakes it. No control ring, no matching.
 type rawNetvm struct {
-	c      *pmi.Client
-	peer   int      // the peer's pid
-	words  []uint64 // words[rank]: what the peer last wrote (rank 1: the window number; rank 0: the acknowledged one)
-	seq    uint64
-	size   int     // the size the peer's buffer address is for
-	dst    uintptr // rank 1's buffer (rank 0)
-	wordAt uintptr // the peer's word
-	gen    int
+	c    *pmi.Client
+	seg  *shm.Segment // rank 1's, mapped by both
+	peer int          // the peer's pid
+	seq  uint32
+	dst  uintptr // rank 1's buffer (rank 0)
+	size int     // the size dst is for
+	gen  int
 }
+
+// The words of the segment, after its header.
+const (
+	rnWindow  = shm.HeaderSize      // the last window rank 0 finished
+	rnAck     = shm.HeaderSize + 8  // the last window rank 1 acknowledged
+	rnValue   = shm.HeaderSize + 16 // a value rank 0 shares
+	rnSleeper = shm.HeaderSize + 24 // waiters asleep on the segment
+)
 
 func openRawNetvm(int) (rawLink, error) {
 	c, err := pmi.Connect()
@@ -38,8 +47,13 @@ func openRawNetvm(int) (rawLink, error) {
 	if c.Size() != 2 {
 		return nil, errors.New("run with 2 ranks")
 	}
-	l := &rawNetvm{c: c, words: make([]uint64, 3)}
-	if err := c.Put(fmt.Sprintf("rawnv-%d", c.Rank()), fmt.Sprintf("%d:%d", os.Getpid(), uintptr(unsafe.Pointer(l.myWord())))); err != nil {
+	l := &rawNetvm{c: c}
+	if c.Rank() == 1 {
+		if l.seg, err = shm.Export("adimpi-rawnetvm", 4096); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Put(fmt.Sprintf("rawnv-%d", c.Rank()), l.record()); err != nil {
 		return nil, err
 	}
 	if err := c.Barrier(); err != nil {
@@ -49,27 +63,37 @@ func openRawNetvm(int) (rawLink, error) {
 	if err != nil {
 		return nil, err
 	}
-	pid, addr, ok := strings.Cut(v, ":")
-	if !ok {
+	f := strings.Split(v, ":")
+	if l.peer, err = strconv.Atoi(f[0]); err != nil {
 		return nil, fmt.Errorf("peer record %q", v)
 	}
-	if l.peer, err = strconv.Atoi(pid); err != nil {
-		return nil, err
+	if c.Rank() == 0 {
+		if len(f) != 3 {
+			return nil, fmt.Errorf("peer record %q", v)
+		}
+		fd, err1 := strconv.Atoi(f[1])
+		key, err2 := strconv.ParseUint(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("peer record %q", v)
+		}
+		if l.seg, err = shm.Import(l.peer, fd, key); err != nil {
+			return nil, err
+		}
 	}
-	a, err := strconv.ParseUint(addr, 10, 64)
-	if err != nil {
-		return nil, err
-	}
-	l.wordAt = uintptr(a)
 	return l, nil
 }
 
-// myWord is the word the peer writes into.
-func (l *rawNetvm) myWord() *uint64 { return &l.words[l.rank()] }
+// record is what the peer needs: the pid, and rank 1's segment.
+func (l *rawNetvm) record() string {
+	if l.seg == nil {
+		return strconv.Itoa(os.Getpid())
+	}
+	return fmt.Sprintf("%d:%d:%d", os.Getpid(), l.seg.FD, l.seg.Key)
+}
 
 func (l *rawNetvm) rank() int { return l.c.Rank() }
 
-// exchange publishes rank 1's buffer for this size.
+// exchange tells rank 0 where rank 1's buffer for this size is.
 func (l *rawNetvm) exchange(buf []byte) error {
 	l.gen++
 	key := fmt.Sprintf("rawnv-buf-%d", l.gen)
@@ -96,18 +120,29 @@ func (l *rawNetvm) exchange(buf []byte) error {
 	return nil
 }
 
-// await spins (yielding) until the word reaches seq.
-func (l *rawNetvm) await(seq uint64) {
-	for atomic.LoadUint64(l.myWord()) < seq {
-		runtime.Gosched()
+// await polls the word at off until it reaches seq, then sleeps on it.
+func (l *rawNetvm) await(off int, seq uint32) {
+	w := l.seg.Uint32(off)
+	for i := 0; atomic.LoadUint32(w) < seq; i++ {
+		if i < 64 {
+			runtime.Gosched()
+			continue
+		}
+		sl := l.seg.Uint32(rnSleeper)
+		atomic.AddUint32(sl, 1)
+		if v := atomic.LoadUint32(w); v < seq {
+			_ = shm.FutexWait(w, v, 10*time.Millisecond)
+		}
+		atomic.AddUint32(sl, ^uint32(0))
 	}
 }
 
-// post writes seq into the peer's word.
-func (l *rawNetvm) post(seq uint64) error {
-	var b [8]byte
-	*(*uint64)(unsafe.Pointer(&b[0])) = seq
-	return shm.RemoteWrite(l.peer, l.wordAt, [][]byte{b[:]})
+// post stores seq into the word at off and wakes its waiter.
+func (l *rawNetvm) post(off int, seq uint32) {
+	atomic.StoreUint32(l.seg.Uint32(off), seq)
+	if atomic.LoadUint32(l.seg.Uint32(rnSleeper)) > 0 {
+		_ = shm.FutexWake(l.seg.Uint32(off), 1)
+	}
 }
 
 func (l *rawNetvm) windows(buf []byte, w, count int) error {
@@ -125,38 +160,33 @@ func (l *rawNetvm) windows(buf []byte, w, count int) error {
 					return err
 				}
 			}
-			if err := l.post(l.seq); err != nil {
-				return err
-			}
-			l.await(l.seq)
+			l.post(rnWindow, l.seq)
+			l.await(rnAck, l.seq)
 			continue
 		}
-		l.await(l.seq)
-		if err := l.post(l.seq); err != nil {
-			return err
-		}
+		l.await(rnWindow, l.seq)
+		l.post(rnAck, l.seq)
 	}
 	return nil
 }
 
-// share writes v into rank 1's value word, then bumps its window word:
-// rank 1 reads the value once the word moves.
+// share stores v in the segment, then ends a window rank 1 waits for.
 func (l *rawNetvm) share(v int) (int, error) {
 	l.seq++
 	if l.rank() == 0 {
-		var b [8]byte
-		*(*uint64)(unsafe.Pointer(&b[0])) = uint64(v)
-		if err := shm.RemoteWrite(l.peer, l.wordAt+8, [][]byte{b[:]}); err != nil {
-			return 0, err
-		}
-		return v, l.post(l.seq)
+		atomic.StoreUint64(l.seg.Uint64(rnValue), uint64(v))
+		l.post(rnWindow, l.seq)
+		return v, nil
 	}
-	l.await(l.seq)
-	return int(atomic.LoadUint64(&l.words[2])), nil
+	l.await(rnWindow, l.seq)
+	return int(atomic.LoadUint64(l.seg.Uint64(rnValue))), nil
 }
 
 func (l *rawNetvm) close() error {
 	berr := l.c.Barrier()
+	if err := l.seg.Close(); err != nil {
+		return err
+	}
 	if err := l.c.Finalize(); err != nil {
 		return err
 	}
