@@ -930,8 +930,24 @@ func (n *NIC) closeNet() {
 			p.ep.Wait(10 * time.Millisecond)
 		}
 	}
+	n.portMu.Lock()
 	n.port.Store(nil) // doorbell rings from now on use the futex only
+	n.portMu.Unlock()
 	p.ep.Close()
+}
+
+// wakeNet wakes the engine asleep in the endpoint's epoll, and reports
+// false when the NIC has no endpoint (any more). The lock keeps the wake
+// out of the endpoint's Close (closeNet), which frees its eventfd.
+func (n *NIC) wakeNet() bool {
+	n.portMu.Lock()
+	defer n.portMu.Unlock()
+	p := n.port.Load()
+	if p == nil {
+		return false
+	}
+	p.ep.Wake()
+	return true
 }
 
 func (h netHandler) Frame(peer int, head, body []byte)            { h.n.netFrame(peer, head, body) }

@@ -251,11 +251,8 @@ func (v *view) ringNIC() {
 			_ = shm.FutexWake(v.u32(offNICBell), 1)
 		}
 	case sleepEpoll:
-		if v.self != nil {
-			if p := v.self.port.Load(); p != nil {
-				p.ep.Wake()
-				return
-			}
+		if v.self != nil && v.self.wakeNet() {
+			return
 		}
 		_ = shm.FutexWake(v.u32(offNICBell), 1)
 	default:
@@ -303,6 +300,7 @@ type NIC struct {
 	done   chan struct{}
 
 	port    atomic.Pointer[netPort] // the wire to other hosts (net.go), if any
+	portMu  sync.Mutex              // orders a ring's Wake of the endpoint before the engine closes it (net.go)
 	remote  atomic.Pointer[[]*VI]   // VIs connected to NICs on other hosts
 	lostGen atomic.Uint32           // moves when such a VI's connection breaks
 	stage   []byte                  // engine only: packs small pieces into frames
