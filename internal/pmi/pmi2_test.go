@@ -154,6 +154,11 @@ func TestPMI2Exchange(t *testing.T) {
 				if err := c.Put("k"+strconv.Itoa(r), "value-"+strconv.Itoa(r*10)); err != nil {
 					return err
 				}
+				// Spawn is refused, nothing sent: the connection goes on.
+				var se *SpawnError
+				if err := c.Spawn([]SpawnCmd{{Command: "prog", MaxProcs: 1}}, nil); !errors.As(err, &se) || !se.Refused || se.Msg != ErrSpawnPMI2 {
+					return fmt.Errorf("spawn under PMI-2: %v, want a refusal saying %q", err, ErrSpawnPMI2)
+				}
 				if err := c.Barrier(); err != nil {
 					return err
 				}

@@ -35,6 +35,10 @@ const PreputParentPort = "PARENT_ROOT_PORT_NAME"
 // EnvSpawned is set to 1 in the environment of spawned processes.
 const EnvSpawned = "PMI_SPAWNED"
 
+// ErrSpawnPMI2 is why Spawn refuses under PMI-2: the client speaks PMI-1's
+// spawn only.
+const ErrSpawnPMI2 = "spawning processes is not supported under PMI-2 (srun --mpi=pmi2): adimpi spawns through PMI-1, which mpirun and mpiexec.hydra serve"
+
 // SpawnCmd is one command of a spawn: MaxProcs processes of Command with
 // Args, and hints (wdir, path, host, ...).
 type SpawnCmd struct {
@@ -64,6 +68,9 @@ func (c *Client) Spawn(cmds []SpawnCmd, preput [][2]string) error {
 	}
 	if c.singleton {
 		return &SpawnError{Msg: "no launcher to start processes (this process runs as a singleton)", Refused: true}
+	}
+	if c.v2 != nil {
+		return &SpawnError{Msg: ErrSpawnPMI2, Refused: true}
 	}
 	var b strings.Builder
 	for k, cmd := range cmds {
