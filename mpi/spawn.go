@@ -22,8 +22,9 @@ import (
 //
 // The Info keys mpirun understands: "wdir" (the children's working
 // directory), "path" (colon-separated directories to find Command in),
-// "host" (where to start them: this host only, for now). Other keys are
-// ignored.
+// "host" (where to start them: this host or another host of the job,
+// reached through the job's launcher). Other keys are ignored. Under
+// PMI-2 (srun --mpi=pmi2) a spawn fails with ErrSpawn.
 type SpawnCommand struct {
 	Command  string
 	Argv     []string
