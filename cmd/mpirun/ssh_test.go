@@ -237,10 +237,11 @@ func TestSSHMissingBinaryAndHost(t *testing.T) {
 		!regexp.MustCompile(`^mpirun: cannot start ranks on h3 through ssh \(.*\) \(exit status 255\): ssh: connect to host h3 port 22: .*; not starting the job\n$`).MatchString(res.stderr) {
 		t.Errorf("h3 unreachable: want exit %d and one line naming h3: %v", exitUnreachable, res)
 	}
-	// The same with ssh's 10 s but -timeout 2s: mpirun gives up first.
-	res = runOn(t, c, nil, "-timeout", "2s", "-hosts", "h1,h2,h3", "-np", "3", hostprobeBin)
-	if res.code != exitTimeout || res.stderr != "mpirun: cannot start ranks on h3 through ssh: no answer within 2s; not starting the job\n" || res.stdout != "" {
-		t.Errorf("h3 unreachable, -timeout 2s: want exit %d and one line naming h3: %v", exitTimeout, res)
+	// The same with ssh's 10 s but -timeout 6s: mpirun gives up first
+	// (6 s, not less: on a loaded machine h2's login alone may take 3).
+	res = runOn(t, c, nil, "-timeout", "6s", "-hosts", "h1,h2,h3", "-np", "3", hostprobeBin)
+	if res.code != exitTimeout || res.stderr != "mpirun: cannot start ranks on h3 through ssh: no answer within 6s; not starting the job\n" || res.stdout != "" {
+		t.Errorf("h3 unreachable, -timeout 6s: want exit %d and one line naming h3: %v", exitTimeout, res)
 	}
 	noProcessesLeft(t, hostprobeBin)
 	noProcessesLeft(t, sshProxyFlag)
