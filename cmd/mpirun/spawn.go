@@ -255,7 +255,10 @@ func (j *job) abandon(base, n int) {
 		case rp.sshCtl != nil:
 			rp.abandoned = true
 			rp.host.held.drop()
-			rp.sshCtl.Close() // the proxy exits without starting it
+			rp.sshCtl.Close() // a proxy that called back exits without starting it
+			// One that has not (a host ssh is still trying to reach)
+			// goes with its ssh.
+			_ = syscall.Kill(-rp.pid, syscall.SIGTERM)
 		default:
 			rp.abandoned = true
 			_ = syscall.Kill(-rp.pid, syscall.SIGKILL)
