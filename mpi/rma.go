@@ -76,7 +76,7 @@ func (w *Win) rma(a *rmaArgs) (*adi.Request, error) {
 		return q, err
 	case (a.kind == amPut || a.kind == amGet) && (w.direct[a.target] != nil || w.remote[a.target]):
 		return w.native(a, off, blocks, size)
-	case w.ctls[a.target] != nil:
+	case w.ctls[a.target] != nil && (w.direct[a.target] != nil || w.remote[a.target]):
 		return w.nativeAcc(a, h, off, blocks, size)
 	}
 	return w.message(a, h, blocks)
@@ -253,32 +253,32 @@ func (w *Win) native(a *rmaArgs, off int64, blocks []blk, size int) (*adi.Reques
 			}
 			continue
 		}
-		addr := w.bases[t] + uintptr(at)
-		var err error
-		if a.kind == amPut {
-			err = w.rm.RemoteWrite(w.comm.world[t], addr, chunk)
-		} else {
-			err = w.rm.RemoteRead(w.comm.world[t], addr, chunk)
-		}
-		if err != nil {
+		if err := w.remoteCopy(t, at, []blk{{0, b.n}}, [][]byte{chunk}, a.kind == amPut); err != nil {
 			return nil, errorf(ErrOther, a.op, "rank %d of window %s: %v", t, w.name, err)
 		}
 	}
 	return completed, nil
 }
 
-// nativeAcc carries out an accumulate or compare-and-swap on memory of
-// the target mapped here, holding the target's accumulate lock as its
-// agent does. Called with the core's lock held.
+// nativeAcc carries out an accumulate or compare-and-swap on the target's
+// memory, holding the target's accumulate lock (in its control block,
+// mapped here) as its agent does: on memory mapped here in place, else
+// (the device's remote memory access) by reading the target bytes,
+// combining and writing them back. Called with the core's lock held.
 func (w *Win) nativeAcc(a *rmaArgs, h header, off int64, blocks []blk, size int) (*adi.Request, error) {
+	t := a.target
 	if blocks == nil {
 		blocks = []blk{{0, size}}
 	}
-	mem := w.direct[a.target]
+	mem := w.direct[t]
 	pieces := make([][]byte, 0, len(blocks))
 	for _, b := range blocks {
 		at := off + int64(b.off)
-		pieces = append(pieces, mem[at:at+int64(b.n)])
+		if mem != nil {
+			pieces = append(pieces, mem[at:at+int64(b.n)])
+		} else {
+			pieces = append(pieces, make([]byte, b.n))
+		}
 	}
 	data := packIn(a.origin)
 	if a.kind == amCAS {
@@ -286,7 +286,21 @@ func (w *Win) nativeAcc(a *rmaArgs, h header, off int64, blocks []blk, size int)
 	}
 	var old []byte
 	var why string
-	w.atomically(a.target, func() { old, why = combine(h, pieces, data) })
+	var err error
+	w.atomically(t, func() {
+		if mem == nil {
+			if err = w.remoteCopy(t, off, blocks, pieces, false); err != nil {
+				return
+			}
+		}
+		if old, why = combine(h, pieces, data); why != "" || mem != nil {
+			return
+		}
+		err = w.remoteCopy(t, off, blocks, pieces, true)
+	})
+	if err != nil {
+		return nil, errorf(ErrOther, a.op, "rank %d of window %s: %v", t, w.name, err)
+	}
 	if why != "" {
 		return nil, errorf(ErrOp, a.op, "%s", why)
 	}
@@ -294,6 +308,25 @@ func (w *Win) nativeAcc(a *rmaArgs, h header, off int64, blocks []blk, size int)
 		a.result.CopyIn(0, old)
 	}
 	return completed, nil
+}
+
+// remoteCopy writes (or reads) pieces, one per block, to (from) rank t's
+// window memory from byte off with the device's remote memory access.
+func (w *Win) remoteCopy(t int, off int64, blocks []blk, pieces [][]byte, write bool) error {
+	p := w.comm.world[t]
+	for i, b := range blocks {
+		addr := w.bases[t] + uintptr(off+int64(b.off))
+		var err error
+		if write {
+			err = w.rm.RemoteWrite(p, addr, pieces[i])
+		} else {
+			err = w.rm.RemoteRead(p, addr, pieces[i])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // message sends an operation to the target's agent. Called with the core's

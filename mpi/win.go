@@ -215,16 +215,17 @@ func WinCreateBuf(c *Comm, base []byte, dispUnit int, info *Info) (*Win, error) 
 }
 
 func winCreate(op string, c *Comm, base []byte, dispUnit int, flavor WinFlavor, info *Info) (*Win, error) {
+	seg, err := shm.Export("adimpi-winctl", ctlSize)
+	if err != nil {
+		return nil, errorf(ErrOther, op, "allocating the window's control block: %v", err)
+	}
 	w, err := newWin(op, c, base, dispUnit, flavor, info)
 	if err != nil {
+		seg.Close()
 		return nil, err
 	}
-	if err := w.start(); err != nil {
-		return nil, named(op, err)
-	}
-	// Every agent runs before any rank may target it.
-	if err := barrierOn(w.comm); err != nil {
-		return nil, named(op, err)
+	if err := w.mapSegments(op, seg); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -341,21 +342,10 @@ func winAllocateShared(op string, c *Comm, size, dispUnit int, info *Info) (*Win
 }
 
 // ctlSize is the window's control block at the start of its segment, before
-// the memory: the words that origins on this host use to take the window's
-// locks and to carry out accumulates themselves (winCtl).
+// the memory (if MPI allocated it): the words that origins on this host use
+// to take the window's locks and to carry out accumulates themselves
+// (winCtl, win_lock.go).
 const ctlSize = 64
-
-// winCtl is a window's control block, mapped by every rank of its host.
-type winCtl struct {
-	mu   *uint32 // held while an accumulate is carried out on the window
-	lock *uint64 // the passive-target lock: lockExcl, or the number of shared holders
-}
-
-const lockExcl = 1 << 63
-
-func ctlOf(s *shm.Segment) *winCtl {
-	return &winCtl{mu: s.Uint32(shm.HeaderSize), lock: s.Uint64(shm.HeaderSize + 8)}
-}
 
 // winSegment makes a window whose memory MPI allocates (WinAllocate,
 // WinAllocateShared): each rank's memory is a shared-memory segment that
@@ -390,6 +380,21 @@ func winSegment(op string, c *Comm, size, dispUnit int, flavor WinFlavor, info *
 		seg.Close()
 		return nil, nil, err
 	}
+	if err := w.mapSegments(op, seg); err != nil {
+		return nil, nil, err
+	}
+	return w, mem, nil
+}
+
+// mapSegments maps, from every other rank of this host, the segment that
+// holds its control block (and, for an allocated window, its memory after
+// the block), exchanging seg, this rank's, for theirs; then starts
+// the agent and waits until every rank's has. A peer whose segment cannot
+// be mapped is reached through its agent, except in a shared window, which
+// fails. On failure every segment is unmapped.
+func (w *Win) mapSegments(op string, seg *shm.Segment) error {
+	r := w.rt
+	local := func(wr int) bool { return r.hosts == nil || r.hosts[wr] == r.hosts[r.rank] }
 	w.segs = []*shm.Segment{seg}
 	n := w.comm.Size()
 	w.ctls[w.comm.rank] = ctlOf(seg)
@@ -397,32 +402,36 @@ func winSegment(op string, c *Comm, size, dispUnit int, flavor WinFlavor, info *
 	all := make([]uint64, 3*n)
 	if err := allgatherBuf(w.comm, Slice(mine), Slice(all)); err != nil {
 		w.closeSegs()
-		return nil, nil, named(op, err)
+		return named(op, err)
 	}
+	at := shm.HeaderSize + ctlSize
 	for i := range n {
 		if i == w.comm.rank || !local(w.comm.world[i]) {
 			continue
 		}
 		s, err := shm.Import(int(all[3*i]), int(all[3*i+1]), all[3*i+2])
-		if err != nil && flavor == FlavorShared {
+		if err != nil && w.flavor == FlavorShared {
 			w.closeSegs()
-			return nil, nil, errorf(ErrRMAShared, op, "mapping rank %d's window memory: %v", i, err)
+			return errorf(ErrRMAShared, op, "mapping rank %d's window memory: %v", i, err)
 		}
 		if err != nil {
 			continue // reached through its agent
 		}
 		w.segs = append(w.segs, s)
-		w.direct[i] = s.Mem[at : at+w.sizes[i] : at+w.sizes[i]]
+		if w.flavor == FlavorAllocate || w.flavor == FlavorShared {
+			w.direct[i] = s.Mem[at : at+w.sizes[i] : at+w.sizes[i]]
+		}
 		w.ctls[i] = ctlOf(s)
 	}
 	if err := w.start(); err != nil {
 		w.closeSegs()
-		return nil, nil, named(op, err)
+		return named(op, err)
 	}
+	// Every agent runs before any rank may target it.
 	if err := barrierOn(w.comm); err != nil {
-		return nil, nil, named(op, err)
+		return named(op, err)
 	}
-	return w, mem, nil
+	return nil
 }
 
 func (w *Win) closeSegs() {
@@ -548,14 +557,17 @@ func (w *Win) Info() *Info {
 	return i
 }
 
-// Native reports whether Put and Get towards rank move their data without
-// the target's help: through shared memory (a shared window, or this rank
-// itself) or the device's remote write and read (adi.RemoteMemory).
+// Native reports whether one-sided operations towards rank need nothing
+// of the target: Put, Get, the accumulates and the passive-target lock are
+// carried out by this process, through shared memory (an allocated or
+// shared window, or this rank itself) or the device's remote write and
+// read (adi.RemoteMemory) under the lock words of the target's control
+// block, which this process maps.
 func (w *Win) Native(rank int) bool {
 	if w == nil || rank < 0 || rank >= len(w.remote) {
 		return false
 	}
-	return w.remote[rank] || w.direct[rank] != nil
+	return w.ctls[rank] != nil && (w.remote[rank] || w.direct[rank] != nil)
 }
 
 // le is the byte order of RMA headers.

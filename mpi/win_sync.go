@@ -143,20 +143,12 @@ func (w *Win) flush(op string, ts []int, kind uint8) error {
 			continue
 		}
 		a := ask{t: t, why: make([]byte, 512)}
-		h := header{kind: kind, reply: w.origin.tag()}
-		a.q = &adi.Request{Op: adi.OpRecv, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: int(h.reply), Buf: adi.Bytes(a.why)}
-		err := r.dev.Irecv(a.q)
-		if err == nil {
-			msg := make([]byte, hdrSize)
-			h.put(msg)
-			s := &adi.Request{Op: adi.OpSend, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: tagReq, Buf: adi.Bytes(msg)}
-			err = r.dev.Isend(s)
-			w.origin.pend[t] = append(w.origin.pend[t], s)
-		}
+		q, err := w.ask(t, header{kind: kind}, a.why)
 		if err != nil {
 			r.mu.Unlock()
 			return named(op, err)
 		}
+		a.q = q
 		w.origin.dirty[t] = false
 		asks = append(asks, a)
 	}
@@ -199,6 +191,24 @@ func (w *Win) settled(ts []int, kind uint8) bool {
 		}
 	}
 	return true
+}
+
+// ask sends the header h to rank t's agent and posts the receive of its
+// answer into buf, on a fresh tag; the returned request completes with the
+// answer. Called with the core's lock held.
+func (w *Win) ask(t int, h header, buf []byte) (*adi.Request, error) {
+	r := w.rt
+	h.reply = w.origin.tag()
+	q := &adi.Request{Op: adi.OpRecv, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: int(h.reply), Buf: adi.Bytes(buf)}
+	if err := r.dev.Irecv(q); err != nil {
+		return nil, err
+	}
+	msg := make([]byte, hdrSize)
+	h.put(msg)
+	s := &adi.Request{Op: adi.OpSend, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: tagReq, Buf: adi.Bytes(msg)}
+	err := r.dev.Isend(s)
+	w.origin.pend[t] = append(w.origin.pend[t], s)
+	return q, err
 }
 
 func allRanks(n int) []int { return identity(n) }
@@ -519,12 +529,13 @@ func (w *Win) Lock(lockType, target, assert int) error {
 	return nil
 }
 
-// acquire takes a lock of kind on every rank of ts.
+// acquire takes a lock of kind on every rank of ts: in the rank's control
+// block where this process maps it (one rank after the other, so that a
+// LockAll waiting for one rank holds no ticket on the next), else through
+// the rank's agent.
 func (w *Win) acquire(op string, ts []int, kind uint8) error {
 	r := w.rt
 	var reqs []*adi.Request
-	self := false
-	granted := false
 	for _, t := range ts {
 		if w.ctls[t] != nil {
 			if err := w.lockNative(op, t, kind); err != nil {
@@ -537,21 +548,7 @@ func (w *Win) acquire(op string, ts []int, kind uint8) error {
 		if w.ctls[t] != nil {
 			continue
 		}
-		if t == w.comm.rank {
-			self = true
-			w.ag.lock(t, kind, 0, &granted)
-			continue
-		}
-		h := header{kind: amLock, op: kind, reply: w.origin.tag()}
-		q := &adi.Request{Op: adi.OpRecv, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: int(h.reply), Buf: adi.Bytes(nil)}
-		err := r.dev.Irecv(q)
-		if err == nil {
-			msg := make([]byte, hdrSize)
-			h.put(msg)
-			s := &adi.Request{Op: adi.OpSend, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: tagReq, Buf: adi.Bytes(msg)}
-			err = r.dev.Isend(s)
-			w.origin.pend[t] = append(w.origin.pend[t], s)
-		}
+		q, err := w.ask(t, header{kind: amLock, op: kind}, nil)
 		if err != nil {
 			r.mu.Unlock()
 			return named(op, err)
@@ -559,20 +556,14 @@ func (w *Win) acquire(op string, ts []int, kind uint8) error {
 		reqs = append(reqs, q)
 	}
 	r.mu.Unlock()
-	err := r.waitFor(func() bool {
+	if err := r.waitFor(func() bool {
 		for _, q := range reqs {
 			if !q.Done() {
 				return false
 			}
 		}
-		if self {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			return granted
-		}
 		return true
-	})
-	if err != nil {
+	}); err != nil {
 		return named(op, err)
 	}
 	for _, q := range reqs {
@@ -583,27 +574,6 @@ func (w *Win) acquire(op string, ts []int, kind uint8) error {
 	return nil
 }
 
-// lockNative takes rank t's lock in its control block, mapped here,
-// polling the device meanwhile so that this rank's own agent goes on
-// serving (the holder may be waiting for it). No sleep: the holder
-// releases it with a store that rings no doorbell.
-func (w *Win) lockNative(op string, t int, kind uint8) error {
-	r := w.rt
-	for {
-		r.mu.Lock()
-		ok := w.tryLock(t, kind)
-		r.mu.Unlock()
-		if ok {
-			w.origin.locks[t] |= lockNative
-			return nil
-		}
-		if err := r.progress(); err != nil {
-			return named(op, err)
-		}
-		osYield()
-	}
-}
-
 // unlock releases the locks of this rank on the ranks ts: after every
 // operation on them is complete, in the control block where it was taken
 // there, else by the owner's agent, whose answer says that everything
@@ -611,12 +581,16 @@ func (w *Win) lockNative(op string, t int, kind uint8) error {
 func (w *Win) unlock(op string, ts []int) error {
 	r := w.rt
 	var agentTs, flushTs []int
+	var first error
 	for _, t := range ts {
 		l := w.origin.locks[t]
 		switch {
 		case l&lockNative != 0:
-			if err := w.waitLocalErr(op, t); err != nil {
-				return err
+			// Operations that went through the agent (a device without
+			// remote memory access) must be done before the release; one
+			// that failed is reported, and the lock released all the same.
+			if err := w.flush(op, []int{t}, amFlush); err != nil && first == nil {
+				first = err
 			}
 			r.mu.Lock()
 			w.release(t, uint8(l&0xff))
@@ -631,10 +605,12 @@ func (w *Win) unlock(op string, ts []int) error {
 		}
 		w.origin.locks[t] = 0
 	}
-	if err := w.flush(op, flushTs, amFlush); err != nil {
-		return err
+	for _, err := range []error{w.flush(op, flushTs, amFlush), w.flush(op, agentTs, amUnlock)} {
+		if first == nil {
+			first = err
+		}
 	}
-	return w.flush(op, agentTs, amUnlock)
+	return first
 }
 
 // Unlock closes the passive-target epoch to rank target (MPI_Win_unlock):
