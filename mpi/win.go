@@ -177,17 +177,39 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 	}
 	w.bases, w.sizes, w.units = make([]uintptr, n), make([]int, n), make([]int, n)
 	w.direct, w.remote = make([][]byte, n), make([]bool, n)
-	w.rm, _ = r.dev.(adi.RemoteMemory)
+	w.rm = remoteMemory(r)
 	r.mu.Lock()
 	for i := range n {
 		w.bases[i], w.sizes[i], w.units[i] = uintptr(all[3*i]), int(all[3*i+1]), int(all[3*i+2])
-		w.remote[i] = w.rm != nil && flavor != FlavorDynamic && i != wc.rank && w.rm.RemoteAccess(wc.world[i])
+		w.remote[i] = w.rm != nil && flavor != FlavorDynamic && i != wc.rank && r.inJob(wc.world[i]) && w.rm.RemoteAccess(wc.world[i])
 	}
 	r.mu.Unlock()
 	w.direct[wc.rank] = mem
 	w.ctls = make([]*winCtl, n)
 	w.origin.init(n)
 	return w, nil
+}
+
+// remoteMemory is the device's remote memory access, if it has it: the
+// device under the core's wrapper for communicators across jobs (join.go),
+// which RMA bypasses as windows reach it only for ranks of this job.
+func remoteMemory(r *runtime) adi.RemoteMemory {
+	dev := r.dev
+	if r.join != nil {
+		dev = r.join.Device
+	}
+	rm, _ := dev.(adi.RemoteMemory)
+	return rm
+}
+
+// inJob reports whether world rank wr is a rank of this job (not of
+// another job joined by a communicator).
+func (r *runtime) inJob(wr int) bool { return wr >= 0 && wr < r.size }
+
+// sameHost reports whether world rank wr is a rank of this job on this
+// rank's host.
+func (r *runtime) sameHost(wr int) bool {
+	return r.inJob(wr) && (r.hosts == nil || r.hosts[wr] == r.hosts[r.rank])
 }
 
 // start runs the window's agent: from here on peers may reach it.
@@ -361,10 +383,12 @@ func winSegment(op string, c *Comm, size, dispUnit int, flavor WinFlavor, info *
 	if size < 0 {
 		return nil, nil, errorf(ErrSize, op, "size %d is negative", size)
 	}
-	local := func(wr int) bool { return r.hosts == nil || r.hosts[wr] == r.hosts[r.rank] }
 	if flavor == FlavorShared {
 		for i, wr := range c.world {
-			if !local(wr) {
+			if !r.inJob(wr) {
+				return nil, nil, errorf(ErrRMAShared, op, "rank %d of %s runs in another job: shared memory needs one host", i, c.name)
+			}
+			if !r.sameHost(wr) {
 				return nil, nil, errorf(ErrRMAShared, op, "rank %d of %s runs on host %s, this rank on %s: shared memory needs one host", i, c.name, r.hostNames[r.hosts[wr]], r.hostNames[r.hosts[r.rank]])
 			}
 		}
@@ -394,7 +418,6 @@ func winSegment(op string, c *Comm, size, dispUnit int, flavor WinFlavor, info *
 // fails. On failure every segment is unmapped.
 func (w *Win) mapSegments(op string, seg *shm.Segment) error {
 	r := w.rt
-	local := func(wr int) bool { return r.hosts == nil || r.hosts[wr] == r.hosts[r.rank] }
 	w.segs = []*shm.Segment{seg}
 	n := w.comm.Size()
 	w.ctls[w.comm.rank] = ctlOf(seg)
@@ -406,7 +429,7 @@ func (w *Win) mapSegments(op string, seg *shm.Segment) error {
 	}
 	at := shm.HeaderSize + ctlSize
 	for i := range n {
-		if i == w.comm.rank || !local(w.comm.world[i]) {
+		if i == w.comm.rank || !r.sameHost(w.comm.world[i]) {
 			continue
 		}
 		s, err := shm.Import(int(all[3*i]), int(all[3*i+1]), all[3*i+2])

@@ -18,8 +18,11 @@ import (
 	"errors"
 	"flag"
 	"math"
+	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/conformance/internal/runner"
@@ -47,6 +50,7 @@ var checks = []runner.Check{
 	{Name: "attributes", MinRanks: 1, Run: checkAttributes},
 	{Name: "errors", MinRanks: 1, Run: checkErrors},
 	{Name: "passive-progress", MinRanks: 2, Run: checkPassiveProgress},
+	{Name: "lock-fair", MinRanks: 3, Run: checkLockFair},
 }
 
 var (
@@ -54,12 +58,18 @@ var (
 	rank, size int
 	create     = flag.Bool("create", false, "make the checks' windows with WinCreate (the program's memory: every operation through the device or the target's agent) rather than WinAllocate (memory that ranks of one host map)")
 	iters      = flag.Int("iters", 200, "operations per rank in the contention checks (fetch-and-op, cas-spinlock, lock-mutex)")
+	dieHolding = flag.Bool("die-holding", false, "instead of the checks: rank 1 takes an exclusive lock on rank 0's window and exits with status 3 while holding it, rank 2 asks for the lock; the launcher must end the job")
 	failf      = runner.Failf
 	must       = runner.Must
 )
 
 func main() {
-	runner.Program{Name: "rma", Checks: checks, Setup: func(w *mpi.Comm) { world, rank, size = w, w.Rank(), w.Size() }}.Main()
+	runner.Program{Name: "rma", Checks: checks, Setup: func(w *mpi.Comm) {
+		world, rank, size = w, w.Rank(), w.Size()
+		if *dieHolding {
+			dieHoldingLock()
+		}
+	}}.Main()
 }
 
 // allocate makes a window of n elements of T on every rank: WinAllocate,
@@ -780,17 +790,35 @@ func checkPassiveProgress() {
 		must(err, "window (allocate=%v)", alloc)
 		last := size - 1
 		native := []int64{0}
-		if rank == last && alloc && w.Native(0) {
+		if rank == last && w.Native(0) {
 			native[0] = 1
 		}
 		must(mpi.Bcast(world, native, last), "bcast")
 		switch {
 		case rank == last:
 			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
-			must(mpi.Put(w, []int64{42}, 0, 0), "MPI_Put")
+			must(mpi.Put(w, []int64{41}, 0, 0), "MPI_Put")
 			must(mpi.Accumulate(w, []int64{1}, 0, 0, mpi.Sum), "MPI_Accumulate")
+			old, err := mpi.FetchAndOp(w, int64(1), 0, 0, mpi.Sum)
+			must(err, "MPI_Fetch_and_op")
+			if old != 42 {
+				failf("allocate=%v: FetchAndOp after Put 41 and Accumulate 1 returned %d, want 42", alloc, old)
+			}
 			must(w.Unlock(0), "MPI_Win_unlock")
 			must(mpi.Send(world, []int64{1}, 0, 9), "send")
+		case rank == 0 && native[0] == 1 && !mpi.AsyncProgress():
+			// A compute loop that calls no MPI at all: only the
+			// origin's remote writes can end it. The deadline turns a
+			// hang into a failure.
+			deadline := time.Now().Add(30 * time.Second)
+			for atomic.LoadInt64(&mem[0]) != 43 {
+				if time.Now().After(deadline) {
+					failf("allocate=%v: the word is %d after 30 s of computing: the origin's Lock, Put, Accumulate and FetchAndOp needed this target's progress", alloc, atomic.LoadInt64(&mem[0]))
+				}
+				runtime.Gosched()
+			}
+			_, err := mpi.Recv(world, []int64{0}, last, 9)
+			must(err, "recv")
 		case rank == 0 && (native[0] == 1 || mpi.AsyncProgress()):
 			for {
 				// Computing, and looking at the word between steps: Sync
@@ -812,6 +840,62 @@ func checkPassiveProgress() {
 		}
 		must(mpi.Barrier(world), "barrier")
 		freeWin(w)
+	}
+}
+
+// checkLockFair: shared lockers that keep taking rank 0's lock, each
+// holding it while another asks (so that it is never free), do not starve
+// an exclusive locker: the last rank's exclusive lock comes in its turn,
+// and the readers see the flag it wrote. The deadline turns starvation
+// into a failure.
+func checkLockFair() {
+	w, _, err := allocate[int64](1, nil)
+	must(err, "window")
+	last := size - 1
+	must(mpi.Barrier(world), "barrier")
+	if rank == last {
+		must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock exclusive")
+		must(mpi.Put(w, []int64{1}, 0, 0), "MPI_Put")
+		must(w.Unlock(0), "MPI_Win_unlock")
+	} else {
+		deadline := time.Now().Add(20 * time.Second)
+		for n := 0; ; n++ {
+			must(w.Lock(mpi.LockShared, 0, 0), "MPI_Win_lock shared")
+			v := []int64{0}
+			must(mpi.Get(w, v, 0, 0), "MPI_Get")
+			must(w.Unlock(0), "MPI_Win_unlock")
+			if v[0] == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				failf("after %d shared locks in 20 s the exclusive locker has not had its turn: shared locks starve it", n)
+			}
+		}
+	}
+	must(mpi.Barrier(world), "barrier")
+	freeWin(w)
+}
+
+// dieHoldingLock is -die-holding: rank 1 exits while it holds rank 0's
+// lock; rank 2 waits for the lock and rank 0 for a message that never
+// comes. Only the launcher, seeing rank 1's exit, ends the job.
+func dieHoldingLock() {
+	w, _, err := allocate[int64](1, nil)
+	must(err, "window")
+	switch rank {
+	case 1:
+		must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
+		must(mpi.Send(world, []int64{1}, 2, 5), "send")
+		os.Exit(3)
+	case 2:
+		_, err := mpi.Recv(world, []int64{0}, 1, 5)
+		must(err, "recv")
+		must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
+		failf("rank 2 got the lock that rank 1 died holding")
+	default:
+		_, err := mpi.Recv(world, []int64{0}, mpi.AnySource, 77)
+		must(err, "recv")
+		failf("a message that no rank sends arrived")
 	}
 }
 
