@@ -95,7 +95,8 @@ type Win struct {
 	flavor   WinFlavor
 	mem      []byte // this rank's window memory (nil for a dynamic window)
 	dispUnit int
-	info     *Info
+	info     *Info // a copy of the hints the window was made with
+	hints    winHints
 
 	// Per communicator rank: the window's address, size and displacement
 	// unit there, and how this process reaches it.
@@ -156,11 +157,19 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 	if dispUnit <= 0 {
 		return nil, errorf(ErrDisp, op, "displacement unit %d is not positive", dispUnit)
 	}
+	var hints winHints
 	if info != nil {
 		if err := info.use(op); err != nil {
 			return nil, err
 		}
+		hints, err = parseHints(op, info)
 		info.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if info, err = info.Dup(); err != nil {
+			return nil, named(op, err)
+		}
 	}
 	wc, err := c.dup()
 	if err != nil {
@@ -168,7 +177,7 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 	}
 	wc.name = c.name + "/win"
 	n := wc.Size()
-	w := &Win{rt: r, comm: wc, flavor: flavor, mem: mem, dispUnit: dispUnit, info: info,
+	w := &Win{rt: r, comm: wc, flavor: flavor, mem: mem, dispUnit: dispUnit, info: info, hints: hints,
 		name: fmt.Sprintf("win%d", winCount.Add(1))}
 	mine := []uint64{uint64(addrOf(mem)), uint64(len(mem)), uint64(dispUnit)}
 	all := make([]uint64, 3*n)
@@ -184,6 +193,10 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 		w.remote[i] = w.rm != nil && flavor != FlavorDynamic && i != wc.rank && r.inJob(wc.world[i]) && w.rm.RemoteAccess(wc.world[i])
 	}
 	r.mu.Unlock()
+	if err := w.checkHints(op); err != nil {
+		wc.free()
+		return nil, err
+	}
 	w.direct[wc.rank] = mem
 	w.ctls = make([]*winCtl, n)
 	w.origin.init(n)

@@ -495,6 +495,9 @@ func (w *Win) Lock(lockType, target, assert int) error {
 	if _, err := winStart(op, w); err != nil {
 		return w.raise(err)
 	}
+	if err := w.lockable(op); err != nil {
+		return w.raise(err)
+	}
 	if lockType != LockExclusive && lockType != LockShared {
 		return w.raise(errorf(ErrLocktype, op, "lock type %d is neither LockExclusive (%d) nor LockShared (%d)", lockType, LockExclusive, LockShared))
 	}
@@ -638,6 +641,9 @@ func (w *Win) Unlock(target int) error {
 func (w *Win) LockAll(assert int) error {
 	const op = "MPI_Win_lock_all"
 	if _, err := winStart(op, w); err != nil {
+		return w.raise(err)
+	}
+	if err := w.lockable(op); err != nil {
 		return w.raise(err)
 	}
 	if err := checkAssert(op, assert, ModeNoCheck); err != nil {

@@ -51,6 +51,7 @@ var checks = []runner.Check{
 	{Name: "errors", MinRanks: 1, Run: checkErrors},
 	{Name: "passive-progress", MinRanks: 2, Run: checkPassiveProgress},
 	{Name: "lock-fair", MinRanks: 3, Run: checkLockFair},
+	{Name: "info", MinRanks: 1, Run: checkInfo},
 }
 
 var (
@@ -769,13 +770,15 @@ func checkAttributes() {
 	freeWin(wc)
 }
 
-// checkPassiveProgress: the last rank locks rank 0's window, puts a word
-// and unlocks, while rank 0 computes without calling MPI until the word
-// arrives, polling it with Sync. An allocated window whose memory the origin maps (one host)
-// needs nothing of the target; a window of the program's memory needs the
-// target's progress engine, which mpirun -async-progress runs while it
-// computes. Without either, rank 0 waits in a receive instead (a target
-// must call MPI then: docs/rma.md).
+// checkPassiveProgress: the last rank locks rank 0's window, puts,
+// accumulates and fetches-and-adds a word and unlocks, while rank 0
+// computes. Where every one of those needs nothing of the target
+// (w.Native: memory mapped by the origin, or the device's remote write and
+// read under the target's control block), rank 0 computes without calling
+// MPI at all until the word arrives, and the check fails if it does not
+// within 30 s. Under mpirun -async-progress rank 0 polls with Sync (the
+// progress goroutine serves the origin); otherwise it waits in a receive
+// (a target must call MPI then: docs/rma.md).
 func checkPassiveProgress() {
 	for _, alloc := range []bool{true, false} {
 		var w *mpi.Win
@@ -874,6 +877,46 @@ func checkLockFair() {
 	}
 	must(mpi.Barrier(world), "barrier")
 	freeWin(w)
+}
+
+// checkInfo: the window info keys adimpi acts on. no_locks=true refuses
+// Lock and LockAll; same_size=true with sizes that differ fails the
+// creation; a known key with a value it cannot take is an argument error;
+// the hints given come back from Info.
+func checkInfo() {
+	info := mpi.NewInfo()
+	must(info.Set("no_locks", "true"), "MPI_Info_set")
+	must(info.Set("accumulate_ordering", "rar,waw"), "MPI_Info_set")
+	w, _, err := allocate[int64](1, info)
+	must(err, "window with no_locks")
+	wantErr(w.Lock(mpi.LockShared, 0, 0), mpi.ErrRMASync, "MPI_Win_lock with no_locks=true")
+	wantErr(w.LockAll(0), mpi.ErrRMASync, "MPI_Win_lock_all with no_locks=true")
+	must(info.Set("no_locks", "false"), "MPI_Info_set") // the window keeps its own copy
+	if v, ok, _ := w.Info().Get("accumulate_ordering"); !ok || v != "rar,waw" {
+		failf("MPI_Win_get_info: accumulate_ordering is %q (set: %v), want rar,waw", v, ok)
+	}
+	if v, _, _ := w.Info().Get("no_locks"); v != "true" {
+		failf("MPI_Win_get_info: no_locks is %q, want true (the hint the window was made with)", v)
+	}
+	must(w.Fence(0), "MPI_Win_fence")
+	must(mpi.Accumulate(w, []int64{1}, 0, 0, mpi.Sum), "MPI_Accumulate")
+	must(w.Fence(0), "MPI_Win_fence")
+	freeWin(w)
+
+	bad := mpi.NewInfo()
+	must(bad.Set("accumulate_ordering", "rar,sideways"), "MPI_Info_set")
+	_, _, err = allocate[int64](1, bad)
+	wantErr(err, mpi.ErrArg, "window with accumulate_ordering=rar,sideways")
+
+	same := mpi.NewInfo()
+	must(same.Set("same_size", "true"), "MPI_Info_set")
+	w, _, err = allocate[int64](2, same)
+	must(err, "window with same_size=true and equal sizes")
+	freeWin(w)
+	if size > 1 {
+		_, _, err = allocate[int64](1+rank, same)
+		wantErr(err, mpi.ErrSize, "window with same_size=true and sizes that differ")
+	}
 }
 
 // dieHoldingLock is -die-holding: rank 1 exits while it holds rank 0's
