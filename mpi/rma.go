@@ -458,8 +458,45 @@ func (w *Win) PutBuf(origin Buffer, target, disp, tcount int, ttype *datatype.Ty
 // Put writes origin into rank target's window from displacement disp, as
 // len(origin) elements of T (MPI_Put).
 func Put[T Numeric](w *Win, origin []T, target, disp int) error {
+	if w.mappedCopy(bytesOf(origin), target, disp, true) {
+		return nil
+	}
 	b := Slice(origin)
 	return w.PutBuf(b, target, disp, b.Count, b.Type)
+}
+
+// bytesOf is the memory of s.
+func bytesOf[T Numeric](s []T) []byte {
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(z)))
+}
+
+// mappedCopy is the fast path of Put and Get of contiguous data to memory
+// of another rank mapped here (an allocated or shared window on this
+// host): if the epoch allows it and the bytes lie inside the target's
+// window, it copies b to (put) or from the target's memory at displacement
+// disp and reports true; anything else (another path, an error to report)
+// reports false and leaves the call to the general path. The copy is the
+// operation's completion, so the epoch has nothing left to flush.
+func (w *Win) mappedCopy(b []byte, target, disp int, put bool) bool {
+	if w == nil || w.freed || uint(target) >= uint(len(w.direct)) || target == w.comm.rank || live.Load() == nil {
+		return false
+	}
+	mem := w.direct[target]
+	if mem == nil || !w.origin.may(target) || disp < 0 || len(b) == 0 {
+		return false
+	}
+	off := uint64(disp) * uint64(w.units[target])
+	if off > uint64(len(mem)) || uint64(len(b)) > uint64(len(mem))-off {
+		return false
+	}
+	if put {
+		copy(mem[off:], b)
+	} else {
+		copy(b, mem[off:])
+	}
+	w.origin.fenceOps = true
+	return true
 }
 
 // GetBuf reads tcount elements of ttype at displacement disp of rank
@@ -473,6 +510,9 @@ func (w *Win) GetBuf(result Buffer, target, disp, tcount int, ttype *datatype.Ty
 // Get reads len(result) elements of T at displacement disp of rank
 // target's window (MPI_Get).
 func Get[T Numeric](w *Win, result []T, target, disp int) error {
+	if w.mappedCopy(bytesOf(result), target, disp, false) {
+		return nil
+	}
 	b := Slice(result)
 	return w.GetBuf(b, target, disp, b.Count, b.Type)
 }

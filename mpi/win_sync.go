@@ -717,10 +717,25 @@ func (w *Win) Flush(target int) error {
 	if target == ProcNull {
 		return nil
 	}
+	if w.flushed(target) {
+		return nil
+	}
 	if err := w.passive(op, target); err != nil {
 		return w.raise(err)
 	}
 	return w.raise(w.flush(op, []int{target}, amFlush))
+}
+
+// flushed is Flush's fast path: it reports whether a passive-target epoch
+// to target is open and nothing of this rank's is in flight to it (every
+// operation completed as it started), so that Flush has nothing to do.
+// The window's origin state is this rank's, changed only by its own calls.
+func (w *Win) flushed(target int) bool {
+	if w == nil || w.freed || uint(target) >= uint(len(w.origin.locks)) {
+		return false
+	}
+	o := &w.origin
+	return (o.lockAll || o.locks[target] != 0) && !o.dirty[target] && len(o.pend[target]) == 0 && live.Load() != nil
 }
 
 // FlushAll is Flush for every rank (MPI_Win_flush_all).
