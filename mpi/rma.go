@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"bytes"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
@@ -479,24 +480,66 @@ func bytesOf[T Numeric](s []T) []byte {
 // reports false and leaves the call to the general path. The copy is the
 // operation's completion, so the epoch has nothing left to flush.
 func (w *Win) mappedCopy(b []byte, target, disp int, put bool) bool {
-	if w == nil || w.freed || uint(target) >= uint(len(w.direct)) || target == w.comm.rank || live.Load() == nil {
-		return false
-	}
-	mem := w.direct[target]
-	if mem == nil || !w.origin.may(target) || disp < 0 || len(b) == 0 {
-		return false
-	}
-	off := uint64(disp) * uint64(w.units[target])
-	if off > uint64(len(mem)) || uint64(len(b)) > uint64(len(mem))-off {
+	mem := w.mapped(target, disp, len(b))
+	if mem == nil {
 		return false
 	}
 	if put {
-		copy(mem[off:], b)
+		copy(mem, b)
 	} else {
-		copy(b, mem[off:])
+		copy(b, mem)
 	}
 	w.origin.fenceOps = true
 	return true
+}
+
+// mapped is the n bytes at displacement disp of rank target's window
+// memory if it is another rank's, mapped here, and the epoch allows the
+// access; else nil (the general path takes the call, and reports errors).
+func (w *Win) mapped(target, disp, n int) []byte {
+	if w == nil || w.freed || uint(target) >= uint(len(w.direct)) || target == w.comm.rank || live.Load() == nil {
+		return nil
+	}
+	mem := w.direct[target]
+	if mem == nil || !w.origin.may(target) || disp < 0 || n == 0 {
+		return nil
+	}
+	off := uint64(disp) * uint64(w.units[target])
+	if off > uint64(len(mem)) || uint64(n) > uint64(len(mem))-off {
+		return nil
+	}
+	return mem[off : off+uint64(n)]
+}
+
+// mappedFetchOp is the fast path of FetchAndOp with Sum, Replace or NoOp
+// and of CompareAndSwap (cas) on memory of another rank mapped here: the
+// element is updated under the target's accumulate lock, as every other
+// accumulate on it is. ok is false where the general path must run.
+func mappedFetchOp[T Numeric](w *Win, value, compare T, target, disp int, o *Op, cas bool) (old T, ok bool) {
+	if !cas && o != Sum && o != Replace && o != NoOp {
+		return old, false
+	}
+	mem := w.mapped(target, disp, int(unsafe.Sizeof(old)))
+	if mem == nil || w.ctls[target] == nil {
+		return old, false
+	}
+	p := (*T)(unsafe.Pointer(unsafe.SliceData(mem)))
+	w.atomically(target, func() {
+		old = *p
+		switch {
+		case cas:
+			// Bitwise, as the general path compares (NaN matches NaN).
+			if bytes.Equal(bytesOf([]T{old}), bytesOf([]T{compare})) {
+				*p = value
+			}
+		case o == Sum:
+			*p = old + value
+		case o == Replace:
+			*p = value
+		}
+	})
+	w.origin.fenceOps = true
+	return old, true
 }
 
 // GetBuf reads tcount elements of ttype at displacement disp of rank
@@ -566,6 +609,9 @@ func GetAccumulate[T Numeric](w *Win, origin, result []T, target, disp int, o *O
 // rank target's window with o and returns the element's old value
 // (MPI_Fetch_and_op). It waits for the answer.
 func FetchAndOp[T Numeric](w *Win, value T, target, disp int, o *Op) (T, error) {
+	if old, ok := mappedFetchOp(w, value, value, target, disp, o, false); ok {
+		return old, nil
+	}
 	var old T
 	q, err := w.rma(&rmaArgs{op: "MPI_Fetch_and_op", kind: amGetAcc, origin: Slice([]T{value}), result: Slice(unsafe.Slice(&old, 1)), target: target, disp: disp, tcount: 1, ttype: datatype.Of[T](), mpiOp: o})
 	if err == nil {
@@ -578,6 +624,9 @@ func FetchAndOp[T Numeric](w *Win, value T, target, disp int, o *Op) (T, error) 
 // target's window with value if it equals compare, atomically, and returns
 // its old value (MPI_Compare_and_swap). It waits for the answer.
 func CompareAndSwap[T Numeric](w *Win, value, compare T, target, disp int) (T, error) {
+	if old, ok := mappedFetchOp(w, value, compare, target, disp, nil, true); ok {
+		return old, nil
+	}
 	var old T
 	cb := Slice([]T{compare})
 	q, err := w.rma(&rmaArgs{op: "MPI_Compare_and_swap", kind: amCAS, origin: Slice([]T{value}), compare: cb.Mem, result: Slice(unsafe.Slice(&old, 1)), target: target, disp: disp, tcount: 1, ttype: datatype.Of[T](), mpiOp: nil})
