@@ -134,10 +134,7 @@ func (w *Win) flush(op string, ts []int, kind uint8) error {
 	}
 	for _, t := range ts {
 		if t == w.comm.rank {
-			if kind == amUnlock {
-				w.ag.unlock(t)
-			}
-			continue
+			continue // this rank's operations on itself complete as they start; its lock is in its control block
 		}
 		if kind == amFlush && !w.origin.dirty[t] {
 			continue
@@ -426,12 +423,9 @@ func (w *Win) Complete() error {
 // operations on this rank's memory are done.
 func (w *Win) Wait() error {
 	const op = "MPI_Win_wait"
-	r, err := winStart(op, w)
+	r, err := w.exposing(op)
 	if err != nil {
 		return w.raise(err)
-	}
-	if w.origin.exposure == nil {
-		return w.raise(errorf(ErrRMASync, op, "window %s: no exposure epoch of Post is open", w.name))
 	}
 	if err := r.waitFor(func() bool { return w.completed() }); err != nil {
 		return w.raise(named(op, err))
@@ -444,12 +438,9 @@ func (w *Win) Wait() error {
 // exposure epoch is over, and closes it if so.
 func (w *Win) Test() (bool, error) {
 	const op = "MPI_Win_test"
-	r, err := winStart(op, w)
+	r, err := w.exposing(op)
 	if err != nil {
 		return false, w.raise(err)
-	}
-	if w.origin.exposure == nil {
-		return false, w.raise(errorf(ErrRMASync, op, "window %s: no exposure epoch of Post is open", w.name))
 	}
 	if err := r.progress(); err != nil {
 		return false, w.raise(named(op, err))
@@ -459,6 +450,19 @@ func (w *Win) Test() (bool, error) {
 	}
 	w.endExposure()
 	return true, nil
+}
+
+// exposing checks, for Wait and Test, that w is live and an exposure
+// epoch of Post is open.
+func (w *Win) exposing(op string) (*runtime, error) {
+	r, err := winStart(op, w)
+	if err != nil {
+		return nil, err
+	}
+	if w.origin.exposure == nil {
+		return nil, errorf(ErrRMASync, op, "window %s: no exposure epoch of Post is open", w.name)
+	}
+	return r, nil
 }
 
 func (w *Win) completed() bool {
