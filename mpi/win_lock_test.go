@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"testing"
+	"time"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/internal/shm"
@@ -77,5 +78,20 @@ func TestRemoteMemoryUnderJoin(t *testing.T) {
 	r.dev, r.short, r.join = wrapJoin(r, rmDevice{}, nil)
 	if remoteMemory(r) == nil {
 		t.Fatal("a device with adi.RemoteMemory under the join wrapper is not seen as having it: Put and Get on WinCreate windows lose the device's remote write")
+	}
+}
+
+// TestSleepBoundWhileLockWaits: while an agent of this process holds a
+// lock request of another host, whose turn comes with a release that rings
+// no doorbell, a waiter sleeps at most rmaNap; otherwise as long as asked.
+func TestSleepBoundWhileLockWaits(t *testing.T) {
+	const long = 100 * time.Millisecond
+	if got := sleepBound(long); got != long {
+		t.Fatalf("no lock request waits, yet a sleep of %v is cut to %v", long, got)
+	}
+	lockWaits.Add(1)
+	defer lockWaits.Add(-1)
+	if got := sleepBound(long); got > rmaNap {
+		t.Fatalf("an agent waits for a lock turn, yet a waiter may sleep %v (more than %v): the grant waits for the sleep's timeout", got, rmaNap)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,7 @@ var checks = []runner.Check{
 	{Name: "passive-progress", MinRanks: 2, Run: checkPassiveProgress},
 	{Name: "lock-fair", MinRanks: 3, Run: checkLockFair},
 	{Name: "info", MinRanks: 1, Run: checkInfo},
+	{Name: "lock-handoff", MinRanks: 2, Run: checkLockHandoff},
 }
 
 var (
@@ -917,6 +919,60 @@ func checkInfo() {
 		_, _, err = allocate[int64](1+rank, same)
 		wantErr(err, mpi.ErrSize, "window with same_size=true and sizes that differ")
 	}
+}
+
+// checkLockHandoff: a rank on rank 0's host holds rank 0's lock (in the
+// control block it maps) while a rank of another host asks rank 0's agent
+// for it, and rank 0 waits, asleep, in a barrier. The release rings no
+// doorbell, yet the lock must reach the other host soon after it: the
+// median delay beyond the holder's 20 ms hold over 5 rounds must stay
+// under 40 ms (a sleeping agent that looked only at its 100 ms timeout
+// took about 80). On one host there is no such pair and nothing to check.
+func checkLockHandoff() {
+	w, _, err := mpi.WinAllocate[int64](world, 1, nil)
+	must(err, "MPI_Win_allocate")
+	near := make([]int64, size)
+	mine := []int64{0}
+	if w.Native(0) {
+		mine[0] = 1
+	}
+	must(mpi.Allgather(world, mine, near), "allgather")
+	holder, asker := -1, -1
+	for r := 1; r < size; r++ {
+		if near[r] == 1 && holder < 0 {
+			holder = r
+		}
+		if near[r] == 0 && asker < 0 {
+			asker = r
+		}
+	}
+	const rounds, hold = 5, 20 * time.Millisecond
+	var late []time.Duration
+	for i := 0; holder > 0 && asker > 0 && i < rounds; i++ {
+		must(mpi.Barrier(world), "barrier")
+		switch rank {
+		case holder:
+			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
+			must(mpi.Send(world, []int64{1}, asker, 11), "send")
+			time.Sleep(hold) // the lock is held: the asker's request queues at rank 0's agent
+			must(w.Unlock(0), "MPI_Win_unlock")
+		case asker:
+			_, err := mpi.Recv(world, []int64{0}, holder, 11)
+			must(err, "recv")
+			t0 := time.Now()
+			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
+			late = append(late, time.Since(t0)-hold)
+			must(w.Unlock(0), "MPI_Win_unlock")
+		}
+	}
+	if len(late) > 0 {
+		sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+		if m := late[len(late)/2]; m > 40*time.Millisecond {
+			failf("rank %d got rank 0's lock a median %v after rank %d released it (delays %v): the release was seen late", asker, m, holder, late)
+		}
+	}
+	must(mpi.Barrier(world), "barrier")
+	freeWin(w)
 }
 
 // dieHoldingLock is -die-holding: rank 1 exits while it holds rank 0's
