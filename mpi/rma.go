@@ -511,6 +511,44 @@ func (w *Win) mapped(target, disp, n int) []byte {
 	return mem[off : off+uint64(n)]
 }
 
+// mappedAccumulate is the fast path of Accumulate (result nil) and
+// GetAccumulate with Sum, Prod, Replace or NoOp on memory of another rank
+// mapped here: the elements are updated in place under the target's
+// accumulate lock, as every other accumulate on them is. It reports false
+// where the general path must run.
+func mappedAccumulate[T Numeric](w *Win, origin, result []T, target, disp int, o *Op) bool {
+	n := len(origin)
+	if o == NoOp && n == 0 {
+		n = len(result)
+	}
+	if o != Sum && o != Prod && o != Replace && o != NoOp || result != nil && len(result) != n || o != NoOp && len(origin) != n {
+		return false
+	}
+	var z T
+	mem := w.mapped(target, disp, n*int(unsafe.Sizeof(z)))
+	if mem == nil || w.ctls[target] == nil || uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%unsafe.Alignof(z) != 0 {
+		return false
+	}
+	p := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(mem))), n)
+	w.atomically(target, func() {
+		for i, old := range p {
+			if result != nil {
+				result[i] = old
+			}
+			switch o {
+			case Sum:
+				p[i] = old + origin[i]
+			case Prod:
+				p[i] = old * origin[i]
+			case Replace:
+				p[i] = origin[i]
+			}
+		}
+	})
+	w.origin.fenceOps = true
+	return true
+}
+
 // mappedFetchOp is the fast path of FetchAndOp with Sum, Replace or NoOp
 // and of CompareAndSwap (cas) on memory of another rank mapped here: the
 // element is updated under the target's accumulate lock, as every other
@@ -572,6 +610,9 @@ func (w *Win) AccumulateBuf(origin Buffer, target, disp, tcount int, ttype *data
 // Accumulate combines origin into rank target's window at displacement
 // disp with o (MPI_Accumulate).
 func Accumulate[T Numeric](w *Win, origin []T, target, disp int, o *Op) error {
+	if o != NoOp && mappedAccumulate(w, origin, nil, target, disp, o) {
+		return nil
+	}
 	b := Slice(origin)
 	return w.AccumulateBuf(b, target, disp, b.Count, b.Type, o)
 }
@@ -598,6 +639,9 @@ func (w *Win) getAcc(op string, origin, result Buffer, target, disp, tcount int,
 
 // GetAccumulate is GetAccumulateBuf on slices of T (MPI_Get_accumulate).
 func GetAccumulate[T Numeric](w *Win, origin, result []T, target, disp int, o *Op) error {
+	if result != nil && mappedAccumulate(w, origin, result, target, disp, o) {
+		return nil
+	}
 	b, res := Slice(origin), Slice(result)
 	if o == NoOp && len(origin) == 0 {
 		b = Buffer{}
