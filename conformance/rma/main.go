@@ -923,7 +923,7 @@ func checkInfo() {
 
 // checkLockHandoff: a rank on rank 0's host holds rank 0's lock (in the
 // control block it maps) while a rank of another host asks rank 0's agent
-// for it, and rank 0 waits, asleep, in a barrier. The release rings no
+// for it, and rank 0 waits, asleep, in a receive. The release rings no
 // doorbell, yet the lock must reach the other host soon after it: the
 // median delay beyond the holder's 20 ms hold over 5 rounds must stay
 // under 40 ms (a sleeping agent that looked only at its 100 ms timeout
@@ -949,13 +949,20 @@ func checkLockHandoff() {
 	const rounds, hold = 5, 20 * time.Millisecond
 	var late []time.Duration
 	for i := 0; holder > 0 && asker > 0 && i < rounds; i++ {
+		// Between the release and the grant no message goes to rank 0,
+		// which waits, asleep, in a receive from the asker.
 		must(mpi.Barrier(world), "barrier")
 		switch rank {
+		case 0:
+			_, err := mpi.Recv(world, []int64{0}, asker, 12)
+			must(err, "recv")
 		case holder:
 			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
 			must(mpi.Send(world, []int64{1}, asker, 11), "send")
 			time.Sleep(hold) // the lock is held: the asker's request queues at rank 0's agent
 			must(w.Unlock(0), "MPI_Win_unlock")
+			_, err := mpi.Recv(world, []int64{0}, asker, 13)
+			must(err, "recv")
 		case asker:
 			_, err := mpi.Recv(world, []int64{0}, holder, 11)
 			must(err, "recv")
@@ -963,6 +970,8 @@ func checkLockHandoff() {
 			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
 			late = append(late, time.Since(t0)-hold)
 			must(w.Unlock(0), "MPI_Win_unlock")
+			must(mpi.Send(world, []int64{1}, 0, 12), "send")
+			must(mpi.Send(world, []int64{1}, holder, 13), "send")
 		}
 	}
 	if len(late) > 0 {
