@@ -549,31 +549,20 @@ func mappedAccumulate[T Numeric](w *Win, origin, result []T, target, disp int, o
 	return true
 }
 
-// mappedFetchOp is the fast path of FetchAndOp with Sum, Replace or NoOp
-// and of CompareAndSwap (cas) on memory of another rank mapped here: the
-// element is updated under the target's accumulate lock, as every other
-// accumulate on it is. ok is false where the general path must run.
-func mappedFetchOp[T Numeric](w *Win, value, compare T, target, disp int, o *Op, cas bool) (old T, ok bool) {
-	if !cas && o != Sum && o != Replace && o != NoOp {
-		return old, false
-	}
+// mappedCAS is the fast path of CompareAndSwap on memory of another rank
+// mapped here: the element is compared bitwise (as the general path does,
+// so that NaN matches NaN) and replaced under the target's accumulate lock.
+// ok is false where the general path must run.
+func mappedCAS[T Numeric](w *Win, value, compare T, target, disp int) (old T, ok bool) {
 	mem := w.mapped(target, disp, int(unsafe.Sizeof(old)))
 	if mem == nil || w.ctls[target] == nil {
 		return old, false
 	}
-	p := (*T)(unsafe.Pointer(unsafe.SliceData(mem)))
+	want := bytesOf([]T{compare})
 	w.atomically(target, func() {
-		old = *p
-		switch {
-		case cas:
-			// Bitwise, as the general path compares (NaN matches NaN).
-			if bytes.Equal(bytesOf([]T{old}), bytesOf([]T{compare})) {
-				*p = value
-			}
-		case o == Sum:
-			*p = old + value
-		case o == Replace:
-			*p = value
+		copy(bytesOf(unsafe.Slice(&old, 1)), mem)
+		if bytes.Equal(mem, want) {
+			copy(mem, bytesOf([]T{value}))
 		}
 	})
 	w.origin.fenceOps = true
@@ -653,8 +642,9 @@ func GetAccumulate[T Numeric](w *Win, origin, result []T, target, disp int, o *O
 // rank target's window with o and returns the element's old value
 // (MPI_Fetch_and_op). It waits for the answer.
 func FetchAndOp[T Numeric](w *Win, value T, target, disp int, o *Op) (T, error) {
-	if old, ok := mappedFetchOp(w, value, value, target, disp, o, false); ok {
-		return old, nil
+	var res [1]T
+	if mappedAccumulate(w, []T{value}, res[:], target, disp, o) {
+		return res[0], nil
 	}
 	var old T
 	q, err := w.rma(&rmaArgs{op: "MPI_Fetch_and_op", kind: amGetAcc, origin: Slice([]T{value}), result: Slice(unsafe.Slice(&old, 1)), target: target, disp: disp, tcount: 1, ttype: datatype.Of[T](), mpiOp: o})
@@ -668,7 +658,7 @@ func FetchAndOp[T Numeric](w *Win, value T, target, disp int, o *Op) (T, error) 
 // target's window with value if it equals compare, atomically, and returns
 // its old value (MPI_Compare_and_swap). It waits for the answer.
 func CompareAndSwap[T Numeric](w *Win, value, compare T, target, disp int) (T, error) {
-	if old, ok := mappedFetchOp(w, value, compare, target, disp, nil, true); ok {
+	if old, ok := mappedCAS(w, value, compare, target, disp); ok {
 		return old, nil
 	}
 	var old T
