@@ -3,7 +3,8 @@
 # (mpibench rma, cmd/mpibench/rma.go) on every adimpi device and on MPICH
 # and Open MPI (bench/c/mpibench.c rma), in ROUNDS interleaved rounds (every
 # implementation once per round), so that the load of a shared machine falls
-# on all alike; the table keeps each row's best round.
+# on all alike; the table gives each row's median over the rounds (each
+# run reports the best of its --reps repetitions).
 #
 #   bash bench/compare-rma.sh                 # output goes to bench-out/rma/
 #   OUT=/tmp/r ROUNDS=5 bash bench/compare-rma.sh
@@ -53,11 +54,11 @@ for round in $(seq "$ROUNDS"); do
 done
 load_after=$(uptime)
 
-# The best round of each row: the least µs, the most MB/s and Mops/s.
+# The median over the rounds of each row.
 {
 	echo "load before: $load_before"
 	echo "load after:  $load_after"
-	echo "best of $ROUNDS interleaved rounds"
+	echo "median of $ROUNDS interleaved rounds"
 	echo
 	order="$DEVICES mpich openmpi"
 	printf '%-22s %3s %8s %7s' bench np size unit
@@ -65,15 +66,20 @@ load_after=$(uptime)
 	printf '\n'
 	awk -F, -v order="$order" 'NR > 1 {
 		k = $1 "," $3 "," $4 "," $6; row[k] = 1
-		if (!((k, $2) in best)) { best[k, $2] = $5; next }
-		if ($6 == "us" ? $5 + 0 < best[k, $2] + 0 : $5 + 0 > best[k, $2] + 0) best[k, $2] = $5
+		vals[k, $2] = ((k, $2) in vals) ? vals[k, $2] " " $5 : $5
+	}
+	function median(list,   v, n, i, j, t) {
+		n = split(list, v, " ")
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+		return n % 2 ? v[(n + 1) / 2] : sprintf("%.4g", (v[n / 2] + v[n / 2 + 1]) / 2)
 	}
 	END {
 		n = split(order, devs, " ")
 		for (k in row) {
 			split(k, f, ",")
 			printf "%-22s %3s %8s %7s", f[1], f[2], f[3], f[4]
-			for (i = 1; i <= n; i++) printf " %10s", ((k, devs[i]) in best) ? best[k, devs[i]] : "-"
+			for (i = 1; i <= n; i++) printf " %10s", ((k, devs[i]) in vals) ? median(vals[k, devs[i]]) : "-"
 			printf "\n"
 		}
 	}' "$RESULTS" | sort -k1,1 -k2,2n -k3,3n

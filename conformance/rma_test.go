@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -99,4 +100,26 @@ func rmaJob(t *testing.T, dev string, opts []string, np int, create bool) {
 		}
 		noteProgress(r, worst)
 	})
+}
+
+// TestRMADeadLockHolder: a rank that exits while it holds a window's lock,
+// with another rank waiting for the lock, ends the job (the launcher sees
+// the rank's exit status) rather than leaving the waiter hanging.
+func TestRMADeadLockHolder(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		args := []string{"-die-holding", "all"}
+		if create {
+			args = append([]string{"-create"}, args...)
+		}
+		r := runJob(rmaProg.bin, "netvm", nil, 3, args)
+		out := r.stdout + r.stderr
+		switch {
+		case r.killed || r.elapsed >= mpirunTimeout:
+			t.Fatalf("create=%v: the job hung after its lock holder died (%v):\n%s", create, r.elapsed, out)
+		case r.err == nil:
+			t.Fatalf("create=%v: the job succeeded though rank 1 exited with status 3:\n%s", create, out)
+		case !strings.Contains(out, "rank 1") || !strings.Contains(out, "status 3"):
+			t.Fatalf("create=%v: the job failed without naming rank 1's exit (status 3): %v\n%s", create, r.err, out)
+		}
+	}
 }

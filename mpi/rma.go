@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"bytes"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
@@ -76,7 +77,7 @@ func (w *Win) rma(a *rmaArgs) (*adi.Request, error) {
 		return q, err
 	case (a.kind == amPut || a.kind == amGet) && (w.direct[a.target] != nil || w.remote[a.target]):
 		return w.native(a, off, blocks, size)
-	case w.ctls[a.target] != nil:
+	case w.ctls[a.target] != nil && (w.direct[a.target] != nil || w.remote[a.target]):
 		return w.nativeAcc(a, h, off, blocks, size)
 	}
 	return w.message(a, h, blocks)
@@ -253,32 +254,32 @@ func (w *Win) native(a *rmaArgs, off int64, blocks []blk, size int) (*adi.Reques
 			}
 			continue
 		}
-		addr := w.bases[t] + uintptr(at)
-		var err error
-		if a.kind == amPut {
-			err = w.rm.RemoteWrite(w.comm.world[t], addr, chunk)
-		} else {
-			err = w.rm.RemoteRead(w.comm.world[t], addr, chunk)
-		}
-		if err != nil {
+		if err := w.remoteCopy(t, at, []blk{{0, b.n}}, [][]byte{chunk}, a.kind == amPut); err != nil {
 			return nil, errorf(ErrOther, a.op, "rank %d of window %s: %v", t, w.name, err)
 		}
 	}
 	return completed, nil
 }
 
-// nativeAcc carries out an accumulate or compare-and-swap on memory of
-// the target mapped here, holding the target's accumulate lock as its
-// agent does. Called with the core's lock held.
+// nativeAcc carries out an accumulate or compare-and-swap on the target's
+// memory, holding the target's accumulate lock (in its control block,
+// mapped here) as its agent does: on memory mapped here in place, else
+// (the device's remote memory access) by reading the target bytes,
+// combining and writing them back. Called with the core's lock held.
 func (w *Win) nativeAcc(a *rmaArgs, h header, off int64, blocks []blk, size int) (*adi.Request, error) {
+	t := a.target
 	if blocks == nil {
 		blocks = []blk{{0, size}}
 	}
-	mem := w.direct[a.target]
+	mem := w.direct[t]
 	pieces := make([][]byte, 0, len(blocks))
 	for _, b := range blocks {
 		at := off + int64(b.off)
-		pieces = append(pieces, mem[at:at+int64(b.n)])
+		if mem != nil {
+			pieces = append(pieces, mem[at:at+int64(b.n)])
+		} else {
+			pieces = append(pieces, make([]byte, b.n))
+		}
 	}
 	data := packIn(a.origin)
 	if a.kind == amCAS {
@@ -286,7 +287,21 @@ func (w *Win) nativeAcc(a *rmaArgs, h header, off int64, blocks []blk, size int)
 	}
 	var old []byte
 	var why string
-	w.atomically(a.target, func() { old, why = combine(h, pieces, data) })
+	var err error
+	w.atomically(t, func() {
+		if mem == nil {
+			if err = w.remoteCopy(t, off, blocks, pieces, false); err != nil {
+				return
+			}
+		}
+		if old, why = combine(h, pieces, data); why != "" || mem != nil {
+			return
+		}
+		err = w.remoteCopy(t, off, blocks, pieces, true)
+	})
+	if err != nil {
+		return nil, errorf(ErrOther, a.op, "rank %d of window %s: %v", t, w.name, err)
+	}
 	if why != "" {
 		return nil, errorf(ErrOp, a.op, "%s", why)
 	}
@@ -294,6 +309,25 @@ func (w *Win) nativeAcc(a *rmaArgs, h header, off int64, blocks []blk, size int)
 		a.result.CopyIn(0, old)
 	}
 	return completed, nil
+}
+
+// remoteCopy writes (or reads) pieces, one per block, to (from) rank t's
+// window memory from byte off with the device's remote memory access.
+func (w *Win) remoteCopy(t int, off int64, blocks []blk, pieces [][]byte, write bool) error {
+	p := w.comm.world[t]
+	for i, b := range blocks {
+		addr := w.bases[t] + uintptr(off+int64(b.off))
+		var err error
+		if write {
+			err = w.rm.RemoteWrite(p, addr, pieces[i])
+		} else {
+			err = w.rm.RemoteRead(p, addr, pieces[i])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // message sends an operation to the target's agent. Called with the core's
@@ -425,8 +459,114 @@ func (w *Win) PutBuf(origin Buffer, target, disp, tcount int, ttype *datatype.Ty
 // Put writes origin into rank target's window from displacement disp, as
 // len(origin) elements of T (MPI_Put).
 func Put[T Numeric](w *Win, origin []T, target, disp int) error {
+	if w.mappedCopy(bytesOf(origin), target, disp, true) {
+		return nil
+	}
 	b := Slice(origin)
 	return w.PutBuf(b, target, disp, b.Count, b.Type)
+}
+
+// bytesOf is the memory of s.
+func bytesOf[T Numeric](s []T) []byte {
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(z)))
+}
+
+// mappedCopy is the fast path of Put and Get of contiguous data to memory
+// of another rank mapped here (an allocated or shared window on this
+// host): if the epoch allows it and the bytes lie inside the target's
+// window, it copies b to (put) or from the target's memory at displacement
+// disp and reports true; anything else (another path, an error to report)
+// reports false and leaves the call to the general path. The copy is the
+// operation's completion, so the epoch has nothing left to flush.
+func (w *Win) mappedCopy(b []byte, target, disp int, put bool) bool {
+	mem := w.mapped(target, disp, len(b))
+	if mem == nil {
+		return false
+	}
+	if put {
+		copy(mem, b)
+	} else {
+		copy(b, mem)
+	}
+	w.origin.fenceOps = true
+	return true
+}
+
+// mapped is the n bytes at displacement disp of rank target's window
+// memory if it is another rank's, mapped here, and the epoch allows the
+// access; else nil (the general path takes the call, and reports errors).
+func (w *Win) mapped(target, disp, n int) []byte {
+	if w == nil || w.freed || uint(target) >= uint(len(w.direct)) || target == w.comm.rank || live.Load() == nil {
+		return nil
+	}
+	mem := w.direct[target]
+	if mem == nil || !w.origin.may(target) || disp < 0 || n == 0 {
+		return nil
+	}
+	off := uint64(disp) * uint64(w.units[target])
+	if off > uint64(len(mem)) || uint64(n) > uint64(len(mem))-off {
+		return nil
+	}
+	return mem[off : off+uint64(n)]
+}
+
+// mappedAccumulate is the fast path of Accumulate (result nil) and
+// GetAccumulate with Sum, Prod, Replace or NoOp on memory of another rank
+// mapped here: the elements are updated in place under the target's
+// accumulate lock, as every other accumulate on them is. It reports false
+// where the general path must run.
+func mappedAccumulate[T Numeric](w *Win, origin, result []T, target, disp int, o *Op) bool {
+	n := len(origin)
+	if o == NoOp && n == 0 {
+		n = len(result)
+	}
+	if o != Sum && o != Prod && o != Replace && o != NoOp || result != nil && len(result) != n || o != NoOp && len(origin) != n {
+		return false
+	}
+	var z T
+	mem := w.mapped(target, disp, n*int(unsafe.Sizeof(z)))
+	if mem == nil || w.ctls[target] == nil || uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%unsafe.Alignof(z) != 0 {
+		return false
+	}
+	p := unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(mem))), n)
+	w.atomically(target, func() {
+		for i, old := range p {
+			if result != nil {
+				result[i] = old
+			}
+			switch o {
+			case Sum:
+				p[i] = old + origin[i]
+			case Prod:
+				p[i] = old * origin[i]
+			case Replace:
+				p[i] = origin[i]
+			}
+		}
+	})
+	w.origin.fenceOps = true
+	return true
+}
+
+// mappedCAS is the fast path of CompareAndSwap on memory of another rank
+// mapped here: the element is compared bitwise (as the general path does,
+// so that NaN matches NaN) and replaced under the target's accumulate lock.
+// ok is false where the general path must run.
+func mappedCAS[T Numeric](w *Win, value, compare T, target, disp int) (old T, ok bool) {
+	mem := w.mapped(target, disp, int(unsafe.Sizeof(old)))
+	if mem == nil || w.ctls[target] == nil {
+		return old, false
+	}
+	want := bytesOf([]T{compare})
+	w.atomically(target, func() {
+		copy(bytesOf(unsafe.Slice(&old, 1)), mem)
+		if bytes.Equal(mem, want) {
+			copy(mem, bytesOf([]T{value}))
+		}
+	})
+	w.origin.fenceOps = true
+	return old, true
 }
 
 // GetBuf reads tcount elements of ttype at displacement disp of rank
@@ -440,6 +580,9 @@ func (w *Win) GetBuf(result Buffer, target, disp, tcount int, ttype *datatype.Ty
 // Get reads len(result) elements of T at displacement disp of rank
 // target's window (MPI_Get).
 func Get[T Numeric](w *Win, result []T, target, disp int) error {
+	if w.mappedCopy(bytesOf(result), target, disp, false) {
+		return nil
+	}
 	b := Slice(result)
 	return w.GetBuf(b, target, disp, b.Count, b.Type)
 }
@@ -456,6 +599,9 @@ func (w *Win) AccumulateBuf(origin Buffer, target, disp, tcount int, ttype *data
 // Accumulate combines origin into rank target's window at displacement
 // disp with o (MPI_Accumulate).
 func Accumulate[T Numeric](w *Win, origin []T, target, disp int, o *Op) error {
+	if o != NoOp && mappedAccumulate(w, origin, nil, target, disp, o) {
+		return nil
+	}
 	b := Slice(origin)
 	return w.AccumulateBuf(b, target, disp, b.Count, b.Type, o)
 }
@@ -482,6 +628,9 @@ func (w *Win) getAcc(op string, origin, result Buffer, target, disp, tcount int,
 
 // GetAccumulate is GetAccumulateBuf on slices of T (MPI_Get_accumulate).
 func GetAccumulate[T Numeric](w *Win, origin, result []T, target, disp int, o *Op) error {
+	if result != nil && mappedAccumulate(w, origin, result, target, disp, o) {
+		return nil
+	}
 	b, res := Slice(origin), Slice(result)
 	if o == NoOp && len(origin) == 0 {
 		b = Buffer{}
@@ -493,6 +642,10 @@ func GetAccumulate[T Numeric](w *Win, origin, result []T, target, disp int, o *O
 // rank target's window with o and returns the element's old value
 // (MPI_Fetch_and_op). It waits for the answer.
 func FetchAndOp[T Numeric](w *Win, value T, target, disp int, o *Op) (T, error) {
+	var res [1]T
+	if mappedAccumulate(w, []T{value}, res[:], target, disp, o) {
+		return res[0], nil
+	}
 	var old T
 	q, err := w.rma(&rmaArgs{op: "MPI_Fetch_and_op", kind: amGetAcc, origin: Slice([]T{value}), result: Slice(unsafe.Slice(&old, 1)), target: target, disp: disp, tcount: 1, ttype: datatype.Of[T](), mpiOp: o})
 	if err == nil {
@@ -505,6 +658,9 @@ func FetchAndOp[T Numeric](w *Win, value T, target, disp int, o *Op) (T, error) 
 // target's window with value if it equals compare, atomically, and returns
 // its old value (MPI_Compare_and_swap). It waits for the answer.
 func CompareAndSwap[T Numeric](w *Win, value, compare T, target, disp int) (T, error) {
+	if old, ok := mappedCAS(w, value, compare, target, disp); ok {
+		return old, nil
+	}
 	var old T
 	cb := Slice([]T{compare})
 	q, err := w.rma(&rmaArgs{op: "MPI_Compare_and_swap", kind: amCAS, origin: Slice([]T{value}), compare: cb.Mem, result: Slice(unsafe.Slice(&old, 1)), target: target, disp: disp, tcount: 1, ttype: datatype.Of[T](), mpiOp: nil})

@@ -140,8 +140,6 @@ type agent struct {
 	busy  *pendingOp     // an operation waiting for what follows its header
 	sends []*adi.Request // answers in flight
 
-	excl    bool          // the exclusive lock is held (a window without control blocks)
-	shared  int           // holders of shared locks (likewise)
 	held    map[int]uint8 // the locks granted by this agent: origin's comm rank → kind
 	waiters []lockWaiter
 
@@ -159,7 +157,7 @@ type lockWaiter struct {
 	origin int   // comm rank
 	kind   uint8 // LockExclusive, LockShared
 	reply  uint32
-	local  *bool // this rank's own Lock: set when granted
+	ticket uint64 // taken in this rank's control block (winCtl)
 }
 
 // pendingOp is an operation being carried out.
@@ -224,6 +222,8 @@ func (a *agent) stop(op string) error {
 		a.reap()
 		done := len(a.slots) == 0 && a.busy == nil && len(a.sends) == 0
 		if done {
+			lockWaits.Add(-int32(len(a.waiters)))
+			a.waiters = nil
 			for i, x := range rmaAgents {
 				if x == a {
 					rmaAgents = append(rmaAgents[:i], rmaAgents[i+1:]...)
@@ -318,7 +318,7 @@ func (a *agent) arrive(s *rxSlot) {
 	rest := msg[hdrSize:]
 	switch p.h.kind {
 	case amLock:
-		a.lock(src, p.h.op, p.h.reply, nil)
+		a.lock(src, p.h.op, p.h.reply)
 		return
 	case amUnlock:
 		a.unlock(src)
@@ -553,9 +553,12 @@ func (a *agent) ack(origin int, tag uint32) {
 	a.send(origin, tag, []byte(why))
 }
 
-// lock grants origin a lock of kind now if it can, else queues it.
-func (a *agent) lock(origin int, kind uint8, reply uint32, local *bool) {
-	a.waiters = append(a.waiters, lockWaiter{origin, kind, reply, local})
+// lock takes a ticket for origin's lock of kind and grants it if its turn
+// has come, else queues it.
+func (a *agent) lock(origin int, kind uint8, reply uint32) {
+	tk := a.w.ctls[a.w.comm.rank].ticket(kind)
+	a.waiters = append(a.waiters, lockWaiter{origin, kind, reply, tk})
+	lockWaits.Add(1)
 	a.grant()
 }
 
@@ -573,75 +576,25 @@ func (a *agent) unlock(origin int) {
 	a.grant()
 }
 
-// grant grants the queued locks in order while they can be taken. A lock
-// that origins on this host take themselves (winCtl) is released without
-// the agent's knowledge: while a grant waits for such a holder, the agent
-// runs at every progress pass (a rank asleep in a wait looks again when
-// its sleep times out).
+// grant grants the queued locks whose turn has come. Holders on this host
+// release the lock without the agent's knowledge: while a lock waits, the
+// agent runs at every progress pass, and a waiter of this process sleeps
+// no longer than rmaNap (sleepBound).
 func (a *agent) grant() {
-	w := a.w
-	me := w.comm.rank
-	for len(a.waiters) > 0 {
-		q := a.waiters[0]
-		if !w.tryLock(me, q.kind) {
-			if w.ctls[me] != nil {
-				rmaWork.Store(true)
-			}
-			return
+	c := a.w.ctls[a.w.comm.rank]
+	k := a.waiters[:0]
+	for _, q := range a.waiters {
+		if !c.turn(q.kind, q.ticket) {
+			k = append(k, q)
+			continue
 		}
-		a.waiters = a.waiters[1:]
+		lockWaits.Add(-1)
 		a.held[q.origin] = q.kind
-		if q.local != nil {
-			*q.local = true
-		} else {
-			a.send(q.origin, q.reply, nil)
-		}
+		a.send(q.origin, q.reply, nil)
 	}
-}
-
-// tryLock takes rank t's window lock of kind if no conflicting lock is held:
-// in t's control block if this process maps it, else (t is this rank, with
-// no control block) in the agent's own state.
-func (w *Win) tryLock(t int, kind uint8) bool {
-	if c := w.ctls[t]; c != nil {
-		if kind == LockExclusive {
-			return atomic.CompareAndSwapUint64(c.lock, 0, lockExcl)
-		}
-		for {
-			v := atomic.LoadUint64(c.lock)
-			if v&lockExcl != 0 {
-				return false
-			}
-			if atomic.CompareAndSwapUint64(c.lock, v, v+1) {
-				return true
-			}
-		}
-	}
-	a := &w.ag
-	if a.excl || (kind == LockExclusive && a.shared > 0) {
-		return false
-	}
-	if kind == LockExclusive {
-		a.excl = true
-	} else {
-		a.shared++
-	}
-	return true
-}
-
-// release releases rank t's window lock of kind (see tryLock).
-func (w *Win) release(t int, kind uint8) {
-	if c := w.ctls[t]; c != nil {
-		if kind == LockExclusive {
-			atomic.StoreUint64(c.lock, 0)
-		} else {
-			atomic.AddUint64(c.lock, ^uint64(0))
-		}
-		return
-	}
-	if kind == LockExclusive {
-		w.ag.excl = false
-	} else {
-		w.ag.shared--
+	clear(a.waiters[len(k):])
+	a.waiters = k
+	if len(k) > 0 {
+		rmaWork.Store(true)
 	}
 }

@@ -526,7 +526,7 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 		if slept == nil {
 			slept = beginWait(start, ar, c)
 		}
-		r.dev.Sleep(seq, 100*time.Millisecond)
+		r.dev.Sleep(seq, sleepBound(100*time.Millisecond))
 	}
 }
 

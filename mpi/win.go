@@ -95,7 +95,8 @@ type Win struct {
 	flavor   WinFlavor
 	mem      []byte // this rank's window memory (nil for a dynamic window)
 	dispUnit int
-	info     *Info
+	info     *Info // a copy of the hints the window was made with
+	hints    winHints
 
 	// Per communicator rank: the window's address, size and displacement
 	// unit there, and how this process reaches it.
@@ -156,11 +157,19 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 	if dispUnit <= 0 {
 		return nil, errorf(ErrDisp, op, "displacement unit %d is not positive", dispUnit)
 	}
+	var hints winHints
 	if info != nil {
 		if err := info.use(op); err != nil {
 			return nil, err
 		}
+		hints, err = parseHints(op, info)
 		info.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if info, err = info.Dup(); err != nil {
+			return nil, named(op, err)
+		}
 	}
 	wc, err := c.dup()
 	if err != nil {
@@ -168,7 +177,7 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 	}
 	wc.name = c.name + "/win"
 	n := wc.Size()
-	w := &Win{rt: r, comm: wc, flavor: flavor, mem: mem, dispUnit: dispUnit, info: info,
+	w := &Win{rt: r, comm: wc, flavor: flavor, mem: mem, dispUnit: dispUnit, info: info, hints: hints,
 		name: fmt.Sprintf("win%d", winCount.Add(1))}
 	mine := []uint64{uint64(addrOf(mem)), uint64(len(mem)), uint64(dispUnit)}
 	all := make([]uint64, 3*n)
@@ -177,17 +186,43 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 	}
 	w.bases, w.sizes, w.units = make([]uintptr, n), make([]int, n), make([]int, n)
 	w.direct, w.remote = make([][]byte, n), make([]bool, n)
-	w.rm, _ = r.dev.(adi.RemoteMemory)
+	w.rm = remoteMemory(r)
 	r.mu.Lock()
 	for i := range n {
 		w.bases[i], w.sizes[i], w.units[i] = uintptr(all[3*i]), int(all[3*i+1]), int(all[3*i+2])
-		w.remote[i] = w.rm != nil && flavor != FlavorDynamic && i != wc.rank && w.rm.RemoteAccess(wc.world[i])
+		w.remote[i] = w.rm != nil && flavor != FlavorDynamic && i != wc.rank && r.inJob(wc.world[i]) && w.rm.RemoteAccess(wc.world[i])
 	}
 	r.mu.Unlock()
+	if err := w.checkHints(op); err != nil {
+		wc.free()
+		return nil, err
+	}
 	w.direct[wc.rank] = mem
 	w.ctls = make([]*winCtl, n)
 	w.origin.init(n)
 	return w, nil
+}
+
+// remoteMemory is the device's remote memory access, if it has it: the
+// device under the core's wrapper for communicators across jobs (join.go),
+// which RMA bypasses as windows reach it only for ranks of this job.
+func remoteMemory(r *runtime) adi.RemoteMemory {
+	dev := r.dev
+	if r.join != nil {
+		dev = r.join.Device
+	}
+	rm, _ := dev.(adi.RemoteMemory)
+	return rm
+}
+
+// inJob reports whether world rank wr is a rank of this job (not of
+// another job joined by a communicator).
+func (r *runtime) inJob(wr int) bool { return wr >= 0 && wr < r.size }
+
+// sameHost reports whether world rank wr is a rank of this job on this
+// rank's host.
+func (r *runtime) sameHost(wr int) bool {
+	return r.inJob(wr) && (r.hosts == nil || r.hosts[wr] == r.hosts[r.rank])
 }
 
 // start runs the window's agent: from here on peers may reach it.
@@ -215,16 +250,17 @@ func WinCreateBuf(c *Comm, base []byte, dispUnit int, info *Info) (*Win, error) 
 }
 
 func winCreate(op string, c *Comm, base []byte, dispUnit int, flavor WinFlavor, info *Info) (*Win, error) {
+	seg, err := shm.Export("adimpi-winctl", ctlSize)
+	if err != nil {
+		return nil, errorf(ErrOther, op, "allocating the window's control block: %v", err)
+	}
 	w, err := newWin(op, c, base, dispUnit, flavor, info)
 	if err != nil {
+		seg.Close()
 		return nil, err
 	}
-	if err := w.start(); err != nil {
-		return nil, named(op, err)
-	}
-	// Every agent runs before any rank may target it.
-	if err := barrierOn(w.comm); err != nil {
-		return nil, named(op, err)
+	if err := w.mapSegments(op, seg); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -341,21 +377,10 @@ func winAllocateShared(op string, c *Comm, size, dispUnit int, info *Info) (*Win
 }
 
 // ctlSize is the window's control block at the start of its segment, before
-// the memory: the words that origins on this host use to take the window's
-// locks and to carry out accumulates themselves (winCtl).
+// the memory (if MPI allocated it): the words that origins on this host use
+// to take the window's locks and to carry out accumulates themselves
+// (winCtl, win_lock.go).
 const ctlSize = 64
-
-// winCtl is a window's control block, mapped by every rank of its host.
-type winCtl struct {
-	mu   *uint32 // held while an accumulate is carried out on the window
-	lock *uint64 // the passive-target lock: lockExcl, or the number of shared holders
-}
-
-const lockExcl = 1 << 63
-
-func ctlOf(s *shm.Segment) *winCtl {
-	return &winCtl{mu: s.Uint32(shm.HeaderSize), lock: s.Uint64(shm.HeaderSize + 8)}
-}
 
 // winSegment makes a window whose memory MPI allocates (WinAllocate,
 // WinAllocateShared): each rank's memory is a shared-memory segment that
@@ -371,10 +396,12 @@ func winSegment(op string, c *Comm, size, dispUnit int, flavor WinFlavor, info *
 	if size < 0 {
 		return nil, nil, errorf(ErrSize, op, "size %d is negative", size)
 	}
-	local := func(wr int) bool { return r.hosts == nil || r.hosts[wr] == r.hosts[r.rank] }
 	if flavor == FlavorShared {
 		for i, wr := range c.world {
-			if !local(wr) {
+			if !r.inJob(wr) {
+				return nil, nil, errorf(ErrRMAShared, op, "rank %d of %s runs in another job: shared memory needs one host", i, c.name)
+			}
+			if !r.sameHost(wr) {
 				return nil, nil, errorf(ErrRMAShared, op, "rank %d of %s runs on host %s, this rank on %s: shared memory needs one host", i, c.name, r.hostNames[r.hosts[wr]], r.hostNames[r.hosts[r.rank]])
 			}
 		}
@@ -390,6 +417,20 @@ func winSegment(op string, c *Comm, size, dispUnit int, flavor WinFlavor, info *
 		seg.Close()
 		return nil, nil, err
 	}
+	if err := w.mapSegments(op, seg); err != nil {
+		return nil, nil, err
+	}
+	return w, mem, nil
+}
+
+// mapSegments maps, from every other rank of this host, the segment that
+// holds its control block (and, for an allocated window, its memory after
+// the block), exchanging seg, this rank's, for theirs; then starts
+// the agent and waits until every rank's has. A peer whose segment cannot
+// be mapped is reached through its agent, except in a shared window, which
+// fails. On failure every segment is unmapped.
+func (w *Win) mapSegments(op string, seg *shm.Segment) error {
+	r := w.rt
 	w.segs = []*shm.Segment{seg}
 	n := w.comm.Size()
 	w.ctls[w.comm.rank] = ctlOf(seg)
@@ -397,32 +438,36 @@ func winSegment(op string, c *Comm, size, dispUnit int, flavor WinFlavor, info *
 	all := make([]uint64, 3*n)
 	if err := allgatherBuf(w.comm, Slice(mine), Slice(all)); err != nil {
 		w.closeSegs()
-		return nil, nil, named(op, err)
+		return named(op, err)
 	}
+	at := shm.HeaderSize + ctlSize
 	for i := range n {
-		if i == w.comm.rank || !local(w.comm.world[i]) {
+		if i == w.comm.rank || !r.sameHost(w.comm.world[i]) {
 			continue
 		}
 		s, err := shm.Import(int(all[3*i]), int(all[3*i+1]), all[3*i+2])
-		if err != nil && flavor == FlavorShared {
+		if err != nil && w.flavor == FlavorShared {
 			w.closeSegs()
-			return nil, nil, errorf(ErrRMAShared, op, "mapping rank %d's window memory: %v", i, err)
+			return errorf(ErrRMAShared, op, "mapping rank %d's window memory: %v", i, err)
 		}
 		if err != nil {
 			continue // reached through its agent
 		}
 		w.segs = append(w.segs, s)
-		w.direct[i] = s.Mem[at : at+w.sizes[i] : at+w.sizes[i]]
+		if w.flavor == FlavorAllocate || w.flavor == FlavorShared {
+			w.direct[i] = s.Mem[at : at+w.sizes[i] : at+w.sizes[i]]
+		}
 		w.ctls[i] = ctlOf(s)
 	}
 	if err := w.start(); err != nil {
 		w.closeSegs()
-		return nil, nil, named(op, err)
+		return named(op, err)
 	}
+	// Every agent runs before any rank may target it.
 	if err := barrierOn(w.comm); err != nil {
-		return nil, nil, named(op, err)
+		return named(op, err)
 	}
-	return w, mem, nil
+	return nil
 }
 
 func (w *Win) closeSegs() {
@@ -548,14 +593,17 @@ func (w *Win) Info() *Info {
 	return i
 }
 
-// Native reports whether Put and Get towards rank move their data without
-// the target's help: through shared memory (a shared window, or this rank
-// itself) or the device's remote write and read (adi.RemoteMemory).
+// Native reports whether one-sided operations towards rank need nothing
+// of the target: Put, Get, the accumulates and the passive-target lock are
+// carried out by this process, through shared memory (an allocated or
+// shared window, or this rank itself) or the device's remote write and
+// read (adi.RemoteMemory) under the lock words of the target's control
+// block, which this process maps.
 func (w *Win) Native(rank int) bool {
 	if w == nil || rank < 0 || rank >= len(w.remote) {
 		return false
 	}
-	return w.remote[rank] || w.direct[rank] != nil
+	return w.ctls[rank] != nil && (w.remote[rank] || w.direct[rank] != nil)
 }
 
 // le is the byte order of RMA headers.

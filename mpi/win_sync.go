@@ -134,29 +134,18 @@ func (w *Win) flush(op string, ts []int, kind uint8) error {
 	}
 	for _, t := range ts {
 		if t == w.comm.rank {
-			if kind == amUnlock {
-				w.ag.unlock(t)
-			}
-			continue
+			continue // this rank's operations on itself complete as they start; its lock is in its control block
 		}
 		if kind == amFlush && !w.origin.dirty[t] {
 			continue
 		}
 		a := ask{t: t, why: make([]byte, 512)}
-		h := header{kind: kind, reply: w.origin.tag()}
-		a.q = &adi.Request{Op: adi.OpRecv, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: int(h.reply), Buf: adi.Bytes(a.why)}
-		err := r.dev.Irecv(a.q)
-		if err == nil {
-			msg := make([]byte, hdrSize)
-			h.put(msg)
-			s := &adi.Request{Op: adi.OpSend, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: tagReq, Buf: adi.Bytes(msg)}
-			err = r.dev.Isend(s)
-			w.origin.pend[t] = append(w.origin.pend[t], s)
-		}
+		q, err := w.ask(t, header{kind: kind}, a.why)
 		if err != nil {
 			r.mu.Unlock()
 			return named(op, err)
 		}
+		a.q = q
 		w.origin.dirty[t] = false
 		asks = append(asks, a)
 	}
@@ -199,6 +188,24 @@ func (w *Win) settled(ts []int, kind uint8) bool {
 		}
 	}
 	return true
+}
+
+// ask sends the header h to rank t's agent and posts the receive of its
+// answer into buf, on a fresh tag; the returned request completes with the
+// answer. Called with the core's lock held.
+func (w *Win) ask(t int, h header, buf []byte) (*adi.Request, error) {
+	r := w.rt
+	h.reply = w.origin.tag()
+	q := &adi.Request{Op: adi.OpRecv, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: int(h.reply), Buf: adi.Bytes(buf)}
+	if err := r.dev.Irecv(q); err != nil {
+		return nil, err
+	}
+	msg := make([]byte, hdrSize)
+	h.put(msg)
+	s := &adi.Request{Op: adi.OpSend, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: tagReq, Buf: adi.Bytes(msg)}
+	err := r.dev.Isend(s)
+	w.origin.pend[t] = append(w.origin.pend[t], s)
+	return q, err
 }
 
 func allRanks(n int) []int { return identity(n) }
@@ -416,12 +423,9 @@ func (w *Win) Complete() error {
 // operations on this rank's memory are done.
 func (w *Win) Wait() error {
 	const op = "MPI_Win_wait"
-	r, err := winStart(op, w)
+	r, err := w.exposing(op)
 	if err != nil {
 		return w.raise(err)
-	}
-	if w.origin.exposure == nil {
-		return w.raise(errorf(ErrRMASync, op, "window %s: no exposure epoch of Post is open", w.name))
 	}
 	if err := r.waitFor(func() bool { return w.completed() }); err != nil {
 		return w.raise(named(op, err))
@@ -434,12 +438,9 @@ func (w *Win) Wait() error {
 // exposure epoch is over, and closes it if so.
 func (w *Win) Test() (bool, error) {
 	const op = "MPI_Win_test"
-	r, err := winStart(op, w)
+	r, err := w.exposing(op)
 	if err != nil {
 		return false, w.raise(err)
-	}
-	if w.origin.exposure == nil {
-		return false, w.raise(errorf(ErrRMASync, op, "window %s: no exposure epoch of Post is open", w.name))
 	}
 	if err := r.progress(); err != nil {
 		return false, w.raise(named(op, err))
@@ -449,6 +450,19 @@ func (w *Win) Test() (bool, error) {
 	}
 	w.endExposure()
 	return true, nil
+}
+
+// exposing checks, for Wait and Test, that w is live and an exposure
+// epoch of Post is open.
+func (w *Win) exposing(op string) (*runtime, error) {
+	r, err := winStart(op, w)
+	if err != nil {
+		return nil, err
+	}
+	if w.origin.exposure == nil {
+		return nil, errorf(ErrRMASync, op, "window %s: no exposure epoch of Post is open", w.name)
+	}
+	return r, nil
 }
 
 func (w *Win) completed() bool {
@@ -485,6 +499,9 @@ func (w *Win) Lock(lockType, target, assert int) error {
 	if _, err := winStart(op, w); err != nil {
 		return w.raise(err)
 	}
+	if err := w.lockable(op); err != nil {
+		return w.raise(err)
+	}
 	if lockType != LockExclusive && lockType != LockShared {
 		return w.raise(errorf(ErrLocktype, op, "lock type %d is neither LockExclusive (%d) nor LockShared (%d)", lockType, LockExclusive, LockShared))
 	}
@@ -519,12 +536,13 @@ func (w *Win) Lock(lockType, target, assert int) error {
 	return nil
 }
 
-// acquire takes a lock of kind on every rank of ts.
+// acquire takes a lock of kind on every rank of ts: in the rank's control
+// block where this process maps it (one rank after the other, so that a
+// LockAll waiting for one rank holds no ticket on the next), else through
+// the rank's agent.
 func (w *Win) acquire(op string, ts []int, kind uint8) error {
 	r := w.rt
 	var reqs []*adi.Request
-	self := false
-	granted := false
 	for _, t := range ts {
 		if w.ctls[t] != nil {
 			if err := w.lockNative(op, t, kind); err != nil {
@@ -537,21 +555,7 @@ func (w *Win) acquire(op string, ts []int, kind uint8) error {
 		if w.ctls[t] != nil {
 			continue
 		}
-		if t == w.comm.rank {
-			self = true
-			w.ag.lock(t, kind, 0, &granted)
-			continue
-		}
-		h := header{kind: amLock, op: kind, reply: w.origin.tag()}
-		q := &adi.Request{Op: adi.OpRecv, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: int(h.reply), Buf: adi.Bytes(nil)}
-		err := r.dev.Irecv(q)
-		if err == nil {
-			msg := make([]byte, hdrSize)
-			h.put(msg)
-			s := &adi.Request{Op: adi.OpSend, Context: w.comm.ctx, Peer: w.comm.world[t], Tag: tagReq, Buf: adi.Bytes(msg)}
-			err = r.dev.Isend(s)
-			w.origin.pend[t] = append(w.origin.pend[t], s)
-		}
+		q, err := w.ask(t, header{kind: amLock, op: kind}, nil)
 		if err != nil {
 			r.mu.Unlock()
 			return named(op, err)
@@ -559,20 +563,14 @@ func (w *Win) acquire(op string, ts []int, kind uint8) error {
 		reqs = append(reqs, q)
 	}
 	r.mu.Unlock()
-	err := r.waitFor(func() bool {
+	if err := r.waitFor(func() bool {
 		for _, q := range reqs {
 			if !q.Done() {
 				return false
 			}
 		}
-		if self {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			return granted
-		}
 		return true
-	})
-	if err != nil {
+	}); err != nil {
 		return named(op, err)
 	}
 	for _, q := range reqs {
@@ -583,27 +581,6 @@ func (w *Win) acquire(op string, ts []int, kind uint8) error {
 	return nil
 }
 
-// lockNative takes rank t's lock in its control block, mapped here,
-// polling the device meanwhile so that this rank's own agent goes on
-// serving (the holder may be waiting for it). No sleep: the holder
-// releases it with a store that rings no doorbell.
-func (w *Win) lockNative(op string, t int, kind uint8) error {
-	r := w.rt
-	for {
-		r.mu.Lock()
-		ok := w.tryLock(t, kind)
-		r.mu.Unlock()
-		if ok {
-			w.origin.locks[t] |= lockNative
-			return nil
-		}
-		if err := r.progress(); err != nil {
-			return named(op, err)
-		}
-		osYield()
-	}
-}
-
 // unlock releases the locks of this rank on the ranks ts: after every
 // operation on them is complete, in the control block where it was taken
 // there, else by the owner's agent, whose answer says that everything
@@ -611,12 +588,16 @@ func (w *Win) lockNative(op string, t int, kind uint8) error {
 func (w *Win) unlock(op string, ts []int) error {
 	r := w.rt
 	var agentTs, flushTs []int
+	var first error
 	for _, t := range ts {
 		l := w.origin.locks[t]
 		switch {
 		case l&lockNative != 0:
-			if err := w.waitLocalErr(op, t); err != nil {
-				return err
+			// Operations that went through the agent (a device without
+			// remote memory access) must be done before the release; one
+			// that failed is reported, and the lock released all the same.
+			if err := w.flush(op, []int{t}, amFlush); err != nil && first == nil {
+				first = err
 			}
 			r.mu.Lock()
 			w.release(t, uint8(l&0xff))
@@ -631,10 +612,12 @@ func (w *Win) unlock(op string, ts []int) error {
 		}
 		w.origin.locks[t] = 0
 	}
-	if err := w.flush(op, flushTs, amFlush); err != nil {
-		return err
+	for _, err := range []error{w.flush(op, flushTs, amFlush), w.flush(op, agentTs, amUnlock)} {
+		if first == nil {
+			first = err
+		}
 	}
-	return w.flush(op, agentTs, amUnlock)
+	return first
 }
 
 // Unlock closes the passive-target epoch to rank target (MPI_Win_unlock):
@@ -662,6 +645,9 @@ func (w *Win) Unlock(target int) error {
 func (w *Win) LockAll(assert int) error {
 	const op = "MPI_Win_lock_all"
 	if _, err := winStart(op, w); err != nil {
+		return w.raise(err)
+	}
+	if err := w.lockable(op); err != nil {
 		return w.raise(err)
 	}
 	if err := checkAssert(op, assert, ModeNoCheck); err != nil {
@@ -735,10 +721,25 @@ func (w *Win) Flush(target int) error {
 	if target == ProcNull {
 		return nil
 	}
+	if w.flushed(target) {
+		return nil
+	}
 	if err := w.passive(op, target); err != nil {
 		return w.raise(err)
 	}
 	return w.raise(w.flush(op, []int{target}, amFlush))
+}
+
+// flushed is Flush's fast path: it reports whether a passive-target epoch
+// to target is open and nothing of this rank's is in flight to it (every
+// operation completed as it started), so that Flush has nothing to do.
+// The window's origin state is this rank's, changed only by its own calls.
+func (w *Win) flushed(target int) bool {
+	if w == nil || w.freed || uint(target) >= uint(len(w.origin.locks)) {
+		return false
+	}
+	o := &w.origin
+	return (o.lockAll || o.locks[target] != 0) && !o.dirty[target] && len(o.pend[target]) == 0 && live.Load() != nil
 }
 
 // FlushAll is Flush for every rank (MPI_Win_flush_all).

@@ -18,8 +18,12 @@ import (
 	"errors"
 	"flag"
 	"math"
+	"os"
 	"runtime"
+	"sort"
 	"strings"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/conformance/internal/runner"
@@ -47,6 +51,9 @@ var checks = []runner.Check{
 	{Name: "attributes", MinRanks: 1, Run: checkAttributes},
 	{Name: "errors", MinRanks: 1, Run: checkErrors},
 	{Name: "passive-progress", MinRanks: 2, Run: checkPassiveProgress},
+	{Name: "lock-fair", MinRanks: 1, Run: checkLockFair},
+	{Name: "info", MinRanks: 1, Run: checkInfo},
+	{Name: "lock-handoff", MinRanks: 1, Run: checkLockHandoff},
 }
 
 var (
@@ -54,12 +61,18 @@ var (
 	rank, size int
 	create     = flag.Bool("create", false, "make the checks' windows with WinCreate (the program's memory: every operation through the device or the target's agent) rather than WinAllocate (memory that ranks of one host map)")
 	iters      = flag.Int("iters", 200, "operations per rank in the contention checks (fetch-and-op, cas-spinlock, lock-mutex)")
+	dieHolding = flag.Bool("die-holding", false, "instead of the checks: rank 1 takes an exclusive lock on rank 0's window and exits with status 3 while holding it, rank 2 asks for the lock; the launcher must end the job")
 	failf      = runner.Failf
 	must       = runner.Must
 )
 
 func main() {
-	runner.Program{Name: "rma", Checks: checks, Setup: func(w *mpi.Comm) { world, rank, size = w, w.Rank(), w.Size() }}.Main()
+	runner.Program{Name: "rma", Checks: checks, Setup: func(w *mpi.Comm) {
+		world, rank, size = w, w.Rank(), w.Size()
+		if *dieHolding {
+			dieHoldingLock()
+		}
+	}}.Main()
 }
 
 // allocate makes a window of n elements of T on every rank: WinAllocate,
@@ -759,13 +772,15 @@ func checkAttributes() {
 	freeWin(wc)
 }
 
-// checkPassiveProgress: the last rank locks rank 0's window, puts a word
-// and unlocks, while rank 0 computes without calling MPI until the word
-// arrives, polling it with Sync. An allocated window whose memory the origin maps (one host)
-// needs nothing of the target; a window of the program's memory needs the
-// target's progress engine, which mpirun -async-progress runs while it
-// computes. Without either, rank 0 waits in a receive instead (a target
-// must call MPI then: docs/rma.md).
+// checkPassiveProgress: the last rank locks rank 0's window, puts,
+// accumulates and fetches-and-adds a word and unlocks, while rank 0
+// computes. Where every one of those needs nothing of the target
+// (w.Native: memory mapped by the origin, or the device's remote write and
+// read under the target's control block), rank 0 computes without calling
+// MPI at all until the word arrives, and the check fails if it does not
+// within 30 s. Under mpirun -async-progress rank 0 polls with Sync (the
+// progress goroutine serves the origin); otherwise it waits in a receive
+// (a target must call MPI then: docs/rma.md).
 func checkPassiveProgress() {
 	for _, alloc := range []bool{true, false} {
 		var w *mpi.Win
@@ -780,17 +795,35 @@ func checkPassiveProgress() {
 		must(err, "window (allocate=%v)", alloc)
 		last := size - 1
 		native := []int64{0}
-		if rank == last && alloc && w.Native(0) {
+		if rank == last && w.Native(0) {
 			native[0] = 1
 		}
 		must(mpi.Bcast(world, native, last), "bcast")
 		switch {
 		case rank == last:
 			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
-			must(mpi.Put(w, []int64{42}, 0, 0), "MPI_Put")
+			must(mpi.Put(w, []int64{41}, 0, 0), "MPI_Put")
 			must(mpi.Accumulate(w, []int64{1}, 0, 0, mpi.Sum), "MPI_Accumulate")
+			old, err := mpi.FetchAndOp(w, int64(1), 0, 0, mpi.Sum)
+			must(err, "MPI_Fetch_and_op")
+			if old != 42 {
+				failf("allocate=%v: FetchAndOp after Put 41 and Accumulate 1 returned %d, want 42", alloc, old)
+			}
 			must(w.Unlock(0), "MPI_Win_unlock")
 			must(mpi.Send(world, []int64{1}, 0, 9), "send")
+		case rank == 0 && native[0] == 1 && !mpi.AsyncProgress():
+			// A compute loop that calls no MPI at all: only the
+			// origin's remote writes can end it. The deadline turns a
+			// hang into a failure.
+			deadline := time.Now().Add(30 * time.Second)
+			for atomic.LoadInt64(&mem[0]) != 43 {
+				if time.Now().After(deadline) {
+					failf("allocate=%v: the word is %d after 30 s of computing: the origin's Lock, Put, Accumulate and FetchAndOp needed this target's progress", alloc, atomic.LoadInt64(&mem[0]))
+				}
+				runtime.Gosched()
+			}
+			_, err := mpi.Recv(world, []int64{0}, last, 9)
+			must(err, "recv")
 		case rank == 0 && (native[0] == 1 || mpi.AsyncProgress()):
 			for {
 				// Computing, and looking at the word between steps: Sync
@@ -812,6 +845,165 @@ func checkPassiveProgress() {
 		}
 		must(mpi.Barrier(world), "barrier")
 		freeWin(w)
+	}
+}
+
+// checkLockFair: shared lockers that keep taking rank 0's lock, each
+// holding it while another asks (so that it is never free), do not starve
+// an exclusive locker: the last rank's exclusive lock comes in its turn,
+// and the readers see the flag it wrote. The deadline turns starvation
+// into a failure.
+func checkLockFair() {
+	w, _, err := allocate[int64](1, nil)
+	must(err, "window")
+	last := size - 1
+	must(mpi.Barrier(world), "barrier")
+	if rank == last {
+		must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock exclusive")
+		must(mpi.Put(w, []int64{1}, 0, 0), "MPI_Put")
+		must(w.Unlock(0), "MPI_Win_unlock")
+	} else {
+		deadline := time.Now().Add(20 * time.Second)
+		for n := 0; ; n++ {
+			must(w.Lock(mpi.LockShared, 0, 0), "MPI_Win_lock shared")
+			v := []int64{0}
+			must(mpi.Get(w, v, 0, 0), "MPI_Get")
+			must(w.Unlock(0), "MPI_Win_unlock")
+			if v[0] == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				failf("after %d shared locks in 20 s the exclusive locker has not had its turn: shared locks starve it", n)
+			}
+		}
+	}
+	must(mpi.Barrier(world), "barrier")
+	freeWin(w)
+}
+
+// checkInfo: the window info keys adimpi acts on. no_locks=true refuses
+// Lock and LockAll; same_size=true with sizes that differ fails the
+// creation; a known key with a value it cannot take is an argument error;
+// the hints given come back from Info.
+func checkInfo() {
+	info := mpi.NewInfo()
+	must(info.Set("no_locks", "true"), "MPI_Info_set")
+	must(info.Set("accumulate_ordering", "rar,waw"), "MPI_Info_set")
+	w, _, err := allocate[int64](1, info)
+	must(err, "window with no_locks")
+	wantErr(w.Lock(mpi.LockShared, 0, 0), mpi.ErrRMASync, "MPI_Win_lock with no_locks=true")
+	wantErr(w.LockAll(0), mpi.ErrRMASync, "MPI_Win_lock_all with no_locks=true")
+	must(info.Set("no_locks", "false"), "MPI_Info_set") // the window keeps its own copy
+	if v, ok, _ := w.Info().Get("accumulate_ordering"); !ok || v != "rar,waw" {
+		failf("MPI_Win_get_info: accumulate_ordering is %q (set: %v), want rar,waw", v, ok)
+	}
+	if v, _, _ := w.Info().Get("no_locks"); v != "true" {
+		failf("MPI_Win_get_info: no_locks is %q, want true (the hint the window was made with)", v)
+	}
+	must(w.Fence(0), "MPI_Win_fence")
+	must(mpi.Accumulate(w, []int64{1}, 0, 0, mpi.Sum), "MPI_Accumulate")
+	must(w.Fence(0), "MPI_Win_fence")
+	freeWin(w)
+
+	bad := mpi.NewInfo()
+	must(bad.Set("accumulate_ordering", "rar,sideways"), "MPI_Info_set")
+	_, _, err = allocate[int64](1, bad)
+	wantErr(err, mpi.ErrArg, "window with accumulate_ordering=rar,sideways")
+
+	same := mpi.NewInfo()
+	must(same.Set("same_size", "true"), "MPI_Info_set")
+	w, _, err = allocate[int64](2, same)
+	must(err, "window with same_size=true and equal sizes")
+	freeWin(w)
+	if size > 1 {
+		_, _, err = allocate[int64](1+rank, same)
+		wantErr(err, mpi.ErrSize, "window with same_size=true and sizes that differ")
+	}
+}
+
+// checkLockHandoff: a rank on rank 0's host holds rank 0's lock (in the
+// control block it maps) while a rank of another host asks rank 0's agent
+// for it, and rank 0 waits, asleep, in a receive. The release rings no
+// doorbell, yet the lock must reach the other host soon after it: the
+// median delay beyond the holder's 20 ms hold over 5 rounds must stay
+// under 40 ms (a sleeping agent that looked only at its 100 ms timeout
+// took about 80). On one host there is no such pair and nothing to check.
+func checkLockHandoff() {
+	w, _, err := mpi.WinAllocate[int64](world, 1, nil)
+	must(err, "MPI_Win_allocate")
+	near := make([]int64, size)
+	mine := []int64{0}
+	if w.Native(0) {
+		mine[0] = 1
+	}
+	must(mpi.Allgather(world, mine, near), "allgather")
+	holder, asker := -1, -1
+	for r := 1; r < size; r++ {
+		if near[r] == 1 && holder < 0 {
+			holder = r
+		}
+		if near[r] == 0 && asker < 0 {
+			asker = r
+		}
+	}
+	const rounds, hold = 5, 20 * time.Millisecond
+	var late []time.Duration
+	for i := 0; holder > 0 && asker > 0 && i < rounds; i++ {
+		// Between the release and the grant no message goes to rank 0,
+		// which waits, asleep, in a receive from the asker.
+		must(mpi.Barrier(world), "barrier")
+		switch rank {
+		case 0:
+			_, err := mpi.Recv(world, []int64{0}, asker, 12)
+			must(err, "recv")
+		case holder:
+			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
+			must(mpi.Send(world, []int64{1}, asker, 11), "send")
+			time.Sleep(hold) // the lock is held: the asker's request queues at rank 0's agent
+			must(w.Unlock(0), "MPI_Win_unlock")
+			_, err := mpi.Recv(world, []int64{0}, asker, 13)
+			must(err, "recv")
+		case asker:
+			_, err := mpi.Recv(world, []int64{0}, holder, 11)
+			must(err, "recv")
+			t0 := time.Now()
+			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
+			late = append(late, time.Since(t0)-hold)
+			must(w.Unlock(0), "MPI_Win_unlock")
+			must(mpi.Send(world, []int64{1}, 0, 12), "send")
+			must(mpi.Send(world, []int64{1}, holder, 13), "send")
+		}
+	}
+	if len(late) > 0 {
+		sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+		if m := late[len(late)/2]; m > 40*time.Millisecond {
+			failf("rank %d got rank 0's lock a median %v after rank %d released it (delays %v): the release was seen late", asker, m, holder, late)
+		}
+	}
+	must(mpi.Barrier(world), "barrier")
+	freeWin(w)
+}
+
+// dieHoldingLock is -die-holding: rank 1 exits while it holds rank 0's
+// lock; rank 2 waits for the lock and rank 0 for a message that never
+// comes. Only the launcher, seeing rank 1's exit, ends the job.
+func dieHoldingLock() {
+	w, _, err := allocate[int64](1, nil)
+	must(err, "window")
+	switch rank {
+	case 1:
+		must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
+		must(mpi.Send(world, []int64{1}, 2, 5), "send")
+		os.Exit(3)
+	case 2:
+		_, err := mpi.Recv(world, []int64{0}, 1, 5)
+		must(err, "recv")
+		must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
+		failf("rank 2 got the lock that rank 1 died holding")
+	default:
+		_, err := mpi.Recv(world, []int64{0}, mpi.AnySource, 77)
+		must(err, "recv")
+		failf("a message that no rank sends arrived")
 	}
 }
 
