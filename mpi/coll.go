@@ -33,6 +33,10 @@ type plan struct {
 	c   *Comm
 	op  string
 	run func(e *coll) error
+	// board, if set, runs the collective on c's board instead, when c has
+	// one (started non-blocking or persistent: startBoard); e is the
+	// collective's own, for paths that fall back to messages.
+	board func(e *coll, b *board) error
 }
 
 func (p *plan) now() error { return p.run(p.c.newColl(p.r, p.op)) }
@@ -49,12 +53,27 @@ func (p *plan) start() *Request {
 // one, or the next run of a persistent collective request).
 func (p *plan) launch(q *Request) {
 	e := p.c.newColl(p.r, p.op)
+	var b *board
+	var prev, mine chan struct{}
+	if p.board != nil {
+		b, prev, mine = p.r.startBoard(p.c)
+	}
 	ar := &adi.Request{}
 	bg := make(chan struct{})
 	q.ar, q.bg = ar, bg
 	go func() {
 		defer close(bg)
-		err := p.run(e)
+		var err error
+		if b != nil {
+			// Board collectives run one at a time, in call order.
+			if prev != nil {
+				<-prev
+			}
+			err = p.board(e, b)
+			close(mine)
+		} else {
+			err = p.run(e)
+		}
 		ar.Complete(adi.Status{Source: AnySource, Tag: AnyTag, Err: err})
 		p.r.dev.Wake() // a waiter may be asleep on the doorbell
 	}()
@@ -109,6 +128,7 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 		return nil, err
 	}
 	p.run = func(e *coll) error { return e.barrier() }
+	p.board = func(_ *coll, b *board) error { return p.r.boardBarrier(b) }
 	return p, nil
 }
 
@@ -221,6 +241,9 @@ func bcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
 		}
 		return nil
 	}
+	p.board = func(e *coll, bd *board) error {
+		return p.r.bcastOnBoard(bd, b, root, func(work []byte) error { return e.bcast(work, root) })
+	}
 	return p, nil
 }
 
@@ -228,19 +251,36 @@ func bcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
 func BcastBuf(c *Comm, b Buffer, root int) error { return c.raise(bcastBuf(c, b, root)) }
 
 func bcastBuf(c *Comm, b Buffer, root int) error {
-	p, err := bcastPlan("MPI_Bcast", c, b, root)
+	const op = "MPI_Bcast"
+	if c.IsInter() {
+		return blockingPlan(bcastPlan(op, c, b, root))
+	}
+	// The plan's checks, without the plan: the board path allocates nothing.
+	r, err := collStart(op, c)
+	if err == nil {
+		err = checkRoot(op, c, root)
+	}
+	if err == nil {
+		err = checkBuffer(op, b)
+	}
 	if err != nil {
 		return err
 	}
-	bd := p.r.boardFor(c, 0)
+	bd := r.boardFor(c, 0)
 	if bd == nil {
-		return p.now()
+		return blockingPlan(bcastPlan(op, c, b, root))
 	}
-	data, done := packOut(b, c.rank == root)
-	err = p.r.boardBcastAny(bd, data, root, func(work []byte) error {
-		return c.newColl(p.r, p.op).bcast(work, root)
+	return r.bcastOnBoard(bd, b, root, func(work []byte) error {
+		return c.newColl(r, op).bcast(work, root)
 	})
-	if c.rank != root && (err == nil || ErrorClass(err) == ErrTruncate || ErrorClass(err) == ErrCount) {
+}
+
+// bcastOnBoard is MPI_Bcast of b on board bd (boardBcastAny); msg
+// broadcasts by messages where the board cannot.
+func (r *runtime) bcastOnBoard(bd *board, b Buffer, root int, msg func([]byte) error) error {
+	data, done := packOut(b, bd.rank == root)
+	err := r.boardBcastAny(bd, data, root, msg)
+	if bd.rank != root && (err == nil || ErrorClass(err) == ErrTruncate || ErrorClass(err) == ErrCount) {
 		done() // a mismatch still delivers what fits, as a truncated receive does
 	}
 	return err
@@ -864,7 +904,7 @@ func alltoallBuf(c *Comm, send, recv Buffer) error {
 	}
 	b := p.r.boardFor(c, recv.Size())
 	staged := b != nil
-	if !staged && p.r.readable {
+	if !staged && sb.readable {
 		b = sb
 	}
 	if b == nil {

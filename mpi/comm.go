@@ -32,6 +32,11 @@ type Comm struct {
 	// hier is how the ranks lie on hosts, once a collective needs it (collhier.go).
 	hier atomic.Pointer[hierarchy]
 
+	// board is the communicator's board, built at its first blocking
+	// collective (boardTried), nil if it has none (collboards.go).
+	board      *board
+	boardTried bool
+
 	// An intercommunicator's world and local describe the remote group (the
 	// ranks that point-to-point calls name); lworld is the local group.
 	inter  bool

@@ -65,9 +65,9 @@ func runHierprog(t *testing.T, bins map[string]string, dev string, np int, prete
 }
 
 // TestPretendHostsPaths: with ADIMPI_PRETEND_HOSTS the collectives on
-// MPI_COMM_WORLD keep off netvm's board and fm's multidestination sends
+// MPI_COMM_WORLD keep off the boards and fm's multidestination sends
 // and run in tiers, and SplitTypeShared gives the pretend hosts' ranks;
-// without it they take the native paths as before and never tiers.
+// without it they take the board on every device and never tiers.
 func TestPretendHostsPaths(t *testing.T) {
 	bins := testbuild.Programs(t, "../cmd/mpirun", "./testdata/hierprog")
 	for _, c := range []struct {
@@ -94,8 +94,8 @@ func TestPretendHostsPaths(t *testing.T) {
 				t.Errorf("across pretend hosts: %d board rounds and %d multidestination messages (want 0), %d tiered collectives (want > 0)", board, multis, hier)
 			case c.pretend == "" && hier != 0:
 				t.Errorf("on one host: %d tiered collectives, want 0", hier)
-			case c.pretend == "" && c.dev == "netvm" && board == 0:
-				t.Errorf("netvm on one host: no board rounds: the board path is off")
+			case c.pretend == "" && board == 0:
+				t.Errorf("%s on one host: no board rounds: the board path is off", c.dev)
 			case c.pretend == "" && c.dev == "fm" && multis == 0:
 				t.Errorf("fm on one host at np %d: no multidestination messages: that path is off", c.np)
 			}

@@ -45,10 +45,6 @@ type runtime struct {
 	bodies    []*adi.Request             // completed adi.Requests for reuse, under mu (takeBody, giveBody)
 	held      heldSlab                   // where startFlat carves handles from, under mu
 	waits     atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
-	boardSeq  atomic.Uint64              // board collectives run on MPI_COMM_WORLD (collboard.go)
-	agreed    bool                       // boardAgree has run: readable and cores hold
-	readable  bool                       // every rank can BoardRead every other
-	cores     int                        // the least runtime.NumCPU of any rank
 	asyncOn   atomic.Bool                // the progress goroutine runs (set before the runtime is published)
 	resume    chan struct{}              // wakes the parked progress goroutine
 	native    bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
@@ -364,7 +360,7 @@ func Counters() map[string]int64 {
 	if m == nil {
 		m = map[string]int64{}
 	}
-	m["board_rounds"] = int64(r.boardSeq.Load())
+	m["board_rounds"] = r.boardRounds()
 	m["hier_collectives"] = r.hierColls.Load()
 	return m
 }
