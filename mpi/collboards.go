@@ -115,8 +115,9 @@ func (c *Comm) dropBoard() {
 const boardNap = time.Millisecond
 
 // boardSleep is boardWait's wait on a core-built board: polls that drive
-// the device's progress, then polls that yield the CPU, then sleeps on the
-// board's doorbell with the waiting flag up, as the device's waits do.
+// the device's progress, then polls that yield the CPU (every poll, from
+// the start, when ranks outnumber cores), then sleeps on the board's
+// doorbell with the waiting flag up, as the device's waits do.
 func (r *runtime) boardSleep(b *board, cond func() bool) error {
 	start := nanotime()
 	raised := false
@@ -131,6 +132,9 @@ func (r *runtime) boardSleep(b *board, cond func() bool) error {
 			break
 		}
 		if i%16 != 15 {
+			if r.poll == 0 {
+				osYield() // ranks outnumber cores: the peer we wait for needs this one
+			}
 			continue
 		}
 		if waited := time.Duration(nanotime() - start); waited < r.spin {
@@ -192,3 +196,4 @@ func (r *runtime) boardRounds() int64 {
 	}
 	return 0
 }
+
