@@ -196,4 +196,3 @@ func (r *runtime) boardRounds() int64 {
 	}
 	return 0
 }
-
