@@ -123,7 +123,8 @@ func TestBcastSweep(t *testing.T) {
 }
 
 // TestCollOnDup: coll --comm dup times (and checks) every collective on a
-// duplicate of the world, and an unknown --comm is refused.
+// duplicate of the world, in rows named with a _dup suffix, and an unknown
+// --comm is refused.
 func TestCollOnDup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs mpirun jobs")
@@ -140,7 +141,7 @@ func TestCollOnDup(t *testing.T) {
 		}
 		benches[r.bench] = true
 	}
-	for _, b := range []string{"coll_barrier", "coll_allreduce", "coll_bcast", "coll_alltoall"} {
+	for _, b := range []string{"coll_barrier_dup", "coll_allreduce_dup", "coll_bcast_dup", "coll_alltoall_dup"} {
 		if !benches[b] {
 			t.Errorf("no %s row in\n%s", b, out)
 		}

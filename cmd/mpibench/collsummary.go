@@ -33,6 +33,7 @@ var collOrder = []struct {
 }{
 	{"Barrier", "coll_barrier", 0},
 	{"Allreduce 8 B", "coll_allreduce", 8},
+	{"Allreduce 1 MiB", "coll_allreduce", 1 << 20},
 	{"Allreduce 8 MiB", "coll_allreduce", 8 << 20},
 	{"Bcast 1 MiB", "coll_bcast", 1 << 20},
 	{"Alltoall 64 KiB/pair", "coll_alltoall", 64 << 10},
