@@ -165,14 +165,15 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // and ErrCount: it saw the mismatch, and a collective's equal-signature rule
 // is stricter than a receive's "up to count elements", so silence would hide
 // a bug that corrupts the next call on other MPIs. The root returns nil. On
-// MPI_COMM_WORLD with netvm's board, Reduce, Allreduce and Alltoall publish
+// a communicator with a board (collboards.go), Reduce, Allreduce and Alltoall publish
 // every rank's count with its data, and every rank that waits for all of
 // them (all, for Allreduce and Alltoall; the root and the ranks of large
 // vectors, for Reduce) returns ErrTruncate when a peer passes more bytes
 // than it, ErrCount when one passes fewer.
 //
-// Elsewhere (other communicators, other devices, ADIMPI_NATIVE_COLL=off,
-// the non-blocking and persistent forms) the collectives move their data by
+// Elsewhere (communicators across hosts, ADIMPI_NATIVE_COLL=off, the
+// non-blocking and persistent forms before the communicator's first
+// blocking collective, and the collectives boards do not run) the collectives move their data by
 // messages, and every rank takes its full part in the exchange whatever it
 // receives, so nobody waits for a rank that saw a mismatch. Reduce,
 // Allreduce, Scan and Exscan carry the range of counts with their partial

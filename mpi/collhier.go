@@ -8,7 +8,7 @@ import (
 
 // Hierarchical collectives for communicators whose ranks span hosts.
 //
-// The device's native collectives (netvm's board, fm's multidestination
+// The boards and the device's native collectives (fm's multidestination
 // sends) are shared memory: they reach only the ranks of one host. A
 // communicator learns, once, how its ranks lie on hosts (hierOf, from the
 // placement every rank agrees on: runtime.place); on more than one host it
@@ -20,8 +20,9 @@ import (
 // leader first; Scatter sends them to it. The other collectives run their flat message algorithms.
 // The hooks sit in the algorithms (collalg.go), so the blocking,
 // non-blocking and persistent forms all run in tiers. A node group may use
-// fm's multidestination sends (its ranks share a host) but not netvm's
-// board, which serves MPI_COMM_WORLD only.
+// fm's multidestination sends (its ranks share a host); boards belong to
+// communicators, so a node group has none, but a communicator of one
+// host's ranks made from a spanning one (SplitType's) gets its own.
 //
 // Reductions keep rank order: a non-commutative operation is reduced in
 // tiers only when every host's ranks are a contiguous range of the
