@@ -179,7 +179,7 @@ func (b *Board) BoardWaiting(on bool) {
 
 // livenessLooks is how many failed looks at a member pass between two
 // checks that its process still runs (a system call).
-const livenessLooks = 1 << 12
+const livenessLooks = 1 << 10
 
 // BoardPosted reports whether member p has posted k or later, or an error
 // once p's process is gone without posting it.
