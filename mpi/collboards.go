@@ -97,13 +97,19 @@ func (r *runtime) attachBoard(c *Comm) *board {
 	return c.board
 }
 
-// dropBoard unmaps c's core-built board (Free).
+// dropBoard unmaps c's core-built board (Free), once the non-blocking
+// board collectives still running on it are done: Free does not wait for
+// them, as MPI_Comm_free lets pending operations complete.
 func (c *Comm) dropBoard() {
 	if b := c.board; b != nil && b.own != nil {
 		if t := b.tail; t != nil {
-			<-t
+			go func() {
+				<-t
+				b.own.Close()
+			}()
+		} else {
+			b.own.Close()
 		}
-		b.own.Close()
 	}
 	c.board = nil
 }

@@ -2367,8 +2367,21 @@ func checkSubcomms(w *mpi.Comm) error {
 				return fmt.Errorf("%s (size %d, rank %d): %s: %w", s.name, c.Size(), c.Rank(), f.Name, err)
 			}
 		}
+		// Free with a non-blocking collective still running on the
+		// board: it completes normally.
+		in, out := []int64{int64(c.Rank() + 1)}, []int64{0}
+		q, err := mpi.Iallreduce(c, in, out, mpi.Sum)
+		if err != nil {
+			return fmt.Errorf("%s: iallreduce before free: %v", s.name, err)
+		}
 		if err := c.Free(); err != nil {
 			return fmt.Errorf("%s: free: %v", s.name, err)
+		}
+		if _, err := q.Wait(); err != nil {
+			return fmt.Errorf("%s: iallreduce across free: %v", s.name, err)
+		}
+		if m := int64(c.Size()); out[0] != m*(m+1)/2 {
+			return fmt.Errorf("%s: iallreduce across free gave %d, want %d", s.name, out[0], m*(m+1)/2)
 		}
 	}
 	return nil
