@@ -39,7 +39,15 @@ type plan struct {
 	board func(e *coll, b *board) error
 }
 
-func (p *plan) now() error { return p.run(p.c.newColl(p.r, p.op)) }
+func (p *plan) now() error {
+	e := p.c.newColl(p.r, p.op)
+	if p.c.nodeBoard != nil && p.r.native {
+		// Blocking collectives never overlap, so the host phases of
+		// tiered ones may use the host's board (collhier.go).
+		e.nb = p.c.nodeBoard
+	}
+	return p.run(e)
+}
 
 // start runs the collective in its own goroutine, which drives progress, and
 // returns a request that completes when it is done.

@@ -45,10 +45,30 @@ type board struct {
 // rank calls it there), and returns it, or nil when c gets none: an
 // intercommunicator, one spanning jobs or hosts, a single rank, or a
 // segment that some rank could not create or map. The verdict is agreed
-// (an Allreduce), so every rank keeps the board or none does.
+// (an Allreduce), so every rank keeps the board or none does. A
+// communicator whose ranks span hosts in tiers gets a board per host
+// instead (nodeBoard), for the host phases of its blocking tiered
+// collectives (collhier.go).
 func (r *runtime) attachBoard(c *Comm) *board {
 	c.boardTried = true
-	if c.inter || c.joined || c.freed || len(c.world) < 2 || c.hierOf(r).crosses() {
+	if c.inter || c.joined || c.freed || len(c.world) < 2 {
+		return nil
+	}
+	const op = "MPI_Comm_board"
+	if h := c.hierOf(r); h.crosses() {
+		if h.tiered() {
+			// Every rank of c takes one collective number; each host's
+			// ranks agree among themselves on the sub-tags of the
+			// host phases.
+			e := c.newColl(r, op)
+			me := h.hostOf[c.rank]
+			node := func(tag int) *coll {
+				return &coll{r: r, op: op, ctx: e.ctx, world: h.nodeWorld[me], rank: h.nodeRank[c.rank], size: len(h.nodes[me]), tag: e.tag + tag}
+			}
+			if len(h.nodes[me]) > 1 {
+				c.nodeBoard = r.buildBoard(node(hierTagIn), node(hierTagDown), c.ctx)
+			}
+		}
 		return nil
 	}
 	if c == r.world {
@@ -57,23 +77,31 @@ func (r *runtime) attachBoard(c *Comm) *board {
 			return c.board
 		}
 	}
-	const op = "MPI_Comm_board"
-	n := len(c.world)
+	c.board = r.buildBoard(c.newColl(r, op), c.newColl(r, op), c.ctx)
+	return c.board
+}
+
+// buildBoard builds a board for the ranks of e1 (e2: the same ranks, on
+// another tag): rank 0 exports the segment and broadcasts where it lies
+// (over e1), every other rank maps it, and an Allreduce (over e2) agrees
+// that all did; nil if not.
+func (r *runtime) buildBoard(e1, e2 *coll, ctx uint32) *board {
+	n := e1.size
 	var where [24]byte // rank 0's pid, descriptor and key; zero if it has no segment
 	var seg *shm.Segment
-	if c.rank == 0 {
-		if s, err := iboard.Export(fmt.Sprintf("adimpi-board-%d", c.ctx), n); err == nil {
+	if e1.rank == 0 {
+		if s, err := iboard.Export(fmt.Sprintf("adimpi-board-%d", ctx), n); err == nil {
 			seg = s
 			binary.LittleEndian.PutUint64(where[0:], uint64(os.Getpid()))
 			binary.LittleEndian.PutUint64(where[8:], uint64(s.FD))
 			binary.LittleEndian.PutUint64(where[16:], s.Key)
 		}
 	}
-	if err := c.newColl(r, op).bcast(where[:], 0); err != nil {
+	if err := e1.bcast(where[:], 0); err != nil {
 		seg.Close()
 		return nil
 	}
-	if pid := int(binary.LittleEndian.Uint64(where[0:])); c.rank != 0 && pid != 0 {
+	if pid := int(binary.LittleEndian.Uint64(where[0:])); e1.rank != 0 && pid != 0 {
 		s, err := shm.Import(pid, int(binary.LittleEndian.Uint64(where[8:])), binary.LittleEndian.Uint64(where[16:]))
 		if err == nil {
 			seg = s
@@ -81,26 +109,29 @@ func (r *runtime) attachBoard(c *Comm) *board {
 	}
 	var bb *iboard.Board
 	if seg != nil {
-		bb, _ = iboard.New(seg, c.rank, n)
+		bb, _ = iboard.New(seg, e1.rank, n)
 	}
 	var ok [8]byte
 	if bb != nil {
 		ok[0] = 1
 	}
-	err := c.newColl(r, op).allreduce(ok[:], reducer{true, builtin(opBand, datatype.Uint64)}, 8)
+	err := e2.allreduce(ok[:], reducer{true, builtin(opBand, datatype.Uint64)}, 8)
 	if err != nil || ok[0] != 1 || bb.Ready() != nil {
 		seg.Close()
 		return nil
 	}
 	bb.CloseFD() // every rank has mapped it: the mappings keep it alive
-	c.board = &board{Board: bb, own: bb, rank: c.rank, size: n}
-	return c.board
+	return &board{Board: bb, own: bb, rank: e1.rank, size: n}
 }
 
-// dropBoard unmaps c's core-built board (Free), once the non-blocking
-// board collectives still running on it are done: Free does not wait for
+// dropBoard unmaps c's core-built boards (Free), once the non-blocking
+// board collectives still running on them are done: Free does not wait for
 // them, as MPI_Comm_free lets pending operations complete.
 func (c *Comm) dropBoard() {
+	if b := c.nodeBoard; b != nil {
+		b.own.Close() // only blocking collectives use it
+	}
+	c.nodeBoard = nil
 	if b := c.board; b != nil && b.own != nil {
 		if t := b.tail; t != nil {
 			go func() {

@@ -53,6 +53,7 @@ type runtime struct {
 	place     []int                      // world rank -> host, as collectives and SplitType see it: hosts, or ADIMPI_PRETEND_HOSTS's (hosts.go)
 	spread    bool                       // place puts the ranks on more than one host
 	hierColls atomic.Int64               // tiered collectives run (collhier.go)
+	hostBoard atomic.Int64               // tiered collectives whose host phases ran on a board (collhier.go)
 	join      *joinDev                   // dev as the core sees it: the device, and the inter-job channel (join.go)
 }
 
@@ -362,6 +363,7 @@ func Counters() map[string]int64 {
 	}
 	m["board_rounds"] = r.boardRounds()
 	m["hier_collectives"] = r.hierColls.Load()
+	m["host_board_collectives"] = r.hostBoard.Load()
 	return m
 }
 
