@@ -305,9 +305,12 @@ var hierPlacements = map[int][]string{
 // hierChecks are the collectives checks TestCollectivesHier runs: those of
 // the tiered collectives (Barrier, Bcast, Reduce, Allreduce, Gather,
 // Scatter, Allgather, any root, in place, non-commutative, non-blocking, mismatched
-// Bcast counts) and of SplitType, whose communicators follow the pretend
-// hosts.
-var hierChecks = []string{"comms", "barrier", "bcast", "gather", "scatter", "allgather", "reduce", "allreduce", "noncommutative", "inplace", "nbc", "split", "mismatch"}
+// Bcast counts), of SplitType, whose communicators follow the pretend
+// hosts, and subcomms: the communicators made there that lie on one pretend
+// host (SplitType's, and the Split halves or Create's odd ranks where the
+// placement keeps them on one) run on a board of their own, the others in
+// tiers.
+var hierChecks = []string{"comms", "barrier", "bcast", "gather", "scatter", "allgather", "reduce", "allreduce", "noncommutative", "inplace", "nbc", "split", "mismatch", "subcomms"}
 
 // TestCollectivesHier runs the collective checks of hierChecks, and every
 // check of conformance/intercoll (intercommunicator and persistent

@@ -33,9 +33,21 @@ type plan struct {
 	c   *Comm
 	op  string
 	run func(e *coll) error
+	// board, if set, runs the collective on c's board instead, when c has
+	// one (started non-blocking or persistent: startBoard); e is the
+	// collective's own, for paths that fall back to messages.
+	board func(e *coll, b *board) error
 }
 
-func (p *plan) now() error { return p.run(p.c.newColl(p.r, p.op)) }
+func (p *plan) now() error {
+	e := p.c.newColl(p.r, p.op)
+	if p.c.nodeBoard != nil && p.r.native {
+		// Blocking collectives never overlap, so the host phases of
+		// tiered ones may use the host's board (collhier.go).
+		e.nb = p.c.nodeBoard
+	}
+	return p.run(e)
+}
 
 // start runs the collective in its own goroutine, which drives progress, and
 // returns a request that completes when it is done.
@@ -49,12 +61,27 @@ func (p *plan) start() *Request {
 // one, or the next run of a persistent collective request).
 func (p *plan) launch(q *Request) {
 	e := p.c.newColl(p.r, p.op)
+	var b *board
+	var prev, mine chan struct{}
+	if p.board != nil {
+		b, prev, mine = p.r.startBoard(p.c)
+	}
 	ar := &adi.Request{}
 	bg := make(chan struct{})
 	q.ar, q.bg = ar, bg
 	go func() {
 		defer close(bg)
-		err := p.run(e)
+		var err error
+		if b != nil {
+			// Board collectives run one at a time, in call order.
+			if prev != nil {
+				<-prev
+			}
+			err = p.board(e, b)
+			close(mine)
+		} else {
+			err = p.run(e)
+		}
 		ar.Complete(adi.Status{Source: AnySource, Tag: AnyTag, Err: err})
 		p.r.dev.Wake() // a waiter may be asleep on the doorbell
 	}()
@@ -109,6 +136,7 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 		return nil, err
 	}
 	p.run = func(e *coll) error { return e.barrier() }
+	p.board = func(_ *coll, b *board) error { return p.r.boardBarrier(b) }
 	return p, nil
 }
 
@@ -145,14 +173,15 @@ func barrierPlan(op string, c *Comm) (*plan, error) {
 // and ErrCount: it saw the mismatch, and a collective's equal-signature rule
 // is stricter than a receive's "up to count elements", so silence would hide
 // a bug that corrupts the next call on other MPIs. The root returns nil. On
-// MPI_COMM_WORLD with netvm's board, Reduce, Allreduce and Alltoall publish
+// a communicator with a board (collboards.go), Reduce, Allreduce and Alltoall publish
 // every rank's count with its data, and every rank that waits for all of
 // them (all, for Allreduce and Alltoall; the root and the ranks of large
 // vectors, for Reduce) returns ErrTruncate when a peer passes more bytes
 // than it, ErrCount when one passes fewer.
 //
-// Elsewhere (other communicators, other devices, ADIMPI_NATIVE_COLL=off,
-// the non-blocking and persistent forms) the collectives move their data by
+// Elsewhere (communicators across hosts, ADIMPI_NATIVE_COLL=off, the
+// non-blocking and persistent forms before the communicator's first
+// blocking collective, and the collectives boards do not run) the collectives move their data by
 // messages, and every rank takes its full part in the exchange whatever it
 // receives, so nobody waits for a rank that saw a mismatch. Reduce,
 // Allreduce, Scan and Exscan carry the range of counts with their partial
@@ -221,6 +250,9 @@ func bcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
 		}
 		return nil
 	}
+	p.board = func(e *coll, bd *board) error {
+		return p.r.bcastOnBoard(bd, b, root, func(work []byte) error { return e.bcast(work, root) })
+	}
 	return p, nil
 }
 
@@ -228,19 +260,36 @@ func bcastPlan(op string, c *Comm, b Buffer, root int) (*plan, error) {
 func BcastBuf(c *Comm, b Buffer, root int) error { return c.raise(bcastBuf(c, b, root)) }
 
 func bcastBuf(c *Comm, b Buffer, root int) error {
-	p, err := bcastPlan("MPI_Bcast", c, b, root)
+	const op = "MPI_Bcast"
+	if c.IsInter() {
+		return blockingPlan(bcastPlan(op, c, b, root))
+	}
+	// The plan's checks, without the plan: the board path allocates nothing.
+	r, err := collStart(op, c)
+	if err == nil {
+		err = checkRoot(op, c, root)
+	}
+	if err == nil {
+		err = checkBuffer(op, b)
+	}
 	if err != nil {
 		return err
 	}
-	bd := p.r.boardFor(c, 0)
+	bd := r.boardFor(c, 0)
 	if bd == nil {
-		return p.now()
+		return blockingPlan(bcastPlan(op, c, b, root))
 	}
-	data, done := packOut(b, c.rank == root)
-	err = p.r.boardBcastAny(bd, data, root, func(work []byte) error {
-		return c.newColl(p.r, p.op).bcast(work, root)
+	return r.bcastOnBoard(bd, b, root, func(work []byte) error {
+		return c.newColl(r, op).bcast(work, root)
 	})
-	if c.rank != root && (err == nil || ErrorClass(err) == ErrTruncate || ErrorClass(err) == ErrCount) {
+}
+
+// bcastOnBoard is MPI_Bcast of b on board bd (boardBcastAny); msg
+// broadcasts by messages where the board cannot.
+func (r *runtime) bcastOnBoard(bd *board, b Buffer, root int, msg func([]byte) error) error {
+	data, done := packOut(b, bd.rank == root)
+	err := r.boardBcastAny(bd, data, root, msg)
+	if bd.rank != root && (err == nil || ErrorClass(err) == ErrTruncate || ErrorClass(err) == ErrCount) {
 		done() // a mismatch still delivers what fits, as a truncated receive does
 	}
 	return err
@@ -864,7 +913,7 @@ func alltoallBuf(c *Comm, send, recv Buffer) error {
 	}
 	b := p.r.boardFor(c, recv.Size())
 	staged := b != nil
-	if !staged && p.r.readable {
+	if !staged && sb.readable {
 		b = sb
 	}
 	if b == nil {

@@ -20,6 +20,9 @@ type coll struct {
 	size  int
 	tag   int
 	h     *hierarchy // how the ranks lie on hosts; nil on one host (collhier.go)
+	// nb is the board of this host's ranks for a blocking tiered
+	// collective's host phases (Comm.nodeBoard), nil otherwise.
+	nb *board
 
 	// exact makes wait check every receive's size (waitExact); mis is the
 	// first count mismatch it saw.

@@ -6,47 +6,61 @@ import (
 	"math/bits"
 	goruntime "runtime"
 	"unsafe"
-
-	"github.com/adimpi/adimpi/adi"
 )
 
-// Small collectives on MPI_COMM_WORLD over the device's boards (adi.Board:
-// netvm's reflective memory). Every process writes its contribution into
-// its own board slot and posts a sequence number; the others read it where
-// it lies. A collective runs here when the device has boards, native
-// collectives are on, the communicator is MPI_COMM_WORLD and its data fit
-// in a slot: conditions every rank evaluates alike, so all take the same
-// path. Board collectives are numbered k = 1, 2, ... in the order the
-// (blocking, hence never concurrent) world collectives are called, and
-// collective k uses slot k%2. Before a process writes slot k%2 it waits for
-// every process to have posted k-1, that is, to be done reading what the
-// slot held for k-2.
+// Small and large collectives over a communicator's board (adi.Board:
+// netvm's reflective memory for MPI_COMM_WORLD, or a board the core builds
+// in a shared segment for any communicator on one host, collboards.go).
+// Every process writes its contribution into its own board slot and posts a
+// sequence number; the others read it where it lies. A collective runs here
+// when the communicator has a board, native collectives are on and its data
+// fit the path: conditions every rank evaluates alike, so all take the same
+// path. A board's collectives are numbered k = 1, 2, ... in the order they
+// are called on the communicator (a non-blocking one waits for the one
+// before it, collboards.go), and collective k uses slot k%2. Before a
+// process writes slot k%2 it waits for every process to have posted k-1,
+// that is, to be done reading what the slot held for k-2. Ranks are the
+// board's: the communicator's ranks.
 
-// boardFor returns the device's board if a collective on c moving n bytes
+// boardFor returns c's board if a blocking collective on c moving n bytes
 // per process runs on it through the slots: up to boardStageIdle bytes,
 // and up to a whole slot when ranks outnumber cores (crowded). There a
 // user copy out of a peer's mapped slot is several times faster than
 // process_vm_readv (docs/performance.md), and a broadcast through the
 // root's slot needs neither a tree (every process copies from the root's
-// slot, one wake-up) nor the root to stay until the others are done.
-func (r *runtime) boardFor(c *Comm, n int) adi.Board {
-	if c != r.world || !r.native || r.spread { // a board reaches one host's ranks only
-		return nil
+// slot, one wake-up) nor the root to stay until the others are done. The
+// first blocking collective on a communicator builds its board
+// (attachBoard), and a blocking collective first waits for the
+// non-blocking board collectives started before it.
+func (r *runtime) boardFor(c *Comm, n int) *board {
+	b := c.board
+	if b == nil {
+		if c.boardTried || !r.native {
+			return nil
+		}
+		if b = r.attachBoard(c); b == nil {
+			return nil
+		}
 	}
-	b, ok := r.dev.(adi.Board)
-	if !ok || n > b.BoardSlotSize() || (n > boardStageIdle && !r.crowded(b)) {
+	if t := b.tail; t != nil {
+		<-t
+		b.tail = nil
+	}
+	if n > b.BoardSlotSize() || (n > boardStageIdle && !r.crowded(b)) {
 		return nil
 	}
 	return b
 }
 
-// crowded reports whether the ranks outnumber the cores they share. Ranks
-// may see different runtime.NumCPU (each pinned to its own core by a
+// crowded reports whether the job's ranks outnumber the cores they share.
+// Ranks may see different runtime.NumCPU (each pinned to its own core by a
 // launcher, say), and a collective's algorithm must not differ between
-// them, so the answer comes from the job's agreement (boardAgree): false
-// while no agreement could be made (the caller's own boardAgree reports why).
-func (r *runtime) crowded(b adi.Board) bool {
-	return r.boardAgree(b) == nil && r.size > r.cores
+// them, so the answer comes from the board's agreement (boardAgree): false
+// while no agreement could be made (the caller's own boardAgree reports
+// why). It counts the job's ranks, not the communicator's: a Split half
+// still shares the cores with the other half.
+func (r *runtime) crowded(b *board) bool {
+	return r.boardAgree(b) == nil && r.size > b.cores
 }
 
 // boardStageIdle is the most bytes a collective passes through the slots
@@ -78,7 +92,7 @@ const boardReduceMax = 8 << 10
 // line that carries the sequence word when they fit there (one cache miss
 // brings a peer both), else the slot. Every rank passes the same n. The
 // line's first boardCountLen bytes are the count word (boardSetCount).
-func boardArea(b adi.Board, p, slot, n int) []byte {
+func boardArea(b *board, p, slot, n int) []byte {
 	if l := b.BoardLine(p, slot)[boardCountLen:]; n <= len(l) {
 		return l[:n:n]
 	}
@@ -94,13 +108,13 @@ const boardCountLen = 8
 
 // boardSetCount writes this process's count word for the round of parity
 // slot; the post that follows publishes it.
-func (r *runtime) boardSetCount(b adi.Board, slot, n int) {
-	binary.NativeEndian.PutUint64(b.BoardLine(r.rank, slot), uint64(n))
+func (r *runtime) boardSetCount(b *board, slot, n int) {
+	binary.NativeEndian.PutUint64(b.BoardLine(b.rank, slot), uint64(n))
 }
 
 // boardCount reads p's count word for the round of parity slot (after
 // p has posted it).
-func boardCount(b adi.Board, p, slot int) int {
+func boardCount(b *board, p, slot int) int {
 	return int(binary.NativeEndian.Uint64(b.BoardLine(p, slot)))
 }
 
@@ -109,12 +123,12 @@ func boardCount(b adi.Board, p, slot int) int {
 // the collective erroneous (MPI requires equal type signatures): ErrTruncate
 // when a peer passes more bytes than this process (its result could not
 // hold theirs), ErrCount when peers pass fewer.
-func (r *runtime) boardCheck(b adi.Board, op string, slot, n int) error {
-	if r.size == 1 {
+func (r *runtime) boardCheck(b *board, op string, slot, n int) error {
+	if b.size == 1 {
 		return nil
 	}
-	lo, hi := r.rank, r.rank
-	for p := range r.size {
+	lo, hi := b.rank, b.rank
+	for p := range b.size {
 		m := boardCount(b, p, slot)
 		if m < n {
 			lo = p
@@ -122,10 +136,10 @@ func (r *runtime) boardCheck(b adi.Board, op string, slot, n int) error {
 			hi = p
 		}
 	}
-	if hi != r.rank {
+	if hi != b.rank {
 		return errorf(ErrTruncate, op, "rank %d passes %d bytes, more than this rank's %d: every rank must pass the same count", hi, boardCount(b, hi, slot), n)
 	}
-	if lo != r.rank {
+	if lo != b.rank {
 		return errorf(ErrCount, op, "rank %d passes %d bytes, fewer than this rank's %d: every rank must pass the same count", lo, boardCount(b, lo, slot), n)
 	}
 	return nil
@@ -150,8 +164,8 @@ func countMismatch(op string, root, sent, have int) error {
 // the collectives that then move their data by messages: every process
 // checks the counts before any message is sent, so processes that disagree
 // fail alike instead of waiting for messages of the wrong size.
-func (r *runtime) boardHeader(b adi.Board, op string, n int) error {
-	k := r.boardSeq.Add(1)
+func (r *runtime) boardHeader(b *board, op string, n int) error {
+	k := b.seq.Add(1)
 	slot := int(k % 2)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
@@ -171,7 +185,7 @@ const boardSpin = 64
 
 // boardWait waits until rank p has posted k, or with p < 0 until every
 // rank has. A rank that is gone without posting fails the wait.
-func (r *runtime) boardWait(b adi.Board, op string, p int, k uint64) error {
+func (r *runtime) boardWait(b *board, op string, p int, k uint64) error {
 	var perr error
 	next := 0 // ranks below next have posted k
 	cond := func() bool {
@@ -180,7 +194,7 @@ func (r *runtime) boardWait(b adi.Board, op string, p int, k uint64) error {
 			perr = err
 			return ok || err != nil
 		}
-		for ; next < r.size; next++ {
+		for ; next < b.size; next++ {
 			ok, err := b.BoardPosted(next, k)
 			if err != nil {
 				perr = err
@@ -201,10 +215,15 @@ func (r *runtime) boardWait(b adi.Board, op string, p int, k uint64) error {
 		// that sees it rings this process's doorbell, a cache miss and
 		// perhaps a system call on its way, which a waiter that is still
 		// polling does not need.
-		raised := false
-		err := r.waitSleeping(cond, func() { b.BoardWaiting(true); raised = true })
-		if raised {
-			b.BoardWaiting(false)
+		var err error
+		if b.own != nil {
+			err = r.boardSleep(b, cond)
+		} else {
+			raised := false
+			err = r.waitSleeping(cond, func() { b.BoardWaiting(true); raised = true })
+			if raised {
+				b.BoardWaiting(false)
+			}
 		}
 		if err != nil {
 			return err
@@ -217,8 +236,8 @@ func (r *runtime) boardWait(b adi.Board, op string, p int, k uint64) error {
 }
 
 // boardBarrier is MPI_Barrier: post, then wait for every post.
-func (r *runtime) boardBarrier(b adi.Board) error {
-	k := r.boardSeq.Add(1)
+func (r *runtime) boardBarrier(b *board) error {
+	k := b.seq.Add(1)
 	b.BoardPost(k, false)
 	return r.boardWait(b, "MPI_Barrier", -1, k)
 }
@@ -232,14 +251,14 @@ func (r *runtime) boardBarrier(b adi.Board) error {
 // prefix that fits and ErrTruncate; one whose buffer is longer gets the
 // root's data and ErrCount (countMismatch). msg runs a broadcast of its
 // argument by messages (the path when boards cannot carry it).
-func (r *runtime) boardBcastAny(b adi.Board, data []byte, root int, msg func([]byte) error) error {
+func (r *runtime) boardBcastAny(b *board, data []byte, root int, msg func([]byte) error) error {
 	const op = "MPI_Bcast"
 	if err := r.boardAgree(b); err != nil {
 		return err
 	}
 	n := len(data)
-	if r.rank != root {
-		k := r.boardSeq.Load() + 1 // the root posts this Bcast's first round
+	if b.rank != root {
+		k := b.seq.Load() + 1 // the root posts this Bcast's first round
 		if err := r.boardWait(b, op, root, k); err != nil {
 			return err
 		}
@@ -267,7 +286,7 @@ func (r *runtime) boardBcastAny(b adi.Board, data []byte, root int, msg func([]b
 			err = msg(work)
 		}
 	}
-	if err != nil || r.rank == root {
+	if err != nil || b.rank == root {
 		return err
 	}
 	if n > len(data) {
@@ -290,14 +309,14 @@ const (
 // cores pass a broadcast of any size through the board slots
 // (boardBcastStaged); otherwise data over 8 KiB are read where they lie,
 // or, where peers' memory cannot be read, sent by messages.
-func (r *runtime) boardBcastPath(b adi.Board, n int) int {
+func (r *runtime) boardBcastPath(b *board, n int) int {
 	crowded := r.crowded(b)
 	switch {
 	case n <= boardStageIdle || (crowded && n <= b.BoardSlotSize()):
 		return bcastBoardSlot
 	case crowded:
 		return bcastBoardStaged
-	case !r.readable:
+	case !b.readable:
 		return bcastMessages
 	case n >= splitBcast:
 		return bcastBoardSplit
@@ -307,27 +326,27 @@ func (r *runtime) boardBcastPath(b adi.Board, n int) int {
 
 // boardHeadBcast is the round in which the root of a Bcast that then goes
 // by messages publishes its count (the others read it in boardBcastAny).
-func (r *runtime) boardHeadBcast(b adi.Board, root, n int) error {
-	k := r.boardSeq.Add(1)
+func (r *runtime) boardHeadBcast(b *board, root, n int) error {
+	k := b.seq.Add(1)
 	slot := int(k % 2)
-	if r.rank == root {
+	if b.rank == root {
 		if err := r.boardWait(b, "MPI_Bcast", -1, k-1); err != nil {
 			return err
 		}
 		r.boardSetCount(b, slot, n)
 	}
-	b.BoardPost(k, r.rank == root)
+	b.BoardPost(k, b.rank == root)
 	return nil
 }
 
 // boardBcast copies root's data (packed) into every process's data; the
 // root's count word says total (the whole Bcast's bytes when data are one
 // segment of it).
-func (r *runtime) boardBcast(b adi.Board, data []byte, root, total int) error {
+func (r *runtime) boardBcast(b *board, data []byte, root, total int) error {
 	const op = "MPI_Bcast"
-	k := r.boardSeq.Add(1)
+	k := b.seq.Add(1)
 	slot := int(k % 2)
-	if r.rank == root {
+	if b.rank == root {
 		if err := r.boardWait(b, op, -1, k-1); err != nil {
 			return err
 		}
@@ -348,9 +367,9 @@ func (r *runtime) boardBcast(b adi.Board, data []byte, root, total int) error {
 // order into out: at root for a Reduce (out is nil elsewhere), at every
 // process for an Allreduce (all). Every process folds the same operands in
 // the same order, so an Allreduce's results are bit-identical everywhere.
-func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reducer, root int, all bool) error {
+func (r *runtime) boardReduce(b *board, op string, in, out []byte, red reducer, root int, all bool) error {
 	n := len(in)
-	k := r.boardSeq.Add(1)
+	k := b.seq.Add(1)
 	slot := int(k % 2)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
@@ -358,9 +377,9 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 	// Every process, the root too, folds from the slots, so out may be in
 	// (in place).
 	r.boardSetCount(b, slot, n)
-	copy(boardArea(b, r.rank, slot, n), in)
+	copy(boardArea(b, b.rank, slot, n), in)
 	b.BoardPost(k, false)
-	if !all && r.rank != root {
+	if !all && b.rank != root {
 		return nil
 	}
 	if err := r.boardWait(b, op, -1, k); err != nil {
@@ -369,8 +388,8 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 	if err := r.boardCheck(b, op, slot, n); err != nil {
 		return err
 	}
-	copy(out, boardArea(b, r.size-1, slot, n))
-	for p := r.size - 2; p >= 0; p-- {
+	copy(out, boardArea(b, b.size-1, slot, n))
+	for p := b.size - 2; p >= 0; p-- {
 		red.apply(boardArea(b, p, slot, n), out)
 	}
 	return nil
@@ -392,16 +411,16 @@ func (r *runtime) boardReduce(b adi.Board, op string, in, out []byte, red reduce
 // (BoardReadable), and how many cores the job has (the least NumCPU of
 // any process). The first collective that needs either runs it, on every
 // rank at the same point.
-func (r *runtime) boardAgree(b adi.Board) error {
-	if r.agreed {
+func (r *runtime) boardAgree(b *board) error {
+	if b.agreed {
 		return nil
 	}
-	k := r.boardSeq.Add(1)
+	k := b.seq.Add(1)
 	slot := int(k % 2)
 	if err := r.boardWait(b, "MPI_Init", -1, k-1); err != nil {
 		return err
 	}
-	mine := boardArea(b, r.rank, slot, 8)
+	mine := boardArea(b, b.rank, slot, 8)
 	mine[0] = 0
 	if b.BoardReadable() {
 		mine[0] = 1
@@ -411,13 +430,13 @@ func (r *runtime) boardAgree(b adi.Board) error {
 	if err := r.boardWait(b, "MPI_Init", -1, k); err != nil {
 		return err
 	}
-	r.readable, r.cores = true, math.MaxInt
-	for p := 0; p < r.size; p++ {
+	b.readable, b.cores = true, math.MaxInt
+	for p := 0; p < b.size; p++ {
 		theirs := boardArea(b, p, slot, 8)
-		r.readable = r.readable && theirs[0] == 1
-		r.cores = min(r.cores, int(binary.LittleEndian.Uint32(theirs[4:])))
+		b.readable = b.readable && theirs[0] == 1
+		b.cores = min(b.cores, int(binary.LittleEndian.Uint32(theirs[4:])))
 	}
-	r.agreed = true
+	b.agreed = true
 	return nil
 }
 
@@ -438,17 +457,17 @@ func addrOf(b []byte) uintptr {
 // rather than the root's by all at once. The data are not passed on in
 // pieces to overlap the tree's levels: each piece would cost every waiting
 // process a wake-up on an oversubscribed machine.
-func (r *runtime) boardBcastLarge(b adi.Board, data []byte, root int) error {
+func (r *runtime) boardBcastLarge(b *board, data []byte, root int) error {
 	const op = "MPI_Bcast"
-	k := r.boardSeq.Add(1)
+	k := b.seq.Add(1)
 	slot := int(k % 2)
-	np := r.size
-	rel := (r.rank - root + np) % np
+	np := b.size
+	rel := (b.rank - root + np) % np
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
 	r.boardSetCount(b, slot, len(data))
-	binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, 8), uint64(addrOf(data)))
+	binary.NativeEndian.PutUint64(boardArea(b, b.rank, slot, 8), uint64(addrOf(data)))
 	var err error
 	if rel != 0 {
 		parent := (rel&^(1<<(bits.Len(uint(rel))-1)) + root) % np
@@ -483,17 +502,17 @@ const splitBcast = 64 << 10
 // writes the first half into the child's, so two cores copy at once. It
 // takes three rounds: k (this process's buffer address is posted), k+1 (it
 // holds all the data) and k+2 (it has written into all its children).
-func (r *runtime) boardBcastSplit(b adi.Board, data []byte, root int) error {
+func (r *runtime) boardBcastSplit(b *board, data []byte, root int) error {
 	const op = "MPI_Bcast"
-	k := r.boardSeq.Add(3) - 2
+	k := b.seq.Add(3) - 2
 	slot := int(k % 2)
-	np, half := r.size, len(data)/2
-	rel := (r.rank - root + np) % np
+	np, half := b.size, len(data)/2
+	rel := (b.rank - root + np) % np
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
 	r.boardSetCount(b, slot, len(data))
-	binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, 8), uint64(addrOf(data)))
+	binary.NativeEndian.PutUint64(boardArea(b, b.rank, slot, 8), uint64(addrOf(data)))
 	b.BoardPost(k, true)
 	addr := func(p int) uintptr { return uintptr(binary.NativeEndian.Uint64(boardArea(b, p, slot, 8))) }
 	var err error
@@ -547,11 +566,11 @@ const boardPiece = 64 << 10
 // collective waits until every process is done reading the slot. Blocks
 // too large for one slot go to boardAlltoallRead rather than a piece per
 // round, which gains nothing over it (docs/performance.md).
-func (r *runtime) boardAlltoallStaged(b adi.Board, s, recv []byte, bs int) error {
+func (r *runtime) boardAlltoallStaged(b *board, s, recv []byte, bs int) error {
 	const op = "MPI_Alltoall"
-	np, me := r.size, r.rank
+	np, me := b.size, b.rank
 	n := np * bs
-	if n > boardStageIdle && r.boardSeq.Load()%2 == 0 {
+	if n > boardStageIdle && b.seq.Load()%2 == 0 {
 		// Large offers always take slot 0: an odd round goes by empty
 		// (posting it says no more than that this process has started
 		// the Alltoall), and the offers take the next one. Back-to-back
@@ -562,7 +581,7 @@ func (r *runtime) boardAlltoallStaged(b adi.Board, s, recv []byte, bs int) error
 			return err
 		}
 	}
-	k := r.boardSeq.Add(1)
+	k := b.seq.Add(1)
 	slot := int(k % 2)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
@@ -590,29 +609,29 @@ func (r *runtime) boardAlltoallStaged(b adi.Board, s, recv []byte, bs int) error
 // blocks and reads block i, where i is its rank, from every process's
 // buffer into block p of recv (process_vm_readv). A second round tells each
 // process that its buffer has been read.
-func (r *runtime) boardAlltoallRead(b adi.Board, s, recv []byte, bs int) error {
+func (r *runtime) boardAlltoallRead(b *board, s, recv []byte, bs int) error {
 	const op = "MPI_Alltoall"
-	k := r.boardSeq.Add(2) - 1 // rounds k, k+1
+	k := b.seq.Add(2) - 1 // rounds k, k+1
 	slot := int(k % 2)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
 	r.boardSetCount(b, slot, len(s))
-	binary.NativeEndian.PutUint64(boardArea(b, r.rank, slot, 8), uint64(addrOf(s)))
+	binary.NativeEndian.PutUint64(boardArea(b, b.rank, slot, 8), uint64(addrOf(s)))
 	b.BoardPost(k, false)
 	if err := r.boardWait(b, op, -1, k); err != nil {
 		return err
 	}
 	if err := r.boardCheck(b, op, slot, len(s)); err != nil {
-		r.boardSeq.Store(k) // every process stops after round k
+		b.seq.Store(k) // every process stops after round k
 		return err
 	}
 	var err error
-	me := r.rank * bs
-	for i := range r.size {
-		p := (r.rank + i) % r.size // start at different peers
+	me := b.rank * bs
+	for i := range b.size {
+		p := (b.rank + i) % b.size // start at different peers
 		dst := recv[p*bs : (p+1)*bs]
-		if p == r.rank {
+		if p == b.rank {
 			copy(dst, s[me:me+bs])
 			continue
 		}
@@ -649,12 +668,12 @@ func (r *runtime) boardAlltoallRead(b adi.Board, s, recv []byte, bs int) error {
 // whole multiples of es bytes; folding the other processes' share i into
 // process i's own in the fixed order i+1, i+2, …, i-1 (mod n) makes every
 // run, and every process, get the same bits.
-func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, red reducer, es int) error {
-	n, np := len(in), r.size
+func (r *runtime) boardAllreduceStaged(b *board, op string, in, out []byte, red reducer, es int) error {
+	n, np := len(in), b.size
 	seg := b.BoardSlotSize() / es * es
 	piece := max(boardPiece/es*es, es) // whole elements: a kernel never sees part of one
 	segs := (n + seg - 1) / seg
-	k := r.boardSeq.Add(uint64(2*segs+1)) - uint64(2*segs)
+	k := b.seq.Add(uint64(2*segs+1)) - uint64(2*segs)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
 	}
@@ -674,7 +693,7 @@ func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, r
 		if s == 0 {
 			r.boardSetCount(b, slot, n)
 		}
-		cachedCopy(b.BoardSlot(r.rank, slot)[:m], in[lo:hi])
+		cachedCopy(b.BoardSlot(b.rank, slot)[:m], in[lo:hi])
 		b.BoardPost(ka, false)
 		if err := r.boardWait(b, op, -1, ka); err != nil {
 			return err
@@ -683,16 +702,16 @@ func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, r
 			if err := r.boardCheck(b, op, slot, n); err != nil {
 				// Every process sees the same counts and stops here:
 				// this collective took round k only.
-				r.boardSeq.Store(k)
+				b.seq.Store(k)
 				return err
 			}
 		}
-		a, z := share(r.rank)
-		mine := b.BoardSlot(r.rank, slot)
+		a, z := share(b.rank)
+		mine := b.BoardSlot(b.rank, slot)
 		for off := a; off < z; off += piece {
 			e := min(z, off+piece)
 			for i := 1; i < np; i++ {
-				p := (r.rank + i) % np
+				p := (b.rank + i) % np
 				red.apply(b.BoardSlot(p, slot)[off:e], mine[off:e])
 			}
 		}
@@ -701,7 +720,7 @@ func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, r
 			return err
 		}
 		for i := range np {
-			p := (r.rank + i) % np
+			p := (b.rank + i) % np
 			a, z := share(p)
 			copy(out[lo+a:lo+z], b.BoardSlot(p, slot)[a:z])
 		}
@@ -716,7 +735,7 @@ func (r *runtime) boardAllreduceStaged(b adi.Board, op string, in, out []byte, r
 // copy segment s out. On a crowded machine this beats both the binomial
 // tree of process_vm_readv reads (boardBcastLarge) and every process
 // reading the root's buffer directly (docs/performance.md).
-func (r *runtime) boardBcastStaged(b adi.Board, data []byte, root int) error {
+func (r *runtime) boardBcastStaged(b *board, data []byte, root int) error {
 	seg := b.BoardSlotSize()
 	for off := 0; off < len(data); off += seg {
 		if err := r.boardBcast(b, data[off:min(len(data), off+seg)], root, len(data)); err != nil {

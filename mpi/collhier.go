@@ -8,7 +8,7 @@ import (
 
 // Hierarchical collectives for communicators whose ranks span hosts.
 //
-// The device's native collectives (netvm's board, fm's multidestination
+// The boards and the device's native collectives (fm's multidestination
 // sends) are shared memory: they reach only the ranks of one host. A
 // communicator learns, once, how its ranks lie on hosts (hierOf, from the
 // placement every rank agrees on: runtime.place); on more than one host it
@@ -20,8 +20,10 @@ import (
 // leader first; Scatter sends them to it. The other collectives run their flat message algorithms.
 // The hooks sit in the algorithms (collalg.go), so the blocking,
 // non-blocking and persistent forms all run in tiers. A node group may use
-// fm's multidestination sends (its ranks share a host) but not netvm's
-// board, which serves MPI_COMM_WORLD only.
+// fm's multidestination sends (its ranks share a host), and a blocking
+// tiered Barrier runs its host phases on the board of the host's ranks
+// (Comm.nodeBoard); a communicator of one host's ranks made from a
+// spanning one (SplitType's) gets a board of its own.
 //
 // Reductions keep rank order: a non-commutative operation is reduced in
 // tiers only when every host's ranks are a contiguous range of the
@@ -158,7 +160,7 @@ func (e *coll) tiers(root, nodeTag int) (top *coll, topRoot int, node *coll, nod
 		top = &coll{r: e.r, op: e.op, ctx: e.ctx, world: leaders, rank: me, size: len(leaders), tag: e.tag + hierTagTop, h: spanFlat}
 	}
 	// A node group lies on one host: it may use the native collectives.
-	node = &coll{r: e.r, op: e.op, ctx: e.ctx, world: h.nodeWorld[me], rank: h.nodeRank[e.rank], size: len(h.nodes[me]), tag: e.tag + nodeTag}
+	node = &coll{r: e.r, op: e.op, ctx: e.ctx, world: h.nodeWorld[me], rank: h.nodeRank[e.rank], size: len(h.nodes[me]), tag: e.tag + nodeTag, nb: e.nb}
 	e.r.hierColls.Add(1)
 	return
 }
@@ -167,6 +169,9 @@ func (e *coll) tiers(root, nodeTag int) (top *coll, topRoot int, node *coll, nod
 // barrier, and each leader releases its members.
 func (e *coll) hierBarrier() error {
 	top, _, in, _ := e.tiers(-1, hierTagIn)
+	if in.nb != nil {
+		return in.boardHostBarrier(top)
+	}
 	if in.rank != 0 {
 		if err := in.send(0, nil); err != nil {
 			return err
@@ -184,6 +189,30 @@ func (e *coll) hierBarrier() error {
 	out := *in
 	out.tag = e.tag + hierTagDown
 	return out.sendAll(nil)
+}
+
+// boardHostBarrier is hierBarrier's host phases on the host's board (e is
+// the node group, rank 0 its leader): every member posts round k, the
+// leader waits for all of them, runs the leaders' barrier (top), and posts
+// k+1 waking the members, which wait for it and post k+1 themselves.
+func (e *coll) boardHostBarrier(top *coll) error {
+	r, b := e.r, e.nb
+	r.hostBoard.Add(1)
+	k := b.seq.Add(2) - 1
+	b.BoardPost(k, false)
+	if e.rank != 0 {
+		if err := r.boardWait(b, e.op, 0, k+1); err != nil {
+			return err
+		}
+		b.BoardPost(k+1, false)
+		return nil
+	}
+	err := r.boardWait(b, e.op, -1, k)
+	if err == nil && top != nil {
+		err = top.barrier()
+	}
+	b.BoardPost(k+1, true) // even after a failure: the members must not wait forever
+	return err
 }
 
 // gatherEmpty receives an empty message from every other rank of e.

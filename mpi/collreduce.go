@@ -85,6 +85,9 @@ func reduceWith(op string, c *Comm, r *runtime, in, recv Buffer, red reducer, ro
 		done()
 		return nil
 	}
+	p.board = func(e *coll, b *board) error {
+		return r.reduceOnBoard(b, op, in, recv, red, root, func() error { return p.run(e) })
+	}
 	return p
 }
 
@@ -104,26 +107,34 @@ func reduceBuf(c *Comm, send, recv Buffer, o *Op, root int) error {
 		return err
 	}
 	if b := r.boardFor(c, 0); b != nil {
-		if in.Size() <= boardReduceMax {
-			if c.rank != root {
-				return r.boardReduce(b, op, packIn(in), nil, red, root, false)
-			}
-			// The board works on packed bytes: a non-contiguous recv
-			// gets them through packOut.
-			out, done := packOut(recv, false)
-			if err := r.boardReduce(b, op, packIn(in), out, red, root, false); err != nil {
-				return err
-			}
-			done()
-			return nil
-		}
-		// Larger vectors go by messages, once every process has checked
-		// that all counts agree (its own may have sent it to the board).
+		return r.reduceOnBoard(b, op, in, recv, red, root, func() error {
+			return reduceWith(op, c, r, in, recv, red, root).now()
+		})
+	}
+	return reduceWith(op, c, r, in, recv, red, root).now()
+}
+
+// reduceOnBoard is MPI_Reduce on board b: small vectors fold from the
+// slots; larger ones go by messages (msg), once every process has checked
+// that all counts agree (its own may have sent it to the board).
+func (r *runtime) reduceOnBoard(b *board, op string, in, recv Buffer, red reducer, root int, msg func() error) error {
+	if in.Size() > boardReduceMax {
 		if err := r.boardHeader(b, op, in.Size()); err != nil {
 			return err
 		}
+		return msg()
 	}
-	return reduceWith(op, c, r, in, recv, red, root).now()
+	if b.rank != root {
+		return r.boardReduce(b, op, packIn(in), nil, red, root, false)
+	}
+	// The board works on packed bytes: a non-contiguous recv gets them
+	// through packOut.
+	out, done := packOut(recv, false)
+	if err := r.boardReduce(b, op, packIn(in), out, red, root, false); err != nil {
+		return err
+	}
+	done()
+	return nil
 }
 
 // IreduceBuf starts a Reduce (MPI_Ireduce).
@@ -192,6 +203,9 @@ func allreduceWith(op string, c *Comm, r *runtime, send, recv, in Buffer, inplac
 		done()
 		return nil
 	}
+	p.board = func(e *coll, b *board) error {
+		return r.allreduceOnBoard(b, op, recv, in, red, es, func() error { return p.run(e) })
+	}
 	return p
 }
 
@@ -210,33 +224,43 @@ func allreduceBuf(c *Comm, send, recv Buffer, o *Op) error {
 	if err != nil {
 		return err
 	}
-	// The board works on packed bytes: a non-contiguous recv gets them
-	// through packOut (packIn of an in-place input then reads a copy).
 	if b := r.boardFor(c, 0); b != nil {
-		switch {
-		case in.Size() <= boardReduceMax:
-			out, done := packOut(recv, false)
-			if err := r.boardReduce(b, op, packIn(in), out, red, 0, true); err != nil {
-				return err
-			}
-			done()
-			return nil
-		case red.commute:
-			// The large board path splits the vector into shares; like
-			// Rabenseifner's algorithm it is for commutative operations only.
-			out, done := packOut(recv, false)
-			if err := r.boardAllreduceStaged(b, op, packIn(in), out, red, reduceUnit(in, o)); err != nil {
-				return err
-			}
-			done()
-			return nil
-		}
-		// Messages, once every process has checked that all counts agree.
-		if err := r.boardHeader(b, op, in.Size()); err != nil {
-			return err
-		}
+		return r.allreduceOnBoard(b, op, recv, in, red, reduceUnit(in, o), func() error {
+			return allreduceWith(op, c, r, send, recv, in, inplace, red, reduceUnit(in, o)).now()
+		})
 	}
 	return allreduceWith(op, c, r, send, recv, in, inplace, red, reduceUnit(in, o)).now()
+}
+
+// allreduceOnBoard is MPI_Allreduce of in into recv on board b, in pieces
+// of es bytes; msg runs it by messages where the board cannot (a large
+// non-commutative operation), once every process has checked that all
+// counts agree. The board works on packed bytes: a non-contiguous recv
+// gets them through packOut (packIn of an in-place input then reads a
+// copy).
+func (r *runtime) allreduceOnBoard(b *board, op string, recv, in Buffer, red reducer, es int, msg func() error) error {
+	switch {
+	case in.Size() <= boardReduceMax:
+		out, done := packOut(recv, false)
+		if err := r.boardReduce(b, op, packIn(in), out, red, 0, true); err != nil {
+			return err
+		}
+		done()
+		return nil
+	case red.commute:
+		// The large board path splits the vector into shares; like
+		// Rabenseifner's algorithm it is for commutative operations only.
+		out, done := packOut(recv, false)
+		if err := r.boardAllreduceStaged(b, op, packIn(in), out, red, es); err != nil {
+			return err
+		}
+		done()
+		return nil
+	}
+	if err := r.boardHeader(b, op, in.Size()); err != nil {
+		return err
+	}
+	return msg()
 }
 
 // IallreduceBuf starts an Allreduce (MPI_Iallreduce).

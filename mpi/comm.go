@@ -32,6 +32,14 @@ type Comm struct {
 	// hier is how the ranks lie on hosts, once a collective needs it (collhier.go).
 	hier atomic.Pointer[hierarchy]
 
+	// board is the communicator's board, built at its first blocking
+	// collective (boardTried), nil if it has none (collboards.go).
+	board      *board
+	boardTried bool
+	// nodeBoard, when the ranks span hosts in tiers, is this host's
+	// ranks' board, for the host phases of blocking tiered collectives.
+	nodeBoard *board
+
 	// An intercommunicator's world and local describe the remote group (the
 	// ranks that point-to-point calls name); lworld is the local group.
 	inter  bool

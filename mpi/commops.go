@@ -351,6 +351,7 @@ func (c *Comm) free() error {
 		return errorf(ErrComm, op, "%s cannot be freed", c.name)
 	}
 	c.freed = true
+	c.dropBoard()
 	forgetComm(r, c)
 	r.ids.release(int(c.ctx / 2))
 	if err := c.dropAttrs(); err != nil {

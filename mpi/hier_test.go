@@ -15,12 +15,12 @@ import (
 )
 
 // hierLine is what testdata/hierprog prints per rank.
-var hierLine = regexp.MustCompile(`^rank (\d+) shared \[([\d ]*)\] board (\d+) hier (\d+) multi (\d+)$`)
+var hierLine = regexp.MustCompile(`^rank (\d+) shared \[([\d ]*)\] board (\d+) hier (\d+) multi (\d+) hostboard (\d+)$`)
 
 // hierCounts are one rank's line of testdata/hierprog.
 type hierCounts struct {
-	shared              string
-	board, hier, multis int
+	shared                         string
+	board, hier, multis, hostboard int
 }
 
 // runHierprog runs testdata/hierprog on np ranks of dev with
@@ -55,7 +55,8 @@ func runHierprog(t *testing.T, bins map[string]string, dev string, np int, prete
 		b, _ := strconv.Atoi(m[3])
 		h, _ := strconv.Atoi(m[4])
 		ms, _ := strconv.Atoi(m[5])
-		got[r] = hierCounts{shared: m[2], board: b, hier: h, multis: ms}
+		hb, _ := strconv.Atoi(m[6])
+		got[r] = hierCounts{shared: m[2], board: b, hier: h, multis: ms, hostboard: hb}
 		seen++
 	}
 	if seen != np {
@@ -65,9 +66,10 @@ func runHierprog(t *testing.T, bins map[string]string, dev string, np int, prete
 }
 
 // TestPretendHostsPaths: with ADIMPI_PRETEND_HOSTS the collectives on
-// MPI_COMM_WORLD keep off netvm's board and fm's multidestination sends
-// and run in tiers, and SplitTypeShared gives the pretend hosts' ranks;
-// without it they take the native paths as before and never tiers.
+// MPI_COMM_WORLD keep off the boards and fm's multidestination sends
+// and run in tiers, a tiered Barrier's host phases on the host's board,
+// and SplitTypeShared gives the pretend hosts' ranks;
+// without it they take the board on every device and never tiers.
 func TestPretendHostsPaths(t *testing.T) {
 	bins := testbuild.Programs(t, "../cmd/mpirun", "./testdata/hierprog")
 	for _, c := range []struct {
@@ -82,20 +84,25 @@ func TestPretendHostsPaths(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/pretend=%s", c.dev, c.pretend), func(t *testing.T) {
 			got := runHierprog(t, bins, c.dev, c.np, c.pretend)
-			board, hier, multis := 0, 0, 0
+			board, hier, multis, hostboard := 0, 0, 0, 0
 			for r, g := range got {
 				if g.shared != c.shared(r) {
 					t.Errorf("rank %d: SplitTypeShared gives world ranks [%s], want [%s]", r, g.shared, c.shared(r))
 				}
-				board, hier, multis = board+g.board, hier+g.hier, multis+g.multis
+				board, hier, multis, hostboard = board+g.board, hier+g.hier, multis+g.multis, hostboard+g.hostboard
+			}
+			// Hosts of more than one rank run a tiered Barrier's host
+			// phases on their board (hierprog starts with a Barrier).
+			if c.pretend != "" && hostboard == 0 {
+				t.Errorf("across pretend hosts: no tiered collective ran its host phases on a board")
 			}
 			switch {
 			case c.pretend != "" && (board != 0 || multis != 0 || hier == 0):
 				t.Errorf("across pretend hosts: %d board rounds and %d multidestination messages (want 0), %d tiered collectives (want > 0)", board, multis, hier)
 			case c.pretend == "" && hier != 0:
 				t.Errorf("on one host: %d tiered collectives, want 0", hier)
-			case c.pretend == "" && c.dev == "netvm" && board == 0:
-				t.Errorf("netvm on one host: no board rounds: the board path is off")
+			case c.pretend == "" && board == 0:
+				t.Errorf("%s on one host: no board rounds: the board path is off", c.dev)
 			case c.pretend == "" && c.dev == "fm" && multis == 0:
 				t.Errorf("fm on one host at np %d: no multidestination messages: that path is off", c.np)
 			}

@@ -45,10 +45,6 @@ type runtime struct {
 	bodies    []*adi.Request             // completed adi.Requests for reuse, under mu (takeBody, giveBody)
 	held      heldSlab                   // where startFlat carves handles from, under mu
 	waits     atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
-	boardSeq  atomic.Uint64              // board collectives run on MPI_COMM_WORLD (collboard.go)
-	agreed    bool                       // boardAgree has run: readable and cores hold
-	readable  bool                       // every rank can BoardRead every other
-	cores     int                        // the least runtime.NumCPU of any rank
 	asyncOn   atomic.Bool                // the progress goroutine runs (set before the runtime is published)
 	resume    chan struct{}              // wakes the parked progress goroutine
 	native    bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
@@ -57,6 +53,7 @@ type runtime struct {
 	place     []int                      // world rank -> host, as collectives and SplitType see it: hosts, or ADIMPI_PRETEND_HOSTS's (hosts.go)
 	spread    bool                       // place puts the ranks on more than one host
 	hierColls atomic.Int64               // tiered collectives run (collhier.go)
+	hostBoard atomic.Int64               // tiered collectives whose host phases ran on a board (collhier.go)
 	join      *joinDev                   // dev as the core sees it: the device, and the inter-job channel (join.go)
 }
 
@@ -364,8 +361,9 @@ func Counters() map[string]int64 {
 	if m == nil {
 		m = map[string]int64{}
 	}
-	m["board_rounds"] = int64(r.boardSeq.Load())
+	m["board_rounds"] = r.boardRounds()
 	m["hier_collectives"] = r.hierColls.Load()
+	m["host_board_collectives"] = r.hostBoard.Load()
 	return m
 }
 

@@ -32,7 +32,11 @@ func collCases(c *mpi.Comm, large int) []collCase {
 		check: func() error { return mpi.Barrier(c) },
 	})
 
-	for _, bytes := range []int{8, large} {
+	sizes := []int{8, 1 << 20, large} // 1 MiB: the figure issue 25 compares
+	if large == 1<<20 {
+		sizes = sizes[:2]
+	}
+	for _, bytes := range sizes {
 		n := bytes / 8
 		send, recv := make([]float64, n), make([]float64, n)
 		// Element i of rank r is (i mod 13) + r: the sums stay exact
@@ -215,6 +219,13 @@ func runColl(cfg *config, sweep bool) {
 		cases = bcastCases(cfg, c)
 	}
 	rows := collBench(cfg, c, cases)
+	if cfg.comm == "dup" {
+		// Rows of their own beside the world's in one results file
+		// (mpibench compare runs both).
+		for i := range rows {
+			rows[i].bench += "_dup"
+		}
+	}
 	if world.Rank() == 0 {
 		printRows(os.Stdout, cfg, rows)
 	}

@@ -78,6 +78,28 @@ func TestSummarizeColl(t *testing.T) {
 	}
 }
 
+// TestSummarizeCollMedians: several rounds' results merge into the
+// median of each cell, and _dup rows get sections of their own.
+func TestSummarizeCollMedians(t *testing.T) {
+	var rounds []collResults
+	for _, v := range []string{"30", "10", "20"} {
+		res, err := readCollResults(strings.NewReader("coll_barrier_dup,netvm,4,0," + v + ",us\ncoll_barrier_dup,openmpi,4,0,40,us\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rounds = append(rounds, res)
+	}
+	res := medianCollResults(rounds)
+	if got := res[collKey{"coll_barrier_dup", "netvm", 4, 0}]; got != 20 {
+		t.Errorf("median of 30, 10, 20 is %v, want 20", got)
+	}
+	var buf bytes.Buffer
+	summarizeColl(&buf, res)
+	if out := buf.String(); !strings.Contains(out, "Barrier (Dup)") || !strings.Contains(out, "0.50") {
+		t.Errorf("summary lacks the Dup section or its ratio 0.50:\n%s", out)
+	}
+}
+
 // TestBcastSweep runs the bcast sweep for real on fm at np 8 (where the
 // core takes fm's multidestination Bcast) and with the core's own
 // algorithms (ADIMPI_NATIVE_COLL=off): every size is checked on every rank,
@@ -123,7 +145,8 @@ func TestBcastSweep(t *testing.T) {
 }
 
 // TestCollOnDup: coll --comm dup times (and checks) every collective on a
-// duplicate of the world, and an unknown --comm is refused.
+// duplicate of the world, in rows named with a _dup suffix, and an unknown
+// --comm is refused.
 func TestCollOnDup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs mpirun jobs")
@@ -140,7 +163,7 @@ func TestCollOnDup(t *testing.T) {
 		}
 		benches[r.bench] = true
 	}
-	for _, b := range []string{"coll_barrier", "coll_allreduce", "coll_bcast", "coll_alltoall"} {
+	for _, b := range []string{"coll_barrier_dup", "coll_allreduce_dup", "coll_bcast_dup", "coll_alltoall_dup"} {
 		if !benches[b] {
 			t.Errorf("no %s row in\n%s", b, out)
 		}

@@ -33,6 +33,7 @@ var collOrder = []struct {
 }{
 	{"Barrier", "coll_barrier", 0},
 	{"Allreduce 8 B", "coll_allreduce", 8},
+	{"Allreduce 1 MiB", "coll_allreduce", 1 << 20},
 	{"Allreduce 8 MiB", "coll_allreduce", 8 << 20},
 	{"Bcast 1 MiB", "coll_bcast", 1 << 20},
 	{"Alltoall 64 KiB/pair", "coll_alltoall", 64 << 10},
@@ -145,7 +146,20 @@ func summarizeColl(w io.Writer, res collResults) {
 		fmt.Fprintf(tw, "%s/best\t", d)
 	}
 	fmt.Fprintln(tw, "\t")
-	for _, c := range collOrder {
+	var order []struct {
+		label, bench string
+		size         int
+	}
+	for _, suffix := range []string{"", "_dup"} {
+		for _, c := range collOrder {
+			c.bench += suffix
+			if suffix != "" {
+				c.label += " (Dup)"
+			}
+			order = append(order, c)
+		}
+	}
+	for _, c := range order {
 		for _, np := range res.nps(c.bench, c.size) {
 			fmt.Fprintf(tw, "%s\t%d\t", c.label, np)
 			for _, d := range append(slices.Clone(ours), collCMPIs...) {
@@ -169,23 +183,49 @@ func summarizeColl(w io.Writer, res collResults) {
 	tw.Flush()
 }
 
-// runSummarizeColl is the summarize-coll subcommand: args is the results
-// CSV's path.
-func runSummarizeColl(args []string) {
-	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: mpibench summarize-coll results.csv")
-		os.Exit(2)
-	}
-	f, err := os.Open(args[0])
-	if err == nil {
-		var res collResults
-		res, err = readCollResults(f)
-		f.Close()
-		if err == nil {
-			summarizeColl(os.Stdout, res)
-			return
+// medianCollResults merges the results of several rounds: each cell is the
+// median of the rounds that have it (the mean of the middle two for an even
+// count).
+func medianCollResults(rounds []collResults) collResults {
+	all := map[collKey][]float64{}
+	for _, res := range rounds {
+		for k, v := range res {
+			all[k] = append(all[k], v)
 		}
 	}
-	fmt.Fprintln(os.Stderr, "mpibench summarize-coll:", err)
-	os.Exit(1)
+	out := collResults{}
+	for k, vs := range all {
+		slices.Sort(vs)
+		m := len(vs) / 2
+		if len(vs)%2 == 1 {
+			out[k] = vs[m]
+		} else {
+			out[k] = (vs[m-1] + vs[m]) / 2
+		}
+	}
+	return out
+}
+
+// runSummarizeColl is the summarize-coll subcommand: args are the results
+// CSVs' paths, one per round (each cell is the median over the rounds).
+func runSummarizeColl(args []string) {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: mpibench summarize-coll results.csv... (several: one per round, medians)")
+		os.Exit(2)
+	}
+	var rounds []collResults
+	for _, path := range args {
+		f, err := os.Open(path)
+		if err == nil {
+			var res collResults
+			res, err = readCollResults(f)
+			f.Close()
+			rounds = append(rounds, res)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mpibench summarize-coll: %s: %v\n", path, err)
+			os.Exit(1)
+		}
+	}
+	summarizeColl(os.Stdout, medianCollResults(rounds))
 }

@@ -181,14 +181,25 @@ func (c *comparer) plan() []*cmpStep {
 				}
 			}
 		case "coll":
+			// On MPI_COMM_WORLD, and from np 4 on (not --quick) on a Dup
+			// of it too (rows coll_*_dup).
 			for _, np := range o.nps {
-				for _, t := range c.targets {
-					what := fmt.Sprintf("coll np%d", np)
-					if t.adimpi {
-						add(t, bench, np, what, ours(t, np, nil, c.bench, "coll", "--csv", "--reps", collReps, "--min-time", collMin(np).String()))
-					} else {
-						add(t, bench, np, what, theirs(t, np, "coll", "--device", t.name, "--reps", collReps,
-							"--min-time", strconv.FormatFloat(collMin(np).Seconds(), 'f', -1, 64)))
+				comms := []string{"world"}
+				if np >= 4 && !q {
+					comms = append(comms, "dup")
+				}
+				for _, comm := range comms {
+					for _, t := range c.targets {
+						what := fmt.Sprintf("coll np%d", np)
+						if comm != "world" {
+							what = fmt.Sprintf("coll %s np%d", comm, np)
+						}
+						if t.adimpi {
+							add(t, bench, np, what, ours(t, np, nil, c.bench, "coll", "--csv", "--comm", comm, "--reps", collReps, "--min-time", collMin(np).String()))
+						} else {
+							add(t, bench, np, what, theirs(t, np, "coll", "--device", t.name, "--comm", comm, "--reps", collReps,
+								"--min-time", strconv.FormatFloat(collMin(np).Seconds(), 'f', -1, 64)))
+						}
 					}
 				}
 			}

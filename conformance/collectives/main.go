@@ -55,6 +55,7 @@ var checks = []runner.NamedFunc{
 	{Name: "intercomm", Fn: checkIntercomm},
 	{Name: "errors", Fn: checkErrors},
 	{Name: "mismatch", Fn: checkMismatch},
+	{Name: "subcomms", Fn: checkSubcomms},
 }
 
 func main() {
@@ -2296,6 +2297,92 @@ func mismatchAfter(c *mpi.Comm, what string) error {
 	}
 	if sum[0] != int64(c.Size()) {
 		return fmt.Errorf("Allreduce after %s gives %d, want %d", what, sum[0], c.Size())
+	}
+	return nil
+}
+
+// subcommChecks are the checks checkSubcomms runs on each communicator.
+var subcommChecks = []runner.NamedFunc{
+	{Name: "barrier", Fn: checkBarrier},
+	{Name: "bcast", Fn: checkBcast},
+	{Name: "reduce", Fn: checkReduce},
+	{Name: "allreduce", Fn: checkAllreduce},
+	{Name: "alltoall", Fn: checkAlltoall},
+	{Name: "gather", Fn: checkGather},
+	{Name: "allgather", Fn: checkAllgather},
+	{Name: "scan", Fn: checkScan},
+	{Name: "noncommutative", Fn: checkNonCommutative},
+	{Name: "inplace", Fn: checkInPlace},
+	{Name: "nbc", Fn: checkNBC},
+	{Name: "mismatch", Fn: checkMismatch},
+}
+
+// checkSubcomms runs the collectives checks (subcommChecks) on
+// communicators other than MPI_COMM_WORLD: a Dup, the halves of a Split
+// with the ranks reversed, the SplitTypeShared communicator, a Create of
+// the odd ranks, and an Idup, whose first collective is non-blocking.
+// Where a communicator's ranks share a host each gets a board of its own at
+// its first blocking collective, on every device, and its non-blocking and
+// persistent collectives use it from then on; across (pretend) hosts the
+// ones within a host do.
+func checkSubcomms(w *mpi.Comm) error {
+	n, me := w.Size(), w.Rank()
+	subs := []struct {
+		name string
+		make func() (*mpi.Comm, error)
+	}{
+		{"dup", w.Dup},
+		{"split", func() (*mpi.Comm, error) { return w.Split(me%2, -me) }},
+		{"splittype", func() (*mpi.Comm, error) { return w.SplitType(mpi.SplitTypeShared, me) }},
+		{"create", func() (*mpi.Comm, error) {
+			g, err := w.Group()
+			if err != nil || n < 2 {
+				return nil, err
+			}
+			odd, err := g.RangeIncl([][3]int{{1, n - 1, 2}})
+			if err != nil {
+				return nil, err
+			}
+			return w.Create(odd)
+		}},
+		{"idup", func() (*mpi.Comm, error) {
+			c, q, err := w.Idup()
+			if err != nil {
+				return nil, err
+			}
+			_, err = q.Wait()
+			return c, err
+		}},
+	}
+	for _, s := range subs {
+		c, err := s.make()
+		if err != nil {
+			return fmt.Errorf("%s: %v", s.name, err)
+		}
+		if c == nil {
+			continue // not a member (Create's even ranks)
+		}
+		for _, f := range subcommChecks {
+			if err := f.Fn(c); err != nil {
+				return fmt.Errorf("%s (size %d, rank %d): %s: %w", s.name, c.Size(), c.Rank(), f.Name, err)
+			}
+		}
+		// Free with a non-blocking collective still running on the
+		// board: it completes normally.
+		in, out := []int64{int64(c.Rank() + 1)}, []int64{0}
+		q, err := mpi.Iallreduce(c, in, out, mpi.Sum)
+		if err != nil {
+			return fmt.Errorf("%s: iallreduce before free: %v", s.name, err)
+		}
+		if err := c.Free(); err != nil {
+			return fmt.Errorf("%s: free: %v", s.name, err)
+		}
+		if _, err := q.Wait(); err != nil {
+			return fmt.Errorf("%s: iallreduce across free: %v", s.name, err)
+		}
+		if m := int64(c.Size()); out[0] != m*(m+1)/2 {
+			return fmt.Errorf("%s: iallreduce across free gave %d, want %d", s.name, out[0], m*(m+1)/2)
+		}
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func main() {
 	}
 	slices.Sort(shared)
 	c := mpi.Counters()
-	fmt.Printf("rank %d shared %v board %d hier %d multi %d\n", me, shared, c["board_rounds"], c["hier_collectives"], c["multi_messages"])
+	fmt.Printf("rank %d shared %v board %d hier %d multi %d hostboard %d\n", me, shared, c["board_rounds"], c["hier_collectives"], c["multi_messages"], c["host_board_collectives"])
 	if err := mpi.Finalize(); err != nil {
 		log.Fatal(err)
 	}

@@ -1,0 +1,243 @@
+// Package board is the shared-memory board that the MPI core runs a
+// communicator's collectives on when all its ranks share a host, whatever
+// the device: one memfd segment (internal/shm) that one member exports and
+// every other member maps, holding for every member two 64-byte lines, a
+// doorbell and two data slots. It implements adi.Board with communicator
+// ranks for p, so that the core's board algorithms (mpi/collboard.go) run
+// unchanged on it as on a device's own board.
+//
+// A line carries a sequence word (the last round of its parity posted), a
+// waiting flag and a few dozen data bytes, so that a peer that sees a round
+// posted has small data in the same cache line. A member that may sleep
+// raises its flag and sleeps on its doorbell (a futex word of its own, on
+// its own cache line); a post that completes a round, or one marked
+// wakeAll, rings the doorbells of the peers whose flag is up.
+package board
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/shm"
+)
+
+// Layout of one member's area, from its start.
+const (
+	lineSize = 64
+	offBell  = 2 * lineSize // u32: the doorbell, bumped by every ring
+	offPid   = 3 * lineSize // u64: the member's process id, once it has mapped the segment
+	offProbe = offPid + 8   // u64: the address of the member's probe word
+	headSize = 4096         // lines and doorbell; the slots start page-aligned
+	seqOff   = 0            // u64 in each line: the last round of the line's parity posted
+	waitOff  = 8            // u32 in each line: non-zero while the member may sleep
+	dataOff  = 16           // the line's data bytes
+	inline   = lineSize - dataOff
+)
+
+// SlotSize is the size of each slot: an Allreduce of 1 MiB passes through
+// the slots in one segment.
+const SlotSize = 1 << 20
+
+// Size is the bytes a board segment for n members needs.
+func Size(n int) int { return n * (headSize + 2*SlotSize) }
+
+// Board is one member's view of a board segment. It is safe to call from
+// several goroutines for different rounds only as the core does: posts in
+// round order.
+type Board struct {
+	seg    *shm.Segment
+	mem    []byte
+	rank   int
+	pids   []int           // member -> process id, for liveness and remote reads
+	looks  []atomic.Uint32 // failed looks at each member since the last liveness check
+	probed bool            // readable holds
+	// readable: this process may read and write every member's memory.
+	readable bool
+}
+
+// probe is the word whose address a member publishes so that the others
+// can try a remote read and write on it (BoardReadable).
+var probe uint64
+
+// Export creates a board segment for n members, to be mapped by the others
+// (shm.Import with the segment's Pid, FD and Key, then New).
+func Export(name string, n int) (*shm.Segment, error) {
+	return shm.Export(name, Size(n))
+}
+
+// New makes member rank's view of seg (exported here or imported) for n
+// members and publishes this process's id in it. The board is usable once
+// every member has called New and then Ready (the caller synchronises them
+// in between).
+func New(seg *shm.Segment, rank, n int) (*Board, error) {
+	mem := seg.Mem[shm.HeaderSize:]
+	if len(mem) < Size(n) || rank < 0 || rank >= n {
+		return nil, fmt.Errorf("board: segment of %d bytes cannot hold member %d of %d", len(mem), rank, n)
+	}
+	b := &Board{seg: seg, mem: mem, rank: rank, pids: make([]int, n), looks: make([]atomic.Uint32, n)}
+	atomic.StoreUint64(u64(mem, b.area(rank)+offProbe), uint64(uintptr(unsafe.Pointer(&probe))))
+	atomic.StoreUint64(u64(mem, b.area(rank)+offPid), uint64(os.Getpid()))
+	return b, nil
+}
+
+// Ready reads every member's process id, once every member has called New;
+// an error names a member that has not.
+func (b *Board) Ready() error {
+	for p := range b.pids {
+		pid := int(atomic.LoadUint64(u64(b.mem, b.area(p)+offPid)))
+		if pid == 0 {
+			return fmt.Errorf("board: member %d has not joined", p)
+		}
+		b.pids[p] = pid
+	}
+	return nil
+}
+
+// Close unmaps this member's view (peers keep theirs).
+func (b *Board) Close() error { return b.seg.Close() }
+
+// CloseFD closes the exporter's descriptor once every member has mapped
+// the segment: nothing of the board outlives the last mapping.
+func (b *Board) CloseFD() error {
+	if b.seg.FD < 0 {
+		return nil
+	}
+	err := closeFD(b.seg.FD)
+	b.seg.FD = -1
+	return err
+}
+
+func (b *Board) area(p int) int { return p * (headSize + 2*SlotSize) }
+
+func (b *Board) word(p int, k uint64) *uint64 {
+	return u64(b.mem, b.area(p)+int(k%2)*lineSize+seqOff)
+}
+
+func (b *Board) flag(p int, k uint64) *uint32 {
+	return u32(b.mem, b.area(p)+int(k%2)*lineSize+waitOff)
+}
+
+func (b *Board) bell(p int) *uint32 { return u32(b.mem, b.area(p)+offBell) }
+
+// BoardSlotSize is the size of one slot.
+func (b *Board) BoardSlotSize() int { return SlotSize }
+
+// BoardSlot returns slot i of member p's area.
+func (b *Board) BoardSlot(p, i int) []byte {
+	off := b.area(p) + headSize + i*SlotSize
+	return b.mem[off : off+SlotSize : off+SlotSize]
+}
+
+// BoardLine returns the data bytes of line i of member p's area.
+func (b *Board) BoardLine(p, i int) []byte {
+	off := b.area(p) + i*lineSize + dataOff
+	return b.mem[off : off+inline : off+inline]
+}
+
+// BoardPost publishes k in this member's sequence word and rings the
+// peers that may sleep when the post completes round k (every member has
+// posted it) or wakeAll asks. Of two members posting a round's last two
+// posts at once, each stores its word before it reads the other's, so one
+// of them sees the round complete; a waiter raises its flag before it
+// looks at the words again, so a poster sees the flag or the waiter the
+// post.
+func (b *Board) BoardPost(k uint64, wakeAll bool) {
+	atomic.StoreUint64(b.word(b.rank, k), k)
+	if !wakeAll {
+		for p := range b.pids {
+			if atomic.LoadUint64(b.word(p, k)) < k {
+				return
+			}
+		}
+	}
+	for p := range b.pids {
+		if p != b.rank && atomic.LoadUint32(b.flag(p, k)) != 0 {
+			b.ring(p)
+		}
+	}
+}
+
+// ring bumps member p's doorbell and wakes its sleepers.
+func (b *Board) ring(p int) {
+	atomic.AddUint32(b.bell(p), 1)
+	_ = shm.FutexWake(b.bell(p), 1<<30)
+}
+
+// BoardWaiting raises or lowers this member's waiting flag (both lines).
+func (b *Board) BoardWaiting(on bool) {
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	atomic.StoreUint32(b.flag(b.rank, 0), v)
+	atomic.StoreUint32(b.flag(b.rank, 1), v)
+}
+
+// livenessLooks is how many failed looks at a member pass between two
+// checks that its process still runs (a system call).
+const livenessLooks = 1 << 10
+
+// BoardPosted reports whether member p has posted k or later, or an error
+// once p's process is gone without posting it.
+func (b *Board) BoardPosted(p int, k uint64) (bool, error) {
+	if atomic.LoadUint64(b.word(p, k)) >= k {
+		return true, nil
+	}
+	if b.looks[p].Add(1)%livenessLooks == 0 && !shm.Alive(b.pids[p]) {
+		if atomic.LoadUint64(b.word(p, k)) >= k {
+			return true, nil
+		}
+		return false, adi.Errorf(adi.ErrOther, "board", "member %d (pid %d) exited before reaching round %d", p, b.pids[p], k)
+	}
+	return false, nil
+}
+
+// BoardReadable reports whether this process may read and write every
+// member's memory (process_vm_readv and process_vm_writev), trying it on
+// each member's probe word the first time.
+func (b *Board) BoardReadable() bool {
+	if !b.probed {
+		b.probed, b.readable = true, true
+		for p, pid := range b.pids {
+			addr := uintptr(atomic.LoadUint64(u64(b.mem, b.area(p)+offProbe)))
+			if p != b.rank && !shm.CanRemoteWrite(pid, addr) {
+				b.readable = false
+				break
+			}
+		}
+	}
+	return b.readable
+}
+
+// BoardRead reads member p's memory at addr into dst.
+func (b *Board) BoardRead(p int, addr uintptr, dst []byte) error {
+	if err := shm.RemoteRead(b.pids[p], addr, [][]byte{dst}); err != nil {
+		return adi.Errorf(adi.ErrOther, "board", "reading %d bytes of member %d: %v", len(dst), p, err)
+	}
+	return nil
+}
+
+// BoardWrite writes src into member p's memory at addr.
+func (b *Board) BoardWrite(p int, addr uintptr, src []byte) error {
+	if err := shm.RemoteWrite(b.pids[p], addr, [][]byte{src}); err != nil {
+		return adi.Errorf(adi.ErrOther, "board", "writing %d bytes to member %d: %v", len(src), p, err)
+	}
+	return nil
+}
+
+// Bell reads this member's doorbell, before a last look at what a sleep
+// would wait for: Sleep(Bell()) then returns at once if a ring came
+// between.
+func (b *Board) Bell() uint32 { return atomic.LoadUint32(b.bell(b.rank)) }
+
+// Sleep waits until this member's doorbell moves from seq, or timeout
+// passes.
+func (b *Board) Sleep(seq uint32, timeout time.Duration) {
+	_ = shm.FutexWait(b.bell(b.rank), seq, timeout)
+}
+
+var _ adi.Board = (*Board)(nil)
