@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -62,6 +63,9 @@ type Options struct {
 	PollThread bool
 	// Timing makes DMCS measure where its time goes (Times).
 	Timing bool
+	// NoShm sends every request as an MPI message, even between
+	// processes of one host (which otherwise use shared-memory rings).
+	NoShm bool
 }
 
 // Ptr names memory of one process for the others: a segment (made by
@@ -164,10 +168,24 @@ type DMCS struct {
 	free     [][]byte       // header buffers to reuse
 	err      error          // the first error a poll met
 
-	pollMu sync.Mutex // whoever holds it owns the posted receive
-	rbuf   []byte
-	rreq   *mpi.Request
+	pollMu sync.Mutex    // whoever holds it serves requests (rings, the posted receive)
+	shm    *shmPath      // the rings to and from processes of this host; nil: none
+	me     *inbox        // this process's doorbell
+	stop   atomic.Bool   // Close ends the poll thread and the watcher
 	done   chan struct{} // closed when the poll thread ends
+
+	// Requests from other hosts (or every request, without shm) come as
+	// MPI messages into one posted receive, which a watcher goroutine
+	// waits for and hands to the poll (p2pReady), ringing the doorbell.
+	remote    bool
+	rbuf      []byte
+	rreq      *mpi.Request
+	p2pReady  atomic.Bool
+	p2pSt     mpi.Status
+	p2pErr    error
+	reposted  chan struct{} // the poll has served the message and posted the next receive
+	watchDone chan struct{}
+	spin      int64 // how long a waiter polls before it yields, then sleeps (ns)
 
 	sent, recvd atomic.Int64 // requests sent and handled, for Close's quiescence
 	clk         clock
@@ -188,12 +206,35 @@ func Init(opts Options) (*DMCS, error) {
 	}
 	dup.SetName("dmcs")
 	d := &DMCS{comm: dup, rank: dup.Rank(), size: dup.Size(), thread: opts.PollThread,
-		segs: map[uint32][]byte{}, malloced: map[Ptr]bool{}, nextSeg: 1,
-		rbuf: make([]byte, hdrLen+InlineMax)}
+		segs: map[uint32][]byte{}, malloced: map[Ptr]bool{}, nextSeg: 1}
 	d.cond = sync.NewCond(&d.mu)
 	d.clk.on = opts.Timing
-	if err := d.post(); err != nil {
-		return nil, err
+	d.spin = spinNs
+	if d.size > runtime.NumCPU() {
+		d.spin = 0 // processes outnumber cores: a spinning waiter takes a peer's CPU
+	}
+	if !opts.NoShm {
+		if d.shm, err = setupShm(d); err != nil {
+			return nil, err
+		}
+	}
+	if d.shm != nil {
+		d.me = d.shm.me
+		for _, l := range d.shm.local {
+			d.remote = d.remote || l < 0
+		}
+	} else {
+		d.me = privateInbox()
+		d.remote = true
+	}
+	if d.remote {
+		d.rbuf = make([]byte, hdrLen+InlineMax)
+		if err := d.post(); err != nil {
+			return nil, err
+		}
+		d.reposted = make(chan struct{}, 1)
+		d.watchDone = make(chan struct{})
+		go d.watch()
 	}
 	if d.thread {
 		d.done = make(chan struct{})
@@ -222,9 +263,8 @@ func (d *DMCS) Register(h Handler) int {
 	wake := len(d.deferred) > 0
 	d.mu.Unlock()
 	if wake {
-		// The kept requests run in a poll: wake the poll thread, or the
-		// next Poll, with a message to this process.
-		_ = d.send(d.rank, &header{kind: kindNop}, nil)
+		// The kept requests run in a poll: wake the poll thread.
+		d.me.force()
 	}
 	return n
 }
@@ -309,6 +349,9 @@ func (d *DMCS) send(dest int, h *header, payload []byte) error {
 	}
 	t0 := d.clk.now()
 	h.n = uint64(len(payload))
+	if d.shm != nil && d.shm.out[dest] != nil {
+		return d.sendShm(dest, h, payload, t0)
+	}
 	separate := len(payload) > InlineMax
 	if separate {
 		h.flags |= flagSeparate
@@ -352,6 +395,42 @@ func (d *DMCS) send(dest int, h *header, payload []byte) error {
 	d.mu.Unlock()
 	d.clk.sent(t0, m)
 	return nil
+}
+
+// sendShm is send to a process of this host: the request goes into its
+// ring, a payload over RingMax as an MPI message beside it.
+func (d *DMCS) sendShm(dest int, h *header, payload []byte, t0 int64) error {
+	var m int64
+	if len(payload) > RingMax {
+		h.flags |= flagSeparate
+		m0 := d.clk.now()
+		q, err := mpi.Isend(d.comm, payload, dest, tagData)
+		if err != nil {
+			return fmt.Errorf("dmcs: %w", err)
+		}
+		m = d.clk.now() - m0
+		d.mu.Lock()
+		d.sends = append(d.sends, q)
+		d.bufs = append(d.bufs, nil)
+		if len(d.sends) >= reapAt {
+			m += d.reap()
+		}
+		d.mu.Unlock()
+		payload = nil
+	}
+	d.sent.Add(1)
+	d.shm.send(dest, h, payload)
+	d.clk.sent(t0, m)
+	return nil
+}
+
+// copied reports whether a payload of n bytes to dest is copied into the
+// request (so the caller may reuse it at once).
+func (d *DMCS) copied(dest, n int) bool {
+	if d.shm != nil && dest >= 0 && dest < d.size && d.shm.out[dest] != nil {
+		return n <= RingMax
+	}
+	return n <= InlineMax
 }
 
 // reapAt is how many sends may be outstanding before send looks for
@@ -407,9 +486,10 @@ func (d *DMCS) RSR(dest, h int, args ...uint64) error {
 }
 
 // RSRPayload is RSR with a byte payload, which the handler receives. It
-// returns once payload may be reused: at once for payloads up to
-// InlineMax bytes (copied), after the send for larger ones (this process
-// serves requests meanwhile).
+// returns once payload may be reused: at once when the payload is copied
+// into the request (up to RingMax bytes to a process of this host,
+// InlineMax to another), once the handler has run for larger ones (this
+// process serves requests meanwhile).
 func (d *DMCS) RSRPayload(dest, h int, payload []byte, args ...uint64) error {
 	if len(args) > MaxArgs {
 		return fmt.Errorf("dmcs: RSR with %d arguments; at most %d", len(args), MaxArgs)
@@ -419,7 +499,7 @@ func (d *DMCS) RSRPayload(dest, h int, payload []byte, args ...uint64) error {
 	}
 	hd := header{kind: kindRSR, nargs: uint8(len(args)), handler: uint32(h)}
 	copy(hd.args[:], args)
-	if len(payload) <= InlineMax {
+	if d.copied(dest, len(payload)) {
 		return d.send(dest, &hd, payload)
 	}
 	var c Counter
@@ -463,7 +543,7 @@ func (d *DMCS) Put(dest int, p Ptr, data []byte) error {
 // they are there.
 func (d *DMCS) GetAsync(dest int, p Ptr, buf []byte, c *Counter) error {
 	hd := header{kind: kindGet, ptr: p, id: d.newOp(pending{c: c, buf: buf})}
-	hd.args[0] = uint64(len(buf))
+	hd.args[0], hd.nargs = uint64(len(buf)), 1
 	return d.send(dest, &hd, nil)
 }
 
@@ -481,7 +561,7 @@ func (d *DMCS) Malloc(dest, n int) (Ptr, error) {
 	var c Counter
 	var p Ptr
 	hd := header{kind: kindMalloc, id: d.newOp(pending{c: &c, ptr: &p})}
-	hd.args[0] = uint64(n)
+	hd.args[0], hd.nargs = uint64(n), 1
 	if err := d.send(dest, &hd, nil); err != nil {
 		return 0, err
 	}
@@ -517,68 +597,47 @@ func (d *DMCS) wait1(c *Counter, op string, dest int) error {
 // WaitCounter returns once c has counted target operations, serving
 // requests meanwhile.
 func (d *DMCS) WaitCounter(c *Counter, target int64) error {
-	for c.Value() < target {
-		if d.thread {
-			d.mu.Lock()
-			for c.Value() < target && d.err == nil {
-				d.cond.Wait()
-			}
-			err := d.err
-			d.mu.Unlock()
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if err := d.serve(); err != nil {
-			return err
-		}
+	if c.Value() >= target {
+		return nil
 	}
-	return nil
+	if d.thread {
+		d.mu.Lock()
+		for c.Value() < target && d.err == nil {
+			d.cond.Wait()
+		}
+		err := d.err
+		d.mu.Unlock()
+		return err
+	}
+	if !d.pollMu.TryLock() {
+		return errBlocked
+	}
+	defer d.pollMu.Unlock()
+	return d.waitLoop(func() bool { return c.Value() >= target })
 }
+
+var errBlocked = errors.New("dmcs: a handler called a synchronous operation (handlers must not block)")
 
 // Poll serves every request that has arrived and returns how many it
 // served. With a poll thread it does nothing.
 func (d *DMCS) Poll() (int, error) {
-	n := 0
-	for {
-		if !d.pollMu.TryLock() {
-			return n, nil // the poll thread, or a poll further up this stack
-		}
-		m0 := d.clk.now()
-		st, done, err := d.rreq.Test()
-		d.clk.mpi.Add(d.clk.now() - m0)
-		if err == nil && done {
-			err = d.handle(st)
-			n++
-		}
-		d.pollMu.Unlock()
-		if err != nil || !done {
-			d.mu.Lock()
-			d.clk.mpi.Add(d.reap())
-			if err == nil {
-				err = d.err
-			}
-			d.mu.Unlock()
-			return n, err
-		}
-	}
-}
-
-// serve waits for one request and handles it.
-func (d *DMCS) serve() error {
 	if !d.pollMu.TryLock() {
-		return errors.New("dmcs: a handler called a synchronous operation (handlers must not block)")
+		return 0, nil // the poll thread, or a poll further up this stack
 	}
-	defer d.pollMu.Unlock()
-	st, err := d.rreq.Wait()
-	if err != nil {
-		return fmt.Errorf("dmcs: %w", err)
+	n, err := d.pollOnce()
+	d.pollMu.Unlock()
+	d.mu.Lock()
+	if len(d.sends) > 0 {
+		d.clk.mpi.Add(d.reap())
 	}
-	return d.handle(st)
+	if err == nil {
+		err = d.err
+	}
+	d.mu.Unlock()
+	return n, err
 }
 
-// post posts the receive of the next request.
+// post posts the receive of the next request from another host.
 func (d *DMCS) post() error {
 	q, err := mpi.Irecv(d.comm, d.rbuf, mpi.AnySource, tagReq)
 	if err != nil {
@@ -591,26 +650,13 @@ func (d *DMCS) post() error {
 // pollThread serves requests until Close stops it.
 func (d *DMCS) pollThread() {
 	defer close(d.done)
-	for {
-		d.pollMu.Lock()
-		st, err := d.rreq.Wait()
-		if err == nil && d.rbuf[0] == kindStop && st.Source == d.rank {
-			d.pollMu.Unlock()
-			return
-		}
-		if err == nil {
-			err = d.handle(st)
-		}
-		d.pollMu.Unlock()
-		d.mu.Lock()
-		d.reap()
-		if err != nil && d.err == nil {
-			d.err = err
-		}
-		d.cond.Broadcast()
-		d.mu.Unlock()
-		if err != nil {
-			return
-		}
+	d.pollMu.Lock()
+	err := d.waitLoop(d.stop.Load)
+	d.pollMu.Unlock()
+	d.mu.Lock()
+	if err != nil && d.err == nil {
+		d.err = err
 	}
+	d.cond.Broadcast()
+	d.mu.Unlock()
 }

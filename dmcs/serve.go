@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/adimpi/adimpi/mpi"
 )
@@ -71,21 +72,14 @@ func accumulate(dst, src []byte, op AccOp) {
 	}
 }
 
-// handle serves the request that the posted receive got (st), then posts
-// the next receive. Called with pollMu held. It is long because it is one
-// switch over the request kinds, each a few lines, which read best side by
-// side with the senders' headers.
-func (d *DMCS) handle(st mpi.Status) error {
+// handle serves request h from src, whose inline payload is payload (a
+// separate one is received here). Called with pollMu held. It is long
+// because it is one switch over the request kinds, each a few lines,
+// which read best side by side with the senders' headers.
+func (d *DMCS) handle(h *header, src int, payload []byte) error {
 	t0, s0 := d.clk.now(), d.clk.inSends.Load()
 	var m, hdur int64 // time in MPI calls and in the handler (Timing)
 	d.recvd.Add(1)
-	var h header
-	h.get(d.rbuf)
-	src := st.Source
-	var payload []byte
-	if h.flags&flagSeparate == 0 {
-		payload = d.rbuf[hdrLen : hdrLen+int(h.n)]
-	}
 	// recvInto receives a separate payload straight into dst (its length
 	// is h.n), or copies the inline one.
 	recvInto := func(dst []byte) error {
@@ -107,7 +101,7 @@ func (d *DMCS) handle(st mpi.Status) error {
 		}
 		if err == nil {
 			h0 := d.clk.now()
-			err = d.runHandler(&h, src, payload)
+			err = d.runHandler(h, src, payload)
 			hdur = d.clk.now() - h0
 		}
 		d.ack(src, h.id, nil)
@@ -186,20 +180,10 @@ func (d *DMCS) handle(st mpi.Status) error {
 			failed = errors.New(string(payload))
 		}
 		d.complete(h.id, failed)
-	case kindStop, kindNop:
-		// Close's wake-up of the poll thread, Register's wake-up for
-		// requests kept for it: nothing to serve.
 	default:
 		err = fmt.Errorf("dmcs: unknown request kind %d from rank %d", h.kind, src)
 	}
-	d.runDeferred()
-	m0 := d.clk.now()
-	perr := d.post()
-	m += d.clk.now() - m0
 	d.clk.handled(t0, s0, m, hdur)
-	if perr != nil {
-		return perr
-	}
 	return err
 }
 
@@ -313,13 +297,16 @@ func (d *DMCS) Close() error {
 		}
 		last = [2]int64{sum[0], sum[1]}
 	}
+	d.stop.Store(true)
+	d.me.force()
 	if d.thread {
-		if err := d.send(d.rank, &header{kind: kindStop}, nil); err != nil {
-			return err
-		}
 		<-d.done
-	} else if err := d.rreq.Cancel(); err == nil {
-		_, _ = d.rreq.Wait()
+	}
+	if d.remote {
+		if err := d.rreq.Cancel(); err == nil {
+			close(d.reposted)
+			<-d.watchDone
+		}
 	}
 	d.mu.Lock()
 	sends := d.sends
@@ -338,6 +325,11 @@ func (d *DMCS) Close() error {
 		err = fmt.Errorf("dmcs: Close: rank %d asked for handler %d, never registered here (%d handlers are)", d.deferred[0].src, d.deferred[0].h, len(d.handlers))
 	}
 	d.mu.Unlock()
+	if d.shm != nil {
+		if ferr := d.shm.close(); err == nil && ferr != nil {
+			err = ferr
+		}
+	}
 	if ferr := d.comm.Free(); err == nil && ferr != nil {
 		err = ferr
 	}
@@ -347,20 +339,28 @@ func (d *DMCS) Close() error {
 // drainOwn returns once every operation of this process has its reply,
 // serving requests meanwhile (or letting the poll thread serve them).
 func (d *DMCS) drainOwn() error {
+	if d.thread {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for d.pend.n > 0 && d.err == nil {
+			d.cond.Wait()
+		}
+		return d.err
+	}
+	if !d.pollMu.TryLock() {
+		return errBlocked
+	}
+	defer d.pollMu.Unlock()
+	err := d.waitLoop(func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.pend.n == 0 || d.err != nil
+	})
+	if err != nil {
+		return err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for d.pend.n > 0 && d.err == nil {
-		if d.thread {
-			d.cond.Wait()
-			continue
-		}
-		d.mu.Unlock()
-		err := d.serve()
-		d.mu.Lock()
-		if err != nil {
-			return err
-		}
-	}
 	return d.err
 }
 
@@ -376,25 +376,26 @@ func (d *DMCS) Barrier() error {
 	return d.waitServing(q)
 }
 
-// waitServing waits for q, serving requests meanwhile.
+// waitServing waits for q, serving requests meanwhile: a goroutine waits
+// in MPI and rings this process's bell when q completes.
 func (d *DMCS) waitServing(q *mpi.Request) error {
 	if d.thread {
 		_, err := q.Wait()
 		return err
 	}
-	for {
-		i, st, err := mpi.Waitany([]*mpi.Request{q, d.rreq})
-		if err != nil {
-			return fmt.Errorf("dmcs: %w", err)
-		}
-		if i == 0 {
-			return nil
-		}
-		d.pollMu.Lock()
-		err = d.handle(st)
-		d.pollMu.Unlock()
-		if err != nil {
-			return err
-		}
+	if !d.pollMu.TryLock() {
+		return errBlocked
 	}
+	defer d.pollMu.Unlock()
+	var fin atomic.Bool
+	var qerr error
+	go func() {
+		_, qerr = q.Wait()
+		fin.Store(true)
+		d.me.force()
+	}()
+	if err := d.waitLoop(fin.Load); err != nil {
+		return err
+	}
+	return qerr
 }

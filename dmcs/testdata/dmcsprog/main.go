@@ -2,6 +2,8 @@
 // benchmark: each mode checks one use of DMCS and prints one line per rank
 // that passed; "bench" prints the cost of RSRs by payload size.
 //
+// MODE poll or thread may end in -p2p: requests as MPI messages only.
+//
 //	dmcsprog storm poll|thread K     every rank sends K RSRs of 0–4 args and payloads to every rank
 //	dmcsprog counter poll|thread N   a distributed counter: PutOp, RSR and Get
 //	dmcsprog list poll|thread N      a linked list of N nodes malloc'd on the next rank
@@ -19,6 +21,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +41,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	d, err := dmcs.Init(dmcs.Options{PollThread: os.Args[2] == "thread", Timing: os.Args[1] == "app" && os.Getenv("DMCSPROG_PROFILE") == ""})
+	// The mode is poll or thread, with "-p2p" for MPI messages only
+	// (Options.NoShm).
+	mode, p2p := strings.CutSuffix(os.Args[2], "-p2p")
+	threaded = mode == "thread"
+	d, err := dmcs.Init(dmcs.Options{PollThread: threaded, NoShm: p2p, Timing: os.Args[1] == "app" && os.Getenv("DMCSPROG_PROFILE") == ""})
 	check(err, "Init")
 	switch os.Args[1] {
 	case "storm":
@@ -61,6 +68,9 @@ func main() {
 	}
 }
 
+// threaded: the poll thread serves requests.
+var threaded bool
+
 func check(err error, what string) {
 	if err != nil {
 		log.Fatalf("rank %d: %s: %v", mpi.World().Rank(), what, err)
@@ -68,9 +78,11 @@ func check(err error, what string) {
 }
 
 // payloadOf is the payload of RSR number k from src: sizes cycle through
-// 0 bytes, a few bytes, InlineMax and a separate message.
+// 0 bytes, a few bytes, the largest inline ones (InlineMax in an MPI
+// message, RingMax in a shared-memory ring) and larger ones that travel
+// as separate messages.
 func payloadOf(src, k int) []byte {
-	size := []int{0, 5, dmcs.InlineMax, 3000}[k%4]
+	size := []int{0, 5, dmcs.InlineMax, 3000, dmcs.RingMax, dmcs.RingMax + 1000}[k%6]
 	p := make([]byte, size)
 	for i := range p {
 		p[i] = byte(src*31 + k + i)
@@ -259,7 +271,7 @@ func bench(d *dmcs.DMCS, n int) {
 			check(d.RSR(1, doneH), "RSR")
 			ibarrier()
 		} else if me == 1 {
-			if os.Args[2] == "thread" {
+			if threaded {
 				// Sleep while the poll thread serves: a main goroutine
 				// waiting in MPI would spin beside it.
 				<-roundDone
@@ -314,7 +326,7 @@ var pongCh chan struct{}
 // poll thread needs).
 func waitPongs(d *dmcs.DMCS, pongs *atomic.Int64, want int64) {
 	for pongs.Load() < want {
-		if os.Args[2] == "thread" {
+		if threaded {
 			<-pongCh
 			continue
 		}
@@ -338,7 +350,7 @@ func ibarrier() {
 func serveUntil(d *dmcs.DMCS) {
 	q, err := mpi.Ibarrier(mpi.World())
 	check(err, "Ibarrier")
-	if os.Args[2] == "thread" {
+	if threaded {
 		_, err := q.Wait()
 		check(err, "Wait")
 		return
