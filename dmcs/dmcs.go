@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/adimpi/adimpi/internal/shm"
 	"github.com/adimpi/adimpi/mpi"
 )
 
@@ -29,8 +30,6 @@ const (
 	kindMallocReply
 	kindFree
 	kindAck
-	kindStop
-	kindNop
 )
 
 // The header of every request, little-endian: kind u8, nargs u8, flags
@@ -168,11 +167,14 @@ type DMCS struct {
 	free     [][]byte       // header buffers to reuse
 	err      error          // the first error a poll met
 
-	pollMu sync.Mutex    // whoever holds it serves requests (rings, the posted receive)
-	shm    *shmPath      // the rings to and from processes of this host; nil: none
-	me     *inbox        // this process's doorbell
-	stop   atomic.Bool   // Close ends the poll thread and the watcher
-	done   chan struct{} // closed when the poll thread ends
+	pollMu   sync.Mutex    // whoever holds it serves requests (rings, the posted receive)
+	hdr      header        // the request being served (under pollMu: a handler's args point into it)
+	shm      *shmPath      // the rings to and from processes of this host; nil: none
+	me       *inbox        // this process's doorbell
+	stop     atomic.Bool   // Close ends the poll thread and the watcher
+	waiters  atomic.Int32  // goroutines that want to serve in the poll thread's place
+	threadID atomic.Int64  // the poll thread's goroutine id
+	done     chan struct{} // closed when the poll thread ends
 
 	// Requests from other hosts (or every request, without shm) come as
 	// MPI messages into one posted receive, which a watcher goroutine
@@ -601,13 +603,7 @@ func (d *DMCS) WaitCounter(c *Counter, target int64) error {
 		return nil
 	}
 	if d.thread {
-		d.mu.Lock()
-		for c.Value() < target && d.err == nil {
-			d.cond.Wait()
-		}
-		err := d.err
-		d.mu.Unlock()
-		return err
+		return d.waitThreaded(func() bool { return c.Value() >= target })
 	}
 	if !d.pollMu.TryLock() {
 		return errBlocked
@@ -647,12 +643,28 @@ func (d *DMCS) post() error {
 	return nil
 }
 
-// pollThread serves requests until Close stops it.
+// pollThread serves requests until Close stops it. While a goroutine of
+// the program waits for its own operations (waitThreaded), that goroutine
+// serves instead and the poll thread sleeps: two pollers would only take
+// each other's CPU.
 func (d *DMCS) pollThread() {
 	defer close(d.done)
-	d.pollMu.Lock()
-	err := d.waitLoop(d.stop.Load)
-	d.pollMu.Unlock()
+	d.threadID.Store(goid())
+	var err error
+	for err == nil && !d.stop.Load() {
+		d.pollMu.Lock()
+		err = d.waitLoop(func() bool { return d.stop.Load() || d.waiters.Load() > 0 })
+		d.pollMu.Unlock()
+		for err == nil && d.waiters.Load() > 0 && !d.stop.Load() {
+			b := d.me
+			seq := atomic.LoadUint32(b.bell)
+			atomic.AddUint32(b.sleepers, 1)
+			if d.waiters.Load() > 0 && !d.stop.Load() {
+				err = shm.FutexWait(b.bell, seq, 0)
+			}
+			atomic.AddUint32(b.sleepers, ^uint32(0))
+		}
+	}
 	d.mu.Lock()
 	if err != nil && d.err == nil {
 		d.err = err
@@ -660,3 +672,51 @@ func (d *DMCS) pollThread() {
 	d.cond.Broadcast()
 	d.mu.Unlock()
 }
+
+// waitThreaded is a wait of the program's, with a poll thread, until done
+// holds: the waiter takes the poll over (so the reply it waits for is
+// served by the goroutine that wants it, with no wake-up in between), or,
+// when the poll thread does not hand over soon (it runs a long handler,
+// or the waiter is a handler itself), sleeps until the poll thread has
+// served it.
+func (d *DMCS) waitThreaded(done func() bool) error {
+	if done() {
+		return nil
+	}
+	d.waiters.Add(1)
+	d.me.force()
+	t0 := nanotime()
+	for !d.pollMu.TryLock() {
+		if done() || nanotime()-t0 > handOver {
+			d.waiters.Add(-1)
+			d.me.force()
+			if goid() == d.threadID.Load() {
+				return errBlocked // a handler on the poll thread
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			for !done() && d.err == nil {
+				d.cond.Wait()
+			}
+			return d.err
+		}
+		runtime.Gosched()
+	}
+	err := d.waitLoop(done)
+	d.pollMu.Unlock()
+	d.waiters.Add(-1)
+	d.me.force()
+	if err != nil {
+		d.mu.Lock()
+		if d.err == nil {
+			d.err = err
+		}
+		d.cond.Broadcast()
+		d.mu.Unlock()
+	}
+	return err
+}
+
+// handOver is how long a waiter tries to take the poll over from the
+// poll thread before it sleeps instead.
+const handOver = 200_000

@@ -321,9 +321,9 @@ func (d *DMCS) serveRing(r *inRing, max int) (int, error) {
 			r.pos += uint64(ringBytes - at)
 			continue
 		}
-		var h header
-		payload, n := decode(r.data[at:], &h)
-		err = d.handle(&h, r.src, payload)
+		h := &d.hdr
+		payload, n := decode(r.data[at:], h)
+		err = d.handle(h, r.src, payload)
 		r.pos += uint64(n)
 		atomic.StoreUint64(r.head, r.pos)
 		served++

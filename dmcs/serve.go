@@ -339,23 +339,24 @@ func (d *DMCS) Close() error {
 // drainOwn returns once every operation of this process has its reply,
 // serving requests meanwhile (or letting the poll thread serve them).
 func (d *DMCS) drainOwn() error {
-	if d.thread {
+	pend0 := func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		for d.pend.n > 0 && d.err == nil {
-			d.cond.Wait()
+		return d.pend.n == 0 || d.err != nil
+	}
+	if d.thread {
+		if err := d.waitThreaded(pend0); err != nil {
+			return err
 		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
 		return d.err
 	}
 	if !d.pollMu.TryLock() {
 		return errBlocked
 	}
 	defer d.pollMu.Unlock()
-	err := d.waitLoop(func() bool {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return d.pend.n == 0 || d.err != nil
-	})
+	err := d.waitLoop(pend0)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package dmcs
 
 import (
+	"bytes"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -79,13 +81,13 @@ func (d *DMCS) pollOnce() (int, error) {
 func (d *DMCS) serveP2P() error {
 	st, err := d.p2pSt, d.p2pErr
 	if err == nil {
-		var h header
+		h := &d.hdr
 		h.get(d.rbuf)
 		var payload []byte
 		if h.flags&flagSeparate == 0 {
 			payload = d.rbuf[hdrLen : hdrLen+int(h.n)]
 		}
-		err = d.handle(&h, st.Source, payload)
+		err = d.handle(h, st.Source, payload)
 	}
 	m0 := d.clk.now()
 	perr := d.post()
@@ -210,3 +212,19 @@ func nanotime() int64
 
 // osYield gives the CPU to another runnable process, if there is one.
 func osYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// goid is the calling goroutine's id, from its stack header; slow, for
+// rare checks.
+func goid() int64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return id
+}
