@@ -177,15 +177,18 @@ type DMCS struct {
 	done     chan struct{} // closed when the poll thread ends
 
 	// Requests from other hosts (or every request, without shm) come as
-	// MPI messages into one posted receive, which a watcher goroutine
-	// waits for and hands to the poll (p2pReady), ringing the doorbell.
+	// MPI messages into one posted receive. The poll tests it; before it
+	// sleeps it arms a watcher goroutine, which waits for the message in
+	// MPI and hands it over (p2pReady), ringing the doorbell. While armed,
+	// only the watcher touches the receive.
 	remote    bool
 	rbuf      []byte
 	rreq      *mpi.Request
+	armed     bool // under pollMu
 	p2pReady  atomic.Bool
 	p2pSt     mpi.Status
 	p2pErr    error
-	reposted  chan struct{} // the poll has served the message and posted the next receive
+	arm       chan struct{} // the poll asks the watcher to wait for the receive
 	watchDone chan struct{}
 	spin      int64 // how long a waiter polls before it yields, then sleeps (ns)
 
@@ -234,7 +237,7 @@ func Init(opts Options) (*DMCS, error) {
 		if err := d.post(); err != nil {
 			return nil, err
 		}
-		d.reposted = make(chan struct{}, 1)
+		d.arm = make(chan struct{}, 1)
 		d.watchDone = make(chan struct{})
 		go d.watch()
 	}
@@ -426,9 +429,10 @@ func (d *DMCS) sendShm(dest int, h *header, payload []byte, t0 int64) error {
 	return nil
 }
 
-// copied reports whether a payload of n bytes to dest is copied into the
-// request (so the caller may reuse it at once).
-func (d *DMCS) copied(dest, n int) bool {
+// Copies reports whether RSRPayload copies a payload of n bytes to dest
+// into the request, and so returns at once: up to RingMax bytes to a
+// process of this host, InlineMax to others.
+func (d *DMCS) Copies(dest, n int) bool {
 	if d.shm != nil && dest >= 0 && dest < d.size && d.shm.out[dest] != nil {
 		return n <= RingMax
 	}
@@ -501,7 +505,7 @@ func (d *DMCS) RSRPayload(dest, h int, payload []byte, args ...uint64) error {
 	}
 	hd := header{kind: kindRSR, nargs: uint8(len(args)), handler: uint32(h)}
 	copy(hd.args[:], args)
-	if d.copied(dest, len(payload)) {
+	if d.Copies(dest, len(payload)) {
 		return d.send(dest, &hd, payload)
 	}
 	var c Counter

@@ -303,9 +303,11 @@ func (d *DMCS) Close() error {
 		<-d.done
 	}
 	if d.remote {
-		if err := d.rreq.Cancel(); err == nil {
-			close(d.reposted)
-			<-d.watchDone
+		_ = d.rreq.Cancel()
+		close(d.arm)
+		<-d.watchDone
+		if !d.armed {
+			_, _ = d.rreq.Wait()
 		}
 	}
 	d.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/adimpi/adimpi/internal/shm"
+	"github.com/adimpi/adimpi/mpi"
 )
 
 // spinNs is how long a waiter polls before it starts to yield the CPU
@@ -60,11 +61,25 @@ func (d *DMCS) pollOnce() (int, error) {
 			}
 		}
 	}
-	if d.remote && d.p2pReady.Load() {
-		d.p2pReady.Store(false)
-		n++
-		if err := d.serveP2P(); err != nil {
-			return n, err
+	if d.remote {
+		var st mpi.Status
+		var got bool
+		var err error
+		switch {
+		case d.armed && d.p2pReady.Load():
+			d.armed = false
+			d.p2pReady.Store(false)
+			st, got, err = d.p2pSt, true, d.p2pErr
+		case !d.armed:
+			m0 := d.clk.now()
+			st, got, err = d.rreq.Test()
+			d.clk.mpi.Add(d.clk.now() - m0)
+		}
+		if got || err != nil {
+			n++
+			if err := d.serveP2P(st, err); err != nil {
+				return n, err
+			}
 		}
 	}
 	d.mu.Lock()
@@ -76,10 +91,8 @@ func (d *DMCS) pollOnce() (int, error) {
 	return n, nil
 }
 
-// serveP2P serves the message the watcher received, posts the next
-// receive and lets the watcher wait for it.
-func (d *DMCS) serveP2P() error {
-	st, err := d.p2pSt, d.p2pErr
+// serveP2P serves the message the posted receive got and posts the next.
+func (d *DMCS) serveP2P(st mpi.Status, err error) error {
 	if err == nil {
 		h := &d.hdr
 		h.get(d.rbuf)
@@ -92,18 +105,18 @@ func (d *DMCS) serveP2P() error {
 	m0 := d.clk.now()
 	perr := d.post()
 	d.clk.mpi.Add(d.clk.now() - m0)
-	d.reposted <- struct{}{}
 	if err != nil {
 		return err
 	}
 	return perr
 }
 
-// watch waits for each message from another host in MPI and hands it to
-// the poll, ringing this process's bell; it ends when Close stops it.
+// watch waits, each time the poll arms it, for the posted receive in MPI
+// and hands the message to the poll, ringing this process's bell; it ends
+// when Close stops it.
 func (d *DMCS) watch() {
 	defer close(d.watchDone)
-	for {
+	for range d.arm {
 		st, err := d.rreq.Wait()
 		if d.stop.Load() {
 			return
@@ -111,9 +124,15 @@ func (d *DMCS) watch() {
 		d.p2pSt, d.p2pErr = st, err
 		d.p2pReady.Store(true)
 		d.me.force()
-		if _, ok := <-d.reposted; !ok {
-			return
-		}
+	}
+}
+
+// armWatcher has the watcher wait for the posted receive while this
+// process sleeps (under pollMu).
+func (d *DMCS) armWatcher() {
+	if d.remote && !d.armed {
+		d.armed = true
+		d.arm <- struct{}{}
 	}
 }
 
@@ -184,6 +203,7 @@ func (d *DMCS) sleep(done func() bool) error {
 	if done() || d.ready() {
 		return nil
 	}
+	d.armWatcher()
 	// Records queued for want of room: a reader that freed room before
 	// this process announced its sleep did not ring; look again.
 	if d.shm != nil && d.shm.flush() {

@@ -8,6 +8,7 @@
 //	mpirun -np N mpibench anysource [flags]  AnySource vs. specific-source receives, k = 1..N-1 senders
 //	mpirun -np 2 mpibench virtus [flags]     VIRTUS: strided (Vector, stride 2×block) vs. contiguous bandwidth
 //	mpirun -np N mpibench rma [flags]        one-sided: put/get latency and bandwidth, accumulate and FetchAndOp rates
+//	mpirun -np 2 mpibench dmcs [flags]       DMCS remote service requests: round trip, call time, rate by payload
 //	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
 //	mpibench summarize results.csv           ratios from a CSV made by bench/compare.sh
 //
@@ -47,6 +48,8 @@ type config struct {
 	winCreate bool
 	// comm is the communicator coll runs on: "world" or "dup" (a Dup of it).
 	comm string
+	// dmcsThread: dmcs serves with the poll thread rather than Poll.
+	dmcsThread bool
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -64,6 +67,8 @@ subcommands (run the MPI ones under mpirun):
               ADIMPI_NATIVE_COLL=off: the core's algorithms, not the device's)
   overlap     exchange around a fixed computation: overlap ratio, plain or with
               "iprobe" in the loop (run under mpirun -async-progress for async)
+  dmcs        DMCS remote service requests, rank 0 to 1, 0 B to 8 KiB: round
+              trip, call time and rate over shared memory and over MPI
   memcpy      single process: copy() bandwidth and a cache-line ping-pong
   summarize   read a results CSV (bench/compare.sh) and print the ratios
   summarize-coll, summarize-overlap
@@ -95,6 +100,7 @@ func main() {
 	fs.IntVar(&cfg.allreduceLarge, "allreduce-large", 8<<20, "coll: bytes of the large Allreduce (a multiple of 8)")
 	fs.BoolVar(&cfg.winCreate, "win-create", false, "rma: windows of the program's memory (WinCreate; rows rma_create_*) rather than WinAllocate")
 	fs.StringVar(&cfg.comm, "comm", "world", "coll: the communicator the collectives run on: world, or dup (a Dup of the world)")
+	fs.BoolVar(&cfg.dmcsThread, "dmcs-thread", false, "dmcs: rank 1 serves with the poll thread (rows dmcs_thread_*) rather than Poll")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
@@ -143,6 +149,8 @@ func main() {
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
 	case "pingpong", "bw", "anysource", "virtus", "rma":
 		runMPI(&cfg, args[0])
+	case "dmcs":
+		runDMCS(&cfg, cfg.dmcsThread)
 	default:
 		fmt.Fprintf(os.Stderr, "mpibench: unknown subcommand %q\n", args[0])
 		fs.Usage()
