@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/adimpi/adimpi/internal/shm"
 	"github.com/adimpi/adimpi/mpi"
@@ -62,6 +63,12 @@ type Options struct {
 	PollThread bool
 	// Timing makes DMCS measure where its time goes (Times).
 	Timing bool
+	// Spin is how long a process waiting for requests (the poll thread,
+	// or a synchronous call) keeps polling, yielding the CPU between
+	// polls, before it sleeps until a request comes; 0 means 70 µs. A
+	// sleeper costs its waker a futex wake-up and itself the scheduler's
+	// latency: a longer Spin buys latency with CPU time.
+	Spin time.Duration
 	// NoShm sends every request as an MPI message, even between
 	// processes of one host (which otherwise use shared-memory rings).
 	NoShm bool
@@ -190,7 +197,8 @@ type DMCS struct {
 	p2pErr    error
 	arm       chan struct{} // the poll asks the watcher to wait for the receive
 	watchDone chan struct{}
-	spin      int64 // how long a waiter polls before it yields, then sleeps (ns)
+	spin      int64 // how long a waiter polls before it yields (ns)
+	yield     int64 // how long it then polls and yields before it sleeps (ns)
 
 	sent, recvd atomic.Int64 // requests sent and handled, for Close's quiescence
 	clk         clock
@@ -214,9 +222,12 @@ func Init(opts Options) (*DMCS, error) {
 		segs: map[uint32][]byte{}, malloced: map[Ptr]bool{}, nextSeg: 1}
 	d.cond = sync.NewCond(&d.mu)
 	d.clk.on = opts.Timing
-	d.spin = spinNs
+	d.spin, d.yield = spinNs, yieldNs
 	if d.size > runtime.NumCPU() {
 		d.spin = 0 // processes outnumber cores: a spinning waiter takes a peer's CPU
+	}
+	if opts.Spin > 0 {
+		d.spin, d.yield = min(d.spin, int64(opts.Spin)), max(0, int64(opts.Spin)-d.spin)
 	}
 	if !opts.NoShm {
 		if d.shm, err = setupShm(d); err != nil {
@@ -709,7 +720,12 @@ func (d *DMCS) waitThreaded(done func() bool) error {
 	err := d.waitLoop(done)
 	d.pollMu.Unlock()
 	d.waiters.Add(-1)
-	d.me.force()
+	// The poll thread sleeps on the bell meanwhile, and the next request
+	// to come rings it: wake it now only for one that came before
+	// (a wake-up costs a system call).
+	if d.ready() {
+		d.me.force()
+	}
 	if err != nil {
 		d.mu.Lock()
 		if d.err == nil {

@@ -151,7 +151,7 @@ func (d *DMCS) ready() bool {
 }
 
 // waitLoop serves requests until done holds: it polls for d.spin, polls
-// and yields the CPU until yieldNs, then sleeps on the doorbell, which
+// and yields the CPU for d.yield more, then sleeps on the doorbell, which
 // every sender to this process rings when it finds it asleep. Called with
 // pollMu held.
 func (d *DMCS) waitLoop(done func() bool) error {
@@ -179,7 +179,7 @@ func (d *DMCS) waitLoop(done func() bool) error {
 		if idle < d.spin {
 			continue
 		}
-		if idle < d.spin+yieldNs {
+		if idle < d.spin+d.yield {
 			runtime.Gosched()
 			osYield()
 			continue

@@ -38,7 +38,7 @@ func dmcsBench(cfg *config, thread bool) []row {
 	stopCh := make(chan struct{}, 4)
 	var insts []*inst
 	for _, noShm := range []bool{false, true} {
-		d, err := dmcs.Init(dmcs.Options{PollThread: thread, NoShm: noShm})
+		d, err := dmcs.Init(dmcs.Options{PollThread: thread, NoShm: noShm, Spin: cfg.dmcsSpin})
 		check(err, "dmcs.Init")
 		in := &inst{name: "shm", d: d}
 		if noShm {

@@ -50,6 +50,8 @@ type config struct {
 	comm string
 	// dmcsThread: dmcs serves with the poll thread rather than Poll.
 	dmcsThread bool
+	// dmcsSpin is dmcs.Options.Spin.
+	dmcsSpin time.Duration
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -101,6 +103,7 @@ func main() {
 	fs.BoolVar(&cfg.winCreate, "win-create", false, "rma: windows of the program's memory (WinCreate; rows rma_create_*) rather than WinAllocate")
 	fs.StringVar(&cfg.comm, "comm", "world", "coll: the communicator the collectives run on: world, or dup (a Dup of the world)")
 	fs.BoolVar(&cfg.dmcsThread, "dmcs-thread", false, "dmcs: rank 1 serves with the poll thread (rows dmcs_thread_*) rather than Poll")
+	fs.DurationVar(&cfg.dmcsSpin, "dmcs-spin", 0, "dmcs: how long a waiting process polls before it sleeps (dmcs.Options.Spin; 0: DMCS's default)")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
