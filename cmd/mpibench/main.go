@@ -9,6 +9,8 @@
 //	mpirun -np 2 mpibench virtus [flags]     VIRTUS: strided (Vector, stride 2×block) vs. contiguous bandwidth
 //	mpirun -np N mpibench rma [flags]        one-sided: put/get latency and bandwidth, accumulate and FetchAndOp rates
 //	mpirun -np 2 mpibench dmcs [flags]       DMCS remote service requests: round trip, call time, rate by payload
+//	mpirun -np 1 mpibench spawn [flags]      spawn time of 1, 4 and 16 children
+//	mpibench spawn-compare [flags]           spawn time against Open MPI's, a Markdown table
 //	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
 //	mpibench summarize results.csv           ratios from a CSV made by bench/compare.sh
 //
@@ -52,6 +54,8 @@ type config struct {
 	dmcsThread bool
 	// dmcsSpin is dmcs.Options.Spin.
 	dmcsSpin time.Duration
+	// spawnChildren: spawn starts only this many children (0: 1, 4, 16).
+	spawnChildren int
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -71,6 +75,9 @@ subcommands (run the MPI ones under mpirun):
               "iprobe" in the loop (run under mpirun -async-progress for async)
   dmcs        DMCS remote service requests, rank 0 to 1, 0 B to 8 KiB: round
               trip, call time and rate over shared memory and over MPI
+  spawn       (mpirun -np 1) time of CommSpawn of 1, 4 and 16 children
+  spawn-compare  spawn against Open MPI's MPI_Comm_spawn (bench/c/spawn.c),
+              interleaved rounds, a Markdown table (spawn-compare --help)
   memcpy      single process: copy() bandwidth and a cache-line ping-pong
   summarize   read a results CSV (bench/compare.sh) and print the ratios
   summarize-coll, summarize-overlap
@@ -84,6 +91,13 @@ flags:
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
 		os.Exit(runCompare(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "spawn-compare" {
+		os.Exit(spawnCompare(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "spawn-child" {
+		runSpawnChild()
+		return
 	}
 	var cfg config
 	fs := pflag.NewFlagSet("mpibench", pflag.ContinueOnError)
@@ -104,6 +118,7 @@ func main() {
 	fs.StringVar(&cfg.comm, "comm", "world", "coll: the communicator the collectives run on: world, or dup (a Dup of the world)")
 	fs.BoolVar(&cfg.dmcsThread, "dmcs-thread", false, "dmcs: rank 1 serves with the poll thread (rows dmcs_thread_*) rather than Poll")
 	fs.DurationVar(&cfg.dmcsSpin, "dmcs-spin", 0, "dmcs: how long a waiting process polls before it sleeps (dmcs.Options.Spin; 0: DMCS's default)")
+	fs.IntVar(&cfg.spawnChildren, "spawn-children", 0, "spawn: only this many children (0: 1, 4 and 16)")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
@@ -154,6 +169,8 @@ func main() {
 		runMPI(&cfg, args[0])
 	case "dmcs":
 		runDMCS(&cfg, cfg.dmcsThread)
+	case "spawn":
+		runSpawn(&cfg)
 	default:
 		fmt.Fprintf(os.Stderr, "mpibench: unknown subcommand %q\n", args[0])
 		fs.Usage()
