@@ -86,6 +86,7 @@ func spawnCompare(args []string) int {
 	src := fs.String("c-source", "bench/c/spawn.c", "the C twin")
 	ompiRun := fs.String("ompi-run", "mpirun.openmpi", "Open MPI's launcher")
 	ompiCC := fs.String("ompi-cc", "mpicc.openmpi", "Open MPI's compiler wrapper")
+	children := fs.IntSlice("children", spawnCounts, "the numbers of children")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -118,7 +119,7 @@ func spawnCompare(args []string) int {
 	load0 := loadAvg()
 	ours, theirs := map[int][]float64{}, map[int][]float64{}
 	for r := 0; r < *reps; r++ {
-		for _, n := range spawnCounts {
+		for _, n := range *children {
 			v, err := spawnOnce(ctx, exec.CommandContext(ctx, *mpirun, "-device", *device, "-np", "1", self, "spawn", "--spawn-children", strconv.Itoa(n), "--reps", "1", "--csv", "--header=false"), n)
 			if err != nil {
 				return fail(err)
@@ -134,7 +135,7 @@ func spawnCompare(args []string) int {
 	fmt.Printf("Spawn time (ms, median of %d interleaved rounds; load %s before, %s after; adimpi on %s):\n\n", *reps, load0, loadAvg(), *device)
 	fmt.Println("| children | adimpi | Open MPI | adimpi per child | Open MPI per child | Open MPI / adimpi |")
 	fmt.Println("|---|---|---|---|---|---|")
-	for _, n := range spawnCounts {
+	for _, n := range *children {
 		a, o := median(ours[n]), median(theirs[n])
 		fmt.Printf("| %d | %.1f | %.1f | %.2f | %.2f | %.1f× |\n", n, a, o, a/float64(n), o/float64(n), o/a)
 	}
