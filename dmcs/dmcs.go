@@ -69,6 +69,11 @@ type Options struct {
 	// sleeper costs its waker a futex wake-up and itself the scheduler's
 	// latency: a longer Spin buys latency with CPU time.
 	Spin time.Duration
+	// Heap gives every process a heap of this many bytes in an MPI window:
+	// HeapAlloc and Malloc take memory there, and Put, Get and PutOp of
+	// it from a process of the same host are one-sided RMA operations
+	// that the target does not serve (docs/dmcs.md).
+	Heap int
 	// NoShm sends every request as an MPI message, even between
 	// processes of one host (which otherwise use shared-memory rings).
 	NoShm bool
@@ -91,6 +96,16 @@ func (p Ptr) String() string { return fmt.Sprintf("dmcs.Ptr(%d+%d)", p.seg(), p.
 type Counter struct {
 	n   atomic.Int64
 	err atomic.Pointer[error]
+}
+
+// done counts an operation completed at once (through a window): its
+// error goes to the counter, like a target's, and nil is returned.
+func (c *Counter) done(err error) error {
+	if err != nil {
+		c.err.CompareAndSwap(nil, &err)
+	}
+	c.n.Add(1)
+	return nil
 }
 
 // Value is the number of operations completed so far, failed ones included.
@@ -177,6 +192,8 @@ type DMCS struct {
 	pollMu   sync.Mutex    // whoever holds it serves requests (rings, the posted receive)
 	hdr      header        // the request being served (under pollMu: a handler's args point into it)
 	shm      *shmPath      // the rings to and from processes of this host; nil: none
+	heap     *heap         // Options.Heap's window; nil: none
+	native   []bool        // by rank: the heap window reaches its memory directly
 	me       *inbox        // this process's doorbell
 	stop     atomic.Bool   // Close ends the poll thread and the watcher
 	waiters  atomic.Int32  // goroutines that want to serve in the poll thread's place
@@ -232,6 +249,15 @@ func Init(opts Options) (*DMCS, error) {
 	if !opts.NoShm {
 		if d.shm, err = setupShm(d); err != nil {
 			return nil, err
+		}
+	}
+	if opts.Heap > 0 {
+		if d.heap, err = setupHeap(d, opts.Heap); err != nil {
+			return nil, err
+		}
+		d.native = make([]bool, d.size)
+		for i := range d.native {
+			d.native[i] = d.heap.win.Native(i)
 		}
 	}
 	if d.shm != nil {
@@ -314,6 +340,9 @@ func (d *DMCS) Bytes(p Ptr, n int) ([]byte, error) {
 // mem is Bytes under d.mu.
 func (d *DMCS) mem(p Ptr, n int) ([]byte, error) {
 	b, ok := d.segs[p.seg()]
+	if p.seg() == heapSeg && d.heap != nil {
+		b, ok = d.heap.mem, true
+	}
 	if !ok {
 		return nil, fmt.Errorf("dmcs: %v is not memory of rank %d", p, d.rank)
 	}
@@ -544,11 +573,17 @@ func (d *DMCS) RSRPayloadAsync(dest, h int, payload []byte, c *Counter, args ...
 // PutAsync stores data at dest's p; c counts it once dest has stored it.
 // data must not change until then.
 func (d *DMCS) PutAsync(dest int, p Ptr, data []byte, c *Counter) error {
+	if d.oneSided(dest, p) {
+		return c.done(d.winPut(dest, p, data))
+	}
 	return d.send(dest, &header{kind: kindPut, ptr: p, id: d.newOp(pending{c: c})}, data)
 }
 
 // Put stores data at dest's p and returns once dest has (dmcs_put).
 func (d *DMCS) Put(dest int, p Ptr, data []byte) error {
+	if d.oneSided(dest, p) {
+		return d.winPut(dest, p, data)
+	}
 	var c Counter
 	if err := d.PutAsync(dest, p, data, &c); err != nil {
 		return err
@@ -559,6 +594,9 @@ func (d *DMCS) Put(dest int, p Ptr, data []byte) error {
 // GetAsync fetches len(buf) bytes at dest's p into buf; c counts it once
 // they are there.
 func (d *DMCS) GetAsync(dest int, p Ptr, buf []byte, c *Counter) error {
+	if d.oneSided(dest, p) {
+		return c.done(d.winGet(dest, p, buf))
+	}
 	hd := header{kind: kindGet, ptr: p, id: d.newOp(pending{c: c, buf: buf})}
 	hd.args[0], hd.nargs = uint64(len(buf)), 1
 	return d.send(dest, &hd, nil)
@@ -566,6 +604,9 @@ func (d *DMCS) GetAsync(dest int, p Ptr, buf []byte, c *Counter) error {
 
 // Get fetches len(buf) bytes at dest's p into buf (dmcs_get).
 func (d *DMCS) Get(dest int, p Ptr, buf []byte) error {
+	if d.oneSided(dest, p) {
+		return d.winGet(dest, p, buf)
+	}
 	var c Counter
 	if err := d.GetAsync(dest, p, buf, &c); err != nil {
 		return err
@@ -721,9 +762,10 @@ func (d *DMCS) waitThreaded(done func() bool) error {
 	d.pollMu.Unlock()
 	d.waiters.Add(-1)
 	// The poll thread sleeps on the bell meanwhile, and the next request
-	// to come rings it: wake it now only for one that came before
-	// (a wake-up costs a system call).
-	if d.ready() {
+	// through a ring rings it: wake it now only for one that came before
+	// (a wake-up costs a system call), or if messages from other hosts
+	// may come (nothing rings for those until the poll arms the watcher).
+	if d.remote || d.ready() {
 		d.me.force()
 	}
 	if err != nil {

@@ -277,13 +277,14 @@ func wantAll(t *testing.T, out string, np int, what string) {
 }
 
 // TestJobs runs, on every device, with explicit polling and with the poll
-// thread: an RSR storm (0–4 arguments, payloads inline and separate) from
+// thread, over shared memory and MPI messages, with and without a heap
+// window: an RSR storm (0–4 arguments, payloads inline and separate) from
 // 4 ranks to all, a distributed counter (PutOp, RSR, Get), and a linked
 // list malloc'd on the next rank (Malloc, Put, Get, Free).
 func TestJobs(t *testing.T) {
 	bins := testbuild.Programs(t, "../cmd/mpirun", "./testdata/dmcsprog")
 	for _, dev := range adi.Devices() {
-		for _, mode := range []string{"poll", "thread", "poll-p2p", "thread-p2p"} {
+		for _, mode := range []string{"poll", "thread", "poll-p2p", "thread-p2p", "poll-heap", "thread-heap", "poll-heap-p2p"} {
 			t.Run(dev+"/"+mode, func(t *testing.T) {
 				wantAll(t, runProg(t, bins, dev, 4, "storm", mode, "64"), 4, "storm of 256 RSRs ok")
 				wantAll(t, runProg(t, bins, dev, 3, "counter", mode, "200"), 3, "counter 600 ok")

@@ -33,11 +33,17 @@ func (d *DMCS) PutOpAsync(dest int, p Ptr, data []byte, op AccOp, c *Counter) er
 	if len(data)%8 != 0 || op > BxorUint64 {
 		return fmt.Errorf("dmcs: PutOp of %d bytes with op %d: want whole 8-byte words and a known op", len(data), op)
 	}
+	if d.oneSided(dest, p) {
+		return c.done(d.winAcc(dest, p, data, op))
+	}
 	return d.send(dest, &header{kind: kindAcc, op: uint8(op), ptr: p, id: d.newOp(pending{c: c})}, data)
 }
 
 // PutOp is PutOpAsync waiting for dest to have applied it.
 func (d *DMCS) PutOp(dest int, p Ptr, data []byte, op AccOp) error {
+	if d.oneSided(dest, p) && len(data)%8 == 0 && op <= BxorUint64 {
+		return d.winAcc(dest, p, data, op)
+	}
 	var c Counter
 	if err := d.PutOpAsync(dest, p, data, op, &c); err != nil {
 		return err
@@ -122,9 +128,14 @@ func (d *DMCS) handle(h *header, src int, payload []byte) error {
 				data = make([]byte, h.n)
 				err = recvInto(data)
 			}
-			d.mu.Lock()
-			accumulate(dst, data, AccOp(h.op))
-			d.mu.Unlock()
+			if h.ptr.seg() == heapSeg {
+				// Atomically with the window's own accumulates.
+				err = d.winAcc(d.rank, h.ptr, data, AccOp(h.op))
+			} else {
+				d.mu.Lock()
+				accumulate(dst, data, AccOp(h.op))
+				d.mu.Unlock()
+			}
 		}
 		d.ack(src, h.id, merr)
 	case kindGet:
@@ -152,7 +163,12 @@ func (d *DMCS) handle(h *header, src int, payload []byte) error {
 		d.complete(h.id, failed)
 	case kindMalloc:
 		d.mu.Lock()
-		ptr := d.addSeg(make([]byte, h.args[0]))
+		var ptr Ptr
+		if off, ok := d.heapAlloc(int(h.args[0])); ok {
+			ptr = mkPtr(heapSeg) + Ptr(off)
+		} else {
+			ptr = d.addSeg(make([]byte, h.args[0]))
+		}
 		d.malloced[ptr] = true
 		d.mu.Unlock()
 		err = d.send(src, &header{kind: kindMallocReply, id: h.id, ptr: ptr}, nil)
@@ -167,7 +183,11 @@ func (d *DMCS) handle(h *header, src int, payload []byte) error {
 		var ferr error
 		d.mu.Lock()
 		if d.malloced[h.ptr] {
-			delete(d.segs, h.ptr.seg())
+			if h.ptr.seg() == heapSeg {
+				d.heap.release(h.ptr.off())
+			} else {
+				delete(d.segs, h.ptr.seg())
+			}
 			delete(d.malloced, h.ptr)
 		} else {
 			ferr = fmt.Errorf("%v is not a block Malloc gave on rank %d (or is freed)", h.ptr, d.rank)
@@ -327,6 +347,11 @@ func (d *DMCS) Close() error {
 		err = fmt.Errorf("dmcs: Close: rank %d asked for handler %d, never registered here (%d handlers are)", d.deferred[0].src, d.deferred[0].h, len(d.handlers))
 	}
 	d.mu.Unlock()
+	if d.heap != nil {
+		if ferr := d.heap.close(); err == nil && ferr != nil {
+			err = ferr
+		}
+	}
 	if d.shm != nil {
 		if ferr := d.shm.close(); err == nil && ferr != nil {
 			err = ferr

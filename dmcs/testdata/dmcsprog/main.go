@@ -2,7 +2,9 @@
 // benchmark: each mode checks one use of DMCS and prints one line per rank
 // that passed; "bench" prints the cost of RSRs by payload size.
 //
-// MODE poll or thread may end in -p2p: requests as MPI messages only.
+// MODE poll or thread may end in -heap (Options.Heap: memory in an MPI
+// window, one-sided Put/Get/PutOp) and then in -p2p (requests as MPI
+// messages only).
 //
 //	dmcsprog storm poll|thread K     every rank sends K RSRs of 0–4 args and payloads to every rank
 //	dmcsprog counter poll|thread N   a distributed counter: PutOp, RSR and Get
@@ -44,8 +46,13 @@ func main() {
 	// The mode is poll or thread, with "-p2p" for MPI messages only
 	// (Options.NoShm).
 	mode, p2p := strings.CutSuffix(os.Args[2], "-p2p")
+	mode, withHeap = strings.CutSuffix(mode, "-heap")
 	threaded = mode == "thread"
-	d, err := dmcs.Init(dmcs.Options{PollThread: threaded, NoShm: p2p, Timing: os.Args[1] == "app" && os.Getenv("DMCSPROG_PROFILE") == ""})
+	opts := dmcs.Options{PollThread: threaded, NoShm: p2p, Timing: os.Args[1] == "app" && os.Getenv("DMCSPROG_PROFILE") == ""}
+	if withHeap {
+		opts.Heap = 1 << 20
+	}
+	d, err := dmcs.Init(opts)
 	check(err, "Init")
 	switch os.Args[1] {
 	case "storm":
@@ -68,8 +75,8 @@ func main() {
 	}
 }
 
-// threaded: the poll thread serves requests.
-var threaded bool
+// threaded: the poll thread serves requests; withHeap: DMCS has a heap.
+var threaded, withHeap bool
 
 func check(err error, what string) {
 	if err != nil {
@@ -140,6 +147,11 @@ func storm(d *dmcs.DMCS, k int) {
 func counter(d *dmcs.DMCS, n int) {
 	cell := make([]byte, 8)
 	ptr := d.Expose(cell) // the same Ptr on every rank
+	if withHeap {
+		var err error
+		ptr, cell, err = d.HeapAlloc(8) // the same Ptr on every rank too
+		check(err, "HeapAlloc")
+	}
 	var viaRSR atomic.Int64
 	inc := d.Register(func(d *dmcs.DMCS, src int, args []uint64, _ []byte) {
 		viaRSR.Add(int64(args[0]))
