@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,22 +26,39 @@ var dmcsSizes = []int{0, 8, 64, 512, 1 << 10, 4 << 10, 8 << 10}
 //	dmcs_*_call  µs per RSR call, in batches of 64 sent back to back
 //	dmcs_*_rate  Mreq/s: a batch of 64 RSRs from the first call until the last one's acknowledgement
 //	mpi_rtt      µs per Send/Recv ping-pong of the payload
+//	dmcs_put_win, dmcs_get_win, dmcs_putop_win
+//	             µs per synchronous Put, Get, PutOp (SumInt64) of heap memory (Options.Heap):
+//	             RMA on the window, rank 1 not involved
+//	dmcs_put_req, dmcs_get_req, dmcs_putop_req
+//	             the same on exposed memory: requests rank 1 serves (shared-memory rings)
 func dmcsBench(cfg *config, thread bool) []row {
 	w := mpi.World()
 	me, dev := w.Rank(), mpi.DeviceName()
 	type inst struct {
-		name string
-		d    *dmcs.DMCS
-		ping int
-		stop int
+		name        string
+		d           *dmcs.DMCS
+		ping        int
+		stop        int
+		heapP, reqP dmcs.Ptr
 	}
 	var stopped atomic.Int32
 	stopCh := make(chan struct{}, 4)
 	var insts []*inst
 	for _, noShm := range []bool{false, true} {
-		d, err := dmcs.Init(dmcs.Options{PollThread: thread, NoShm: noShm, Spin: cfg.dmcsSpin})
+		opts := dmcs.Options{PollThread: thread, NoShm: noShm, Spin: cfg.dmcsSpin}
+		if !noShm {
+			opts.Heap = 64 << 10
+		}
+		d, err := dmcs.Init(opts)
 		check(err, "dmcs.Init")
 		in := &inst{name: "shm", d: d}
+		if !noShm {
+			// The same Ptrs on both ranks: memory in the heap window,
+			// and exposed Go memory that requests reach.
+			in.heapP, _, err = d.HeapAlloc(dmcsSizes[len(dmcsSizes)-1])
+			check(err, "HeapAlloc")
+			in.reqP = d.Expose(make([]byte, dmcsSizes[len(dmcsSizes)-1]))
+		}
 		if noShm {
 			in.name = "p2p"
 		}
@@ -108,6 +126,30 @@ func dmcsBench(cfg *config, thread bool) []row {
 					}
 					add(prefix+in.name+"_call", size, us(call)/float64(batches*batch))
 					add(prefix+in.name+"_rate", size, float64(batches*batch)/us(total))
+					if in.name == "shm" && size >= 8 {
+						// Put, Get and PutOp, through the heap window
+						// and as requests.
+						for _, via := range []struct {
+							name string
+							p    dmcs.Ptr
+						}{{"win", in.heapP}, {"req", in.reqP}} {
+							t0 := time.Now()
+							for i := 0; i < iters; i++ {
+								check(d.Put(1, via.p, p), "Put")
+							}
+							add(prefix+"put_"+via.name, size, us(time.Since(t0))/float64(iters))
+							t0 = time.Now()
+							for i := 0; i < iters; i++ {
+								check(d.Get(1, via.p, raw[:size]), "Get")
+							}
+							add(prefix+"get_"+via.name, size, us(time.Since(t0))/float64(iters))
+							t0 = time.Now()
+							for i := 0; i < iters; i++ {
+								check(d.PutOp(1, via.p, p, dmcs.SumInt64), "PutOp")
+							}
+							add(prefix+"putop_"+via.name, size, us(time.Since(t0))/float64(iters))
+						}
+					}
 					check(d.RSR(1, in.stop), "RSR")
 				} else if me == 1 {
 					for stopped.Load() < want {
@@ -153,16 +195,26 @@ func dmcsBench(cfg *config, thread bool) []row {
 		return nil
 	}
 	var rows []row
-	for _, bench := range []string{prefix + "shm_rtt", prefix + "p2p_rtt", "mpi_rtt", prefix + "shm_call", prefix + "p2p_call", prefix + "shm_rate", prefix + "p2p_rate"} {
+	for _, bench := range dmcsRows(prefix) {
 		unit := "us"
-		if len(bench) > 5 && bench[len(bench)-5:] == "_rate" {
+		if strings.HasSuffix(bench, "_rate") {
 			unit = "Mreq/s"
 		}
 		for _, size := range dmcsSizes {
+			if len(samples[bench][size]) == 0 {
+				continue // Put, Get and PutOp of whole words only
+			}
 			rows = append(rows, row{bench: bench, device: dev, np: w.Size(), size: size, value: median(samples[bench][size]), unit: unit})
 		}
 	}
 	return rows
+}
+
+// dmcsRows are the rows of the dmcs subcommand, in order.
+func dmcsRows(prefix string) []string {
+	return []string{prefix + "shm_rtt", prefix + "p2p_rtt", "mpi_rtt", prefix + "shm_call", prefix + "p2p_call",
+		prefix + "shm_rate", prefix + "p2p_rate", prefix + "put_win", prefix + "put_req", prefix + "get_win",
+		prefix + "get_req", prefix + "putop_win", prefix + "putop_req"}
 }
 
 // batch is the number of RSRs of a dmcs_*_call and _rate batch.
