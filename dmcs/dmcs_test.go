@@ -302,11 +302,21 @@ func TestStorm16(t *testing.T) {
 	}
 }
 
-// TestApp runs the histogram application (remote accumulates into bins
-// spread over the ranks) with Options.Timing: the histogram must hold every
-// item, and Times must have accounted some of DMCS's own and MPI time.
+// TestApp runs the hash-table application (an RSR per item to the key's
+// owner, and its local twin), whose tables must hold every item, and the
+// histogram application (remote accumulates into bins spread over the
+// ranks) with Options.Timing: the histogram must hold every item, and
+// Times must have accounted some of DMCS's own time.
 func TestApp(t *testing.T) {
 	bins := testbuild.Programs(t, "../cmd/mpirun", "./testdata/dmcsprog")
+	for _, v := range []string{"rsr", "local"} {
+		for _, mode := range []string{"poll", "thread"} {
+			out := runProg(t, bins, "netvm", 3, "app", mode, "3000", "200", v)
+			if !strings.Contains(out, "hashapp "+v+": 3000 items x 3 ranks, W=200: ") {
+				t.Fatalf("hash app %s %s:\n%s", v, mode, out)
+			}
+		}
+	}
 	out := runProg(t, bins, "netvm", 3, "app", "poll", "3000", "200")
 	if !strings.Contains(out, "app: 3000 items x 3 ranks in") || strings.Contains(out, "DMCS own 0s") {
 		t.Fatalf("app:\n%s", out)

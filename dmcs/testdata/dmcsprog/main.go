@@ -12,6 +12,8 @@
 //	dmcsprog bench poll|thread N     rank 0 → 1: RSR call time, round trip and raw MPI, by size
 //	dmcsprog app poll N [W]          an application: N items of W (2000) rounds of arithmetic per rank into a
 //	                                 distributed histogram; DMCS's share of its time
+//	dmcsprog app poll N W rsr|local  N items of W rounds into a distributed hash table (an RSR to the key's
+//	                                 owner per item), or the same work into a local table: the run's time
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,7 +72,11 @@ func main() {
 			work, err = strconv.Atoi(os.Args[4])
 			check(err, "W")
 		}
-		app(d, n, work)
+		if len(os.Args) > 5 {
+			hashApp(d, n, work, os.Args[5])
+		} else {
+			app(d, n, work)
+		}
 	default:
 		log.Fatalf("dmcsprog: unknown mode %q", os.Args[1])
 	}
@@ -449,4 +456,63 @@ func app(d *dmcs.DMCS, n, work int) {
 			n, d.Size(), total.Round(time.Millisecond), own.Round(time.Microsecond), mpiT.Round(time.Microsecond), worst[0], worst[1])
 	}
 	check(d.Close(), "Close")
+}
+
+// hashApp is the second application: every rank computes n items (work
+// rounds of arithmetic each) and adds each into a hash table spread over
+// the ranks by key, with a 2-argument RSR to the key's owner ("rsr"),
+// polling every 32 items; or, for the comparison, into a table of its own
+// with no communication at all ("local"). It checks the tables' total and
+// prints the time of the run (the slowest rank's), so that the two
+// variants' difference is what DMCS costs the application.
+func hashApp(d *dmcs.DMCS, n, work int, variant string) {
+	table := map[uint64]uint64{}
+	var mu sync.Mutex // the poll thread's handlers share the table
+	insert := d.Register(func(_ *dmcs.DMCS, _ int, args []uint64, _ []byte) {
+		mu.Lock()
+		table[args[0]] += args[1]
+		mu.Unlock()
+	})
+	check(d.Barrier(), "Barrier")
+	t0 := time.Now()
+	x := uint64(d.Rank()*7919 + 1)
+	size := uint64(d.Size())
+	for i := 0; i < n; i++ {
+		for k := 0; k < work; k++ { // the item's computation
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+		}
+		key := x % 4096
+		switch variant {
+		case "rsr":
+			check(d.RSR(int(key%size), insert, key, 1), "RSR")
+			if i%32 == 31 {
+				_, err := d.Poll()
+				check(err, "Poll")
+			}
+		case "local":
+			mu.Lock()
+			table[key]++
+			mu.Unlock()
+		default:
+			log.Fatalf("dmcsprog: app variant %q: want rsr or local", variant)
+		}
+	}
+	check(d.Close(), "Close") // returns once every RSR has been served
+	el := time.Since(t0).Seconds()
+	var local int64
+	for _, v := range table {
+		local += int64(v)
+	}
+	sum := make([]int64, 1)
+	check(mpi.Allreduce(mpi.World(), []int64{local}, sum, mpi.Sum), "Allreduce")
+	if sum[0] != int64(n*d.Size()) {
+		log.Fatalf("rank %d: hash table holds %d items, want %d", d.Rank(), sum[0], n*d.Size())
+	}
+	worst := make([]float64, 1)
+	check(mpi.Allreduce(mpi.World(), []float64{el}, worst, mpi.Max), "Allreduce")
+	if d.Rank() == 0 {
+		fmt.Printf("hashapp %s: %d items x %d ranks, W=%d: %.6f s\n", variant, n, d.Size(), work, worst[0])
+	}
 }
