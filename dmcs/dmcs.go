@@ -197,6 +197,7 @@ type DMCS struct {
 	me       *inbox        // this process's doorbell
 	stop     atomic.Bool   // Close ends the poll thread and the watcher
 	waiters  atomic.Int32  // goroutines that want to serve in the poll thread's place
+	parked   atomic.Bool   // the poll thread sleeps while waiters serve
 	threadID atomic.Int64  // the poll thread's goroutine id
 	done     chan struct{} // closed when the poll thread ends
 
@@ -711,6 +712,7 @@ func (d *DMCS) pollThread() {
 		d.pollMu.Lock()
 		err = d.waitLoop(func() bool { return d.stop.Load() || d.waiters.Load() > 0 })
 		d.pollMu.Unlock()
+		d.parked.Store(true)
 		for err == nil && d.waiters.Load() > 0 && !d.stop.Load() {
 			b := d.me
 			seq := atomic.LoadUint32(b.bell)
@@ -720,6 +722,7 @@ func (d *DMCS) pollThread() {
 			}
 			atomic.AddUint32(b.sleepers, ^uint32(0))
 		}
+		d.parked.Store(false)
 	}
 	d.mu.Lock()
 	if err != nil && d.err == nil {
@@ -740,7 +743,9 @@ func (d *DMCS) waitThreaded(done func() bool) error {
 		return nil
 	}
 	d.waiters.Add(1)
-	d.me.force()
+	if !d.parked.Load() {
+		d.me.force() // the poll thread may sleep in its own wait: it must see the waiter
+	}
 	t0 := nanotime()
 	for !d.pollMu.TryLock() {
 		if done() || nanotime()-t0 > handOver {

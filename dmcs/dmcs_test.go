@@ -312,7 +312,7 @@ func TestApp(t *testing.T) {
 	for _, v := range []string{"rsr", "local"} {
 		for _, mode := range []string{"poll", "thread"} {
 			out := runProg(t, bins, "netvm", 3, "app", mode, "3000", "200", v)
-			if !strings.Contains(out, "hashapp "+v+": 3000 items x 3 ranks, W=200: ") {
+			if !strings.Contains(out, "hashapp "+v+": 3000 items x 3 ranks, W=200: ") || !strings.Contains(out, ", CPU ") {
 				t.Fatalf("hash app %s %s:\n%s", v, mode, out)
 			}
 		}
