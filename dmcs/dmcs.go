@@ -198,6 +198,7 @@ type DMCS struct {
 	stop     atomic.Bool   // Close ends the poll thread and the watcher
 	waiters  atomic.Int32  // goroutines that want to serve in the poll thread's place
 	parked   atomic.Bool   // the poll thread sleeps while waiters serve
+	proxy    atomic.Bool   // a waiter counted the parked poll thread among the bell's sleepers
 	threadID atomic.Int64  // the poll thread's goroutine id
 	done     chan struct{} // closed when the poll thread ends
 
@@ -712,17 +713,20 @@ func (d *DMCS) pollThread() {
 		d.pollMu.Lock()
 		err = d.waitLoop(func() bool { return d.stop.Load() || d.waiters.Load() > 0 })
 		d.pollMu.Unlock()
+		// Parked: not counted among the bell's sleepers while a waiter
+		// polls (senders need not wake anyone); a waiter that hands the
+		// poll back counts this thread in for it (proxy), so that the
+		// next request wakes it, and wakes it at once if one waits.
 		d.parked.Store(true)
 		for err == nil && d.waiters.Load() > 0 && !d.stop.Load() {
 			b := d.me
 			seq := atomic.LoadUint32(b.bell)
-			atomic.AddUint32(b.sleepers, 1)
 			if d.waiters.Load() > 0 && !d.stop.Load() {
 				err = shm.FutexWait(b.bell, seq, 0)
 			}
-			atomic.AddUint32(b.sleepers, ^uint32(0))
 		}
 		d.parked.Store(false)
+		d.dropProxy()
 	}
 	d.mu.Lock()
 	if err != nil && d.err == nil {
@@ -746,11 +750,12 @@ func (d *DMCS) waitThreaded(done func() bool) error {
 	if !d.parked.Load() {
 		d.me.force() // the poll thread may sleep in its own wait: it must see the waiter
 	}
+	d.dropProxy()
 	t0 := nanotime()
 	for !d.pollMu.TryLock() {
 		if done() || nanotime()-t0 > handOver {
 			d.waiters.Add(-1)
-			d.me.force()
+			d.me.wakeAll()
 			if goid() == d.threadID.Load() {
 				return errBlocked // a handler on the poll thread
 			}
@@ -765,13 +770,18 @@ func (d *DMCS) waitThreaded(done func() bool) error {
 	}
 	err := d.waitLoop(done)
 	d.pollMu.Unlock()
-	d.waiters.Add(-1)
-	// The poll thread sleeps on the bell meanwhile, and the next request
-	// through a ring rings it: wake it now only for one that came before
-	// (a wake-up costs a system call), or if messages from other hosts
-	// may come (nothing rings for those until the poll arms the watcher).
-	if d.remote || d.ready() {
-		d.me.force()
+	if d.waiters.Add(-1) == 0 {
+		// Hand the poll back to the parked poll thread: count it among
+		// the sleepers so that the next request through a ring wakes it,
+		// and wake it now only for one that came before (a wake-up costs
+		// a system call), or if messages from other hosts may come
+		// (nothing rings for those until the poll arms the watcher).
+		if d.proxy.CompareAndSwap(false, true) {
+			atomic.AddUint32(d.me.sleepers, 1)
+		}
+		if d.remote || d.ready() {
+			d.me.wakeAll()
+		}
 	}
 	if err != nil {
 		d.mu.Lock()
@@ -782,6 +792,14 @@ func (d *DMCS) waitThreaded(done func() bool) error {
 		d.mu.Unlock()
 	}
 	return err
+}
+
+// dropProxy takes back the count a waiter added to the bell's sleepers
+// for the parked poll thread.
+func (d *DMCS) dropProxy() {
+	if d.proxy.CompareAndSwap(true, false) {
+		atomic.AddUint32(d.me.sleepers, ^uint32(0))
+	}
 }
 
 // handOver is how long a waiter tries to take the poll over from the

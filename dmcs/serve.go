@@ -318,7 +318,7 @@ func (d *DMCS) Close() error {
 		last = [2]int64{sum[0], sum[1]}
 	}
 	d.stop.Store(true)
-	d.me.force()
+	d.me.wakeAll()
 	if d.thread {
 		<-d.done
 	}

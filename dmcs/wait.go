@@ -33,6 +33,13 @@ func (b *inbox) force() {
 	}
 }
 
+// wakeAll rings the bell and wakes whoever sleeps on it, counted or not
+// (the parked poll thread).
+func (b *inbox) wakeAll() {
+	atomic.AddUint32(b.bell, 1)
+	_ = shm.FutexWake(b.bell, 1<<30)
+}
+
 // privateInbox is a doorbell of this process alone (DMCS without shared
 // memory): only its own watcher and Close ring it.
 func privateInbox() *inbox {
