@@ -298,10 +298,11 @@ func (s *shmPath) flush() bool {
 	return moved
 }
 
-// pending reports whether a record waits in any ring.
+// pending reports whether a record waits in any ring. It reads the
+// shared head, not the reader's own position, so any goroutine may ask.
 func (s *shmPath) pending() bool {
 	for _, r := range s.in {
-		if atomic.LoadUint64(r.tail) != r.pos {
+		if atomic.LoadUint64(r.tail) != atomic.LoadUint64(r.head) {
 			return true
 		}
 	}
@@ -319,6 +320,7 @@ func (d *DMCS) serveRing(r *inRing, max int) (int, error) {
 		at := int(r.pos % ringBytes)
 		if binary.LittleEndian.Uint64(r.data[at:]) == recWrap {
 			r.pos += uint64(ringBytes - at)
+			atomic.StoreUint64(r.head, r.pos)
 			continue
 		}
 		h := &d.hdr
