@@ -189,18 +189,20 @@ type DMCS struct {
 	free     [][]byte       // header buffers to reuse
 	err      error          // the first error a poll met
 
-	pollMu   sync.Mutex    // whoever holds it serves requests (rings, the posted receive)
-	hdr      header        // the request being served (under pollMu: a handler's args point into it)
-	shm      *shmPath      // the rings to and from processes of this host; nil: none
-	heap     *heap         // Options.Heap's window; nil: none
-	native   []bool        // by rank: the heap window reaches its memory directly
-	me       *inbox        // this process's doorbell
-	stop     atomic.Bool   // Close ends the poll thread and the watcher
-	waiters  atomic.Int32  // goroutines that want to serve in the poll thread's place
-	parked   atomic.Bool   // the poll thread sleeps while waiters serve
-	proxy    atomic.Bool   // a waiter counted the parked poll thread among the bell's sleepers
-	threadID atomic.Int64  // the poll thread's goroutine id
-	done     chan struct{} // closed when the poll thread ends
+	pollMu      sync.Mutex    // whoever holds it serves requests (rings, the posted receive)
+	hdr         header        // the request being served (under pollMu: a handler's args point into it)
+	shm         *shmPath      // the rings to and from processes of this host; nil: none
+	heap        *heap         // Options.Heap's window; nil: none
+	native      []bool        // by rank: the heap window reaches its memory directly
+	me          *inbox        // this process's doorbell
+	stop        atomic.Bool   // Close ends the poll thread and the watcher
+	waiters     atomic.Int32  // goroutines that want to serve in the poll thread's place
+	parked      atomic.Bool   // the poll thread sleeps while waiters serve
+	waiterHolds bool          // under pollMu: a waiter polls in the poll thread's place
+	holderG     atomic.Int64  // that waiter's goroutine id, once it has run a handler
+	proxy       atomic.Bool   // a waiter counted the parked poll thread among the bell's sleepers
+	threadID    atomic.Int64  // the poll thread's goroutine id
+	done        chan struct{} // closed when the poll thread ends
 
 	// Requests from other hosts (or every request, without shm) come as
 	// MPI messages into one posted receive. The poll tests it; before it
@@ -753,11 +755,16 @@ func (d *DMCS) waitThreaded(done func() bool) error {
 	d.dropProxy()
 	t0 := nanotime()
 	for !d.pollMu.TryLock() {
-		if done() || nanotime()-t0 > handOver {
+		if done() {
 			d.waiters.Add(-1)
 			d.me.wakeAll()
-			if goid() == d.threadID.Load() {
-				return errBlocked // a handler on the poll thread
+			return nil
+		}
+		if nanotime()-t0 > handOver {
+			d.waiters.Add(-1)
+			d.me.wakeAll()
+			if g := goid(); g == d.threadID.Load() || g == d.holderG.Load() {
+				return errBlocked // a handler, on the goroutine that polls
 			}
 			d.mu.Lock()
 			defer d.mu.Unlock()
@@ -768,7 +775,10 @@ func (d *DMCS) waitThreaded(done func() bool) error {
 		}
 		runtime.Gosched()
 	}
+	d.waiterHolds = true
 	err := d.waitLoop(done)
+	d.waiterHolds = false
+	d.holderG.Store(0)
 	d.pollMu.Unlock()
 	if d.waiters.Add(-1) == 0 {
 		// Hand the poll back to the parked poll thread: count it among

@@ -151,6 +151,59 @@ func TestOverflow(t *testing.T) {
 	}
 }
 
+// TestHandlerMustNotBlockThread: with a poll thread, a synchronous call
+// inside a handler is refused ("handlers must not block") — whether the
+// handler runs on the poll thread or on a goroutine that took the poll
+// over while it waited — rather than waiting for itself forever.
+func TestHandlerMustNotBlockThread(t *testing.T) {
+	dt, err := dmcs.Init(dmcs.Options{PollThread: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := dt.Expose(make([]byte, 8))
+	errs := make(chan error, 4)
+	h := dt.Register(func(d *dmcs.DMCS, _ int, _ []uint64, _ []byte) {
+		errs <- d.Get(0, cell, make([]byte, 8))
+	})
+	// On the poll thread: nobody waits, the poll thread runs it.
+	if err := dt.RSR(0, h); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		if err == nil || !strings.Contains(err.Error(), "must not block") {
+			t.Fatalf("Get in a handler on the poll thread: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Get in a handler on the poll thread hung")
+	}
+	// On a waiter: RSRPayloadAsync's acknowledgement is waited for by
+	// this goroutine, which may serve the request itself.
+	var c dmcs.Counter
+	done := make(chan error, 1)
+	go func() {
+		if err := dt.RSRPayloadAsync(0, h, nil, &c); err != nil {
+			done <- err
+			return
+		}
+		done <- dt.WaitCounter(&c, 1)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("WaitCounter with a handler that calls Get hung")
+	}
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "must not block") {
+		t.Fatalf("Get in a handler on a waiter: %v", err)
+	}
+	if err := dt.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // BenchmarkRSR0 is the cost of one asynchronous RSR without arguments,
 // sent to this process (polled every 32 calls).
 func BenchmarkRSR0(b *testing.B) {

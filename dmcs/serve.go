@@ -223,8 +223,19 @@ func (d *DMCS) runHandler(h *header, src int, payload []byte) error {
 		return nil
 	}
 	d.mu.Unlock()
+	d.noteHolder()
 	fn(d, src, h.args[:h.nargs], payload)
 	return nil
+}
+
+// noteHolder records, before a handler runs on a waiter that polls in the
+// poll thread's place, that waiter's goroutine, so that a synchronous call
+// in the handler is refused rather than waiting for itself. Once per
+// hand-over that runs handlers: reading the goroutine id is slow.
+func (d *DMCS) noteHolder() {
+	if d.waiterHolds && d.holderG.Load() == 0 {
+		d.holderG.Store(goid())
+	}
 }
 
 // deferredRSR is a request for a handler not registered yet when it came.
@@ -248,6 +259,7 @@ func (d *DMCS) runDeferred() {
 		d.deferred = d.deferred[1:]
 		fn := d.handlers[r.h]
 		d.mu.Unlock()
+		d.noteHolder()
 		fn(d, r.src, r.args, r.payload)
 	}
 }
