@@ -91,6 +91,7 @@ type compareOpts struct {
 	hosts     int           // > 0: the cross-host runs on a simulated cluster of this many hosts
 	single    bool          // with hosts: the single-host set as well
 	rounds    int           // cross-host: rounds of every step; the median is kept
+	hostColls []string      // cross-host: coll placements "NP@HOSTS" (compare_hosts.go)
 }
 
 const compareUsage = `usage: mpibench compare [flags]
@@ -129,6 +130,7 @@ func parseCompareArgs(args []string, stderr io.Writer) (*compareOpts, error) {
 	fs.IntVar(&o.hosts, "hosts", 0, "run across a simulated cluster of `N` hosts (at least 2; needs root)")
 	fs.BoolVar(&o.single, "single-host", false, "with --hosts: run the usual single-host set too, in the same report")
 	fs.IntVar(&o.rounds, "rounds", 0, "with --hosts: rounds of every cross-host run, the median kept (default 3; --quick 1)")
+	fs.StringSliceVar(&o.hostColls, "host-colls", nil, "with --hosts: the cross-host coll runs as NP@HOSTS, comma-separated (default 4@2,8@2,4@4,8@4; --quick 4@2)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, compareUsage)
 		fs.PrintDefaults()

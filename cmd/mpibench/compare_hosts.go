@@ -164,6 +164,11 @@ func (c *comparer) xSteps(x *xCluster) []*cmpStep {
 		steps = append(steps, &cmpStep{target: t, bench: bench, np: np, hosts: hosts, what: what, argv: argv,
 			label: fmt.Sprintf("x-%s-%s-np%d-%dh", t.name, bench, np, hosts)})
 	}
+	placements, err := collPlacements(o.hostColls, nps, hostCounts)
+	if err != nil {
+		c.note("%v", err)
+		return nil
+	}
 	targets := c.xTargets()
 	for _, bench := range o.benches {
 		switch bench {
@@ -176,23 +181,46 @@ func (c *comparer) xSteps(x *xCluster) []*cmpStep {
 				}
 			}
 		case "coll":
-			for _, hosts := range hostCounts {
+			for _, pl := range placements {
+				np, hosts := pl[0], pl[1]
 				if hosts > x.hosts {
 					continue
 				}
-				for _, np := range nps {
-					for _, t := range targets {
-						if t.adimpi {
-							add(t, bench, hosts, np, c.xLaunch(x, t, hosts, np, c.bench, slices.Concat([]string{"coll", "--csv"}, collG)...))
-						} else if t.bins["coll"] != "" {
-							add(t, bench, hosts, np, c.xLaunch(x, t, hosts, np, "coll", slices.Concat([]string{"--device", t.name}, collC)...))
-						}
+				for _, t := range targets {
+					if t.adimpi {
+						add(t, bench, hosts, np, c.xLaunch(x, t, hosts, np, c.bench, slices.Concat([]string{"coll", "--csv"}, collG)...))
+					} else if t.bins["coll"] != "" {
+						add(t, bench, hosts, np, c.xLaunch(x, t, hosts, np, "coll", slices.Concat([]string{"--device", t.name}, collC)...))
 					}
 				}
 			}
 		}
 	}
 	return steps
+}
+
+// collPlacements reads --host-colls ("8@4": np 8 over 4 hosts); none
+// given, every np of nps over every host count of hostCounts.
+func collPlacements(spec []string, nps, hostCounts []int) ([][2]int, error) {
+	var out [][2]int
+	if len(spec) == 0 {
+		for _, hosts := range hostCounts {
+			for _, np := range nps {
+				out = append(out, [2]int{np, hosts})
+			}
+		}
+		return out, nil
+	}
+	for _, s := range spec {
+		a, b, ok := strings.Cut(s, "@")
+		np, err1 := strconv.Atoi(a)
+		hosts, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || hosts < 2 || np < hosts || np%hosts != 0 {
+			return nil, fmt.Errorf("--host-colls %q: want NP@HOSTS, NP a multiple of HOSTS ≥ 2", s)
+		}
+		out = append(out, [2]int{np, hosts})
+	}
+	return out, nil
 }
 
 // runCross runs the cross-host steps in c.opts.rounds interleaved rounds

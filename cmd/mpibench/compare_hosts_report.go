@@ -55,8 +55,8 @@ func (r *cmpReport) crossHost() {
 	}
 	r.p("## Across simulated hosts\n\n")
 	r.p("A simulated cluster of %d hosts (cmd/netcluster: network, PID, mount, IPC and UTS namespaces each, "+
-		"veth links to one bridge). Ping-pong and bandwidth between ranks on h1 and h2; collectives at np 4 and 8 "+
-		"with the ranks in blocks over 2 and 4 hosts. adimpi devices that reach other hosts (adi.CrossHost) run "+
+		"veth links to one bridge). Ping-pong and bandwidth between ranks on h1 and h2; collectives with the ranks "+
+		"in blocks over the hosts (np and hosts in the table of collectives; `--host-colls`). adimpi devices that reach other hosts (adi.CrossHost) run "+
 		"under `mpirun -hosts … -launcher-exec 'netcluster exec …'`; Open MPI (`--mca btl tcp,self`) and MPICH "+
 		"are launched from a head host through bench/netcluster-agent.sh onto the same hosts. "+
 		"Every point is the median of %d interleaved rounds (each round's value the best of its repetitions).\n\n",

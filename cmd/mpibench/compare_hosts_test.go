@@ -166,3 +166,22 @@ func TestCompareHostsSmoke(t *testing.T) {
 		t.Errorf("report.md has no cross-host section:\n%s", report)
 	}
 }
+
+// TestCollPlacements checks --host-colls: given placements are kept in
+// order, bad ones refused, and none given means every np over every host
+// count.
+func TestCollPlacements(t *testing.T) {
+	got, err := collPlacements([]string{"8@4", "4@2"}, []int{4, 8}, []int{2, 4})
+	if err != nil || len(got) != 2 || got[0] != [2]int{8, 4} || got[1] != [2]int{4, 2} {
+		t.Errorf("8@4,4@2: %v, %v", got, err)
+	}
+	for _, bad := range []string{"8", "8@1", "6@4", "x@2", "2@4"} {
+		if _, err := collPlacements([]string{bad}, nil, nil); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	got, err = collPlacements(nil, []int{4, 8}, []int{2, 4})
+	if err != nil || len(got) != 4 || got[0] != [2]int{4, 2} || got[3] != [2]int{8, 4} {
+		t.Errorf("default: %v, %v", got, err)
+	}
+}

@@ -11,6 +11,7 @@
 //	mpirun -np 2 mpibench dmcs [flags]       DMCS remote service requests: round trip, call time, rate by payload
 //	mpirun -np 1 mpibench spawn [flags]      spawn time of 1, 4 and 16 children
 //	mpibench spawn-compare [flags]           spawn time against Open MPI's, a Markdown table
+//	mpirun -np 2 mpibench raw DEVICE         a device's own transfer API, no MPI (netvm, fm, bip, via)
 //	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
 //	mpibench summarize results.csv           ratios from a CSV made by bench/compare.sh
 //
@@ -78,6 +79,8 @@ subcommands (run the MPI ones under mpirun):
   spawn       (mpirun -np 1) time of CommSpawn of 1, 4 and 16 children
   spawn-compare  spawn against Open MPI's MPI_Comm_spawn (bench/c/spawn.c),
               interleaved rounds, a Markdown table (spawn-compare --help)
+  raw DEVICE  each device's own transfer API (netvm, fm, bip, via) between
+              ranks 0 and 1, timed as bw: --min-size 64 KiB by default
   memcpy      single process: copy() bandwidth and a cache-line ping-pong
   summarize   read a results CSV (bench/compare.sh) and print the ratios
   summarize-coll, summarize-overlap
@@ -163,6 +166,8 @@ func main() {
 		runOverlap(&cfg, args[1:])
 	case "summarize-overlap":
 		runSummarizeOverlap(args[1:])
+	case "raw":
+		runRaw(&cfg, args[1:])
 	case "memcpy":
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
 	case "pingpong", "bw", "anysource", "virtus", "rma":

@@ -256,3 +256,19 @@ func TestOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceMaxLong checks that the MPI device pipelines its rendezvous
+// (several long receives posted per peer) unless maxlong is given, while
+// BIP's API keeps BIP's bound of 1.
+func TestDeviceMaxLong(t *testing.T) {
+	o, err := deviceOptions(map[string]string{})
+	if err != nil || o.MaxLong != mpiMaxLong || mpiMaxLong < 2 {
+		t.Errorf("device default: maxlong %d, %v; want %d (at least 2)", o.MaxLong, err, mpiMaxLong)
+	}
+	if o, err := deviceOptions(map[string]string{"maxlong": "1"}); err != nil || o.MaxLong != 1 {
+		t.Errorf("maxlong=1: %d, %v", o.MaxLong, err)
+	}
+	if o, err := ParseOptions(map[string]string{}); err != nil || o.MaxLong != 1 {
+		t.Errorf("BIP API default: maxlong %d, %v; want 1", o.MaxLong, err)
+	}
+}

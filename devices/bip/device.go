@@ -113,9 +113,26 @@ type Device struct {
 	}
 }
 
+// mpiMaxLong is the MPI device's maxlong when -device-opt does not set it:
+// a receiver may then post the long receives of the next messages, and
+// acknowledge them, while the data of the current one flows, so that a
+// stream of rendezvous messages does not wait for the receiver to run
+// between every two of them (DMPI's pipelining; BIP's API keeps BIP's 1).
+const mpiMaxLong = 4
+
+// deviceOptions are the BIP options of the MPI device: opts over
+// DefaultOptions, with mpiMaxLong unless opts set maxlong.
+func deviceOptions(opts map[string]string) (Options, error) {
+	o, err := ParseOptions(opts)
+	if _, set := opts["maxlong"]; err == nil && !set {
+		o.MaxLong = mpiMaxLong
+	}
+	return o, err
+}
+
 // Init wires up the BIP endpoint.
 func (d *Device) Init(cfg adi.Config) error {
-	o, err := ParseOptions(cfg.Options)
+	o, err := deviceOptions(cfg.Options)
 	if err != nil {
 		return err
 	}

@@ -32,11 +32,14 @@ import (
 // connection completes every descriptor of the VIs to that NIC, posted or
 // in flight, with StatusTransportError.
 //
-// The endpoint is driven by the engine goroutine only (Poll, Send and the
-// Handler calls): the engine is its one owner. An idle engine sleeps in the
+// The endpoint is driven by whoever runs the engine's pass (Poll, Send and
+// the Handler calls), under the engine's lock: the engine goroutine, or an
+// application thread waiting for its completions (Assist), which then
+// carries the frames itself with no hand-over. An idle engine sleeps in the
 // endpoint's epoll (Endpoint.Wait), which a frame ends and which this
 // process's doorbell rings end too (Endpoint.Wake), so an arriving frame
-// wakes the engine itself, with no goroutine in between.
+// wakes the engine itself, with no goroutine in between; while the
+// application assists, the engine sleeps on its futex instead.
 
 // Frame kinds.
 const (
@@ -846,9 +849,71 @@ func (n *NIC) pollNet(p *netPort, idle bool) bool {
 	return did
 }
 
+// Assist runs one pass of the engine on the caller's thread, if the NIC
+// reaches other hosts and the engine is not in a pass itself; it reports
+// whether the pass did anything. An application that polls for its
+// completions assists (Device.Progress, CQ.Wait): a frame that arrives is
+// then handled, and a descriptor just posted is put on the wire, by the
+// thread that waits for it, with no hand-over to the engine goroutine,
+// whose wake-up from epoll would otherwise cost every message across
+// hosts a trip through the scheduler. While the application assists, the
+// idle engine sleeps on the doorbell futex only, not in the endpoint's
+// epoll (which every arriving frame would end), and this process's own
+// doorbell rings leave it asleep (sleepAssisted); Sleep hands the network
+// back to the engine.
+func (n *NIC) Assist() bool {
+	if n.port.Load() == nil || !n.eng.mu.TryLock() {
+		return false
+	}
+	defer n.eng.mu.Unlock()
+	if n.port.Load() == nil {
+		return false
+	}
+	n.eng.lastAssist.Store(time.Now().UnixNano())
+	did, _ := n.pass(false)
+	return did
+}
+
+// ackDelay is how long the engine stays idle before it sends the acks no
+// frame carried alone: the application's answer usually comes sooner and
+// carries them, saving a frame each way.
+const ackDelay = 50 * time.Microsecond
+
+// ackDue reports whether a pass (which did descriptor work, or not) sends
+// the acks owed alone: once the engine has been idle for ackDelay, or at
+// once with flush (the engine is going to sleep).
+func (n *NIC) ackDue(did, flush bool) bool {
+	switch {
+	case did:
+		n.eng.idleAt = 0
+		return false
+	case flush:
+		return true
+	}
+	now := time.Now().UnixNano()
+	if n.eng.idleAt == 0 {
+		n.eng.idleAt = now
+		return false
+	}
+	return time.Duration(now-n.eng.idleAt) >= ackDelay
+}
+
+// assistedFor is how long after an application's last assist the idle
+// engine leaves the network to it (sleeping on the futex, a timeout this
+// long, instead of in epoll).
+const assistedFor = time.Millisecond
+
+// assisted reports whether an application assisted the engine lately.
+func (n *NIC) assisted() bool {
+	t := n.eng.lastAssist.Load()
+	return t != 0 && time.Duration(time.Now().UnixNano()-t) < assistedFor
+}
+
 // closeNet sends the acks still owed and closes the endpoint (engine, at
 // exit).
 func (n *NIC) closeNet() {
+	n.eng.mu.Lock() // no assist from here on
+	defer n.eng.mu.Unlock()
 	p := n.port.Load()
 	if p == nil {
 		return
@@ -865,8 +930,24 @@ func (n *NIC) closeNet() {
 			p.ep.Wait(10 * time.Millisecond)
 		}
 	}
+	n.portMu.Lock()
 	n.port.Store(nil) // doorbell rings from now on use the futex only
+	n.portMu.Unlock()
 	p.ep.Close()
+}
+
+// wakeNet wakes the engine asleep in the endpoint's epoll, and reports
+// false when the NIC has no endpoint (any more). The lock keeps the wake
+// out of the endpoint's Close (closeNet), which frees its eventfd.
+func (n *NIC) wakeNet() bool {
+	n.portMu.Lock()
+	defer n.portMu.Unlock()
+	p := n.port.Load()
+	if p == nil {
+		return false
+	}
+	p.ep.Wake()
+	return true
 }
 
 func (h netHandler) Frame(peer int, head, body []byte)            { h.n.netFrame(peer, head, body) }

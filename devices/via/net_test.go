@@ -2,6 +2,7 @@ package via
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
@@ -298,5 +299,84 @@ func TestNetRepostRace(t *testing.T) {
 		if err := b.PostRecv(d); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestNetAssist checks that applications waiting for their completions
+// carry the frames of a ping-pong across hosts themselves (NIC.Assist):
+// the engines, which would otherwise wake from epoll for every frame,
+// stay asleep.
+func TestNetAssist(t *testing.T) {
+	na, nb, a, b, ca, cb := hostPair(t, DefaultOptions())
+	const rounds = 400
+	bufA, bufB := make([]byte, 8), make([]byte, 8)
+	ha, hb := reg(t, na, bufA), reg(t, nb, bufB)
+	// exchange posts a receive, optionally sends first, and waits for
+	// both of its completions (the send's comes with the peer's answer).
+	exchange := func(vi *VI, cq *CQ, h MemHandle, buf []byte, sendFirst bool) error {
+		rd := &Descriptor{DS: []DataSegment{Seg(h, buf)}}
+		if err := vi.PostRecv(rd); err != nil {
+			return err
+		}
+		send := func() error {
+			return vi.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(h, buf)}})
+		}
+		if sendFirst {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for sent, got := !sendFirst, false; !sent || !got; {
+			// Poll as a waiting application does (the device's
+			// Progress): completions, and the NIC's pass.
+			_, recv, ok := cq.Done()
+			if !ok {
+				if time.Now().After(deadline) {
+					return errors.New("no completion in 10 s")
+				}
+				vi.nic.Assist()
+				continue
+			}
+			if recv {
+				vi.RecvDone()
+				got = true
+				if !sendFirst {
+					if err := send(); err != nil {
+						return err
+					}
+					sendFirst = true // its completion is still to come
+					sent = false
+				}
+			} else {
+				vi.SendDone()
+				sent = true
+			}
+		}
+		return nil
+	}
+	echo := make(chan error, 1)
+	go func() {
+		for i := 0; i < rounds; i++ {
+			if err := exchange(b, cb, hb, bufB, false); err != nil {
+				echo <- err
+				return
+			}
+		}
+		echo <- nil
+	}()
+	s0 := na.Counters()["nic_sleeps"] + nb.Counters()["nic_sleeps"]
+	for i := 0; i < rounds; i++ {
+		if err := exchange(a, ca, ha, bufA, true); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	if err := <-echo; err != nil {
+		t.Fatal(err)
+	}
+	sleeps := na.Counters()["nic_sleeps"] + nb.Counters()["nic_sleeps"] - s0
+	t.Logf("%d round trips: the engines slept %d times", rounds, sleeps)
+	if sleeps > rounds/2 {
+		t.Errorf("the engines slept %d times in %d round trips: the frames woke them instead of being carried by the waiting applications", sleeps, rounds)
 	}
 }

@@ -235,18 +235,24 @@ func (v *view) ringApp() {
 // epoll, not on the doorbell futex.
 const sleepEpoll = 2
 
+// sleepAssisted in offNICSleep: the engine sleeps on the futex while this
+// process's application assists it (NIC.Assist): rings from this process
+// do not wake it, the application runs the pass itself.
+const sleepAssisted = 3
+
 // ringNIC rings the NIC's doorbell word, and wakes its engine: from the
 // futex, or (this process's NIC, sleeping in epoll) through the endpoint.
 func (v *view) ringNIC() {
 	atomic.AddUint32(v.u32(offNICBell), 1)
 	switch atomic.LoadUint32(v.u32(offNICSleep)) {
 	case 0:
+	case sleepAssisted:
+		if v.self == nil {
+			_ = shm.FutexWake(v.u32(offNICBell), 1)
+		}
 	case sleepEpoll:
-		if v.self != nil {
-			if p := v.self.port.Load(); p != nil {
-				p.ep.Wake()
-				return
-			}
+		if v.self != nil && v.self.wakeNet() {
+			return
 		}
 		_ = shm.FutexWake(v.u32(offNICBell), 1)
 	default:
@@ -294,6 +300,7 @@ type NIC struct {
 	done   chan struct{}
 
 	port    atomic.Pointer[netPort] // the wire to other hosts (net.go), if any
+	portMu  sync.Mutex              // orders a ring's Wake of the endpoint before the engine closes it (net.go)
 	remote  atomic.Pointer[[]*VI]   // VIs connected to NICs on other hosts
 	lostGen atomic.Uint32           // moves when such a VI's connection breaks
 	stage   []byte                  // engine only: packs small pieces into frames
@@ -306,6 +313,16 @@ type NIC struct {
 	localBuf  [][]byte
 	toRing    []*view // engine only: applications to wake after a descriptor
 	batch     batch   // engine only: sends moved together
+
+	// eng is the engine's turn: whoever holds mu runs a pass (the engine
+	// goroutine, or an application thread assisting it, net.go).
+	eng struct {
+		mu         sync.Mutex
+		lastAssist atomic.Int64 // UnixNano of an application's last Assist (net.go); 0: none since it slept
+		byVI       map[*VI]bool // D2: VIs in d2
+		d2         []*VI        // D2: VIs with dispatched entries, in order of first arrival
+		idleAt     int64        // UnixNano since which passes found nothing to do (net.go ackDue); 0: busy
+	}
 
 	cnt struct {
 		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
@@ -345,6 +362,7 @@ func OpenNIC(o Options) (*NIC, error) {
 	empty, none := []*VI{}, []*VI{}
 	n.active.Store(&empty)
 	n.remote.Store(&none)
+	n.eng.byVI = map[*VI]bool{}
 	go n.engine()
 	return n, nil
 }

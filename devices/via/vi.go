@@ -463,6 +463,11 @@ func (n *NIC) Seq() uint32 { return atomic.LoadUint32(n.self.u32(offAppBell)) }
 
 // Sleep blocks until Seq differs from seq or timeout passes.
 func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
+	if n.eng.lastAssist.Swap(0) != 0 && atomic.LoadUint32(n.self.u32(offNICSleep)) == sleepAssisted {
+		// The engine takes the network back: wake it into epoll.
+		atomic.AddUint32(n.self.u32(offNICBell), 1)
+		_ = shm.FutexWake(n.self.u32(offNICBell), 1)
+	}
 	sl := n.self.u32(offAppSleep)
 	atomic.AddUint32(sl, 1)
 	_ = shm.FutexWait(n.self.u32(offAppBell), seq, timeout)
@@ -488,6 +493,9 @@ func (n *NIC) wait(timeout time.Duration, cond func() bool) error {
 			if left = timeout - time.Since(start); left <= 0 {
 				return ErrTimeout
 			}
+		}
+		if n.Assist() {
+			continue
 		}
 		if i < 64 {
 			n.Yield()
@@ -522,54 +530,13 @@ func (n *NIC) engine() {
 	defer close(n.done)
 	defer n.closeNet()
 	bell, sleep := n.self.u32(offNICBell), n.self.u32(offNICSleep)
-	var byVI map[*VI]bool
-	if n.o.Doorbell == D2 {
-		byVI = map[*VI]bool{}
-	}
-	var d2 []*VI // D2: VIs with dispatched entries, in order of first arrival
 	var idleSince time.Time
 	idle := 0
 	for !n.closed.Load() {
 		seq := atomic.LoadUint32(bell)
-		did, stalled := false, false
-		if n.o.Doorbell == D1 {
-			// Poll the doorbell queue of every active VI.
-			for _, vi := range *n.active.Load() {
-				n.cnt.polls.Add(1)
-				w, s := n.runD1(vi)
-				did, stalled = did || w, stalled || s
-			}
-		} else {
-			n.central.mu.Lock()
-			q := n.central.q
-			n.central.q = nil
-			n.central.mu.Unlock()
-			n.cnt.polls.Add(1)
-			for _, e := range q {
-				vi := e.vi
-				vi.pend = append(vi.pend, e)
-				if !byVI[vi] {
-					byVI[vi] = true
-					d2 = append(d2, vi)
-				}
-			}
-			keep := d2[:0]
-			for _, vi := range d2 {
-				w, s := n.runD2(vi)
-				did, stalled = did || w, stalled || s
-				if len(vi.pend) > 0 {
-					keep = append(keep, vi)
-				} else {
-					delete(byVI, vi)
-				}
-			}
-			clear(d2[len(keep):])
-			d2 = keep
-		}
-		port := n.port.Load()
-		if port != nil && n.pollNet(port, !did) {
-			did = true
-		}
+		n.eng.mu.Lock()
+		did, stalled := n.pass(false)
+		n.eng.mu.Unlock()
 		if did {
 			idle = 0
 			continue
@@ -581,19 +548,35 @@ func (n *NIC) engine() {
 			runtime.Gosched()
 			continue
 		}
+		// Acks still owed leave before the engine sleeps.
+		n.eng.mu.Lock()
+		did, stalled = n.pass(true)
+		n.eng.mu.Unlock()
+		if did {
+			idle = 0
+			continue
+		}
 		// Sleep until a doorbell rings (or, with a stalled send, a while).
 		// With a network port the engine sleeps in the endpoint's epoll,
 		// which this process's doorbell rings wake too (ringNIC); only a
 		// peer on this host whose receive descriptor a stalled send waits
 		// for rings the futex alone, so a stalled engine looks again soon.
+		// While the application assists (net.go), the network is its.
+		port := n.port.Load()
 		mode := uint32(1)
-		if port != nil {
+		help := port != nil && n.assisted()
+		switch {
+		case help:
+			mode = sleepAssisted
+		case port != nil:
 			mode = sleepEpoll
 		}
 		atomic.StoreUint32(sleep, mode)
 		if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
 			n.cnt.sleeps.Add(1)
 			switch {
+			case help:
+				_ = shm.FutexWait(bell, seq, assistedFor)
 			case port != nil && stalled:
 				port.ep.Wait(time.Millisecond)
 			case port != nil:
@@ -607,6 +590,51 @@ func (n *NIC) engine() {
 		atomic.StoreUint32(sleep, 0)
 		idle = 0
 	}
+}
+
+// pass is one turn of the engine: the doorbell queues, then the network;
+// flush sends the acks owed at once (see ackDue). The caller holds
+// n.eng.mu (the engine, or an application assisting it).
+func (n *NIC) pass(flush bool) (did, stalled bool) {
+	if n.o.Doorbell == D1 {
+		// Poll the doorbell queue of every active VI.
+		for _, vi := range *n.active.Load() {
+			n.cnt.polls.Add(1)
+			w, s := n.runD1(vi)
+			did, stalled = did || w, stalled || s
+		}
+	} else {
+		n.central.mu.Lock()
+		q := n.central.q
+		n.central.q = nil
+		n.central.mu.Unlock()
+		n.cnt.polls.Add(1)
+		byVI := n.eng.byVI
+		for _, e := range q {
+			vi := e.vi
+			vi.pend = append(vi.pend, e)
+			if !byVI[vi] {
+				byVI[vi] = true
+				n.eng.d2 = append(n.eng.d2, vi)
+			}
+		}
+		keep := n.eng.d2[:0]
+		for _, vi := range n.eng.d2 {
+			w, s := n.runD2(vi)
+			did, stalled = did || w, stalled || s
+			if len(vi.pend) > 0 {
+				keep = append(keep, vi)
+			} else {
+				delete(byVI, vi)
+			}
+		}
+		clear(n.eng.d2[len(keep):])
+		n.eng.d2 = keep
+	}
+	if port := n.port.Load(); port != nil && n.pollNet(port, n.ackDue(did, flush)) {
+		did = true
+	}
+	return did, stalled
 }
 
 func (n *NIC) runD1(vi *VI) (did, stalled bool) {
