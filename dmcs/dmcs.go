@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/adimpi/adimpi/internal/shm"
 	"github.com/adimpi/adimpi/mpi"
 )
 
@@ -28,8 +31,6 @@ const (
 	kindMallocReply
 	kindFree
 	kindAck
-	kindStop
-	kindNop
 )
 
 // The header of every request, little-endian: kind u8, nargs u8, flags
@@ -62,6 +63,20 @@ type Options struct {
 	PollThread bool
 	// Timing makes DMCS measure where its time goes (Times).
 	Timing bool
+	// Spin is how long a process waiting for requests (the poll thread,
+	// or a synchronous call) keeps polling, yielding the CPU between
+	// polls, before it sleeps until a request comes; 0 means 70 µs. A
+	// sleeper costs its waker a futex wake-up and itself the scheduler's
+	// latency: a longer Spin buys latency with CPU time.
+	Spin time.Duration
+	// Heap gives every process a heap of this many bytes in an MPI window:
+	// HeapAlloc and Malloc take memory there, and Put, Get and PutOp of
+	// it from a process of the same host are one-sided RMA operations
+	// that the target does not serve (docs/dmcs.md).
+	Heap int
+	// NoShm sends every request as an MPI message, even between
+	// processes of one host (which otherwise use shared-memory rings).
+	NoShm bool
 }
 
 // Ptr names memory of one process for the others: a segment (made by
@@ -81,6 +96,16 @@ func (p Ptr) String() string { return fmt.Sprintf("dmcs.Ptr(%d+%d)", p.seg(), p.
 type Counter struct {
 	n   atomic.Int64
 	err atomic.Pointer[error]
+}
+
+// done counts an operation completed at once (through a window): its
+// error goes to the counter, like a target's, and nil is returned.
+func (c *Counter) done(err error) error {
+	if err != nil {
+		c.err.CompareAndSwap(nil, &err)
+	}
+	c.n.Add(1)
+	return nil
 }
 
 // Value is the number of operations completed so far, failed ones included.
@@ -164,10 +189,37 @@ type DMCS struct {
 	free     [][]byte       // header buffers to reuse
 	err      error          // the first error a poll met
 
-	pollMu sync.Mutex // whoever holds it owns the posted receive
-	rbuf   []byte
-	rreq   *mpi.Request
-	done   chan struct{} // closed when the poll thread ends
+	pollMu      sync.Mutex    // whoever holds it serves requests (rings, the posted receive)
+	hdr         header        // the request being served (under pollMu: a handler's args point into it)
+	shm         *shmPath      // the rings to and from processes of this host; nil: none
+	heap        *heap         // Options.Heap's window; nil: none
+	native      []bool        // by rank: the heap window reaches its memory directly
+	me          *inbox        // this process's doorbell
+	stop        atomic.Bool   // Close ends the poll thread and the watcher
+	waiters     atomic.Int32  // goroutines that want to serve in the poll thread's place
+	parked      atomic.Bool   // the poll thread sleeps while waiters serve
+	waiterHolds bool          // under pollMu: a waiter polls in the poll thread's place
+	holderG     atomic.Int64  // that waiter's goroutine id, once it has run a handler
+	proxy       atomic.Bool   // a waiter counted the parked poll thread among the bell's sleepers
+	threadID    atomic.Int64  // the poll thread's goroutine id
+	done        chan struct{} // closed when the poll thread ends
+
+	// Requests from other hosts (or every request, without shm) come as
+	// MPI messages into one posted receive. The poll tests it; before it
+	// sleeps it arms a watcher goroutine, which waits for the message in
+	// MPI and hands it over (p2pReady), ringing the doorbell. While armed,
+	// only the watcher touches the receive.
+	remote    bool
+	rbuf      []byte
+	rreq      *mpi.Request
+	armed     bool // under pollMu
+	p2pReady  atomic.Bool
+	p2pSt     mpi.Status
+	p2pErr    error
+	arm       chan struct{} // the poll asks the watcher to wait for the receive
+	watchDone chan struct{}
+	spin      int64 // how long a waiter polls before it yields (ns)
+	yield     int64 // how long it then polls and yields before it sleeps (ns)
 
 	sent, recvd atomic.Int64 // requests sent and handled, for Close's quiescence
 	clk         clock
@@ -188,12 +240,47 @@ func Init(opts Options) (*DMCS, error) {
 	}
 	dup.SetName("dmcs")
 	d := &DMCS{comm: dup, rank: dup.Rank(), size: dup.Size(), thread: opts.PollThread,
-		segs: map[uint32][]byte{}, malloced: map[Ptr]bool{}, nextSeg: 1,
-		rbuf: make([]byte, hdrLen+InlineMax)}
+		segs: map[uint32][]byte{}, malloced: map[Ptr]bool{}, nextSeg: 1}
 	d.cond = sync.NewCond(&d.mu)
 	d.clk.on = opts.Timing
-	if err := d.post(); err != nil {
-		return nil, err
+	d.spin, d.yield = spinNs, yieldNs
+	if d.size > runtime.NumCPU() {
+		d.spin = 0 // processes outnumber cores: a spinning waiter takes a peer's CPU
+	}
+	if opts.Spin > 0 {
+		d.spin, d.yield = min(d.spin, int64(opts.Spin)), max(0, int64(opts.Spin)-d.spin)
+	}
+	if !opts.NoShm {
+		if d.shm, err = setupShm(d); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Heap > 0 {
+		if d.heap, err = setupHeap(d, opts.Heap); err != nil {
+			return nil, err
+		}
+		d.native = make([]bool, d.size)
+		for i := range d.native {
+			d.native[i] = d.heap.win.Native(i)
+		}
+	}
+	if d.shm != nil {
+		d.me = d.shm.me
+		for _, l := range d.shm.local {
+			d.remote = d.remote || l < 0
+		}
+	} else {
+		d.me = privateInbox()
+		d.remote = true
+	}
+	if d.remote {
+		d.rbuf = make([]byte, hdrLen+InlineMax)
+		if err := d.post(); err != nil {
+			return nil, err
+		}
+		d.arm = make(chan struct{}, 1)
+		d.watchDone = make(chan struct{})
+		go d.watch()
 	}
 	if d.thread {
 		d.done = make(chan struct{})
@@ -222,9 +309,8 @@ func (d *DMCS) Register(h Handler) int {
 	wake := len(d.deferred) > 0
 	d.mu.Unlock()
 	if wake {
-		// The kept requests run in a poll: wake the poll thread, or the
-		// next Poll, with a message to this process.
-		_ = d.send(d.rank, &header{kind: kindNop}, nil)
+		// The kept requests run in a poll: wake the poll thread.
+		d.me.force()
 	}
 	return n
 }
@@ -258,6 +344,9 @@ func (d *DMCS) Bytes(p Ptr, n int) ([]byte, error) {
 // mem is Bytes under d.mu.
 func (d *DMCS) mem(p Ptr, n int) ([]byte, error) {
 	b, ok := d.segs[p.seg()]
+	if p.seg() == heapSeg && d.heap != nil {
+		b, ok = d.heap.mem, true
+	}
 	if !ok {
 		return nil, fmt.Errorf("dmcs: %v is not memory of rank %d", p, d.rank)
 	}
@@ -309,6 +398,9 @@ func (d *DMCS) send(dest int, h *header, payload []byte) error {
 	}
 	t0 := d.clk.now()
 	h.n = uint64(len(payload))
+	if d.shm != nil && d.shm.out[dest] != nil {
+		return d.sendShm(dest, h, payload, t0)
+	}
 	separate := len(payload) > InlineMax
 	if separate {
 		h.flags |= flagSeparate
@@ -352,6 +444,43 @@ func (d *DMCS) send(dest int, h *header, payload []byte) error {
 	d.mu.Unlock()
 	d.clk.sent(t0, m)
 	return nil
+}
+
+// sendShm is send to a process of this host: the request goes into its
+// ring, a payload over RingMax as an MPI message beside it.
+func (d *DMCS) sendShm(dest int, h *header, payload []byte, t0 int64) error {
+	var m int64
+	if len(payload) > RingMax {
+		h.flags |= flagSeparate
+		m0 := d.clk.now()
+		q, err := mpi.Isend(d.comm, payload, dest, tagData)
+		if err != nil {
+			return fmt.Errorf("dmcs: %w", err)
+		}
+		m = d.clk.now() - m0
+		d.mu.Lock()
+		d.sends = append(d.sends, q)
+		d.bufs = append(d.bufs, nil)
+		if len(d.sends) >= reapAt {
+			m += d.reap()
+		}
+		d.mu.Unlock()
+		payload = nil
+	}
+	d.sent.Add(1)
+	d.shm.send(dest, h, payload)
+	d.clk.sent(t0, m)
+	return nil
+}
+
+// Copies reports whether RSRPayload copies a payload of n bytes to dest
+// into the request, and so returns at once: up to RingMax bytes to a
+// process of this host, InlineMax to others.
+func (d *DMCS) Copies(dest, n int) bool {
+	if d.shm != nil && dest >= 0 && dest < d.size && d.shm.out[dest] != nil {
+		return n <= RingMax
+	}
+	return n <= InlineMax
 }
 
 // reapAt is how many sends may be outstanding before send looks for
@@ -407,9 +536,10 @@ func (d *DMCS) RSR(dest, h int, args ...uint64) error {
 }
 
 // RSRPayload is RSR with a byte payload, which the handler receives. It
-// returns once payload may be reused: at once for payloads up to
-// InlineMax bytes (copied), after the send for larger ones (this process
-// serves requests meanwhile).
+// returns once payload may be reused: at once when the payload is copied
+// into the request (up to RingMax bytes to a process of this host,
+// InlineMax to another), once the handler has run for larger ones (this
+// process serves requests meanwhile).
 func (d *DMCS) RSRPayload(dest, h int, payload []byte, args ...uint64) error {
 	if len(args) > MaxArgs {
 		return fmt.Errorf("dmcs: RSR with %d arguments; at most %d", len(args), MaxArgs)
@@ -419,7 +549,7 @@ func (d *DMCS) RSRPayload(dest, h int, payload []byte, args ...uint64) error {
 	}
 	hd := header{kind: kindRSR, nargs: uint8(len(args)), handler: uint32(h)}
 	copy(hd.args[:], args)
-	if len(payload) <= InlineMax {
+	if d.Copies(dest, len(payload)) {
 		return d.send(dest, &hd, payload)
 	}
 	var c Counter
@@ -447,11 +577,17 @@ func (d *DMCS) RSRPayloadAsync(dest, h int, payload []byte, c *Counter, args ...
 // PutAsync stores data at dest's p; c counts it once dest has stored it.
 // data must not change until then.
 func (d *DMCS) PutAsync(dest int, p Ptr, data []byte, c *Counter) error {
+	if d.oneSided(dest, p) {
+		return c.done(d.winPut(dest, p, data))
+	}
 	return d.send(dest, &header{kind: kindPut, ptr: p, id: d.newOp(pending{c: c})}, data)
 }
 
 // Put stores data at dest's p and returns once dest has (dmcs_put).
 func (d *DMCS) Put(dest int, p Ptr, data []byte) error {
+	if d.oneSided(dest, p) {
+		return d.winPut(dest, p, data)
+	}
 	var c Counter
 	if err := d.PutAsync(dest, p, data, &c); err != nil {
 		return err
@@ -462,13 +598,19 @@ func (d *DMCS) Put(dest int, p Ptr, data []byte) error {
 // GetAsync fetches len(buf) bytes at dest's p into buf; c counts it once
 // they are there.
 func (d *DMCS) GetAsync(dest int, p Ptr, buf []byte, c *Counter) error {
+	if d.oneSided(dest, p) {
+		return c.done(d.winGet(dest, p, buf))
+	}
 	hd := header{kind: kindGet, ptr: p, id: d.newOp(pending{c: c, buf: buf})}
-	hd.args[0] = uint64(len(buf))
+	hd.args[0], hd.nargs = uint64(len(buf)), 1
 	return d.send(dest, &hd, nil)
 }
 
 // Get fetches len(buf) bytes at dest's p into buf (dmcs_get).
 func (d *DMCS) Get(dest int, p Ptr, buf []byte) error {
+	if d.oneSided(dest, p) {
+		return d.winGet(dest, p, buf)
+	}
 	var c Counter
 	if err := d.GetAsync(dest, p, buf, &c); err != nil {
 		return err
@@ -481,7 +623,7 @@ func (d *DMCS) Malloc(dest, n int) (Ptr, error) {
 	var c Counter
 	var p Ptr
 	hd := header{kind: kindMalloc, id: d.newOp(pending{c: &c, ptr: &p})}
-	hd.args[0] = uint64(n)
+	hd.args[0], hd.nargs = uint64(n), 1
 	if err := d.send(dest, &hd, nil); err != nil {
 		return 0, err
 	}
@@ -517,68 +659,41 @@ func (d *DMCS) wait1(c *Counter, op string, dest int) error {
 // WaitCounter returns once c has counted target operations, serving
 // requests meanwhile.
 func (d *DMCS) WaitCounter(c *Counter, target int64) error {
-	for c.Value() < target {
-		if d.thread {
-			d.mu.Lock()
-			for c.Value() < target && d.err == nil {
-				d.cond.Wait()
-			}
-			err := d.err
-			d.mu.Unlock()
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if err := d.serve(); err != nil {
-			return err
-		}
+	if c.Value() >= target {
+		return nil
 	}
-	return nil
+	if d.thread {
+		return d.waitThreaded(func() bool { return c.Value() >= target })
+	}
+	if !d.pollMu.TryLock() {
+		return errBlocked
+	}
+	defer d.pollMu.Unlock()
+	return d.waitLoop(func() bool { return c.Value() >= target })
 }
+
+var errBlocked = errors.New("dmcs: a handler called a synchronous operation (handlers must not block)")
 
 // Poll serves every request that has arrived and returns how many it
 // served. With a poll thread it does nothing.
 func (d *DMCS) Poll() (int, error) {
-	n := 0
-	for {
-		if !d.pollMu.TryLock() {
-			return n, nil // the poll thread, or a poll further up this stack
-		}
-		m0 := d.clk.now()
-		st, done, err := d.rreq.Test()
-		d.clk.mpi.Add(d.clk.now() - m0)
-		if err == nil && done {
-			err = d.handle(st)
-			n++
-		}
-		d.pollMu.Unlock()
-		if err != nil || !done {
-			d.mu.Lock()
-			d.clk.mpi.Add(d.reap())
-			if err == nil {
-				err = d.err
-			}
-			d.mu.Unlock()
-			return n, err
-		}
-	}
-}
-
-// serve waits for one request and handles it.
-func (d *DMCS) serve() error {
 	if !d.pollMu.TryLock() {
-		return errors.New("dmcs: a handler called a synchronous operation (handlers must not block)")
+		return 0, nil // the poll thread, or a poll further up this stack
 	}
-	defer d.pollMu.Unlock()
-	st, err := d.rreq.Wait()
-	if err != nil {
-		return fmt.Errorf("dmcs: %w", err)
+	n, err := d.pollOnce()
+	d.pollMu.Unlock()
+	d.mu.Lock()
+	if len(d.sends) > 0 {
+		d.clk.mpi.Add(d.reap())
 	}
-	return d.handle(st)
+	if err == nil {
+		err = d.err
+	}
+	d.mu.Unlock()
+	return n, err
 }
 
-// post posts the receive of the next request.
+// post posts the receive of the next request from another host.
 func (d *DMCS) post() error {
 	q, err := mpi.Irecv(d.comm, d.rbuf, mpi.AnySource, tagReq)
 	if err != nil {
@@ -588,29 +703,115 @@ func (d *DMCS) post() error {
 	return nil
 }
 
-// pollThread serves requests until Close stops it.
+// pollThread serves requests until Close stops it. While a goroutine of
+// the program waits for its own operations (waitThreaded), that goroutine
+// serves instead and the poll thread sleeps: two pollers would only take
+// each other's CPU.
 func (d *DMCS) pollThread() {
 	defer close(d.done)
-	for {
+	d.threadID.Store(goid())
+	var err error
+	for err == nil && !d.stop.Load() {
 		d.pollMu.Lock()
-		st, err := d.rreq.Wait()
-		if err == nil && d.rbuf[0] == kindStop && st.Source == d.rank {
-			d.pollMu.Unlock()
-			return
-		}
-		if err == nil {
-			err = d.handle(st)
-		}
+		err = d.waitLoop(func() bool { return d.stop.Load() || d.waiters.Load() > 0 })
 		d.pollMu.Unlock()
+		// Parked: not counted among the bell's sleepers while a waiter
+		// polls (senders need not wake anyone); a waiter that hands the
+		// poll back counts this thread in for it (proxy), so that the
+		// next request wakes it, and wakes it at once if one waits.
+		d.parked.Store(true)
+		for err == nil && d.waiters.Load() > 0 && !d.stop.Load() {
+			b := d.me
+			seq := atomic.LoadUint32(b.bell)
+			if d.waiters.Load() > 0 && !d.stop.Load() {
+				err = shm.FutexWait(b.bell, seq, 0)
+			}
+		}
+		d.parked.Store(false)
+		d.dropProxy()
+	}
+	d.mu.Lock()
+	if err != nil && d.err == nil {
+		d.err = err
+	}
+	d.cond.Broadcast()
+	d.mu.Unlock()
+}
+
+// waitThreaded is a wait of the program's, with a poll thread, until done
+// holds: the waiter takes the poll over (so the reply it waits for is
+// served by the goroutine that wants it, with no wake-up in between), or,
+// when the poll thread does not hand over soon (it runs a long handler,
+// or the waiter is a handler itself), sleeps until the poll thread has
+// served it.
+func (d *DMCS) waitThreaded(done func() bool) error {
+	if done() {
+		return nil
+	}
+	d.waiters.Add(1)
+	if !d.parked.Load() {
+		d.me.force() // the poll thread may sleep in its own wait: it must see the waiter
+	}
+	d.dropProxy()
+	t0 := nanotime()
+	for !d.pollMu.TryLock() {
+		if done() {
+			d.waiters.Add(-1)
+			d.me.wakeAll()
+			return nil
+		}
+		if nanotime()-t0 > handOver {
+			d.waiters.Add(-1)
+			d.me.wakeAll()
+			if g := goid(); g == d.threadID.Load() || g == d.holderG.Load() {
+				return errBlocked // a handler, on the goroutine that polls
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			for !done() && d.err == nil {
+				d.cond.Wait()
+			}
+			return d.err
+		}
+		runtime.Gosched()
+	}
+	d.waiterHolds = true
+	err := d.waitLoop(done)
+	d.waiterHolds = false
+	d.holderG.Store(0)
+	d.pollMu.Unlock()
+	if d.waiters.Add(-1) == 0 {
+		// Hand the poll back to the parked poll thread: count it among
+		// the sleepers so that the next request through a ring wakes it,
+		// and wake it now only for one that came before (a wake-up costs
+		// a system call), or if messages from other hosts may come
+		// (nothing rings for those until the poll arms the watcher).
+		if d.proxy.CompareAndSwap(false, true) {
+			atomic.AddUint32(d.me.sleepers, 1)
+		}
+		if d.remote || d.ready() {
+			d.me.wakeAll()
+		}
+	}
+	if err != nil {
 		d.mu.Lock()
-		d.reap()
-		if err != nil && d.err == nil {
+		if d.err == nil {
 			d.err = err
 		}
 		d.cond.Broadcast()
 		d.mu.Unlock()
-		if err != nil {
-			return
-		}
+	}
+	return err
+}
+
+// dropProxy takes back the count a waiter added to the bell's sleepers
+// for the parked poll thread.
+func (d *DMCS) dropProxy() {
+	if d.proxy.CompareAndSwap(true, false) {
+		atomic.AddUint32(d.me.sleepers, ^uint32(0))
 	}
 }
+
+// handOver is how long a waiter tries to take the poll over from the
+// poll thread before it sleeps instead.
+const handOver = 200_000

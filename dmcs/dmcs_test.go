@@ -62,7 +62,10 @@ func TestSelf(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := d.RSRPayload(0, h, make([]byte, 5000)); err != nil { // a separate message: waits for the handler
+	if err := d.RSRPayload(0, h, make([]byte, 5000)); err != nil { // in the ring
+		t.Fatal(err)
+	}
+	if err := d.RSRPayload(0, h, make([]byte, 20000)); err != nil { // a separate message: waits for the handler
 		t.Fatal(err)
 	}
 	if err := d.RSR(0, h, 1, 2, 3, 4, 5); err == nil {
@@ -71,7 +74,7 @@ func TestSelf(t *testing.T) {
 	if _, err := d.Poll(); err != nil {
 		t.Fatal(err)
 	}
-	if want := uint64(1 + 3 + 6 + 10 + 5000); sum != want {
+	if want := uint64(1 + 3 + 6 + 10 + 5000 + 20000); sum != want {
 		t.Fatalf("handlers saw %d, want %d", sum, want)
 	}
 	p, err := d.Malloc(0, 4096)
@@ -111,6 +114,93 @@ func TestSelf(t *testing.T) {
 	}
 	if err := d.Put(0, p, data[:8]); err == nil {
 		t.Fatal("Put into freed memory succeeded")
+	}
+}
+
+// TestOverflow sends this process more requests than its ring holds
+// before it polls: the rest wait in the overflow queue, and every one runs,
+// in order, with its payload.
+func TestOverflow(t *testing.T) {
+	const n = 300
+	next := 0
+	var bad error
+	h := d.Register(func(_ *dmcs.DMCS, _ int, args []uint64, payload []byte) {
+		if int(args[0]) != next || len(payload) != 4000 || payload[0] != byte(next) || payload[3999] != byte(next*7) {
+			bad = fmt.Errorf("request %d: got number %d, %d bytes", next, args[0], len(payload))
+		}
+		next++
+	})
+	p := make([]byte, 4000)
+	for i := 0; i < n; i++ {
+		p[0], p[3999] = byte(i), byte(i*7)
+		if err := d.RSRPayload(0, h, p, uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for next < n {
+		k, err := d.Poll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 && next < n {
+			t.Fatalf("Poll found nothing after %d of %d requests", next, n)
+		}
+	}
+	if bad != nil {
+		t.Fatal(bad)
+	}
+}
+
+// TestHandlerMustNotBlockThread: with a poll thread, a synchronous call
+// inside a handler is refused ("handlers must not block") — whether the
+// handler runs on the poll thread or on a goroutine that took the poll
+// over while it waited — rather than waiting for itself forever.
+func TestHandlerMustNotBlockThread(t *testing.T) {
+	dt, err := dmcs.Init(dmcs.Options{PollThread: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := dt.Expose(make([]byte, 8))
+	errs := make(chan error, 4)
+	h := dt.Register(func(d *dmcs.DMCS, _ int, _ []uint64, _ []byte) {
+		errs <- d.Get(0, cell, make([]byte, 8))
+	})
+	// On the poll thread: nobody waits, the poll thread runs it.
+	if err := dt.RSR(0, h); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		if err == nil || !strings.Contains(err.Error(), "must not block") {
+			t.Fatalf("Get in a handler on the poll thread: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Get in a handler on the poll thread hung")
+	}
+	// On a waiter: RSRPayloadAsync's acknowledgement is waited for by
+	// this goroutine, which may serve the request itself.
+	var c dmcs.Counter
+	done := make(chan error, 1)
+	go func() {
+		if err := dt.RSRPayloadAsync(0, h, nil, &c); err != nil {
+			done <- err
+			return
+		}
+		done <- dt.WaitCounter(&c, 1)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("WaitCounter with a handler that calls Get hung")
+	}
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "must not block") {
+		t.Fatalf("Get in a handler on a waiter: %v", err)
+	}
+	if err := dt.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -240,13 +330,14 @@ func wantAll(t *testing.T, out string, np int, what string) {
 }
 
 // TestJobs runs, on every device, with explicit polling and with the poll
-// thread: an RSR storm (0–4 arguments, payloads inline and separate) from
+// thread, over shared memory and MPI messages, with and without a heap
+// window: an RSR storm (0–4 arguments, payloads inline and separate) from
 // 4 ranks to all, a distributed counter (PutOp, RSR, Get), and a linked
 // list malloc'd on the next rank (Malloc, Put, Get, Free).
 func TestJobs(t *testing.T) {
 	bins := testbuild.Programs(t, "../cmd/mpirun", "./testdata/dmcsprog")
 	for _, dev := range adi.Devices() {
-		for _, mode := range []string{"poll", "thread"} {
+		for _, mode := range []string{"poll", "thread", "poll-p2p", "thread-p2p", "poll-heap", "thread-heap", "poll-heap-p2p"} {
 			t.Run(dev+"/"+mode, func(t *testing.T) {
 				wantAll(t, runProg(t, bins, dev, 4, "storm", mode, "64"), 4, "storm of 256 RSRs ok")
 				wantAll(t, runProg(t, bins, dev, 3, "counter", mode, "200"), 3, "counter 600 ok")
@@ -264,13 +355,23 @@ func TestStorm16(t *testing.T) {
 	}
 }
 
-// TestApp runs the histogram application (remote accumulates into bins
-// spread over the ranks) with Options.Timing: the histogram must hold every
-// item, and Times must have accounted some of DMCS's own and MPI time.
+// TestApp runs the hash-table application (an RSR per item to the key's
+// owner, and its local twin), whose tables must hold every item, and the
+// histogram application (remote accumulates into bins spread over the
+// ranks) with Options.Timing: the histogram must hold every item, and
+// Times must have accounted some of DMCS's own time.
 func TestApp(t *testing.T) {
 	bins := testbuild.Programs(t, "../cmd/mpirun", "./testdata/dmcsprog")
+	for _, v := range []string{"rsr", "local"} {
+		for _, mode := range []string{"poll", "thread"} {
+			out := runProg(t, bins, "netvm", 3, "app", mode, "3000", "200", v)
+			if !strings.Contains(out, "hashapp "+v+": 3000 items x 3 ranks, W=200: ") || !strings.Contains(out, ", CPU ") {
+				t.Fatalf("hash app %s %s:\n%s", v, mode, out)
+			}
+		}
+	}
 	out := runProg(t, bins, "netvm", 3, "app", "poll", "3000", "200")
-	if !strings.Contains(out, "app: 3000 items x 3 ranks in") || strings.Contains(out, "DMCS own 0s") || strings.Contains(out, "MPI 0s") {
+	if !strings.Contains(out, "app: 3000 items x 3 ranks in") || strings.Contains(out, "DMCS own 0s") {
 		t.Fatalf("app:\n%s", out)
 	}
 }

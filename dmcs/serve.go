@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/adimpi/adimpi/mpi"
 )
@@ -32,11 +33,17 @@ func (d *DMCS) PutOpAsync(dest int, p Ptr, data []byte, op AccOp, c *Counter) er
 	if len(data)%8 != 0 || op > BxorUint64 {
 		return fmt.Errorf("dmcs: PutOp of %d bytes with op %d: want whole 8-byte words and a known op", len(data), op)
 	}
+	if d.oneSided(dest, p) {
+		return c.done(d.winAcc(dest, p, data, op))
+	}
 	return d.send(dest, &header{kind: kindAcc, op: uint8(op), ptr: p, id: d.newOp(pending{c: c})}, data)
 }
 
 // PutOp is PutOpAsync waiting for dest to have applied it.
 func (d *DMCS) PutOp(dest int, p Ptr, data []byte, op AccOp) error {
+	if d.oneSided(dest, p) && len(data)%8 == 0 && op <= BxorUint64 {
+		return d.winAcc(dest, p, data, op)
+	}
 	var c Counter
 	if err := d.PutOpAsync(dest, p, data, op, &c); err != nil {
 		return err
@@ -71,21 +78,14 @@ func accumulate(dst, src []byte, op AccOp) {
 	}
 }
 
-// handle serves the request that the posted receive got (st), then posts
-// the next receive. Called with pollMu held. It is long because it is one
-// switch over the request kinds, each a few lines, which read best side by
-// side with the senders' headers.
-func (d *DMCS) handle(st mpi.Status) error {
+// handle serves request h from src, whose inline payload is payload (a
+// separate one is received here). Called with pollMu held. It is long
+// because it is one switch over the request kinds, each a few lines,
+// which read best side by side with the senders' headers.
+func (d *DMCS) handle(h *header, src int, payload []byte) error {
 	t0, s0 := d.clk.now(), d.clk.inSends.Load()
 	var m, hdur int64 // time in MPI calls and in the handler (Timing)
 	d.recvd.Add(1)
-	var h header
-	h.get(d.rbuf)
-	src := st.Source
-	var payload []byte
-	if h.flags&flagSeparate == 0 {
-		payload = d.rbuf[hdrLen : hdrLen+int(h.n)]
-	}
 	// recvInto receives a separate payload straight into dst (its length
 	// is h.n), or copies the inline one.
 	recvInto := func(dst []byte) error {
@@ -107,7 +107,7 @@ func (d *DMCS) handle(st mpi.Status) error {
 		}
 		if err == nil {
 			h0 := d.clk.now()
-			err = d.runHandler(&h, src, payload)
+			err = d.runHandler(h, src, payload)
 			hdur = d.clk.now() - h0
 		}
 		d.ack(src, h.id, nil)
@@ -128,9 +128,14 @@ func (d *DMCS) handle(st mpi.Status) error {
 				data = make([]byte, h.n)
 				err = recvInto(data)
 			}
-			d.mu.Lock()
-			accumulate(dst, data, AccOp(h.op))
-			d.mu.Unlock()
+			if h.ptr.seg() == heapSeg {
+				// Atomically with the window's own accumulates.
+				err = d.winAcc(d.rank, h.ptr, data, AccOp(h.op))
+			} else {
+				d.mu.Lock()
+				accumulate(dst, data, AccOp(h.op))
+				d.mu.Unlock()
+			}
 		}
 		d.ack(src, h.id, merr)
 	case kindGet:
@@ -158,7 +163,12 @@ func (d *DMCS) handle(st mpi.Status) error {
 		d.complete(h.id, failed)
 	case kindMalloc:
 		d.mu.Lock()
-		ptr := d.addSeg(make([]byte, h.args[0]))
+		var ptr Ptr
+		if off, ok := d.heapAlloc(int(h.args[0])); ok {
+			ptr = mkPtr(heapSeg) + Ptr(off)
+		} else {
+			ptr = d.addSeg(make([]byte, h.args[0]))
+		}
 		d.malloced[ptr] = true
 		d.mu.Unlock()
 		err = d.send(src, &header{kind: kindMallocReply, id: h.id, ptr: ptr}, nil)
@@ -173,7 +183,11 @@ func (d *DMCS) handle(st mpi.Status) error {
 		var ferr error
 		d.mu.Lock()
 		if d.malloced[h.ptr] {
-			delete(d.segs, h.ptr.seg())
+			if h.ptr.seg() == heapSeg {
+				d.heap.release(h.ptr.off())
+			} else {
+				delete(d.segs, h.ptr.seg())
+			}
 			delete(d.malloced, h.ptr)
 		} else {
 			ferr = fmt.Errorf("%v is not a block Malloc gave on rank %d (or is freed)", h.ptr, d.rank)
@@ -186,20 +200,10 @@ func (d *DMCS) handle(st mpi.Status) error {
 			failed = errors.New(string(payload))
 		}
 		d.complete(h.id, failed)
-	case kindStop, kindNop:
-		// Close's wake-up of the poll thread, Register's wake-up for
-		// requests kept for it: nothing to serve.
 	default:
 		err = fmt.Errorf("dmcs: unknown request kind %d from rank %d", h.kind, src)
 	}
-	d.runDeferred()
-	m0 := d.clk.now()
-	perr := d.post()
-	m += d.clk.now() - m0
 	d.clk.handled(t0, s0, m, hdur)
-	if perr != nil {
-		return perr
-	}
 	return err
 }
 
@@ -219,8 +223,19 @@ func (d *DMCS) runHandler(h *header, src int, payload []byte) error {
 		return nil
 	}
 	d.mu.Unlock()
+	d.noteHolder()
 	fn(d, src, h.args[:h.nargs], payload)
 	return nil
+}
+
+// noteHolder records, before a handler runs on a waiter that polls in the
+// poll thread's place, that waiter's goroutine, so that a synchronous call
+// in the handler is refused rather than waiting for itself. Once per
+// hand-over that runs handlers: reading the goroutine id is slow.
+func (d *DMCS) noteHolder() {
+	if d.waiterHolds && d.holderG.Load() == 0 {
+		d.holderG.Store(goid())
+	}
 }
 
 // deferredRSR is a request for a handler not registered yet when it came.
@@ -244,6 +259,7 @@ func (d *DMCS) runDeferred() {
 		d.deferred = d.deferred[1:]
 		fn := d.handlers[r.h]
 		d.mu.Unlock()
+		d.noteHolder()
 		fn(d, r.src, r.args, r.payload)
 	}
 }
@@ -313,13 +329,18 @@ func (d *DMCS) Close() error {
 		}
 		last = [2]int64{sum[0], sum[1]}
 	}
+	d.stop.Store(true)
+	d.me.wakeAll()
 	if d.thread {
-		if err := d.send(d.rank, &header{kind: kindStop}, nil); err != nil {
-			return err
-		}
 		<-d.done
-	} else if err := d.rreq.Cancel(); err == nil {
-		_, _ = d.rreq.Wait()
+	}
+	if d.remote {
+		_ = d.rreq.Cancel()
+		close(d.arm)
+		<-d.watchDone
+		if !d.armed {
+			_, _ = d.rreq.Wait()
+		}
 	}
 	d.mu.Lock()
 	sends := d.sends
@@ -338,6 +359,16 @@ func (d *DMCS) Close() error {
 		err = fmt.Errorf("dmcs: Close: rank %d asked for handler %d, never registered here (%d handlers are)", d.deferred[0].src, d.deferred[0].h, len(d.handlers))
 	}
 	d.mu.Unlock()
+	if d.heap != nil {
+		if ferr := d.heap.close(); err == nil && ferr != nil {
+			err = ferr
+		}
+	}
+	if d.shm != nil {
+		if ferr := d.shm.close(); err == nil && ferr != nil {
+			err = ferr
+		}
+	}
 	if ferr := d.comm.Free(); err == nil && ferr != nil {
 		err = ferr
 	}
@@ -347,20 +378,29 @@ func (d *DMCS) Close() error {
 // drainOwn returns once every operation of this process has its reply,
 // serving requests meanwhile (or letting the poll thread serve them).
 func (d *DMCS) drainOwn() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for d.pend.n > 0 && d.err == nil {
-		if d.thread {
-			d.cond.Wait()
-			continue
-		}
-		d.mu.Unlock()
-		err := d.serve()
+	pend0 := func() bool {
 		d.mu.Lock()
-		if err != nil {
+		defer d.mu.Unlock()
+		return d.pend.n == 0 || d.err != nil
+	}
+	if d.thread {
+		if err := d.waitThreaded(pend0); err != nil {
 			return err
 		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.err
 	}
+	if !d.pollMu.TryLock() {
+		return errBlocked
+	}
+	defer d.pollMu.Unlock()
+	err := d.waitLoop(pend0)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return d.err
 }
 
@@ -376,25 +416,26 @@ func (d *DMCS) Barrier() error {
 	return d.waitServing(q)
 }
 
-// waitServing waits for q, serving requests meanwhile.
+// waitServing waits for q, serving requests meanwhile: a goroutine waits
+// in MPI and rings this process's bell when q completes.
 func (d *DMCS) waitServing(q *mpi.Request) error {
 	if d.thread {
 		_, err := q.Wait()
 		return err
 	}
-	for {
-		i, st, err := mpi.Waitany([]*mpi.Request{q, d.rreq})
-		if err != nil {
-			return fmt.Errorf("dmcs: %w", err)
-		}
-		if i == 0 {
-			return nil
-		}
-		d.pollMu.Lock()
-		err = d.handle(st)
-		d.pollMu.Unlock()
-		if err != nil {
-			return err
-		}
+	if !d.pollMu.TryLock() {
+		return errBlocked
 	}
+	defer d.pollMu.Unlock()
+	var fin atomic.Bool
+	var qerr error
+	go func() {
+		_, qerr = q.Wait()
+		fin.Store(true)
+		d.me.force()
+	}()
+	if err := d.waitLoop(fin.Load); err != nil {
+		return err
+	}
+	return qerr
 }

@@ -8,6 +8,9 @@
 //	mpirun -np N mpibench anysource [flags]  AnySource vs. specific-source receives, k = 1..N-1 senders
 //	mpirun -np 2 mpibench virtus [flags]     VIRTUS: strided (Vector, stride 2×block) vs. contiguous bandwidth
 //	mpirun -np N mpibench rma [flags]        one-sided: put/get latency and bandwidth, accumulate and FetchAndOp rates
+//	mpirun -np 2 mpibench dmcs [flags]       DMCS remote service requests: round trip, call time, rate by payload
+//	mpirun -np 1 mpibench spawn [flags]      spawn time of 1, 4 and 16 children
+//	mpibench spawn-compare [flags]           spawn time against Open MPI's, a Markdown table
 //	mpirun -np 2 mpibench raw DEVICE         a device's own transfer API, no MPI (netvm, fm, bip, via)
 //	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
 //	mpibench summarize results.csv           ratios from a CSV made by bench/compare.sh
@@ -48,6 +51,12 @@ type config struct {
 	winCreate bool
 	// comm is the communicator coll runs on: "world" or "dup" (a Dup of it).
 	comm string
+	// dmcsThread: dmcs serves with the poll thread rather than Poll.
+	dmcsThread bool
+	// dmcsSpin is dmcs.Options.Spin.
+	dmcsSpin time.Duration
+	// spawnChildren: spawn starts only this many children (0: 1, 4, 16).
+	spawnChildren int
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -65,6 +74,11 @@ subcommands (run the MPI ones under mpirun):
               ADIMPI_NATIVE_COLL=off: the core's algorithms, not the device's)
   overlap     exchange around a fixed computation: overlap ratio, plain or with
               "iprobe" in the loop (run under mpirun -async-progress for async)
+  dmcs        DMCS remote service requests, rank 0 to 1, 0 B to 8 KiB: round
+              trip, call time and rate over shared memory and over MPI
+  spawn       (mpirun -np 1) time of CommSpawn of 1, 4 and 16 children
+  spawn-compare  spawn against Open MPI's MPI_Comm_spawn (bench/c/spawn.c),
+              interleaved rounds, a Markdown table (spawn-compare --help)
   raw DEVICE  each device's own transfer API (netvm, fm, bip, via) between
               ranks 0 and 1, timed as bw: --min-size 64 KiB by default
   memcpy      single process: copy() bandwidth and a cache-line ping-pong
@@ -80,6 +94,13 @@ flags:
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
 		os.Exit(runCompare(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "spawn-compare" {
+		os.Exit(spawnCompare(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "spawn-child" {
+		runSpawnChild()
+		return
 	}
 	var cfg config
 	fs := pflag.NewFlagSet("mpibench", pflag.ContinueOnError)
@@ -98,6 +119,9 @@ func main() {
 	fs.IntVar(&cfg.allreduceLarge, "allreduce-large", 8<<20, "coll: bytes of the large Allreduce (a multiple of 8)")
 	fs.BoolVar(&cfg.winCreate, "win-create", false, "rma: windows of the program's memory (WinCreate; rows rma_create_*) rather than WinAllocate")
 	fs.StringVar(&cfg.comm, "comm", "world", "coll: the communicator the collectives run on: world, or dup (a Dup of the world)")
+	fs.BoolVar(&cfg.dmcsThread, "dmcs-thread", false, "dmcs: rank 1 serves with the poll thread (rows dmcs_thread_*) rather than Poll")
+	fs.DurationVar(&cfg.dmcsSpin, "dmcs-spin", 0, "dmcs: how long a waiting process polls before it sleeps (dmcs.Options.Spin; 0: DMCS's default)")
+	fs.IntVar(&cfg.spawnChildren, "spawn-children", 0, "spawn: only this many children (0: 1, 4 and 16)")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
@@ -148,6 +172,10 @@ func main() {
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
 	case "pingpong", "bw", "anysource", "virtus", "rma":
 		runMPI(&cfg, args[0])
+	case "dmcs":
+		runDMCS(&cfg, cfg.dmcsThread)
+	case "spawn":
+		runSpawn(&cfg)
 	default:
 		fmt.Fprintf(os.Stderr, "mpibench: unknown subcommand %q\n", args[0])
 		fs.Usage()

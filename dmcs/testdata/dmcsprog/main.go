@@ -2,12 +2,18 @@
 // benchmark: each mode checks one use of DMCS and prints one line per rank
 // that passed; "bench" prints the cost of RSRs by payload size.
 //
+// MODE poll or thread may end in -heap (Options.Heap: memory in an MPI
+// window, one-sided Put/Get/PutOp) and then in -p2p (requests as MPI
+// messages only).
+//
 //	dmcsprog storm poll|thread K     every rank sends K RSRs of 0–4 args and payloads to every rank
 //	dmcsprog counter poll|thread N   a distributed counter: PutOp, RSR and Get
 //	dmcsprog list poll|thread N      a linked list of N nodes malloc'd on the next rank
 //	dmcsprog bench poll|thread N     rank 0 → 1: RSR call time, round trip and raw MPI, by size
 //	dmcsprog app poll N [W]          an application: N items of W (2000) rounds of arithmetic per rank into a
 //	                                 distributed histogram; DMCS's share of its time
+//	dmcsprog app poll N W rsr|local  N items of W rounds into a distributed hash table (an RSR to the key's
+//	                                 owner per item), or the same work into a local table: the run's time
 package main
 
 import (
@@ -19,7 +25,10 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/adimpi/adimpi/dmcs"
@@ -38,7 +47,16 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	d, err := dmcs.Init(dmcs.Options{PollThread: os.Args[2] == "thread", Timing: os.Args[1] == "app" && os.Getenv("DMCSPROG_PROFILE") == ""})
+	// The mode is poll or thread, with "-p2p" for MPI messages only
+	// (Options.NoShm).
+	mode, p2p := strings.CutSuffix(os.Args[2], "-p2p")
+	mode, withHeap = strings.CutSuffix(mode, "-heap")
+	threaded = mode == "thread"
+	opts := dmcs.Options{PollThread: threaded, NoShm: p2p, Timing: os.Args[1] == "app" && os.Getenv("DMCSPROG_PROFILE") == ""}
+	if withHeap {
+		opts.Heap = 1 << 20
+	}
+	d, err := dmcs.Init(opts)
 	check(err, "Init")
 	switch os.Args[1] {
 	case "storm":
@@ -55,11 +73,18 @@ func main() {
 			work, err = strconv.Atoi(os.Args[4])
 			check(err, "W")
 		}
-		app(d, n, work)
+		if len(os.Args) > 5 {
+			hashApp(d, n, work, os.Args[5])
+		} else {
+			app(d, n, work)
+		}
 	default:
 		log.Fatalf("dmcsprog: unknown mode %q", os.Args[1])
 	}
 }
+
+// threaded: the poll thread serves requests; withHeap: DMCS has a heap.
+var threaded, withHeap bool
 
 func check(err error, what string) {
 	if err != nil {
@@ -68,9 +93,11 @@ func check(err error, what string) {
 }
 
 // payloadOf is the payload of RSR number k from src: sizes cycle through
-// 0 bytes, a few bytes, InlineMax and a separate message.
+// 0 bytes, a few bytes, the largest inline ones (InlineMax in an MPI
+// message, RingMax in a shared-memory ring) and larger ones that travel
+// as separate messages.
 func payloadOf(src, k int) []byte {
-	size := []int{0, 5, dmcs.InlineMax, 3000}[k%4]
+	size := []int{0, 5, dmcs.InlineMax, 3000, dmcs.RingMax, dmcs.RingMax + 1000}[k%6]
 	p := make([]byte, size)
 	for i := range p {
 		p[i] = byte(src*31 + k + i)
@@ -128,6 +155,11 @@ func storm(d *dmcs.DMCS, k int) {
 func counter(d *dmcs.DMCS, n int) {
 	cell := make([]byte, 8)
 	ptr := d.Expose(cell) // the same Ptr on every rank
+	if withHeap {
+		var err error
+		ptr, cell, err = d.HeapAlloc(8) // the same Ptr on every rank too
+		check(err, "HeapAlloc")
+	}
 	var viaRSR atomic.Int64
 	inc := d.Register(func(d *dmcs.DMCS, src int, args []uint64, _ []byte) {
 		viaRSR.Add(int64(args[0]))
@@ -194,7 +226,7 @@ func list(d *dmcs.DMCS, n int) {
 
 // bench times, from rank 0 to rank 1, by payload size: the call of an
 // asynchronous RSR (n calls back to back, then waiting for the last
-// handler's answer), an RSR round trip (the handler answers with an RSR),
+// handler's answer), an RSR round trip (an RSR and its acknowledgement),
 // and the same two patterns in plain MPI (Isend of header-sized messages,
 // Send/Recv ping-pong) for the DMCS overhead. It is long because the four
 // timed patterns and their matching halves on rank 1 read best in one place.
@@ -248,18 +280,19 @@ func bench(d *dmcs.DMCS, n int) {
 			if size > dmcs.InlineMax {
 				check(d.WaitCounter(&c, int64(n)), "WaitCounter")
 			}
-			// Round trips.
+			// Round trips: an RSR and its acknowledgement, which comes
+			// once the handler has run.
+			var rc dmcs.Counter
 			t0 = time.Now()
 			for i := 0; i < n; i++ {
-				want := pongs.Load() + 1
-				check(d.RSRPayload(1, ping, payload, 1), "RSR")
-				waitPongs(d, &pongs, want)
+				check(d.RSRPayloadAsync(1, ping, payload, &rc, 0), "RSR")
+				check(d.WaitCounter(&rc, int64(i+1)), "WaitCounter")
 			}
 			rtt = time.Since(t0) / time.Duration(n)
 			check(d.RSR(1, doneH), "RSR")
 			ibarrier()
 		} else if me == 1 {
-			if os.Args[2] == "thread" {
+			if threaded {
 				// Sleep while the poll thread serves: a main goroutine
 				// waiting in MPI would spin beside it.
 				<-roundDone
@@ -314,8 +347,15 @@ var pongCh chan struct{}
 // poll thread needs).
 func waitPongs(d *dmcs.DMCS, pongs *atomic.Int64, want int64) {
 	for pongs.Load() < want {
-		if os.Args[2] == "thread" {
-			<-pongCh
+		if threaded {
+			// Watch for a few microseconds before sleeping on the
+			// channel, as WaitCounter does.
+			for t0 := time.Now(); pongs.Load() < want && time.Since(t0) < 20*time.Microsecond; {
+				runtime.Gosched()
+			}
+			if pongs.Load() < want {
+				<-pongCh
+			}
 			continue
 		}
 		_, err := d.Poll()
@@ -338,7 +378,7 @@ func ibarrier() {
 func serveUntil(d *dmcs.DMCS) {
 	q, err := mpi.Ibarrier(mpi.World())
 	check(err, "Ibarrier")
-	if os.Args[2] == "thread" {
+	if threaded {
 		_, err := q.Wait()
 		check(err, "Wait")
 		return
@@ -417,4 +457,77 @@ func app(d *dmcs.DMCS, n, work int) {
 			n, d.Size(), total.Round(time.Millisecond), own.Round(time.Microsecond), mpiT.Round(time.Microsecond), worst[0], worst[1])
 	}
 	check(d.Close(), "Close")
+}
+
+// hashApp is the second application: every rank computes n items (work
+// rounds of arithmetic each) and adds each into a hash table spread over
+// the ranks by key, with a 2-argument RSR to the key's owner ("rsr"),
+// polling every 32 items; or, for the comparison, into a table of its own
+// with no communication at all ("local"). It checks the tables' total and
+// prints the time of the run (the slowest rank's) and the CPU time of all
+// ranks, so that the two variants' difference is what DMCS costs the
+// application.
+func hashApp(d *dmcs.DMCS, n, work int, variant string) {
+	table := map[uint64]uint64{}
+	var mu sync.Mutex // the poll thread's handlers share the table
+	insert := d.Register(func(_ *dmcs.DMCS, _ int, args []uint64, _ []byte) {
+		mu.Lock()
+		table[args[0]] += args[1]
+		mu.Unlock()
+	})
+	check(d.Barrier(), "Barrier")
+	t0, c0 := time.Now(), cpuTime()
+	x := uint64(d.Rank()*7919 + 1)
+	size := uint64(d.Size())
+	for i := 0; i < n; i++ {
+		for k := 0; k < work; k++ { // the item's computation
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+		}
+		key := x % 4096
+		switch variant {
+		case "rsr":
+			check(d.RSR(int(key%size), insert, key, 1), "RSR")
+			if i%32 == 31 {
+				_, err := d.Poll()
+				check(err, "Poll")
+			}
+		case "local":
+			mu.Lock()
+			table[key]++
+			mu.Unlock()
+		default:
+			log.Fatalf("dmcsprog: app variant %q: want rsr or local", variant)
+		}
+	}
+	check(d.Close(), "Close") // returns once every RSR has been served
+	el, cpu := time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
+	var local int64
+	for _, v := range table {
+		local += int64(v)
+	}
+	sum := make([]int64, 1)
+	check(mpi.Allreduce(mpi.World(), []int64{local}, sum, mpi.Sum), "Allreduce")
+	if sum[0] != int64(n*d.Size()) {
+		log.Fatalf("rank %d: hash table holds %d items, want %d", d.Rank(), sum[0], n*d.Size())
+	}
+	worst := make([]float64, 1)
+	check(mpi.Allreduce(mpi.World(), []float64{el}, worst, mpi.Max), "Allreduce")
+	cpus := make([]float64, 1)
+	check(mpi.Allreduce(mpi.World(), []float64{cpu}, cpus, mpi.Sum), "Allreduce")
+	if d.Rank() == 0 {
+		fmt.Printf("hashapp %s: %d items x %d ranks, W=%d: %.6f s, CPU %.6f s\n", variant, n, d.Size(), work, worst[0], cpus[0])
+	}
+}
+
+// cpuTime is the CPU time this process has used (every thread, user and
+// system): on a loaded machine it measures work where the wall clock
+// measures the scheduler.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
