@@ -6,6 +6,7 @@
 //	mpirun -np 2 mpibench pingpong [flags]   one-way latency, blocking Send/Recv
 //	mpirun -np 2 mpibench bw [flags]         streaming bandwidth, windows of Isend/Irecv
 //	mpirun -np N mpibench anysource [flags]  AnySource vs. specific-source receives, k = 1..N-1 senders
+//	mpirun -np N mpibench rate [flags]       message rate (osu_mbw_mr): windows of Isend/Irecv, --pattern pairs|fanin|ring
 //	mpirun -np 2 mpibench virtus [flags]     VIRTUS: strided (Vector, stride 2×block) vs. contiguous bandwidth
 //	mpirun -np N mpibench rma [flags]        one-sided: put/get latency and bandwidth, accumulate and FetchAndOp rates
 //	mpibench memcpy [flags]                  single-process floor: copy() and a cache-line ping-pong
@@ -47,6 +48,8 @@ type config struct {
 	winCreate bool
 	// comm is the communicator coll runs on: "world" or "dup" (a Dup of it).
 	comm string
+	// pattern is rate's: pairs, fanin or ring (rate.go).
+	pattern string
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -55,6 +58,9 @@ subcommands (run the MPI ones under mpirun):
   pingpong    one-way latency between ranks 0 and 1 (blocking Send/Recv)
   bw          streaming bandwidth from rank 0 to rank 1 (--window Isends per ack)
   anysource   rank 0 receives from k senders, AnySource vs. specific source
+  rate        message rate, osu_mbw_mr-style: windows of --window Isends per
+              acknowledgement, --pattern pairs (rank i to i+np/2), fanin (all
+              to rank 0) or ring; MB/s, Mmsg/s and netvm's prediction hit ratio
   virtus      bw of a strided array (Vector of --block-min..--block-max blocks,
               stride 2×block, --total data bytes) vs. the same bytes contiguous
   rma         one-sided: Put/Get + Flush latency and bandwidth (rank 0 to 1),
@@ -95,6 +101,7 @@ func main() {
 	fs.IntVar(&cfg.allreduceLarge, "allreduce-large", 8<<20, "coll: bytes of the large Allreduce (a multiple of 8)")
 	fs.BoolVar(&cfg.winCreate, "win-create", false, "rma: windows of the program's memory (WinCreate; rows rma_create_*) rather than WinAllocate")
 	fs.StringVar(&cfg.comm, "comm", "world", "coll: the communicator the collectives run on: world, or dup (a Dup of the world)")
+	fs.StringVar(&cfg.pattern, "pattern", "pairs", "rate: pairs (rank i sends to i+np/2), fanin (every rank to rank 0) or ring (rank i to i+1)")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
@@ -141,7 +148,7 @@ func main() {
 		runSummarizeOverlap(args[1:])
 	case "memcpy":
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
-	case "pingpong", "bw", "anysource", "virtus", "rma":
+	case "pingpong", "bw", "anysource", "virtus", "rma", "rate":
 		runMPI(&cfg, args[0])
 	default:
 		fmt.Fprintf(os.Stderr, "mpibench: unknown subcommand %q\n", args[0])
@@ -172,6 +179,8 @@ func runMPI(cfg *config, name string) {
 		rows = virtus(cfg, world)
 	case "rma":
 		rows = rmaBench(cfg, world)
+	case "rate":
+		rows = rateBench(cfg, world, ratePattern(cfg.pattern))
 	}
 	if world.Rank() == 0 {
 		printRows(os.Stdout, cfg, rows)
