@@ -3,7 +3,6 @@ package mpi
 import (
 	"encoding/binary"
 	"errors"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -11,9 +10,9 @@ import (
 )
 
 // Spawning processes (MPI_Comm_spawn). The root asks the launcher, over
-// PMI-1's spawn command, to start the children as a new job with the same
-// device, passing a port it opened in the children's key-value space
-// (PARENT_ROOT_PORT_NAME). The children's Init connects to that port from
+// PMI-1's or PMI-2's spawn command, to start the children as a new job
+// with the same device, passing a port it opened in the children's
+// key-value space (PARENT_ROOT_PORT_NAME). The children's Init connects to that port from
 // their root; the parents accept on it: the intercommunicator between
 // them is an accept/connect pair like any other (joinGroups).
 
@@ -22,8 +21,9 @@ import (
 //
 // The Info keys mpirun understands: "wdir" (the children's working
 // directory), "path" (colon-separated directories to find Command in),
-// "host" (where to start them: this host only, for now). Other keys are
-// ignored.
+// "host" (where to start them: this host or another host of the job,
+// reached through the job's launcher; under srun, srun's --nodelist).
+// Other keys are ignored.
 type SpawnCommand struct {
 	Command  string
 	Argv     []string
@@ -188,7 +188,7 @@ func acceptOn(op, portName string, msg []byte) ([]byte, error) {
 // intercommunicator).
 func (r *runtime) connectParent() error {
 	const op = "MPI_Init"
-	if os.Getenv(pmi.EnvSpawned) != "1" {
+	if !r.pmi.Spawned() {
 		return nil
 	}
 	portName, err := r.pmi.Get(pmi.PreputParentPort)

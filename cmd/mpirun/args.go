@@ -81,7 +81,7 @@ func newFlagSet(o *options, a *appOptions, first bool) *pflag.FlagSet {
 	fs.IntVar(&o.ppn, "ppn", 0, "`N` ranks per host (overrides the hosts' slots)")
 	fs.BoolVar(&o.roundRobin, "rr", false, "place ranks on the hosts round-robin (default: block, filling each host's slots in turn)")
 	fs.StringVar(&o.mapBy, "map-by", "slot", "placement `how`: slot (block) or node (round-robin)")
-	fs.StringVar(&o.launcher, "launcher", "", "how to start ranks on other hosts: `ssh` (the default) or exec (run -launcher-exec)")
+	fs.StringVar(&o.launcher, "launcher", "", "how to start ranks on other hosts: `ssh` (the default), exec (run -launcher-exec) or slurm (srun, inside a Slurm allocation)")
 	fs.StringVar(&o.launcherExec, "launcher-exec", "", "with -launcher exec (implied): start a rank on another host by running `CMD` (words split as a shell would, {host} replaced by the host) followed by mpirun's proxy, the program and its arguments; with -launcher ssh: the ssh command to use instead of ssh (the host is appended unless a word has {host})")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the whole job after `duration` (such as 30s or 5m; 0 = no limit), after every rank says where it waits")
 	fs.BoolVar(&o.timeoutStacks, "timeout-stacks", false, "when -timeout fires, also print every goroutine's stack of every rank (SIGQUIT)")
@@ -232,8 +232,12 @@ func parseArgs(args []string) (*options, []*appOptions, error) {
 	}
 	switch o.launcher {
 	case "", launcherSSH, launcherExec:
+	case launcherSlurm:
+		if o.launcherExec != "" {
+			return nil, nil, usagef("-launcher slurm takes no -launcher-exec: srun starts the ranks")
+		}
 	default:
-		return nil, nil, usagef("-launcher %q: want ssh or exec", o.launcher)
+		return nil, nil, usagef("-launcher %q: want ssh, exec or slurm", o.launcher)
 	}
 	if o.launcher == "exec" && o.launcherExec == "" {
 		return nil, nil, usagef("-launcher exec needs the command: -launcher-exec 'CMD {host}'")

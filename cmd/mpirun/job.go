@@ -74,6 +74,7 @@ type job struct {
 	hostOf    []string
 	remote    []bool
 	multiHost bool
+	hosts     []host // every host named (-hosts, -hostfile, Slurm's), where spawns may go
 
 	srv      *pmi.Server
 	ranks    []*rankProc
@@ -148,6 +149,13 @@ func (j *job) who(r int) string {
 // or "[r@host] " when the job spans hosts.
 func (j *job) label(r int) []byte {
 	if c := j.ranks[r].child; c != nil {
+		if c.host != "" || j.multiHost {
+			h := c.host
+			if h == "" {
+				h, _ = os.Hostname()
+			}
+			return []byte(fmt.Sprintf("[%d.%d@%s] ", c.spawn, c.rank, h))
+		}
 		return []byte(fmt.Sprintf("[%d.%d] ", c.spawn, c.rank))
 	}
 	if j.multiHost {
@@ -174,6 +182,9 @@ type rankProc struct {
 	host    *sshHost
 	done    chan struct{} // closed when the rank's exit is known
 	child   *childInfo    // a spawned process (spawn.go), else nil
+	// abandoned: a spawned process stopped because its spawn failed
+	// before it ran (spawn.go); its exit is not a failure of the job.
+	abandoned bool
 }
 
 // exitEvent reports that a rank's process has ended.
@@ -207,9 +218,11 @@ func (j *job) run() int {
 		j.started()
 		return code
 	}
-	if j.ssh != nil {
-		defer j.ssh.close()
-	}
+	defer func() {
+		if j.ssh != nil { // opened here or by a spawn on another host
+			j.ssh.close()
+		}
+	}()
 	j.ranks = make([]*rankProc, j.np)
 	// Ranks started through ssh go first, one ssh per host: their proxies
 	// check that the program is there and wait; only when every one has
@@ -298,7 +311,7 @@ func (j *job) supervise(signals <-chan os.Signal) int {
 		select {
 		case ev := <-j.exits:
 			j.record(ev)
-			if j.stopping {
+			if j.stopping || j.ranks[ev.rank].abandoned {
 				continue
 			}
 			if f, bad := j.judge(ev.rank); bad {
@@ -570,7 +583,7 @@ func (j *job) errorf(format string, a ...any) {
 
 // environ returns the environment of rank r: mpirun's own, without any PMI
 // or device settings it inherited, then -x and -genv, then the app's -env,
-// then the job's own variables (which nothing overrides).
+// then the job's own variables, jobVars (which nothing overrides).
 func (j *job) environ(r int) []string {
 	a := j.appOf(r)
 	set := map[string]string{
@@ -585,7 +598,10 @@ func (j *job) environ(r int) []string {
 	if j.asyncProgress {
 		set["ADIMPI_ASYNC_PROGRESS"] = "1"
 	}
-	drop := map[string]bool{"PMI_PORT": true, "PMI_ID": true, "ADIMPI_ASYNC_PROGRESS": true}
+	drop := map[string]bool{"PMI_PORT": true, "PMI_ID": true}
+	for _, name := range jobVars {
+		drop[name] = true
+	}
 	extra := append(append([]string(nil), j.env...), a.env...)
 	for _, kv := range extra {
 		name, _, _ := strings.Cut(kv, "=")
@@ -593,16 +609,14 @@ func (j *job) environ(r int) []string {
 	}
 	var env []string
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, ours := set[name]; ours || drop[name] {
-			continue
+		if name, _, _ := strings.Cut(kv, "="); !drop[name] {
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
 	// exec.Cmd keeps the last of duplicate names: -env beats -genv, and
 	// the job's own variables beat both.
 	env = append(env, extra...)
-	for _, name := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS", wire.EnvSecret} {
+	for _, name := range jobVars {
 		if v, ok := set[name]; ok {
 			env = append(env, name+"="+v)
 		}
@@ -610,83 +624,37 @@ func (j *job) environ(r int) []string {
 	return env
 }
 
-// start launches rank r with the given stdin (nil for /dev/null) and
-// follows it.
-func (j *job) start(r int, stdin *os.File) error {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socketpair: %w", err)
-	}
-	parentEnd := os.NewFile(uintptr(fds[0]), "pmi")
-	childEnd := os.NewFile(uintptr(fds[1]), "pmi-child")
-	defer childEnd.Close()
-	conn, err := net.FileConn(parentEnd)
-	parentEnd.Close()
-	if err != nil {
-		return fmt.Errorf("pmi socket: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		conn.Close()
-		outR.Close()
-		outW.Close()
-		return err
-	}
+// jobVars are the variables mpirun sets for every rank, in the order they
+// follow the rest of its environment; -x, -genv and -env do not override
+// them (an inherited one is dropped).
+var jobVars = []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS", wire.EnvSecret}
 
+// start launches rank r with the given stdin (nil for /dev/null) and
+// follows it. A rank on another host is started by the exec launcher,
+// which gets mpirun's control pipe as descriptor 4 (proxy.go).
+func (j *job) start(r int, stdin *os.File) error {
 	a := j.appOf(r)
 	path, args := a.binary, append([]string{a.argv0}, a.args...)
-	extra := []*os.File{childEnd} // fd 3
 	var ctlR, ctlW *os.File
+	var extra []*os.File
 	if j.remote[r] {
-		path, args, err = j.launch(r)
-		if err == nil {
-			ctlR, ctlW, err = os.Pipe()
+		var err error
+		if path, args, err = j.launch(r); err != nil {
+			return err
 		}
-		if err != nil {
-			conn.Close()
-			outR.Close()
-			errR.Close()
-			outW.Close()
-			errW.Close()
+		if ctlR, ctlW, err = os.Pipe(); err != nil {
 			return err
 		}
 		defer ctlR.Close()
 		extra = append(extra, ctlR) // fd 4, proxyCtlFD
 	}
-	cmd := &exec.Cmd{
-		Path:       path,
-		Args:       args,
-		Dir:        a.wdir,
-		Env:        j.environ(r),
-		Stdout:     outW,
-		Stderr:     errW,
-		ExtraFiles: extra,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   true,            // own group: signals reach its children, the tty's ^C reaches only mpirun
-			Pdeathsig: syscall.SIGKILL, // do not outlive a killed mpirun
-		},
-	}
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
+	cmd, conn, outR, errR, err := startProcess(path, args, a.wdir, j.environ(r), stdin, extra...)
 	if err != nil {
-		conn.Close()
-		outR.Close()
-		errR.Close()
 		if ctlW != nil {
 			ctlW.Close()
 		}
 		return err
 	}
-
 	rp := &rankProc{rank: r, cmd: cmd, pid: cmd.Process.Pid, served: make(chan struct{})}
 	if ctlW != nil { // not a nil *os.File in the interface: signalAll tells them apart
 		rp.ctl = ctlW
@@ -696,8 +664,66 @@ func (j *job) start(r int, stdin *os.File) error {
 	return nil
 }
 
-// follow starts the goroutines that serve a started rank: its output
-// forwarders, its PMI server and its exit watcher.
+// startProcess starts path with args in dir (mpirun's if "") with env,
+// stdin (nil: /dev/null), one end of a new PMI socket as descriptor 3 and
+// extra after it, and its standard output and error on new pipes, in a
+// process group of its own that dies with mpirun. It returns the process,
+// mpirun's end of the PMI socket and the pipes' read ends.
+func startProcess(path string, args []string, dir string, env []string, stdin *os.File, extra ...*os.File) (*exec.Cmd, net.Conn, *os.File, *os.File, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("socketpair: %w", err)
+	}
+	parentEnd := os.NewFile(uintptr(fds[0]), "pmi")
+	childEnd := os.NewFile(uintptr(fds[1]), "pmi-child")
+	defer childEnd.Close()
+	conn, err := net.FileConn(parentEnd)
+	parentEnd.Close()
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("pmi socket: %w", err)
+	}
+	var pipes [4]*os.File // out read, out write, err read, err write
+	closeAll := func() {
+		conn.Close()
+		for _, f := range pipes {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	for i := 0; i < 4; i += 2 {
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			closeAll()
+			return nil, nil, nil, nil, err
+		}
+	}
+	cmd := &exec.Cmd{
+		Path:       path,
+		Args:       args,
+		Dir:        dir,
+		Env:        env,
+		Stdout:     pipes[1],
+		Stderr:     pipes[3],
+		ExtraFiles: append([]*os.File{childEnd}, extra...), // fd 3: PMI_FD
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   true,            // own group: signals reach its children, the tty's ^C reaches only mpirun
+			Pdeathsig: syscall.SIGKILL, // do not outlive a killed mpirun
+		},
+	}
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, nil, nil, nil, err
+	}
+	pipes[1].Close()
+	pipes[3].Close()
+	return cmd, conn, pipes[0], pipes[2], nil
+}
+
+// follow starts the goroutines that serve a started rank or spawned
+// process: its output forwarders, its PMI server and its exit watcher.
 func (j *job) follow(rp *rankProc, outR, errR io.ReadCloser, conn net.Conn) {
 	r := rp.rank
 	label := j.label(r)
@@ -705,7 +731,13 @@ func (j *job) follow(rp *rankProc, outR, errR io.ReadCloser, conn net.Conn) {
 	if j.tagOutput {
 		prefix = label
 	}
+	// A wait report line answers for the rank (collectWaitReports); a
+	// spawned process's names its rank in its own world, so any report
+	// line from it answers for it.
 	report := []byte(fmt.Sprintf("%s%d: ", waitReportPrefix, r))
+	if rp.child != nil {
+		report = []byte(waitReportPrefix)
+	}
 	j.output.Add(2)
 	go func() {
 		defer j.output.Done()
@@ -731,7 +763,8 @@ func (j *job) follow(rp *rankProc, outR, errR io.ReadCloser, conn net.Conn) {
 				return
 			}
 		}
-		err := j.srv.Serve(r, conn)
+		srv, jr := j.server(r)
+		err := srv.Serve(jr, conn)
 		if err != nil && !errors.Is(err, pmi.ErrDisconnected) && !errors.Is(err, pmi.ErrAborted) {
 			j.errorf("mpirun: %v", err)
 		}
@@ -755,29 +788,35 @@ func (j *job) follow(rp *rankProc, outR, errR io.ReadCloser, conn net.Conn) {
 }
 
 // launch returns the path and arguments of the process that starts rank
-// r on its host: the launcher command for the host followed by mpirun's
-// own executable as the rank's proxy (see proxy.go), the working
-// directory, the program and its arguments. Both executables and the
-// directory must exist at the same paths on that host. The launcher
-// command must keep the environment and the open descriptors (3 is the PMI
-// socket, 4 the proxy's control pipe) and kill what it started when it is
-// killed itself, as "netcluster exec" and "ip netns exec" do.
+// r on its host (launchArgv).
 func (j *job) launch(r int) (string, []string, error) {
 	a := j.appOf(r)
-	argv := launcherArgv(j.launcher, j.hostOf[r])
+	return j.launchArgv(j.hostOf[r], a.wdir, a.binary, a.args)
+}
+
+// launchArgv returns the path and arguments of the process that starts
+// binary with args in wdir ("" = mpirun's) on host: the exec launcher's
+// command for the host followed by mpirun's own executable as the
+// process's proxy (see proxy.go), the working directory, the program and
+// its arguments. Both executables and the directory must exist at the
+// same paths on that host. The launcher command must keep the environment
+// and the open descriptors (3 is the PMI socket, 4 the proxy's control
+// pipe) and kill what it started when it is killed itself, as "netcluster
+// exec" and "ip netns exec" do.
+func (j *job) launchArgv(host, wdir, binary string, args []string) (string, []string, error) {
+	argv := launcherArgv(j.launcher, host)
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		return "", nil, fmt.Errorf("launcher for %s: %w", j.hostOf[r], err)
+		return "", nil, fmt.Errorf("launcher for %s: %w", host, err)
 	}
-	dir := a.wdir
-	if dir == "" {
-		dir = "."
+	if wdir == "" {
+		wdir = "."
 	}
-	if dir, err = filepath.Abs(dir); err != nil {
+	if wdir, err = filepath.Abs(wdir); err != nil {
 		return "", nil, err
 	}
-	args := append(argv, j.self, proxyFlag, dir, a.binary)
-	return path, append(args, a.args...), nil
+	argv = append(argv, j.self, proxyFlag, wdir, binary)
+	return path, append(argv, args...), nil
 }
 
 // rank0Stdin returns what rank 0 reads as standard input and a cleanup

@@ -53,9 +53,11 @@ import (
 // held back until then, becomes part of that one line), and stops the job.
 const (
 	sshProxyFlag = "-adimpi-ssh-proxy"
-	// launcherSSH and launcherExec are the values of -launcher.
-	launcherSSH  = "ssh"
-	launcherExec = "exec"
+	// launcherSSH, launcherExec and launcherSlurm are the values of
+	// -launcher (slurm: see slurm.go).
+	launcherSSH   = "ssh"
+	launcherExec  = "exec"
+	launcherSlurm = "slurm"
 	// backDialTimeout bounds each attempt of a proxy to reach mpirun, and
 	// mpirun's wait for a caller's introduction.
 	backDialTimeout = 10 * time.Second
@@ -353,17 +355,29 @@ type sshHost struct {
 // startSSH starts, through one ssh per host, the proxies of ranks (all on
 // other hosts), stdin0 going to rank 0's, and follows the ranks.
 func (j *job) startSSH(ranks []int, stdin0 *os.File) error {
-	byHost := map[string][]int{}
+	byHost := map[string][]sshStart{}
 	var hosts []string
 	for _, r := range ranks {
 		h := j.hostOf[r]
 		if byHost[h] == nil {
 			hosts = append(hosts, h)
 		}
-		byHost[h] = append(byHost[h], r)
+		a := j.appOf(r)
+		rk, err := j.sshRank(r, a.wdir, a.binary, append([]string{a.argv0}, a.args...), j.environ(r))
+		if err != nil {
+			return err
+		}
+		rk.Stdin = r == 0 && stdin0 != nil
+		byHost[h] = append(byHost[h], sshStart{rk: rk})
 	}
 	for _, h := range hosts {
-		if err := j.startSSHHost(h, byHost[h], stdin0); err != nil {
+		var in *os.File
+		for _, p := range byHost[h] {
+			if p.rk.Stdin {
+				in = stdin0
+			}
+		}
+		if err := j.startSSHHost(h, byHost[h], in, j.ssh.events); err != nil {
 			for _, hp := range j.ssh.hosts {
 				hp.held.drop()
 			}
@@ -373,45 +387,45 @@ func (j *job) startSSH(ranks []int, stdin0 *os.File) error {
 	return nil
 }
 
-// hostHeader is the header of host's proxy for ranks, and rank 0's
-// standard input if rank 0 is among them (else nil).
-func (j *job) hostHeader(host string, ranks []int, stdin0 *os.File) (sshHeader, *os.File, error) {
-	tok := make([]byte, 16)
-	if _, err := rand.Read(tok); err != nil {
-		return sshHeader{}, nil, err
-	}
-	hdr := sshHeader{Token: hex.EncodeToString(tok), Back: j.ssh.addrsFor(host)}
-	var stdin *os.File
-	for _, r := range ranks {
-		a := j.appOf(r)
-		dir := a.wdir
-		if dir == "" {
-			dir = "."
-		}
-		dir, err := filepath.Abs(dir)
-		if err != nil {
-			return sshHeader{}, nil, err
-		}
-		var env []string
-		for _, kv := range j.environ(r) {
-			if name, _, _ := strings.Cut(kv, "="); !sshEnvDrop[name] {
-				env = append(env, kv)
-			}
-		}
-		hdr.Ranks = append(hdr.Ranks, sshRank{Rank: r, Dir: dir, Path: a.binary, Argv: append([]string{a.argv0}, a.args...),
-			Env: env, Stdin: r == 0 && stdin0 != nil})
-		if r == 0 && stdin0 != nil {
-			stdin = stdin0
-		}
-	}
-	return hdr, stdin, nil
+// sshStart is one process an ssh proxy starts: its entry in the header
+// and, for a spawned process, what it is.
+type sshStart struct {
+	rk    sshRank
+	child *childInfo
 }
 
-// startSSHHost starts the proxy of host for ranks and follows them.
-func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
-	hdr, stdin, err := j.hostHeader(host, ranks, stdin0)
+// sshRank is the header entry of process index r (in j.ranks) running
+// path with argv (argv[0] first) in wdir ("" = mpirun's) with env, less
+// the variables that describe this host (sshEnvDrop).
+func (j *job) sshRank(r int, wdir, path string, argv, env []string) (sshRank, error) {
+	if wdir == "" {
+		wdir = "."
+	}
+	dir, err := filepath.Abs(wdir)
 	if err != nil {
+		return sshRank{}, err
+	}
+	var keep []string
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !sshEnvDrop[name] {
+			keep = append(keep, kv)
+		}
+	}
+	return sshRank{Rank: r, Dir: dir, Path: path, Argv: argv, Env: keep}, nil
+}
+
+// startSSHHost starts the proxy of host for procs (each one's index in
+// j.ranks is its rk.Rank), stdin (if not nil) going to the one whose Stdin
+// is set, and follows them; the proxy's checks ("ready", "missing ...")
+// arrive on events.
+func (j *job) startSSHHost(host string, procs []sshStart, stdin *os.File, events chan<- sshEvent) error {
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
 		return err
+	}
+	hdr := sshHeader{Token: hex.EncodeToString(tok), Back: j.ssh.addrsFor(host)}
+	for _, p := range procs {
+		hdr.Ranks = append(hdr.Ranks, p.rk)
 	}
 	line, err := json.Marshal(hdr)
 	if err != nil {
@@ -459,8 +473,8 @@ func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
 		}
 		close(hp.done)
 	}()
-	// Standard input: the header, then rank 0's (a copy: the caller
-	// closes its own).
+	// Standard input: the header, then rank 0's if stdin is set (a copy:
+	// the caller closes its own).
 	var in *os.File
 	if stdin != nil {
 		if fd, derr := syscall.Dup(int(stdin.Fd())); derr == nil {
@@ -477,8 +491,9 @@ func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
 			in.Close()
 		}
 	}()
-	for _, r := range ranks {
-		slot := &sshSlot{token: hdr.Token, taken: map[string]bool{}, ctl: newSSHCtl(r, j.ssh.events), conns: map[string]chan net.Conn{}}
+	for _, p := range procs {
+		r := p.rk.Rank
+		slot := &sshSlot{token: hdr.Token, taken: map[string]bool{}, ctl: newSSHCtl(r, events), conns: map[string]chan net.Conn{}}
 		for _, k := range []string{"pmi", "out", "err"} {
 			slot.conns[k] = make(chan net.Conn, 1)
 		}
@@ -486,7 +501,7 @@ func (j *job) startSSHHost(host string, ranks []int, stdin0 *os.File) error {
 		j.ssh.ranks[r] = slot
 		j.ssh.mu.Unlock()
 		rp := &rankProc{rank: r, pid: cmd.Process.Pid, served: make(chan struct{}), ctl: slot.ctl,
-			pmiConn: slot.conns["pmi"], sshCtl: slot.ctl, host: hp, done: make(chan struct{})}
+			pmiConn: slot.conns["pmi"], sshCtl: slot.ctl, host: hp, done: make(chan struct{}), child: p.child}
 		j.ranks[r] = rp
 		j.follow(rp, &lazyConn{ch: slot.conns["out"], gone: rp.done}, &lazyConn{ch: slot.conns["err"], gone: rp.done}, nil)
 	}

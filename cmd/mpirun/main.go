@@ -343,6 +343,7 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 		j.np += a.np
 	}
 	j.placeRanks(hosts, o.ppn, o.roundRobin)
+	j.hosts = hosts
 	j.started = func() {
 		for _, u := range unlocks {
 			u()

@@ -20,8 +20,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/adimpi/adimpi/internal/wire"
 )
 
 // slurmUsage ends mpirun -h.
@@ -29,8 +27,10 @@ const slurmUsage = `
 Inside a Slurm allocation (salloc, sbatch, srun --pty bash: SLURM_JOB_ID
 and SLURM_JOB_NODELIST set) and without -hosts or -hostfile, the
 allocation's nodes are the hosts, with SLURM_TASKS_PER_NODE as their slots;
-without -launcher, and with srun on the PATH, the ranks start through
-"srun --mpi=pmi2" on the nodes the placement chose (see docs/slurm.md).
+without -launcher (or with -launcher slurm), and with srun on the PATH,
+the ranks start through "srun --mpi=pmi2" on the nodes the placement
+chose (see docs/slurm.md); -launcher slurm outside an allocation is an
+error.
 `
 
 // slurmAlloc is the Slurm allocation mpirun runs in.
@@ -44,12 +44,30 @@ type slurmAlloc struct {
 func (s *slurmAlloc) viaSrun() bool { return s != nil && s.srun != "" }
 
 // slurmAllocation returns the allocation mpirun runs in (nil if none, or if
-// the command line names hosts), and sets hosts to its nodes, with
-// SLURM_TASKS_PER_NODE as their slots.
+// the command line names hosts without -launcher slurm), and, unless the
+// command line names hosts, sets hosts to its nodes, with
+// SLURM_TASKS_PER_NODE as their slots. With -launcher slurm it is an error
+// to run outside an allocation or without srun.
 func slurmAllocation(o *options, hosts *[]host) (*slurmAlloc, error) {
 	id, list := os.Getenv("SLURM_JOB_ID"), os.Getenv("SLURM_JOB_NODELIST")
-	if id == "" || list == "" || len(*hosts) > 0 {
+	forced := o.launcher == launcherSlurm
+	if forced && (id == "" || list == "") {
+		return nil, usagef("-launcher slurm: not inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST are not set): run mpirun under salloc, in an sbatch script, or use -launcher ssh")
+	}
+	if id == "" || list == "" || len(*hosts) > 0 && !forced {
 		return nil, nil
+	}
+	_, inStep := os.LookupEnv("SLURM_STEP_ID")
+	a := &slurmAlloc{jobID: id, inStep: inStep}
+	if o.launcher == "" && o.launcherExec == "" || forced {
+		if p, err := exec.LookPath("srun"); err == nil {
+			a.srun = p
+		} else if forced {
+			return nil, usagef("-launcher slurm: %v", err)
+		}
+	}
+	if len(*hosts) > 0 {
+		return a, nil // -launcher slurm on named hosts: srun checks they are the allocation's
 	}
 	nodes, err := expandHostlist(list)
 	if err != nil {
@@ -58,7 +76,6 @@ func slurmAllocation(o *options, hosts *[]host) (*slurmAlloc, error) {
 	// Inside a job step (srun --pty bash, or srun ... mpirun) the tasks
 	// per node are the step's, not the allocation's: the allocation's CPUs
 	// per node are its slots then.
-	_, inStep := os.LookupEnv("SLURM_STEP_ID")
 	slotVars := []string{"SLURM_TASKS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE"}
 	if inStep {
 		slotVars[0], slotVars[1] = slotVars[1], slotVars[0]
@@ -74,12 +91,6 @@ func slurmAllocation(o *options, hosts *[]host) (*slurmAlloc, error) {
 	}
 	for i, n := range nodes {
 		*hosts = append(*hosts, host{name: n, slots: slots[i], where: "SLURM_JOB_NODELIST"})
-	}
-	a := &slurmAlloc{jobID: id, inStep: inStep}
-	if o.launcher == "" && o.launcherExec == "" {
-		if p, err := exec.LookPath("srun"); err == nil {
-			a.srun = p
-		}
 	}
 	return a, nil
 }
@@ -266,10 +277,6 @@ func (j *job) multiProg() (string, error) {
 	_, err = f.WriteString(b.String())
 	return f.Name(), err
 }
-
-// jobVars are the variables mpirun sets for every rank, which -x, -genv
-// and -env do not override.
-var jobVars = []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS", wire.EnvSecret}
 
 // srunEnv is srun's environment: a rank's (see environ) without the PMI
 // variables, which slurmstepd sets for each task. In an MPMD job it holds

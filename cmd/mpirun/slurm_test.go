@@ -99,6 +99,10 @@ func TestSlurmAllocation(t *testing.T) {
 		{[]string{"-N", "3", "--ntasks-per-node=2"}, []string{"-l"}, "h1 h1 h2 h2 h3 h3"},
 		{[]string{"-N", "3", "--ntasks-per-node=2"}, []string{"-l", "-rr"}, "h1 h2 h3 h1 h2 h3"},
 		{[]string{"-N", "2", "--ntasks-per-node=1"}, []string{"-l", "-np", "4"}, "h1 h2 h1 h2"},
+		// -launcher slurm: srun, on the allocation's nodes or on the
+		// hosts named (a subset of them).
+		{[]string{"-N", "3", "--ntasks-per-node=1"}, []string{"-l", "-launcher", "slurm"}, "h1 h2 h3"},
+		{[]string{"-N", "3", "--ntasks-per-node=1"}, []string{"-l", "-launcher", "slurm", "-hosts", "h3,h2", "-np", "2"}, "h3 h2"},
 	} {
 		t.Run(strings.Join(append(tc.alloc, tc.mpirun...), " "), func(t *testing.T) {
 			args := append(append(append(tc.alloc, mpirunBin), tc.mpirun...), hostprobeBin)

@@ -237,10 +237,11 @@ func TestSSHMissingBinaryAndHost(t *testing.T) {
 		!regexp.MustCompile(`^mpirun: cannot start ranks on h3 through ssh \(.*\) \(exit status 255\): ssh: connect to host h3 port 22: .*; not starting the job\n$`).MatchString(res.stderr) {
 		t.Errorf("h3 unreachable: want exit %d and one line naming h3: %v", exitUnreachable, res)
 	}
-	// The same with ssh's 10 s but -timeout 2s: mpirun gives up first.
-	res = runOn(t, c, nil, "-timeout", "2s", "-hosts", "h1,h2,h3", "-np", "3", hostprobeBin)
-	if res.code != exitTimeout || res.stderr != "mpirun: cannot start ranks on h3 through ssh: no answer within 2s; not starting the job\n" || res.stdout != "" {
-		t.Errorf("h3 unreachable, -timeout 2s: want exit %d and one line naming h3: %v", exitTimeout, res)
+	// The same with ssh's 10 s but -timeout 6s: mpirun gives up first
+	// (6 s, not less: on a loaded machine h2's login alone may take 3).
+	res = runOn(t, c, nil, "-timeout", "6s", "-hosts", "h1,h2,h3", "-np", "3", hostprobeBin)
+	if res.code != exitTimeout || res.stderr != "mpirun: cannot start ranks on h3 through ssh: no answer within 6s; not starting the job\n" || res.stdout != "" {
+		t.Errorf("h3 unreachable, -timeout 6s: want exit %d and one line naming h3: %v", exitTimeout, res)
 	}
 	noProcessesLeft(t, hostprobeBin)
 	noProcessesLeft(t, sshProxyFlag)
@@ -360,4 +361,58 @@ func findProcess(t *testing.T, prefix string) int {
 	}
 	t.Fatalf("no process runs %q", strings.ReplaceAll(prefix, "\x00", " "))
 	return 0
+}
+
+// MPI_Comm_spawn with Info "host" naming another host of the job starts
+// the children there through the job's launcher: through an ssh proxy of
+// their own (mpirun on h1, parents on h1 and h2, children on h3), and
+// through -launcher-exec. The children's output comes out of mpirun
+// labelled [spawn.rank@host]; the intercommunicator between the hosts
+// carries point-to-point, collectives and a merge (dynprog checks each). A
+// program missing on the children's host, and a host not of the job, fail
+// the spawn with an error per child and the parents' job goes on; a
+// child that dies there ends the job, naming it and its host.
+func TestSSHSpawn(t *testing.T) {
+	c := startSSHCluster(t, 3)
+	dynprog := filepath.Join(filepath.Dir(mpirunBin), "dynprog")
+	if out, err := exec.Command("go", "build", "-o", dynprog, "../../mpi/testdata/dynprog").CombinedOutput(); err != nil {
+		t.Fatalf("go build dynprog: %v\n%s", err, out)
+	}
+	onH3 := []string{"-hosts", "h1,h2,h3", "-np", "2", "-l", "-genv", "DYNPROG_SPAWN_HOST", "h3"}
+	wantSpawn := []string{"[0@h1] parent 0: 2 children ok", "[1@h2] parent 1: 2 children ok",
+		"[1.0@h3] child 0 runs on h3", "[1.1@h3] child 1 runs on h3",
+		"[1.0@h3] child 0 of 2 (child): ok", "[1.1@h3] child 1 of 2 (child): ok"}
+	res := runOn(t, c, nil, append(onH3, dynprog, "spawn", "2")...)
+	if res.code != 0 {
+		t.Fatalf("spawn on h3 through ssh: %v", res)
+	}
+	wantLines(t, "spawn on h3 through ssh", res, wantSpawn...)
+
+	res = run(t, nil, nil, append([]string{"-launcher-exec", netclusterBin + " exec -dir " + c.Dir + " {host} --"}, append(onH3, dynprog, "spawn", "2")...)...)
+	if res.code != 0 {
+		t.Fatalf("spawn on h3 through -launcher-exec: %v", res)
+	}
+	wantLines(t, "spawn on h3 through -launcher-exec", res, wantSpawn...)
+
+	// /dev/shm is private to each host: the program is on h1 only.
+	dir := "/dev/shm/mpirun-spawn-test"
+	prog := filepath.Join(dir, "dynprog")
+	if out, err := c.Command("h1", "sh", "-c", "mkdir -p "+dir+" && cp "+dynprog+" "+prog).CombinedOutput(); err != nil {
+		t.Fatalf("copying dynprog to %s on h1: %v: %s", prog, err, out)
+	}
+	res = runOn(t, c, nil, append(onH3, "-genv", "DYNPROG_MISSING", prog, dynprog, "missing")...)
+	if want := "spawn failed as expected: MPI_Comm_spawn: MPI_ERR_SPAWN: child 0: h3 has no executable program " + prog; res.code != 0 || !strings.Contains(res.stdout, want) {
+		t.Errorf("a program missing on h3: want exit 0 and %q: %v", want, res)
+	}
+	res = runOn(t, c, nil, "-hosts", "h1,h2,h3", "-np", "2", "-genv", "DYNPROG_SPAWN_HOST", "h9", dynprog, "missing")
+	if want := `host "h9" is not a host of this job (h1, h2, h3)`; res.code != 0 || !strings.Contains(res.stdout, want) {
+		t.Errorf("a host not of the job: want exit 0 and %q: %v", want, res)
+	}
+
+	res = runOn(t, c, nil, append(onH3, dynprog, "childdie")...)
+	if res.code != 3 || !regexp.MustCompile(`mpirun: spawned rank \d of spawn 1 \(\S+\) on h3 \(launcher pid \d+\) exited with status 3`).MatchString(res.stderr) {
+		t.Errorf("a child dying on h3: want exit 3 naming it and h3: %v", res)
+	}
+	noProcessesLeft(t, dynprog)
+	noProcessesLeft(t, sshProxyFlag)
 }

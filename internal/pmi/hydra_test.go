@@ -73,3 +73,45 @@ func filterEnv(env []string, drop ...string) []string {
 	}
 	return out
 }
+
+// TestHydraSpawn: an adimpi program that calls MPI_Comm_spawn under
+// mpiexec.hydra (which serves PMI-1's spawn) gets its children, on this
+// host, and an intercommunicator to them that carries point-to-point,
+// collectives and a merge (mpi/testdata/dynprog checks each), and a child
+// spawns again. (Hydra 4.0.2 answers a spawn before it runs the program:
+// a missing one hangs the spawning job, so that is not tested here.)
+func TestHydraSpawn(t *testing.T) {
+	hydra, err := exec.LookPath("mpiexec.hydra")
+	if err != nil {
+		testnote.Skip(t, "internal/pmi: mpiexec.hydra is not on PATH: install the Debian package mpich (apt-get install -y mpich) to run this test")
+	}
+	bin := filepath.Join(t.TempDir(), "dynprog")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../mpi/testdata/dynprog").CombinedOutput(); err != nil {
+		t.Fatalf("building dynprog: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-n", "2", bin, "spawn", "2"}, []string{"parent 0: 2 children ok", "parent 1: 2 children ok",
+			"child 0 of 2 (child): ok", "child 1 of 2 (child): ok"}},
+		{[]string{"-n", "1", bin, "nested"}, []string{"parent 0: 1 children ok", "child 0 of 1 (nested-child): ok", "child 0 of 1 (child): ok"}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, hydra, tc.args...)
+		cmd.Env = filterEnv(os.Environ(), EnvFD, EnvPort, EnvID, EnvRank, EnvSize, "ADIMPI_JOB_SECRET", "ADIMPI_DEVICE")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		cancel()
+		if err != nil {
+			t.Errorf("mpiexec.hydra %q: %v\nstdout:\n%s\nstderr:\n%s", tc.args, err, out, stderr.String())
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains("\n"+string(out), "\n"+w+"\n") {
+				t.Errorf("mpiexec.hydra %q: no line %q\nstdout:\n%s\nstderr:\n%s", tc.args, w, out, stderr.String())
+			}
+		}
+	}
+}

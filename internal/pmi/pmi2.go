@@ -57,7 +57,8 @@ const pmi2LenField = 6
 type pmi2State struct {
 	jobid    string
 	appnum   int
-	universe int // 0: the server did not say
+	universe int    // 0: the server did not say
+	spawner  string // the spawning job's id (fullinit's spawner-jobid), "" if not spawned
 }
 
 // usePMI2 reports whether a PMI_FD connection should speak PMI-2.
@@ -119,6 +120,7 @@ func newClient2(conn io.ReadWriteCloser, rank int, jobid string, debug bool) (*C
 	if a, err := strconv.Atoi(r.vals["appnum"]); err == nil {
 		c.v2.appnum = a
 	}
+	c.v2.spawner = r.vals["spawner-jobid"]
 	c.kvsname = jobid
 	if c.kvsname == "" {
 		c.kvsname = "pmi2"

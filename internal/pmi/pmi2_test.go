@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,6 +121,12 @@ func (s *pmi2Server) serve(conn net.Conn, rank int) {
 			} else {
 				reply("kvs-get-response", "rc", "0", "found", "FALSE")
 			}
+		case "spawn":
+			if m.vals["subcmd"] == "fail" {
+				reply("spawn-response", "rc", "1", "errmsg", "spawn failed")
+			} else {
+				reply("spawn-response", "rc", "0", "jobid", "7.0-1", "nerrs", "0")
+			}
 		case "finalize":
 			reply("finalize-response", "rc", "0")
 			return
@@ -131,6 +138,31 @@ func (s *pmi2Server) serve(conn net.Conn, rank int) {
 		}
 	}
 }
+
+// pmi2Spawns checks PMI-2's spawn on rank 0's client c: the frame a spawn
+// of two commands sends (preput, arguments with blanks, Info), a spawn the
+// launcher refuses (every child failed), and that the connection goes on.
+func pmi2Spawns(c *Client) error {
+	if c.Spawned() {
+		return errors.New("a client that fullinit did not call spawned says it was")
+	}
+	err := c.Spawn([]SpawnCmd{{Command: "/bin/prog", Args: []string{"a b", "c"}, MaxProcs: 2, Info: [][2]string{{"host", "h2"}, {"wdir", "/w"}}},
+		{Command: "other", MaxProcs: 1}}, [][2]string{{PreputParentPort, "adimpi-port:t@198.18.0.1:5"}})
+	if err != nil {
+		return fmt.Errorf("spawn under PMI-2: %v", err)
+	}
+	var se *SpawnError
+	if err := c.Spawn([]SpawnCmd{{Command: "fail", MaxProcs: 3}}, nil); !errors.As(err, &se) || len(se.Failed) != 3 || !se.Failed[2] ||
+		!strings.Contains(se.Msg, "spawn failed") {
+		return fmt.Errorf("a refused spawn under PMI-2: %v, want a SpawnError for 3 failed children saying why", err)
+	}
+	return nil
+}
+
+// wantSpawnFrame is the frame of pmi2Spawns' first spawn.
+const wantSpawnFrame = "cmd=spawn;ncmds=2;preputcount=1;ppkey0=PARENT_ROOT_PORT_NAME;ppval0=adimpi-port:t@198.18.0.1:5;" +
+	"subcmd=/bin/prog;maxprocs=2;argc=2;argv0=a b;argv1=c;infokeycount=2;infokey0=host;infoval0=h2;infokey1=wdir;infoval1=/w;" +
+	"subcmd=other;maxprocs=1;argc=0;infokeycount=0;"
 
 // Three ranks exchange values through put, fence and get, learn the job's
 // attributes, and finalize; a missing key is ErrKeyNotFound.
@@ -153,6 +185,11 @@ func TestPMI2Exchange(t *testing.T) {
 				}
 				if err := c.Put("k"+strconv.Itoa(r), "value-"+strconv.Itoa(r*10)); err != nil {
 					return err
+				}
+				if r == 0 {
+					if err := pmi2Spawns(c); err != nil {
+						return err
+					}
 				}
 				if err := c.Barrier(); err != nil {
 					return err
@@ -187,6 +224,9 @@ func TestPMI2Exchange(t *testing.T) {
 	}
 	if !strings.HasPrefix(s.log[0], "cmd=fullinit;") {
 		t.Errorf("first request %q, want fullinit", s.log[0])
+	}
+	if !slices.Contains(s.log, wantSpawnFrame) {
+		t.Errorf("no spawn request %q among\n%s", wantSpawnFrame, strings.Join(s.log, "\n"))
 	}
 }
 

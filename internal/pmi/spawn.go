@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,9 @@ func (c *Client) Spawn(cmds []SpawnCmd, preput [][2]string) error {
 	if c.singleton {
 		return &SpawnError{Msg: "no launcher to start processes (this process runs as a singleton)", Refused: true}
 	}
+	if c.v2 != nil {
+		return c.spawn2(cmds, preput)
+	}
 	var b strings.Builder
 	for k, cmd := range cmds {
 		line := func(key, val string) {
@@ -123,6 +127,67 @@ func (c *Client) Spawn(cmds []SpawnCmd, preput [][2]string) error {
 		se.Refused = true
 	}
 	return se
+}
+
+// spawn2 is Spawn under PMI-2: one frame holding every command,
+//
+//	cmd=spawn;ncmds=C;preputcount=P;ppkey0=K;ppval0=V;...;
+//	subcmd=PATH;maxprocs=N;argc=A;argv0=...;infokeycount=I;infokey0=...;infoval0=...;...
+//
+// answered by cmd=spawn-response with rc (and, from some launchers,
+// errcodes=c0,c1,...). Slurm's pmi2 plugin starts the children with a
+// new srun and puts the preput pairs in their key-value space.
+func (c *Client) spawn2(cmds []SpawnCmd, preput [][2]string) error {
+	kv := []string{"ncmds", strconv.Itoa(len(cmds)), "preputcount", strconv.Itoa(len(preput))}
+	for i, p := range preput {
+		kv = append(kv, "ppkey"+strconv.Itoa(i), p[0], "ppval"+strconv.Itoa(i), p[1])
+	}
+	total := 0
+	for _, cmd := range cmds {
+		total += cmd.MaxProcs
+		kv = append(kv, "subcmd", cmd.Command, "maxprocs", strconv.Itoa(cmd.MaxProcs), "argc", strconv.Itoa(len(cmd.Args)))
+		for i, a := range cmd.Args {
+			kv = append(kv, "argv"+strconv.Itoa(i), a)
+		}
+		kv = append(kv, "infokeycount", strconv.Itoa(len(cmd.Info)))
+		for i, in := range cmd.Info {
+			kv = append(kv, "infokey"+strconv.Itoa(i), in[0], "infoval"+strconv.Itoa(i), in[1])
+		}
+	}
+	for i := 1; i < len(kv); i += 2 {
+		if strings.ContainsAny(kv[i], ";\n") {
+			return &SpawnError{Msg: fmt.Sprintf("pmi: spawn: %q holds ';' or a newline, which PMI-2 cannot carry", kv[i]), Refused: true}
+		}
+	}
+	m, err := c.call2("spawn", kv...)
+	if err != nil {
+		se := &SpawnError{Msg: err.Error()}
+		for i := 0; i < total; i++ {
+			se.Failed = append(se.Failed, true)
+		}
+		return se
+	}
+	if v, ok := m.get("errcodes"); ok && v != "" {
+		se := &SpawnError{Msg: "the launcher could not start every process"}
+		bad := false
+		for _, f := range strings.Split(v, ",") {
+			se.Failed = append(se.Failed, f != "0")
+			bad = bad || f != "0"
+		}
+		if bad {
+			return se
+		}
+	}
+	return nil
+}
+
+// Spawned reports whether this process was started by a spawn: PMI-1's
+// launchers say so in EnvSpawned, PMI-2's in fullinit's spawner-jobid.
+func (c *Client) Spawned() bool {
+	if c.v2 != nil && c.v2.spawner != "" {
+		return true
+	}
+	return os.Getenv(EnvSpawned) == "1"
 }
 
 // UniverseSize asks the launcher how many processes the job may usefully

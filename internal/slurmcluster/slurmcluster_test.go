@@ -436,3 +436,29 @@ func rankProcess(prog string, r int) int {
 	}
 	return 0
 }
+
+// MPI_Comm_spawn under srun --mpi=pmi2: the ranks' PMI-2 spawn makes
+// Slurm's pmi2 plugin start the children with a new srun inside the
+// allocation (which must have room for them), Info "host" becoming srun's
+// --nodelist; the children learn their parents' port from their key-value
+// space, and the intercommunicator carries point-to-point, collectives and
+// a merge between the nodes (dynprog checks each).
+func TestSrunSpawn(t *testing.T) {
+	c := cluster(t)
+	prog := program(t, "../../mpi/testdata/dynprog")
+	r := runOn(t, c, "h1", 90*time.Second, []string{"DYNPROG_SPAWN_HOST=h2"},
+		"salloc", "-N", "3", "-n", "6", "srun", "--mpi=pmi2", "-N", "1", "-n", "2", "--nodelist=h1", prog, "spawn", "2")
+	if r.err != nil {
+		t.Fatalf("salloc srun dynprog spawn 2: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	out := "\n" + r.stdout
+	for _, want := range []string{"parent 0: 2 children ok", "parent 1: 2 children ok", "child 0 of 2 (child): ok", "child 1 of 2 (child): ok", "child 0 runs on h2"} {
+		if !strings.Contains(out, "\n"+want+"\n") {
+			t.Errorf("no line %q\nstdout:\n%s\nstderr:\n%s", want, r.stdout, r.stderr)
+		}
+	}
+	if left := processesWith(prog); len(left) > 0 {
+		t.Errorf("processes left after salloc returned: %v", left)
+	}
+	t.Logf("spawn under srun: %v", r.elapsed)
+}

@@ -17,6 +17,9 @@
 //	dynprog spawntime N R   R rounds: time of spawning N children (until the intercommunicator works)
 //	dynprog pubspawn        publish a port in mpirun's name service, spawn a
 //	                        child that looks it up and connects
+//
+// DYNPROG_SPAWN_HOST=H spawns on host H (Info "host"), and each child
+// says where it runs; DYNPROG_MISSING=PATH is what "missing" spawns.
 package main
 
 import (
@@ -106,7 +109,7 @@ func check(err error, what string) {
 func spawn(w *mpi.Comm, n int, mode string) *mpi.Comm {
 	self, err := os.Executable()
 	check(err, "os.Executable")
-	info := mpi.NewInfo()
+	info := spawnInfo()
 	wd, _ := os.Getwd()
 	check(info.Set("wdir", wd), "info")
 	inter, errs, err := mpi.CommSpawn(self, []string{mode}, n, info, 0, w)
@@ -121,6 +124,16 @@ func spawn(w *mpi.Comm, n int, mode string) *mpi.Comm {
 		log.Fatalf("spawn intercommunicator: inter %v, remote %d, local %d", inter.IsInter(), inter.RemoteSize(), inter.Size())
 	}
 	return inter
+}
+
+// spawnInfo is the Info of every spawn: the host DYNPROG_SPAWN_HOST
+// names, if set.
+func spawnInfo() *mpi.Info {
+	info := mpi.NewInfo()
+	if h := os.Getenv("DYNPROG_SPAWN_HOST"); h != "" {
+		check(info.Set("host", h), "info")
+	}
+	return info
 }
 
 // parentSide exchanges with the children of a spawn over inter: p2p both
@@ -169,6 +182,10 @@ func child(p *mpi.Comm) {
 	w := mpi.World()
 	me := w.Rank()
 	mode := os.Args[1]
+	if os.Getenv("DYNPROG_SPAWN_HOST") != "" {
+		host, _ := os.Hostname()
+		fmt.Printf("child %d runs on %s\n", me, host)
+	}
 	switch mode {
 	case "die":
 		fmt.Printf("child %d: exiting with status 3\n", me)
@@ -230,7 +247,11 @@ func child(p *mpi.Comm) {
 
 // missing spawns a program that does not exist.
 func missing(w *mpi.Comm) {
-	_, errs, err := mpi.CommSpawn("/nonexistent/dynprog-missing", nil, 3, nil, 0, w)
+	prog := "/nonexistent/dynprog-missing"
+	if p := os.Getenv("DYNPROG_MISSING"); p != "" {
+		prog = p
+	}
+	_, errs, err := mpi.CommSpawn(prog, nil, 3, spawnInfo(), 0, w)
 	if !errors.Is(err, mpi.ErrSpawn) {
 		log.Fatalf("rank %d: spawning a missing program: err = %v, want MPI_ERR_SPAWN", w.Rank(), err)
 	}
