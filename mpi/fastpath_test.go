@@ -231,3 +231,54 @@ func TestRequestIn(t *testing.T) {
 		}
 	})
 }
+
+// TestShortIsend checks the non-blocking sends that the device takes whole
+// when they start (startFlatIn's SendShort path), on the process's real
+// device against itself: such a send is complete at once, Wait reports its
+// byte count, and it keeps its place behind a larger send to the same peer
+// that is still in flight.
+func TestShortIsend(t *testing.T) {
+	w := World()
+	r := live.Load()
+	if r.short == nil {
+		t.Skipf("SKIP: device %s has no adi.ShortSender, so no send takes the short path", r.devName)
+	}
+	big := make([]byte, 1<<20) // above every device's eager limit
+	for i := range big {
+		big[i] = byte(i)
+	}
+	small := []int64{42}
+	gotBig, gotSmall := make([]byte, len(big)), make([]int64, 1)
+	var rq [2]Request
+	if err := IrecvIn(&rq[0], w, gotBig, 0, 9); err != nil {
+		t.Fatal(err)
+	}
+	if err := IrecvIn(&rq[1], w, gotSmall, 0, 9); err != nil {
+		t.Fatal(err)
+	}
+	var sq [2]Request
+	if err := IsendIn(&sq[0], w, big, 0, 9); err != nil {
+		t.Fatal(err)
+	}
+	if err := IsendIn(&sq[1], w, small, 0, 9); err != nil {
+		t.Fatal(err)
+	}
+	if sq[1].ar != &r.sentShort {
+		t.Fatalf("a send of 8 B on %s did not complete when it started", r.devName)
+	}
+	st, done, err := sq[1].Test()
+	if err != nil || !done || st.Bytes() != 8 || st.Source != 0 || st.Tag != 9 {
+		t.Fatalf("Test of the short send: %+v (bytes %d), done %v, %v; want done, 8 bytes to 0 with tag 9", st, st.Bytes(), done, err)
+	}
+	if err := WaitallInto([]*Request{&sq[0], &rq[0], &rq[1]}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if gotSmall[0] != 42 {
+		t.Errorf("the second receive got %d, want the short send's 42 (it overtook the large send)", gotSmall[0])
+	}
+	for i := range gotBig {
+		if gotBig[i] != byte(i) {
+			t.Fatalf("the first receive's byte %d is %d, want %d", i, gotBig[i], byte(i))
+		}
+	}
+}

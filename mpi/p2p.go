@@ -94,7 +94,7 @@ func checkTag(op string, tag int, recv bool) error {
 func plainArgs(c *Comm, b Buffer, peer, tag int) bool {
 	t := b.Type
 	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
-		uint(peer) < uint(len(c.world)) && uint(tag) <= TagUB && len(b.Mem) >= t.Span(b.Count)
+		uint(peer) < uint(len(c.world)) && uint(tag) <= TagUB && fits(b)
 }
 
 // p2pArgs checks the arguments of a point-to-point call and returns the
@@ -176,7 +176,18 @@ func plainNB(c *Comm, b Buffer, peer, tag int, recv bool) bool {
 	t := b.Type
 	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
 		(uint(peer) < uint(len(c.world)) || recv && peer == AnySource) &&
-		(uint(tag) <= TagUB || recv && tag == AnyTag) && len(b.Mem) >= t.Span(b.Count)
+		(uint(tag) <= TagUB || recv && tag == AnyTag) && fits(b)
+}
+
+// fits reports whether b.Mem holds b.Count elements of b.Type (a usable
+// type): for a contiguous type without the general Span's arithmetic.
+func fits(b Buffer) bool {
+	t := b.Type
+	if t.Contiguous() {
+		sz := t.Size()
+		return sz == 0 || b.Count <= len(b.Mem)/sz
+	}
+	return len(b.Mem) >= t.Span(b.Count)
 }
 
 // startFlat is the flat non-blocking path of Isend, Issend, Irsend and
@@ -199,12 +210,17 @@ func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b Buffer, peer, ta
 	r.mu.Lock()
 	if q == nil {
 		q = r.newHandleHeld()
-	} else {
-		*q = Request{}
 	}
-	q.rt, q.comm, q.op = r, c, op
-	q.recv, q.mode = recv, mode
-	q.peer, q.tag = peer, tag
+	*q = Request{rt: r, comm: c, op: op, recv: recv, mode: mode, peer: peer, tag: tag}
+	if !recv && mode == adi.ModeStandard && r.short != nil && b.Type.Contiguous() &&
+		r.short.SendShort(c.ctx, wpeer, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
+		// The device took the data at once, as a blocking Send's does
+		// (sendShort): the send is complete, with no operation in flight
+		// and nothing for Wait to give back but its byte count.
+		q.ar, q.sent = &r.sentShort, b.Size()
+		r.mu.Unlock()
+		return q, nil
+	}
 	ar := r.takeBody()
 	// A body is complete; the composite literal also clears its done
 	// flag, without an atomic store (its completion, seen through Done,

@@ -33,6 +33,9 @@ type Request struct {
 	// Isendrecv reports its receive); it may run more than once
 	// (GetStatus, then Wait) and must give the same status each time.
 	complete func(st *Status)
+	// sent is the byte count of a send that the device took whole when it
+	// started (startFlatIn): ar is then the runtime's sentShort.
+	sent int
 }
 
 // handleSlab is a block of request handles handed out one at a time: a
@@ -177,10 +180,25 @@ func (q *Request) finishHeld() Status {
 	return st
 }
 
+// finishQuiet is finishHeld for a caller that wants no status (statuses
+// ignored, the operation's error known to be nil): Waitall's loop over a
+// window of sends.
+func (q *Request) finishQuiet() {
+	ar := q.ar
+	q.ar = nil
+	if ar == q.body && !q.persistent {
+		q.body = nil
+		q.rt.giveBody(ar)
+	}
+}
+
 // status is the status of the completed operation q.ar.
 func (q *Request) status() Status {
 	ar := q.ar
 	st := Status{Source: q.peer, Tag: q.tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	if ar == &q.rt.sentShort {
+		st.bytes = q.sent
+	}
 	if st.Err != nil {
 		st.Err = restated(q.op, st.Err, q.comm.commRank, false)
 	}
@@ -487,6 +505,10 @@ func waitallInto(op string, reqs []*Request, sts []Status) (int, error) {
 				held.mu.Lock()
 			}
 			if done, _ := held.pollHeld(q.ar); done {
+				if sts == nil && q.ar.Status.Err == nil {
+					q.finishQuiet() // no status wanted, no error to report
+					continue
+				}
 				st = q.finishHeld()
 				err = st.Err
 			} else {

@@ -55,6 +55,10 @@ type runtime struct {
 	hierColls atomic.Int64               // tiered collectives run (collhier.go)
 	hostBoard atomic.Int64               // tiered collectives whose host phases ran on a board (collhier.go)
 	join      *joinDev                   // dev as the core sees it: the device, and the inter-job channel (join.go)
+	// sentShort is the completed operation of every non-blocking send
+	// that the device took whole when it started (startFlatIn): shared,
+	// never given to the device, complete from Init on.
+	sentShort adi.Request
 }
 
 var (
@@ -138,6 +142,7 @@ func InitWith(o Options) error {
 		return e
 	}
 	r.dev, r.short, r.join = wrapJoin(r, r.dev, r.short)
+	r.sentShort.Complete(adi.Status{})
 	// A waiter polls, then polls yielding the CPU to other runnable
 	// processes between polls, then sleeps on the device's futex. Sleeping
 	// costs a wake-up (a syscall for the waker, scheduling latency for the

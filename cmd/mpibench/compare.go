@@ -48,7 +48,7 @@ import (
 )
 
 // compareBenches are the benchmark groups of compare, in run order.
-var compareBenches = []string{"pingpong", "bw", "anysource", "coll", "overlap", "examples"}
+var compareBenches = []string{"pingpong", "bw", "rate", "anysource", "coll", "overlap", "examples"}
 
 // compareExamples are the example programs timed by compare, with their
 // arguments in a full run (a quick run takes their defaults, which finish in

@@ -33,7 +33,7 @@ var cmpLibs = map[string]struct {
 
 // cmpCSources are the bench/c programs each benchmark needs.
 var cmpCSources = map[string]string{
-	"pingpong": "mpibench", "bw": "mpibench", "anysource": "mpibench",
+	"pingpong": "mpibench", "bw": "mpibench", "anysource": "mpibench", "rate": "rate",
 	"coll": "coll", "overlap": "overlap",
 }
 
@@ -73,6 +73,8 @@ func (c *comparer) findMPI(ctx context.Context, lib string) (*cmpTarget, error) 
 		probe = []string{t.bins["mpibench"], "pingpong", "--max-size", "8", "--iters", "100", "--reps", "1"}
 	case t.bins["coll"] != "":
 		probe = []string{t.bins["coll"], "--iters", "2", "--reps", "1"}
+	case t.bins["rate"] != "":
+		probe = []string{t.bins["rate"], "--min-size", "8", "--max-size", "8", "--iters", "2", "--reps", "1"}
 	default:
 		probe = []string{t.bins["overlap"], "plain", "--iters", "2", "--reps", "1", "--no-check"}
 	}
@@ -168,6 +170,8 @@ func (c *comparer) plan() []*cmpStep {
 					add(t, bench, 2, bench+" np2", theirs(t, 2, "mpibench", append([]string{bench}, p2pC...)...))
 				}
 			}
+		case "rate":
+			c.planRate(add, ours, theirs)
 		case "anysource":
 			for _, np := range o.nps {
 				args := append([]string{"anysource", "--senders", strconv.Itoa(np - 1)}, anyArgs...)

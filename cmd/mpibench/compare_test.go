@@ -166,8 +166,8 @@ func TestCompareReportEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(b), "_No results"); n != 6 {
-		t.Errorf("%d sections say they have no results, want 6:\n%s", n, b)
+	if n := strings.Count(string(b), "_No results"); n != 7 {
+		t.Errorf("%d sections say they have no results, want 7:\n%s", n, b)
 	}
 	if pngs, _ := filepath.Glob(filepath.Join(dir, "*.png")); len(pngs) != 0 {
 		t.Errorf("plots drawn without data: %v", pngs)

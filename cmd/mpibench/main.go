@@ -6,6 +6,7 @@
 //	mpirun -np 2 mpibench pingpong [flags]   one-way latency, blocking Send/Recv
 //	mpirun -np 2 mpibench bw [flags]         streaming bandwidth, windows of Isend/Irecv
 //	mpirun -np N mpibench anysource [flags]  AnySource vs. specific-source receives, k = 1..N-1 senders
+//	mpirun -np N mpibench rate [flags]       message rate (osu_mbw_mr): windows of Isend/Irecv, --pattern pairs|fanin|ring
 //	mpirun -np 2 mpibench virtus [flags]     VIRTUS: strided (Vector, stride 2×block) vs. contiguous bandwidth
 //	mpirun -np N mpibench rma [flags]        one-sided: put/get latency and bandwidth, accumulate and FetchAndOp rates
 //	mpirun -np 2 mpibench dmcs [flags]       DMCS remote service requests: round trip, call time, rate by payload
@@ -57,6 +58,8 @@ type config struct {
 	dmcsSpin time.Duration
 	// spawnChildren: spawn starts only this many children (0: 1, 4, 16).
 	spawnChildren int
+	// pattern is rate's: pairs, fanin or ring (rate.go).
+	pattern string
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -65,6 +68,9 @@ subcommands (run the MPI ones under mpirun):
   pingpong    one-way latency between ranks 0 and 1 (blocking Send/Recv)
   bw          streaming bandwidth from rank 0 to rank 1 (--window Isends per ack)
   anysource   rank 0 receives from k senders, AnySource vs. specific source
+  rate        message rate, osu_mbw_mr-style: windows of --window Isends per
+              acknowledgement, --pattern pairs (rank i to i+np/2), fanin (all
+              to rank 0) or ring; MB/s, Mmsg/s and netvm's prediction hit ratio
   virtus      bw of a strided array (Vector of --block-min..--block-max blocks,
               stride 2×block, --total data bytes) vs. the same bytes contiguous
   rma         one-sided: Put/Get + Flush latency and bandwidth (rank 0 to 1),
@@ -122,6 +128,7 @@ func main() {
 	fs.BoolVar(&cfg.dmcsThread, "dmcs-thread", false, "dmcs: rank 1 serves with the poll thread (rows dmcs_thread_*) rather than Poll")
 	fs.DurationVar(&cfg.dmcsSpin, "dmcs-spin", 0, "dmcs: how long a waiting process polls before it sleeps (dmcs.Options.Spin; 0: DMCS's default)")
 	fs.IntVar(&cfg.spawnChildren, "spawn-children", 0, "spawn: only this many children (0: 1, 4 and 16)")
+	fs.StringVar(&cfg.pattern, "pattern", "pairs", "rate: pairs (rank i sends to i+np/2), fanin (every rank to rank 0) or ring (rank i to i+1)")
 	addVirtusFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
@@ -170,7 +177,7 @@ func main() {
 		runRaw(&cfg, args[1:])
 	case "memcpy":
 		printRows(os.Stdout, &cfg, memcpyBench(&cfg))
-	case "pingpong", "bw", "anysource", "virtus", "rma":
+	case "pingpong", "bw", "anysource", "virtus", "rma", "rate":
 		runMPI(&cfg, args[0])
 	case "dmcs":
 		runDMCS(&cfg, cfg.dmcsThread)
@@ -205,6 +212,8 @@ func runMPI(cfg *config, name string) {
 		rows = virtus(cfg, world)
 	case "rma":
 		rows = rmaBench(cfg, world)
+	case "rate":
+		rows = rateBench(cfg, world, ratePattern(cfg.pattern))
 	}
 	if world.Rank() == 0 {
 		printRows(os.Stdout, cfg, rows)

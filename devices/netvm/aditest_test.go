@@ -21,3 +21,9 @@ func TestADIMPIN(t *testing.T) {
 func TestADISmallRing(t *testing.T) {
 	aditest.Run(t, aditest.Config{Name: "netvm", Options: map[string]string{"ring": "4096", "eager": "1024", "stream": "2048", "split": "1"}})
 }
+
+// TestADIPredictOff runs the suite with message prediction off: Progress
+// then scans every ring on every pass.
+func TestADIPredictOff(t *testing.T) {
+	aditest.Run(t, aditest.Config{Name: "netvm", Options: map[string]string{"predict": "off"}})
+}

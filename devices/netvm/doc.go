@@ -113,4 +113,10 @@
 //	             as much as copying 2-4 KiB); smaller blocks, and blocks under
 //	             4 KiB with wider gaps, are read a whole span at a time into a
 //	             256 KiB bounce buffer (vmcopy.go)
+//	predict=on|off guess the sender of the next message from the order of
+//	             the last ones (single-cycle heuristic) and poll its ring
+//	             first; a pass whose guessed ring brings messages leaves the
+//	             others for up to 8 passes (default on; counters
+//	             predict_messages, predict_hits, predict_fast_passes)
+//	             (predict.go)
 package netvm

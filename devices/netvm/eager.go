@@ -42,6 +42,15 @@ func (m *matched) sendShort(ctx uint32, p *peer, tag int, sig uint32, data []byt
 	if len(data) > d.eager || len(p.backlog) != 0 {
 		return false
 	}
+	if len(data) <= inlineMax && p.net == nil {
+		if !p.link.putSmall(ctx, int32(tag), sig, data) {
+			d.cnt.ringFull++
+			return false
+		}
+		d.cnt.eagerMsgs++
+		d.cnt.bytesOut += int64(len(data))
+		return true
+	}
 	msg := outMsg{ctl: ctl{typ: ctlEager, ctx: ctx, tag: int32(tag), id: sig, n: uint64(len(data))}, data: adi.Bytes(data)}
 	if !d.put(p, &msg) {
 		return false

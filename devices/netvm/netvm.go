@@ -113,6 +113,9 @@ type Device struct {
 	stalled    bool                // the last offered stream was taken over and no live stream moved since
 	live       *liveness.Peers     // which peers are alive: same-host ones by their process, others by their connection
 	in         ctl                 // the control message being handled (a field: handing a local to the protocol would allocate it)
+	backlogged int                 // peers whose backlog holds messages
+	predict    bool                // option predict: guess the next sender, poll its ring first (predict.go)
+	pred       predictor
 
 	// the network, when some peer runs on another host (netlink.go)
 	ep      *wire.Endpoint
@@ -303,6 +306,9 @@ func (d *Device) Counters() map[string]int64 {
 		"nt_chunks":           d.pk.chunks,
 		"nt_switches":         d.pk.switches,
 		"remote_reads":        d.cnt.remoteReads,
+		"predict_messages":    d.pred.msgs,
+		"predict_hits":        d.pred.hits,
+		"predict_fast_passes": d.pred.fast,
 	}
 	for _, k := range protocolCounters {
 		c[k] = 0
@@ -371,19 +377,39 @@ func (d *Device) Progress() (bool, error) {
 		}
 		did = d.netDid
 	}
-	c := &d.in
-	for _, p := range d.peers {
-		if len(p.backlog) > 0 && d.flush(p) {
-			did = true
-		}
-		if p.net != nil {
-			continue
-		}
-		for p.link.next(c) {
-			if err := d.proto.handle(p, c); err != nil {
+	// The predicted sender's ring first (predict.go): when it brings
+	// messages and no backlog waits, the pass leaves the other rings
+	// alone, up to fullScanEvery passes in a row.
+	fast := false
+	if g := d.pred.guess(); g >= 0 && d.backlogged == 0 && d.pred.skipped < fullScanEvery {
+		if p := d.peers[g]; p.net == nil {
+			n, err := d.drain(p)
+			if err != nil {
 				return true, err
 			}
-			did = true
+			fast = n > 0
+		}
+	}
+	if fast {
+		did = true
+		d.pred.skipped++
+		d.pred.fast++
+	} else {
+		d.pred.skipped = 0
+		for _, p := range d.peers {
+			if len(p.backlog) > 0 && d.flush(p) {
+				did = true
+			}
+			if p.net != nil {
+				continue
+			}
+			n, err := d.drain(p)
+			if err != nil {
+				return true, err
+			}
+			if n > 0 {
+				did = true
+			}
 		}
 	}
 	d.proto.poll()
@@ -396,6 +422,26 @@ func (d *Device) Progress() (bool, error) {
 		d.checkPeers()
 	}
 	return did, nil
+}
+
+// drain handles every control message that p's ring holds and reports how
+// many there were; with prediction on it tells the predictor who sent them.
+func (d *Device) drain(p *peer) (int, error) {
+	if p.rank == d.rank && p.link.outTail == p.link.inHead {
+		return 0, nil // this process's own ring, which it writes itself: empty
+	}
+	c := &d.in
+	n := 0
+	for p.link.next(c) {
+		if d.predict {
+			d.pred.observe(p.rank)
+		}
+		if err := d.proto.handle(p, c); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // Seq is the doorbell every writer bumps.
@@ -434,6 +480,9 @@ func (d *Device) peerGone(p *peer, gone error) {
 	}
 	for _, m := range p.backlog {
 		fail(m.req)
+	}
+	if len(p.backlog) > 0 {
+		d.backlogged--
 	}
 	p.backlog = nil
 	for id, s := range d.sends {

@@ -34,6 +34,7 @@ var OptionTable = options.Table{Device: "netvm", Options: []options.Option{
 	{Key: "stall", Default: strconv.Itoa(defaultStall), Min: 0, Max: 1 << 30, Unit: "microseconds", Help: "how long an offered stream may make no progress before the receiver takes it over"},
 	{Key: "stream", Default: "0", Min: 0, Max: 1 << 40, Unit: "bytes", Help: "smallest contiguous rendezvous receive taken as a stream of chunks (0: never)"},
 	{Key: "ntpack", Default: strconv.Itoa(defaultNTPack), Min: 0, Max: 1 << 30, Unit: "MB/s", Help: "plain pack rate under which chunks are packed with non-temporal stores (0: never)"},
+	{Key: "predict", Default: "on", Choices: []string{"on", "off"}, Help: "guess the next message's sender from the last ones' (single-cycle heuristic) and poll its ring first; counters predict_hits/predict_messages"},
 }}
 
 // OptionHelp describes the device's options, one line each (adi.OptionHelper).
@@ -67,5 +68,6 @@ func (d *Device) parseOptions(cfg adi.Config) error {
 		d.sink = make([]byte, gap)
 	}
 	d.cma = o.String("cma") == "auto"
+	d.predict = o.String("predict") == "on"
 	return nil
 }

@@ -36,6 +36,9 @@ func (d *Device) post(p *peer, m outMsg) {
 	}
 	q := new(outMsg)
 	*q = m
+	if len(p.backlog) == 0 {
+		d.backlogged++
+	}
 	p.backlog = append(p.backlog, q)
 }
 
@@ -74,6 +77,9 @@ func (d *Device) flush(p *peer) bool {
 		p.backlog[0] = nil
 		p.backlog = p.backlog[1:]
 		did = true
+	}
+	if did && len(p.backlog) == 0 {
+		d.backlogged--
 	}
 	return did
 }

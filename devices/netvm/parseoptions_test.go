@@ -15,7 +15,7 @@ func TestOptionErrorsNameWhatWasTyped(t *testing.T) {
 		{"eager", "300000", "netvm: option eager=300000: must be at most ring/4 = 262144 bytes"},
 		{"cma", "on", "netvm: option cma=on: must be auto or off"},
 		{"split", "-1", "netvm: option split=-1: must be at least 0 bytes"},
-		{"rnig", "1", "netvm: unknown option rnig=1 (known options: eager, ring, cma, split, scatter, pull, gap, offer, stall, stream, ntpack)"},
+		{"rnig", "1", "netvm: unknown option rnig=1 (known options: eager, ring, cma, split, scatter, pull, gap, offer, stall, stream, ntpack, predict)"},
 	} {
 		d := &Device{}
 		err := d.parseOptions(adi.Config{Size: 2, Options: map[string]string{c.k: c.v}})

@@ -81,6 +81,10 @@ type ctl struct {
 }
 
 // Control slot fields: typ (written last, atomically), ctx, tag, id, addr, n.
+// The typ word also carries the lap of the ring that the slot was written
+// in (slotWord): a reader knows a slot is new by its lap, so it never writes
+// into the slots to mark them free, and a slot's cache line moves only from
+// its writer to its reader, not back again before every reuse.
 const (
 	slotTyp  field.U32 = 0
 	slotCtx  field.U32 = 4
@@ -167,6 +171,15 @@ func newShmRing(mine, theirs *shm.Segment, pid, mineAt, theirsAt, size int, pk *
 	}
 }
 
+// slotWord is the typ word of a slot written at ring position pos: the type
+// in the low 8 bits, above them the lap (pos/ringSlots) plus one, modulo
+// 2^24. Consecutive laps differ, and a never-written slot (zero) matches no
+// lap's word, so a reader at position pos sees a new message exactly when
+// the word's lap is pos's.
+func slotWord(typ uint32, pos uint64) uint32 {
+	return typ | uint32(pos/ringSlots+1)<<8
+}
+
 func (l *shmRing) put(m *outMsg) bool {
 	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
 		return false
@@ -204,7 +217,29 @@ func (l *shmRing) put(m *outMsg) bool {
 	slotID.Set(s, m.id)
 	slotAddr.Set(s, m.addr)
 	slotN.Set(s, m.n)
-	slotTyp.Store(s, m.typ)
+	slotTyp.Store(s, slotWord(m.typ, l.outTail))
+	l.outTail++
+	l.wake()
+	return true
+}
+
+// putSmall writes an eager message of at most inlineMax bytes, whose
+// payload travels in the slot itself (inline), and wakes the peer: put's
+// path for a small standard send, without an outMsg. False: no room now,
+// nothing written.
+func (l *shmRing) putSmall(ctx uint32, tag int32, sig uint32, data []byte) bool {
+	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
+		return false
+	}
+	var w [inlineMax]byte
+	copy(w[:], data)
+	s := l.out[(l.outTail%ringSlots)*slotSize:][:slotSize]
+	slotCtx.Set(s, ctx)
+	slotTag.Set(s, tag)
+	slotID.Set(s, sig)
+	slotAddr.Set(s, binary.LittleEndian.Uint64(w[:]))
+	slotN.Set(s, uint64(len(data)))
+	slotTyp.Store(s, slotWord(ctlEager, l.outTail))
 	l.outTail++
 	l.wake()
 	return true
@@ -212,10 +247,11 @@ func (l *shmRing) put(m *outMsg) bool {
 
 func (l *shmRing) next(c *ctl) bool {
 	s := l.in[(l.inHead%ringSlots)*slotSize:][:slotSize]
-	typ := slotTyp.Load(s)
-	if typ == ctlUnused {
+	w := slotTyp.Load(s)
+	if w>>8 != slotWord(0, l.inHead)>>8 {
 		return false
 	}
+	typ := w & 0xff
 	*c = ctl{typ: typ,
 		ctx:  slotCtx.Get(s),
 		tag:  slotTag.Get(s),
@@ -229,16 +265,11 @@ func (l *shmRing) next(c *ctl) bool {
 	return true
 }
 
-// release marks the consumed slots unused and reports the head. It runs only
-// once half a ring is consumed, just before the writer learns it may reuse
-// the slots: writing a line the writer wrote costs a transfer of its
-// ownership, paid here for half a ring at once (the atomic report waits for
-// all of them together) rather than on the way from each message to its
-// receive's completion.
+// release reports the head, once half a ring is consumed: the writer then
+// learns it may reuse the slots. The slots themselves are left as they are
+// (their laps tell old from new, slotWord), so the reader writes none of the
+// lines the writer fills.
 func (l *shmRing) release() {
-	for k := l.inReported; k < l.inHead; k++ {
-		slotTyp.Set(l.in[(k%ringSlots)*slotSize:], ctlUnused)
-	}
 	l.inReported = l.inHead
 	atomic.StoreUint64(l.reportCMA, l.inHead)
 	l.wake()
