@@ -1,10 +1,11 @@
 package reliable
 
 import (
-	"crypto/hmac"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"hash"
 )
 
 // EtherType is the EtherType of the job's frames (IEEE 802 local
@@ -30,8 +31,9 @@ const (
 	offLen    = 50 // u16 payload bytes
 	offHead   = 52 // u16 first fragment: the message's head length
 	offTotal  = 56 // u32 first fragment: head + body length of the message
-	hdrLen    = 60
-	tagLen    = 16 // truncated HMAC-SHA256 after the payload
+	offNonce  = 60 // u64 the sender's count of signed frames (the tag's nonce)
+	hdrLen    = 68
+	tagLen    = 16 // GMAC tag after the payload
 )
 
 // Frame kinds and flags.
@@ -44,35 +46,59 @@ const (
 	flagLast  = 2
 )
 
-// authenticator computes the tag of frames: HMAC-SHA256 with the job's key
-// over everything from the source MAC to the end of the payload, truncated
-// to tagLen bytes.
+// authenticator computes the tag of frames: GMAC (AES-256-GCM with the
+// frame as additional data and nothing to encrypt) under a key derived from
+// the job's secret, over everything from the source MAC to the end of the
+// payload. GCM needs a nonce never used twice under one key: it is the
+// sending rank (every rank of the job shares the key) and the rank's own
+// count of signed frames, which the frame carries; the count starts at a
+// random point, so that another transport of the same rank under the same
+// secret (a spawned job's) does not repeat it. AES and GHASH run in
+// the processor's instructions where it has them, several times faster
+// than HMAC-SHA256 over a frame.
 type authenticator struct {
-	mac hash.Hash
-	sum []byte
+	gcm   cipher.AEAD
+	count uint64
+	nonce [12]byte
+	tag   []byte
 }
 
 func newAuthenticator(secret []byte) *authenticator {
 	key := sha256.Sum256(append([]byte("adimpi xdp wire "), secret...))
-	return &authenticator{mac: hmac.New(sha256.New, key[:]), sum: make([]byte, 0, sha256.Size)}
+	blk, err := aes.NewCipher(key[:])
+	if err != nil {
+		panic(err) // a 32-byte key is always valid
+	}
+	gcm, err := cipher.NewGCM(blk)
+	if err != nil {
+		panic(err)
+	}
+	var start [8]byte
+	_, _ = rand.Read(start[:])
+	return &authenticator{gcm: gcm, tag: make([]byte, 0, tagLen), count: binary.LittleEndian.Uint64(start[:]) >> 1}
 }
 
-// sign writes the tag of frame f (hdrLen + payload bytes, with tagLen bytes
-// of room after them).
+// nonceOf is the nonce of frame f: its source rank and its count.
+func (a *authenticator) nonceOf(f []byte) []byte {
+	copy(a.nonce[:4], f[offFrom:offFrom+4])
+	copy(a.nonce[4:], f[offNonce:offNonce+8])
+	return a.nonce[:]
+}
+
+// sign stamps frame f (hdrLen + payload bytes, with tagLen bytes of room
+// after them) with a fresh count and writes its tag.
 func (a *authenticator) sign(f []byte, n int) {
-	a.mac.Reset()
-	a.mac.Write(f[offSrc:n])
-	a.sum = a.mac.Sum(a.sum[:0])
-	copy(f[n:n+tagLen], a.sum)
+	a.count++
+	binary.LittleEndian.PutUint64(f[offNonce:], a.count)
+	a.tag = a.gcm.Seal(a.tag[:0], a.nonceOf(f), nil, f[offSrc:n])
+	copy(f[n:n+tagLen], a.tag)
 }
 
 // verify reports whether the last tagLen bytes of f are its tag.
 func (a *authenticator) verify(f []byte) bool {
 	n := len(f) - tagLen
-	a.mac.Reset()
-	a.mac.Write(f[offSrc:n])
-	a.sum = a.mac.Sum(a.sum[:0])
-	return hmac.Equal(a.sum[:tagLen], f[n:])
+	_, err := a.gcm.Open(a.tag[:0], a.nonceOf(f), f[n:], f[offSrc:n])
+	return err == nil
 }
 
 // header is a decoded frame header.

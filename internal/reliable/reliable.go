@@ -20,7 +20,7 @@
 // acknowledgement as its reorder window holds, and the sender never has
 // more outstanding; what does not fit waits in a queue.
 //
-// Every frame is authenticated with an HMAC-SHA256 tag keyed by the job's
+// Every frame is authenticated with a GMAC tag keyed by the job's
 // secret and names its job; frames of other jobs, forged frames and frames
 // for other ranks are dropped and counted. A message's first fragment
 // carries its head, so a large body can be reassembled straight into memory

@@ -195,7 +195,8 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 	if x.prog, err = xdpprog.Attach(ifc.Index, 1, job, true); err != nil {
 		return nil, err
 	}
-	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0}); err != nil {
+	mtu := xdpMTU(ifc.MTU)
+	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: 4096, FrameSize: 4096, Multi: mtu > 4096-256}); err != nil {
 		x.close()
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 			return nil, fmt.Errorf("rank %d has no XDP wire", peer)
 		},
 		Handler: j.Handler, Link: &xskLink{s: x.sock},
-		MTU: min(ifc.MTU, 1500) + 14, PlaceMin: PlaceMin, DeadAfter: dead,
+		MTU: mtu, PlaceMin: PlaceMin, DeadAfter: dead,
 	})
 	if err != nil {
 		x.close()
@@ -220,6 +221,16 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 	}
 	return x, nil
 }
+
+// xdpMTU is the largest frame the XDP wire sends on an interface of MTU
+// mtu, Ethernet header included: the interface's frame (a jumbo frame where
+// the links carry them; one larger than a UMEM frame goes in pieces), at
+// most xdpMaxFrame.
+func xdpMTU(mtu int) int { return min(mtu+14, xdpMaxFrame) }
+
+// xdpMaxFrame bounds a frame: sixteen 4 KiB pieces, within the kernel's
+// limit of pieces per frame on the send side (MAX_SKB_FRAGS, 17).
+const xdpMaxFrame = 16 * 4096
 
 // interfaceOf finds the interface that has addr.
 func interfaceOf(addr netip.Addr) (*net.Interface, error) {
@@ -358,21 +369,7 @@ func (e *Endpoint) XDP() bool { return e != nil && e.x != nil }
 // xskLink is an AF_XDP socket as the reliable transport's link.
 type xskLink struct{ s *xsk.Socket }
 
-func (l *xskLink) Send(f []byte) bool {
-	a, ok := l.s.AllocTX()
-	if !ok {
-		l.s.Completed(l.s.FreeTX)
-		if a, ok = l.s.AllocTX(); !ok {
-			return false
-		}
-	}
-	n := copy(l.s.Frame(a), f)
-	if !l.s.Transmit(a, n) {
-		l.s.FreeTX(a)
-		return false
-	}
-	return true
-}
+func (l *xskLink) Send(f []byte) bool { return l.s.SendFrame(f) }
 
 // Flush kicks the kernel until the TX ring is empty: in copy mode each
 // kick sends at most the kernel's per-call budget.
