@@ -31,7 +31,7 @@ const (
 	offLen    = 50 // u16 payload bytes
 	offHead   = 52 // u16 first fragment: the message's head length
 	offTotal  = 56 // u32 first fragment: head + body length of the message
-	offNonce  = 60 // u64 the sender's count of signed frames (the tag's nonce)
+	offNonce  = 60 // u64 the sender's count of tagged frames (the nonce)
 	hdrLen    = 68
 	tagLen    = 16 // GMAC tag after the payload
 )
@@ -46,24 +46,25 @@ const (
 	flagLast  = 2
 )
 
-// authenticator computes the tag of frames: GMAC (AES-256-GCM with the
-// frame as additional data and nothing to encrypt) under a key derived from
-// the job's secret, over everything from the source MAC to the end of the
-// payload. GCM needs a nonce never used twice under one key: it is the
-// sending rank (every rank of the job shares the key) and the rank's own
-// count of signed frames, which the frame carries; the count starts at a
-// random point, so that another transport of the same rank under the same
-// secret (a spawned job's) does not repeat it. AES and GHASH run in
-// the processor's instructions where it has them, several times faster
-// than HMAC-SHA256 over a frame.
+// authenticator tags frames with GMAC (AES-256-GCM with the frame as
+// additional data and nothing to encrypt) under a key derived from the
+// job's secret. The tag covers the header from the source MAC on — the
+// job, both ranks, the sequence numbers, the acknowledgements and the
+// nonce — so that no frame from elsewhere is believed, and, when whole is
+// set, the payload too. GCM needs a nonce never used twice under one key:
+// it is the sending rank (every rank of the job shares the key) and the
+// rank's own count of tagged frames, which the frame carries; the count
+// starts at a random point, so that another transport of the same rank
+// under the same secret (a spawned job's) does not repeat it.
 type authenticator struct {
 	gcm   cipher.AEAD
+	whole bool
 	count uint64
 	nonce [12]byte
 	tag   []byte
 }
 
-func newAuthenticator(secret []byte) *authenticator {
+func newAuthenticator(secret []byte, whole bool) *authenticator {
 	key := sha256.Sum256(append([]byte("adimpi xdp wire "), secret...))
 	blk, err := aes.NewCipher(key[:])
 	if err != nil {
@@ -75,7 +76,7 @@ func newAuthenticator(secret []byte) *authenticator {
 	}
 	var start [8]byte
 	_, _ = rand.Read(start[:])
-	return &authenticator{gcm: gcm, tag: make([]byte, 0, tagLen), count: binary.LittleEndian.Uint64(start[:]) >> 1}
+	return &authenticator{gcm: gcm, whole: whole, count: binary.LittleEndian.Uint64(start[:]) >> 1, tag: make([]byte, 0, tagLen)}
 }
 
 // nonceOf is the nonce of frame f: its source rank and its count.
@@ -85,19 +86,27 @@ func (a *authenticator) nonceOf(f []byte) []byte {
 	return a.nonce[:]
 }
 
+// covered is what the tag of a frame of n bytes (without its tag) covers.
+func (a *authenticator) covered(f []byte, n int) []byte {
+	if a.whole {
+		return f[offSrc:n]
+	}
+	return f[offSrc:hdrLen]
+}
+
 // sign stamps frame f (hdrLen + payload bytes, with tagLen bytes of room
-// after them) with a fresh count and writes its tag.
+// after them) with a fresh count and writes its tag after the payload.
 func (a *authenticator) sign(f []byte, n int) {
 	a.count++
 	binary.LittleEndian.PutUint64(f[offNonce:], a.count)
-	a.tag = a.gcm.Seal(a.tag[:0], a.nonceOf(f), nil, f[offSrc:n])
+	a.tag = a.gcm.Seal(a.tag[:0], a.nonceOf(f), nil, a.covered(f, n))
 	copy(f[n:n+tagLen], a.tag)
 }
 
 // verify reports whether the last tagLen bytes of f are its tag.
 func (a *authenticator) verify(f []byte) bool {
 	n := len(f) - tagLen
-	_, err := a.gcm.Open(a.tag[:0], a.nonceOf(f), f[n:], f[offSrc:n])
+	_, err := a.gcm.Open(a.tag[:0], a.nonceOf(f), f[n:], a.covered(f, n))
 	return err == nil
 }
 

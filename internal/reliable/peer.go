@@ -44,10 +44,9 @@ type peer struct {
 
 // slot is a data frame kept until it is acknowledged.
 type slot struct {
-	buf    []byte
+	buf    []byte // the plain frame: header and payload
 	n      int
-	ack    uint32 // the cumulative acknowledgement stamped in it
-	sent   bool   // handed to the link at least once
+	sent   bool // handed to the link at least once
 	sacked bool   // the peer holds it (selective acknowledgement)
 	retx   bool   // sent more than once (no round-trip sample)
 	sentAt time.Time
@@ -110,8 +109,7 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 		copy(f[offDst:offDst+6], p.mac)
 		copy(f[offSrc:offSrc+6], t.cfg.MAC)
 		h.put(f)
-		t.auth.sign(f, hdrLen+n)
-		*sl = slot{buf: f, n: hdrLen + n + tagLen, ack: h.ack}
+		*sl = slot{buf: f, n: hdrLen + n}
 		p.next++
 		p.unsent = true
 		if h.flags&flagLast != 0 {
@@ -142,19 +140,25 @@ func (p *peer) sackBits() uint64 {
 	return b
 }
 
+// emit stamps the frame f (header and payload, with room for the tag
+// after them) with what this rank has received from p, so that every
+// frame, a retransmission too, carries the latest acknowledgements, tags
+// it and hands it to the link; false means the link has no room.
+func (t *Transport) emit(p *peer, f []byte) bool {
+	le := binary.LittleEndian
+	le.PutUint32(f[offAck:], p.expect)
+	le.PutUint64(f[offSack:], p.sackBits())
+	le.PutUint16(f[offWindow:], Window)
+	t.auth.sign(f[:len(f)+tagLen], len(f))
+	return t.cfg.Link.Send(f[:len(f)+tagLen])
+}
+
 // transmit hands the frames not yet sent to the link, in order, until it
-// is full. A frame whose acknowledgement went stale while it waited is
-// stamped again.
+// is full.
 func (t *Transport) transmit(p *peer) {
 	for ; p.sendNext != p.next; p.sendNext++ {
 		sl := &p.slots[p.sendNext%Window]
-		if sl.ack != p.expect || p.stashed > 0 {
-			binary.LittleEndian.PutUint32(sl.buf[offAck:], p.expect)
-			binary.LittleEndian.PutUint64(sl.buf[offSack:], p.sackBits())
-			t.auth.sign(sl.buf, sl.n-tagLen)
-			sl.ack = p.expect
-		}
-		if !t.cfg.Link.Send(sl.buf[:sl.n]) {
+		if !t.emit(p, sl.buf[:sl.n]) {
 			p.unsent = true
 			return
 		}
@@ -171,7 +175,7 @@ func (t *Transport) transmit(p *peer) {
 
 // resend hands a kept frame to the link again.
 func (t *Transport) resend(p *peer, sl *slot) {
-	if t.cfg.Link.Send(sl.buf[:sl.n]) {
+	if t.emit(p, sl.buf[:sl.n]) {
 		t.cnt.PacketsOut++
 		t.cnt.Retransmits++
 		sl.sentAt, sl.retx = t.now, true
@@ -212,8 +216,7 @@ func (t *Transport) control(p *peer, kind byte) bool {
 	copy(f[offDst:offDst+6], p.mac)
 	copy(f[offSrc:offSrc+6], t.cfg.MAC)
 	h.put(f)
-	t.auth.sign(f, hdrLen)
-	if !t.cfg.Link.Send(f[:hdrLen+tagLen]) {
+	if !t.emit(p, f[:hdrLen]) {
 		return false
 	}
 	t.cnt.PacketsOut++

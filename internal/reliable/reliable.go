@@ -20,8 +20,9 @@
 // acknowledgement as its reorder window holds, and the sender never has
 // more outstanding; what does not fit waits in a queue.
 //
-// Every frame is authenticated with a GMAC tag keyed by the job's
-// secret and names its job; frames of other jobs, forged frames and frames
+// Every frame carries a GMAC tag under a key from the job's secret, over
+// its header (or, with Config.TagPayload, the whole frame), and names its
+// job; frames of other jobs, forged frames and frames
 // for other ranks are dropped and counted. A message's first fragment
 // carries its head, so a large body can be reassembled straight into memory
 // the device chooses (Placer), the posted receive buffer.
@@ -78,6 +79,13 @@ type Config struct {
 	// DeadAfter is how long outstanding frames may go unacknowledged
 	// before the peer is lost (default 10 s).
 	MinRTO, DeadAfter time.Duration
+	// TagPayload extends each frame's tag over its payload. Without it
+	// the tag covers the header (the job, the ranks, the sequence numbers,
+	// the acknowledgements): no frame from elsewhere is believed, as on
+	// the TCP wire, whose handshake authenticates the connection and not
+	// each byte; with it a payload changed on the way is caught too, at
+	// the cost of hashing every byte (GHASH, a few GB/s).
+	TagPayload bool
 }
 
 // Window is the reorder window and the most frames outstanding to a peer.
@@ -156,7 +164,7 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.PlaceMin == 0 {
 		cfg.PlaceMin = 32 << 10
 	}
-	t := &Transport{cfg: cfg, auth: newAuthenticator(cfg.Secret), peers: make([]*peer, cfg.Size),
+	t := &Transport{cfg: cfg, auth: newAuthenticator(cfg.Secret, cfg.TagPayload), peers: make([]*peer, cfg.Size),
 		payload: cfg.MTU - hdrLen - tagLen, ackBuf: make([]byte, hdrLen+tagLen)}
 	t.placer, _ = cfg.Handler.(Placer)
 	return t, nil

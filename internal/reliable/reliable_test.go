@@ -220,36 +220,51 @@ func TestInOrderOverLossyLink(t *testing.T) {
 	}
 }
 
-// TestStrangers feeds a transport frames of another job, frames signed
-// with another secret and frames for another rank: none is delivered, each
-// is counted.
+// TestStrangers feeds a transport frames of another job, frames tagged
+// with another secret, frames for another rank and tampered frames: none
+// is delivered, each is counted. With TagPayload a frame whose payload was
+// changed is caught too.
 func TestStrangers(t *testing.T) {
-	a, b, _, sb, ab, _ := pair(t, 0, 0, 0, 1)
-	if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, 0), nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	good := append([]byte(nil), ab.q[0]...)
-	ab.q = nil
-	forged := append([]byte(nil), good...)
-	newAuthenticator([]byte("another secret, another job....")).sign(forged, len(forged)-tagLen)
-	otherJob := append([]byte(nil), good...)
-	binary.LittleEndian.PutUint64(otherJob[offJob:], 43)
-	a.auth.sign(otherJob, len(otherJob)-tagLen)
-	otherRank := append([]byte(nil), good...)
-	binary.LittleEndian.PutUint32(otherRank[offTo:], 5)
-	a.auth.sign(otherRank, len(otherRank)-tagLen)
-	tampered := append([]byte(nil), good...)
-	tampered[offSeq]++
-	ab.q = [][]byte{forged, otherJob, otherRank, tampered}
-	b.Poll()
-	c := b.Counters()
-	if sb.next[0] != 0 || c.Forged != 2 || c.Stray != 2 || c.PacketsIn != 0 {
-		t.Fatalf("delivered %d; counters %+v: want nothing delivered, 2 forged, 2 stray", sb.next[0], c)
-	}
-	ab.q = [][]byte{good}
-	b.Poll()
-	if sb.next[0] != 1 {
-		t.Fatalf("the genuine frame was not delivered after the strangers")
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("TagPayload=%v", whole), func(t *testing.T) {
+			a, b, _, sb, ab, _ := pair(t, 0, 0, 0, 1)
+			a.auth, b.auth = newAuthenticator(testSecret, whole), newAuthenticator(testSecret, whole)
+			if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, 0), nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			good := append([]byte(nil), ab.q[0]...)
+			ab.q = nil
+			// retag changes a copy of the genuine frame and tags it with auth.
+			retag := func(auth *authenticator, change func(f []byte)) []byte {
+				f := append([]byte(nil), good...)
+				change(f)
+				auth.sign(f, len(f)-tagLen)
+				return f
+			}
+			forged := retag(newAuthenticator([]byte("another secret, another job...."), whole), func([]byte) {})
+			otherJob := retag(a.auth, func(f []byte) { binary.LittleEndian.PutUint64(f[offJob:], 43) })
+			otherRank := retag(a.auth, func(f []byte) { binary.LittleEndian.PutUint32(f[offTo:], 5) })
+			tampered := append([]byte(nil), good...)
+			tampered[offSeq]++
+			ab.q = [][]byte{forged, otherJob, otherRank, tampered}
+			wantForged := 2
+			if whole {
+				payload := append([]byte(nil), good...)
+				payload[hdrLen]++
+				ab.q = append(ab.q, payload)
+				wantForged++
+			}
+			b.Poll()
+			c := b.Counters()
+			if sb.next[0] != 0 || c.Forged != int64(wantForged) || c.Stray != 2 || c.PacketsIn != 0 {
+				t.Fatalf("delivered %d; counters %+v: want nothing delivered, %d forged, 2 stray", sb.next[0], c, wantForged)
+			}
+			ab.q = [][]byte{good}
+			b.Poll()
+			if sb.next[0] != 1 {
+				t.Fatalf("the genuine frame was not delivered after the strangers")
+			}
+		})
 	}
 }
 

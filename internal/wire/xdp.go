@@ -40,6 +40,10 @@ const (
 	// the XDP wire before it is reported lost (a Go duration; default
 	// xdpDeadAfter).
 	EnvXDPTimeout = "ADIMPI_XDP_TIMEOUT"
+	// EnvXDPTag chooses what each frame's tag covers on the XDP wire:
+	// "header" (the default: the header, as the TCP wire authenticates its
+	// connection and not each byte) or "frame" (the payload too).
+	EnvXDPTag = "ADIMPI_XDP_TAG"
 	// EnvWireStats, when set, makes a rank with an XDP wire print its
 	// counters (XDPCounters) to standard error when it closes.
 	EnvWireStats = "ADIMPI_WIRE_STATS"
@@ -191,6 +195,14 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 			return nil, fmt.Errorf("%s=%q: want a positive duration", EnvXDPTimeout, v)
 		}
 	}
+	var whole bool
+	switch v := os.Getenv(EnvXDPTag); v {
+	case "", "header":
+	case "frame":
+		whole = true
+	default:
+		return nil, fmt.Errorf("%s=%q: want header or frame", EnvXDPTag, v)
+	}
 	x := &xdpWire{macs: map[int]net.HardwareAddr{}, tcp: map[int]bool{}, hw: ifc.HardwareAddr, kvs: j.KVS, pfx: j.Prefix}
 	if x.prog, err = xdpprog.Attach(ifc.Index, 1, job, true); err != nil {
 		return nil, err
@@ -213,7 +225,7 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 			return nil, fmt.Errorf("rank %d has no XDP wire", peer)
 		},
 		Handler: j.Handler, Link: &xskLink{s: x.sock},
-		MTU: mtu, PlaceMin: PlaceMin, DeadAfter: dead,
+		MTU: mtu, PlaceMin: PlaceMin, DeadAfter: dead, TagPayload: whole,
 	})
 	if err != nil {
 		x.close()
