@@ -47,8 +47,8 @@ type slot struct {
 	buf    []byte // the plain frame: header and payload
 	n      int
 	sent   bool // handed to the link at least once
-	sacked bool   // the peer holds it (selective acknowledgement)
-	retx   bool   // sent more than once (no round-trip sample)
+	sacked bool // the peer holds it (selective acknowledgement)
+	retx   bool // sent more than once (no round-trip sample)
 	sentAt time.Time
 }
 
