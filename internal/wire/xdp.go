@@ -216,6 +216,11 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 		x.close()
 		return nil, err
 	}
+	link, err := impaired(&xskLink{s: x.sock}, j.Rank)
+	if err != nil {
+		x.close()
+		return nil, err
+	}
 	x.tr, err = reliable.New(reliable.Config{
 		Rank: j.Rank, Size: j.Size, Job: job, Secret: secret, MAC: ifc.HardwareAddr,
 		Resolve: func(peer int) (net.HardwareAddr, error) {
@@ -224,7 +229,7 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 			}
 			return nil, fmt.Errorf("rank %d has no XDP wire", peer)
 		},
-		Handler: j.Handler, Link: &xskLink{s: x.sock},
+		Handler: j.Handler, Link: link,
 		MTU: mtu, PlaceMin: PlaceMin, DeadAfter: dead, TagPayload: whole,
 	})
 	if err != nil {
