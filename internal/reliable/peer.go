@@ -123,7 +123,7 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 func (t *Transport) stamp(p *peer, h *header) {
 	h.ack = p.expect
 	h.sack = p.sackBits()
-	h.window = Window
+	h.window = t.cfg.RecvWindow
 }
 
 func (p *peer) sackBits() uint64 {
@@ -148,7 +148,7 @@ func (t *Transport) emit(p *peer, f []byte) bool {
 	le := binary.LittleEndian
 	le.PutUint32(f[offAck:], p.expect)
 	le.PutUint64(f[offSack:], p.sackBits())
-	le.PutUint16(f[offWindow:], Window)
+	le.PutUint16(f[offWindow:], uint16(t.cfg.RecvWindow))
 	t.auth.sign(f[:len(f)+tagLen], len(f))
 	return t.cfg.Link.Send(f[:len(f)+tagLen])
 }

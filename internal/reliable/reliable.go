@@ -79,6 +79,12 @@ type Config struct {
 	// DeadAfter is how long outstanding frames may go unacknowledged
 	// before the peer is lost (default 10 s).
 	MinRTO, DeadAfter time.Duration
+	// RecvWindow is the most frames this rank lets a peer have
+	// outstanding to it (the credits it grants): what its receive ring
+	// holds. Default and most: Window. A peer is granted as many before
+	// its first acknowledgement as this rank grants it, assuming the same
+	// of it.
+	RecvWindow int
 	// TagPayload extends each frame's tag over its payload. Without it
 	// the tag covers the header (the job, the ranks, the sequence numbers,
 	// the acknowledgements): no frame from elsewhere is believed, as on
@@ -161,6 +167,9 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.DeadAfter == 0 {
 		cfg.DeadAfter = 10 * time.Second
 	}
+	if cfg.RecvWindow <= 0 || cfg.RecvWindow > Window {
+		cfg.RecvWindow = Window
+	}
 	if cfg.PlaceMin == 0 {
 		cfg.PlaceMin = 32 << 10
 	}
@@ -198,7 +207,7 @@ func (t *Transport) Pending() int {
 func (t *Transport) peer(rank int) *peer {
 	p := t.peers[rank]
 	if p == nil {
-		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: Window}
+		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: t.cfg.RecvWindow}
 		t.peers[rank] = p
 		t.active = append(t.active, p)
 	}

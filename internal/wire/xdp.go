@@ -208,7 +208,7 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 		return nil, err
 	}
 	mtu := xdpMTU(ifc.MTU)
-	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: 4096, FrameSize: 4096, Multi: mtu > 4096-256}); err != nil {
+	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: xdpFrames, FrameSize: 4096, Multi: mtu > xdpPiece}); err != nil {
 		x.close()
 		return nil, err
 	}
@@ -231,6 +231,9 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 		},
 		Handler: j.Handler, Link: link,
 		MTU: mtu, PlaceMin: PlaceMin, DeadAfter: dead, TagPayload: whole,
+		// What the receive half of the UMEM holds, in frames of the MTU,
+		// each in pieces of a UMEM frame less the kernel's headroom.
+		RecvWindow: xdpFrames / 2 / ((mtu + xdpPiece - 1) / xdpPiece),
 	})
 	if err != nil {
 		x.close()
@@ -244,6 +247,14 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 // the links carry them; one larger than a UMEM frame goes in pieces), at
 // most xdpMaxFrame.
 func xdpMTU(mtu int) int { return min(mtu+14, xdpMaxFrame) }
+
+// xdpFrames is the number of 4 KiB UMEM frames (half receive, half send),
+// and xdpPiece what the kernel puts in one received (4 KiB less its
+// XDP_PACKET_HEADROOM).
+const (
+	xdpFrames = 4096
+	xdpPiece  = 4096 - 256
+)
 
 // xdpMaxFrame bounds a frame: sixteen 4 KiB pieces, within the kernel's
 // limit of pieces per frame on the send side (MAX_SKB_FRAGS, 17).
