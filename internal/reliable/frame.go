@@ -26,13 +26,13 @@ const (
 	offFlags  = 31 // u8 flagFirst, flagLast
 	offSeq    = 32 // u32 sequence number of a data frame
 	offAck    = 36 // u32 the next sequence number the sender expects from the receiver
-	offSack   = 40 // u64 bit i: the sender holds sequence number ack+1+i
-	offWindow = 48 // u16 credits: frames the sender accepts beyond ack
-	offLen    = 50 // u16 payload bytes
-	offHead   = 52 // u16 first fragment: the message's head length
-	offTotal  = 56 // u32 first fragment: head + body length of the message
-	offNonce  = 60 // u64 the sender's count of tagged frames (the nonce)
-	hdrLen    = 68
+	offWindow = 40 // u16 credits: frames the sender accepts beyond ack
+	offLen    = 42 // u16 payload bytes
+	offHead   = 44 // u16 first fragment: the message's head length (2 bytes of padding follow)
+	offTotal  = 48 // u32 first fragment: head + body length of the message
+	offNonce  = 52 // u64 the sender's count of tagged frames (the nonce)
+	offSack   = 60 // Window bits, bit i: the sender holds sequence number ack+1+i
+	hdrLen    = offSack + Window/8
 	tagLen    = 16 // GMAC tag after the payload
 )
 
@@ -117,7 +117,7 @@ type header struct {
 	kind       byte
 	flags      byte
 	seq, ack   uint32
-	sack       uint64
+	sack       sackMap
 	window     int
 	plen, head int
 	total      int
@@ -128,7 +128,7 @@ func parse(f []byte) header {
 	return header{
 		job: le.Uint64(f[offJob:]), to: int(le.Uint32(f[offTo:])), from: int(le.Uint32(f[offFrom:])),
 		kind: f[offKind], flags: f[offFlags], seq: le.Uint32(f[offSeq:]), ack: le.Uint32(f[offAck:]),
-		sack: le.Uint64(f[offSack:]), window: int(le.Uint16(f[offWindow:])), plen: int(le.Uint16(f[offLen:])),
+		sack: getSack(f), window: int(le.Uint16(f[offWindow:])), plen: int(le.Uint16(f[offLen:])),
 		head: int(le.Uint16(f[offHead:])), total: int(le.Uint32(f[offTotal:])),
 	}
 }
@@ -142,12 +142,35 @@ func (h *header) put(f []byte) {
 	f[offKind], f[offFlags] = h.kind, h.flags
 	le.PutUint32(f[offSeq:], h.seq)
 	le.PutUint32(f[offAck:], h.ack)
-	le.PutUint64(f[offSack:], h.sack)
+	h.sack.put(f)
 	le.PutUint16(f[offWindow:], uint16(h.window))
 	le.PutUint16(f[offLen:], uint16(h.plen))
 	le.PutUint16(f[offHead:], uint16(h.head))
 	le.PutUint16(f[offHead+2:], 0)
 	le.PutUint32(f[offTotal:], uint32(h.total))
+}
+
+// sackMap is a selective acknowledgement: bit i says that the frame
+// ack+1+i is held. It covers the whole window, so that every hole among
+// the frames in flight is known at every acknowledgement.
+type sackMap [Window / 64]uint64
+
+func (m *sackMap) set(i int)      { m[i/64] |= 1 << (i % 64) }
+func (m *sackMap) has(i int) bool { return m[i/64]&(1<<(i%64)) != 0 }
+func (m *sackMap) zero() bool     { return *m == sackMap{} }
+
+func (m *sackMap) put(f []byte) {
+	for w, v := range m {
+		binary.LittleEndian.PutUint64(f[offSack+8*w:], v)
+	}
+}
+
+func getSack(f []byte) sackMap {
+	var m sackMap
+	for w := range m {
+		m[w] = binary.LittleEndian.Uint64(f[offSack+8*w:])
+	}
+	return m
 }
 
 // before reports whether sequence number a comes before b, modulo 2^32.

@@ -344,11 +344,15 @@ func (t *Transport) turn() bool {
 		if len(p.queue) > 0 || p.unsent {
 			t.pump(p)
 		}
+		var due time.Time
 		if p.next != p.una && len(p.queue) == 0 && !p.probed && p.sendNext != p.una {
-			t.probe(p)
+			due = t.probe(p)
 		}
-		if p.next != p.una && !p.rtoAt.IsZero() {
-			if d := p.rtoAt.UnixNano(); next == 0 || d < next {
+		if p.next != p.una && !p.rtoAt.IsZero() && (due.IsZero() || p.rtoAt.Before(due)) {
+			due = p.rtoAt
+		}
+		if !due.IsZero() {
+			if d := due.UnixNano(); next == 0 || d < next {
 				next = d
 			}
 		}
@@ -389,18 +393,37 @@ func (t *Transport) timeout(p *peer) bool {
 	return false
 }
 
-// probe sends the last frame again when nothing was sent or acknowledged
-// for a few round trips and nothing new is left to send (a tail-loss probe):
-// if the frames before it were lost, its acknowledgement shows the holes
-// and they are resent without waiting for the retransmission timeout.
-func (t *Transport) probe(p *peer) {
+// probe sends a frame again when nothing was acknowledged for a few round
+// trips and nothing new is left to send (a tail-loss probe): the last
+// frame, or, when the peer holds that, the oldest it lacks. If frames
+// before it were lost, its acknowledgement shows the holes and they are
+// resent (see acked) without waiting for the retransmission timeout; it
+// also repairs a resent frame that was lost again. It reports when it
+// will be due, or the zero time when it went or cannot go.
+func (t *Transport) probe(p *peer) time.Time {
 	sl := &p.slots[(p.sendNext-1)%Window]
+	if sl.sacked {
+		for s := p.una; s != p.sendNext; s++ {
+			if o := &p.slots[s%Window]; !o.sacked && o.sent {
+				sl = o
+				break
+			}
+		}
+	}
+	if !sl.sent || sl.sacked {
+		return time.Time{}
+	}
 	wait := max(2*p.srtt, probeMin)
-	if !sl.sent || sl.sacked || t.now.Sub(sl.sentAt) < wait || t.now.Sub(p.progress) < wait {
-		return
+	due := sl.sentAt.Add(wait)
+	if p.progress.Add(wait).After(due) {
+		due = p.progress.Add(wait)
+	}
+	if t.now.Before(due) {
+		return due
 	}
 	p.probed = true
 	t.resend(p, sl)
+	return time.Time{}
 }
 
 // probeMin is the least wait before a tail-loss probe.

@@ -374,3 +374,34 @@ func TestRecvWindow(t *testing.T) {
 		t.Fatalf("the sender had %d frames on the way to a receiver that granted 16", most)
 	}
 }
+
+// TestTailLoss drops the last two frames of a stream of messages, once: the
+// tail-loss probe resends the last, its acknowledgement shows the other
+// missing behind a frame sent later, and that is resent at once — well
+// before the retransmission timeout (1 s here), which was the only repair
+// of a tail loss shorter than dupThresh frames.
+func TestTailLoss(t *testing.T) {
+	a, b, _, sb, ab, ba := pair(t, 0, 0, 0, 1)
+	ab.full, ba.full = 0, 0
+	a.cfg.MinRTO = time.Second
+	for i := range 9 { // the last, of 40 KiB, in many frames
+		if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, uint64(i)), content(0, i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ab.q = ab.q[:len(ab.q)-2]
+	start := time.Now()
+	for sb.next[0] < 9 || a.Pending() > 0 {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("not repaired in 5 s: %s", state(a, b))
+		}
+		b.Poll()
+		a.Poll()
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("a tail loss of two frames took %v to repair (retransmission timeout 1 s)", d)
+	}
+	if c := a.Counters(); c.Timeouts != 0 {
+		t.Fatalf("repaired by the retransmission timeout: %+v", c)
+	}
+}
