@@ -289,11 +289,13 @@ func (c *xdpCmp) raw() {
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		f := strings.Split(l, ",")
-		if len(f) == 6 && f[5] == "us_rtt_median" {
-			if v, err := strconv.ParseFloat(f[4], 64); err == nil {
-				fmt.Fprintf(os.Stderr, "  %-28s %10.2f\n", "raw/xdp/rtt", v)
-				c.vals["raw/xdp/rtt"] = append(c.vals["raw/xdp/rtt"], v)
-			}
+		if len(f) != 6 {
+			continue
+		}
+		key := map[string]string{"us_rtt_median": "raw/xdp/rtt", "us_rtt_min": "raw/xdp/rttmin"}[f[5]]
+		if v, err := strconv.ParseFloat(f[4], 64); err == nil && key != "" {
+			fmt.Fprintf(os.Stderr, "  %-28s %10.2f\n", key, v)
+			c.vals[key] = append(c.vals[key], v)
 		}
 	}
 }
@@ -375,7 +377,7 @@ func (c *xdpCmp) report(w io.Writer) {
 	}
 	if s, ok := c.stat("raw/xdp/rtt"); ok {
 		c.vals["raw/xdp/oneway"] = []float64{s.med / 2}
-		fmt.Fprintf(w, "| raw AF_XDP frame, 128 B | — | %.1f one way (round trip %s) | — | — |\n", s.med/2, c.cell("raw/xdp/rtt"))
+		fmt.Fprintf(w, "| raw AF_XDP frame, 128 B | — | %.1f one way (round trip %s; least %s) | — | — |\n", s.med/2, c.cell("raw/xdp/rtt"), c.cell("raw/xdp/rttmin"))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| device | 8 B XDP / Open MPI (≤ 0.5) | 8 B XDP / raw one way (≤ 1.5) | 64 KiB XDP / TCP (≥ 1.0) | 4 MiB XDP / TCP (≥ 1.0) |")

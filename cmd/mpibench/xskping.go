@@ -91,12 +91,16 @@ func xskPing(args []string) error {
 	return nil
 }
 
-// xskWait waits for a received frame: it spins for xskSpin, then sleeps in
-// poll(2) for up to ms milliseconds. It reports whether a frame is there.
+// xskWait waits for a received frame: it spins for xskSpin, yielding the
+// core now and then, then sleeps in poll(2) for up to ms milliseconds. It reports whether a frame is there.
 func xskWait(s *xsk.Socket, got func() bool, ms int) bool {
-	for t0 := time.Now(); time.Since(t0) < xskSpin; {
+	for t0, i := time.Now(), 0; time.Since(t0) < xskSpin; i++ {
 		if got() {
 			return true
+		}
+		if i%16 == 15 {
+			// Let the other end run if it shares this core.
+			_, _, _ = unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		}
 	}
 	fds := []unix.PollFd{{Fd: int32(s.FD()), Events: unix.POLLIN}}
