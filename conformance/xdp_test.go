@@ -2,12 +2,14 @@ package conformance
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/adimpi/adimpi/internal/netcluster"
+	"github.com/adimpi/adimpi/internal/testnote"
 )
 
 // xdpArgs are mpirun's flags for a job on the XDP wire that prints its
@@ -87,30 +89,67 @@ func TestCrossHostXDP(t *testing.T) {
 	}
 }
 
+// startJumboHosts is startHosts for a cluster whose links carry jumbo
+// frames (MTU 9000), on which the XDP wire's frames span several UMEM
+// frames.
+func startJumboHosts(t *testing.T, n int) (*netcluster.Cluster, []string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testnote.Skip(t, fmt.Sprintf("conformance: simulated hosts need root to create namespaces (running as uid %d)", os.Geteuid()))
+	}
+	c := netcluster.StartOptsT(t, netcluster.Options{Hosts: n, MTU: 9000})
+	hosts := make([]string, n)
+	for i := range hosts {
+		hosts[i] = netcluster.HostName(i + 1)
+	}
+	launcher := fmt.Sprintf("%s exec -dir %s {host} --", crossBin(t, "netcluster"), c.Dir)
+	return c, []string{"-launcher-exec", launcher, "-hosts", strings.Join(hosts, ",")}
+}
+
 // TestCrossHostXDPLoss drops 1 % and then 5 % of the frames the switch
 // sends to h1 and h2 (loss on the cable, which the XDP wire must repair
-// itself): the stress programs, which check every byte and the order of
-// every message, still pass, and the wire counted retransmissions.
+// itself), on links of MTU 9000 (jumbo frames, each in several UMEM
+// frames); then, since the kernel here has no netem to reorder or
+// duplicate, the ranks' own links lose 1 %, duplicate 5 % and hold back
+// 10 % of their frames behind the next one (ADIMPI_XDP_IMPAIR). The stress
+// programs, which check every byte and the order of every message, still
+// pass; the wire counted retransmissions, and duplicates where frames were
+// duplicated.
 func TestCrossHostXDPLoss(t *testing.T) {
-	c, launch := startHosts(t, crossHosts)
-	for _, loss := range []string{"1%", "5%"} {
+	c, launch := startJumboHosts(t, crossHosts)
+	impair := append(append([]string(nil), launch...), "-x", "ADIMPI_XDP_IMPAIR=loss=0.01,dup=0.05,reorder=0.1")
+	for _, shape := range []string{"1%", "5%", "impair"} {
 		for _, h := range []string{"h1", "h2"} {
-			if err := c.Netem(h, "loss", loss); err != nil {
+			var err error
+			if shape == "impair" {
+				err = c.Netem(h)
+			} else {
+				err = c.Netem(h, "loss", shape)
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 		}
+		args := launch
+		if shape == "impair" {
+			args = impair
+		}
 		for _, dev := range []string{"netvm", "fm"} {
-			retx := 0
+			retx, dups := 0, 0
 			for _, check := range []string{"thresholds", "flood"} {
-				t.Run(fmt.Sprintf("%s/%s/%s", loss, dev, check), func(t *testing.T) {
-					r := xdpJob(t, stress, dev, crossPlacements[0], launch, check, 0, 1, 2)
+				t.Run(fmt.Sprintf("%s/%s/%s", shape, dev, check), func(t *testing.T) {
+					r := xdpJob(t, stress, dev, crossPlacements[0], args, check, 0, 1, 2)
 					for rank := range 3 {
 						retx += max(xdpStat(r.stderr, rank, "xdp_retransmits"), 0)
+						dups += max(xdpStat(r.stderr, rank, "xdp_duplicates"), 0)
 					}
 				})
 			}
 			if retx == 0 && !t.Failed() {
-				t.Errorf("%s loss, %s: the jobs passed without a single retransmission: was the loss applied?", loss, dev)
+				t.Errorf("%s, %s: the jobs passed without a single retransmission: was the loss applied?", shape, dev)
+			}
+			if shape == "impair" && dups == 0 && !t.Failed() {
+				t.Errorf("%s, %s: no duplicate counted: were frames duplicated?", shape, dev)
 			}
 		}
 	}

@@ -395,10 +395,8 @@ func (c *comparer) meta() compareMeta {
 		hosts:   c.opts.hosts,
 		rounds:  c.opts.rounds,
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) >= 3 {
-			m.load = strings.Join(f[:3], " ")
-		}
+	if l := loadAvg(); l != "?" {
+		m.load = l
 	}
 	if c.root != "" {
 		cmd := exec.Command("git", "describe", "--always", "--dirty")

@@ -93,6 +93,9 @@ subcommands (run the MPI ones under mpirun):
               the same for bench/compare-coll.sh and bench/compare-overlap.sh
   compare     run everything on every device and on MPICH / Open MPI, write
               a Markdown report with plots (mpibench compare --help)
+  xdpcompare  the XDP wire against the TCP wire and Open MPI's TCP BTL across
+              two simulated hosts, with the raw AF_XDP round trip (docs/xdp.md)
+  xskping     echo | ping MAC: the raw AF_XDP frame round trip (xdpcompare)
 
 flags:
 `
@@ -107,6 +110,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "spawn-child" {
 		runSpawnChild()
 		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "xdpcompare" {
+		os.Exit(runXDPCompare(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "xskping" {
+		os.Exit(runXSKPing(os.Args[2:]))
 	}
 	var cfg config
 	fs := pflag.NewFlagSet("mpibench", pflag.ContinueOnError)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,19 +164,3 @@ func spawnOnce(ctx context.Context, cmd *exec.Cmd, n int) (float64, error) {
 	return 0, fmt.Errorf("%v printed no time:\n%s", cmd.Args, out.String())
 }
 
-// loadAvg is the 1-minute load average, or "?".
-func loadAvg() string {
-	f, err := os.Open("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return "?"
-	}
-	if fs := strings.Fields(string(b)); len(fs) > 0 {
-		return fs[0]
-	}
-	return "?"
-}

@@ -60,7 +60,7 @@ func slurmEnv(dir string, env []string) []string {
 }
 
 const usage = `usage:
-  netcluster up [-n N] [-dir D] [--private-tmp] [--slurm] [--ssh]
+  netcluster up [-n N] [-dir D] [--private-tmp] [--slurm] [--ssh] [--mtu M]
   netcluster exec [-dir D] HOST -- CMD [ARGS...]
   netcluster netem [-dir D] HOST NETEM-ARGS...|off
   netcluster link [-dir D] HOST down|up
@@ -90,6 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	privateTmp := fs.Bool("private-tmp", false, "give every host its own /tmp as well (up)")
 	slurm := fs.Bool("slurm", false, "run a Slurm cluster on the hosts: slurmctld on h1, slurmd and munged on each (up)")
 	withSSH := fs.Bool("ssh", false, "run an sshd on every host, with key-based login through D/ssh/ssh (up)")
+	mtu := fs.Int("mtu", 0, "the links' MTU, e.g. 9000 for jumbo frames (up; default the kernel's, 1500)")
 	if err := fs.Parse(normalize(args)); err != nil {
 		return 2
 	}
@@ -97,9 +98,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch sub {
 	case "up":
-		err = up(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH}, stdout)
+		err = up(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH, *mtu}, stdout)
 	case "serve": // the supervisor that "up" starts
-		err = serve(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH})
+		err = serve(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH, *mtu})
 	case "down":
 		err = netcluster.Stop(*dir, stopTimeout)
 	case "hosts":
@@ -147,7 +148,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // longFlags are the long flags and whether each takes a value.
-var longFlags = map[string]bool{"dir": true, "hosts": true, "private-tmp": false, "slurm": false, "ssh": false}
+var longFlags = map[string]bool{"dir": true, "hosts": true, "private-tmp": false, "slurm": false, "ssh": false, "mtu": true}
 
 // normalize lets the long flags be written with one dash, as in
 // "netcluster up -dir D", which pflag would read as -d -i -r. Flags end at
@@ -206,6 +207,7 @@ type hostOpts struct {
 	privateTmp bool // every host has its own /tmp
 	slurm      bool // a Slurm cluster runs on the hosts
 	ssh        bool // every host runs sshd
+	mtu        int  // the links' MTU (0: the default)
 }
 
 // up starts the supervisor ("netcluster serve") in a session of its own,
@@ -234,6 +236,9 @@ func up(dir string, n int, ho hostOpts, stdout io.Writer) error {
 	}
 	if ho.slurm {
 		args = append(args, "--slurm")
+	}
+	if ho.mtu > 0 {
+		args = append(args, "--mtu", strconv.Itoa(ho.mtu))
 	}
 	if ho.ssh {
 		args = append(args, "--ssh")
@@ -280,7 +285,7 @@ func up(dir string, n int, ho hostOpts, stdout io.Writer) error {
 func serve(dir string, n int, ho hostOpts) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	c, err := netcluster.Start(netcluster.Options{Hosts: n, Dir: dir, PrivateTmp: ho.privateTmp, SSH: ho.ssh})
+	c, err := netcluster.Start(netcluster.Options{Hosts: n, Dir: dir, PrivateTmp: ho.privateTmp, SSH: ho.ssh, MTU: ho.mtu})
 	if err != nil {
 		return err
 	}

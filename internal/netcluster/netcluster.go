@@ -68,6 +68,10 @@ type Options struct {
 	// SSH runs an sshd on every host, with key-based login from any host
 	// to any host through SSHConfig (see ssh.go). Needs openssh-server.
 	SSH bool
+	// MTU is the MTU of every link (both ends of each veth pair, and so
+	// the bridge); 0 keeps the kernel's default of 1500. Jumbo frames
+	// (9000) are what the XDP wire's benchmarks use.
+	MTU int
 }
 
 // Host is one simulated host.
@@ -191,7 +195,7 @@ func Start(opts Options) (c *Cluster, err error) {
 		}
 		c.Hosts[i].PID, c.Hosts[i].Start = p.PID, p.Start
 	}
-	if err := c.wire(); err != nil {
+	if err := c.wire(opts.MTU); err != nil {
 		return nil, err
 	}
 	if opts.SSH {

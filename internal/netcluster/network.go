@@ -18,14 +18,19 @@ const (
 
 // wire builds the network: a bridge in the switch's namespace and, for each
 // host, a veth pair with one end on the bridge and the other, eth0, in the
-// host with the host's address. Every link is made inside the switch's
-// namespace and the host end moved straight into the host, so none ever
-// appears in the machine's own namespace.
-func (c *Cluster) wire() error {
+// host with the host's address, both ends of MTU mtuOpt when it is set.
+// Every link is made inside the switch's namespace and the host end moved
+// straight into the host, so none ever appears in the machine's own
+// namespace.
+func (c *Cluster) wire(mtuOpt int) error {
 	var sw strings.Builder
 	fmt.Fprintf(&sw, "link add name %s type bridge\nlink set %s up\n", bridgeName, bridgeName)
+	mtu := ""
+	if mtuOpt > 0 {
+		mtu = fmt.Sprintf(" mtu %d", mtuOpt)
+	}
 	for _, h := range c.Hosts {
-		fmt.Fprintf(&sw, "link add name %s type veth peer name %s netns %d\n", h.Name, hostIface, h.PID)
+		fmt.Fprintf(&sw, "link add name %s%s type veth peer name %s%s netns %d\n", h.Name, mtu, hostIface, mtu, h.PID)
 		fmt.Fprintf(&sw, "link set %s master %s\nlink set %s up\n", h.Name, bridgeName, h.Name)
 	}
 	if err := ipBatch(c.sw.PID, sw.String()); err != nil {

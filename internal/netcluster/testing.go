@@ -19,10 +19,19 @@ type TB interface {
 // is not set is it skipped instead, with the reason.
 func StartT(t TB, n int) *Cluster {
 	t.Helper()
+	return StartOptsT(t, Options{Hosts: n})
+}
+
+// StartOptsT is StartT for a cluster that opts describe (its Dir is the
+// test's temporary directory).
+func StartOptsT(t TB, opts Options) *Cluster {
+	t.Helper()
+	n := opts.Hosts
 	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
 		t.Skipf("SKIPPED: netcluster needs root to create namespaces (running as uid %d; CI is not set, so this is a skip, not a failure)", os.Geteuid())
 	}
-	c, err := Start(Options{Hosts: n, Dir: t.TempDir()})
+	opts.Dir = t.TempDir()
+	c, err := Start(opts)
 	if err != nil {
 		t.Fatalf("cannot create a simulated cluster of %d hosts: %v", n, err)
 	}

@@ -1,10 +1,11 @@
 package reliable
 
 import (
-	"crypto/hmac"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"hash"
 )
 
 // EtherType is the EtherType of the job's frames (IEEE 802 local
@@ -25,13 +26,14 @@ const (
 	offFlags  = 31 // u8 flagFirst, flagLast
 	offSeq    = 32 // u32 sequence number of a data frame
 	offAck    = 36 // u32 the next sequence number the sender expects from the receiver
-	offSack   = 40 // u64 bit i: the sender holds sequence number ack+1+i
-	offWindow = 48 // u16 credits: frames the sender accepts beyond ack
-	offLen    = 50 // u16 payload bytes
-	offHead   = 52 // u16 first fragment: the message's head length
-	offTotal  = 56 // u32 first fragment: head + body length of the message
-	hdrLen    = 60
-	tagLen    = 16 // truncated HMAC-SHA256 after the payload
+	offWindow = 40 // u16 credits: frames the sender accepts beyond ack
+	offLen    = 42 // u16 payload bytes
+	offHead   = 44 // u16 first fragment: the message's head length (2 bytes of padding follow)
+	offTotal  = 48 // u32 first fragment: head + body length of the message
+	offNonce  = 52 // u64 the sender's count of tagged frames (the nonce)
+	offSack   = 60 // Window bits, bit i: the sender holds sequence number ack+1+i
+	hdrLen    = offSack + Window/8
+	tagLen    = 16 // GMAC tag after the payload
 )
 
 // Frame kinds and flags.
@@ -44,35 +46,68 @@ const (
 	flagLast  = 2
 )
 
-// authenticator computes the tag of frames: HMAC-SHA256 with the job's key
-// over everything from the source MAC to the end of the payload, truncated
-// to tagLen bytes.
+// authenticator tags frames with GMAC (AES-256-GCM with the frame as
+// additional data and nothing to encrypt) under a key derived from the
+// job's secret. The tag covers the header from the source MAC on — the
+// job, both ranks, the sequence numbers, the acknowledgements and the
+// nonce — so that no frame from elsewhere is believed, and, when whole is
+// set, the payload too. GCM needs a nonce never used twice under one key:
+// it is the sending rank (every rank of the job shares the key) and the
+// rank's own count of tagged frames, which the frame carries; the count
+// starts at a random point, so that another transport of the same rank
+// under the same secret (a spawned job's) does not repeat it.
 type authenticator struct {
-	mac hash.Hash
-	sum []byte
+	gcm   cipher.AEAD
+	whole bool
+	count uint64
+	nonce [12]byte
+	tag   []byte
 }
 
-func newAuthenticator(secret []byte) *authenticator {
+func newAuthenticator(secret []byte, whole bool) *authenticator {
 	key := sha256.Sum256(append([]byte("adimpi xdp wire "), secret...))
-	return &authenticator{mac: hmac.New(sha256.New, key[:]), sum: make([]byte, 0, sha256.Size)}
+	blk, err := aes.NewCipher(key[:])
+	if err != nil {
+		panic(err) // a 32-byte key is always valid
+	}
+	gcm, err := cipher.NewGCM(blk)
+	if err != nil {
+		panic(err)
+	}
+	var start [8]byte
+	_, _ = rand.Read(start[:])
+	return &authenticator{gcm: gcm, whole: whole, count: binary.LittleEndian.Uint64(start[:]) >> 1, tag: make([]byte, 0, tagLen)}
 }
 
-// sign writes the tag of frame f (hdrLen + payload bytes, with tagLen bytes
-// of room after them).
+// nonceOf is the nonce of frame f: its source rank and its count.
+func (a *authenticator) nonceOf(f []byte) []byte {
+	copy(a.nonce[:4], f[offFrom:offFrom+4])
+	copy(a.nonce[4:], f[offNonce:offNonce+8])
+	return a.nonce[:]
+}
+
+// covered is what the tag of a frame of n bytes (without its tag) covers.
+func (a *authenticator) covered(f []byte, n int) []byte {
+	if a.whole {
+		return f[offSrc:n]
+	}
+	return f[offSrc:hdrLen]
+}
+
+// sign stamps frame f (hdrLen + payload bytes, with tagLen bytes of room
+// after them) with a fresh count and writes its tag after the payload.
 func (a *authenticator) sign(f []byte, n int) {
-	a.mac.Reset()
-	a.mac.Write(f[offSrc:n])
-	a.sum = a.mac.Sum(a.sum[:0])
-	copy(f[n:n+tagLen], a.sum)
+	a.count++
+	binary.LittleEndian.PutUint64(f[offNonce:], a.count)
+	a.tag = a.gcm.Seal(a.tag[:0], a.nonceOf(f), nil, a.covered(f, n))
+	copy(f[n:n+tagLen], a.tag)
 }
 
 // verify reports whether the last tagLen bytes of f are its tag.
 func (a *authenticator) verify(f []byte) bool {
 	n := len(f) - tagLen
-	a.mac.Reset()
-	a.mac.Write(f[offSrc:n])
-	a.sum = a.mac.Sum(a.sum[:0])
-	return hmac.Equal(a.sum[:tagLen], f[n:])
+	_, err := a.gcm.Open(a.tag[:0], a.nonceOf(f), f[n:], a.covered(f, n))
+	return err == nil
 }
 
 // header is a decoded frame header.
@@ -82,7 +117,7 @@ type header struct {
 	kind       byte
 	flags      byte
 	seq, ack   uint32
-	sack       uint64
+	sack       sackMap
 	window     int
 	plen, head int
 	total      int
@@ -93,7 +128,7 @@ func parse(f []byte) header {
 	return header{
 		job: le.Uint64(f[offJob:]), to: int(le.Uint32(f[offTo:])), from: int(le.Uint32(f[offFrom:])),
 		kind: f[offKind], flags: f[offFlags], seq: le.Uint32(f[offSeq:]), ack: le.Uint32(f[offAck:]),
-		sack: le.Uint64(f[offSack:]), window: int(le.Uint16(f[offWindow:])), plen: int(le.Uint16(f[offLen:])),
+		sack: getSack(f), window: int(le.Uint16(f[offWindow:])), plen: int(le.Uint16(f[offLen:])),
 		head: int(le.Uint16(f[offHead:])), total: int(le.Uint32(f[offTotal:])),
 	}
 }
@@ -107,12 +142,35 @@ func (h *header) put(f []byte) {
 	f[offKind], f[offFlags] = h.kind, h.flags
 	le.PutUint32(f[offSeq:], h.seq)
 	le.PutUint32(f[offAck:], h.ack)
-	le.PutUint64(f[offSack:], h.sack)
+	h.sack.put(f)
 	le.PutUint16(f[offWindow:], uint16(h.window))
 	le.PutUint16(f[offLen:], uint16(h.plen))
 	le.PutUint16(f[offHead:], uint16(h.head))
 	le.PutUint16(f[offHead+2:], 0)
 	le.PutUint32(f[offTotal:], uint32(h.total))
+}
+
+// sackMap is a selective acknowledgement: bit i says that the frame
+// ack+1+i is held. It covers the whole window, so that every hole among
+// the frames in flight is known at every acknowledgement.
+type sackMap [Window / 64]uint64
+
+func (m *sackMap) set(i int)      { m[i/64] |= 1 << (i % 64) }
+func (m *sackMap) has(i int) bool { return m[i/64]&(1<<(i%64)) != 0 }
+func (m *sackMap) zero() bool     { return *m == sackMap{} }
+
+func (m *sackMap) put(f []byte) {
+	for w, v := range m {
+		binary.LittleEndian.PutUint64(f[offSack+8*w:], v)
+	}
+}
+
+func getSack(f []byte) sackMap {
+	var m sackMap
+	for w := range m {
+		m[w] = binary.LittleEndian.Uint64(f[offSack+8*w:])
+	}
+	return m
 }
 
 // before reports whether sequence number a comes before b, modulo 2^32.

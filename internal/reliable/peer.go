@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"net"
 	"time"
 )
@@ -31,7 +30,8 @@ type peer struct {
 	rtoAt     time.Time // when the retransmission timer expires (zero: stopped)
 	progress  time.Time // last time something was acknowledged
 	srtt      time.Duration
-	probed    bool // the tail-loss probe went since the last progress
+	probed    bool      // the tail-loss probe went since the last progress
+	rackAt    time.Time // when the latest frame the peer is known to hold was sent
 
 	// Receiving.
 	expect  uint32 // next sequence number to deliver
@@ -44,12 +44,11 @@ type peer struct {
 
 // slot is a data frame kept until it is acknowledged.
 type slot struct {
-	buf    []byte
+	buf    []byte // the plain frame: header and payload
 	n      int
-	ack    uint32 // the cumulative acknowledgement stamped in it
-	sent   bool   // handed to the link at least once
-	sacked bool   // the peer holds it (selective acknowledgement)
-	retx   bool   // sent more than once (no round-trip sample)
+	sent   bool // handed to the link at least once
+	sacked bool // the peer holds it (selective acknowledgement)
+	retx   bool // sent more than once (no round-trip sample)
 	sentAt time.Time
 }
 
@@ -110,8 +109,7 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 		copy(f[offDst:offDst+6], p.mac)
 		copy(f[offSrc:offSrc+6], t.cfg.MAC)
 		h.put(f)
-		t.auth.sign(f, hdrLen+n)
-		*sl = slot{buf: f, n: hdrLen + n + tagLen, ack: h.ack}
+		*sl = slot{buf: f, n: hdrLen + n}
 		p.next++
 		p.unsent = true
 		if h.flags&flagLast != 0 {
@@ -125,36 +123,43 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 func (t *Transport) stamp(p *peer, h *header) {
 	h.ack = p.expect
 	h.sack = p.sackBits()
-	h.window = Window
+	h.window = t.cfg.RecvWindow
 }
 
-func (p *peer) sackBits() uint64 {
+func (p *peer) sackBits() sackMap {
+	var m sackMap
 	if p.stashed == 0 {
-		return 0
+		return m
 	}
-	var b uint64
-	for i := range uint32(64) {
-		s := p.expect + 1 + i
+	for i := range Window - 1 {
+		s := p.expect + 1 + uint32(i)
 		if st := &p.stash[s%Window]; st.ok && st.seq == s {
-			b |= 1 << i
+			m.set(i)
 		}
 	}
-	return b
+	return m
+}
+
+// emit stamps the frame f (header and payload, with room for the tag
+// after them) with what this rank has received from p, so that every
+// frame, a retransmission too, carries the latest acknowledgements, tags
+// it and hands it to the link; false means the link has no room.
+func (t *Transport) emit(p *peer, f []byte) bool {
+	le := binary.LittleEndian
+	le.PutUint32(f[offAck:], p.expect)
+	sack := p.sackBits()
+	sack.put(f)
+	le.PutUint16(f[offWindow:], uint16(t.cfg.RecvWindow))
+	t.auth.sign(f[:len(f)+tagLen], len(f))
+	return t.cfg.Link.Send(f[:len(f)+tagLen])
 }
 
 // transmit hands the frames not yet sent to the link, in order, until it
-// is full. A frame whose acknowledgement went stale while it waited is
-// stamped again.
+// is full.
 func (t *Transport) transmit(p *peer) {
 	for ; p.sendNext != p.next; p.sendNext++ {
 		sl := &p.slots[p.sendNext%Window]
-		if sl.ack != p.expect || p.stashed > 0 {
-			binary.LittleEndian.PutUint32(sl.buf[offAck:], p.expect)
-			binary.LittleEndian.PutUint64(sl.buf[offSack:], p.sackBits())
-			t.auth.sign(sl.buf, sl.n-tagLen)
-			sl.ack = p.expect
-		}
-		if !t.cfg.Link.Send(sl.buf[:sl.n]) {
+		if !t.emit(p, sl.buf[:sl.n]) {
 			p.unsent = true
 			return
 		}
@@ -171,7 +176,7 @@ func (t *Transport) transmit(p *peer) {
 
 // resend hands a kept frame to the link again.
 func (t *Transport) resend(p *peer, sl *slot) {
-	if t.cfg.Link.Send(sl.buf[:sl.n]) {
+	if t.emit(p, sl.buf[:sl.n]) {
 		t.cnt.PacketsOut++
 		t.cnt.Retransmits++
 		sl.sentAt, sl.retx = t.now, true
@@ -212,8 +217,7 @@ func (t *Transport) control(p *peer, kind byte) bool {
 	copy(f[offDst:offDst+6], p.mac)
 	copy(f[offSrc:offSrc+6], t.cfg.MAC)
 	h.put(f)
-	t.auth.sign(f, hdrLen)
-	if !t.cfg.Link.Send(f[:hdrLen+tagLen]) {
+	if !t.emit(p, f[:hdrLen]) {
 		return false
 	}
 	t.cnt.PacketsOut++
@@ -271,7 +275,11 @@ func (t *Transport) acked(p *peer, h *header) {
 			}
 		}
 		for s := p.una; s != h.ack; s++ {
-			p.slots[s%Window].sent = false
+			sl := &p.slots[s%Window]
+			if sl.sentAt.After(p.rackAt) {
+				p.rackAt = sl.sentAt
+			}
+			sl.sent = false
 		}
 		p.una = h.ack
 		p.probed = false
@@ -282,27 +290,46 @@ func (t *Transport) acked(p *peer, h *header) {
 			p.rtoAt = t.now.Add(p.rto)
 		}
 	}
-	if h.sack == 0 {
+	if h.sack.zero() {
 		return
 	}
-	// A hole with dupThresh or more frames held after it is lost (fewer
-	// may be reordering): send it again at once, and again only after a
-	// timeout's worth of time if that copy is lost too.
-	held := 0
-	for i := 63 - bits.LeadingZeros64(h.sack); i >= -1; i-- {
-		s := h.ack + 1 + uint32(i)
-		if i >= 0 && h.sack&(1<<i) != 0 {
-			held++
-			if before(s, p.sendNext) && !before(s, p.una) {
-				p.slots[s%Window].sacked = true
-			}
+	// Mark what the peer holds, and note when the latest of it was sent.
+	top := -1
+	for i := range Window - 1 {
+		if !h.sack.has(i) {
 			continue
 		}
-		if held < dupThresh || before(s, p.una) || !before(s, p.sendNext) {
+		top = i
+		if s := h.ack + 1 + uint32(i); before(s, p.sendNext) && !before(s, p.una) {
+			sl := &p.slots[s%Window]
+			sl.sacked = true
+			if sl.sentAt.After(p.rackAt) {
+				p.rackAt = sl.sentAt
+			}
+		}
+	}
+	// A hole is lost, and sent again at once, when a frame sent after it
+	// (by more than a quarter of a round trip: less may be reordering)
+	// has arrived, as RACK judges; when dupThresh frames after it are
+	// held and it was sent once; or when it went a timeout's worth of
+	// time ago. The first catches a resent frame lost again and a tail
+	// loss that the tail-loss probe revealed, without waiting for the
+	// retransmission timeout.
+	held := 0
+	for i := top; i >= -1; i-- {
+		s := h.ack + 1 + uint32(i)
+		if i >= 0 && h.sack.has(i) {
+			held++
+			continue
+		}
+		if held == 0 || before(s, p.una) || !before(s, p.sendNext) {
 			continue
 		}
 		sl := &p.slots[s%Window]
-		if !sl.sacked && sl.sent && (!sl.retx || t.now.Sub(sl.sentAt) >= p.rto) {
+		if sl.sacked || !sl.sent {
+			continue
+		}
+		if p.rackAt.After(sl.sentAt.Add(p.srtt/4)) || (!sl.retx && held >= dupThresh) || t.now.Sub(sl.sentAt) >= p.rto {
 			t.resend(p, sl)
 		}
 	}

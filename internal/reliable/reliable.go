@@ -20,8 +20,9 @@
 // acknowledgement as its reorder window holds, and the sender never has
 // more outstanding; what does not fit waits in a queue.
 //
-// Every frame is authenticated with an HMAC-SHA256 tag keyed by the job's
-// secret and names its job; frames of other jobs, forged frames and frames
+// Every frame carries a GMAC tag under a key from the job's secret, over
+// its header (or, with Config.TagPayload, the whole frame), and names its
+// job; frames of other jobs, forged frames and frames
 // for other ranks are dropped and counted. A message's first fragment
 // carries its head, so a large body can be reassembled straight into memory
 // the device chooses (Placer), the posted receive buffer.
@@ -78,6 +79,19 @@ type Config struct {
 	// DeadAfter is how long outstanding frames may go unacknowledged
 	// before the peer is lost (default 10 s).
 	MinRTO, DeadAfter time.Duration
+	// RecvWindow is the most frames this rank lets a peer have
+	// outstanding to it (the credits it grants): what its receive ring
+	// holds. Default and most: Window. A peer is granted as many before
+	// its first acknowledgement as this rank grants it, assuming the same
+	// of it.
+	RecvWindow int
+	// TagPayload extends each frame's tag over its payload. Without it
+	// the tag covers the header (the job, the ranks, the sequence numbers,
+	// the acknowledgements): no frame from elsewhere is believed, as on
+	// the TCP wire, whose handshake authenticates the connection and not
+	// each byte; with it a payload changed on the way is caught too, at
+	// the cost of hashing every byte (GHASH, a few GB/s).
+	TagPayload bool
 }
 
 // Window is the reorder window and the most frames outstanding to a peer.
@@ -153,10 +167,13 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.DeadAfter == 0 {
 		cfg.DeadAfter = 10 * time.Second
 	}
+	if cfg.RecvWindow <= 0 || cfg.RecvWindow > Window {
+		cfg.RecvWindow = Window
+	}
 	if cfg.PlaceMin == 0 {
 		cfg.PlaceMin = 32 << 10
 	}
-	t := &Transport{cfg: cfg, auth: newAuthenticator(cfg.Secret), peers: make([]*peer, cfg.Size),
+	t := &Transport{cfg: cfg, auth: newAuthenticator(cfg.Secret, cfg.TagPayload), peers: make([]*peer, cfg.Size),
 		payload: cfg.MTU - hdrLen - tagLen, ackBuf: make([]byte, hdrLen+tagLen)}
 	t.placer, _ = cfg.Handler.(Placer)
 	return t, nil
@@ -190,7 +207,7 @@ func (t *Transport) Pending() int {
 func (t *Transport) peer(rank int) *peer {
 	p := t.peers[rank]
 	if p == nil {
-		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: Window}
+		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: t.cfg.RecvWindow}
 		t.peers[rank] = p
 		t.active = append(t.active, p)
 	}
@@ -327,11 +344,15 @@ func (t *Transport) turn() bool {
 		if len(p.queue) > 0 || p.unsent {
 			t.pump(p)
 		}
+		var due time.Time
 		if p.next != p.una && len(p.queue) == 0 && !p.probed && p.sendNext != p.una {
-			t.probe(p)
+			due = t.probe(p)
 		}
-		if p.next != p.una && !p.rtoAt.IsZero() {
-			if d := p.rtoAt.UnixNano(); next == 0 || d < next {
+		if p.next != p.una && !p.rtoAt.IsZero() && (due.IsZero() || p.rtoAt.Before(due)) {
+			due = p.rtoAt
+		}
+		if !due.IsZero() {
+			if d := due.UnixNano(); next == 0 || d < next {
 				next = d
 			}
 		}
@@ -372,18 +393,37 @@ func (t *Transport) timeout(p *peer) bool {
 	return false
 }
 
-// probe sends the last frame again when nothing was sent or acknowledged
-// for a few round trips and nothing new is left to send (a tail-loss probe):
-// if the frames before it were lost, its acknowledgement shows the holes
-// and they are resent without waiting for the retransmission timeout.
-func (t *Transport) probe(p *peer) {
+// probe sends a frame again when nothing was acknowledged for a few round
+// trips and nothing new is left to send (a tail-loss probe): the last
+// frame, or, when the peer holds that, the oldest it lacks. If frames
+// before it were lost, its acknowledgement shows the holes and they are
+// resent (see acked) without waiting for the retransmission timeout; it
+// also repairs a resent frame that was lost again. It reports when it
+// will be due, or the zero time when it went or cannot go.
+func (t *Transport) probe(p *peer) time.Time {
 	sl := &p.slots[(p.sendNext-1)%Window]
+	if sl.sacked {
+		for s := p.una; s != p.sendNext; s++ {
+			if o := &p.slots[s%Window]; !o.sacked && o.sent {
+				sl = o
+				break
+			}
+		}
+	}
+	if !sl.sent || sl.sacked {
+		return time.Time{}
+	}
 	wait := max(2*p.srtt, probeMin)
-	if !sl.sent || sl.sacked || t.now.Sub(sl.sentAt) < wait || t.now.Sub(p.progress) < wait {
-		return
+	due := sl.sentAt.Add(wait)
+	if p.progress.Add(wait).After(due) {
+		due = p.progress.Add(wait)
+	}
+	if t.now.Before(due) {
+		return due
 	}
 	p.probed = true
 	t.resend(p, sl)
+	return time.Time{}
 }
 
 // probeMin is the least wait before a tail-loss probe.

@@ -40,6 +40,10 @@ const (
 	// the XDP wire before it is reported lost (a Go duration; default
 	// xdpDeadAfter).
 	EnvXDPTimeout = "ADIMPI_XDP_TIMEOUT"
+	// EnvXDPTag chooses what each frame's tag covers on the XDP wire:
+	// "header" (the default: the header, as the TCP wire authenticates its
+	// connection and not each byte) or "frame" (the payload too).
+	EnvXDPTag = "ADIMPI_XDP_TAG"
 	// EnvWireStats, when set, makes a rank with an XDP wire print its
 	// counters (XDPCounters) to standard error when it closes.
 	EnvWireStats = "ADIMPI_WIRE_STATS"
@@ -191,15 +195,29 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 			return nil, fmt.Errorf("%s=%q: want a positive duration", EnvXDPTimeout, v)
 		}
 	}
+	var whole bool
+	switch v := os.Getenv(EnvXDPTag); v {
+	case "", "header":
+	case "frame":
+		whole = true
+	default:
+		return nil, fmt.Errorf("%s=%q: want header or frame", EnvXDPTag, v)
+	}
 	x := &xdpWire{macs: map[int]net.HardwareAddr{}, tcp: map[int]bool{}, hw: ifc.HardwareAddr, kvs: j.KVS, pfx: j.Prefix}
 	if x.prog, err = xdpprog.Attach(ifc.Index, 1, job, true); err != nil {
 		return nil, err
 	}
-	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0}); err != nil {
+	mtu := xdpMTU(ifc.MTU)
+	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: xdpFrames, FrameSize: 4096, Multi: mtu > xdpPiece}); err != nil {
 		x.close()
 		return nil, err
 	}
 	if err := x.prog.Steer(0, x.sock.FD()); err != nil {
+		x.close()
+		return nil, err
+	}
+	link, err := impaired(&xskLink{s: x.sock}, j.Rank)
+	if err != nil {
 		x.close()
 		return nil, err
 	}
@@ -211,8 +229,11 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 			}
 			return nil, fmt.Errorf("rank %d has no XDP wire", peer)
 		},
-		Handler: j.Handler, Link: &xskLink{s: x.sock},
-		MTU: min(ifc.MTU, 1500) + 14, PlaceMin: PlaceMin, DeadAfter: dead,
+		Handler: j.Handler, Link: link,
+		MTU: mtu, PlaceMin: PlaceMin, DeadAfter: dead, TagPayload: whole,
+		// What the receive half of the UMEM holds, in frames of the MTU,
+		// each in pieces of a UMEM frame less the kernel's headroom.
+		RecvWindow: xdpFrames / 2 / ((mtu + xdpPiece - 1) / xdpPiece),
 	})
 	if err != nil {
 		x.close()
@@ -220,6 +241,24 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 	}
 	return x, nil
 }
+
+// xdpMTU is the largest frame the XDP wire sends on an interface of MTU
+// mtu, Ethernet header included: the interface's frame (a jumbo frame where
+// the links carry them; one larger than a UMEM frame goes in pieces), at
+// most xdpMaxFrame.
+func xdpMTU(mtu int) int { return min(mtu+14, xdpMaxFrame) }
+
+// xdpFrames is the number of 4 KiB UMEM frames (half receive, half send),
+// and xdpPiece what the kernel puts in one received (4 KiB less its
+// XDP_PACKET_HEADROOM).
+const (
+	xdpFrames = 4096
+	xdpPiece  = 4096 - 256
+)
+
+// xdpMaxFrame bounds a frame: sixteen 4 KiB pieces, within the kernel's
+// limit of pieces per frame on the send side (MAX_SKB_FRAGS, 17).
+const xdpMaxFrame = 16 * 4096
 
 // interfaceOf finds the interface that has addr.
 func interfaceOf(addr netip.Addr) (*net.Interface, error) {
@@ -358,21 +397,7 @@ func (e *Endpoint) XDP() bool { return e != nil && e.x != nil }
 // xskLink is an AF_XDP socket as the reliable transport's link.
 type xskLink struct{ s *xsk.Socket }
 
-func (l *xskLink) Send(f []byte) bool {
-	a, ok := l.s.AllocTX()
-	if !ok {
-		l.s.Completed(l.s.FreeTX)
-		if a, ok = l.s.AllocTX(); !ok {
-			return false
-		}
-	}
-	n := copy(l.s.Frame(a), f)
-	if !l.s.Transmit(a, n) {
-		l.s.FreeTX(a)
-		return false
-	}
-	return true
-}
+func (l *xskLink) Send(f []byte) bool { return l.s.SendFrame(f) }
 
 // Flush kicks the kernel until the TX ring is empty: in copy mode each
 // kick sends at most the kernel's per-call budget.

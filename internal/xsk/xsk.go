@@ -41,6 +41,10 @@ type Config struct {
 	FrameSize int
 	// CopyOnly skips the zero-copy attempt.
 	CopyOnly bool
+	// Multi lets a frame span several UMEM frames (XDP_USE_SG): a frame
+	// longer than a UMEM frame (a jumbo frame) is sent with SendFrame and
+	// received whole through Receive, gathered from its pieces.
+	Multi bool
 }
 
 // Socket is an open AF_XDP socket with its UMEM and rings.
@@ -54,6 +58,8 @@ type Socket struct {
 	tx        ring
 	freeTX    []uint64 // send frames the caller may take
 	inTX      int      // frames on the TX ring or in the kernel
+	multi     bool
+	gather    []byte // the pieces of a received frame that spans several
 	// ZeroCopy reports whether the bind is zero-copy.
 	ZeroCopy bool
 	// Kicks counts the sendto calls that woke the kernel's transmit path,
@@ -77,7 +83,7 @@ func Open(cfg Config) (*Socket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xsk: socket(AF_XDP): %w", err)
 	}
-	s := &Socket{fd: fd, frameSize: uint64(cfg.FrameSize)}
+	s := &Socket{fd: fd, frameSize: uint64(cfg.FrameSize), multi: cfg.Multi}
 	if err := s.setup(cfg); err != nil {
 		s.Close()
 		return nil, err
@@ -133,14 +139,18 @@ func (s *Socket) setup(cfg Config) error {
 
 // bind binds zero-copy where the driver can, else copy mode.
 func (s *Socket) bind(cfg Config) error {
-	sa := &unix.SockaddrXDP{Flags: unix.XDP_ZEROCOPY | unix.XDP_USE_NEED_WAKEUP, Ifindex: uint32(cfg.Ifindex), QueueID: uint32(cfg.Queue)}
+	var sg uint16
+	if cfg.Multi {
+		sg = unix.XDP_USE_SG
+	}
+	sa := &unix.SockaddrXDP{Flags: unix.XDP_ZEROCOPY | unix.XDP_USE_NEED_WAKEUP | sg, Ifindex: uint32(cfg.Ifindex), QueueID: uint32(cfg.Queue)}
 	if !cfg.CopyOnly {
 		if err := unix.Bind(s.fd, sa); err == nil {
 			s.ZeroCopy = true
 			return nil
 		}
 	}
-	sa.Flags = unix.XDP_COPY | unix.XDP_USE_NEED_WAKEUP
+	sa.Flags = unix.XDP_COPY | unix.XDP_USE_NEED_WAKEUP | sg
 	// The kernel releases a closed socket's hold on its queue in the
 	// background: a socket of a process that has just exited can keep the
 	// queue busy for a moment.
@@ -210,6 +220,40 @@ func (s *Socket) Transmit(addr uint64, n int) bool {
 	return true
 }
 
+// SendFrame copies frame into as many send frames as it needs and puts
+// them on the TX ring as one frame (the pieces but the last marked
+// XDP_PKT_CONTD; a socket opened without Multi takes only frames that fit
+// one UMEM frame). It takes back what the kernel has completed when it
+// runs short, and reports false when the frames or the ring are short even
+// so (try again after a Kick).
+func (s *Socket) SendFrame(frame []byte) bool {
+	k := (len(frame) + int(s.frameSize) - 1) / int(s.frameSize)
+	if k == 0 || (k > 1 && !s.multi) {
+		return false
+	}
+	if len(s.freeTX) < k {
+		s.Completed(s.FreeTX)
+	}
+	if len(s.freeTX) < k || s.tx.free() < uint32(k) {
+		return false
+	}
+	p := atomic.LoadUint32(s.tx.producer)
+	for i := range k {
+		addr := s.freeTX[len(s.freeTX)-1]
+		s.freeTX = s.freeTX[:len(s.freeTX)-1]
+		n := copy(s.umem[addr:addr+s.frameSize], frame)
+		frame = frame[n:]
+		d := s.tx.xdpDesc(p + uint32(i))
+		d.Addr, d.Len, d.Options = addr, uint32(n), 0
+		if i < k-1 {
+			d.Options = unix.XDP_PKT_CONTD
+		}
+	}
+	atomic.StoreUint32(s.tx.producer, p+uint32(k))
+	s.inTX += k
+	return true
+}
+
 // TXQueued is the number of frames on the TX ring the kernel has not yet
 // taken.
 func (s *Socket) TXQueued() int { return int(s.tx.ready()) }
@@ -254,9 +298,11 @@ func (s *Socket) Completed(done func(addr uint64)) int {
 	return int(n)
 }
 
-// Receive calls got with each received frame (at most budget of them),
-// then gives the frames back to the FILL ring; frame is valid only during
-// the call. It reports how many frames there were.
+// Receive calls got with each received frame (at most budget pieces of
+// them), then gives the pieces back to the FILL ring; frame is valid only
+// during the call. A frame in several pieces (Multi) is gathered into a
+// buffer of the socket's first, and one cut by the budget is completed by
+// the next call. It reports how many pieces there were.
 func (s *Socket) Receive(budget int, got func(frame []byte)) int {
 	n := min(s.rx.ready(), uint32(budget))
 	if n == 0 {
@@ -269,7 +315,17 @@ func (s *Socket) Receive(budget int, got func(frame []byte)) int {
 	fp := atomic.LoadUint32(s.fill.producer)
 	for i := range n {
 		d := s.rx.xdpDesc(c + i)
-		got(s.umem[d.Addr : d.Addr+uint64(d.Len)])
+		piece := s.umem[d.Addr : d.Addr+uint64(d.Len)]
+		switch {
+		case d.Options&unix.XDP_PKT_CONTD != 0:
+			s.gather = append(s.gather, piece...)
+		case len(s.gather) > 0:
+			s.gather = append(s.gather, piece...)
+			got(s.gather)
+			s.gather = s.gather[:0]
+		default:
+			got(piece)
+		}
 		*s.fill.addr(fp + i) = d.Addr &^ (s.frameSize - 1)
 	}
 	atomic.StoreUint32(s.rx.consumer, c+n)

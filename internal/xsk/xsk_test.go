@@ -26,6 +26,9 @@ import (
 // named by roleEnv.
 const roleEnv = "XSK_TEST_ROLE"
 
+// sizeEnv is the size of the ping role's frames.
+const sizeEnv = "XSK_TEST_SIZE"
+
 const testJob = 0x1122334455667788
 
 func TestMain(m *testing.M) {
@@ -50,7 +53,8 @@ func open() (*xdpprog.Program, *xsk.Socket, net.HardwareAddr, error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	s, err := xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: 256})
+	// Frames of 4 KiB that a jumbo frame spans several of (Multi).
+	s, err := xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: 256, FrameSize: 4096, Multi: true})
 	if err != nil {
 		p.Close()
 		return nil, nil, nil, err
@@ -65,7 +69,8 @@ func open() (*xdpprog.Program, *xsk.Socket, net.HardwareAddr, error) {
 
 // child runs one role: "echo" returns every job frame to its sender until
 // its standard input closes; "ping" sends arg (the echo's MAC address) 200
-// numbered frames one at a time and checks each comes back; "hold"
+// numbered frames of sizeEnv bytes (default 64) one at a time and checks
+// each comes back whole; "hold"
 // attaches the program, prints its id and waits to be killed.
 func child(role, arg string) error {
 	p, s, mac, err := open()
@@ -95,15 +100,10 @@ func child(role, arg string) error {
 			wait(s, 100)
 			s.Completed(s.FreeTX)
 			s.Receive(64, func(f []byte) {
-				a, ok := s.AllocTX()
-				if !ok {
-					return
-				}
-				out := s.Frame(a)
-				n := copy(out, f)
+				out := append([]byte(nil), f...)
 				copy(out[0:6], f[6:12])
 				copy(out[6:12], mac)
-				s.Transmit(a, n)
+				s.SendFrame(out)
 			})
 			if err := s.Kick(); err != nil {
 				return err
@@ -114,17 +114,27 @@ func child(role, arg string) error {
 		if err != nil {
 			return err
 		}
+		size := 64
+		if v := os.Getenv(sizeEnv); v != "" {
+			if size, err = strconv.Atoi(v); err != nil || size < 64 {
+				return fmt.Errorf("%s=%q", sizeEnv, v)
+			}
+		}
 		var rtts []time.Duration
+		f := make([]byte, size)
 		for i := range 200 {
-			a, _ := s.AllocTX()
-			f := s.Frame(a)
 			copy(f[0:6], peer)
 			copy(f[6:12], mac)
 			binary.BigEndian.PutUint16(f[12:14], xdpprog.EtherType)
 			binary.LittleEndian.PutUint64(f[14:22], testJob)
 			binary.LittleEndian.PutUint32(f[22:26], uint32(i))
+			for j := 26; j < size; j++ {
+				f[j] = byte(i*7 + j)
+			}
 			t0 := time.Now()
-			s.Transmit(a, 64)
+			if !s.SendFrame(f) {
+				return fmt.Errorf("frame %d of %d bytes: no room to send", i, size)
+			}
 			got := false
 			for deadline := t0.Add(5 * time.Second); !got; {
 				if err := s.Kick(); err != nil {
@@ -134,6 +144,14 @@ func child(role, arg string) error {
 				s.Receive(64, func(f []byte) {
 					if len(f) >= 26 && binary.LittleEndian.Uint32(f[22:26]) == uint32(i) && bytes.Equal(f[0:6], mac) {
 						got = true
+						if len(f) != size {
+							err = fmt.Errorf("frame %d: %d bytes sent, %d came back", i, size, len(f))
+						}
+						for j := 26; j < len(f) && err == nil; j++ {
+							if f[j] != byte(i*7+j) {
+								err = fmt.Errorf("frame %d of %d bytes: byte %d changed", i, size, j)
+							}
+						}
 					}
 				})
 				if !got {
@@ -142,6 +160,9 @@ func child(role, arg string) error {
 					}
 					wait(s, 10)
 				}
+			}
+			if err != nil {
+				return err
 			}
 			rtts = append(rtts, time.Since(t0))
 		}
@@ -191,8 +212,15 @@ func start(t *testing.T, c *netcluster.Cluster, host, role, arg string) (*exec.C
 
 // TestEcho sends job frames through the steering program and an AF_XDP
 // socket on each of two hosts and checks every one comes back.
-func TestEcho(t *testing.T) {
-	c := netcluster.StartT(t, 2)
+func TestEcho(t *testing.T) { echo(t, netcluster.StartT(t, 2), 64) }
+
+// TestEchoJumbo does the same with frames of 9000 bytes on links of MTU
+// 9000: each spans three UMEM frames on the way out and in (XDP_USE_SG).
+func TestEchoJumbo(t *testing.T) {
+	echo(t, netcluster.StartOptsT(t, netcluster.Options{Hosts: 2, MTU: 9000}), 9014)
+}
+
+func echo(t *testing.T, c *netcluster.Cluster, size int) {
 	_, out, stderr := start(t, c, "h1", "echo", "-")
 	line, err := out.ReadString('\n')
 	if err != nil {
@@ -200,7 +228,7 @@ func TestEcho(t *testing.T) {
 	}
 	mac := strings.TrimPrefix(strings.TrimSpace(line), "mac ")
 	ping := c.Command("h2", os.Args[0], "-test.run=^$", mac)
-	ping.Env = append(os.Environ(), roleEnv+"=ping")
+	ping.Env = append(os.Environ(), roleEnv+"=ping", sizeEnv+"="+strconv.Itoa(size))
 	res, err := ping.CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(res), "ok ") {
 		t.Fatalf("ping: %v: %s\necho stderr: %s", err, res, stderr)
