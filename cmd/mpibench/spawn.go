@@ -163,4 +163,3 @@ func spawnOnce(ctx context.Context, cmd *exec.Cmd, n int) (float64, error) {
 	}
 	return 0, fmt.Errorf("%v printed no time:\n%s", cmd.Args, out.String())
 }
-
