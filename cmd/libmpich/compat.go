@@ -67,11 +67,6 @@ func xType_ub(t *datatype.Type, ub *C.long) error {
 	return nil
 }
 
-func xComm_get_parent(parent *C.int) error {
-	*parent = C.int(hCommNull) // adimpi starts no processes after the launch
-	return nil
-}
-
 func xComm_dup_with_info(c *mpi.Comm, info int32, out *C.int) error { return xComm_dup(c, out) }
 
 // MPI_Alloc_mem's memory is C memory: nothing in Go keeps it alive or

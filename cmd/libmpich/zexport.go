@@ -5782,26 +5782,6 @@ func PMPI_Free_mem(base unsafe.Pointer) C.int {
 	return cFree_mem(base)
 }
 
-// cComm_get_parent decodes MPI_Comm_get_parent's handles and runs its translation.
-func cComm_get_parent(parent *C.int) (rc C.int) {
-	defer guard(&rc, "MPI_Comm_get_parent")
-	return done(nil, xComm_get_parent(parent))
-}
-
-// MPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
-//
-//export MPI_Comm_get_parent
-func MPI_Comm_get_parent(parent *C.int) C.int {
-	return cComm_get_parent(parent)
-}
-
-// PMPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
-//
-//export PMPI_Comm_get_parent
-func PMPI_Comm_get_parent(parent *C.int) C.int {
-	return cComm_get_parent(parent)
-}
-
 // cComm_dup_with_info decodes MPI_Comm_dup_with_info's handles and runs its translation.
 func cComm_dup_with_info(comm C.int, info C.int, newcomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_dup_with_info")
@@ -6144,6 +6124,1782 @@ func PMPI_Comm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C
 	return cComm_idup_with_info(comm, info, newcomm, request)
 }
 
+// cWin_create decodes MPI_Win_create's handles and runs its translation.
+func cWin_create(base unsafe.Pointer, size C.long, disp_unit C.int, info C.int, comm C.int, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_create")
+	const fn = "MPI_Win_create"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_create(base, int(size), int(disp_unit), int32(info), comm_, win))
+}
+
+// MPI_Win_create is MPI_Win_create for C programs, with MPICH's signature.
+//
+//export MPI_Win_create
+func MPI_Win_create(base unsafe.Pointer, size C.long, disp_unit C.int, info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create(base, size, disp_unit, info, comm, win)
+}
+
+// PMPI_Win_create is MPI_Win_create for C programs, with MPICH's signature.
+//
+//export PMPI_Win_create
+func PMPI_Win_create(base unsafe.Pointer, size C.long, disp_unit C.int, info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create(base, size, disp_unit, info, comm, win)
+}
+
+// cWin_create_c decodes MPI_Win_create_c's handles and runs its translation.
+func cWin_create_c(base unsafe.Pointer, size C.long, disp_unit C.long, info C.int, comm C.int, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_create_c")
+	const fn = "MPI_Win_create_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_create(base, int(size), int(disp_unit), int32(info), comm_, win))
+}
+
+// MPI_Win_create_c is MPI_Win_create_c for C programs, with MPICH's signature.
+//
+//export MPI_Win_create_c
+func MPI_Win_create_c(base unsafe.Pointer, size C.long, disp_unit C.long, info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create_c(base, size, disp_unit, info, comm, win)
+}
+
+// PMPI_Win_create_c is MPI_Win_create_c for C programs, with MPICH's signature.
+//
+//export PMPI_Win_create_c
+func PMPI_Win_create_c(base unsafe.Pointer, size C.long, disp_unit C.long, info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create_c(base, size, disp_unit, info, comm, win)
+}
+
+// cWin_allocate decodes MPI_Win_allocate's handles and runs its translation.
+func cWin_allocate(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_allocate")
+	const fn = "MPI_Win_allocate"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_allocate(int(size), int(disp_unit), int32(info), comm_, baseptr, win))
+}
+
+// MPI_Win_allocate is MPI_Win_allocate for C programs, with MPICH's signature.
+//
+//export MPI_Win_allocate
+func MPI_Win_allocate(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate(size, disp_unit, info, comm, baseptr, win)
+}
+
+// PMPI_Win_allocate is MPI_Win_allocate for C programs, with MPICH's signature.
+//
+//export PMPI_Win_allocate
+func PMPI_Win_allocate(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate(size, disp_unit, info, comm, baseptr, win)
+}
+
+// cWin_allocate_c decodes MPI_Win_allocate_c's handles and runs its translation.
+func cWin_allocate_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_allocate_c")
+	const fn = "MPI_Win_allocate_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_allocate(int(size), int(disp_unit), int32(info), comm_, baseptr, win))
+}
+
+// MPI_Win_allocate_c is MPI_Win_allocate_c for C programs, with MPICH's signature.
+//
+//export MPI_Win_allocate_c
+func MPI_Win_allocate_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_c(size, disp_unit, info, comm, baseptr, win)
+}
+
+// PMPI_Win_allocate_c is MPI_Win_allocate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Win_allocate_c
+func PMPI_Win_allocate_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_c(size, disp_unit, info, comm, baseptr, win)
+}
+
+// cWin_allocate_shared decodes MPI_Win_allocate_shared's handles and runs its translation.
+func cWin_allocate_shared(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_allocate_shared")
+	const fn = "MPI_Win_allocate_shared"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_allocate_shared(int(size), int(disp_unit), int32(info), comm_, baseptr, win))
+}
+
+// MPI_Win_allocate_shared is MPI_Win_allocate_shared for C programs, with MPICH's signature.
+//
+//export MPI_Win_allocate_shared
+func MPI_Win_allocate_shared(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_shared(size, disp_unit, info, comm, baseptr, win)
+}
+
+// PMPI_Win_allocate_shared is MPI_Win_allocate_shared for C programs, with MPICH's signature.
+//
+//export PMPI_Win_allocate_shared
+func PMPI_Win_allocate_shared(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_shared(size, disp_unit, info, comm, baseptr, win)
+}
+
+// cWin_allocate_shared_c decodes MPI_Win_allocate_shared_c's handles and runs its translation.
+func cWin_allocate_shared_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_allocate_shared_c")
+	const fn = "MPI_Win_allocate_shared_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_allocate_shared(int(size), int(disp_unit), int32(info), comm_, baseptr, win))
+}
+
+// MPI_Win_allocate_shared_c is MPI_Win_allocate_shared_c for C programs, with MPICH's signature.
+//
+//export MPI_Win_allocate_shared_c
+func MPI_Win_allocate_shared_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_shared_c(size, disp_unit, info, comm, baseptr, win)
+}
+
+// PMPI_Win_allocate_shared_c is MPI_Win_allocate_shared_c for C programs, with MPICH's signature.
+//
+//export PMPI_Win_allocate_shared_c
+func PMPI_Win_allocate_shared_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_shared_c(size, disp_unit, info, comm, baseptr, win)
+}
+
+// cWin_create_dynamic decodes MPI_Win_create_dynamic's handles and runs its translation.
+func cWin_create_dynamic(info C.int, comm C.int, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_create_dynamic")
+	const fn = "MPI_Win_create_dynamic"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_create_dynamic(int32(info), comm_, win))
+}
+
+// MPI_Win_create_dynamic is MPI_Win_create_dynamic for C programs, with MPICH's signature.
+//
+//export MPI_Win_create_dynamic
+func MPI_Win_create_dynamic(info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create_dynamic(info, comm, win)
+}
+
+// PMPI_Win_create_dynamic is MPI_Win_create_dynamic for C programs, with MPICH's signature.
+//
+//export PMPI_Win_create_dynamic
+func PMPI_Win_create_dynamic(info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create_dynamic(info, comm, win)
+}
+
+// cWin_attach decodes MPI_Win_attach's handles and runs its translation.
+func cWin_attach(win C.int, base unsafe.Pointer, size C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Win_attach")
+	const fn = "MPI_Win_attach"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_attach(win_, base, int(size)))
+}
+
+// MPI_Win_attach is MPI_Win_attach for C programs, with MPICH's signature.
+//
+//export MPI_Win_attach
+func MPI_Win_attach(win C.int, base unsafe.Pointer, size C.long) C.int {
+	return cWin_attach(win, base, size)
+}
+
+// PMPI_Win_attach is MPI_Win_attach for C programs, with MPICH's signature.
+//
+//export PMPI_Win_attach
+func PMPI_Win_attach(win C.int, base unsafe.Pointer, size C.long) C.int {
+	return cWin_attach(win, base, size)
+}
+
+// cWin_detach decodes MPI_Win_detach's handles and runs its translation.
+func cWin_detach(win C.int, base unsafe.Pointer) (rc C.int) {
+	defer guard(&rc, "MPI_Win_detach")
+	const fn = "MPI_Win_detach"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_detach(win_, base))
+}
+
+// MPI_Win_detach is MPI_Win_detach for C programs, with MPICH's signature.
+//
+//export MPI_Win_detach
+func MPI_Win_detach(win C.int, base unsafe.Pointer) C.int {
+	return cWin_detach(win, base)
+}
+
+// PMPI_Win_detach is MPI_Win_detach for C programs, with MPICH's signature.
+//
+//export PMPI_Win_detach
+func PMPI_Win_detach(win C.int, base unsafe.Pointer) C.int {
+	return cWin_detach(win, base)
+}
+
+// cWin_shared_query decodes MPI_Win_shared_query's handles and runs its translation.
+func cWin_shared_query(win C.int, rank C.int, size *C.long, disp_unit *C.int, baseptr unsafe.Pointer) (rc C.int) {
+	defer guard(&rc, "MPI_Win_shared_query")
+	const fn = "MPI_Win_shared_query"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_shared_query(win_, int(rank), size, disp_unit, baseptr))
+}
+
+// MPI_Win_shared_query is MPI_Win_shared_query for C programs, with MPICH's signature.
+//
+//export MPI_Win_shared_query
+func MPI_Win_shared_query(win C.int, rank C.int, size *C.long, disp_unit *C.int, baseptr unsafe.Pointer) C.int {
+	return cWin_shared_query(win, rank, size, disp_unit, baseptr)
+}
+
+// PMPI_Win_shared_query is MPI_Win_shared_query for C programs, with MPICH's signature.
+//
+//export PMPI_Win_shared_query
+func PMPI_Win_shared_query(win C.int, rank C.int, size *C.long, disp_unit *C.int, baseptr unsafe.Pointer) C.int {
+	return cWin_shared_query(win, rank, size, disp_unit, baseptr)
+}
+
+// cWin_free decodes MPI_Win_free's handles and runs its translation.
+func cWin_free(win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_free")
+	return done(nil, xWin_free(win))
+}
+
+// MPI_Win_free is MPI_Win_free for C programs, with MPICH's signature.
+//
+//export MPI_Win_free
+func MPI_Win_free(win *C.int) C.int {
+	return cWin_free(win)
+}
+
+// PMPI_Win_free is MPI_Win_free for C programs, with MPICH's signature.
+//
+//export PMPI_Win_free
+func PMPI_Win_free(win *C.int) C.int {
+	return cWin_free(win)
+}
+
+// cWin_fence decodes MPI_Win_fence's handles and runs its translation.
+func cWin_fence(assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_fence")
+	const fn = "MPI_Win_fence"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_fence(int(assert), win_))
+}
+
+// MPI_Win_fence is MPI_Win_fence for C programs, with MPICH's signature.
+//
+//export MPI_Win_fence
+func MPI_Win_fence(assert C.int, win C.int) C.int {
+	return cWin_fence(assert, win)
+}
+
+// PMPI_Win_fence is MPI_Win_fence for C programs, with MPICH's signature.
+//
+//export PMPI_Win_fence
+func PMPI_Win_fence(assert C.int, win C.int) C.int {
+	return cWin_fence(assert, win)
+}
+
+// cWin_post decodes MPI_Win_post's handles and runs its translation.
+func cWin_post(group C.int, assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_post")
+	const fn = "MPI_Win_post"
+	group_, err := groupOf(fn, int32(group))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_post(group_, int(assert), win_))
+}
+
+// MPI_Win_post is MPI_Win_post for C programs, with MPICH's signature.
+//
+//export MPI_Win_post
+func MPI_Win_post(group C.int, assert C.int, win C.int) C.int {
+	return cWin_post(group, assert, win)
+}
+
+// PMPI_Win_post is MPI_Win_post for C programs, with MPICH's signature.
+//
+//export PMPI_Win_post
+func PMPI_Win_post(group C.int, assert C.int, win C.int) C.int {
+	return cWin_post(group, assert, win)
+}
+
+// cWin_start decodes MPI_Win_start's handles and runs its translation.
+func cWin_start(group C.int, assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_start")
+	const fn = "MPI_Win_start"
+	group_, err := groupOf(fn, int32(group))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_start(group_, int(assert), win_))
+}
+
+// MPI_Win_start is MPI_Win_start for C programs, with MPICH's signature.
+//
+//export MPI_Win_start
+func MPI_Win_start(group C.int, assert C.int, win C.int) C.int {
+	return cWin_start(group, assert, win)
+}
+
+// PMPI_Win_start is MPI_Win_start for C programs, with MPICH's signature.
+//
+//export PMPI_Win_start
+func PMPI_Win_start(group C.int, assert C.int, win C.int) C.int {
+	return cWin_start(group, assert, win)
+}
+
+// cWin_complete decodes MPI_Win_complete's handles and runs its translation.
+func cWin_complete(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_complete")
+	const fn = "MPI_Win_complete"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_complete(win_))
+}
+
+// MPI_Win_complete is MPI_Win_complete for C programs, with MPICH's signature.
+//
+//export MPI_Win_complete
+func MPI_Win_complete(win C.int) C.int {
+	return cWin_complete(win)
+}
+
+// PMPI_Win_complete is MPI_Win_complete for C programs, with MPICH's signature.
+//
+//export PMPI_Win_complete
+func PMPI_Win_complete(win C.int) C.int {
+	return cWin_complete(win)
+}
+
+// cWin_wait decodes MPI_Win_wait's handles and runs its translation.
+func cWin_wait(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_wait")
+	const fn = "MPI_Win_wait"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_wait(win_))
+}
+
+// MPI_Win_wait is MPI_Win_wait for C programs, with MPICH's signature.
+//
+//export MPI_Win_wait
+func MPI_Win_wait(win C.int) C.int {
+	return cWin_wait(win)
+}
+
+// PMPI_Win_wait is MPI_Win_wait for C programs, with MPICH's signature.
+//
+//export PMPI_Win_wait
+func PMPI_Win_wait(win C.int) C.int {
+	return cWin_wait(win)
+}
+
+// cWin_test decodes MPI_Win_test's handles and runs its translation.
+func cWin_test(win C.int, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_test")
+	const fn = "MPI_Win_test"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_test(win_, flag))
+}
+
+// MPI_Win_test is MPI_Win_test for C programs, with MPICH's signature.
+//
+//export MPI_Win_test
+func MPI_Win_test(win C.int, flag *C.int) C.int {
+	return cWin_test(win, flag)
+}
+
+// PMPI_Win_test is MPI_Win_test for C programs, with MPICH's signature.
+//
+//export PMPI_Win_test
+func PMPI_Win_test(win C.int, flag *C.int) C.int {
+	return cWin_test(win, flag)
+}
+
+// cWin_lock decodes MPI_Win_lock's handles and runs its translation.
+func cWin_lock(lock_type C.int, rank C.int, assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_lock")
+	const fn = "MPI_Win_lock"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_lock(int(lock_type), int(rank), int(assert), win_))
+}
+
+// MPI_Win_lock is MPI_Win_lock for C programs, with MPICH's signature.
+//
+//export MPI_Win_lock
+func MPI_Win_lock(lock_type C.int, rank C.int, assert C.int, win C.int) C.int {
+	return cWin_lock(lock_type, rank, assert, win)
+}
+
+// PMPI_Win_lock is MPI_Win_lock for C programs, with MPICH's signature.
+//
+//export PMPI_Win_lock
+func PMPI_Win_lock(lock_type C.int, rank C.int, assert C.int, win C.int) C.int {
+	return cWin_lock(lock_type, rank, assert, win)
+}
+
+// cWin_unlock decodes MPI_Win_unlock's handles and runs its translation.
+func cWin_unlock(rank C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_unlock")
+	const fn = "MPI_Win_unlock"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_unlock(int(rank), win_))
+}
+
+// MPI_Win_unlock is MPI_Win_unlock for C programs, with MPICH's signature.
+//
+//export MPI_Win_unlock
+func MPI_Win_unlock(rank C.int, win C.int) C.int {
+	return cWin_unlock(rank, win)
+}
+
+// PMPI_Win_unlock is MPI_Win_unlock for C programs, with MPICH's signature.
+//
+//export PMPI_Win_unlock
+func PMPI_Win_unlock(rank C.int, win C.int) C.int {
+	return cWin_unlock(rank, win)
+}
+
+// cWin_lock_all decodes MPI_Win_lock_all's handles and runs its translation.
+func cWin_lock_all(assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_lock_all")
+	const fn = "MPI_Win_lock_all"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_lock_all(int(assert), win_))
+}
+
+// MPI_Win_lock_all is MPI_Win_lock_all for C programs, with MPICH's signature.
+//
+//export MPI_Win_lock_all
+func MPI_Win_lock_all(assert C.int, win C.int) C.int {
+	return cWin_lock_all(assert, win)
+}
+
+// PMPI_Win_lock_all is MPI_Win_lock_all for C programs, with MPICH's signature.
+//
+//export PMPI_Win_lock_all
+func PMPI_Win_lock_all(assert C.int, win C.int) C.int {
+	return cWin_lock_all(assert, win)
+}
+
+// cWin_unlock_all decodes MPI_Win_unlock_all's handles and runs its translation.
+func cWin_unlock_all(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_unlock_all")
+	const fn = "MPI_Win_unlock_all"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_unlock_all(win_))
+}
+
+// MPI_Win_unlock_all is MPI_Win_unlock_all for C programs, with MPICH's signature.
+//
+//export MPI_Win_unlock_all
+func MPI_Win_unlock_all(win C.int) C.int {
+	return cWin_unlock_all(win)
+}
+
+// PMPI_Win_unlock_all is MPI_Win_unlock_all for C programs, with MPICH's signature.
+//
+//export PMPI_Win_unlock_all
+func PMPI_Win_unlock_all(win C.int) C.int {
+	return cWin_unlock_all(win)
+}
+
+// cWin_flush decodes MPI_Win_flush's handles and runs its translation.
+func cWin_flush(rank C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_flush")
+	const fn = "MPI_Win_flush"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_flush(int(rank), win_))
+}
+
+// MPI_Win_flush is MPI_Win_flush for C programs, with MPICH's signature.
+//
+//export MPI_Win_flush
+func MPI_Win_flush(rank C.int, win C.int) C.int {
+	return cWin_flush(rank, win)
+}
+
+// PMPI_Win_flush is MPI_Win_flush for C programs, with MPICH's signature.
+//
+//export PMPI_Win_flush
+func PMPI_Win_flush(rank C.int, win C.int) C.int {
+	return cWin_flush(rank, win)
+}
+
+// cWin_flush_all decodes MPI_Win_flush_all's handles and runs its translation.
+func cWin_flush_all(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_flush_all")
+	const fn = "MPI_Win_flush_all"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_flush_all(win_))
+}
+
+// MPI_Win_flush_all is MPI_Win_flush_all for C programs, with MPICH's signature.
+//
+//export MPI_Win_flush_all
+func MPI_Win_flush_all(win C.int) C.int {
+	return cWin_flush_all(win)
+}
+
+// PMPI_Win_flush_all is MPI_Win_flush_all for C programs, with MPICH's signature.
+//
+//export PMPI_Win_flush_all
+func PMPI_Win_flush_all(win C.int) C.int {
+	return cWin_flush_all(win)
+}
+
+// cWin_flush_local decodes MPI_Win_flush_local's handles and runs its translation.
+func cWin_flush_local(rank C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_flush_local")
+	const fn = "MPI_Win_flush_local"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_flush_local(int(rank), win_))
+}
+
+// MPI_Win_flush_local is MPI_Win_flush_local for C programs, with MPICH's signature.
+//
+//export MPI_Win_flush_local
+func MPI_Win_flush_local(rank C.int, win C.int) C.int {
+	return cWin_flush_local(rank, win)
+}
+
+// PMPI_Win_flush_local is MPI_Win_flush_local for C programs, with MPICH's signature.
+//
+//export PMPI_Win_flush_local
+func PMPI_Win_flush_local(rank C.int, win C.int) C.int {
+	return cWin_flush_local(rank, win)
+}
+
+// cWin_flush_local_all decodes MPI_Win_flush_local_all's handles and runs its translation.
+func cWin_flush_local_all(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_flush_local_all")
+	const fn = "MPI_Win_flush_local_all"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_flush_local_all(win_))
+}
+
+// MPI_Win_flush_local_all is MPI_Win_flush_local_all for C programs, with MPICH's signature.
+//
+//export MPI_Win_flush_local_all
+func MPI_Win_flush_local_all(win C.int) C.int {
+	return cWin_flush_local_all(win)
+}
+
+// PMPI_Win_flush_local_all is MPI_Win_flush_local_all for C programs, with MPICH's signature.
+//
+//export PMPI_Win_flush_local_all
+func PMPI_Win_flush_local_all(win C.int) C.int {
+	return cWin_flush_local_all(win)
+}
+
+// cWin_sync decodes MPI_Win_sync's handles and runs its translation.
+func cWin_sync(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_sync")
+	const fn = "MPI_Win_sync"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_sync(win_))
+}
+
+// MPI_Win_sync is MPI_Win_sync for C programs, with MPICH's signature.
+//
+//export MPI_Win_sync
+func MPI_Win_sync(win C.int) C.int {
+	return cWin_sync(win)
+}
+
+// PMPI_Win_sync is MPI_Win_sync for C programs, with MPICH's signature.
+//
+//export PMPI_Win_sync
+func PMPI_Win_sync(win C.int) C.int {
+	return cWin_sync(win)
+}
+
+// cWin_set_name decodes MPI_Win_set_name's handles and runs its translation.
+func cWin_set_name(win C.int, name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Win_set_name")
+	const fn = "MPI_Win_set_name"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_set_name(win_, name))
+}
+
+// MPI_Win_set_name is MPI_Win_set_name for C programs, with MPICH's signature.
+//
+//export MPI_Win_set_name
+func MPI_Win_set_name(win C.int, name *C.char) C.int {
+	return cWin_set_name(win, name)
+}
+
+// PMPI_Win_set_name is MPI_Win_set_name for C programs, with MPICH's signature.
+//
+//export PMPI_Win_set_name
+func PMPI_Win_set_name(win C.int, name *C.char) C.int {
+	return cWin_set_name(win, name)
+}
+
+// cWin_get_name decodes MPI_Win_get_name's handles and runs its translation.
+func cWin_get_name(win C.int, name *C.char, resultlen *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_name")
+	const fn = "MPI_Win_get_name"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_name(win_, name, resultlen))
+}
+
+// MPI_Win_get_name is MPI_Win_get_name for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_name
+func MPI_Win_get_name(win C.int, name *C.char, resultlen *C.int) C.int {
+	return cWin_get_name(win, name, resultlen)
+}
+
+// PMPI_Win_get_name is MPI_Win_get_name for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_name
+func PMPI_Win_get_name(win C.int, name *C.char, resultlen *C.int) C.int {
+	return cWin_get_name(win, name, resultlen)
+}
+
+// cWin_get_group decodes MPI_Win_get_group's handles and runs its translation.
+func cWin_get_group(win C.int, group *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_group")
+	const fn = "MPI_Win_get_group"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_group(win_, group))
+}
+
+// MPI_Win_get_group is MPI_Win_get_group for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_group
+func MPI_Win_get_group(win C.int, group *C.int) C.int {
+	return cWin_get_group(win, group)
+}
+
+// PMPI_Win_get_group is MPI_Win_get_group for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_group
+func PMPI_Win_get_group(win C.int, group *C.int) C.int {
+	return cWin_get_group(win, group)
+}
+
+// cWin_get_info decodes MPI_Win_get_info's handles and runs its translation.
+func cWin_get_info(win C.int, info *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_info")
+	const fn = "MPI_Win_get_info"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_info(win_, info))
+}
+
+// MPI_Win_get_info is MPI_Win_get_info for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_info
+func MPI_Win_get_info(win C.int, info *C.int) C.int {
+	return cWin_get_info(win, info)
+}
+
+// PMPI_Win_get_info is MPI_Win_get_info for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_info
+func PMPI_Win_get_info(win C.int, info *C.int) C.int {
+	return cWin_get_info(win, info)
+}
+
+// cWin_set_info decodes MPI_Win_set_info's handles and runs its translation.
+func cWin_set_info(win C.int, info C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_set_info")
+	const fn = "MPI_Win_set_info"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_set_info(win_, int32(info)))
+}
+
+// MPI_Win_set_info is MPI_Win_set_info for C programs, with MPICH's signature.
+//
+//export MPI_Win_set_info
+func MPI_Win_set_info(win C.int, info C.int) C.int {
+	return cWin_set_info(win, info)
+}
+
+// PMPI_Win_set_info is MPI_Win_set_info for C programs, with MPICH's signature.
+//
+//export PMPI_Win_set_info
+func PMPI_Win_set_info(win C.int, info C.int) C.int {
+	return cWin_set_info(win, info)
+}
+
+// cWin_get_attr decodes MPI_Win_get_attr's handles and runs its translation.
+func cWin_get_attr(win C.int, keyval C.int, attribute_val *uintptr, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_attr")
+	const fn = "MPI_Win_get_attr"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_attr(win_, int32(keyval), attribute_val, flag))
+}
+
+// MPI_Win_get_attr is MPI_Win_get_attr for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_attr
+func MPI_Win_get_attr(win C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
+	return cWin_get_attr(win, keyval, attribute_val, flag)
+}
+
+// PMPI_Win_get_attr is MPI_Win_get_attr for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_attr
+func PMPI_Win_get_attr(win C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
+	return cWin_get_attr(win, keyval, attribute_val, flag)
+}
+
+// cWin_set_errhandler decodes MPI_Win_set_errhandler's handles and runs its translation.
+func cWin_set_errhandler(win C.int, errhandler C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_set_errhandler")
+	const fn = "MPI_Win_set_errhandler"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_set_errhandler(win_, int32(errhandler)))
+}
+
+// MPI_Win_set_errhandler is MPI_Win_set_errhandler for C programs, with MPICH's signature.
+//
+//export MPI_Win_set_errhandler
+func MPI_Win_set_errhandler(win C.int, errhandler C.int) C.int {
+	return cWin_set_errhandler(win, errhandler)
+}
+
+// PMPI_Win_set_errhandler is MPI_Win_set_errhandler for C programs, with MPICH's signature.
+//
+//export PMPI_Win_set_errhandler
+func PMPI_Win_set_errhandler(win C.int, errhandler C.int) C.int {
+	return cWin_set_errhandler(win, errhandler)
+}
+
+// cWin_get_errhandler decodes MPI_Win_get_errhandler's handles and runs its translation.
+func cWin_get_errhandler(win C.int, errhandler *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_errhandler")
+	const fn = "MPI_Win_get_errhandler"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_errhandler(win_, errhandler))
+}
+
+// MPI_Win_get_errhandler is MPI_Win_get_errhandler for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_errhandler
+func MPI_Win_get_errhandler(win C.int, errhandler *C.int) C.int {
+	return cWin_get_errhandler(win, errhandler)
+}
+
+// PMPI_Win_get_errhandler is MPI_Win_get_errhandler for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_errhandler
+func PMPI_Win_get_errhandler(win C.int, errhandler *C.int) C.int {
+	return cWin_get_errhandler(win, errhandler)
+}
+
+// cWin_call_errhandler decodes MPI_Win_call_errhandler's handles and runs its translation.
+func cWin_call_errhandler(win C.int, errorcode C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_call_errhandler")
+	const fn = "MPI_Win_call_errhandler"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_call_errhandler(win_, int(errorcode)))
+}
+
+// MPI_Win_call_errhandler is MPI_Win_call_errhandler for C programs, with MPICH's signature.
+//
+//export MPI_Win_call_errhandler
+func MPI_Win_call_errhandler(win C.int, errorcode C.int) C.int {
+	return cWin_call_errhandler(win, errorcode)
+}
+
+// PMPI_Win_call_errhandler is MPI_Win_call_errhandler for C programs, with MPICH's signature.
+//
+//export PMPI_Win_call_errhandler
+func PMPI_Win_call_errhandler(win C.int, errorcode C.int) C.int {
+	return cWin_call_errhandler(win, errorcode)
+}
+
+// cPut decodes MPI_Put's handles and runs its translation.
+func cPut(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Put")
+	const fn = "MPI_Put"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xPut(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_))
+}
+
+// MPI_Put is MPI_Put for C programs, with MPICH's signature.
+//
+//export MPI_Put
+func MPI_Put(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) C.int {
+	return cPut(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// PMPI_Put is MPI_Put for C programs, with MPICH's signature.
+//
+//export PMPI_Put
+func PMPI_Put(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) C.int {
+	return cPut(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// cPut_c decodes MPI_Put_c's handles and runs its translation.
+func cPut_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Put_c")
+	const fn = "MPI_Put_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xPut(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_))
+}
+
+// MPI_Put_c is MPI_Put_c for C programs, with MPICH's signature.
+//
+//export MPI_Put_c
+func MPI_Put_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) C.int {
+	return cPut_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// PMPI_Put_c is MPI_Put_c for C programs, with MPICH's signature.
+//
+//export PMPI_Put_c
+func PMPI_Put_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) C.int {
+	return cPut_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// cGet decodes MPI_Get's handles and runs its translation.
+func cGet(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get")
+	const fn = "MPI_Get"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xGet(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_))
+}
+
+// MPI_Get is MPI_Get for C programs, with MPICH's signature.
+//
+//export MPI_Get
+func MPI_Get(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) C.int {
+	return cGet(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// PMPI_Get is MPI_Get for C programs, with MPICH's signature.
+//
+//export PMPI_Get
+func PMPI_Get(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) C.int {
+	return cGet(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// cGet_c decodes MPI_Get_c's handles and runs its translation.
+func cGet_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_c")
+	const fn = "MPI_Get_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xGet(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_))
+}
+
+// MPI_Get_c is MPI_Get_c for C programs, with MPICH's signature.
+//
+//export MPI_Get_c
+func MPI_Get_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) C.int {
+	return cGet_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// PMPI_Get_c is MPI_Get_c for C programs, with MPICH's signature.
+//
+//export PMPI_Get_c
+func PMPI_Get_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) C.int {
+	return cGet_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// cAccumulate decodes MPI_Accumulate's handles and runs its translation.
+func cAccumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Accumulate")
+	const fn = "MPI_Accumulate"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xAccumulate(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_))
+}
+
+// MPI_Accumulate is MPI_Accumulate for C programs, with MPICH's signature.
+//
+//export MPI_Accumulate
+func MPI_Accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) C.int {
+	return cAccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// PMPI_Accumulate is MPI_Accumulate for C programs, with MPICH's signature.
+//
+//export PMPI_Accumulate
+func PMPI_Accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) C.int {
+	return cAccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// cAccumulate_c decodes MPI_Accumulate_c's handles and runs its translation.
+func cAccumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Accumulate_c")
+	const fn = "MPI_Accumulate_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xAccumulate(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_))
+}
+
+// MPI_Accumulate_c is MPI_Accumulate_c for C programs, with MPICH's signature.
+//
+//export MPI_Accumulate_c
+func MPI_Accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) C.int {
+	return cAccumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// PMPI_Accumulate_c is MPI_Accumulate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Accumulate_c
+func PMPI_Accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) C.int {
+	return cAccumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// cGet_accumulate decodes MPI_Get_accumulate's handles and runs its translation.
+func cGet_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_accumulate")
+	const fn = "MPI_Get_accumulate"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	result_datatype_, err := typeOf(fn, int32(result_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xGet_accumulate(origin_addr, int(origin_count), origin_datatype_, result_addr, int(result_count), result_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_))
+}
+
+// MPI_Get_accumulate is MPI_Get_accumulate for C programs, with MPICH's signature.
+//
+//export MPI_Get_accumulate
+func MPI_Get_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) C.int {
+	return cGet_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// PMPI_Get_accumulate is MPI_Get_accumulate for C programs, with MPICH's signature.
+//
+//export PMPI_Get_accumulate
+func PMPI_Get_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) C.int {
+	return cGet_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// cGet_accumulate_c decodes MPI_Get_accumulate_c's handles and runs its translation.
+func cGet_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_accumulate_c")
+	const fn = "MPI_Get_accumulate_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	result_datatype_, err := typeOf(fn, int32(result_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xGet_accumulate(origin_addr, int(origin_count), origin_datatype_, result_addr, int(result_count), result_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_))
+}
+
+// MPI_Get_accumulate_c is MPI_Get_accumulate_c for C programs, with MPICH's signature.
+//
+//export MPI_Get_accumulate_c
+func MPI_Get_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) C.int {
+	return cGet_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// PMPI_Get_accumulate_c is MPI_Get_accumulate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Get_accumulate_c
+func PMPI_Get_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) C.int {
+	return cGet_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// cFetch_and_op decodes MPI_Fetch_and_op's handles and runs its translation.
+func cFetch_and_op(origin_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Fetch_and_op")
+	const fn = "MPI_Fetch_and_op"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xFetch_and_op(origin_addr, result_addr, datatype_, int(target_rank), int(target_disp), op_, win_))
+}
+
+// MPI_Fetch_and_op is MPI_Fetch_and_op for C programs, with MPICH's signature.
+//
+//export MPI_Fetch_and_op
+func MPI_Fetch_and_op(origin_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, op C.int, win C.int) C.int {
+	return cFetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win)
+}
+
+// PMPI_Fetch_and_op is MPI_Fetch_and_op for C programs, with MPICH's signature.
+//
+//export PMPI_Fetch_and_op
+func PMPI_Fetch_and_op(origin_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, op C.int, win C.int) C.int {
+	return cFetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win)
+}
+
+// cCompare_and_swap decodes MPI_Compare_and_swap's handles and runs its translation.
+func cCompare_and_swap(origin_addr unsafe.Pointer, compare_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Compare_and_swap")
+	const fn = "MPI_Compare_and_swap"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xCompare_and_swap(origin_addr, compare_addr, result_addr, datatype_, int(target_rank), int(target_disp), win_))
+}
+
+// MPI_Compare_and_swap is MPI_Compare_and_swap for C programs, with MPICH's signature.
+//
+//export MPI_Compare_and_swap
+func MPI_Compare_and_swap(origin_addr unsafe.Pointer, compare_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, win C.int) C.int {
+	return cCompare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win)
+}
+
+// PMPI_Compare_and_swap is MPI_Compare_and_swap for C programs, with MPICH's signature.
+//
+//export PMPI_Compare_and_swap
+func PMPI_Compare_and_swap(origin_addr unsafe.Pointer, compare_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, win C.int) C.int {
+	return cCompare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win)
+}
+
+// cRput decodes MPI_Rput's handles and runs its translation.
+func cRput(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rput")
+	const fn = "MPI_Rput"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRput(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_, request))
+}
+
+// MPI_Rput is MPI_Rput for C programs, with MPICH's signature.
+//
+//export MPI_Rput
+func MPI_Rput(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRput(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// PMPI_Rput is MPI_Rput for C programs, with MPICH's signature.
+//
+//export PMPI_Rput
+func PMPI_Rput(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRput(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// cRput_c decodes MPI_Rput_c's handles and runs its translation.
+func cRput_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rput_c")
+	const fn = "MPI_Rput_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRput(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_, request))
+}
+
+// MPI_Rput_c is MPI_Rput_c for C programs, with MPICH's signature.
+//
+//export MPI_Rput_c
+func MPI_Rput_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// PMPI_Rput_c is MPI_Rput_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rput_c
+func PMPI_Rput_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// cRget decodes MPI_Rget's handles and runs its translation.
+func cRget(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rget")
+	const fn = "MPI_Rget"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRget(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_, request))
+}
+
+// MPI_Rget is MPI_Rget for C programs, with MPICH's signature.
+//
+//export MPI_Rget
+func MPI_Rget(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRget(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// PMPI_Rget is MPI_Rget for C programs, with MPICH's signature.
+//
+//export PMPI_Rget
+func PMPI_Rget(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRget(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// cRget_c decodes MPI_Rget_c's handles and runs its translation.
+func cRget_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rget_c")
+	const fn = "MPI_Rget_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRget(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_, request))
+}
+
+// MPI_Rget_c is MPI_Rget_c for C programs, with MPICH's signature.
+//
+//export MPI_Rget_c
+func MPI_Rget_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// PMPI_Rget_c is MPI_Rget_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rget_c
+func PMPI_Rget_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// cRaccumulate decodes MPI_Raccumulate's handles and runs its translation.
+func cRaccumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Raccumulate")
+	const fn = "MPI_Raccumulate"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRaccumulate(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_, request))
+}
+
+// MPI_Raccumulate is MPI_Raccumulate for C programs, with MPICH's signature.
+//
+//export MPI_Raccumulate
+func MPI_Raccumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRaccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// PMPI_Raccumulate is MPI_Raccumulate for C programs, with MPICH's signature.
+//
+//export PMPI_Raccumulate
+func PMPI_Raccumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRaccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// cRaccumulate_c decodes MPI_Raccumulate_c's handles and runs its translation.
+func cRaccumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Raccumulate_c")
+	const fn = "MPI_Raccumulate_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRaccumulate(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_, request))
+}
+
+// MPI_Raccumulate_c is MPI_Raccumulate_c for C programs, with MPICH's signature.
+//
+//export MPI_Raccumulate_c
+func MPI_Raccumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRaccumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// PMPI_Raccumulate_c is MPI_Raccumulate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Raccumulate_c
+func PMPI_Raccumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRaccumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// cRget_accumulate decodes MPI_Rget_accumulate's handles and runs its translation.
+func cRget_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rget_accumulate")
+	const fn = "MPI_Rget_accumulate"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	result_datatype_, err := typeOf(fn, int32(result_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRget_accumulate(origin_addr, int(origin_count), origin_datatype_, result_addr, int(result_count), result_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_, request))
+}
+
+// MPI_Rget_accumulate is MPI_Rget_accumulate for C programs, with MPICH's signature.
+//
+//export MPI_Rget_accumulate
+func MPI_Rget_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRget_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// PMPI_Rget_accumulate is MPI_Rget_accumulate for C programs, with MPICH's signature.
+//
+//export PMPI_Rget_accumulate
+func PMPI_Rget_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRget_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// cRget_accumulate_c decodes MPI_Rget_accumulate_c's handles and runs its translation.
+func cRget_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rget_accumulate_c")
+	const fn = "MPI_Rget_accumulate_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	result_datatype_, err := typeOf(fn, int32(result_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRget_accumulate(origin_addr, int(origin_count), origin_datatype_, result_addr, int(result_count), result_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_, request))
+}
+
+// MPI_Rget_accumulate_c is MPI_Rget_accumulate_c for C programs, with MPICH's signature.
+//
+//export MPI_Rget_accumulate_c
+func MPI_Rget_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRget_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// PMPI_Rget_accumulate_c is MPI_Rget_accumulate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rget_accumulate_c
+func PMPI_Rget_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRget_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// cComm_spawn decodes MPI_Comm_spawn's handles and runs its translation.
+func cComm_spawn(command *C.char, argv unsafe.Pointer, maxprocs C.int, info C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_spawn")
+	const fn = "MPI_Comm_spawn"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_spawn(command, argv, int(maxprocs), int32(info), int(root), comm_, intercomm, array_of_errcodes))
+}
+
+// MPI_Comm_spawn is MPI_Comm_spawn for C programs, with MPICH's signature.
+//
+//export MPI_Comm_spawn
+func MPI_Comm_spawn(command *C.char, argv unsafe.Pointer, maxprocs C.int, info C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) C.int {
+	return cComm_spawn(command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes)
+}
+
+// PMPI_Comm_spawn is MPI_Comm_spawn for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_spawn
+func PMPI_Comm_spawn(command *C.char, argv unsafe.Pointer, maxprocs C.int, info C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) C.int {
+	return cComm_spawn(command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes)
+}
+
+// cComm_spawn_multiple decodes MPI_Comm_spawn_multiple's handles and runs its translation.
+func cComm_spawn_multiple(count C.int, array_of_commands unsafe.Pointer, array_of_argv unsafe.Pointer, array_of_maxprocs *C.int, array_of_info *C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_spawn_multiple")
+	const fn = "MPI_Comm_spawn_multiple"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_spawn_multiple(int(count), array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, int(root), comm_, intercomm, array_of_errcodes))
+}
+
+// MPI_Comm_spawn_multiple is MPI_Comm_spawn_multiple for C programs, with MPICH's signature.
+//
+//export MPI_Comm_spawn_multiple
+func MPI_Comm_spawn_multiple(count C.int, array_of_commands unsafe.Pointer, array_of_argv unsafe.Pointer, array_of_maxprocs *C.int, array_of_info *C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) C.int {
+	return cComm_spawn_multiple(count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes)
+}
+
+// PMPI_Comm_spawn_multiple is MPI_Comm_spawn_multiple for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_spawn_multiple
+func PMPI_Comm_spawn_multiple(count C.int, array_of_commands unsafe.Pointer, array_of_argv unsafe.Pointer, array_of_maxprocs *C.int, array_of_info *C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) C.int {
+	return cComm_spawn_multiple(count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes)
+}
+
+// cComm_get_parent decodes MPI_Comm_get_parent's handles and runs its translation.
+func cComm_get_parent(parent *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_get_parent")
+	return done(nil, xComm_get_parent(parent))
+}
+
+// MPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
+//
+//export MPI_Comm_get_parent
+func MPI_Comm_get_parent(parent *C.int) C.int {
+	return cComm_get_parent(parent)
+}
+
+// PMPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_get_parent
+func PMPI_Comm_get_parent(parent *C.int) C.int {
+	return cComm_get_parent(parent)
+}
+
+// cOpen_port decodes MPI_Open_port's handles and runs its translation.
+func cOpen_port(info C.int, port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Open_port")
+	return done(nil, xOpen_port(int32(info), port_name))
+}
+
+// MPI_Open_port is MPI_Open_port for C programs, with MPICH's signature.
+//
+//export MPI_Open_port
+func MPI_Open_port(info C.int, port_name *C.char) C.int {
+	return cOpen_port(info, port_name)
+}
+
+// PMPI_Open_port is MPI_Open_port for C programs, with MPICH's signature.
+//
+//export PMPI_Open_port
+func PMPI_Open_port(info C.int, port_name *C.char) C.int {
+	return cOpen_port(info, port_name)
+}
+
+// cClose_port decodes MPI_Close_port's handles and runs its translation.
+func cClose_port(port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Close_port")
+	return done(nil, xClose_port(port_name))
+}
+
+// MPI_Close_port is MPI_Close_port for C programs, with MPICH's signature.
+//
+//export MPI_Close_port
+func MPI_Close_port(port_name *C.char) C.int {
+	return cClose_port(port_name)
+}
+
+// PMPI_Close_port is MPI_Close_port for C programs, with MPICH's signature.
+//
+//export PMPI_Close_port
+func PMPI_Close_port(port_name *C.char) C.int {
+	return cClose_port(port_name)
+}
+
+// cComm_accept decodes MPI_Comm_accept's handles and runs its translation.
+func cComm_accept(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_accept")
+	const fn = "MPI_Comm_accept"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_accept(port_name, int32(info), int(root), comm_, newcomm))
+}
+
+// MPI_Comm_accept is MPI_Comm_accept for C programs, with MPICH's signature.
+//
+//export MPI_Comm_accept
+func MPI_Comm_accept(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) C.int {
+	return cComm_accept(port_name, info, root, comm, newcomm)
+}
+
+// PMPI_Comm_accept is MPI_Comm_accept for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_accept
+func PMPI_Comm_accept(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) C.int {
+	return cComm_accept(port_name, info, root, comm, newcomm)
+}
+
+// cComm_connect decodes MPI_Comm_connect's handles and runs its translation.
+func cComm_connect(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_connect")
+	const fn = "MPI_Comm_connect"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_connect(port_name, int32(info), int(root), comm_, newcomm))
+}
+
+// MPI_Comm_connect is MPI_Comm_connect for C programs, with MPICH's signature.
+//
+//export MPI_Comm_connect
+func MPI_Comm_connect(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) C.int {
+	return cComm_connect(port_name, info, root, comm, newcomm)
+}
+
+// PMPI_Comm_connect is MPI_Comm_connect for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_connect
+func PMPI_Comm_connect(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) C.int {
+	return cComm_connect(port_name, info, root, comm, newcomm)
+}
+
+// cComm_disconnect decodes MPI_Comm_disconnect's handles and runs its translation.
+func cComm_disconnect(comm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_disconnect")
+	return done(nil, xComm_disconnect(comm))
+}
+
+// MPI_Comm_disconnect is MPI_Comm_disconnect for C programs, with MPICH's signature.
+//
+//export MPI_Comm_disconnect
+func MPI_Comm_disconnect(comm *C.int) C.int {
+	return cComm_disconnect(comm)
+}
+
+// PMPI_Comm_disconnect is MPI_Comm_disconnect for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_disconnect
+func PMPI_Comm_disconnect(comm *C.int) C.int {
+	return cComm_disconnect(comm)
+}
+
+// cPublish_name decodes MPI_Publish_name's handles and runs its translation.
+func cPublish_name(service_name *C.char, info C.int, port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Publish_name")
+	return done(nil, xPublish_name(service_name, int32(info), port_name))
+}
+
+// MPI_Publish_name is MPI_Publish_name for C programs, with MPICH's signature.
+//
+//export MPI_Publish_name
+func MPI_Publish_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cPublish_name(service_name, info, port_name)
+}
+
+// PMPI_Publish_name is MPI_Publish_name for C programs, with MPICH's signature.
+//
+//export PMPI_Publish_name
+func PMPI_Publish_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cPublish_name(service_name, info, port_name)
+}
+
+// cUnpublish_name decodes MPI_Unpublish_name's handles and runs its translation.
+func cUnpublish_name(service_name *C.char, info C.int, port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Unpublish_name")
+	return done(nil, xUnpublish_name(service_name, int32(info), port_name))
+}
+
+// MPI_Unpublish_name is MPI_Unpublish_name for C programs, with MPICH's signature.
+//
+//export MPI_Unpublish_name
+func MPI_Unpublish_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cUnpublish_name(service_name, info, port_name)
+}
+
+// PMPI_Unpublish_name is MPI_Unpublish_name for C programs, with MPICH's signature.
+//
+//export PMPI_Unpublish_name
+func PMPI_Unpublish_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cUnpublish_name(service_name, info, port_name)
+}
+
+// cLookup_name decodes MPI_Lookup_name's handles and runs its translation.
+func cLookup_name(service_name *C.char, info C.int, port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Lookup_name")
+	return done(nil, xLookup_name(service_name, int32(info), port_name))
+}
+
+// MPI_Lookup_name is MPI_Lookup_name for C programs, with MPICH's signature.
+//
+//export MPI_Lookup_name
+func MPI_Lookup_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cLookup_name(service_name, info, port_name)
+}
+
+// PMPI_Lookup_name is MPI_Lookup_name for C programs, with MPICH's signature.
+//
+//export PMPI_Lookup_name
+func PMPI_Lookup_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cLookup_name(service_name, info, port_name)
+}
+
+// cComm_join decodes MPI_Comm_join's handles and runs its translation.
+func cComm_join(fd C.int, intercomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_join")
+	return done(nil, xComm_join(int(fd), intercomm))
+}
+
+// MPI_Comm_join is MPI_Comm_join for C programs, with MPICH's signature.
+//
+//export MPI_Comm_join
+func MPI_Comm_join(fd C.int, intercomm *C.int) C.int {
+	return cComm_join(fd, intercomm)
+}
+
+// PMPI_Comm_join is MPI_Comm_join for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_join
+func PMPI_Comm_join(fd C.int, intercomm *C.int) C.int {
+	return cComm_join(fd, intercomm)
+}
+
 // unsupportedNames are the ABI functions zstubs.c answers with
 // MPI_ERR_UNSUPPORTED_OPERATION, by the index the stub passes.
 var unsupportedNames = [...]string{
@@ -6162,8 +7918,6 @@ var unsupportedNames = [...]string{
 	"MPIX_Query_cuda_support",
 	"MPIX_Query_hip_support",
 	"MPIX_Query_ze_support",
-	"MPI_Accumulate",
-	"MPI_Accumulate_c",
 	"MPI_Add_error_class",
 	"MPI_Add_error_code",
 	"MPI_Add_error_string",
@@ -6185,22 +7939,13 @@ var unsupportedNames = [...]string{
 	"MPI_Buffer_attach_c",
 	"MPI_Buffer_detach_c",
 	"MPI_Cart_map",
-	"MPI_Close_port",
-	"MPI_Comm_accept",
-	"MPI_Comm_connect",
 	"MPI_Comm_create_from_group",
-	"MPI_Comm_disconnect",
 	"MPI_Comm_get_info",
-	"MPI_Comm_join",
 	"MPI_Comm_set_info",
-	"MPI_Comm_spawn",
-	"MPI_Comm_spawn_multiple",
-	"MPI_Compare_and_swap",
 	"MPI_DUP_FN",
 	"MPI_Dist_graph_create",
 	"MPI_Exscan_c",
 	"MPI_Exscan_init_c",
-	"MPI_Fetch_and_op",
 	"MPI_File_call_errhandler",
 	"MPI_File_close",
 	"MPI_File_create_errhandler",
@@ -6293,10 +8038,6 @@ var unsupportedNames = [...]string{
 	"MPI_Gather_init_c",
 	"MPI_Gatherv_c",
 	"MPI_Gatherv_init_c",
-	"MPI_Get",
-	"MPI_Get_accumulate",
-	"MPI_Get_accumulate_c",
-	"MPI_Get_c",
 	"MPI_Graph_get",
 	"MPI_Graph_map",
 	"MPI_Graphdims_get",
@@ -6336,7 +8077,6 @@ var unsupportedNames = [...]string{
 	"MPI_Isendrecv_c",
 	"MPI_Isendrecv_replace_c",
 	"MPI_Issend_c",
-	"MPI_Lookup_name",
 	"MPI_Mrecv_c",
 	"MPI_Neighbor_allgather_c",
 	"MPI_Neighbor_allgather_init",
@@ -6357,7 +8097,6 @@ var unsupportedNames = [...]string{
 	"MPI_Neighbor_alltoallw_init",
 	"MPI_Neighbor_alltoallw_init_c",
 	"MPI_Op_create_c",
-	"MPI_Open_port",
 	"MPI_Pack_c",
 	"MPI_Pack_external",
 	"MPI_Pack_external_c",
@@ -6370,11 +8109,6 @@ var unsupportedNames = [...]string{
 	"MPI_Pready_range",
 	"MPI_Precv_init",
 	"MPI_Psend_init",
-	"MPI_Publish_name",
-	"MPI_Put",
-	"MPI_Put_c",
-	"MPI_Raccumulate",
-	"MPI_Raccumulate_c",
 	"MPI_Recv_init_c",
 	"MPI_Reduce_init_c",
 	"MPI_Reduce_local_c",
@@ -6384,12 +8118,6 @@ var unsupportedNames = [...]string{
 	"MPI_Reduce_scatter_init_c",
 	"MPI_Register_datarep",
 	"MPI_Register_datarep_c",
-	"MPI_Rget",
-	"MPI_Rget_accumulate",
-	"MPI_Rget_accumulate_c",
-	"MPI_Rget_c",
-	"MPI_Rput",
-	"MPI_Rput_c",
 	"MPI_Rsend_c",
 	"MPI_Rsend_init_c",
 	"MPI_Scan_c",
@@ -6494,46 +8222,10 @@ var unsupportedNames = [...]string{
 	"MPI_Unpack_c",
 	"MPI_Unpack_external",
 	"MPI_Unpack_external_c",
-	"MPI_Unpublish_name",
-	"MPI_Win_allocate",
-	"MPI_Win_allocate_c",
-	"MPI_Win_allocate_shared",
-	"MPI_Win_allocate_shared_c",
-	"MPI_Win_attach",
-	"MPI_Win_call_errhandler",
-	"MPI_Win_complete",
-	"MPI_Win_create",
-	"MPI_Win_create_c",
-	"MPI_Win_create_dynamic",
 	"MPI_Win_create_errhandler",
 	"MPI_Win_create_keyval",
 	"MPI_Win_delete_attr",
-	"MPI_Win_detach",
-	"MPI_Win_fence",
-	"MPI_Win_flush",
-	"MPI_Win_flush_all",
-	"MPI_Win_flush_local",
-	"MPI_Win_flush_local_all",
-	"MPI_Win_free",
 	"MPI_Win_free_keyval",
-	"MPI_Win_get_attr",
-	"MPI_Win_get_errhandler",
-	"MPI_Win_get_group",
-	"MPI_Win_get_info",
-	"MPI_Win_get_name",
-	"MPI_Win_lock",
-	"MPI_Win_lock_all",
-	"MPI_Win_post",
 	"MPI_Win_set_attr",
-	"MPI_Win_set_errhandler",
-	"MPI_Win_set_info",
-	"MPI_Win_set_name",
-	"MPI_Win_shared_query",
 	"MPI_Win_shared_query_c",
-	"MPI_Win_start",
-	"MPI_Win_sync",
-	"MPI_Win_test",
-	"MPI_Win_unlock",
-	"MPI_Win_unlock_all",
-	"MPI_Win_wait",
 }
