@@ -175,6 +175,8 @@ func (c *comparer) xSteps(x *xCluster) []*cmpStep {
 					add(t, bench, 2, 2, c.xLaunch(x, t, 2, 2, "mpibench", slices.Concat([]string{bench}, p2pC)...))
 				}
 			}
+		case "netpipe":
+			steps = append(steps, c.xNetpipeSteps(x)...)
 		case "coll":
 			for _, hosts := range hostCounts {
 				if hosts > x.hosts {

@@ -34,7 +34,7 @@ var cmpLibs = map[string]struct {
 // cmpCSources are the bench/c programs each benchmark needs.
 var cmpCSources = map[string]string{
 	"pingpong": "mpibench", "bw": "mpibench", "anysource": "mpibench",
-	"coll": "coll", "overlap": "overlap",
+	"coll": "coll", "overlap": "overlap", "netpipe": "mpibench",
 }
 
 // findMPI finds lib's compiler and launcher, builds the bench/c programs
@@ -168,6 +168,8 @@ func (c *comparer) plan() []*cmpStep {
 					add(t, bench, 2, bench+" np2", theirs(t, 2, "mpibench", append([]string{bench}, p2pC...)...))
 				}
 			}
+		case "netpipe":
+			steps = append(steps, c.netpipeSteps()...)
 		case "anysource":
 			for _, np := range o.nps {
 				args := append([]string{"anysource", "--senders", strconv.Itoa(np - 1)}, anyArgs...)

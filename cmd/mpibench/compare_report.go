@@ -45,6 +45,7 @@ func writeCompareReport(dir string, res results, m compareMeta, runs []cmpRun) e
 	r.crossHost()
 	r.latency()
 	r.bandwidth()
+	r.netpipe()
 	r.anysource()
 	r.collectives()
 	r.overlap()
