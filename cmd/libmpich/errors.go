@@ -82,9 +82,15 @@ func fail(c *mpi.Comm, err error) C.int {
 }
 
 // guard turns a panic in a call's translation into MPI_ERR_INTERN for the
-// call fn, so that a bug there fails the call instead of the process.
+// call fn, so that a bug there fails the call instead of the process; a
+// panic with an error of this layer fails the call with that error.
 func guard(rc *C.int, fn string) {
 	if p := recover(); p != nil {
+		var le *localErr
+		if e, ok := p.(error); ok && errors.As(e, &le) {
+			*rc = fail(nil, e) // an argument check that panicked (narrow)
+			return
+		}
 		*rc = fail(nil, errorf(16, fn, "internal error in adimpi's libmpich: %v", p))
 	}
 }

@@ -36,7 +36,7 @@ var cProgs = []struct {
 	everyDevice   bool
 }{
 	{"p2p", "p2p.c", "mpicc.mpich", 3, []string{"ring", "isend-irecv-waitall", "wait-test", "sendrecv", "probe", "persistent", "iprobe"}, true},
-	{"coll", "coll.c", "mpicc.mpich", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent"}, true},
+	{"coll", "coll.c", "mpicc.mpich", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent", "large-count"}, true},
 	{"dtype", "dtype.c", "mpicc.mpich", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count"}, true},
 	{"comm", "comm.c", "mpicc.mpich", 3, []string{"split", "dup", "groups", "cart", "attributes", "info-mem", "intercomm"}, true},
 	{"errors", "errors.c", "mpicc.mpich", 2, []string{"argument-errors", "truncate", "unsupported", "user-handler", "version"}, true},

@@ -7900,6 +7900,1802 @@ func PMPI_Comm_join(fd C.int, intercomm *C.int) C.int {
 	return cComm_join(fd, intercomm)
 }
 
+// cBsend_c decodes MPI_Bsend_c's handles and runs its translation.
+func cBsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bsend_c")
+	const fn = "MPI_Bsend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xBsend(buf, int(count), datatype_, int(dest), int(tag), comm_))
+}
+
+// MPI_Bsend_c is MPI_Bsend_c for C programs, with MPICH's signature.
+//
+//export MPI_Bsend_c
+func MPI_Bsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+	return cBsend_c(buf, count, datatype, dest, tag, comm)
+}
+
+// PMPI_Bsend_c is MPI_Bsend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Bsend_c
+func PMPI_Bsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+	return cBsend_c(buf, count, datatype, dest, tag, comm)
+}
+
+// cRsend_c decodes MPI_Rsend_c's handles and runs its translation.
+func cRsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rsend_c")
+	const fn = "MPI_Rsend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xRsend(buf, int(count), datatype_, int(dest), int(tag), comm_))
+}
+
+// MPI_Rsend_c is MPI_Rsend_c for C programs, with MPICH's signature.
+//
+//export MPI_Rsend_c
+func MPI_Rsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+	return cRsend_c(buf, count, datatype, dest, tag, comm)
+}
+
+// PMPI_Rsend_c is MPI_Rsend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rsend_c
+func PMPI_Rsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+	return cRsend_c(buf, count, datatype, dest, tag, comm)
+}
+
+// cIssend_c decodes MPI_Issend_c's handles and runs its translation.
+func cIssend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Issend_c")
+	const fn = "MPI_Issend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIssend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Issend_c is MPI_Issend_c for C programs, with MPICH's signature.
+//
+//export MPI_Issend_c
+func MPI_Issend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIssend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Issend_c is MPI_Issend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Issend_c
+func PMPI_Issend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIssend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cIrsend_c decodes MPI_Irsend_c's handles and runs its translation.
+func cIrsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Irsend_c")
+	const fn = "MPI_Irsend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIrsend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Irsend_c is MPI_Irsend_c for C programs, with MPICH's signature.
+//
+//export MPI_Irsend_c
+func MPI_Irsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIrsend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Irsend_c is MPI_Irsend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Irsend_c
+func PMPI_Irsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIrsend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cIbsend_c decodes MPI_Ibsend_c's handles and runs its translation.
+func cIbsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ibsend_c")
+	const fn = "MPI_Ibsend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIbsend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Ibsend_c is MPI_Ibsend_c for C programs, with MPICH's signature.
+//
+//export MPI_Ibsend_c
+func MPI_Ibsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIbsend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Ibsend_c is MPI_Ibsend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ibsend_c
+func PMPI_Ibsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIbsend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cSend_init_c decodes MPI_Send_init_c's handles and runs its translation.
+func cSend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Send_init_c")
+	const fn = "MPI_Send_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xSend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Send_init_c is MPI_Send_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Send_init_c
+func MPI_Send_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cSend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Send_init_c is MPI_Send_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Send_init_c
+func PMPI_Send_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cSend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cSsend_init_c decodes MPI_Ssend_init_c's handles and runs its translation.
+func cSsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ssend_init_c")
+	const fn = "MPI_Ssend_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xSsend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Ssend_init_c is MPI_Ssend_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Ssend_init_c
+func MPI_Ssend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cSsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Ssend_init_c is MPI_Ssend_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ssend_init_c
+func PMPI_Ssend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cSsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cRsend_init_c decodes MPI_Rsend_init_c's handles and runs its translation.
+func cRsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rsend_init_c")
+	const fn = "MPI_Rsend_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xRsend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Rsend_init_c is MPI_Rsend_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Rsend_init_c
+func MPI_Rsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cRsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Rsend_init_c is MPI_Rsend_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rsend_init_c
+func PMPI_Rsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cRsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cBsend_init_c decodes MPI_Bsend_init_c's handles and runs its translation.
+func cBsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bsend_init_c")
+	const fn = "MPI_Bsend_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xBsend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Bsend_init_c is MPI_Bsend_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Bsend_init_c
+func MPI_Bsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cBsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Bsend_init_c is MPI_Bsend_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Bsend_init_c
+func PMPI_Bsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cBsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cRecv_init_c decodes MPI_Recv_init_c's handles and runs its translation.
+func cRecv_init_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Recv_init_c")
+	const fn = "MPI_Recv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xRecv_init(buf, int(count), datatype_, int(source), int(tag), comm_, request))
+}
+
+// MPI_Recv_init_c is MPI_Recv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Recv_init_c
+func MPI_Recv_init_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cRecv_init_c(buf, count, datatype, source, tag, comm, request)
+}
+
+// PMPI_Recv_init_c is MPI_Recv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Recv_init_c
+func PMPI_Recv_init_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cRecv_init_c(buf, count, datatype, source, tag, comm, request)
+}
+
+// cSendrecv_replace_c decodes MPI_Sendrecv_replace_c's handles and runs its translation.
+func cSendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Sendrecv_replace_c")
+	const fn = "MPI_Sendrecv_replace_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xSendrecv_replace(buf, int(count), datatype_, int(dest), int(sendtag), int(source), int(recvtag), comm_, status))
+}
+
+// MPI_Sendrecv_replace_c is MPI_Sendrecv_replace_c for C programs, with MPICH's signature.
+//
+//export MPI_Sendrecv_replace_c
+func MPI_Sendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
+	return cSendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+}
+
+// PMPI_Sendrecv_replace_c is MPI_Sendrecv_replace_c for C programs, with MPICH's signature.
+//
+//export PMPI_Sendrecv_replace_c
+func PMPI_Sendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
+	return cSendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+}
+
+// cMrecv_c decodes MPI_Mrecv_c's handles and runs its translation.
+func cMrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Mrecv_c")
+	const fn = "MPI_Mrecv_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xMrecv(buf, int(count), datatype_, message, status))
+}
+
+// MPI_Mrecv_c is MPI_Mrecv_c for C programs, with MPICH's signature.
+//
+//export MPI_Mrecv_c
+func MPI_Mrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, status uintptr) C.int {
+	return cMrecv_c(buf, count, datatype, message, status)
+}
+
+// PMPI_Mrecv_c is MPI_Mrecv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Mrecv_c
+func PMPI_Mrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, status uintptr) C.int {
+	return cMrecv_c(buf, count, datatype, message, status)
+}
+
+// cImrecv_c decodes MPI_Imrecv_c's handles and runs its translation.
+func cImrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Imrecv_c")
+	const fn = "MPI_Imrecv_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xImrecv(buf, int(count), datatype_, message, request))
+}
+
+// MPI_Imrecv_c is MPI_Imrecv_c for C programs, with MPICH's signature.
+//
+//export MPI_Imrecv_c
+func MPI_Imrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, request *C.int) C.int {
+	return cImrecv_c(buf, count, datatype, message, request)
+}
+
+// PMPI_Imrecv_c is MPI_Imrecv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Imrecv_c
+func PMPI_Imrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, request *C.int) C.int {
+	return cImrecv_c(buf, count, datatype, message, request)
+}
+
+// cIsendrecv_c decodes MPI_Isendrecv_c's handles and runs its translation.
+func cIsendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Isendrecv_c")
+	const fn = "MPI_Isendrecv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	sendtype_, err := typeOf(fn, int32(sendtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	recvtype_, err := typeOf(fn, int32(recvtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIsendrecv(sendbuf, int(sendcount), sendtype_, int(dest), int(sendtag), recvbuf, int(recvcount), recvtype_, int(source), int(recvtag), comm_, request))
+}
+
+// MPI_Isendrecv_c is MPI_Isendrecv_c for C programs, with MPICH's signature.
+//
+//export MPI_Isendrecv_c
+func MPI_Isendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+}
+
+// PMPI_Isendrecv_c is MPI_Isendrecv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Isendrecv_c
+func PMPI_Isendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+}
+
+// cIsendrecv_replace_c decodes MPI_Isendrecv_replace_c's handles and runs its translation.
+func cIsendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Isendrecv_replace_c")
+	const fn = "MPI_Isendrecv_replace_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIsendrecv_replace(buf, int(count), datatype_, int(dest), int(sendtag), int(source), int(recvtag), comm_, request))
+}
+
+// MPI_Isendrecv_replace_c is MPI_Isendrecv_replace_c for C programs, with MPICH's signature.
+//
+//export MPI_Isendrecv_replace_c
+func MPI_Isendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+}
+
+// PMPI_Isendrecv_replace_c is MPI_Isendrecv_replace_c for C programs, with MPICH's signature.
+//
+//export PMPI_Isendrecv_replace_c
+func PMPI_Isendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+}
+
+// cIbcast_c decodes MPI_Ibcast_c's handles and runs its translation.
+func cIbcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ibcast_c")
+	const fn = "MPI_Ibcast_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, bcast(nonblocking, request, buf, int(count), datatype_, int(root), comm_))
+}
+
+// MPI_Ibcast_c is MPI_Ibcast_c for C programs, with MPICH's signature.
+//
+//export MPI_Ibcast_c
+func MPI_Ibcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIbcast_c(buf, count, datatype, root, comm, request)
+}
+
+// PMPI_Ibcast_c is MPI_Ibcast_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ibcast_c
+func PMPI_Ibcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIbcast_c(buf, count, datatype, root, comm, request)
+}
+
+// cBcast_init_c decodes MPI_Bcast_init_c's handles and runs its translation.
+func cBcast_init_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bcast_init_c")
+	const fn = "MPI_Bcast_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, bcast(persistent, request, buf, int(count), datatype_, int(root), comm_))
+}
+
+// MPI_Bcast_init_c is MPI_Bcast_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Bcast_init_c
+func MPI_Bcast_init_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cBcast_init_c(buf, count, datatype, root, comm, info, request)
+}
+
+// PMPI_Bcast_init_c is MPI_Bcast_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Bcast_init_c
+func PMPI_Bcast_init_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cBcast_init_c(buf, count, datatype, root, comm, info, request)
+}
+
+// cGather_c decodes MPI_Gather_c's handles and runs its translation.
+func cGather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gather_c")
+	const fn = "MPI_Gather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gather(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Gather_c is MPI_Gather_c for C programs, with MPICH's signature.
+//
+//export MPI_Gather_c
+func MPI_Gather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cGather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// PMPI_Gather_c is MPI_Gather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Gather_c
+func PMPI_Gather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cGather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// cIgather_c decodes MPI_Igather_c's handles and runs its translation.
+func cIgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Igather_c")
+	const fn = "MPI_Igather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gather(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Igather_c is MPI_Igather_c for C programs, with MPICH's signature.
+//
+//export MPI_Igather_c
+func MPI_Igather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// PMPI_Igather_c is MPI_Igather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Igather_c
+func PMPI_Igather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// cGather_init_c decodes MPI_Gather_init_c's handles and runs its translation.
+func cGather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gather_init_c")
+	const fn = "MPI_Gather_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gather(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Gather_init_c is MPI_Gather_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Gather_init_c
+func MPI_Gather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cGather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// PMPI_Gather_init_c is MPI_Gather_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Gather_init_c
+func PMPI_Gather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cGather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// cScatter_c decodes MPI_Scatter_c's handles and runs its translation.
+func cScatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatter_c")
+	const fn = "MPI_Scatter_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatter(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Scatter_c is MPI_Scatter_c for C programs, with MPICH's signature.
+//
+//export MPI_Scatter_c
+func MPI_Scatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cScatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// PMPI_Scatter_c is MPI_Scatter_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scatter_c
+func PMPI_Scatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cScatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// cIscatter_c decodes MPI_Iscatter_c's handles and runs its translation.
+func cIscatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iscatter_c")
+	const fn = "MPI_Iscatter_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatter(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Iscatter_c is MPI_Iscatter_c for C programs, with MPICH's signature.
+//
+//export MPI_Iscatter_c
+func MPI_Iscatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// PMPI_Iscatter_c is MPI_Iscatter_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iscatter_c
+func PMPI_Iscatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// cScatter_init_c decodes MPI_Scatter_init_c's handles and runs its translation.
+func cScatter_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatter_init_c")
+	const fn = "MPI_Scatter_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatter(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Scatter_init_c is MPI_Scatter_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Scatter_init_c
+func MPI_Scatter_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// PMPI_Scatter_init_c is MPI_Scatter_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scatter_init_c
+func PMPI_Scatter_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// cAllgather_c decodes MPI_Allgather_c's handles and runs its translation.
+func cAllgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgather_c")
+	const fn = "MPI_Allgather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgather(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Allgather_c is MPI_Allgather_c for C programs, with MPICH's signature.
+//
+//export MPI_Allgather_c
+func MPI_Allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cAllgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// PMPI_Allgather_c is MPI_Allgather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allgather_c
+func PMPI_Allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cAllgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// cIallgather_c decodes MPI_Iallgather_c's handles and runs its translation.
+func cIallgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iallgather_c")
+	const fn = "MPI_Iallgather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgather(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Iallgather_c is MPI_Iallgather_c for C programs, with MPICH's signature.
+//
+//export MPI_Iallgather_c
+func MPI_Iallgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// PMPI_Iallgather_c is MPI_Iallgather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iallgather_c
+func PMPI_Iallgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// cAllgather_init_c decodes MPI_Allgather_init_c's handles and runs its translation.
+func cAllgather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgather_init_c")
+	const fn = "MPI_Allgather_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgather(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Allgather_init_c is MPI_Allgather_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Allgather_init_c
+func MPI_Allgather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+}
+
+// PMPI_Allgather_init_c is MPI_Allgather_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allgather_init_c
+func PMPI_Allgather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+}
+
+// cAlltoall_c decodes MPI_Alltoall_c's handles and runs its translation.
+func cAlltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoall_c")
+	const fn = "MPI_Alltoall_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoall(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Alltoall_c is MPI_Alltoall_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoall_c
+func MPI_Alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cAlltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// PMPI_Alltoall_c is MPI_Alltoall_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoall_c
+func PMPI_Alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cAlltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// cIalltoall_c decodes MPI_Ialltoall_c's handles and runs its translation.
+func cIalltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ialltoall_c")
+	const fn = "MPI_Ialltoall_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoall(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Ialltoall_c is MPI_Ialltoall_c for C programs, with MPICH's signature.
+//
+//export MPI_Ialltoall_c
+func MPI_Ialltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIalltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// PMPI_Ialltoall_c is MPI_Ialltoall_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ialltoall_c
+func PMPI_Ialltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIalltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// cAlltoall_init_c decodes MPI_Alltoall_init_c's handles and runs its translation.
+func cAlltoall_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoall_init_c")
+	const fn = "MPI_Alltoall_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoall(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Alltoall_init_c is MPI_Alltoall_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoall_init_c
+func MPI_Alltoall_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAlltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+}
+
+// PMPI_Alltoall_init_c is MPI_Alltoall_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoall_init_c
+func PMPI_Alltoall_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAlltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+}
+
+// cIreduce_c decodes MPI_Ireduce_c's handles and runs its translation.
+func cIreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ireduce_c")
+	const fn = "MPI_Ireduce_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduce(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, int(root), comm_))
+}
+
+// MPI_Ireduce_c is MPI_Ireduce_c for C programs, with MPICH's signature.
+//
+//export MPI_Ireduce_c
+func MPI_Ireduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request)
+}
+
+// PMPI_Ireduce_c is MPI_Ireduce_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ireduce_c
+func PMPI_Ireduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request)
+}
+
+// cReduce_init_c decodes MPI_Reduce_init_c's handles and runs its translation.
+func cReduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_init_c")
+	const fn = "MPI_Reduce_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduce(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, int(root), comm_))
+}
+
+// MPI_Reduce_init_c is MPI_Reduce_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_init_c
+func MPI_Reduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
+}
+
+// PMPI_Reduce_init_c is MPI_Reduce_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_init_c
+func PMPI_Reduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
+}
+
+// cIallreduce_c decodes MPI_Iallreduce_c's handles and runs its translation.
+func cIallreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iallreduce_c")
+	const fn = "MPI_Iallreduce_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, allreduce(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Iallreduce_c is MPI_Iallreduce_c for C programs, with MPICH's signature.
+//
+//export MPI_Iallreduce_c
+func MPI_Iallreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// PMPI_Iallreduce_c is MPI_Iallreduce_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iallreduce_c
+func PMPI_Iallreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// cAllreduce_init_c decodes MPI_Allreduce_init_c's handles and runs its translation.
+func cAllreduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allreduce_init_c")
+	const fn = "MPI_Allreduce_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, allreduce(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Allreduce_init_c is MPI_Allreduce_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Allreduce_init_c
+func MPI_Allreduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// PMPI_Allreduce_init_c is MPI_Allreduce_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allreduce_init_c
+func PMPI_Allreduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// cScan_c decodes MPI_Scan_c's handles and runs its translation.
+func cScan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scan_c")
+	const fn = "MPI_Scan_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, scan(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Scan_c is MPI_Scan_c for C programs, with MPICH's signature.
+//
+//export MPI_Scan_c
+func MPI_Scan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cScan_c(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+// PMPI_Scan_c is MPI_Scan_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scan_c
+func PMPI_Scan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cScan_c(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+// cIscan_c decodes MPI_Iscan_c's handles and runs its translation.
+func cIscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iscan_c")
+	const fn = "MPI_Iscan_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, scan(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Iscan_c is MPI_Iscan_c for C programs, with MPICH's signature.
+//
+//export MPI_Iscan_c
+func MPI_Iscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// PMPI_Iscan_c is MPI_Iscan_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iscan_c
+func PMPI_Iscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// cScan_init_c decodes MPI_Scan_init_c's handles and runs its translation.
+func cScan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scan_init_c")
+	const fn = "MPI_Scan_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, scan(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Scan_init_c is MPI_Scan_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Scan_init_c
+func MPI_Scan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// PMPI_Scan_init_c is MPI_Scan_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scan_init_c
+func PMPI_Scan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// cExscan_c decodes MPI_Exscan_c's handles and runs its translation.
+func cExscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Exscan_c")
+	const fn = "MPI_Exscan_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, exscan(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Exscan_c is MPI_Exscan_c for C programs, with MPICH's signature.
+//
+//export MPI_Exscan_c
+func MPI_Exscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cExscan_c(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+// PMPI_Exscan_c is MPI_Exscan_c for C programs, with MPICH's signature.
+//
+//export PMPI_Exscan_c
+func PMPI_Exscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cExscan_c(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+// cIexscan_c decodes MPI_Iexscan_c's handles and runs its translation.
+func cIexscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iexscan_c")
+	const fn = "MPI_Iexscan_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, exscan(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Iexscan_c is MPI_Iexscan_c for C programs, with MPICH's signature.
+//
+//export MPI_Iexscan_c
+func MPI_Iexscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// PMPI_Iexscan_c is MPI_Iexscan_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iexscan_c
+func PMPI_Iexscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// cExscan_init_c decodes MPI_Exscan_init_c's handles and runs its translation.
+func cExscan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Exscan_init_c")
+	const fn = "MPI_Exscan_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, exscan(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Exscan_init_c is MPI_Exscan_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Exscan_init_c
+func MPI_Exscan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cExscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// PMPI_Exscan_init_c is MPI_Exscan_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Exscan_init_c
+func PMPI_Exscan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cExscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// cReduce_scatter_block_c decodes MPI_Reduce_scatter_block_c's handles and runs its translation.
+func cReduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_block_c")
+	const fn = "MPI_Reduce_scatter_block_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatterBlock(blocking, nil, sendbuf, recvbuf, int(recvcount), datatype_, op_, comm_))
+}
+
+// MPI_Reduce_scatter_block_c is MPI_Reduce_scatter_block_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_scatter_block_c
+func MPI_Reduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cReduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
+}
+
+// PMPI_Reduce_scatter_block_c is MPI_Reduce_scatter_block_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_scatter_block_c
+func PMPI_Reduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cReduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
+}
+
+// cIreduce_scatter_block_c decodes MPI_Ireduce_scatter_block_c's handles and runs its translation.
+func cIreduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ireduce_scatter_block_c")
+	const fn = "MPI_Ireduce_scatter_block_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatterBlock(nonblocking, request, sendbuf, recvbuf, int(recvcount), datatype_, op_, comm_))
+}
+
+// MPI_Ireduce_scatter_block_c is MPI_Ireduce_scatter_block_c for C programs, with MPICH's signature.
+//
+//export MPI_Ireduce_scatter_block_c
+func MPI_Ireduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
+}
+
+// PMPI_Ireduce_scatter_block_c is MPI_Ireduce_scatter_block_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ireduce_scatter_block_c
+func PMPI_Ireduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
+}
+
+// cReduce_scatter_block_init_c decodes MPI_Reduce_scatter_block_init_c's handles and runs its translation.
+func cReduce_scatter_block_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_block_init_c")
+	const fn = "MPI_Reduce_scatter_block_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatterBlock(persistent, request, sendbuf, recvbuf, int(recvcount), datatype_, op_, comm_))
+}
+
+// MPI_Reduce_scatter_block_init_c is MPI_Reduce_scatter_block_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_scatter_block_init_c
+func MPI_Reduce_scatter_block_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
+}
+
+// PMPI_Reduce_scatter_block_init_c is MPI_Reduce_scatter_block_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_scatter_block_init_c
+func PMPI_Reduce_scatter_block_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
+}
+
+// cReduce_local_c decodes MPI_Reduce_local_c's handles and runs its translation.
+func cReduce_local_c(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.long, datatype C.int, op C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_local_c")
+	const fn = "MPI_Reduce_local_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xReduce_local(inbuf, inoutbuf, int(count), datatype_, op_))
+}
+
+// MPI_Reduce_local_c is MPI_Reduce_local_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_local_c
+func MPI_Reduce_local_c(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.long, datatype C.int, op C.int) C.int {
+	return cReduce_local_c(inbuf, inoutbuf, count, datatype, op)
+}
+
+// PMPI_Reduce_local_c is MPI_Reduce_local_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_local_c
+func PMPI_Reduce_local_c(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.long, datatype C.int, op C.int) C.int {
+	return cReduce_local_c(inbuf, inoutbuf, count, datatype, op)
+}
+
+// cNeighbor_allgather_c decodes MPI_Neighbor_allgather_c's handles and runs its translation.
+func cNeighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Neighbor_allgather_c")
+	const fn = "MPI_Neighbor_allgather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, neighborAllgather(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Neighbor_allgather_c is MPI_Neighbor_allgather_c for C programs, with MPICH's signature.
+//
+//export MPI_Neighbor_allgather_c
+func MPI_Neighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cNeighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// PMPI_Neighbor_allgather_c is MPI_Neighbor_allgather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Neighbor_allgather_c
+func PMPI_Neighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cNeighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// cIneighbor_allgather_c decodes MPI_Ineighbor_allgather_c's handles and runs its translation.
+func cIneighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ineighbor_allgather_c")
+	const fn = "MPI_Ineighbor_allgather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, neighborAllgather(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Ineighbor_allgather_c is MPI_Ineighbor_allgather_c for C programs, with MPICH's signature.
+//
+//export MPI_Ineighbor_allgather_c
+func MPI_Ineighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIneighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// PMPI_Ineighbor_allgather_c is MPI_Ineighbor_allgather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ineighbor_allgather_c
+func PMPI_Ineighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIneighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// cNeighbor_alltoall_c decodes MPI_Neighbor_alltoall_c's handles and runs its translation.
+func cNeighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Neighbor_alltoall_c")
+	const fn = "MPI_Neighbor_alltoall_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, neighborAlltoall(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Neighbor_alltoall_c is MPI_Neighbor_alltoall_c for C programs, with MPICH's signature.
+//
+//export MPI_Neighbor_alltoall_c
+func MPI_Neighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cNeighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// PMPI_Neighbor_alltoall_c is MPI_Neighbor_alltoall_c for C programs, with MPICH's signature.
+//
+//export PMPI_Neighbor_alltoall_c
+func PMPI_Neighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cNeighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// cIneighbor_alltoall_c decodes MPI_Ineighbor_alltoall_c's handles and runs its translation.
+func cIneighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ineighbor_alltoall_c")
+	const fn = "MPI_Ineighbor_alltoall_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, neighborAlltoall(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Ineighbor_alltoall_c is MPI_Ineighbor_alltoall_c for C programs, with MPICH's signature.
+//
+//export MPI_Ineighbor_alltoall_c
+func MPI_Ineighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIneighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// PMPI_Ineighbor_alltoall_c is MPI_Ineighbor_alltoall_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ineighbor_alltoall_c
+func PMPI_Ineighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIneighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// cGatherv_c decodes MPI_Gatherv_c's handles and runs its translation.
+func cGatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gatherv_c")
+	const fn = "MPI_Gatherv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gatherv(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Gatherv_c is MPI_Gatherv_c for C programs, with MPICH's signature.
+//
+//export MPI_Gatherv_c
+func MPI_Gatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cGatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+}
+
+// PMPI_Gatherv_c is MPI_Gatherv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Gatherv_c
+func PMPI_Gatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cGatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+}
+
+// cIgatherv_c decodes MPI_Igatherv_c's handles and runs its translation.
+func cIgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Igatherv_c")
+	const fn = "MPI_Igatherv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gatherv(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Igatherv_c is MPI_Igatherv_c for C programs, with MPICH's signature.
+//
+//export MPI_Igatherv_c
+func MPI_Igatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
+}
+
+// PMPI_Igatherv_c is MPI_Igatherv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Igatherv_c
+func PMPI_Igatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
+}
+
+// cGatherv_init_c decodes MPI_Gatherv_init_c's handles and runs its translation.
+func cGatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gatherv_init_c")
+	const fn = "MPI_Gatherv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gatherv(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Gatherv_init_c is MPI_Gatherv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Gatherv_init_c
+func MPI_Gatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cGatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
+}
+
+// PMPI_Gatherv_init_c is MPI_Gatherv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Gatherv_init_c
+func PMPI_Gatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cGatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
+}
+
+// cScatterv_c decodes MPI_Scatterv_c's handles and runs its translation.
+func cScatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatterv_c")
+	const fn = "MPI_Scatterv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatterv(blocking, nil, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, displs, comm_), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Scatterv_c is MPI_Scatterv_c for C programs, with MPICH's signature.
+//
+//export MPI_Scatterv_c
+func MPI_Scatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cScatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// PMPI_Scatterv_c is MPI_Scatterv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scatterv_c
+func PMPI_Scatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cScatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// cIscatterv_c decodes MPI_Iscatterv_c's handles and runs its translation.
+func cIscatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iscatterv_c")
+	const fn = "MPI_Iscatterv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatterv(nonblocking, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, displs, comm_), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Iscatterv_c is MPI_Iscatterv_c for C programs, with MPICH's signature.
+//
+//export MPI_Iscatterv_c
+func MPI_Iscatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// PMPI_Iscatterv_c is MPI_Iscatterv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iscatterv_c
+func PMPI_Iscatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// cScatterv_init_c decodes MPI_Scatterv_init_c's handles and runs its translation.
+func cScatterv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatterv_init_c")
+	const fn = "MPI_Scatterv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatterv(persistent, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, displs, comm_), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Scatterv_init_c is MPI_Scatterv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Scatterv_init_c
+func MPI_Scatterv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// PMPI_Scatterv_init_c is MPI_Scatterv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scatterv_init_c
+func PMPI_Scatterv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// cAllgatherv_c decodes MPI_Allgatherv_c's handles and runs its translation.
+func cAllgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgatherv_c")
+	const fn = "MPI_Allgatherv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgatherv(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Allgatherv_c is MPI_Allgatherv_c for C programs, with MPICH's signature.
+//
+//export MPI_Allgatherv_c
+func MPI_Allgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int) C.int {
+	return cAllgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+}
+
+// PMPI_Allgatherv_c is MPI_Allgatherv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allgatherv_c
+func PMPI_Allgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int) C.int {
+	return cAllgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+}
+
+// cIallgatherv_c decodes MPI_Iallgatherv_c's handles and runs its translation.
+func cIallgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iallgatherv_c")
+	const fn = "MPI_Iallgatherv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgatherv(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Iallgatherv_c is MPI_Iallgatherv_c for C programs, with MPICH's signature.
+//
+//export MPI_Iallgatherv_c
+func MPI_Iallgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+}
+
+// PMPI_Iallgatherv_c is MPI_Iallgatherv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iallgatherv_c
+func PMPI_Iallgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+}
+
+// cAllgatherv_init_c decodes MPI_Allgatherv_init_c's handles and runs its translation.
+func cAllgatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgatherv_init_c")
+	const fn = "MPI_Allgatherv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgatherv(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Allgatherv_init_c is MPI_Allgatherv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Allgatherv_init_c
+func MPI_Allgatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
+}
+
+// PMPI_Allgatherv_init_c is MPI_Allgatherv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allgatherv_init_c
+func PMPI_Allgatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
+}
+
+// cAlltoallv_c decodes MPI_Alltoallv_c's handles and runs its translation.
+func cAlltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoallv_c")
+	const fn = "MPI_Alltoallv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallv(blocking, nil, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Alltoallv_c is MPI_Alltoallv_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoallv_c
+func MPI_Alltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int) C.int {
+	return cAlltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+}
+
+// PMPI_Alltoallv_c is MPI_Alltoallv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoallv_c
+func PMPI_Alltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int) C.int {
+	return cAlltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+}
+
+// cIalltoallv_c decodes MPI_Ialltoallv_c's handles and runs its translation.
+func cIalltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ialltoallv_c")
+	const fn = "MPI_Ialltoallv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallv(nonblocking, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Ialltoallv_c is MPI_Ialltoallv_c for C programs, with MPICH's signature.
+//
+//export MPI_Ialltoallv_c
+func MPI_Ialltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIalltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
+}
+
+// PMPI_Ialltoallv_c is MPI_Ialltoallv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ialltoallv_c
+func PMPI_Ialltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIalltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
+}
+
+// cAlltoallv_init_c decodes MPI_Alltoallv_init_c's handles and runs its translation.
+func cAlltoallv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoallv_init_c")
+	const fn = "MPI_Alltoallv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallv(persistent, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Alltoallv_init_c is MPI_Alltoallv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoallv_init_c
+func MPI_Alltoallv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAlltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
+}
+
+// PMPI_Alltoallv_init_c is MPI_Alltoallv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoallv_init_c
+func PMPI_Alltoallv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAlltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
+}
+
+// cAlltoallw_c decodes MPI_Alltoallw_c's handles and runs its translation.
+func cAlltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoallw_c")
+	const fn = "MPI_Alltoallw_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallw(blocking, nil, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), sendtypes, recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), recvtypes, comm_))
+}
+
+// MPI_Alltoallw_c is MPI_Alltoallw_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoallw_c
+func MPI_Alltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int) C.int {
+	return cAlltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+}
+
+// PMPI_Alltoallw_c is MPI_Alltoallw_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoallw_c
+func PMPI_Alltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int) C.int {
+	return cAlltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+}
+
+// cIalltoallw_c decodes MPI_Ialltoallw_c's handles and runs its translation.
+func cIalltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ialltoallw_c")
+	const fn = "MPI_Ialltoallw_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallw(nonblocking, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), sendtypes, recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), recvtypes, comm_))
+}
+
+// MPI_Ialltoallw_c is MPI_Ialltoallw_c for C programs, with MPICH's signature.
+//
+//export MPI_Ialltoallw_c
+func MPI_Ialltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int, request *C.int) C.int {
+	return cIalltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
+}
+
+// PMPI_Ialltoallw_c is MPI_Ialltoallw_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ialltoallw_c
+func PMPI_Ialltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int, request *C.int) C.int {
+	return cIalltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
+}
+
+// cReduce_scatter_c decodes MPI_Reduce_scatter_c's handles and runs its translation.
+func cReduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_c")
+	const fn = "MPI_Reduce_scatter_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatter(blocking, nil, sendbuf, recvbuf, narrow(fn, recvcounts, comm_), datatype_, op_, comm_))
+}
+
+// MPI_Reduce_scatter_c is MPI_Reduce_scatter_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_scatter_c
+func MPI_Reduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cReduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+}
+
+// PMPI_Reduce_scatter_c is MPI_Reduce_scatter_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_scatter_c
+func PMPI_Reduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cReduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+}
+
+// cIreduce_scatter_c decodes MPI_Ireduce_scatter_c's handles and runs its translation.
+func cIreduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ireduce_scatter_c")
+	const fn = "MPI_Ireduce_scatter_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatter(nonblocking, request, sendbuf, recvbuf, narrow(fn, recvcounts, comm_), datatype_, op_, comm_))
+}
+
+// MPI_Ireduce_scatter_c is MPI_Ireduce_scatter_c for C programs, with MPICH's signature.
+//
+//export MPI_Ireduce_scatter_c
+func MPI_Ireduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
+}
+
+// PMPI_Ireduce_scatter_c is MPI_Ireduce_scatter_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ireduce_scatter_c
+func PMPI_Ireduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
+}
+
+// cReduce_scatter_init_c decodes MPI_Reduce_scatter_init_c's handles and runs its translation.
+func cReduce_scatter_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_init_c")
+	const fn = "MPI_Reduce_scatter_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatter(persistent, request, sendbuf, recvbuf, narrow(fn, recvcounts, comm_), datatype_, op_, comm_))
+}
+
+// MPI_Reduce_scatter_init_c is MPI_Reduce_scatter_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_scatter_init_c
+func MPI_Reduce_scatter_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
+}
+
+// PMPI_Reduce_scatter_init_c is MPI_Reduce_scatter_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_scatter_init_c
+func PMPI_Reduce_scatter_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
+}
+
 // unsupportedNames are the ABI functions zstubs.c answers with
 // MPI_ERR_UNSUPPORTED_OPERATION, by the index the stub passes.
 var unsupportedNames = [...]string{
@@ -7921,21 +9717,8 @@ var unsupportedNames = [...]string{
 	"MPI_Add_error_class",
 	"MPI_Add_error_code",
 	"MPI_Add_error_string",
-	"MPI_Allgather_c",
-	"MPI_Allgather_init_c",
-	"MPI_Allgatherv_c",
-	"MPI_Allgatherv_init_c",
-	"MPI_Allreduce_init_c",
-	"MPI_Alltoall_c",
-	"MPI_Alltoall_init_c",
-	"MPI_Alltoallv_c",
-	"MPI_Alltoallv_init_c",
-	"MPI_Alltoallw_c",
 	"MPI_Alltoallw_init",
 	"MPI_Alltoallw_init_c",
-	"MPI_Bcast_init_c",
-	"MPI_Bsend_c",
-	"MPI_Bsend_init_c",
 	"MPI_Buffer_attach_c",
 	"MPI_Buffer_detach_c",
 	"MPI_Cart_map",
@@ -7944,8 +9727,6 @@ var unsupportedNames = [...]string{
 	"MPI_Comm_set_info",
 	"MPI_DUP_FN",
 	"MPI_Dist_graph_create",
-	"MPI_Exscan_c",
-	"MPI_Exscan_init_c",
 	"MPI_File_call_errhandler",
 	"MPI_File_close",
 	"MPI_File_create_errhandler",
@@ -8034,32 +9815,14 @@ var unsupportedNames = [...]string{
 	"MPI_File_write_ordered_end",
 	"MPI_File_write_shared",
 	"MPI_File_write_shared_c",
-	"MPI_Gather_c",
-	"MPI_Gather_init_c",
-	"MPI_Gatherv_c",
-	"MPI_Gatherv_init_c",
 	"MPI_Graph_get",
 	"MPI_Graph_map",
 	"MPI_Graphdims_get",
 	"MPI_Grequest_complete",
 	"MPI_Grequest_start",
 	"MPI_Group_from_session_pset",
-	"MPI_Iallgather_c",
-	"MPI_Iallgatherv_c",
-	"MPI_Iallreduce_c",
-	"MPI_Ialltoall_c",
-	"MPI_Ialltoallv_c",
-	"MPI_Ialltoallw_c",
-	"MPI_Ibcast_c",
-	"MPI_Ibsend_c",
-	"MPI_Iexscan_c",
-	"MPI_Igather_c",
-	"MPI_Igatherv_c",
-	"MPI_Imrecv_c",
-	"MPI_Ineighbor_allgather_c",
 	"MPI_Ineighbor_allgatherv",
 	"MPI_Ineighbor_allgatherv_c",
-	"MPI_Ineighbor_alltoall_c",
 	"MPI_Ineighbor_alltoallv",
 	"MPI_Ineighbor_alltoallv_c",
 	"MPI_Ineighbor_alltoallw",
@@ -8067,25 +9830,12 @@ var unsupportedNames = [...]string{
 	"MPI_Info_create_env",
 	"MPI_Info_get_string",
 	"MPI_Intercomm_create_from_groups",
-	"MPI_Ireduce_c",
-	"MPI_Ireduce_scatter_block_c",
-	"MPI_Ireduce_scatter_c",
-	"MPI_Irsend_c",
-	"MPI_Iscan_c",
-	"MPI_Iscatter_c",
-	"MPI_Iscatterv_c",
-	"MPI_Isendrecv_c",
-	"MPI_Isendrecv_replace_c",
-	"MPI_Issend_c",
-	"MPI_Mrecv_c",
-	"MPI_Neighbor_allgather_c",
 	"MPI_Neighbor_allgather_init",
 	"MPI_Neighbor_allgather_init_c",
 	"MPI_Neighbor_allgatherv",
 	"MPI_Neighbor_allgatherv_c",
 	"MPI_Neighbor_allgatherv_init",
 	"MPI_Neighbor_allgatherv_init_c",
-	"MPI_Neighbor_alltoall_c",
 	"MPI_Neighbor_alltoall_init",
 	"MPI_Neighbor_alltoall_init_c",
 	"MPI_Neighbor_alltoallv",
@@ -8109,25 +9859,8 @@ var unsupportedNames = [...]string{
 	"MPI_Pready_range",
 	"MPI_Precv_init",
 	"MPI_Psend_init",
-	"MPI_Recv_init_c",
-	"MPI_Reduce_init_c",
-	"MPI_Reduce_local_c",
-	"MPI_Reduce_scatter_block_c",
-	"MPI_Reduce_scatter_block_init_c",
-	"MPI_Reduce_scatter_c",
-	"MPI_Reduce_scatter_init_c",
 	"MPI_Register_datarep",
 	"MPI_Register_datarep_c",
-	"MPI_Rsend_c",
-	"MPI_Rsend_init_c",
-	"MPI_Scan_c",
-	"MPI_Scan_init_c",
-	"MPI_Scatter_c",
-	"MPI_Scatter_init_c",
-	"MPI_Scatterv_c",
-	"MPI_Scatterv_init_c",
-	"MPI_Send_init_c",
-	"MPI_Sendrecv_replace_c",
 	"MPI_Session_call_errhandler",
 	"MPI_Session_create_errhandler",
 	"MPI_Session_finalize",
@@ -8138,7 +9871,6 @@ var unsupportedNames = [...]string{
 	"MPI_Session_get_pset_info",
 	"MPI_Session_init",
 	"MPI_Session_set_errhandler",
-	"MPI_Ssend_init_c",
 	"MPI_Status_c2f",
 	"MPI_Status_c2f08",
 	"MPI_Status_f082c",

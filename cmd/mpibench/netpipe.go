@@ -11,6 +11,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -85,6 +87,37 @@ func cPingpongRows(device string) func(string) []row {
 	}
 }
 
+// libmpich is adimpi's libmpich.so.12, built once per compare run before
+// the first C program's step: mpirun would build it inside that step's
+// time limit, which a busy machine's link exceeds.
+var libmpich struct {
+	dir string
+	err error
+}
+
+// withLibmpich prefixes an adimpi argv so that mpirun uses the library
+// built for this run; if that build failed, the argv is left alone (mpirun
+// builds the library itself).
+func (c *comparer) withLibmpich(argv []string) []string {
+	if libmpich.dir == "" && libmpich.err == nil {
+		dir := filepath.Join(c.tmp, "libmpich")
+		c.note("building adimpi's libmpich.so.12 into %s (the C programs' library)", dir)
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,-soname,libmpich.so.12",
+			"-o", filepath.Join(dir, "libmpich.so.12"), "./cmd/libmpich")
+		cmd.Dir = c.root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			libmpich.err = fmt.Errorf("go build ./cmd/libmpich: %v: %s", err, lastLine(string(out)))
+			c.note("%v", libmpich.err)
+		} else {
+			libmpich.dir = dir
+		}
+	}
+	if libmpich.dir == "" {
+		return argv
+	}
+	return append([]string{"env", "ADIMPI_LIBMPICH_DIR=" + libmpich.dir}, argv...)
+}
+
 // netpipeSteps plans the single-host netpipe runs: NPmpich2 on every adimpi
 // device and on MPICH, and bench/c's ping-pong (MPICH's build) on every
 // adimpi device.
@@ -107,11 +140,11 @@ func (c *comparer) netpipeSteps() []*cmpStep {
 	for _, t := range c.targets {
 		switch {
 		case t.adimpi:
-			argv := []string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), netpipeBin}
+			argv := c.withLibmpich([]string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), netpipeBin})
 			steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-netpipe", what: "netpipe np2",
 				argv: append(argv, netpipeArgs(c.opts.quick)...), parse: parseNetpipe(t.name)})
 			if mpich != nil && mpich.bins["mpibench"] != "" {
-				argv := []string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), mpich.bins["mpibench"]}
+				argv := c.withLibmpich([]string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), mpich.bins["mpibench"]})
 				steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-c-pingpong", what: "C pingpong np2",
 					argv: append(argv, cpp...), parse: cPingpongRows(t.name)})
 			}
@@ -132,16 +165,18 @@ func (c *comparer) xNetpipeSteps(x *xCluster) []*cmpStep {
 	}
 	var steps []*cmpStep
 	for _, t := range c.xTargets() {
-		prog := netpipeBin
+		var argv []string
 		switch {
 		case t.name == "mpich":
 			t.bins["netpipe"] = netpipeBin
-			prog = "netpipe"
-		case !t.adimpi:
+			argv = c.xLaunch(x, t, 2, 2, "netpipe", netpipeArgs(c.opts.quick)...)
+		case t.adimpi:
+			argv = c.withLibmpich(c.xLaunch(x, t, 2, 2, netpipeBin, netpipeArgs(c.opts.quick)...))
+		default:
 			continue // NPmpich2 needs MPICH's ABI
 		}
 		steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, hosts: 2, what: "netpipe np2 2h",
-			label: "x-" + t.name + "-netpipe-np2-2h", argv: c.xLaunch(x, t, 2, 2, prog, netpipeArgs(c.opts.quick)...), parse: parseNetpipe(t.name)})
+			label: "x-" + t.name + "-netpipe-np2-2h", argv: argv, parse: parseNetpipe(t.name)})
 	}
 	return steps
 }

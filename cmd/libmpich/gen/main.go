@@ -46,11 +46,15 @@ var kinds = map[string]kind{
 	"str":   {goType: "*C.char", conv: "%s"},
 	"h":     {goType: "C.int", conv: "int32(%s)"},
 	"hp":    {goType: "*C.int", conv: "%s"},
-	"dt":    {goType: "C.int", lookup: "typeOf"},
-	"comm":  {goType: "C.int", lookup: "commOf"},
-	"group": {goType: "C.int", lookup: "groupOf"},
-	"op":    {goType: "C.int", lookup: "opOf"},
-	"win":   {goType: "C.int", lookup: "winOf"},
+	// countp: an array of MPI_Count counts or MPI_Aint displacements of a
+	// large-count collective, one per rank of the call's communicator,
+	// narrowed to the ints of the int form's translation.
+	"countp": {goType: "*C.long", conv: "narrow(fn, %s, comm_)"},
+	"dt":     {goType: "C.int", lookup: "typeOf"},
+	"comm":   {goType: "C.int", lookup: "commOf"},
+	"group":  {goType: "C.int", lookup: "groupOf"},
+	"op":     {goType: "C.int", lookup: "opOf"},
+	"win":    {goType: "C.int", lookup: "winOf"},
 }
 
 type param struct{ name, kind string }
