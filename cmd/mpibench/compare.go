@@ -236,7 +236,7 @@ type cmpStep struct {
 	argv    []string
 	example string // non-empty: a timed example; the row is its wall time
 	reps    int
-	parse   func(stdout string) []row // reads the rows of a program that prints no CSV (netpipe.go); nil: parseRows
+	parse   func(out string) []row // reads the rows of a program that prints no CSV from its stdout and stderr (netpipe.go); nil: parseRows of stdout
 }
 
 // cmpRun records how one step went.
@@ -543,12 +543,12 @@ func (c *comparer) exec(ctx context.Context, s *cmpStep) ([]row, cmpRun) {
 			if r.errLine == "" && strings.TrimSpace(stdout.String()) != "" {
 				r.errLine = "last output: " + lastLine(stdout.String())
 			}
-			rows = append(rows, s.rowsOf(stdout.String())...)
+			rows = append(rows, s.rowsOf(stdout.String(), stderr.String())...)
 			r.secs, r.rows = time.Since(t0).Seconds(), len(rows)
 			return rows, r
 		}
 		if s.example == "" {
-			rows = append(rows, s.rowsOf(stdout.String())...)
+			rows = append(rows, s.rowsOf(stdout.String(), stderr.String())...)
 		} else if i == 0 || wall.Seconds() < best {
 			best = wall.Seconds()
 		}
@@ -562,11 +562,11 @@ func (c *comparer) exec(ctx context.Context, s *cmpStep) ([]row, cmpRun) {
 }
 
 // rowsOf reads the rows of the step's output.
-func (s *cmpStep) rowsOf(out string) []row {
+func (s *cmpStep) rowsOf(stdout, stderr string) []row {
 	if s.parse != nil {
-		return s.parse(out)
+		return s.parse(stdout + "\n" + stderr)
 	}
-	return parseRows(out)
+	return parseRows(stdout)
 }
 
 // runLimited runs argv in its own process group, killed as a whole when

@@ -41,6 +41,17 @@ func netpipeArgs(quick bool) []string {
 	return []string{"-u", max, "-p", "0", "-n", reps, "-o", "/dev/null"}
 }
 
+// xNetpipeArgs are netpipeArgs across simulated hosts, whose links carry a
+// few tens of MB/s under load: fewer repeats, and in a quick run sizes up
+// to 256 KiB.
+func xNetpipeArgs(quick bool) []string {
+	max, reps := "4194304", "50"
+	if quick {
+		max, reps = "262144", "20"
+	}
+	return []string{"-u", max, "-p", "0", "-n", reps, "-o", "/dev/null"}
+}
+
 // netpipeLine is one line of NetPIPE's progress output:
 // "  3:       8 bytes  12345 times -->     63.17 Mbps in       0.97 usec".
 var netpipeLine = regexp.MustCompile(`^\s*\d+:\s+(\d+) bytes\s+\d+ times -->\s+([0-9.]+) Mbps in\s+([0-9.]+) usec`)
@@ -48,17 +59,24 @@ var netpipeLine = regexp.MustCompile(`^\s*\d+:\s+(\d+) bytes\s+\d+ times -->\s+(
 // parseNetpipe turns NetPIPE's output into rows of device: the one-way
 // latency (half the round trip, NetPIPE's "usec") and the bandwidth
 // (its Mbps as MB/s) per size, and the peak bandwidth over the sizes
-// (netpipe_peak, size 0).
+// (netpipe_peak, size 0). NetPIPE writes its lines to stderr, and a
+// launcher may split a line between its streams: out is both, and a size
+// seen twice counts once.
 func parseNetpipe(device string) func(string) []row {
 	return func(out string) []row {
 		var rows []row
 		peak := 0.0
+		seen := map[int]bool{}
 		for _, l := range strings.Split(out, "\n") {
 			m := netpipeLine.FindStringSubmatch(l)
 			if m == nil {
 				continue
 			}
 			size, _ := strconv.Atoi(m[1])
+			if seen[size] {
+				continue
+			}
+			seen[size] = true
 			mbps, _ := strconv.ParseFloat(m[2], 64)
 			us, _ := strconv.ParseFloat(m[3], 64)
 			rows = append(rows, row{"netpipe_lat", device, 2, size, us, "us"}, row{"netpipe_bw", device, 2, size, mbps / 8, "MB/s"})
@@ -169,9 +187,9 @@ func (c *comparer) xNetpipeSteps(x *xCluster) []*cmpStep {
 		switch {
 		case t.name == "mpich":
 			t.bins["netpipe"] = netpipeBin
-			argv = c.xLaunch(x, t, 2, 2, "netpipe", netpipeArgs(c.opts.quick)...)
+			argv = c.xLaunch(x, t, 2, 2, "netpipe", xNetpipeArgs(c.opts.quick)...)
 		case t.adimpi:
-			argv = c.withLibmpich(c.xLaunch(x, t, 2, 2, netpipeBin, netpipeArgs(c.opts.quick)...))
+			argv = c.withLibmpich(c.xLaunch(x, t, 2, 2, netpipeBin, xNetpipeArgs(c.opts.quick)...))
 		default:
 			continue // NPmpich2 needs MPICH's ABI
 		}
