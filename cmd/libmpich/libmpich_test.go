@@ -184,7 +184,7 @@ func libEnv(t *testing.T, mpirun, progs string) []string {
 		lib.dir = cache
 		// Linking the library takes 15-30 s; on a machine busy with other
 		// jobs, minutes.
-		out, err := runFor(t, 5*time.Minute, mpirun, []string{"XDG_CACHE_HOME=" + cache}, "-np", "2", filepath.Join(progs, "p2p"))
+		out, err := runFor(t, 8*time.Minute, mpirun, []string{"XDG_CACHE_HOME=" + cache}, "-np", "2", filepath.Join(progs, "p2p"))
 		if err != nil {
 			lib.err = fmt.Errorf("first C program, which has mpirun build libmpich.so.12: %v\n%s", err, out)
 			return
