@@ -163,7 +163,8 @@ func spawnAtRoot(op string, r *runtime, cmds []SpawnCommand) ([]byte, *childRoot
 	if err != nil {
 		return fail(-1, err.Error()), nil
 	}
-	if err := r.pmi.Spawn(pcmds, [][2]string{{pmi.PreputParentPort, portName}}); err != nil {
+	start := time.Now()
+	if err := r.pmi.SpawnWithin(pcmds, [][2]string{{pmi.PreputParentPort, portName}}, timeout); err != nil {
 		_ = ClosePort(portName)
 		var se *pmi.SpawnError
 		if errors.As(err, &se) {
@@ -176,11 +177,14 @@ func spawnAtRoot(op string, r *runtime, cmds []SpawnCommand) ([]byte, *childRoot
 				}
 				v = append(v, f)
 			}
+			if se.Timeout {
+				return append(v, describeCommands(cmds)+": "+se.Msg...), nil
+			}
 			return append(v, se.Msg...), nil
 		}
 		return fail(-1, err.Error()), nil
 	}
-	kids, err := awaitChildRoot(portName, time.Now().Add(timeout))
+	kids, err := awaitChildRoot(portName, start.Add(timeout))
 	_ = ClosePort(portName) // a child that comes later finds nobody and fails its Init
 	if err != nil {
 		return fail(-1, fmt.Sprintf("%s: no child connected within %v (Info %q or %s sets this bound): %v; %s",

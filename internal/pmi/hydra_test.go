@@ -80,14 +80,7 @@ func filterEnv(env []string, drop ...string) []string {
 // collectives and a merge (mpi/testdata/dynprog checks each), and a child
 // spawns again.
 func TestHydraSpawn(t *testing.T) {
-	hydra, err := exec.LookPath("mpiexec.hydra")
-	if err != nil {
-		testnote.Skip(t, "internal/pmi: mpiexec.hydra is not on PATH: install the Debian package mpich (apt-get install -y mpich) to run this test")
-	}
-	bin := filepath.Join(t.TempDir(), "dynprog")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../mpi/testdata/dynprog").CombinedOutput(); err != nil {
-		t.Fatalf("building dynprog: %v\n%s", err, out)
-	}
+	hydra, bin := hydraAndDynprog(t)
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -122,14 +115,7 @@ func TestHydraSpawn(t *testing.T) {
 // before asking; otherwise it gives up when no child has connected within
 // the spawn's bound (Info "timeout" or ADIMPI_SPAWN_TIMEOUT, 3 s here).
 func TestHydraSpawnMissing(t *testing.T) {
-	hydra, err := exec.LookPath("mpiexec.hydra")
-	if err != nil {
-		testnote.Skip(t, "internal/pmi: mpiexec.hydra is not on PATH: install the Debian package mpich (apt-get install -y mpich) to run this test")
-	}
-	bin := filepath.Join(t.TempDir(), "dynprog")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../mpi/testdata/dynprog").CombinedOutput(); err != nil {
-		t.Fatalf("building dynprog: %v\n%s", err, out)
-	}
+	hydra, bin := hydraAndDynprog(t)
 	host, _ := os.Hostname()
 	const failed = "spawn failed as expected: MPI_Comm_spawn: MPI_ERR_SPAWN: child 0: command 0 (/nonexistent/dynprog-missing"
 	for _, tc := range []struct {
@@ -157,4 +143,19 @@ func TestHydraSpawnMissing(t *testing.T) {
 			t.Errorf("%s: want a line with %q and %q\nstdout:\n%s\nstderr:\n%s", tc.name, failed, tc.want, out, stderr.String())
 		}
 	}
+}
+
+// hydraAndDynprog finds mpiexec.hydra (skipping the test, loudly, without
+// it) and builds mpi/testdata/dynprog for a spawn test.
+func hydraAndDynprog(t *testing.T) (hydra, bin string) {
+	t.Helper()
+	hydra, err := exec.LookPath("mpiexec.hydra")
+	if err != nil {
+		testnote.Skip(t, "internal/pmi: mpiexec.hydra is not on PATH: install the Debian package mpich (apt-get install -y mpich) to run this test")
+	}
+	bin = filepath.Join(t.TempDir(), "dynprog")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../mpi/testdata/dynprog").CombinedOutput(); err != nil {
+		t.Fatalf("building dynprog: %v\n%s", err, out)
+	}
+	return hydra, bin
 }
