@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -127,6 +128,14 @@ func TestClusterRemoteRankKilled(t *testing.T) {
 			pid = m[5]
 		}
 	}
+	killRank2OnH3(t, c, cmd, sc, stderr, pid)
+}
+
+// killRank2OnH3 kills rank 2 of hostprobe's "block" job (whose pid it
+// said; "" if it never did) on h3, and checks that mpirun, run as cmd,
+// ends with its signal as the status, names it, and leaves no rank.
+func killRank2OnH3(t *testing.T, c *netcluster.Cluster, cmd *exec.Cmd, sc *bufio.Scanner, stderr *strings.Builder, pid string) {
+	t.Helper()
 	if pid == "" {
 		cmd.Wait()
 		t.Fatalf("rank 2 never said its pid; stderr:\n%s", stderr.String())

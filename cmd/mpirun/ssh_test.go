@@ -254,21 +254,7 @@ func TestSSHSignalsAndTimeout(t *testing.T) {
 			}
 		}
 	}
-	if pid == "" {
-		cmd.Wait()
-		t.Fatalf("rank 2 never said its pid; stderr:\n%s", stderr.String())
-	}
-	if b, err := c.Command("h3", "kill", "-KILL", pid).CombinedOutput(); err != nil {
-		t.Fatalf("kill -KILL %s on h3: %v: %s", pid, err, b)
-	}
-	for sc.Scan() {
-	}
-	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGKILL) || !strings.Contains(stderr.String(), "mpirun: rank 2 on h3 (launcher pid ") ||
-		!strings.Contains(stderr.String(), "was killed by signal 9") {
-		t.Errorf("want exit %d naming rank 2 on h3 killed by signal 9; got exit %d, stderr:\n%s", 128+int(syscall.SIGKILL), code, stderr.String())
-	}
-	noProcessesLeft(t, hostprobeBin)
+	killRank2OnH3(t, c, cmd, sc, stderr, pid)
 
 	// SIGINT, sent to mpirun itself (not to the nsenter that runs it on h1).
 	cmd, sc, stderr = start("-hosts", "h2,h3", "-np", "2", hostprobeBin, "block")
