@@ -240,7 +240,12 @@ func Finalize() error {
 		return err
 	}
 	if err := r.pmi.Barrier(); err != nil {
-		return errorf(ErrOther, "MPI_Finalize", "barrier: %v", err)
+		// The other ranks wait in their barrier for this one: end the job
+		// rather than leave them there (the launcher may still read an
+		// abort after a spawn it never answered, see pmi.Client.Abort).
+		ferr := errorf(ErrOther, "MPI_Finalize", "barrier: %v", err)
+		_ = r.pmi.Abort(1, ferr.Error())
+		return ferr
 	}
 	stateMu.Lock()
 	rt, ended = nil, true

@@ -43,8 +43,12 @@ type Client struct {
 	keyMax    int
 	valMax    int
 	debug     bool
-	done      bool       // finalized or aborted
-	err       error      // sticky I/O or protocol error
+	done      bool  // finalized or aborted
+	err       error // sticky I/O or protocol error
+	// lostSpawn: err is a spawn's answer that did not come in time. The
+	// connection can no longer be read (a late answer would be misread),
+	// but an abort, which expects no answer, can still be written.
+	lostSpawn bool
 	v2        *pmi2State // the connection speaks PMI-2 (pmi2.go), nil for PMI-1
 }
 
@@ -404,7 +408,7 @@ func (c *Client) Abort(code int, msg string) error {
 	if c.singleton {
 		return nil
 	}
-	if c.err != nil {
+	if c.err != nil && !c.lostSpawn {
 		return fmt.Errorf("pmi: abort: connection unusable after earlier error: %w", c.err)
 	}
 	if c.v2 != nil {

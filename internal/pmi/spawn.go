@@ -84,6 +84,8 @@ func (c *Client) SpawnWithin(cmds []SpawnCmd, preput [][2]string, d time.Duratio
 	}
 	err := c.spawn1or2(cmds, preput)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.lostSpawn = true
+		_ = c.broken(err)
 		se := &SpawnError{Msg: fmt.Sprintf("the launcher did not answer the spawn within %v (its PMI connection is unusable from now on)", d), Timeout: true}
 		for _, cmd := range cmds {
 			for i := 0; i < cmd.MaxProcs; i++ {

@@ -462,3 +462,42 @@ func TestSrunSpawn(t *testing.T) {
 	}
 	t.Logf("spawn under srun: %v", r.elapsed)
 }
+
+// MPI_Comm_spawn of a missing program under srun --mpi=pmi2. With the
+// children placed by Slurm, its pmi2 plugin never answers the spawn (the
+// children's step stays pending), so the parents used to wait for ever:
+// now they give up after the spawn's Info "timeout" (3 s) with
+// MPI_ERR_SPAWN on every rank, and since the root's PMI connection cannot
+// be read again, its MPI_Finalize ends the job with an abort instead of
+// leaving the other ranks in their fence. For this node (Info "host") the
+// root finds the program missing before asking and the job goes on.
+func TestSrunSpawnMissing(t *testing.T) {
+	c := cluster(t)
+	prog := program(t, "../../mpi/testdata/dynprog")
+	const failed = "spawn failed as expected: MPI_Comm_spawn: MPI_ERR_SPAWN: child 0: command 0 (/nonexistent/dynprog-missing"
+	for _, tc := range []struct {
+		host, want string
+		aborts     bool
+	}{
+		{"", "within 3s", true},
+		{"h1", "no executable file /nonexistent/dynprog-missing on host h1", false},
+	} {
+		r := runOn(t, c, "h1", 60*time.Second, []string{"DYNPROG_SPAWN_HOST=" + tc.host, "DYNPROG_SPAWN_TIMEOUT=3"},
+			"salloc", "-N", "3", "-n", "6", "srun", "--mpi=pmi2", "-N", "1", "-n", "2", "--nodelist=h1", prog, "missing")
+		switch {
+		case tc.aborts && r.err == nil:
+			t.Errorf("host %s: the job ended with status 0, want the root's abort\nstdout:\n%s\nstderr:\n%s", tc.host, r.stdout, r.stderr)
+		case tc.aborts && !strings.Contains(r.stderr, "aborts the job"):
+			t.Errorf("host %s: no abort message (after %v: %v)\nstdout:\n%s\nstderr:\n%s", tc.host, r.elapsed, r.err, r.stdout, r.stderr)
+		case !tc.aborts && r.err != nil:
+			t.Errorf("host %s: salloc srun dynprog missing (after %v): %v\nstdout:\n%s\nstderr:\n%s", tc.host, r.elapsed, r.err, r.stdout, r.stderr)
+			continue
+		}
+		if !strings.Contains(r.stdout, failed) || !strings.Contains(r.stdout, tc.want) {
+			t.Errorf("host %s: want a line with %q and %q\nstdout:\n%s\nstderr:\n%s", tc.host, failed, tc.want, r.stdout, r.stderr)
+		}
+		if left := processesWith(prog); len(left) > 0 {
+			t.Errorf("host %s: processes left after salloc returned: %v", tc.host, left)
+		}
+	}
+}
