@@ -394,16 +394,28 @@ func (n *NIC) netFrame(peer int, head, body []byte) {
 		return
 	}
 	n.cnt.framesIn.Add(1)
+	// The VI is looked up before the kept frames are replayed: the
+	// application may connect it at any moment (ConnectRemote), and a
+	// frame found connected must not overtake the frames kept while it
+	// was not, which the replay then finds connected too.
+	vi := n.netVIOf(peer, &h)
+	if frameHook != nil {
+		frameHook(n)
+	}
+	if vi == nil {
+		n.keepEarly(peer, head, body)
+	}
 	if len(n.early) > 0 {
 		n.replayEarly()
 	}
-	vi := n.netVIOf(peer, &h)
-	if vi == nil {
-		n.keepEarly(peer, head, body)
-		return
+	if vi != nil {
+		n.netHandle(vi, h, body)
 	}
-	n.netHandle(vi, h, body)
 }
+
+// frameHook, when set (by tests, before any NIC opens), runs in netFrame
+// where the application's ConnectRemote may race with the frame's VI lookup.
+var frameHook func(n *NIC)
 
 // ackEvery is how many finished descriptors a busy engine lets its peer
 // wait for before it acknowledges them without waiting to be idle.
@@ -703,7 +715,10 @@ func (n *NIC) place(peer int, head []byte, size int) []byte {
 		return nil
 	}
 	vi := n.netVIOf(peer, &h)
-	if vi == nil || len(vi.net.held) > 0 || !n.rxBegin(vi, &h) || vi.net.rx.st != StatusDone {
+	// With frames kept from before a connection the frame is not placed:
+	// Frame replays them first (rxBegin here would take a receive
+	// descriptor ahead of them).
+	if vi == nil || len(n.early) > 0 || len(vi.net.held) > 0 || !n.rxBegin(vi, &h) || vi.net.rx.st != StatusDone {
 		return nil
 	}
 	off := int(h.off)
