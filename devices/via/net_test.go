@@ -384,24 +384,35 @@ func TestNetAssist(t *testing.T) {
 
 // TestNetEarlyFramesConnectRace: frames that came before the VI was
 // connected go first even when the application connects the VI while the
-// NIC is handling the next frame (between its look at the kept frames and
-// its look for the frame's VI). Before the fix that frame overtook the kept
-// ones and took the oldest receive descriptor, so rank 0's MPI receive
-// posted for a sender on another host could match a later message (the
-// p2p check anysource-race on via, docs/xdp.md).
+// NIC is handling the next frame (between its look for the frame's VI and
+// its replay of the kept frames: "frame"), or while it replays the kept
+// frames (after it has kept the first: "replay"). Before the fix the frames
+// looked at after the connection overtook those kept before it and took
+// the oldest receive descriptors, so rank 0's MPI receive posted for a
+// sender on another host matched a later message (the p2p check
+// anysource-race on via, docs/xdp.md).
 func TestNetEarlyFramesConnectRace(t *testing.T) {
+	for _, where := range []string{"frame", "replay"} {
+		t.Run(where, func(t *testing.T) { earlyConnectRace(t, where) })
+	}
+}
+
+// earlyConnectRace keeps 6 frames at the receiving NIC, then connects its
+// VI from raceHook at where, and checks the 7 messages fill the receive
+// descriptors in order.
+func earlyConnectRace(t *testing.T, where string) {
 	var armed atomic.Bool
 	var hookNIC atomic.Pointer[NIC]
 	var hookVI atomic.Pointer[VI]
 	var connectErr atomic.Pointer[error]
-	frameHook = func(n *NIC) {
-		if n == hookNIC.Load() && armed.CompareAndSwap(true, false) {
+	raceHook = func(n *NIC, at string) {
+		if at == where && n == hookNIC.Load() && armed.CompareAndSwap(true, false) {
 			if err := hookVI.Load().ConnectRemote(0, 0, "rank 0 on host h1"); err != nil {
 				connectErr.Store(&err)
 			}
 		}
 	}
-	t.Cleanup(func() { frameHook = nil }) // runs after the NICs' Close (cleanups run last first)
+	t.Cleanup(func() { raceHook = nil }) // runs after the NICs' Close (cleanups run last first)
 	na, nb, a, b, _, cb := hostPairUnconnected(t, DefaultOptions())
 	hookNIC.Store(nb)
 	hookVI.Store(b)
@@ -433,7 +444,10 @@ func TestNetEarlyFramesConnectRace(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // waiting for the peer's frames to arrive, not synchronising threads
 	}
-	armed.Store(true) // the next frame (message early) connects b while it is handled
+	// "frame": the next frame (message early) connects b while it is
+	// handled; "replay": the next replay of the kept frames does, after
+	// keeping the first.
+	armed.Store(true)
 	send(early)
 	for k := 0; k <= early; k++ {
 		d := cqWait(t, cb, b, true)
