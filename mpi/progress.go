@@ -165,6 +165,18 @@ func AsyncProgress() bool {
 	return err == nil && r.async != nil
 }
 
+// failed is the device error the progress goroutine met, if any: a device
+// may report an error (a peer's loss) only once, so a waiter that polls
+// after the goroutine took it must still return it rather than wait on.
+func (r *runtime) failed() error {
+	if a := r.async; a != nil {
+		if e, ok := a.err.Load().(error); ok {
+			return e
+		}
+	}
+	return nil
+}
+
 // progressError is the error of a failed device progress pass.
 func progressError(r *runtime, err error) error {
 	return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)

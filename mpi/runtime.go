@@ -396,6 +396,9 @@ func (r *runtime) progress() error {
 		r.serveRMA() // RMA operations that arrived (rma_agent.go)
 	}
 	r.mu.Unlock()
+	if err == nil {
+		err = r.failed()
+	}
 	if err != nil {
 		return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
 	}
@@ -495,6 +498,9 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 			r.serveRMA() // RMA operations that arrived (rma_agent.go)
 		}
 		r.mu.Unlock()
+		if err == nil && r.async != nil {
+			err = r.failed() // a loss the progress goroutine took
+		}
 		if err != nil || cond() {
 			if slept != nil {
 				endWait(slept)

@@ -3,8 +3,10 @@ package mpi
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/adimpi/adimpi/internal/pmi"
 )
@@ -73,12 +75,13 @@ func commSpawn(op string, cmds []SpawnCommand, root int, comm *Comm) (*Comm, []e
 	// The root's verdict: [total u64, 1] started, or [total u64, 0,
 	// failed flag per child..., message].
 	var verdict []byte
-	var portName string
+	var kids *childRoot
 	if comm.rank == root {
-		verdict, portName = spawnAtRoot(op, r, cmds)
+		verdict, kids = spawnAtRoot(op, r, cmds)
 	}
 	verdict, err = bcastBytes(comm.newColl(r, op), verdict, root)
 	if err != nil {
+		kids.close()
 		return nil, nil, comm.raise(err)
 	}
 	total := int(binary.LittleEndian.Uint64(verdict))
@@ -94,12 +97,8 @@ func commSpawn(op string, cmds []SpawnCommand, root int, comm *Comm) (*Comm, []e
 		}
 		return nil, errs, comm.raise(errorf(ErrSpawn, op, "%s", msg))
 	}
-	n, err := joinGroups(op, comm, root, func(msg []byte) ([]byte, error) {
-		return acceptOn(op, portName, msg)
-	}, comm.name+".spawn")
-	if portName != "" {
-		_ = ClosePort(portName)
-	}
+	n, err := joinGroups(op, comm, root, kids.answer, comm.name+".spawn")
+	kids.close()
 	if err != nil {
 		for i := range errs {
 			errs[i] = err
@@ -110,35 +109,50 @@ func commSpawn(op string, cmds []SpawnCommand, root int, comm *Comm) (*Comm, []e
 }
 
 // spawnAtRoot checks the commands, opens the port the children will
-// connect to and asks the launcher to start them; it returns the verdict
-// to broadcast and the port.
-func spawnAtRoot(op string, r *runtime, cmds []SpawnCommand) ([]byte, string) {
+// connect to, asks the launcher to start them and waits, for at most the
+// spawn's timeout, until their root has connected; it returns the verdict
+// to broadcast and, when they started, the connection to their root.
+func spawnAtRoot(op string, r *runtime, cmds []SpawnCommand) ([]byte, *childRoot) {
 	total := 0
 	for _, c := range cmds {
 		total += max(c.MaxProcs, 0)
 	}
-	fail := func(failed []bool, msg string) []byte {
+	// fail is the verdict of a failed spawn: the children of command bad
+	// failed (every child when bad is -1), the others were not started.
+	fail := func(bad int, msg string) []byte {
 		v := binary.LittleEndian.AppendUint64(nil, uint64(total))
 		v = append(v, 0)
-		for i := 0; i < total; i++ {
-			f := byte(1)
-			if i < len(failed) && !failed[i] {
-				f = 0
+		for i, c := range cmds {
+			f := byte(0)
+			if bad < 0 || bad == i {
+				f = 1
 			}
-			v = append(v, f)
+			for k := 0; k < max(c.MaxProcs, 0); k++ {
+				v = append(v, f)
+			}
 		}
 		return append(v, msg...)
+	}
+	timeout, err := spawnTimeout(op, cmds)
+	if err != nil {
+		return fail(-1, err.Error()), nil
 	}
 	var pcmds []pmi.SpawnCmd
 	for i, c := range cmds {
 		if c.Command == "" || c.MaxProcs < 1 {
-			return fail(nil, errorf(ErrArg, op, "command %d: want a command and maxprocs ≥ 1 (got %q, %d)", i, c.Command, c.MaxProcs).Error()), ""
+			return fail(-1, errorf(ErrArg, op, "command %d: want a command and maxprocs ≥ 1 (got %q, %d)", i, c.Command, c.MaxProcs).Error()), nil
+		}
+		if err := checkLocalCommand(i, c); err != nil {
+			return fail(i, err.Error()), nil
 		}
 		pc := pmi.SpawnCmd{Command: c.Command, Args: c.Argv, MaxProcs: c.MaxProcs}
 		if c.Info != nil {
 			nk, _ := c.Info.NKeys()
 			for k := 0; k < nk; k++ {
 				key, _ := c.Info.NthKey(k)
+				if key == infoTimeout {
+					continue // adimpi's own key, not the launcher's
+				}
 				v, _, _ := c.Info.Get(key)
 				pc.Info = append(pc.Info, [2]string{key, v})
 			}
@@ -147,18 +161,37 @@ func spawnAtRoot(op string, r *runtime, cmds []SpawnCommand) ([]byte, string) {
 	}
 	portName, err := OpenPort(nil)
 	if err != nil {
-		return fail(nil, err.Error()), ""
+		return fail(-1, err.Error()), nil
 	}
-	if err := r.pmi.Spawn(pcmds, [][2]string{{pmi.PreputParentPort, portName}}); err != nil {
+	start := time.Now()
+	if err := r.pmi.SpawnWithin(pcmds, [][2]string{{pmi.PreputParentPort, portName}}, timeout); err != nil {
 		_ = ClosePort(portName)
 		var se *pmi.SpawnError
 		if errors.As(err, &se) {
-			return fail(se.Failed, se.Msg), ""
+			v := binary.LittleEndian.AppendUint64(nil, uint64(total))
+			v = append(v, 0)
+			for i := 0; i < total; i++ {
+				f := byte(1)
+				if i < len(se.Failed) && !se.Failed[i] {
+					f = 0
+				}
+				v = append(v, f)
+			}
+			if se.Timeout {
+				return append(v, describeCommands(cmds)+": "+se.Msg...), nil
+			}
+			return append(v, se.Msg...), nil
 		}
-		return fail(nil, err.Error()), ""
+		return fail(-1, err.Error()), nil
+	}
+	kids, err := awaitChildRoot(portName, start.Add(timeout))
+	_ = ClosePort(portName) // a child that comes later finds nobody and fails its Init
+	if err != nil {
+		return fail(-1, fmt.Sprintf("%s: no child connected within %v (Info %q or %s sets this bound): %v; %s",
+			describeCommands(cmds), timeout, infoTimeout, EnvSpawnTimeout, err, spawnHint)), nil
 	}
 	v := binary.LittleEndian.AppendUint64(nil, uint64(total))
-	return append(v, 1), portName
+	return append(v, 1), kids
 }
 
 // acceptOn is CommAccept's root half, for a port this process opened.

@@ -67,11 +67,6 @@ func xType_ub(t *datatype.Type, ub *C.long) error {
 	return nil
 }
 
-func xComm_get_parent(parent *C.int) error {
-	*parent = C.int(hCommNull) // adimpi starts no processes after the launch
-	return nil
-}
-
 func xComm_dup_with_info(c *mpi.Comm, info int32, out *C.int) error { return xComm_dup(c, out) }
 
 // MPI_Alloc_mem's memory is C memory: nothing in Go keeps it alive or
@@ -292,4 +287,30 @@ func xIsendrecv_replace(p unsafe.Pointer, count int, t *datatype.Type, dest, sta
 
 func xComm_idup_with_info(c *mpi.Comm, info int32, out *C.int, req *C.int) error {
 	return xComm_idup(c, out, req)
+}
+
+// narrow copies the MPI_Count or MPI_Aint array of a large-count
+// collective fn (one element per rank of c, or of its remote group if that
+// is larger) into ints for the int form's translation; NULL stays NULL. A
+// value beyond an int fails the call with MPI_ERR_COUNT (through guard,
+// which the generated body defers).
+func narrow(fn string, p *C.long, c *mpi.Comm) *C.int {
+	if p == nil {
+		return nil
+	}
+	n := c.Size()
+	if c.IsInter() {
+		n = max(n, c.RemoteSize())
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]C.int, n)
+	for i, v := range unsafe.Slice(p, n) {
+		if v != C.long(C.int(v)) {
+			panic(newErr(mpi.ErrCount, fn, "element %d of a count or displacement array is %d: adimpi's large-count collectives take values that fit an int", i, int64(v)))
+		}
+		out[i] = C.int(v)
+	}
+	return &out[0]
 }

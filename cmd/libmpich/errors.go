@@ -25,7 +25,10 @@ var classCode = map[mpi.Class]int32{
 	mpi.ErrRank: 6, mpi.ErrRoot: 7, mpi.ErrGroup: 8, mpi.ErrOp: 9, mpi.ErrTopology: 10,
 	mpi.ErrDims: 11, mpi.ErrArg: 12, mpi.ErrUnknown: 13, mpi.ErrTruncate: 14, mpi.ErrOther: 15,
 	mpi.ErrIntern: 16, mpi.ErrInStatus: 17, mpi.ErrPending: 18, mpi.ErrRequest: 19,
-	mpi.ErrNotSupported: errUnsupported,
+	mpi.ErrNotSupported: errUnsupported, mpi.ErrName: 33, mpi.ErrPort: 38, mpi.ErrService: 41, mpi.ErrSpawn: 42,
+	adi.ErrWin: 45, adi.ErrBase: 46, adi.ErrLocktype: 47, adi.ErrRMAConflict: 49, adi.ErrRMASync: 50,
+	adi.ErrSize: 51, adi.ErrDisp: 52, adi.ErrAssert: 53, adi.ErrRMARange: 55, adi.ErrRMAAttach: 56,
+	adi.ErrRMAShared: 57, adi.ErrRMAFlavor: 58,
 }
 
 const (
@@ -43,7 +46,11 @@ var classNames = map[int32]string{
 	14: "MPI_ERR_TRUNCATE", 15: "MPI_ERR_OTHER", 16: "MPI_ERR_INTERN", 17: "MPI_ERR_IN_STATUS",
 	18: "MPI_ERR_PENDING", 19: "MPI_ERR_REQUEST", 28: "MPI_ERR_INFO", 29: "MPI_ERR_INFO_KEY",
 	30: "MPI_ERR_INFO_VALUE", 31: "MPI_ERR_INFO_NOKEY", 44: "MPI_ERR_UNSUPPORTED_OPERATION",
-	48: "MPI_ERR_KEYVAL",
+	48: "MPI_ERR_KEYVAL", 33: "MPI_ERR_NAME", 34: "MPI_ERR_NO_MEM", 38: "MPI_ERR_PORT", 41: "MPI_ERR_SERVICE",
+	42: "MPI_ERR_SPAWN", 45: "MPI_ERR_WIN", 46: "MPI_ERR_BASE", 47: "MPI_ERR_LOCKTYPE",
+	49: "MPI_ERR_RMA_CONFLICT", 50: "MPI_ERR_RMA_SYNC", 51: "MPI_ERR_SIZE", 52: "MPI_ERR_DISP",
+	53: "MPI_ERR_ASSERT", 55: "MPI_ERR_RMA_RANGE", 56: "MPI_ERR_RMA_ATTACH", 57: "MPI_ERR_RMA_SHARED",
+	58: "MPI_ERR_RMA_FLAVOR",
 }
 
 // localErr is an error this layer found itself (a bad handle, an
@@ -75,9 +82,15 @@ func fail(c *mpi.Comm, err error) C.int {
 }
 
 // guard turns a panic in a call's translation into MPI_ERR_INTERN for the
-// call fn, so that a bug there fails the call instead of the process.
+// call fn, so that a bug there fails the call instead of the process; a
+// panic with an error of this layer fails the call with that error.
 func guard(rc *C.int, fn string) {
 	if p := recover(); p != nil {
+		var le *localErr
+		if e, ok := p.(error); ok && errors.As(e, &le) {
+			*rc = fail(nil, e) // an argument check that panicked (narrow)
+			return
+		}
 		*rc = fail(nil, errorf(16, fn, "internal error in adimpi's libmpich: %v", p))
 	}
 }

@@ -27,10 +27,9 @@ func TestHotCallsAddNoAllocations(t *testing.T) {
 	}
 	out, in := make([]int32, 8), make([]int32, 8)
 	po, pi := unsafe.Pointer(&out[0]), unsafe.Pointer(&in[0])
-	var st cStatus
-	pst := uintptr(unsafe.Pointer(&st))
+	st := new(cStatus) // on the heap: a stack copy would move it under the C status pointer
 
-	goRound, cRound := rounds(po, pi, pst)
+	goRound, cRound := rounds(po, pi, st)
 	for range 10 { // warm the handle tables and the device
 		goRound()
 		cRound()
@@ -50,7 +49,7 @@ func TestHotCallsAddNoAllocations(t *testing.T) {
 // Go API and the same through the exported C functions (called from Go,
 // so without the C-to-Go crossing): Irecv, Isend, Wait, Test until done,
 // Send, Recv.
-func rounds(po, pi unsafe.Pointer, pst uintptr) (goRound, cRound func()) {
+func rounds(po, pi unsafe.Pointer, st *cStatus) (goRound, cRound func()) {
 	self := mpi.Self()
 	goRound = func() {
 		so, si := mpi.Typed(unsafe.Slice((*byte)(po), 32), 8, datatype.Int32), mpi.Typed(unsafe.Slice((*byte)(pi), 32), 8, datatype.Int32)
@@ -66,6 +65,7 @@ func rounds(po, pi unsafe.Pointer, pst uintptr) (goRound, cRound func()) {
 		mpi.RecvBuf(self, si, 0, 2)
 	}
 	cRound = func() {
+		pst := uintptr(unsafe.Pointer(st))
 		var rr, rs cint
 		MPI_Irecv(pi, 8, hInt, 0, 1, cint(hCommSelf), &rr)
 		MPI_Isend(po, 8, hInt, 0, 1, cint(hCommSelf), &rs)
@@ -91,8 +91,7 @@ func BenchmarkSelfRound(b *testing.B) {
 		}
 	}
 	out, in := make([]int32, 8), make([]int32, 8)
-	var st cStatus
-	goRound, cRound := rounds(unsafe.Pointer(&out[0]), unsafe.Pointer(&in[0]), uintptr(unsafe.Pointer(&st)))
+	goRound, cRound := rounds(unsafe.Pointer(&out[0]), unsafe.Pointer(&in[0]), new(cStatus))
 	b.Run("go", func(b *testing.B) {
 		for b.Loop() {
 			goRound()

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,25 +26,37 @@ import (
 
 // cProgs are the test programs of testdata, the MPICH compiler wrapper
 // that builds each (C, and MPICH's Fortran and C++ bindings, which call the
-// C library), the np each runs at and the checks each must report passed
-// ("ok NAME" lines from rank 0).
+// C library), the np each runs at, the checks each must report passed
+// ("ok NAME" lines from rank 0), and whether it runs on every device (the
+// Fortran and C++ programs test the bindings, not the devices: one device).
 var cProgs = []struct {
 	name, src, cc string
 	np            int
 	checks        []string
+	everyDevice   bool
 }{
-	{"p2p", "p2p.c", "mpicc.mpich", 3, []string{"ring", "isend-irecv-waitall", "wait-test", "sendrecv", "probe", "persistent", "iprobe"}},
-	{"coll", "coll.c", "mpicc.mpich", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent"}},
-	{"dtype", "dtype.c", "mpicc.mpich", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count"}},
-	{"comm", "comm.c", "mpicc.mpich", 4, []string{"split", "dup", "groups", "cart", "attributes", "info-mem", "intercomm"}},
-	{"errors", "errors.c", "mpicc.mpich", 2, []string{"argument-errors", "truncate", "unsupported", "user-handler", "version"}},
-	{"fortran", "fortran.f90", "mpif90.mpich", 3, []string{"collectives", "p2p", "split"}},
-	{"cxx", "cxx.cxx", "mpicxx.mpich", 3, []string{"collectives", "p2p", "split"}},
+	{"p2p", "p2p.c", "mpicc.mpich", 3, []string{"ring", "isend-irecv-waitall", "wait-test", "sendrecv", "probe", "persistent", "iprobe"}, true},
+	{"coll", "coll.c", "mpicc.mpich", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent", "large-count"}, true},
+	{"dtype", "dtype.c", "mpicc.mpich", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count"}, true},
+	{"comm", "comm.c", "mpicc.mpich", 3, []string{"split", "dup", "groups", "cart", "attributes", "info-mem", "intercomm"}, true},
+	{"errors", "errors.c", "mpicc.mpich", 2, []string{"argument-errors", "truncate", "unsupported", "user-handler", "version"}, true},
+	{"rma", "rma.c", "mpicc.mpich", 3, []string{"fence-put-get", "attributes", "lock-unlock", "accumulate", "fetch-and-op-counter", "compare-and-swap", "pscw", "dynamic-rget", "errors"}, true},
+	{"spawn", "spawn.c", "mpicc.mpich", 2, []string{"spawn", "ports-names", "join"}, true},
+	{"fortran", "fortran.f90", "mpif90.mpich", 2, []string{"collectives", "p2p", "split"}, false},
+	{"cxx", "cxx.cxx", "mpicxx.mpich", 2, []string{"collectives", "p2p", "split"}, false},
+}
+
+// progs holds the compiled test programs and mpirun, built once for all
+// the tests of the package.
+var progs struct {
+	once        sync.Once
+	dir, mpirun string
+	err         error
 }
 
 // setup compiles the test programs with MPICH's compiler wrappers and
-// builds mpirun; it returns the directory of the programs and mpirun's
-// path.
+// builds mpirun (once for the package); it returns the directory of the
+// programs and mpirun's path.
 func setup(t *testing.T) (string, string) {
 	t.Helper()
 	for _, tool := range []string{"gcc", "mpicc.mpich", "mpif90.mpich", "mpicxx.mpich"} {
@@ -51,14 +64,60 @@ func setup(t *testing.T) (string, string) {
 			testnote.Skip(t, tool+" is missing (apt-get install -y libmpich-dev, which brings gcc, g++ and gfortran): the test programs cannot be compiled")
 		}
 	}
-	dir := t.TempDir()
-	for _, p := range cProgs {
-		out, err := exec.Command(p.cc, "-O1", "-o", filepath.Join(dir, p.name), filepath.Join("testdata", p.src)).CombinedOutput()
+	progs.once.Do(func() {
+		dir, err := os.MkdirTemp("", "libmpich-progs-")
 		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", p.cc, p.src, err, out)
+			progs.err = err
+			return
 		}
+		progs.dir = dir
+		var wg sync.WaitGroup
+		errs := make([]error, len(cProgs)+1)
+		for i, p := range cProgs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := exec.Command(p.cc, "-O1", "-o", filepath.Join(dir, p.name), filepath.Join("testdata", p.src)).CombinedOutput()
+				if err != nil {
+					errs[i] = fmt.Errorf("%s %s: %v\n%s", p.cc, p.src, err, out)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			src := filepath.Join("..", "..", "bench", "c", "mpibench.c")
+			if out, err := exec.Command("mpicc.mpich", "-O2", "-o", filepath.Join(dir, "mpibench-c"), src).CombinedOutput(); err != nil {
+				errs[len(cProgs)] = fmt.Errorf("mpicc.mpich bench/c/mpibench.c: %v\n%s", err, out)
+			}
+		}()
+		// mpirun is built here, not by testbuild, whose directory would go
+		// with the first test that asked for it.
+		progs.mpirun = filepath.Join(dir, "mpirun")
+		var merr error
+		if out, err := exec.Command("go", "build", "-o", progs.mpirun, "../mpirun").CombinedOutput(); err != nil {
+			merr = fmt.Errorf("go build ../mpirun: %v\n%s", err, out)
+		}
+		wg.Wait()
+		progs.err = errors.Join(append(errs, merr)...)
+	})
+	if progs.err != nil {
+		t.Fatal(progs.err)
 	}
-	return dir, testbuild.Programs(t, "../mpirun")["mpirun"]
+	return progs.dir, progs.mpirun
+}
+
+// slots bounds the mpirun jobs the parallel tests run at once: the
+// programs are small, so two or three jobs share the two cores of CI
+// without slowing each other much, and the package takes a third of the
+// time it would take one job at a time.
+var slots = make(chan struct{}, 3)
+
+// parallel marks t parallel and holds a job slot until it ends.
+func parallel(t *testing.T) {
+	t.Parallel()
+	slots <- struct{}{}
+	t.Cleanup(func() { <-slots })
 }
 
 // run starts mpirun with args and the extra environment, under a time
@@ -97,6 +156,9 @@ func TestMain(m *testing.M) {
 	if lib.dir != "" {
 		os.RemoveAll(lib.dir)
 	}
+	if progs.dir != "" {
+		os.RemoveAll(progs.dir)
+	}
 	if mpi.Initialized() && !mpi.Finalized() {
 		if rc := MPI_Finalize(); rc != 0 {
 			fmt.Fprintf(os.Stderr, "MPI_Finalize: %s\n", errorString(int32(rc)))
@@ -122,7 +184,7 @@ func libEnv(t *testing.T, mpirun, progs string) []string {
 		lib.dir = cache
 		// Linking the library takes 15-30 s; on a machine busy with other
 		// jobs, minutes.
-		out, err := runFor(t, 5*time.Minute, mpirun, []string{"XDG_CACHE_HOME=" + cache}, "-np", "2", filepath.Join(progs, "p2p"))
+		out, err := runFor(t, 8*time.Minute, mpirun, []string{"XDG_CACHE_HOME=" + cache}, "-np", "2", filepath.Join(progs, "p2p"))
 		if err != nil {
 			lib.err = fmt.Errorf("first C program, which has mpirun build libmpich.so.12: %v\n%s", err, out)
 			return
@@ -142,11 +204,16 @@ func libEnv(t *testing.T, mpirun, progs string) []string {
 // mpif90.mpich, mpicxx.mpich), unmodified, on every device: mpirun sees
 // that they link MPICH's libraries and gives them adimpi's libmpich.so.12.
 func TestCPrograms(t *testing.T) {
+	t.Parallel()
 	dir, mpirun := setup(t)
 	env := libEnv(t, mpirun, dir)
 	for _, dev := range adi.Devices() {
 		for _, p := range cProgs {
+			if !p.everyDevice && dev != adi.Devices()[0] {
+				continue
+			}
 			t.Run(dev+"/"+p.name, func(t *testing.T) {
+				parallel(t)
 				out, err := run(t, mpirun, env, "-device", dev, "-np", strconv.Itoa(p.np), filepath.Join(dir, p.name))
 				if err != nil {
 					t.Fatalf("mpirun -device %s -np %d %s: %v\n%s", dev, p.np, p.name, err, out)
@@ -159,6 +226,7 @@ func TestCPrograms(t *testing.T) {
 			})
 		}
 		t.Run(dev+"/fatal", func(t *testing.T) {
+			parallel(t)
 			// MPI_ERRORS_ARE_FATAL, C's default, stops the job with the
 			// call, the class and the bad value.
 			out, err := run(t, mpirun, env, "-device", dev, "-np", "2", filepath.Join(dir, "errors"), "fatal")
@@ -170,12 +238,24 @@ func TestCPrograms(t *testing.T) {
 			}
 		})
 	}
+	t.Run("win-fatal", func(t *testing.T) {
+		parallel(t)
+		// A window without its own handler raises through MPI_COMM_WORLD's
+		// (MPICH's rule): MPI_ERRORS_ARE_FATAL stops the job.
+		out, err := run(t, mpirun, env, "-np", "2", filepath.Join(dir, "rma"), "fatal")
+		if err == nil {
+			t.Fatalf("an invalid target rank of MPI_Put under world's MPI_ERRORS_ARE_FATAL did not fail the job:\n%s", out)
+		}
+		if !regexp.MustCompile(`MPI_Put: MPI_ERR_RANK: target rank 5 .*MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD`).MatchString(out) {
+			t.Errorf("the fatal error does not say what failed:\n%s", out)
+		}
+	})
 }
 
 // TestNetPIPE runs Debian's NetPIPE (netpipe-mpich2, built against MPICH's
 // libmpich12), unmodified, on every device: its integrity mode checks
 // every byte of each message from 1 byte to 256 KiB, with pre-posted
-// receives (-a) and with synchronous sends (-S).
+// receives (-a) on every device and with synchronous sends (-S) on one.
 func TestNetPIPE(t *testing.T) {
 	const netpipe = "/usr/bin/NPmpich2"
 	if _, err := os.Stat(netpipe); err != nil {
@@ -183,9 +263,14 @@ func TestNetPIPE(t *testing.T) {
 	}
 	dir, mpirun := setup(t)
 	env := libEnv(t, mpirun, dir)
+	t.Parallel()
 	for _, dev := range adi.Devices() {
 		for _, mode := range []string{"-a", "-S"} {
+			if mode == "-S" && dev != adi.Devices()[0] {
+				continue // synchronous sends: one device
+			}
 			t.Run(dev+"/"+mode, func(t *testing.T) {
+				parallel(t)
 				out, err := run(t, mpirun, env, "-device", dev, "-np", "2", netpipe, "-i", "-n", "3", "-u", "262144", "-o", "/dev/null", mode)
 				if err != nil {
 					t.Fatalf("NPmpich2 %s on %s: %v\n%s", mode, dev, err, out)
@@ -198,21 +283,70 @@ func TestNetPIPE(t *testing.T) {
 	}
 }
 
+// scalapackTests is where Debian's scalapack-mpi-test puts the ScaLAPACK
+// test programs built against MPICH.
+const scalapackTests = "/usr/lib/x86_64-linux-gnu/scalapack/mpich-tests"
+
+// TestScaLAPACK runs Debian's ScaLAPACK test programs built against
+// MPICH's libmpich12 (scalapack-mpi-test), unmodified, on every device: the
+// LU (xdlu) and the QR, LQ and pivoted QR (xdqr) factorizations of small
+// double-precision matrices on a 1×2 process grid, with the inputs of
+// testdata/scalapack. Each program checks its residuals; the test wants
+// every check passed.
+func TestScaLAPACK(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(filepath.Join(scalapackTests, "xdlu")); err != nil {
+		testnote.Skip(t, scalapackTests+"/xdlu is missing (apt-get install -y scalapack-mpi-test)")
+	}
+	dir, mpirun := setup(t)
+	env := libEnv(t, mpirun, dir)
+	wdir := t.TempDir() // the programs read LU.dat and QR.dat from their working directory
+	for _, f := range []string{"LU.dat", "QR.dat"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "scalapack", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(wdir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dev := range adi.Devices() {
+		for _, x := range []struct {
+			prog string
+			n    int
+		}{{"xdlu", 1}, {"xdqr", 3}} {
+			t.Run(dev+"/"+x.prog, func(t *testing.T) {
+				parallel(t)
+				out, err := run(t, mpirun, env, "-device", dev, "-np", "2", "-wdir", wdir, filepath.Join(scalapackTests, x.prog))
+				if err != nil {
+					t.Fatalf("%s on %s: %v\n%s", x.prog, dev, err, out)
+				}
+				want := fmt.Sprintf("%d tests completed and passed residual checks", x.n)
+				if !strings.Contains(out, want) || !strings.Contains(out, "0 tests completed and failed residual checks") {
+					t.Errorf("%s on %s: want %q and no failed check:\n%s", x.prog, dev, want, out)
+				}
+			})
+		}
+	}
+}
+
 // TestBenchTwins runs the project's C benchmark programs (bench/c, the
 // twins of cmd/mpibench written for MPICH and Open MPI), compiled with
 // mpicc.mpich, on every device with small sizes: osu_bw-style windows of
-// Isend/Irecv/Waitall, and MPI_ANY_SOURCE receives from two senders. They
-// check the data they receive and print CSV rows.
+// Isend/Irecv/Waitall on every device, and MPI_ANY_SOURCE receives from
+// two senders on one. They check the data they receive and print CSV rows.
 func TestBenchTwins(t *testing.T) {
+	t.Parallel()
 	dir, mpirun := setup(t)
 	env := libEnv(t, mpirun, dir)
 	bin := filepath.Join(dir, "mpibench-c")
-	if out, err := exec.Command("mpicc.mpich", "-O2", "-o", bin, filepath.Join("..", "..", "bench", "c", "mpibench.c")).CombinedOutput(); err != nil {
-		t.Fatalf("mpicc.mpich bench/c/mpibench.c: %v\n%s", err, out)
-	}
 	for _, dev := range adi.Devices() {
 		for _, b := range []struct{ name, np, row string }{{"bw", "2", "bw,"}, {"anysource", "3", "anysource_ratio,"}} {
+			if b.name == "anysource" && dev != adi.Devices()[0] {
+				continue // the receive side's matching: one device
+			}
 			t.Run(dev+"/"+b.name, func(t *testing.T) {
+				parallel(t)
 				out, err := run(t, mpirun, env, "-device", dev, "-np", b.np, bin, b.name,
 					"--max-size", "262144", "--iters", "3", "--reps", "1", "--msgs", "50", "--window", "8", "--no-header")
 				if err != nil {
@@ -235,6 +369,7 @@ func TestCProgramsAcrossHosts(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testnote.Skip(t, fmt.Sprintf("simulated hosts need root to create namespaces (running as uid %d)", os.Geteuid()))
 	}
+	t.Parallel()
 	dir, mpirun := setup(t)
 	env := libEnv(t, mpirun, dir)
 	netcluster := testbuild.Programs(t, "../netcluster")["netcluster"]
@@ -243,6 +378,7 @@ func TestCProgramsAcrossHosts(t *testing.T) {
 	for _, dev := range adi.Devices() {
 		for _, p := range cProgs[:2] {
 			t.Run(dev+"/"+p.name, func(t *testing.T) {
+				parallel(t)
 				out, err := run(t, mpirun, env, "-launcher-exec", launcher, "-hosts", "h1,h2", "-np", "4", "-l", "-device", dev, filepath.Join(dir, p.name))
 				if err != nil {
 					t.Fatalf("%s on %s across h1, h2: %v\n%s", p.name, dev, err, out)

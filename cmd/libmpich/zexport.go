@@ -5782,26 +5782,6 @@ func PMPI_Free_mem(base unsafe.Pointer) C.int {
 	return cFree_mem(base)
 }
 
-// cComm_get_parent decodes MPI_Comm_get_parent's handles and runs its translation.
-func cComm_get_parent(parent *C.int) (rc C.int) {
-	defer guard(&rc, "MPI_Comm_get_parent")
-	return done(nil, xComm_get_parent(parent))
-}
-
-// MPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
-//
-//export MPI_Comm_get_parent
-func MPI_Comm_get_parent(parent *C.int) C.int {
-	return cComm_get_parent(parent)
-}
-
-// PMPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
-//
-//export PMPI_Comm_get_parent
-func PMPI_Comm_get_parent(parent *C.int) C.int {
-	return cComm_get_parent(parent)
-}
-
 // cComm_dup_with_info decodes MPI_Comm_dup_with_info's handles and runs its translation.
 func cComm_dup_with_info(comm C.int, info C.int, newcomm *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Comm_dup_with_info")
@@ -6144,6 +6124,3578 @@ func PMPI_Comm_idup_with_info(comm C.int, info C.int, newcomm *C.int, request *C
 	return cComm_idup_with_info(comm, info, newcomm, request)
 }
 
+// cWin_create decodes MPI_Win_create's handles and runs its translation.
+func cWin_create(base unsafe.Pointer, size C.long, disp_unit C.int, info C.int, comm C.int, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_create")
+	const fn = "MPI_Win_create"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_create(base, int(size), int(disp_unit), int32(info), comm_, win))
+}
+
+// MPI_Win_create is MPI_Win_create for C programs, with MPICH's signature.
+//
+//export MPI_Win_create
+func MPI_Win_create(base unsafe.Pointer, size C.long, disp_unit C.int, info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create(base, size, disp_unit, info, comm, win)
+}
+
+// PMPI_Win_create is MPI_Win_create for C programs, with MPICH's signature.
+//
+//export PMPI_Win_create
+func PMPI_Win_create(base unsafe.Pointer, size C.long, disp_unit C.int, info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create(base, size, disp_unit, info, comm, win)
+}
+
+// cWin_create_c decodes MPI_Win_create_c's handles and runs its translation.
+func cWin_create_c(base unsafe.Pointer, size C.long, disp_unit C.long, info C.int, comm C.int, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_create_c")
+	const fn = "MPI_Win_create_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_create(base, int(size), int(disp_unit), int32(info), comm_, win))
+}
+
+// MPI_Win_create_c is MPI_Win_create_c for C programs, with MPICH's signature.
+//
+//export MPI_Win_create_c
+func MPI_Win_create_c(base unsafe.Pointer, size C.long, disp_unit C.long, info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create_c(base, size, disp_unit, info, comm, win)
+}
+
+// PMPI_Win_create_c is MPI_Win_create_c for C programs, with MPICH's signature.
+//
+//export PMPI_Win_create_c
+func PMPI_Win_create_c(base unsafe.Pointer, size C.long, disp_unit C.long, info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create_c(base, size, disp_unit, info, comm, win)
+}
+
+// cWin_allocate decodes MPI_Win_allocate's handles and runs its translation.
+func cWin_allocate(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_allocate")
+	const fn = "MPI_Win_allocate"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_allocate(int(size), int(disp_unit), int32(info), comm_, baseptr, win))
+}
+
+// MPI_Win_allocate is MPI_Win_allocate for C programs, with MPICH's signature.
+//
+//export MPI_Win_allocate
+func MPI_Win_allocate(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate(size, disp_unit, info, comm, baseptr, win)
+}
+
+// PMPI_Win_allocate is MPI_Win_allocate for C programs, with MPICH's signature.
+//
+//export PMPI_Win_allocate
+func PMPI_Win_allocate(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate(size, disp_unit, info, comm, baseptr, win)
+}
+
+// cWin_allocate_c decodes MPI_Win_allocate_c's handles and runs its translation.
+func cWin_allocate_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_allocate_c")
+	const fn = "MPI_Win_allocate_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_allocate(int(size), int(disp_unit), int32(info), comm_, baseptr, win))
+}
+
+// MPI_Win_allocate_c is MPI_Win_allocate_c for C programs, with MPICH's signature.
+//
+//export MPI_Win_allocate_c
+func MPI_Win_allocate_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_c(size, disp_unit, info, comm, baseptr, win)
+}
+
+// PMPI_Win_allocate_c is MPI_Win_allocate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Win_allocate_c
+func PMPI_Win_allocate_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_c(size, disp_unit, info, comm, baseptr, win)
+}
+
+// cWin_allocate_shared decodes MPI_Win_allocate_shared's handles and runs its translation.
+func cWin_allocate_shared(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_allocate_shared")
+	const fn = "MPI_Win_allocate_shared"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_allocate_shared(int(size), int(disp_unit), int32(info), comm_, baseptr, win))
+}
+
+// MPI_Win_allocate_shared is MPI_Win_allocate_shared for C programs, with MPICH's signature.
+//
+//export MPI_Win_allocate_shared
+func MPI_Win_allocate_shared(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_shared(size, disp_unit, info, comm, baseptr, win)
+}
+
+// PMPI_Win_allocate_shared is MPI_Win_allocate_shared for C programs, with MPICH's signature.
+//
+//export PMPI_Win_allocate_shared
+func PMPI_Win_allocate_shared(size C.long, disp_unit C.int, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_shared(size, disp_unit, info, comm, baseptr, win)
+}
+
+// cWin_allocate_shared_c decodes MPI_Win_allocate_shared_c's handles and runs its translation.
+func cWin_allocate_shared_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_allocate_shared_c")
+	const fn = "MPI_Win_allocate_shared_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_allocate_shared(int(size), int(disp_unit), int32(info), comm_, baseptr, win))
+}
+
+// MPI_Win_allocate_shared_c is MPI_Win_allocate_shared_c for C programs, with MPICH's signature.
+//
+//export MPI_Win_allocate_shared_c
+func MPI_Win_allocate_shared_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_shared_c(size, disp_unit, info, comm, baseptr, win)
+}
+
+// PMPI_Win_allocate_shared_c is MPI_Win_allocate_shared_c for C programs, with MPICH's signature.
+//
+//export PMPI_Win_allocate_shared_c
+func PMPI_Win_allocate_shared_c(size C.long, disp_unit C.long, info C.int, comm C.int, baseptr unsafe.Pointer, win *C.int) C.int {
+	return cWin_allocate_shared_c(size, disp_unit, info, comm, baseptr, win)
+}
+
+// cWin_create_dynamic decodes MPI_Win_create_dynamic's handles and runs its translation.
+func cWin_create_dynamic(info C.int, comm C.int, win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_create_dynamic")
+	const fn = "MPI_Win_create_dynamic"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xWin_create_dynamic(int32(info), comm_, win))
+}
+
+// MPI_Win_create_dynamic is MPI_Win_create_dynamic for C programs, with MPICH's signature.
+//
+//export MPI_Win_create_dynamic
+func MPI_Win_create_dynamic(info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create_dynamic(info, comm, win)
+}
+
+// PMPI_Win_create_dynamic is MPI_Win_create_dynamic for C programs, with MPICH's signature.
+//
+//export PMPI_Win_create_dynamic
+func PMPI_Win_create_dynamic(info C.int, comm C.int, win *C.int) C.int {
+	return cWin_create_dynamic(info, comm, win)
+}
+
+// cWin_attach decodes MPI_Win_attach's handles and runs its translation.
+func cWin_attach(win C.int, base unsafe.Pointer, size C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Win_attach")
+	const fn = "MPI_Win_attach"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_attach(win_, base, int(size)))
+}
+
+// MPI_Win_attach is MPI_Win_attach for C programs, with MPICH's signature.
+//
+//export MPI_Win_attach
+func MPI_Win_attach(win C.int, base unsafe.Pointer, size C.long) C.int {
+	return cWin_attach(win, base, size)
+}
+
+// PMPI_Win_attach is MPI_Win_attach for C programs, with MPICH's signature.
+//
+//export PMPI_Win_attach
+func PMPI_Win_attach(win C.int, base unsafe.Pointer, size C.long) C.int {
+	return cWin_attach(win, base, size)
+}
+
+// cWin_detach decodes MPI_Win_detach's handles and runs its translation.
+func cWin_detach(win C.int, base unsafe.Pointer) (rc C.int) {
+	defer guard(&rc, "MPI_Win_detach")
+	const fn = "MPI_Win_detach"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_detach(win_, base))
+}
+
+// MPI_Win_detach is MPI_Win_detach for C programs, with MPICH's signature.
+//
+//export MPI_Win_detach
+func MPI_Win_detach(win C.int, base unsafe.Pointer) C.int {
+	return cWin_detach(win, base)
+}
+
+// PMPI_Win_detach is MPI_Win_detach for C programs, with MPICH's signature.
+//
+//export PMPI_Win_detach
+func PMPI_Win_detach(win C.int, base unsafe.Pointer) C.int {
+	return cWin_detach(win, base)
+}
+
+// cWin_shared_query decodes MPI_Win_shared_query's handles and runs its translation.
+func cWin_shared_query(win C.int, rank C.int, size *C.long, disp_unit *C.int, baseptr unsafe.Pointer) (rc C.int) {
+	defer guard(&rc, "MPI_Win_shared_query")
+	const fn = "MPI_Win_shared_query"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_shared_query(win_, int(rank), size, disp_unit, baseptr))
+}
+
+// MPI_Win_shared_query is MPI_Win_shared_query for C programs, with MPICH's signature.
+//
+//export MPI_Win_shared_query
+func MPI_Win_shared_query(win C.int, rank C.int, size *C.long, disp_unit *C.int, baseptr unsafe.Pointer) C.int {
+	return cWin_shared_query(win, rank, size, disp_unit, baseptr)
+}
+
+// PMPI_Win_shared_query is MPI_Win_shared_query for C programs, with MPICH's signature.
+//
+//export PMPI_Win_shared_query
+func PMPI_Win_shared_query(win C.int, rank C.int, size *C.long, disp_unit *C.int, baseptr unsafe.Pointer) C.int {
+	return cWin_shared_query(win, rank, size, disp_unit, baseptr)
+}
+
+// cWin_free decodes MPI_Win_free's handles and runs its translation.
+func cWin_free(win *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_free")
+	return done(nil, xWin_free(win))
+}
+
+// MPI_Win_free is MPI_Win_free for C programs, with MPICH's signature.
+//
+//export MPI_Win_free
+func MPI_Win_free(win *C.int) C.int {
+	return cWin_free(win)
+}
+
+// PMPI_Win_free is MPI_Win_free for C programs, with MPICH's signature.
+//
+//export PMPI_Win_free
+func PMPI_Win_free(win *C.int) C.int {
+	return cWin_free(win)
+}
+
+// cWin_fence decodes MPI_Win_fence's handles and runs its translation.
+func cWin_fence(assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_fence")
+	const fn = "MPI_Win_fence"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_fence(int(assert), win_))
+}
+
+// MPI_Win_fence is MPI_Win_fence for C programs, with MPICH's signature.
+//
+//export MPI_Win_fence
+func MPI_Win_fence(assert C.int, win C.int) C.int {
+	return cWin_fence(assert, win)
+}
+
+// PMPI_Win_fence is MPI_Win_fence for C programs, with MPICH's signature.
+//
+//export PMPI_Win_fence
+func PMPI_Win_fence(assert C.int, win C.int) C.int {
+	return cWin_fence(assert, win)
+}
+
+// cWin_post decodes MPI_Win_post's handles and runs its translation.
+func cWin_post(group C.int, assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_post")
+	const fn = "MPI_Win_post"
+	group_, err := groupOf(fn, int32(group))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_post(group_, int(assert), win_))
+}
+
+// MPI_Win_post is MPI_Win_post for C programs, with MPICH's signature.
+//
+//export MPI_Win_post
+func MPI_Win_post(group C.int, assert C.int, win C.int) C.int {
+	return cWin_post(group, assert, win)
+}
+
+// PMPI_Win_post is MPI_Win_post for C programs, with MPICH's signature.
+//
+//export PMPI_Win_post
+func PMPI_Win_post(group C.int, assert C.int, win C.int) C.int {
+	return cWin_post(group, assert, win)
+}
+
+// cWin_start decodes MPI_Win_start's handles and runs its translation.
+func cWin_start(group C.int, assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_start")
+	const fn = "MPI_Win_start"
+	group_, err := groupOf(fn, int32(group))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_start(group_, int(assert), win_))
+}
+
+// MPI_Win_start is MPI_Win_start for C programs, with MPICH's signature.
+//
+//export MPI_Win_start
+func MPI_Win_start(group C.int, assert C.int, win C.int) C.int {
+	return cWin_start(group, assert, win)
+}
+
+// PMPI_Win_start is MPI_Win_start for C programs, with MPICH's signature.
+//
+//export PMPI_Win_start
+func PMPI_Win_start(group C.int, assert C.int, win C.int) C.int {
+	return cWin_start(group, assert, win)
+}
+
+// cWin_complete decodes MPI_Win_complete's handles and runs its translation.
+func cWin_complete(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_complete")
+	const fn = "MPI_Win_complete"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_complete(win_))
+}
+
+// MPI_Win_complete is MPI_Win_complete for C programs, with MPICH's signature.
+//
+//export MPI_Win_complete
+func MPI_Win_complete(win C.int) C.int {
+	return cWin_complete(win)
+}
+
+// PMPI_Win_complete is MPI_Win_complete for C programs, with MPICH's signature.
+//
+//export PMPI_Win_complete
+func PMPI_Win_complete(win C.int) C.int {
+	return cWin_complete(win)
+}
+
+// cWin_wait decodes MPI_Win_wait's handles and runs its translation.
+func cWin_wait(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_wait")
+	const fn = "MPI_Win_wait"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_wait(win_))
+}
+
+// MPI_Win_wait is MPI_Win_wait for C programs, with MPICH's signature.
+//
+//export MPI_Win_wait
+func MPI_Win_wait(win C.int) C.int {
+	return cWin_wait(win)
+}
+
+// PMPI_Win_wait is MPI_Win_wait for C programs, with MPICH's signature.
+//
+//export PMPI_Win_wait
+func PMPI_Win_wait(win C.int) C.int {
+	return cWin_wait(win)
+}
+
+// cWin_test decodes MPI_Win_test's handles and runs its translation.
+func cWin_test(win C.int, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_test")
+	const fn = "MPI_Win_test"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_test(win_, flag))
+}
+
+// MPI_Win_test is MPI_Win_test for C programs, with MPICH's signature.
+//
+//export MPI_Win_test
+func MPI_Win_test(win C.int, flag *C.int) C.int {
+	return cWin_test(win, flag)
+}
+
+// PMPI_Win_test is MPI_Win_test for C programs, with MPICH's signature.
+//
+//export PMPI_Win_test
+func PMPI_Win_test(win C.int, flag *C.int) C.int {
+	return cWin_test(win, flag)
+}
+
+// cWin_lock decodes MPI_Win_lock's handles and runs its translation.
+func cWin_lock(lock_type C.int, rank C.int, assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_lock")
+	const fn = "MPI_Win_lock"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_lock(int(lock_type), int(rank), int(assert), win_))
+}
+
+// MPI_Win_lock is MPI_Win_lock for C programs, with MPICH's signature.
+//
+//export MPI_Win_lock
+func MPI_Win_lock(lock_type C.int, rank C.int, assert C.int, win C.int) C.int {
+	return cWin_lock(lock_type, rank, assert, win)
+}
+
+// PMPI_Win_lock is MPI_Win_lock for C programs, with MPICH's signature.
+//
+//export PMPI_Win_lock
+func PMPI_Win_lock(lock_type C.int, rank C.int, assert C.int, win C.int) C.int {
+	return cWin_lock(lock_type, rank, assert, win)
+}
+
+// cWin_unlock decodes MPI_Win_unlock's handles and runs its translation.
+func cWin_unlock(rank C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_unlock")
+	const fn = "MPI_Win_unlock"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_unlock(int(rank), win_))
+}
+
+// MPI_Win_unlock is MPI_Win_unlock for C programs, with MPICH's signature.
+//
+//export MPI_Win_unlock
+func MPI_Win_unlock(rank C.int, win C.int) C.int {
+	return cWin_unlock(rank, win)
+}
+
+// PMPI_Win_unlock is MPI_Win_unlock for C programs, with MPICH's signature.
+//
+//export PMPI_Win_unlock
+func PMPI_Win_unlock(rank C.int, win C.int) C.int {
+	return cWin_unlock(rank, win)
+}
+
+// cWin_lock_all decodes MPI_Win_lock_all's handles and runs its translation.
+func cWin_lock_all(assert C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_lock_all")
+	const fn = "MPI_Win_lock_all"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_lock_all(int(assert), win_))
+}
+
+// MPI_Win_lock_all is MPI_Win_lock_all for C programs, with MPICH's signature.
+//
+//export MPI_Win_lock_all
+func MPI_Win_lock_all(assert C.int, win C.int) C.int {
+	return cWin_lock_all(assert, win)
+}
+
+// PMPI_Win_lock_all is MPI_Win_lock_all for C programs, with MPICH's signature.
+//
+//export PMPI_Win_lock_all
+func PMPI_Win_lock_all(assert C.int, win C.int) C.int {
+	return cWin_lock_all(assert, win)
+}
+
+// cWin_unlock_all decodes MPI_Win_unlock_all's handles and runs its translation.
+func cWin_unlock_all(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_unlock_all")
+	const fn = "MPI_Win_unlock_all"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_unlock_all(win_))
+}
+
+// MPI_Win_unlock_all is MPI_Win_unlock_all for C programs, with MPICH's signature.
+//
+//export MPI_Win_unlock_all
+func MPI_Win_unlock_all(win C.int) C.int {
+	return cWin_unlock_all(win)
+}
+
+// PMPI_Win_unlock_all is MPI_Win_unlock_all for C programs, with MPICH's signature.
+//
+//export PMPI_Win_unlock_all
+func PMPI_Win_unlock_all(win C.int) C.int {
+	return cWin_unlock_all(win)
+}
+
+// cWin_flush decodes MPI_Win_flush's handles and runs its translation.
+func cWin_flush(rank C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_flush")
+	const fn = "MPI_Win_flush"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_flush(int(rank), win_))
+}
+
+// MPI_Win_flush is MPI_Win_flush for C programs, with MPICH's signature.
+//
+//export MPI_Win_flush
+func MPI_Win_flush(rank C.int, win C.int) C.int {
+	return cWin_flush(rank, win)
+}
+
+// PMPI_Win_flush is MPI_Win_flush for C programs, with MPICH's signature.
+//
+//export PMPI_Win_flush
+func PMPI_Win_flush(rank C.int, win C.int) C.int {
+	return cWin_flush(rank, win)
+}
+
+// cWin_flush_all decodes MPI_Win_flush_all's handles and runs its translation.
+func cWin_flush_all(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_flush_all")
+	const fn = "MPI_Win_flush_all"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_flush_all(win_))
+}
+
+// MPI_Win_flush_all is MPI_Win_flush_all for C programs, with MPICH's signature.
+//
+//export MPI_Win_flush_all
+func MPI_Win_flush_all(win C.int) C.int {
+	return cWin_flush_all(win)
+}
+
+// PMPI_Win_flush_all is MPI_Win_flush_all for C programs, with MPICH's signature.
+//
+//export PMPI_Win_flush_all
+func PMPI_Win_flush_all(win C.int) C.int {
+	return cWin_flush_all(win)
+}
+
+// cWin_flush_local decodes MPI_Win_flush_local's handles and runs its translation.
+func cWin_flush_local(rank C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_flush_local")
+	const fn = "MPI_Win_flush_local"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_flush_local(int(rank), win_))
+}
+
+// MPI_Win_flush_local is MPI_Win_flush_local for C programs, with MPICH's signature.
+//
+//export MPI_Win_flush_local
+func MPI_Win_flush_local(rank C.int, win C.int) C.int {
+	return cWin_flush_local(rank, win)
+}
+
+// PMPI_Win_flush_local is MPI_Win_flush_local for C programs, with MPICH's signature.
+//
+//export PMPI_Win_flush_local
+func PMPI_Win_flush_local(rank C.int, win C.int) C.int {
+	return cWin_flush_local(rank, win)
+}
+
+// cWin_flush_local_all decodes MPI_Win_flush_local_all's handles and runs its translation.
+func cWin_flush_local_all(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_flush_local_all")
+	const fn = "MPI_Win_flush_local_all"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_flush_local_all(win_))
+}
+
+// MPI_Win_flush_local_all is MPI_Win_flush_local_all for C programs, with MPICH's signature.
+//
+//export MPI_Win_flush_local_all
+func MPI_Win_flush_local_all(win C.int) C.int {
+	return cWin_flush_local_all(win)
+}
+
+// PMPI_Win_flush_local_all is MPI_Win_flush_local_all for C programs, with MPICH's signature.
+//
+//export PMPI_Win_flush_local_all
+func PMPI_Win_flush_local_all(win C.int) C.int {
+	return cWin_flush_local_all(win)
+}
+
+// cWin_sync decodes MPI_Win_sync's handles and runs its translation.
+func cWin_sync(win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_sync")
+	const fn = "MPI_Win_sync"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_sync(win_))
+}
+
+// MPI_Win_sync is MPI_Win_sync for C programs, with MPICH's signature.
+//
+//export MPI_Win_sync
+func MPI_Win_sync(win C.int) C.int {
+	return cWin_sync(win)
+}
+
+// PMPI_Win_sync is MPI_Win_sync for C programs, with MPICH's signature.
+//
+//export PMPI_Win_sync
+func PMPI_Win_sync(win C.int) C.int {
+	return cWin_sync(win)
+}
+
+// cWin_set_name decodes MPI_Win_set_name's handles and runs its translation.
+func cWin_set_name(win C.int, name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Win_set_name")
+	const fn = "MPI_Win_set_name"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_set_name(win_, name))
+}
+
+// MPI_Win_set_name is MPI_Win_set_name for C programs, with MPICH's signature.
+//
+//export MPI_Win_set_name
+func MPI_Win_set_name(win C.int, name *C.char) C.int {
+	return cWin_set_name(win, name)
+}
+
+// PMPI_Win_set_name is MPI_Win_set_name for C programs, with MPICH's signature.
+//
+//export PMPI_Win_set_name
+func PMPI_Win_set_name(win C.int, name *C.char) C.int {
+	return cWin_set_name(win, name)
+}
+
+// cWin_get_name decodes MPI_Win_get_name's handles and runs its translation.
+func cWin_get_name(win C.int, name *C.char, resultlen *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_name")
+	const fn = "MPI_Win_get_name"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_name(win_, name, resultlen))
+}
+
+// MPI_Win_get_name is MPI_Win_get_name for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_name
+func MPI_Win_get_name(win C.int, name *C.char, resultlen *C.int) C.int {
+	return cWin_get_name(win, name, resultlen)
+}
+
+// PMPI_Win_get_name is MPI_Win_get_name for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_name
+func PMPI_Win_get_name(win C.int, name *C.char, resultlen *C.int) C.int {
+	return cWin_get_name(win, name, resultlen)
+}
+
+// cWin_get_group decodes MPI_Win_get_group's handles and runs its translation.
+func cWin_get_group(win C.int, group *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_group")
+	const fn = "MPI_Win_get_group"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_group(win_, group))
+}
+
+// MPI_Win_get_group is MPI_Win_get_group for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_group
+func MPI_Win_get_group(win C.int, group *C.int) C.int {
+	return cWin_get_group(win, group)
+}
+
+// PMPI_Win_get_group is MPI_Win_get_group for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_group
+func PMPI_Win_get_group(win C.int, group *C.int) C.int {
+	return cWin_get_group(win, group)
+}
+
+// cWin_get_info decodes MPI_Win_get_info's handles and runs its translation.
+func cWin_get_info(win C.int, info *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_info")
+	const fn = "MPI_Win_get_info"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_info(win_, info))
+}
+
+// MPI_Win_get_info is MPI_Win_get_info for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_info
+func MPI_Win_get_info(win C.int, info *C.int) C.int {
+	return cWin_get_info(win, info)
+}
+
+// PMPI_Win_get_info is MPI_Win_get_info for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_info
+func PMPI_Win_get_info(win C.int, info *C.int) C.int {
+	return cWin_get_info(win, info)
+}
+
+// cWin_set_info decodes MPI_Win_set_info's handles and runs its translation.
+func cWin_set_info(win C.int, info C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_set_info")
+	const fn = "MPI_Win_set_info"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_set_info(win_, int32(info)))
+}
+
+// MPI_Win_set_info is MPI_Win_set_info for C programs, with MPICH's signature.
+//
+//export MPI_Win_set_info
+func MPI_Win_set_info(win C.int, info C.int) C.int {
+	return cWin_set_info(win, info)
+}
+
+// PMPI_Win_set_info is MPI_Win_set_info for C programs, with MPICH's signature.
+//
+//export PMPI_Win_set_info
+func PMPI_Win_set_info(win C.int, info C.int) C.int {
+	return cWin_set_info(win, info)
+}
+
+// cWin_get_attr decodes MPI_Win_get_attr's handles and runs its translation.
+func cWin_get_attr(win C.int, keyval C.int, attribute_val *uintptr, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_attr")
+	const fn = "MPI_Win_get_attr"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_attr(win_, int32(keyval), attribute_val, flag))
+}
+
+// MPI_Win_get_attr is MPI_Win_get_attr for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_attr
+func MPI_Win_get_attr(win C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
+	return cWin_get_attr(win, keyval, attribute_val, flag)
+}
+
+// PMPI_Win_get_attr is MPI_Win_get_attr for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_attr
+func PMPI_Win_get_attr(win C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
+	return cWin_get_attr(win, keyval, attribute_val, flag)
+}
+
+// cWin_set_errhandler decodes MPI_Win_set_errhandler's handles and runs its translation.
+func cWin_set_errhandler(win C.int, errhandler C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_set_errhandler")
+	const fn = "MPI_Win_set_errhandler"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_set_errhandler(win_, int32(errhandler)))
+}
+
+// MPI_Win_set_errhandler is MPI_Win_set_errhandler for C programs, with MPICH's signature.
+//
+//export MPI_Win_set_errhandler
+func MPI_Win_set_errhandler(win C.int, errhandler C.int) C.int {
+	return cWin_set_errhandler(win, errhandler)
+}
+
+// PMPI_Win_set_errhandler is MPI_Win_set_errhandler for C programs, with MPICH's signature.
+//
+//export PMPI_Win_set_errhandler
+func PMPI_Win_set_errhandler(win C.int, errhandler C.int) C.int {
+	return cWin_set_errhandler(win, errhandler)
+}
+
+// cWin_get_errhandler decodes MPI_Win_get_errhandler's handles and runs its translation.
+func cWin_get_errhandler(win C.int, errhandler *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_get_errhandler")
+	const fn = "MPI_Win_get_errhandler"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_get_errhandler(win_, errhandler))
+}
+
+// MPI_Win_get_errhandler is MPI_Win_get_errhandler for C programs, with MPICH's signature.
+//
+//export MPI_Win_get_errhandler
+func MPI_Win_get_errhandler(win C.int, errhandler *C.int) C.int {
+	return cWin_get_errhandler(win, errhandler)
+}
+
+// PMPI_Win_get_errhandler is MPI_Win_get_errhandler for C programs, with MPICH's signature.
+//
+//export PMPI_Win_get_errhandler
+func PMPI_Win_get_errhandler(win C.int, errhandler *C.int) C.int {
+	return cWin_get_errhandler(win, errhandler)
+}
+
+// cWin_call_errhandler decodes MPI_Win_call_errhandler's handles and runs its translation.
+func cWin_call_errhandler(win C.int, errorcode C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_call_errhandler")
+	const fn = "MPI_Win_call_errhandler"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_call_errhandler(win_, int(errorcode)))
+}
+
+// MPI_Win_call_errhandler is MPI_Win_call_errhandler for C programs, with MPICH's signature.
+//
+//export MPI_Win_call_errhandler
+func MPI_Win_call_errhandler(win C.int, errorcode C.int) C.int {
+	return cWin_call_errhandler(win, errorcode)
+}
+
+// PMPI_Win_call_errhandler is MPI_Win_call_errhandler for C programs, with MPICH's signature.
+//
+//export PMPI_Win_call_errhandler
+func PMPI_Win_call_errhandler(win C.int, errorcode C.int) C.int {
+	return cWin_call_errhandler(win, errorcode)
+}
+
+// cPut decodes MPI_Put's handles and runs its translation.
+func cPut(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Put")
+	const fn = "MPI_Put"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xPut(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_))
+}
+
+// MPI_Put is MPI_Put for C programs, with MPICH's signature.
+//
+//export MPI_Put
+func MPI_Put(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) C.int {
+	return cPut(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// PMPI_Put is MPI_Put for C programs, with MPICH's signature.
+//
+//export PMPI_Put
+func PMPI_Put(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) C.int {
+	return cPut(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// cPut_c decodes MPI_Put_c's handles and runs its translation.
+func cPut_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Put_c")
+	const fn = "MPI_Put_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xPut(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_))
+}
+
+// MPI_Put_c is MPI_Put_c for C programs, with MPICH's signature.
+//
+//export MPI_Put_c
+func MPI_Put_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) C.int {
+	return cPut_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// PMPI_Put_c is MPI_Put_c for C programs, with MPICH's signature.
+//
+//export PMPI_Put_c
+func PMPI_Put_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) C.int {
+	return cPut_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// cGet decodes MPI_Get's handles and runs its translation.
+func cGet(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get")
+	const fn = "MPI_Get"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xGet(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_))
+}
+
+// MPI_Get is MPI_Get for C programs, with MPICH's signature.
+//
+//export MPI_Get
+func MPI_Get(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) C.int {
+	return cGet(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// PMPI_Get is MPI_Get for C programs, with MPICH's signature.
+//
+//export PMPI_Get
+func PMPI_Get(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int) C.int {
+	return cGet(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// cGet_c decodes MPI_Get_c's handles and runs its translation.
+func cGet_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_c")
+	const fn = "MPI_Get_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xGet(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_))
+}
+
+// MPI_Get_c is MPI_Get_c for C programs, with MPICH's signature.
+//
+//export MPI_Get_c
+func MPI_Get_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) C.int {
+	return cGet_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// PMPI_Get_c is MPI_Get_c for C programs, with MPICH's signature.
+//
+//export PMPI_Get_c
+func PMPI_Get_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int) C.int {
+	return cGet_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win)
+}
+
+// cAccumulate decodes MPI_Accumulate's handles and runs its translation.
+func cAccumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Accumulate")
+	const fn = "MPI_Accumulate"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xAccumulate(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_))
+}
+
+// MPI_Accumulate is MPI_Accumulate for C programs, with MPICH's signature.
+//
+//export MPI_Accumulate
+func MPI_Accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) C.int {
+	return cAccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// PMPI_Accumulate is MPI_Accumulate for C programs, with MPICH's signature.
+//
+//export PMPI_Accumulate
+func PMPI_Accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) C.int {
+	return cAccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// cAccumulate_c decodes MPI_Accumulate_c's handles and runs its translation.
+func cAccumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Accumulate_c")
+	const fn = "MPI_Accumulate_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xAccumulate(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_))
+}
+
+// MPI_Accumulate_c is MPI_Accumulate_c for C programs, with MPICH's signature.
+//
+//export MPI_Accumulate_c
+func MPI_Accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) C.int {
+	return cAccumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// PMPI_Accumulate_c is MPI_Accumulate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Accumulate_c
+func PMPI_Accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) C.int {
+	return cAccumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// cGet_accumulate decodes MPI_Get_accumulate's handles and runs its translation.
+func cGet_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_accumulate")
+	const fn = "MPI_Get_accumulate"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	result_datatype_, err := typeOf(fn, int32(result_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xGet_accumulate(origin_addr, int(origin_count), origin_datatype_, result_addr, int(result_count), result_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_))
+}
+
+// MPI_Get_accumulate is MPI_Get_accumulate for C programs, with MPICH's signature.
+//
+//export MPI_Get_accumulate
+func MPI_Get_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) C.int {
+	return cGet_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// PMPI_Get_accumulate is MPI_Get_accumulate for C programs, with MPICH's signature.
+//
+//export PMPI_Get_accumulate
+func PMPI_Get_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int) C.int {
+	return cGet_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// cGet_accumulate_c decodes MPI_Get_accumulate_c's handles and runs its translation.
+func cGet_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Get_accumulate_c")
+	const fn = "MPI_Get_accumulate_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	result_datatype_, err := typeOf(fn, int32(result_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xGet_accumulate(origin_addr, int(origin_count), origin_datatype_, result_addr, int(result_count), result_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_))
+}
+
+// MPI_Get_accumulate_c is MPI_Get_accumulate_c for C programs, with MPICH's signature.
+//
+//export MPI_Get_accumulate_c
+func MPI_Get_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) C.int {
+	return cGet_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// PMPI_Get_accumulate_c is MPI_Get_accumulate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Get_accumulate_c
+func PMPI_Get_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int) C.int {
+	return cGet_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+}
+
+// cFetch_and_op decodes MPI_Fetch_and_op's handles and runs its translation.
+func cFetch_and_op(origin_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, op C.int, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Fetch_and_op")
+	const fn = "MPI_Fetch_and_op"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xFetch_and_op(origin_addr, result_addr, datatype_, int(target_rank), int(target_disp), op_, win_))
+}
+
+// MPI_Fetch_and_op is MPI_Fetch_and_op for C programs, with MPICH's signature.
+//
+//export MPI_Fetch_and_op
+func MPI_Fetch_and_op(origin_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, op C.int, win C.int) C.int {
+	return cFetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win)
+}
+
+// PMPI_Fetch_and_op is MPI_Fetch_and_op for C programs, with MPICH's signature.
+//
+//export PMPI_Fetch_and_op
+func PMPI_Fetch_and_op(origin_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, op C.int, win C.int) C.int {
+	return cFetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win)
+}
+
+// cCompare_and_swap decodes MPI_Compare_and_swap's handles and runs its translation.
+func cCompare_and_swap(origin_addr unsafe.Pointer, compare_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, win C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Compare_and_swap")
+	const fn = "MPI_Compare_and_swap"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xCompare_and_swap(origin_addr, compare_addr, result_addr, datatype_, int(target_rank), int(target_disp), win_))
+}
+
+// MPI_Compare_and_swap is MPI_Compare_and_swap for C programs, with MPICH's signature.
+//
+//export MPI_Compare_and_swap
+func MPI_Compare_and_swap(origin_addr unsafe.Pointer, compare_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, win C.int) C.int {
+	return cCompare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win)
+}
+
+// PMPI_Compare_and_swap is MPI_Compare_and_swap for C programs, with MPICH's signature.
+//
+//export PMPI_Compare_and_swap
+func PMPI_Compare_and_swap(origin_addr unsafe.Pointer, compare_addr unsafe.Pointer, result_addr unsafe.Pointer, datatype C.int, target_rank C.int, target_disp C.long, win C.int) C.int {
+	return cCompare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win)
+}
+
+// cRput decodes MPI_Rput's handles and runs its translation.
+func cRput(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rput")
+	const fn = "MPI_Rput"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRput(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_, request))
+}
+
+// MPI_Rput is MPI_Rput for C programs, with MPICH's signature.
+//
+//export MPI_Rput
+func MPI_Rput(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRput(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// PMPI_Rput is MPI_Rput for C programs, with MPICH's signature.
+//
+//export PMPI_Rput
+func PMPI_Rput(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRput(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// cRput_c decodes MPI_Rput_c's handles and runs its translation.
+func cRput_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rput_c")
+	const fn = "MPI_Rput_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRput(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_, request))
+}
+
+// MPI_Rput_c is MPI_Rput_c for C programs, with MPICH's signature.
+//
+//export MPI_Rput_c
+func MPI_Rput_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// PMPI_Rput_c is MPI_Rput_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rput_c
+func PMPI_Rput_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// cRget decodes MPI_Rget's handles and runs its translation.
+func cRget(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rget")
+	const fn = "MPI_Rget"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRget(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_, request))
+}
+
+// MPI_Rget is MPI_Rget for C programs, with MPICH's signature.
+//
+//export MPI_Rget
+func MPI_Rget(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRget(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// PMPI_Rget is MPI_Rget for C programs, with MPICH's signature.
+//
+//export PMPI_Rget
+func PMPI_Rget(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRget(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// cRget_c decodes MPI_Rget_c's handles and runs its translation.
+func cRget_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rget_c")
+	const fn = "MPI_Rget_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRget(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, win_, request))
+}
+
+// MPI_Rget_c is MPI_Rget_c for C programs, with MPICH's signature.
+//
+//export MPI_Rget_c
+func MPI_Rget_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// PMPI_Rget_c is MPI_Rget_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rget_c
+func PMPI_Rget_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, win C.int, request *C.int) C.int {
+	return cRget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request)
+}
+
+// cRaccumulate decodes MPI_Raccumulate's handles and runs its translation.
+func cRaccumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Raccumulate")
+	const fn = "MPI_Raccumulate"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRaccumulate(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_, request))
+}
+
+// MPI_Raccumulate is MPI_Raccumulate for C programs, with MPICH's signature.
+//
+//export MPI_Raccumulate
+func MPI_Raccumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRaccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// PMPI_Raccumulate is MPI_Raccumulate for C programs, with MPICH's signature.
+//
+//export PMPI_Raccumulate
+func PMPI_Raccumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRaccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// cRaccumulate_c decodes MPI_Raccumulate_c's handles and runs its translation.
+func cRaccumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Raccumulate_c")
+	const fn = "MPI_Raccumulate_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRaccumulate(origin_addr, int(origin_count), origin_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_, request))
+}
+
+// MPI_Raccumulate_c is MPI_Raccumulate_c for C programs, with MPICH's signature.
+//
+//export MPI_Raccumulate_c
+func MPI_Raccumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRaccumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// PMPI_Raccumulate_c is MPI_Raccumulate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Raccumulate_c
+func PMPI_Raccumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRaccumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// cRget_accumulate decodes MPI_Rget_accumulate's handles and runs its translation.
+func cRget_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rget_accumulate")
+	const fn = "MPI_Rget_accumulate"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	result_datatype_, err := typeOf(fn, int32(result_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRget_accumulate(origin_addr, int(origin_count), origin_datatype_, result_addr, int(result_count), result_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_, request))
+}
+
+// MPI_Rget_accumulate is MPI_Rget_accumulate for C programs, with MPICH's signature.
+//
+//export MPI_Rget_accumulate
+func MPI_Rget_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRget_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// PMPI_Rget_accumulate is MPI_Rget_accumulate for C programs, with MPICH's signature.
+//
+//export PMPI_Rget_accumulate
+func PMPI_Rget_accumulate(origin_addr unsafe.Pointer, origin_count C.int, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.int, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.int, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRget_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// cRget_accumulate_c decodes MPI_Rget_accumulate_c's handles and runs its translation.
+func cRget_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rget_accumulate_c")
+	const fn = "MPI_Rget_accumulate_c"
+	origin_datatype_, err := typeOf(fn, int32(origin_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	result_datatype_, err := typeOf(fn, int32(result_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	target_datatype_, err := typeOf(fn, int32(target_datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xRget_accumulate(origin_addr, int(origin_count), origin_datatype_, result_addr, int(result_count), result_datatype_, int(target_rank), int(target_disp), int(target_count), target_datatype_, op_, win_, request))
+}
+
+// MPI_Rget_accumulate_c is MPI_Rget_accumulate_c for C programs, with MPICH's signature.
+//
+//export MPI_Rget_accumulate_c
+func MPI_Rget_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRget_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// PMPI_Rget_accumulate_c is MPI_Rget_accumulate_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rget_accumulate_c
+func PMPI_Rget_accumulate_c(origin_addr unsafe.Pointer, origin_count C.long, origin_datatype C.int, result_addr unsafe.Pointer, result_count C.long, result_datatype C.int, target_rank C.int, target_disp C.long, target_count C.long, target_datatype C.int, op C.int, win C.int, request *C.int) C.int {
+	return cRget_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+// cComm_spawn decodes MPI_Comm_spawn's handles and runs its translation.
+func cComm_spawn(command *C.char, argv unsafe.Pointer, maxprocs C.int, info C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_spawn")
+	const fn = "MPI_Comm_spawn"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_spawn(command, argv, int(maxprocs), int32(info), int(root), comm_, intercomm, array_of_errcodes))
+}
+
+// MPI_Comm_spawn is MPI_Comm_spawn for C programs, with MPICH's signature.
+//
+//export MPI_Comm_spawn
+func MPI_Comm_spawn(command *C.char, argv unsafe.Pointer, maxprocs C.int, info C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) C.int {
+	return cComm_spawn(command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes)
+}
+
+// PMPI_Comm_spawn is MPI_Comm_spawn for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_spawn
+func PMPI_Comm_spawn(command *C.char, argv unsafe.Pointer, maxprocs C.int, info C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) C.int {
+	return cComm_spawn(command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes)
+}
+
+// cComm_spawn_multiple decodes MPI_Comm_spawn_multiple's handles and runs its translation.
+func cComm_spawn_multiple(count C.int, array_of_commands unsafe.Pointer, array_of_argv unsafe.Pointer, array_of_maxprocs *C.int, array_of_info *C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_spawn_multiple")
+	const fn = "MPI_Comm_spawn_multiple"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_spawn_multiple(int(count), array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, int(root), comm_, intercomm, array_of_errcodes))
+}
+
+// MPI_Comm_spawn_multiple is MPI_Comm_spawn_multiple for C programs, with MPICH's signature.
+//
+//export MPI_Comm_spawn_multiple
+func MPI_Comm_spawn_multiple(count C.int, array_of_commands unsafe.Pointer, array_of_argv unsafe.Pointer, array_of_maxprocs *C.int, array_of_info *C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) C.int {
+	return cComm_spawn_multiple(count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes)
+}
+
+// PMPI_Comm_spawn_multiple is MPI_Comm_spawn_multiple for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_spawn_multiple
+func PMPI_Comm_spawn_multiple(count C.int, array_of_commands unsafe.Pointer, array_of_argv unsafe.Pointer, array_of_maxprocs *C.int, array_of_info *C.int, root C.int, comm C.int, intercomm *C.int, array_of_errcodes *C.int) C.int {
+	return cComm_spawn_multiple(count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes)
+}
+
+// cComm_get_parent decodes MPI_Comm_get_parent's handles and runs its translation.
+func cComm_get_parent(parent *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_get_parent")
+	return done(nil, xComm_get_parent(parent))
+}
+
+// MPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
+//
+//export MPI_Comm_get_parent
+func MPI_Comm_get_parent(parent *C.int) C.int {
+	return cComm_get_parent(parent)
+}
+
+// PMPI_Comm_get_parent is MPI_Comm_get_parent for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_get_parent
+func PMPI_Comm_get_parent(parent *C.int) C.int {
+	return cComm_get_parent(parent)
+}
+
+// cOpen_port decodes MPI_Open_port's handles and runs its translation.
+func cOpen_port(info C.int, port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Open_port")
+	return done(nil, xOpen_port(int32(info), port_name))
+}
+
+// MPI_Open_port is MPI_Open_port for C programs, with MPICH's signature.
+//
+//export MPI_Open_port
+func MPI_Open_port(info C.int, port_name *C.char) C.int {
+	return cOpen_port(info, port_name)
+}
+
+// PMPI_Open_port is MPI_Open_port for C programs, with MPICH's signature.
+//
+//export PMPI_Open_port
+func PMPI_Open_port(info C.int, port_name *C.char) C.int {
+	return cOpen_port(info, port_name)
+}
+
+// cClose_port decodes MPI_Close_port's handles and runs its translation.
+func cClose_port(port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Close_port")
+	return done(nil, xClose_port(port_name))
+}
+
+// MPI_Close_port is MPI_Close_port for C programs, with MPICH's signature.
+//
+//export MPI_Close_port
+func MPI_Close_port(port_name *C.char) C.int {
+	return cClose_port(port_name)
+}
+
+// PMPI_Close_port is MPI_Close_port for C programs, with MPICH's signature.
+//
+//export PMPI_Close_port
+func PMPI_Close_port(port_name *C.char) C.int {
+	return cClose_port(port_name)
+}
+
+// cComm_accept decodes MPI_Comm_accept's handles and runs its translation.
+func cComm_accept(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_accept")
+	const fn = "MPI_Comm_accept"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_accept(port_name, int32(info), int(root), comm_, newcomm))
+}
+
+// MPI_Comm_accept is MPI_Comm_accept for C programs, with MPICH's signature.
+//
+//export MPI_Comm_accept
+func MPI_Comm_accept(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) C.int {
+	return cComm_accept(port_name, info, root, comm, newcomm)
+}
+
+// PMPI_Comm_accept is MPI_Comm_accept for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_accept
+func PMPI_Comm_accept(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) C.int {
+	return cComm_accept(port_name, info, root, comm, newcomm)
+}
+
+// cComm_connect decodes MPI_Comm_connect's handles and runs its translation.
+func cComm_connect(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_connect")
+	const fn = "MPI_Comm_connect"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_connect(port_name, int32(info), int(root), comm_, newcomm))
+}
+
+// MPI_Comm_connect is MPI_Comm_connect for C programs, with MPICH's signature.
+//
+//export MPI_Comm_connect
+func MPI_Comm_connect(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) C.int {
+	return cComm_connect(port_name, info, root, comm, newcomm)
+}
+
+// PMPI_Comm_connect is MPI_Comm_connect for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_connect
+func PMPI_Comm_connect(port_name *C.char, info C.int, root C.int, comm C.int, newcomm *C.int) C.int {
+	return cComm_connect(port_name, info, root, comm, newcomm)
+}
+
+// cComm_disconnect decodes MPI_Comm_disconnect's handles and runs its translation.
+func cComm_disconnect(comm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_disconnect")
+	return done(nil, xComm_disconnect(comm))
+}
+
+// MPI_Comm_disconnect is MPI_Comm_disconnect for C programs, with MPICH's signature.
+//
+//export MPI_Comm_disconnect
+func MPI_Comm_disconnect(comm *C.int) C.int {
+	return cComm_disconnect(comm)
+}
+
+// PMPI_Comm_disconnect is MPI_Comm_disconnect for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_disconnect
+func PMPI_Comm_disconnect(comm *C.int) C.int {
+	return cComm_disconnect(comm)
+}
+
+// cPublish_name decodes MPI_Publish_name's handles and runs its translation.
+func cPublish_name(service_name *C.char, info C.int, port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Publish_name")
+	return done(nil, xPublish_name(service_name, int32(info), port_name))
+}
+
+// MPI_Publish_name is MPI_Publish_name for C programs, with MPICH's signature.
+//
+//export MPI_Publish_name
+func MPI_Publish_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cPublish_name(service_name, info, port_name)
+}
+
+// PMPI_Publish_name is MPI_Publish_name for C programs, with MPICH's signature.
+//
+//export PMPI_Publish_name
+func PMPI_Publish_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cPublish_name(service_name, info, port_name)
+}
+
+// cUnpublish_name decodes MPI_Unpublish_name's handles and runs its translation.
+func cUnpublish_name(service_name *C.char, info C.int, port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Unpublish_name")
+	return done(nil, xUnpublish_name(service_name, int32(info), port_name))
+}
+
+// MPI_Unpublish_name is MPI_Unpublish_name for C programs, with MPICH's signature.
+//
+//export MPI_Unpublish_name
+func MPI_Unpublish_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cUnpublish_name(service_name, info, port_name)
+}
+
+// PMPI_Unpublish_name is MPI_Unpublish_name for C programs, with MPICH's signature.
+//
+//export PMPI_Unpublish_name
+func PMPI_Unpublish_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cUnpublish_name(service_name, info, port_name)
+}
+
+// cLookup_name decodes MPI_Lookup_name's handles and runs its translation.
+func cLookup_name(service_name *C.char, info C.int, port_name *C.char) (rc C.int) {
+	defer guard(&rc, "MPI_Lookup_name")
+	return done(nil, xLookup_name(service_name, int32(info), port_name))
+}
+
+// MPI_Lookup_name is MPI_Lookup_name for C programs, with MPICH's signature.
+//
+//export MPI_Lookup_name
+func MPI_Lookup_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cLookup_name(service_name, info, port_name)
+}
+
+// PMPI_Lookup_name is MPI_Lookup_name for C programs, with MPICH's signature.
+//
+//export PMPI_Lookup_name
+func PMPI_Lookup_name(service_name *C.char, info C.int, port_name *C.char) C.int {
+	return cLookup_name(service_name, info, port_name)
+}
+
+// cComm_join decodes MPI_Comm_join's handles and runs its translation.
+func cComm_join(fd C.int, intercomm *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_join")
+	return done(nil, xComm_join(int(fd), intercomm))
+}
+
+// MPI_Comm_join is MPI_Comm_join for C programs, with MPICH's signature.
+//
+//export MPI_Comm_join
+func MPI_Comm_join(fd C.int, intercomm *C.int) C.int {
+	return cComm_join(fd, intercomm)
+}
+
+// PMPI_Comm_join is MPI_Comm_join for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_join
+func PMPI_Comm_join(fd C.int, intercomm *C.int) C.int {
+	return cComm_join(fd, intercomm)
+}
+
+// cBsend_c decodes MPI_Bsend_c's handles and runs its translation.
+func cBsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bsend_c")
+	const fn = "MPI_Bsend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xBsend(buf, int(count), datatype_, int(dest), int(tag), comm_))
+}
+
+// MPI_Bsend_c is MPI_Bsend_c for C programs, with MPICH's signature.
+//
+//export MPI_Bsend_c
+func MPI_Bsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+	return cBsend_c(buf, count, datatype, dest, tag, comm)
+}
+
+// PMPI_Bsend_c is MPI_Bsend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Bsend_c
+func PMPI_Bsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+	return cBsend_c(buf, count, datatype, dest, tag, comm)
+}
+
+// cRsend_c decodes MPI_Rsend_c's handles and runs its translation.
+func cRsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rsend_c")
+	const fn = "MPI_Rsend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xRsend(buf, int(count), datatype_, int(dest), int(tag), comm_))
+}
+
+// MPI_Rsend_c is MPI_Rsend_c for C programs, with MPICH's signature.
+//
+//export MPI_Rsend_c
+func MPI_Rsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+	return cRsend_c(buf, count, datatype, dest, tag, comm)
+}
+
+// PMPI_Rsend_c is MPI_Rsend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rsend_c
+func PMPI_Rsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+	return cRsend_c(buf, count, datatype, dest, tag, comm)
+}
+
+// cIssend_c decodes MPI_Issend_c's handles and runs its translation.
+func cIssend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Issend_c")
+	const fn = "MPI_Issend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIssend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Issend_c is MPI_Issend_c for C programs, with MPICH's signature.
+//
+//export MPI_Issend_c
+func MPI_Issend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIssend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Issend_c is MPI_Issend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Issend_c
+func PMPI_Issend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIssend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cIrsend_c decodes MPI_Irsend_c's handles and runs its translation.
+func cIrsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Irsend_c")
+	const fn = "MPI_Irsend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIrsend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Irsend_c is MPI_Irsend_c for C programs, with MPICH's signature.
+//
+//export MPI_Irsend_c
+func MPI_Irsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIrsend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Irsend_c is MPI_Irsend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Irsend_c
+func PMPI_Irsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIrsend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cIbsend_c decodes MPI_Ibsend_c's handles and runs its translation.
+func cIbsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ibsend_c")
+	const fn = "MPI_Ibsend_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIbsend(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Ibsend_c is MPI_Ibsend_c for C programs, with MPICH's signature.
+//
+//export MPI_Ibsend_c
+func MPI_Ibsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIbsend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Ibsend_c is MPI_Ibsend_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ibsend_c
+func PMPI_Ibsend_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cIbsend_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cSend_init_c decodes MPI_Send_init_c's handles and runs its translation.
+func cSend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Send_init_c")
+	const fn = "MPI_Send_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xSend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Send_init_c is MPI_Send_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Send_init_c
+func MPI_Send_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cSend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Send_init_c is MPI_Send_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Send_init_c
+func PMPI_Send_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cSend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cSsend_init_c decodes MPI_Ssend_init_c's handles and runs its translation.
+func cSsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ssend_init_c")
+	const fn = "MPI_Ssend_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xSsend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Ssend_init_c is MPI_Ssend_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Ssend_init_c
+func MPI_Ssend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cSsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Ssend_init_c is MPI_Ssend_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ssend_init_c
+func PMPI_Ssend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cSsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cRsend_init_c decodes MPI_Rsend_init_c's handles and runs its translation.
+func cRsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Rsend_init_c")
+	const fn = "MPI_Rsend_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xRsend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Rsend_init_c is MPI_Rsend_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Rsend_init_c
+func MPI_Rsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cRsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Rsend_init_c is MPI_Rsend_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Rsend_init_c
+func PMPI_Rsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cRsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cBsend_init_c decodes MPI_Bsend_init_c's handles and runs its translation.
+func cBsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bsend_init_c")
+	const fn = "MPI_Bsend_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xBsend_init(buf, int(count), datatype_, int(dest), int(tag), comm_, request))
+}
+
+// MPI_Bsend_init_c is MPI_Bsend_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Bsend_init_c
+func MPI_Bsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cBsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// PMPI_Bsend_init_c is MPI_Bsend_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Bsend_init_c
+func PMPI_Bsend_init_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cBsend_init_c(buf, count, datatype, dest, tag, comm, request)
+}
+
+// cRecv_init_c decodes MPI_Recv_init_c's handles and runs its translation.
+func cRecv_init_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Recv_init_c")
+	const fn = "MPI_Recv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xRecv_init(buf, int(count), datatype_, int(source), int(tag), comm_, request))
+}
+
+// MPI_Recv_init_c is MPI_Recv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Recv_init_c
+func MPI_Recv_init_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cRecv_init_c(buf, count, datatype, source, tag, comm, request)
+}
+
+// PMPI_Recv_init_c is MPI_Recv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Recv_init_c
+func PMPI_Recv_init_c(buf unsafe.Pointer, count C.long, datatype C.int, source C.int, tag C.int, comm C.int, request *C.int) C.int {
+	return cRecv_init_c(buf, count, datatype, source, tag, comm, request)
+}
+
+// cSendrecv_replace_c decodes MPI_Sendrecv_replace_c's handles and runs its translation.
+func cSendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Sendrecv_replace_c")
+	const fn = "MPI_Sendrecv_replace_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xSendrecv_replace(buf, int(count), datatype_, int(dest), int(sendtag), int(source), int(recvtag), comm_, status))
+}
+
+// MPI_Sendrecv_replace_c is MPI_Sendrecv_replace_c for C programs, with MPICH's signature.
+//
+//export MPI_Sendrecv_replace_c
+func MPI_Sendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
+	return cSendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+}
+
+// PMPI_Sendrecv_replace_c is MPI_Sendrecv_replace_c for C programs, with MPICH's signature.
+//
+//export PMPI_Sendrecv_replace_c
+func PMPI_Sendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, status uintptr) C.int {
+	return cSendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+}
+
+// cMrecv_c decodes MPI_Mrecv_c's handles and runs its translation.
+func cMrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, status uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Mrecv_c")
+	const fn = "MPI_Mrecv_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xMrecv(buf, int(count), datatype_, message, status))
+}
+
+// MPI_Mrecv_c is MPI_Mrecv_c for C programs, with MPICH's signature.
+//
+//export MPI_Mrecv_c
+func MPI_Mrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, status uintptr) C.int {
+	return cMrecv_c(buf, count, datatype, message, status)
+}
+
+// PMPI_Mrecv_c is MPI_Mrecv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Mrecv_c
+func PMPI_Mrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, status uintptr) C.int {
+	return cMrecv_c(buf, count, datatype, message, status)
+}
+
+// cImrecv_c decodes MPI_Imrecv_c's handles and runs its translation.
+func cImrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Imrecv_c")
+	const fn = "MPI_Imrecv_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xImrecv(buf, int(count), datatype_, message, request))
+}
+
+// MPI_Imrecv_c is MPI_Imrecv_c for C programs, with MPICH's signature.
+//
+//export MPI_Imrecv_c
+func MPI_Imrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, request *C.int) C.int {
+	return cImrecv_c(buf, count, datatype, message, request)
+}
+
+// PMPI_Imrecv_c is MPI_Imrecv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Imrecv_c
+func PMPI_Imrecv_c(buf unsafe.Pointer, count C.long, datatype C.int, message *C.int, request *C.int) C.int {
+	return cImrecv_c(buf, count, datatype, message, request)
+}
+
+// cIsendrecv_c decodes MPI_Isendrecv_c's handles and runs its translation.
+func cIsendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Isendrecv_c")
+	const fn = "MPI_Isendrecv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	sendtype_, err := typeOf(fn, int32(sendtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	recvtype_, err := typeOf(fn, int32(recvtype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIsendrecv(sendbuf, int(sendcount), sendtype_, int(dest), int(sendtag), recvbuf, int(recvcount), recvtype_, int(source), int(recvtag), comm_, request))
+}
+
+// MPI_Isendrecv_c is MPI_Isendrecv_c for C programs, with MPICH's signature.
+//
+//export MPI_Isendrecv_c
+func MPI_Isendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+}
+
+// PMPI_Isendrecv_c is MPI_Isendrecv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Isendrecv_c
+func PMPI_Isendrecv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, dest C.int, sendtag C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+}
+
+// cIsendrecv_replace_c decodes MPI_Isendrecv_replace_c's handles and runs its translation.
+func cIsendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Isendrecv_replace_c")
+	const fn = "MPI_Isendrecv_replace_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xIsendrecv_replace(buf, int(count), datatype_, int(dest), int(sendtag), int(source), int(recvtag), comm_, request))
+}
+
+// MPI_Isendrecv_replace_c is MPI_Isendrecv_replace_c for C programs, with MPICH's signature.
+//
+//export MPI_Isendrecv_replace_c
+func MPI_Isendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+}
+
+// PMPI_Isendrecv_replace_c is MPI_Isendrecv_replace_c for C programs, with MPICH's signature.
+//
+//export PMPI_Isendrecv_replace_c
+func PMPI_Isendrecv_replace_c(buf unsafe.Pointer, count C.long, datatype C.int, dest C.int, sendtag C.int, source C.int, recvtag C.int, comm C.int, request *C.int) C.int {
+	return cIsendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+}
+
+// cIbcast_c decodes MPI_Ibcast_c's handles and runs its translation.
+func cIbcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ibcast_c")
+	const fn = "MPI_Ibcast_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, bcast(nonblocking, request, buf, int(count), datatype_, int(root), comm_))
+}
+
+// MPI_Ibcast_c is MPI_Ibcast_c for C programs, with MPICH's signature.
+//
+//export MPI_Ibcast_c
+func MPI_Ibcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIbcast_c(buf, count, datatype, root, comm, request)
+}
+
+// PMPI_Ibcast_c is MPI_Ibcast_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ibcast_c
+func PMPI_Ibcast_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIbcast_c(buf, count, datatype, root, comm, request)
+}
+
+// cBcast_init_c decodes MPI_Bcast_init_c's handles and runs its translation.
+func cBcast_init_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Bcast_init_c")
+	const fn = "MPI_Bcast_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, bcast(persistent, request, buf, int(count), datatype_, int(root), comm_))
+}
+
+// MPI_Bcast_init_c is MPI_Bcast_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Bcast_init_c
+func MPI_Bcast_init_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cBcast_init_c(buf, count, datatype, root, comm, info, request)
+}
+
+// PMPI_Bcast_init_c is MPI_Bcast_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Bcast_init_c
+func PMPI_Bcast_init_c(buf unsafe.Pointer, count C.long, datatype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cBcast_init_c(buf, count, datatype, root, comm, info, request)
+}
+
+// cGather_c decodes MPI_Gather_c's handles and runs its translation.
+func cGather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gather_c")
+	const fn = "MPI_Gather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gather(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Gather_c is MPI_Gather_c for C programs, with MPICH's signature.
+//
+//export MPI_Gather_c
+func MPI_Gather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cGather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// PMPI_Gather_c is MPI_Gather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Gather_c
+func PMPI_Gather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cGather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// cIgather_c decodes MPI_Igather_c's handles and runs its translation.
+func cIgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Igather_c")
+	const fn = "MPI_Igather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gather(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Igather_c is MPI_Igather_c for C programs, with MPICH's signature.
+//
+//export MPI_Igather_c
+func MPI_Igather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// PMPI_Igather_c is MPI_Igather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Igather_c
+func PMPI_Igather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// cGather_init_c decodes MPI_Gather_init_c's handles and runs its translation.
+func cGather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gather_init_c")
+	const fn = "MPI_Gather_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gather(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Gather_init_c is MPI_Gather_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Gather_init_c
+func MPI_Gather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cGather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// PMPI_Gather_init_c is MPI_Gather_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Gather_init_c
+func PMPI_Gather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cGather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// cScatter_c decodes MPI_Scatter_c's handles and runs its translation.
+func cScatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatter_c")
+	const fn = "MPI_Scatter_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatter(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Scatter_c is MPI_Scatter_c for C programs, with MPICH's signature.
+//
+//export MPI_Scatter_c
+func MPI_Scatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cScatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// PMPI_Scatter_c is MPI_Scatter_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scatter_c
+func PMPI_Scatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cScatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// cIscatter_c decodes MPI_Iscatter_c's handles and runs its translation.
+func cIscatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iscatter_c")
+	const fn = "MPI_Iscatter_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatter(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Iscatter_c is MPI_Iscatter_c for C programs, with MPICH's signature.
+//
+//export MPI_Iscatter_c
+func MPI_Iscatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// PMPI_Iscatter_c is MPI_Iscatter_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iscatter_c
+func PMPI_Iscatter_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// cScatter_init_c decodes MPI_Scatter_init_c's handles and runs its translation.
+func cScatter_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatter_init_c")
+	const fn = "MPI_Scatter_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatter(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Scatter_init_c is MPI_Scatter_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Scatter_init_c
+func MPI_Scatter_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// PMPI_Scatter_init_c is MPI_Scatter_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scatter_init_c
+func PMPI_Scatter_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// cAllgather_c decodes MPI_Allgather_c's handles and runs its translation.
+func cAllgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgather_c")
+	const fn = "MPI_Allgather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgather(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Allgather_c is MPI_Allgather_c for C programs, with MPICH's signature.
+//
+//export MPI_Allgather_c
+func MPI_Allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cAllgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// PMPI_Allgather_c is MPI_Allgather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allgather_c
+func PMPI_Allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cAllgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// cIallgather_c decodes MPI_Iallgather_c's handles and runs its translation.
+func cIallgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iallgather_c")
+	const fn = "MPI_Iallgather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgather(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Iallgather_c is MPI_Iallgather_c for C programs, with MPICH's signature.
+//
+//export MPI_Iallgather_c
+func MPI_Iallgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// PMPI_Iallgather_c is MPI_Iallgather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iallgather_c
+func PMPI_Iallgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// cAllgather_init_c decodes MPI_Allgather_init_c's handles and runs its translation.
+func cAllgather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgather_init_c")
+	const fn = "MPI_Allgather_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgather(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Allgather_init_c is MPI_Allgather_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Allgather_init_c
+func MPI_Allgather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+}
+
+// PMPI_Allgather_init_c is MPI_Allgather_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allgather_init_c
+func PMPI_Allgather_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+}
+
+// cAlltoall_c decodes MPI_Alltoall_c's handles and runs its translation.
+func cAlltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoall_c")
+	const fn = "MPI_Alltoall_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoall(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Alltoall_c is MPI_Alltoall_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoall_c
+func MPI_Alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cAlltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// PMPI_Alltoall_c is MPI_Alltoall_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoall_c
+func PMPI_Alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cAlltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// cIalltoall_c decodes MPI_Ialltoall_c's handles and runs its translation.
+func cIalltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ialltoall_c")
+	const fn = "MPI_Ialltoall_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoall(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Ialltoall_c is MPI_Ialltoall_c for C programs, with MPICH's signature.
+//
+//export MPI_Ialltoall_c
+func MPI_Ialltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIalltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// PMPI_Ialltoall_c is MPI_Ialltoall_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ialltoall_c
+func PMPI_Ialltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIalltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// cAlltoall_init_c decodes MPI_Alltoall_init_c's handles and runs its translation.
+func cAlltoall_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoall_init_c")
+	const fn = "MPI_Alltoall_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoall(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Alltoall_init_c is MPI_Alltoall_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoall_init_c
+func MPI_Alltoall_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAlltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+}
+
+// PMPI_Alltoall_init_c is MPI_Alltoall_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoall_init_c
+func PMPI_Alltoall_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAlltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request)
+}
+
+// cIreduce_c decodes MPI_Ireduce_c's handles and runs its translation.
+func cIreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ireduce_c")
+	const fn = "MPI_Ireduce_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduce(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, int(root), comm_))
+}
+
+// MPI_Ireduce_c is MPI_Ireduce_c for C programs, with MPICH's signature.
+//
+//export MPI_Ireduce_c
+func MPI_Ireduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request)
+}
+
+// PMPI_Ireduce_c is MPI_Ireduce_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ireduce_c
+func PMPI_Ireduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request)
+}
+
+// cReduce_init_c decodes MPI_Reduce_init_c's handles and runs its translation.
+func cReduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_init_c")
+	const fn = "MPI_Reduce_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduce(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, int(root), comm_))
+}
+
+// MPI_Reduce_init_c is MPI_Reduce_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_init_c
+func MPI_Reduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
+}
+
+// PMPI_Reduce_init_c is MPI_Reduce_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_init_c
+func PMPI_Reduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request)
+}
+
+// cIallreduce_c decodes MPI_Iallreduce_c's handles and runs its translation.
+func cIallreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iallreduce_c")
+	const fn = "MPI_Iallreduce_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, allreduce(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Iallreduce_c is MPI_Iallreduce_c for C programs, with MPICH's signature.
+//
+//export MPI_Iallreduce_c
+func MPI_Iallreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// PMPI_Iallreduce_c is MPI_Iallreduce_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iallreduce_c
+func PMPI_Iallreduce_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// cAllreduce_init_c decodes MPI_Allreduce_init_c's handles and runs its translation.
+func cAllreduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allreduce_init_c")
+	const fn = "MPI_Allreduce_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, allreduce(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Allreduce_init_c is MPI_Allreduce_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Allreduce_init_c
+func MPI_Allreduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// PMPI_Allreduce_init_c is MPI_Allreduce_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allreduce_init_c
+func PMPI_Allreduce_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// cScan_c decodes MPI_Scan_c's handles and runs its translation.
+func cScan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scan_c")
+	const fn = "MPI_Scan_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, scan(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Scan_c is MPI_Scan_c for C programs, with MPICH's signature.
+//
+//export MPI_Scan_c
+func MPI_Scan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cScan_c(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+// PMPI_Scan_c is MPI_Scan_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scan_c
+func PMPI_Scan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cScan_c(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+// cIscan_c decodes MPI_Iscan_c's handles and runs its translation.
+func cIscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iscan_c")
+	const fn = "MPI_Iscan_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, scan(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Iscan_c is MPI_Iscan_c for C programs, with MPICH's signature.
+//
+//export MPI_Iscan_c
+func MPI_Iscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// PMPI_Iscan_c is MPI_Iscan_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iscan_c
+func PMPI_Iscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// cScan_init_c decodes MPI_Scan_init_c's handles and runs its translation.
+func cScan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scan_init_c")
+	const fn = "MPI_Scan_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, scan(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Scan_init_c is MPI_Scan_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Scan_init_c
+func MPI_Scan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// PMPI_Scan_init_c is MPI_Scan_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scan_init_c
+func PMPI_Scan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// cExscan_c decodes MPI_Exscan_c's handles and runs its translation.
+func cExscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Exscan_c")
+	const fn = "MPI_Exscan_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, exscan(blocking, nil, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Exscan_c is MPI_Exscan_c for C programs, with MPICH's signature.
+//
+//export MPI_Exscan_c
+func MPI_Exscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cExscan_c(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+// PMPI_Exscan_c is MPI_Exscan_c for C programs, with MPICH's signature.
+//
+//export PMPI_Exscan_c
+func PMPI_Exscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cExscan_c(sendbuf, recvbuf, count, datatype, op, comm)
+}
+
+// cIexscan_c decodes MPI_Iexscan_c's handles and runs its translation.
+func cIexscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iexscan_c")
+	const fn = "MPI_Iexscan_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, exscan(nonblocking, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Iexscan_c is MPI_Iexscan_c for C programs, with MPICH's signature.
+//
+//export MPI_Iexscan_c
+func MPI_Iexscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// PMPI_Iexscan_c is MPI_Iexscan_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iexscan_c
+func PMPI_Iexscan_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request)
+}
+
+// cExscan_init_c decodes MPI_Exscan_init_c's handles and runs its translation.
+func cExscan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Exscan_init_c")
+	const fn = "MPI_Exscan_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, exscan(persistent, request, sendbuf, recvbuf, int(count), datatype_, op_, comm_))
+}
+
+// MPI_Exscan_init_c is MPI_Exscan_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Exscan_init_c
+func MPI_Exscan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cExscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// PMPI_Exscan_init_c is MPI_Exscan_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Exscan_init_c
+func PMPI_Exscan_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cExscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request)
+}
+
+// cReduce_scatter_block_c decodes MPI_Reduce_scatter_block_c's handles and runs its translation.
+func cReduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_block_c")
+	const fn = "MPI_Reduce_scatter_block_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatterBlock(blocking, nil, sendbuf, recvbuf, int(recvcount), datatype_, op_, comm_))
+}
+
+// MPI_Reduce_scatter_block_c is MPI_Reduce_scatter_block_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_scatter_block_c
+func MPI_Reduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cReduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
+}
+
+// PMPI_Reduce_scatter_block_c is MPI_Reduce_scatter_block_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_scatter_block_c
+func PMPI_Reduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cReduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
+}
+
+// cIreduce_scatter_block_c decodes MPI_Ireduce_scatter_block_c's handles and runs its translation.
+func cIreduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ireduce_scatter_block_c")
+	const fn = "MPI_Ireduce_scatter_block_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatterBlock(nonblocking, request, sendbuf, recvbuf, int(recvcount), datatype_, op_, comm_))
+}
+
+// MPI_Ireduce_scatter_block_c is MPI_Ireduce_scatter_block_c for C programs, with MPICH's signature.
+//
+//export MPI_Ireduce_scatter_block_c
+func MPI_Ireduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
+}
+
+// PMPI_Ireduce_scatter_block_c is MPI_Ireduce_scatter_block_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ireduce_scatter_block_c
+func PMPI_Ireduce_scatter_block_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request)
+}
+
+// cReduce_scatter_block_init_c decodes MPI_Reduce_scatter_block_init_c's handles and runs its translation.
+func cReduce_scatter_block_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_block_init_c")
+	const fn = "MPI_Reduce_scatter_block_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatterBlock(persistent, request, sendbuf, recvbuf, int(recvcount), datatype_, op_, comm_))
+}
+
+// MPI_Reduce_scatter_block_init_c is MPI_Reduce_scatter_block_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_scatter_block_init_c
+func MPI_Reduce_scatter_block_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
+}
+
+// PMPI_Reduce_scatter_block_init_c is MPI_Reduce_scatter_block_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_scatter_block_init_c
+func PMPI_Reduce_scatter_block_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcount C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request)
+}
+
+// cReduce_local_c decodes MPI_Reduce_local_c's handles and runs its translation.
+func cReduce_local_c(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.long, datatype C.int, op C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_local_c")
+	const fn = "MPI_Reduce_local_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xReduce_local(inbuf, inoutbuf, int(count), datatype_, op_))
+}
+
+// MPI_Reduce_local_c is MPI_Reduce_local_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_local_c
+func MPI_Reduce_local_c(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.long, datatype C.int, op C.int) C.int {
+	return cReduce_local_c(inbuf, inoutbuf, count, datatype, op)
+}
+
+// PMPI_Reduce_local_c is MPI_Reduce_local_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_local_c
+func PMPI_Reduce_local_c(inbuf unsafe.Pointer, inoutbuf unsafe.Pointer, count C.long, datatype C.int, op C.int) C.int {
+	return cReduce_local_c(inbuf, inoutbuf, count, datatype, op)
+}
+
+// cNeighbor_allgather_c decodes MPI_Neighbor_allgather_c's handles and runs its translation.
+func cNeighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Neighbor_allgather_c")
+	const fn = "MPI_Neighbor_allgather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, neighborAllgather(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Neighbor_allgather_c is MPI_Neighbor_allgather_c for C programs, with MPICH's signature.
+//
+//export MPI_Neighbor_allgather_c
+func MPI_Neighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cNeighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// PMPI_Neighbor_allgather_c is MPI_Neighbor_allgather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Neighbor_allgather_c
+func PMPI_Neighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cNeighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// cIneighbor_allgather_c decodes MPI_Ineighbor_allgather_c's handles and runs its translation.
+func cIneighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ineighbor_allgather_c")
+	const fn = "MPI_Ineighbor_allgather_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, neighborAllgather(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Ineighbor_allgather_c is MPI_Ineighbor_allgather_c for C programs, with MPICH's signature.
+//
+//export MPI_Ineighbor_allgather_c
+func MPI_Ineighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIneighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// PMPI_Ineighbor_allgather_c is MPI_Ineighbor_allgather_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ineighbor_allgather_c
+func PMPI_Ineighbor_allgather_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIneighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// cNeighbor_alltoall_c decodes MPI_Neighbor_alltoall_c's handles and runs its translation.
+func cNeighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Neighbor_alltoall_c")
+	const fn = "MPI_Neighbor_alltoall_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, neighborAlltoall(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Neighbor_alltoall_c is MPI_Neighbor_alltoall_c for C programs, with MPICH's signature.
+//
+//export MPI_Neighbor_alltoall_c
+func MPI_Neighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cNeighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// PMPI_Neighbor_alltoall_c is MPI_Neighbor_alltoall_c for C programs, with MPICH's signature.
+//
+//export PMPI_Neighbor_alltoall_c
+func PMPI_Neighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int) C.int {
+	return cNeighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+}
+
+// cIneighbor_alltoall_c decodes MPI_Ineighbor_alltoall_c's handles and runs its translation.
+func cIneighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ineighbor_alltoall_c")
+	const fn = "MPI_Ineighbor_alltoall_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, neighborAlltoall(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), comm_))
+}
+
+// MPI_Ineighbor_alltoall_c is MPI_Ineighbor_alltoall_c for C programs, with MPICH's signature.
+//
+//export MPI_Ineighbor_alltoall_c
+func MPI_Ineighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIneighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// PMPI_Ineighbor_alltoall_c is MPI_Ineighbor_alltoall_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ineighbor_alltoall_c
+func PMPI_Ineighbor_alltoall_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIneighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request)
+}
+
+// cGatherv_c decodes MPI_Gatherv_c's handles and runs its translation.
+func cGatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gatherv_c")
+	const fn = "MPI_Gatherv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gatherv(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Gatherv_c is MPI_Gatherv_c for C programs, with MPICH's signature.
+//
+//export MPI_Gatherv_c
+func MPI_Gatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cGatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+}
+
+// PMPI_Gatherv_c is MPI_Gatherv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Gatherv_c
+func PMPI_Gatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cGatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+}
+
+// cIgatherv_c decodes MPI_Igatherv_c's handles and runs its translation.
+func cIgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Igatherv_c")
+	const fn = "MPI_Igatherv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gatherv(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Igatherv_c is MPI_Igatherv_c for C programs, with MPICH's signature.
+//
+//export MPI_Igatherv_c
+func MPI_Igatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
+}
+
+// PMPI_Igatherv_c is MPI_Igatherv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Igatherv_c
+func PMPI_Igatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
+}
+
+// cGatherv_init_c decodes MPI_Gatherv_init_c's handles and runs its translation.
+func cGatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Gatherv_init_c")
+	const fn = "MPI_Gatherv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, gatherv(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Gatherv_init_c is MPI_Gatherv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Gatherv_init_c
+func MPI_Gatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cGatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
+}
+
+// PMPI_Gatherv_init_c is MPI_Gatherv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Gatherv_init_c
+func PMPI_Gatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cGatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request)
+}
+
+// cScatterv_c decodes MPI_Scatterv_c's handles and runs its translation.
+func cScatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatterv_c")
+	const fn = "MPI_Scatterv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatterv(blocking, nil, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, displs, comm_), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Scatterv_c is MPI_Scatterv_c for C programs, with MPICH's signature.
+//
+//export MPI_Scatterv_c
+func MPI_Scatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cScatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// PMPI_Scatterv_c is MPI_Scatterv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scatterv_c
+func PMPI_Scatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int) C.int {
+	return cScatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+}
+
+// cIscatterv_c decodes MPI_Iscatterv_c's handles and runs its translation.
+func cIscatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iscatterv_c")
+	const fn = "MPI_Iscatterv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatterv(nonblocking, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, displs, comm_), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Iscatterv_c is MPI_Iscatterv_c for C programs, with MPICH's signature.
+//
+//export MPI_Iscatterv_c
+func MPI_Iscatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// PMPI_Iscatterv_c is MPI_Iscatterv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iscatterv_c
+func PMPI_Iscatterv_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, request *C.int) C.int {
+	return cIscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+}
+
+// cScatterv_init_c decodes MPI_Scatterv_init_c's handles and runs its translation.
+func cScatterv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Scatterv_init_c")
+	const fn = "MPI_Scatterv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, scatterv(persistent, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, displs, comm_), int32(sendtype), recvbuf, int(recvcount), int32(recvtype), int(root), comm_))
+}
+
+// MPI_Scatterv_init_c is MPI_Scatterv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Scatterv_init_c
+func MPI_Scatterv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// PMPI_Scatterv_init_c is MPI_Scatterv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Scatterv_init_c
+func PMPI_Scatterv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, displs *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcount C.long, recvtype C.int, root C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cScatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request)
+}
+
+// cAllgatherv_c decodes MPI_Allgatherv_c's handles and runs its translation.
+func cAllgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgatherv_c")
+	const fn = "MPI_Allgatherv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgatherv(blocking, nil, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Allgatherv_c is MPI_Allgatherv_c for C programs, with MPICH's signature.
+//
+//export MPI_Allgatherv_c
+func MPI_Allgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int) C.int {
+	return cAllgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+}
+
+// PMPI_Allgatherv_c is MPI_Allgatherv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allgatherv_c
+func PMPI_Allgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int) C.int {
+	return cAllgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+}
+
+// cIallgatherv_c decodes MPI_Iallgatherv_c's handles and runs its translation.
+func cIallgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Iallgatherv_c")
+	const fn = "MPI_Iallgatherv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgatherv(nonblocking, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Iallgatherv_c is MPI_Iallgatherv_c for C programs, with MPICH's signature.
+//
+//export MPI_Iallgatherv_c
+func MPI_Iallgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+}
+
+// PMPI_Iallgatherv_c is MPI_Iallgatherv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Iallgatherv_c
+func PMPI_Iallgatherv_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+}
+
+// cAllgatherv_init_c decodes MPI_Allgatherv_init_c's handles and runs its translation.
+func cAllgatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Allgatherv_init_c")
+	const fn = "MPI_Allgatherv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, allgatherv(persistent, request, sendbuf, int(sendcount), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, displs, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Allgatherv_init_c is MPI_Allgatherv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Allgatherv_init_c
+func MPI_Allgatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
+}
+
+// PMPI_Allgatherv_init_c is MPI_Allgatherv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Allgatherv_init_c
+func PMPI_Allgatherv_init_c(sendbuf unsafe.Pointer, sendcount C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, displs *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAllgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request)
+}
+
+// cAlltoallv_c decodes MPI_Alltoallv_c's handles and runs its translation.
+func cAlltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoallv_c")
+	const fn = "MPI_Alltoallv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallv(blocking, nil, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Alltoallv_c is MPI_Alltoallv_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoallv_c
+func MPI_Alltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int) C.int {
+	return cAlltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+}
+
+// PMPI_Alltoallv_c is MPI_Alltoallv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoallv_c
+func PMPI_Alltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int) C.int {
+	return cAlltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+}
+
+// cIalltoallv_c decodes MPI_Ialltoallv_c's handles and runs its translation.
+func cIalltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ialltoallv_c")
+	const fn = "MPI_Ialltoallv_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallv(nonblocking, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Ialltoallv_c is MPI_Ialltoallv_c for C programs, with MPICH's signature.
+//
+//export MPI_Ialltoallv_c
+func MPI_Ialltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIalltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
+}
+
+// PMPI_Ialltoallv_c is MPI_Ialltoallv_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ialltoallv_c
+func PMPI_Ialltoallv_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, request *C.int) C.int {
+	return cIalltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
+}
+
+// cAlltoallv_init_c decodes MPI_Alltoallv_init_c's handles and runs its translation.
+func cAlltoallv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoallv_init_c")
+	const fn = "MPI_Alltoallv_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallv(persistent, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), int32(sendtype), recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), int32(recvtype), comm_))
+}
+
+// MPI_Alltoallv_init_c is MPI_Alltoallv_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoallv_init_c
+func MPI_Alltoallv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAlltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
+}
+
+// PMPI_Alltoallv_init_c is MPI_Alltoallv_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoallv_init_c
+func PMPI_Alltoallv_init_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtype C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtype C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cAlltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request)
+}
+
+// cAlltoallw_c decodes MPI_Alltoallw_c's handles and runs its translation.
+func cAlltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Alltoallw_c")
+	const fn = "MPI_Alltoallw_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallw(blocking, nil, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), sendtypes, recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), recvtypes, comm_))
+}
+
+// MPI_Alltoallw_c is MPI_Alltoallw_c for C programs, with MPICH's signature.
+//
+//export MPI_Alltoallw_c
+func MPI_Alltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int) C.int {
+	return cAlltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+}
+
+// PMPI_Alltoallw_c is MPI_Alltoallw_c for C programs, with MPICH's signature.
+//
+//export PMPI_Alltoallw_c
+func PMPI_Alltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int) C.int {
+	return cAlltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+}
+
+// cIalltoallw_c decodes MPI_Ialltoallw_c's handles and runs its translation.
+func cIalltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ialltoallw_c")
+	const fn = "MPI_Ialltoallw_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, alltoallw(nonblocking, request, sendbuf, narrow(fn, sendcounts, comm_), narrow(fn, sdispls, comm_), sendtypes, recvbuf, narrow(fn, recvcounts, comm_), narrow(fn, rdispls, comm_), recvtypes, comm_))
+}
+
+// MPI_Ialltoallw_c is MPI_Ialltoallw_c for C programs, with MPICH's signature.
+//
+//export MPI_Ialltoallw_c
+func MPI_Ialltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int, request *C.int) C.int {
+	return cIalltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
+}
+
+// PMPI_Ialltoallw_c is MPI_Ialltoallw_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ialltoallw_c
+func PMPI_Ialltoallw_c(sendbuf unsafe.Pointer, sendcounts *C.long, sdispls *C.long, sendtypes *C.int, recvbuf unsafe.Pointer, recvcounts *C.long, rdispls *C.long, recvtypes *C.int, comm C.int, request *C.int) C.int {
+	return cIalltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request)
+}
+
+// cReduce_scatter_c decodes MPI_Reduce_scatter_c's handles and runs its translation.
+func cReduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_c")
+	const fn = "MPI_Reduce_scatter_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatter(blocking, nil, sendbuf, recvbuf, narrow(fn, recvcounts, comm_), datatype_, op_, comm_))
+}
+
+// MPI_Reduce_scatter_c is MPI_Reduce_scatter_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_scatter_c
+func MPI_Reduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cReduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+}
+
+// PMPI_Reduce_scatter_c is MPI_Reduce_scatter_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_scatter_c
+func PMPI_Reduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int) C.int {
+	return cReduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+}
+
+// cIreduce_scatter_c decodes MPI_Ireduce_scatter_c's handles and runs its translation.
+func cIreduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Ireduce_scatter_c")
+	const fn = "MPI_Ireduce_scatter_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatter(nonblocking, request, sendbuf, recvbuf, narrow(fn, recvcounts, comm_), datatype_, op_, comm_))
+}
+
+// MPI_Ireduce_scatter_c is MPI_Ireduce_scatter_c for C programs, with MPICH's signature.
+//
+//export MPI_Ireduce_scatter_c
+func MPI_Ireduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
+}
+
+// PMPI_Ireduce_scatter_c is MPI_Ireduce_scatter_c for C programs, with MPICH's signature.
+//
+//export PMPI_Ireduce_scatter_c
+func PMPI_Ireduce_scatter_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, request *C.int) C.int {
+	return cIreduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request)
+}
+
+// cReduce_scatter_init_c decodes MPI_Reduce_scatter_init_c's handles and runs its translation.
+func cReduce_scatter_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Reduce_scatter_init_c")
+	const fn = "MPI_Reduce_scatter_init_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	op_, err := opOf(fn, int32(op))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, reduceScatter(persistent, request, sendbuf, recvbuf, narrow(fn, recvcounts, comm_), datatype_, op_, comm_))
+}
+
+// MPI_Reduce_scatter_init_c is MPI_Reduce_scatter_init_c for C programs, with MPICH's signature.
+//
+//export MPI_Reduce_scatter_init_c
+func MPI_Reduce_scatter_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
+}
+
+// PMPI_Reduce_scatter_init_c is MPI_Reduce_scatter_init_c for C programs, with MPICH's signature.
+//
+//export PMPI_Reduce_scatter_init_c
+func PMPI_Reduce_scatter_init_c(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, recvcounts *C.long, datatype C.int, op C.int, comm C.int, info C.int, request *C.int) C.int {
+	return cReduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request)
+}
+
 // unsupportedNames are the ABI functions zstubs.c answers with
 // MPI_ERR_UNSUPPORTED_OPERATION, by the index the stub passes.
 var unsupportedNames = [...]string{
@@ -6162,45 +9714,19 @@ var unsupportedNames = [...]string{
 	"MPIX_Query_cuda_support",
 	"MPIX_Query_hip_support",
 	"MPIX_Query_ze_support",
-	"MPI_Accumulate",
-	"MPI_Accumulate_c",
 	"MPI_Add_error_class",
 	"MPI_Add_error_code",
 	"MPI_Add_error_string",
-	"MPI_Allgather_c",
-	"MPI_Allgather_init_c",
-	"MPI_Allgatherv_c",
-	"MPI_Allgatherv_init_c",
-	"MPI_Allreduce_init_c",
-	"MPI_Alltoall_c",
-	"MPI_Alltoall_init_c",
-	"MPI_Alltoallv_c",
-	"MPI_Alltoallv_init_c",
-	"MPI_Alltoallw_c",
 	"MPI_Alltoallw_init",
 	"MPI_Alltoallw_init_c",
-	"MPI_Bcast_init_c",
-	"MPI_Bsend_c",
-	"MPI_Bsend_init_c",
 	"MPI_Buffer_attach_c",
 	"MPI_Buffer_detach_c",
 	"MPI_Cart_map",
-	"MPI_Close_port",
-	"MPI_Comm_accept",
-	"MPI_Comm_connect",
 	"MPI_Comm_create_from_group",
-	"MPI_Comm_disconnect",
 	"MPI_Comm_get_info",
-	"MPI_Comm_join",
 	"MPI_Comm_set_info",
-	"MPI_Comm_spawn",
-	"MPI_Comm_spawn_multiple",
-	"MPI_Compare_and_swap",
 	"MPI_DUP_FN",
 	"MPI_Dist_graph_create",
-	"MPI_Exscan_c",
-	"MPI_Exscan_init_c",
-	"MPI_Fetch_and_op",
 	"MPI_File_call_errhandler",
 	"MPI_File_close",
 	"MPI_File_create_errhandler",
@@ -6289,36 +9815,14 @@ var unsupportedNames = [...]string{
 	"MPI_File_write_ordered_end",
 	"MPI_File_write_shared",
 	"MPI_File_write_shared_c",
-	"MPI_Gather_c",
-	"MPI_Gather_init_c",
-	"MPI_Gatherv_c",
-	"MPI_Gatherv_init_c",
-	"MPI_Get",
-	"MPI_Get_accumulate",
-	"MPI_Get_accumulate_c",
-	"MPI_Get_c",
 	"MPI_Graph_get",
 	"MPI_Graph_map",
 	"MPI_Graphdims_get",
 	"MPI_Grequest_complete",
 	"MPI_Grequest_start",
 	"MPI_Group_from_session_pset",
-	"MPI_Iallgather_c",
-	"MPI_Iallgatherv_c",
-	"MPI_Iallreduce_c",
-	"MPI_Ialltoall_c",
-	"MPI_Ialltoallv_c",
-	"MPI_Ialltoallw_c",
-	"MPI_Ibcast_c",
-	"MPI_Ibsend_c",
-	"MPI_Iexscan_c",
-	"MPI_Igather_c",
-	"MPI_Igatherv_c",
-	"MPI_Imrecv_c",
-	"MPI_Ineighbor_allgather_c",
 	"MPI_Ineighbor_allgatherv",
 	"MPI_Ineighbor_allgatherv_c",
-	"MPI_Ineighbor_alltoall_c",
 	"MPI_Ineighbor_alltoallv",
 	"MPI_Ineighbor_alltoallv_c",
 	"MPI_Ineighbor_alltoallw",
@@ -6326,26 +9830,12 @@ var unsupportedNames = [...]string{
 	"MPI_Info_create_env",
 	"MPI_Info_get_string",
 	"MPI_Intercomm_create_from_groups",
-	"MPI_Ireduce_c",
-	"MPI_Ireduce_scatter_block_c",
-	"MPI_Ireduce_scatter_c",
-	"MPI_Irsend_c",
-	"MPI_Iscan_c",
-	"MPI_Iscatter_c",
-	"MPI_Iscatterv_c",
-	"MPI_Isendrecv_c",
-	"MPI_Isendrecv_replace_c",
-	"MPI_Issend_c",
-	"MPI_Lookup_name",
-	"MPI_Mrecv_c",
-	"MPI_Neighbor_allgather_c",
 	"MPI_Neighbor_allgather_init",
 	"MPI_Neighbor_allgather_init_c",
 	"MPI_Neighbor_allgatherv",
 	"MPI_Neighbor_allgatherv_c",
 	"MPI_Neighbor_allgatherv_init",
 	"MPI_Neighbor_allgatherv_init_c",
-	"MPI_Neighbor_alltoall_c",
 	"MPI_Neighbor_alltoall_init",
 	"MPI_Neighbor_alltoall_init_c",
 	"MPI_Neighbor_alltoallv",
@@ -6357,7 +9847,6 @@ var unsupportedNames = [...]string{
 	"MPI_Neighbor_alltoallw_init",
 	"MPI_Neighbor_alltoallw_init_c",
 	"MPI_Op_create_c",
-	"MPI_Open_port",
 	"MPI_Pack_c",
 	"MPI_Pack_external",
 	"MPI_Pack_external_c",
@@ -6370,36 +9859,8 @@ var unsupportedNames = [...]string{
 	"MPI_Pready_range",
 	"MPI_Precv_init",
 	"MPI_Psend_init",
-	"MPI_Publish_name",
-	"MPI_Put",
-	"MPI_Put_c",
-	"MPI_Raccumulate",
-	"MPI_Raccumulate_c",
-	"MPI_Recv_init_c",
-	"MPI_Reduce_init_c",
-	"MPI_Reduce_local_c",
-	"MPI_Reduce_scatter_block_c",
-	"MPI_Reduce_scatter_block_init_c",
-	"MPI_Reduce_scatter_c",
-	"MPI_Reduce_scatter_init_c",
 	"MPI_Register_datarep",
 	"MPI_Register_datarep_c",
-	"MPI_Rget",
-	"MPI_Rget_accumulate",
-	"MPI_Rget_accumulate_c",
-	"MPI_Rget_c",
-	"MPI_Rput",
-	"MPI_Rput_c",
-	"MPI_Rsend_c",
-	"MPI_Rsend_init_c",
-	"MPI_Scan_c",
-	"MPI_Scan_init_c",
-	"MPI_Scatter_c",
-	"MPI_Scatter_init_c",
-	"MPI_Scatterv_c",
-	"MPI_Scatterv_init_c",
-	"MPI_Send_init_c",
-	"MPI_Sendrecv_replace_c",
 	"MPI_Session_call_errhandler",
 	"MPI_Session_create_errhandler",
 	"MPI_Session_finalize",
@@ -6410,7 +9871,6 @@ var unsupportedNames = [...]string{
 	"MPI_Session_get_pset_info",
 	"MPI_Session_init",
 	"MPI_Session_set_errhandler",
-	"MPI_Ssend_init_c",
 	"MPI_Status_c2f",
 	"MPI_Status_c2f08",
 	"MPI_Status_f082c",
@@ -6494,46 +9954,10 @@ var unsupportedNames = [...]string{
 	"MPI_Unpack_c",
 	"MPI_Unpack_external",
 	"MPI_Unpack_external_c",
-	"MPI_Unpublish_name",
-	"MPI_Win_allocate",
-	"MPI_Win_allocate_c",
-	"MPI_Win_allocate_shared",
-	"MPI_Win_allocate_shared_c",
-	"MPI_Win_attach",
-	"MPI_Win_call_errhandler",
-	"MPI_Win_complete",
-	"MPI_Win_create",
-	"MPI_Win_create_c",
-	"MPI_Win_create_dynamic",
 	"MPI_Win_create_errhandler",
 	"MPI_Win_create_keyval",
 	"MPI_Win_delete_attr",
-	"MPI_Win_detach",
-	"MPI_Win_fence",
-	"MPI_Win_flush",
-	"MPI_Win_flush_all",
-	"MPI_Win_flush_local",
-	"MPI_Win_flush_local_all",
-	"MPI_Win_free",
 	"MPI_Win_free_keyval",
-	"MPI_Win_get_attr",
-	"MPI_Win_get_errhandler",
-	"MPI_Win_get_group",
-	"MPI_Win_get_info",
-	"MPI_Win_get_name",
-	"MPI_Win_lock",
-	"MPI_Win_lock_all",
-	"MPI_Win_post",
 	"MPI_Win_set_attr",
-	"MPI_Win_set_errhandler",
-	"MPI_Win_set_info",
-	"MPI_Win_set_name",
-	"MPI_Win_shared_query",
 	"MPI_Win_shared_query_c",
-	"MPI_Win_start",
-	"MPI_Win_sync",
-	"MPI_Win_test",
-	"MPI_Win_unlock",
-	"MPI_Win_unlock_all",
-	"MPI_Win_wait",
 }

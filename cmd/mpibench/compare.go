@@ -48,7 +48,7 @@ import (
 )
 
 // compareBenches are the benchmark groups of compare, in run order.
-var compareBenches = []string{"pingpong", "bw", "rate", "anysource", "coll", "overlap", "examples"}
+var compareBenches = []string{"pingpong", "bw", "rate", "netpipe", "anysource", "coll", "overlap", "examples"}
 
 // compareExamples are the example programs timed by compare, with their
 // arguments in a full run (a quick run takes their defaults, which finish in
@@ -96,14 +96,14 @@ type compareOpts struct {
 
 const compareUsage = `usage: mpibench compare [flags]
 
-Runs the benchmark set (pingpong, bw, anysource, coll, overlap and the wall
-time of examples/{jacobi,masterworker,ring}) on every registered adimpi device
-and on MPICH and Open MPI (bench/c) where installed, and writes DIR/report.md
+Runs the benchmark set (pingpong, bw, netpipe, anysource, coll, overlap and
+the wall time of examples/{jacobi,masterworker,ring}) on every registered adimpi
+device and on MPICH and Open MPI (bench/c) where installed, and writes DIR/report.md
 with tables and PNG plots, DIR/results.csv and DIR/logs/. Run it from inside
 the adimpi source tree (it builds cmd/mpirun, the examples and bench/c).
 
 With --hosts N (root only) it starts a simulated cluster of N hosts
-(cmd/netcluster) and runs pingpong and bw between two hosts and coll at np 4
+(cmd/netcluster) and runs pingpong, bw and netpipe between two hosts and coll at np 4
 and 8 over 2 and 4 hosts, on every adimpi device that reaches other hosts and
 on Open MPI (TCP) and MPICH launched onto the same hosts, in --rounds
 interleaved rounds (medians); --single-host adds the usual set to the same
@@ -238,6 +238,7 @@ type cmpStep struct {
 	argv    []string
 	example string // non-empty: a timed example; the row is its wall time
 	reps    int
+	parse   func(out string) []row // reads the rows of a program that prints no CSV from its stdout and stderr (netpipe.go); nil: parseRows of stdout
 }
 
 // cmpRun records how one step went.
@@ -542,12 +543,12 @@ func (c *comparer) exec(ctx context.Context, s *cmpStep) ([]row, cmpRun) {
 			if r.errLine == "" && strings.TrimSpace(stdout.String()) != "" {
 				r.errLine = "last output: " + lastLine(stdout.String())
 			}
-			rows = append(rows, parseRows(stdout.String())...)
+			rows = append(rows, s.rowsOf(stdout.String(), stderr.String())...)
 			r.secs, r.rows = time.Since(t0).Seconds(), len(rows)
 			return rows, r
 		}
 		if s.example == "" {
-			rows = append(rows, parseRows(stdout.String())...)
+			rows = append(rows, s.rowsOf(stdout.String(), stderr.String())...)
 		} else if i == 0 || wall.Seconds() < best {
 			best = wall.Seconds()
 		}
@@ -558,6 +559,14 @@ func (c *comparer) exec(ctx context.Context, s *cmpStep) ([]row, cmpRun) {
 	r.ok, r.status = true, "ok"
 	r.secs, r.rows = time.Since(t0).Seconds(), len(rows)
 	return rows, r
+}
+
+// rowsOf reads the rows of the step's output.
+func (s *cmpStep) rowsOf(stdout, stderr string) []row {
+	if s.parse != nil {
+		return s.parse(stdout + "\n" + stderr)
+	}
+	return parseRows(stdout)
 }
 
 // runLimited runs argv in its own process group, killed as a whole when

@@ -180,6 +180,8 @@ func (c *comparer) xSteps(x *xCluster) []*cmpStep {
 					add(t, bench, 2, 2, c.xLaunch(x, t, 2, 2, "mpibench", slices.Concat([]string{bench}, p2pC)...))
 				}
 			}
+		case "netpipe":
+			steps = append(steps, c.xNetpipeSteps(x)...)
 		case "coll":
 			for _, pl := range placements {
 				np, hosts := pl[0], pl[1]

@@ -34,7 +34,7 @@ var cmpLibs = map[string]struct {
 // cmpCSources are the bench/c programs each benchmark needs.
 var cmpCSources = map[string]string{
 	"pingpong": "mpibench", "bw": "mpibench", "anysource": "mpibench", "rate": "rate",
-	"coll": "coll", "overlap": "overlap",
+	"coll": "coll", "overlap": "overlap", "netpipe": "mpibench",
 }
 
 // findMPI finds lib's compiler and launcher, builds the bench/c programs
@@ -172,6 +172,8 @@ func (c *comparer) plan() []*cmpStep {
 			}
 		case "rate":
 			c.planRate(add, ours, theirs)
+		case "netpipe":
+			steps = append(steps, c.netpipeSteps()...)
 		case "anysource":
 			for _, np := range o.nps {
 				args := append([]string{"anysource", "--senders", strconv.Itoa(np - 1)}, anyArgs...)

@@ -46,6 +46,7 @@ func writeCompareReport(dir string, res results, m compareMeta, runs []cmpRun) e
 	r.latency()
 	r.bandwidth()
 	r.messageRate()
+	r.netpipe()
 	r.anysource()
 	r.collectives()
 	r.overlap()

@@ -80,23 +80,70 @@ func run(t *testing.T, stdin io.Reader, env []string, args ...string) result {
 	cmd := exec.CommandContext(ctx, mpirunBin, args...)
 	cmd.Stdin = stdin
 	cmd.Env = append(os.Environ(), env...)
+	return finish(t, ctx, cmd, fmt.Sprintf("mpirun %q", args), "20s")
+}
+
+// finish runs cmd (made with ctx) to its end and returns what it printed
+// and its status (128+N for a death by signal N); the test fails at once
+// when ctx ended it (limit says how long it had) or it could not start.
+func finish(t *testing.T, ctx context.Context, cmd *exec.Cmd, what, limit string) result {
+	t.Helper()
 	var stdout, stderr strings.Builder
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	res := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
 	if ctx.Err() != nil {
-		t.Fatalf("mpirun %q did not finish within 20s\nstdout:\n%s\nstderr:\n%s", args, res.stdout, res.stderr)
+		t.Fatalf("%s did not finish within %s\nstdout:\n%s\nstderr:\n%s", what, limit, res.stdout, res.stderr)
 	}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			t.Fatalf("mpirun %q: %v", args, err)
+			t.Fatalf("%s: %v", what, err)
 		}
 		res.code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.code = 128 + int(ws.Signal())
+		}
 	}
 	return res
+}
+
+// startPiped starts cmd with its standard output read line by line
+// through the returned scanner and its standard error kept in the
+// returned builder.
+func startPiped(t *testing.T, cmd *exec.Cmd) (*bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return bufio.NewScanner(out), &stderr
+}
+
+// checkWaitReports checks that mpiprog's "wait" mode, stopped by mpirun
+// -timeout, ended with exitTimeout and each rank's wait report, and that
+// no rank is left.
+func checkWaitReports(t *testing.T, res result) {
+	t.Helper()
+	if res.code != exitTimeout {
+		t.Errorf("want exit %d: %v", exitTimeout, res)
+	}
+	for _, w := range []string{
+		"adimpi: rank 0: waiting .* in mpi.Recv: receive from rank 1, tag 7, on MPI_COMM_WORLD",
+		"adimpi: rank 1: waiting .* in mpi.Ssend: send to rank 0, tag 9, on wait-dup",
+		"adimpi: rank 2: waiting .* in mpi.Barrier",
+	} {
+		if !regexp.MustCompile(w).MatchString(res.stderr) {
+			t.Errorf("missing %q: %v", w, res)
+		}
+	}
+	noProcessesLeft(t, mpiprogBin)
 }
 
 func (r result) String() string {

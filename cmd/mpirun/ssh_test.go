@@ -67,25 +67,7 @@ func runOn(t *testing.T, c *netcluster.Cluster, stdin io.Reader, args ...string)
 	defer cancel()
 	cmd := mpirunOn(ctx, c, "h1", args...)
 	cmd.Stdin = stdin
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	res := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
-	if ctx.Err() != nil {
-		t.Fatalf("mpirun %q on h1 did not finish within 30s\nstdout:\n%s\nstderr:\n%s", args, res.stdout, res.stderr)
-	}
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("mpirun %q on h1: %v", args, err)
-		}
-		res.code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.code = 128 + int(ws.Signal())
-		}
-	}
-	return res
+	return finish(t, ctx, cmd, fmt.Sprintf("mpirun %q on h1", args), "30s")
 }
 
 // With -hosts naming other hosts and no launcher flag, ranks start
@@ -259,16 +241,8 @@ func TestSSHSignalsAndTimeout(t *testing.T) {
 
 	start := func(args ...string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
 		cmd := mpirunOn(ctx, c, "h1", args...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd, bufio.NewScanner(out), &stderr
+		sc, stderr := startPiped(t, cmd)
+		return cmd, sc, stderr
 	}
 	cmd, sc, stderr := start("-hosts", "h1,h2,h3", "-np", "3", hostprobeBin, "block")
 	pid := ""
@@ -280,21 +254,7 @@ func TestSSHSignalsAndTimeout(t *testing.T) {
 			}
 		}
 	}
-	if pid == "" {
-		cmd.Wait()
-		t.Fatalf("rank 2 never said its pid; stderr:\n%s", stderr.String())
-	}
-	if b, err := c.Command("h3", "kill", "-KILL", pid).CombinedOutput(); err != nil {
-		t.Fatalf("kill -KILL %s on h3: %v: %s", pid, err, b)
-	}
-	for sc.Scan() {
-	}
-	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGKILL) || !strings.Contains(stderr.String(), "mpirun: rank 2 on h3 (launcher pid ") ||
-		!strings.Contains(stderr.String(), "was killed by signal 9") {
-		t.Errorf("want exit %d naming rank 2 on h3 killed by signal 9; got exit %d, stderr:\n%s", 128+int(syscall.SIGKILL), code, stderr.String())
-	}
-	noProcessesLeft(t, hostprobeBin)
+	killRank2OnH3(t, c, cmd, sc, stderr, pid)
 
 	// SIGINT, sent to mpirun itself (not to the nsenter that runs it on h1).
 	cmd, sc, stderr = start("-hosts", "h2,h3", "-np", "2", hostprobeBin, "block")
@@ -320,19 +280,7 @@ func TestSSHSignalsAndTimeout(t *testing.T) {
 	noProcessesLeft(t, hostprobeBin)
 
 	res := runOn(t, c, nil, "-hosts", "h2,h3", "-np", "3", "-timeout", "3s", mpiprogBin, "wait")
-	if res.code != exitTimeout {
-		t.Errorf("want exit %d: %v", exitTimeout, res)
-	}
-	for _, w := range []string{
-		"adimpi: rank 0: waiting .* in mpi.Recv: receive from rank 1, tag 7, on MPI_COMM_WORLD",
-		"adimpi: rank 1: waiting .* in mpi.Ssend: send to rank 0, tag 9, on wait-dup",
-		"adimpi: rank 2: waiting .* in mpi.Barrier",
-	} {
-		if !regexp.MustCompile(w).MatchString(res.stderr) {
-			t.Errorf("missing %q: %v", w, res)
-		}
-	}
-	noProcessesLeft(t, mpiprogBin)
+	checkWaitReports(t, res)
 
 	// mpirun killed outright: its ssh clients die with it, the proxies
 	// lose mpirun and kill their ranks.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/aditest"
@@ -265,6 +266,87 @@ func TestPingPongAcrossHosts(t *testing.T) {
 							errs <- err
 							return
 						}
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range es {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSleepWakeAcrossHosts is a ping-pong of 8-byte messages between
+// endpoints on two hosts in which each waiter goes to sleep on its
+// doorbell at once: every message must wake its receiver through the
+// wire's sleeper (the doorbell moves), never leave it to sleep until its
+// timeout. A round trip that waits for a timer shows up as a Sleep that
+// returns with the doorbell where it was.
+func TestSleepWakeAcrossHosts(t *testing.T) {
+	es := endpointsOn(t, []int{0, 1}, 0, 0)
+	const rounds = 200
+	arrived := make([]int, 2)
+	for r := range es {
+		es[r].SetHandler(2, func(e *Endpoint, s *Stream) {
+			e.Skip(s, s.Avail())
+			if s.Last() {
+				arrived[r]++
+			}
+		})
+	}
+	// wait extracts until want messages arrived, sleeping between passes
+	// with a timeout no round trip needs; a Sleep that returns with the
+	// doorbell unmoved waited for that timeout.
+	wait := func(r, want int) error {
+		e := es[r]
+		for {
+			seq := e.Seq()
+			if _, err := e.Extract(); err != nil {
+				return err
+			}
+			if arrived[r] >= want {
+				return nil
+			}
+			e.Sleep(seq, time.Second)
+			if e.Seq() == seq {
+				return fmt.Errorf("rank %d: a receive slept until its 1 s timeout (message %d)", r, want)
+			}
+		}
+	}
+	errs := make(chan error, 2)
+	for r := range es {
+		go func() {
+			e, peer := es[r], 1-r
+			buf := make([]byte, 8)
+			for i := 1; i <= rounds; i++ {
+				if r == 1 {
+					if err := wait(r, i); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if !e.SendShort(peer, 2, buf, nil) {
+					// Until its connection is up, a message goes
+					// as a stream (the device's fallback too).
+					s, err := e.BeginMessage(peer, len(buf), 2)
+					if err == nil {
+						err = e.SendPiece(s, buf)
+					}
+					if err == nil {
+						err = e.EndMessage(s)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+				if r == 0 {
+					if err := wait(r, i); err != nil {
+						errs <- err
+						return
 					}
 				}
 			}

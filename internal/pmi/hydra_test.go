@@ -78,17 +78,9 @@ func filterEnv(env []string, drop ...string) []string {
 // mpiexec.hydra (which serves PMI-1's spawn) gets its children, on this
 // host, and an intercommunicator to them that carries point-to-point,
 // collectives and a merge (mpi/testdata/dynprog checks each), and a child
-// spawns again. (Hydra 4.0.2 answers a spawn before it runs the program:
-// a missing one hangs the spawning job, so that is not tested here.)
+// spawns again.
 func TestHydraSpawn(t *testing.T) {
-	hydra, err := exec.LookPath("mpiexec.hydra")
-	if err != nil {
-		testnote.Skip(t, "internal/pmi: mpiexec.hydra is not on PATH: install the Debian package mpich (apt-get install -y mpich) to run this test")
-	}
-	bin := filepath.Join(t.TempDir(), "dynprog")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../mpi/testdata/dynprog").CombinedOutput(); err != nil {
-		t.Fatalf("building dynprog: %v\n%s", err, out)
-	}
+	hydra, bin := hydraAndDynprog(t)
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -114,4 +106,56 @@ func TestHydraSpawn(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHydraSpawnMissing: Hydra answers a spawn before it runs the program,
+// so a missing program used to leave the spawning ranks waiting for ever.
+// Now the spawn fails with MPI_ERR_SPAWN on every rank and the job goes
+// on: when the spawn names this host the root finds the program missing
+// before asking; otherwise it gives up when no child has connected within
+// the spawn's bound (Info "timeout" or ADIMPI_SPAWN_TIMEOUT, 3 s here).
+func TestHydraSpawnMissing(t *testing.T) {
+	hydra, bin := hydraAndDynprog(t)
+	host, _ := os.Hostname()
+	const failed = "spawn failed as expected: MPI_Comm_spawn: MPI_ERR_SPAWN: child 0: command 0 (/nonexistent/dynprog-missing"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"Info timeout", []string{"DYNPROG_SPAWN_TIMEOUT=3"}, "no child connected within 3s"},
+		{"ADIMPI_SPAWN_TIMEOUT", []string{"ADIMPI_SPAWN_TIMEOUT=3s"}, "no child connected within 3s"},
+		{"this host", []string{"DYNPROG_SPAWN_HOST=" + host}, "no executable file /nonexistent/dynprog-missing on host " + host},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, hydra, "-n", "2", bin, "missing")
+		cmd.Env = append(filterEnv(os.Environ(), EnvFD, EnvPort, EnvID, EnvRank, EnvSize, "ADIMPI_JOB_SECRET", "ADIMPI_DEVICE", "ADIMPI_SPAWN_TIMEOUT"), tc.env...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		start := time.Now()
+		out, err := cmd.Output()
+		cancel()
+		if err != nil {
+			t.Errorf("%s: mpiexec.hydra -n 2 dynprog missing (after %v): %v\nstdout:\n%s\nstderr:\n%s", tc.name, time.Since(start), err, out, stderr.String())
+			continue
+		}
+		if !strings.Contains(string(out), failed) || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: want a line with %q and %q\nstdout:\n%s\nstderr:\n%s", tc.name, failed, tc.want, out, stderr.String())
+		}
+	}
+}
+
+// hydraAndDynprog finds mpiexec.hydra (skipping the test, loudly, without
+// it) and builds mpi/testdata/dynprog for a spawn test.
+func hydraAndDynprog(t *testing.T) (hydra, bin string) {
+	t.Helper()
+	hydra, err := exec.LookPath("mpiexec.hydra")
+	if err != nil {
+		testnote.Skip(t, "internal/pmi: mpiexec.hydra is not on PATH: install the Debian package mpich (apt-get install -y mpich) to run this test")
+	}
+	bin = filepath.Join(t.TempDir(), "dynprog")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../mpi/testdata/dynprog").CombinedOutput(); err != nil {
+		t.Fatalf("building dynprog: %v\n%s", err, out)
+	}
+	return hydra, bin
 }

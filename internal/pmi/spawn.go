@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Dynamic processes in PMI-1: spawn, the universe size and the name
@@ -51,6 +52,7 @@ type SpawnError struct {
 	Msg     string
 	Failed  []bool
 	Refused bool // the launcher does not spawn at all
+	Timeout bool // the launcher did not answer in time
 }
 
 func (e *SpawnError) Error() string { return e.Msg }
@@ -58,6 +60,15 @@ func (e *SpawnError) Error() string { return e.Msg }
 // Spawn asks the launcher to start cmds as one new job whose key-value
 // space holds preput, and waits for its answer.
 func (c *Client) Spawn(cmds []SpawnCmd, preput [][2]string) error {
+	return c.SpawnWithin(cmds, preput, 0)
+}
+
+// SpawnWithin is Spawn waiting at most d for the launcher's answer (0: no
+// bound). A launcher that has not answered by then fails the spawn, and
+// the connection to it is unusable from then on (a late answer would be
+// read as the answer to the next command): later calls of this client
+// fail.
+func (c *Client) SpawnWithin(cmds []SpawnCmd, preput [][2]string, d time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable("spawn"); err != nil {
@@ -66,6 +77,25 @@ func (c *Client) Spawn(cmds []SpawnCmd, preput [][2]string) error {
 	if c.singleton {
 		return &SpawnError{Msg: "no launcher to start processes (this process runs as a singleton)", Refused: true}
 	}
+	if dl, ok := c.conn.(interface{ SetReadDeadline(time.Time) error }); ok && d > 0 {
+		if err := dl.SetReadDeadline(time.Now().Add(d)); err == nil {
+			defer dl.SetReadDeadline(time.Time{})
+		}
+	}
+	err := c.spawn1or2(cmds, preput)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		se := &SpawnError{Msg: fmt.Sprintf("the launcher did not answer the spawn within %v (its PMI connection is unusable from now on)", d), Timeout: true}
+		for _, cmd := range cmds {
+			for i := 0; i < cmd.MaxProcs; i++ {
+				se.Failed = append(se.Failed, true)
+			}
+		}
+		return se
+	}
+	return err
+}
+
+func (c *Client) spawn1or2(cmds []SpawnCmd, preput [][2]string) error {
 	if c.v2 != nil {
 		return c.spawn2(cmds, preput)
 	}
@@ -160,6 +190,9 @@ func (c *Client) spawn2(cmds []SpawnCmd, preput [][2]string) error {
 		}
 	}
 	m, err := c.call2("spawn", kv...)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
 	if err != nil {
 		se := &SpawnError{Msg: err.Error()}
 		for i := 0; i < total; i++ {

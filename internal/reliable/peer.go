@@ -42,6 +42,11 @@ type peer struct {
 	asm     reassembly
 }
 
+// owes reports whether something to p is not yet acknowledged: frames in
+// flight, frames the link has not taken yet, or messages waiting for
+// credits. While it does, the retransmission timer runs.
+func (p *peer) owes() bool { return p.next != p.una || len(p.queue) > 0 }
+
 // slot is a data frame kept until it is acknowledged.
 type slot struct {
 	buf    []byte // the plain frame: header and payload
@@ -112,6 +117,7 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 		*sl = slot{buf: f, n: hdrLen + n}
 		p.next++
 		p.unsent = true
+		t.arm(p)
 		if h.flags&flagLast != 0 {
 			return true
 		}
@@ -166,12 +172,20 @@ func (t *Transport) transmit(p *peer) {
 		t.cnt.PacketsOut++
 		sl.sent, sl.sentAt = true, t.now
 		p.ackOwed, p.ackNow = 0, false
-		if p.rtoAt.IsZero() {
-			p.rtoAt = t.now.Add(p.rto)
-			p.progress = t.now
-		}
 	}
 	p.unsent = false
+}
+
+// arm starts the retransmission timer, and the count towards DeadAfter,
+// when something becomes due to p and nothing was: from a frame's cutting
+// into a slot (or a message's queueing), not its first transmission, so
+// that frames the link never takes (a TX ring the kernel no longer
+// drains) or that no credits let out lose the peer in time too.
+func (t *Transport) arm(p *peer) {
+	if p.rtoAt.IsZero() {
+		p.rtoAt = t.now.Add(p.rto)
+		p.progress = t.now
+	}
 }
 
 // resend hands a kept frame to the link again.
@@ -286,7 +300,7 @@ func (t *Transport) acked(p *peer, h *header) {
 		p.rto = min(max(t.cfg.MinRTO, 4*p.srtt), time.Second)
 		p.progress = t.now
 		p.rtoAt = time.Time{}
-		if p.una != p.sendNext {
+		if p.owes() {
 			p.rtoAt = t.now.Add(p.rto)
 		}
 	}

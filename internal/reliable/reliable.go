@@ -252,6 +252,7 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 		m.body = append([]byte(nil), m.body...)
 	}
 	p.queue = append(p.queue, m)
+	t.arm(p) // no frame may have been cut (no credits): the wait has a deadline too
 	t.cnt.Queued++
 	t.cnt.FramesOut++
 	t.cnt.BytesOut += int64(len(body))
@@ -335,7 +336,7 @@ func (t *Transport) turn() bool {
 			t.sendAck(p)
 			busy = true
 		}
-		if p.next != p.una && !p.rtoAt.IsZero() && t.now.After(p.rtoAt) {
+		if p.owes() && !p.rtoAt.IsZero() && t.now.After(p.rtoAt) {
 			if t.timeout(p) {
 				continue
 			}
@@ -348,7 +349,7 @@ func (t *Transport) turn() bool {
 		if p.next != p.una && len(p.queue) == 0 && !p.probed && p.sendNext != p.una {
 			due = t.probe(p)
 		}
-		if p.next != p.una && !p.rtoAt.IsZero() && (due.IsZero() || p.rtoAt.Before(due)) {
+		if p.owes() && !p.rtoAt.IsZero() && (due.IsZero() || p.rtoAt.Before(due)) {
 			due = p.rtoAt
 		}
 		if !due.IsZero() {
@@ -372,14 +373,26 @@ func (t *Transport) flush() {
 // timeout handles an expired retransmission timer: it sends the oldest
 // unacknowledged frame again (its acknowledgement then shows, selectively,
 // what else is missing) and doubles the timeout, or, when nothing was
-// acknowledged for DeadAfter, gives the peer up. It reports whether the
-// peer is lost.
+// acknowledged for DeadAfter (or the link took none of the frames due for
+// that long), gives the peer up. It reports whether the peer is lost.
 func (t *Transport) timeout(p *peer) bool {
 	if t.now.Sub(p.progress) > t.cfg.DeadAfter {
-		err := fmt.Errorf("no acknowledgement from rank %d for %v (link down or host gone)", p.rank, t.cfg.DeadAfter)
+		var err error
+		switch {
+		case p.next == p.una:
+			err = fmt.Errorf("rank %d granted no credits for %v", p.rank, t.cfg.DeadAfter)
+		case p.sendNext == p.una:
+			err = fmt.Errorf("the link took no frame for rank %d for %v (this host's link down?)", p.rank, t.cfg.DeadAfter)
+		default:
+			err = fmt.Errorf("no acknowledgement from rank %d for %v (link down or host gone)", p.rank, t.cfg.DeadAfter)
+		}
 		t.lose(p, err)
 		t.lost(p.rank, err)
 		return true
+	}
+	if p.sendNext == p.una { // nothing in flight: what is due waits for the link or credits
+		p.rtoAt = t.now.Add(p.rto)
+		return false
 	}
 	t.cnt.Timeouts++
 	for s := p.una; s != p.sendNext; s++ {
@@ -433,7 +446,7 @@ const probeMin = 200 * time.Microsecond
 func (t *Transport) lose(p *peer, err error) {
 	p.gone = err
 	p.queue = nil
-	p.una = p.next
+	p.una, p.sendNext, p.unsent = p.next, p.next, false
 }
 
 // Close says goodbye to every peer, so that none takes the silence that

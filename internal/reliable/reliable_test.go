@@ -405,3 +405,51 @@ func TestTailLoss(t *testing.T) {
 		t.Fatalf("repaired by the retransmission timeout: %+v", c)
 	}
 }
+
+// TestLinkTakesNothing: the link refuses every frame (a TX ring that the
+// kernel no longer drains), so a message's frames are cut but never
+// transmitted; or the peer grants no credits, so none is even cut. The
+// peer is still reported lost after DeadAfter, and the transport keeps a
+// deadline meanwhile, so that a waiter sleeping until Deadline polls in
+// time.
+func TestLinkTakesNothing(t *testing.T) {
+	for _, c := range []string{"link-full", "link-full-queued", "no-credits"} {
+		t.Run(c, func(t *testing.T) {
+			a, _, sa, _, ab, _ := pair(t, 0, 0, 0, 1)
+			a.cfg.DeadAfter = 300 * time.Millisecond
+			n := 1
+			switch c {
+			case "link-full":
+				ab.full = 1
+			case "link-full-queued": // more than the credits: the rest waits in the queue
+				ab.full = 1
+				n = 4
+			case "no-credits":
+				a.peer(1).credit = 0
+			}
+			for i := range n {
+				if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, uint64(i)), content(0, 9), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			for sa.lost == nil {
+				if time.Since(start) > 5*time.Second {
+					t.Fatalf("no Lost 5 s after the link stopped taking frames (DeadAfter 300 ms)\n%s", state(a, a))
+				}
+				a.Poll()
+				d := a.Deadline()
+				if sa.lost == nil && d.IsZero() {
+					t.Fatalf("frames wait for the link and the transport has no deadline: a sleeping waiter would never poll\n%s", state(a, a))
+				}
+				time.Sleep(min(time.Until(d), 50*time.Millisecond))
+			}
+			if !strings.Contains(sa.lost.Error(), "rank 1") {
+				t.Errorf("the loss does not name the peer: %v", sa.lost)
+			}
+			if a.Pending() != 0 {
+				t.Errorf("%d frames and messages still pending to a lost peer", a.Pending())
+			}
+		})
+	}
+}

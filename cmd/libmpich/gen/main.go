@@ -46,10 +46,15 @@ var kinds = map[string]kind{
 	"str":   {goType: "*C.char", conv: "%s"},
 	"h":     {goType: "C.int", conv: "int32(%s)"},
 	"hp":    {goType: "*C.int", conv: "%s"},
-	"dt":    {goType: "C.int", lookup: "typeOf"},
-	"comm":  {goType: "C.int", lookup: "commOf"},
-	"group": {goType: "C.int", lookup: "groupOf"},
-	"op":    {goType: "C.int", lookup: "opOf"},
+	// countp: an array of MPI_Count counts or MPI_Aint displacements of a
+	// large-count collective, one per rank of the call's communicator,
+	// narrowed to the ints of the int form's translation.
+	"countp": {goType: "*C.long", conv: "narrow(fn, %s, comm_)"},
+	"dt":     {goType: "C.int", lookup: "typeOf"},
+	"comm":   {goType: "C.int", lookup: "commOf"},
+	"group":  {goType: "C.int", lookup: "groupOf"},
+	"op":     {goType: "C.int", lookup: "opOf"},
+	"win":    {goType: "C.int", lookup: "winOf"},
 }
 
 type param struct{ name, kind string }
@@ -238,7 +243,14 @@ func goFile(specs []fn, stubs []string) []byte {
 				commVar = p.name + "_"
 			}
 		}
-		fmt.Fprintf(&b, "\treturn done(%s, %s(%s))\n}\n\n", commVar, target, strings.Join(args, ", "))
+		// A window call's errors follow the window's handler (winDone).
+		ret := "done(" + commVar + ", "
+		for _, p := range decode {
+			if p.kind == "win" {
+				ret = "winDone(" + p.name + "_, "
+			}
+		}
+		fmt.Fprintf(&b, "\treturn %s%s(%s))\n}\n\n", ret, target, strings.Join(args, ", "))
 		for _, pre := range []string{"MPI_", "PMPI_"} {
 			fmt.Fprintf(&b, "// %s%s is %s for C programs, with MPICH's signature.\n//\n//export %s%s\nfunc %s%s(%s) C.int {\n\treturn c%s(%s)\n}\n\n", pre, short, f.name, pre, short, pre, short, strings.Join(sig, ", "), short, strings.Join(call, ", "))
 		}

@@ -134,6 +134,41 @@ int main(int argc, char **argv) {
 	MPI_Request_free(&rq);
 	OK("nonblocking-persistent");
 
+	/* Large-count (MPI_Count, MPI_Aint arrays) forms of the v-collectives
+	 * and of the others. */
+	MPI_Count *ccounts = malloc(np * sizeof *ccounts);
+	MPI_Aint *cdispls = malloc(np * sizeof *cdispls);
+	int *cin = malloc(np * sizeof *cin), *cout = malloc(np * np * sizeof *cout);
+	for (int i = 0; i < np; i++)
+		ccounts[i] = i + 1, cdispls[i] = i * (i + 1) / 2, cin[i] = 100 * me + i;
+	int total = np * (np + 1) / 2;
+	MPI_Allgatherv_c(cin, me + 1, MPI_INT, cout, ccounts, cdispls, MPI_INT, MPI_COMM_WORLD);
+	for (int r = 0; r < np; r++)
+		for (int i = 0; i <= r; i++)
+			CHECK(cout[cdispls[r] + i] == 100 * r + i, "allgatherv_c [%d][%d] = %d", r, i, cout[cdispls[r] + i]);
+	MPI_Gatherv_c(cin, me + 1, MPI_INT, cout, ccounts, cdispls, MPI_INT, 0, MPI_COMM_WORLD);
+	if (me == 0)
+		CHECK(cout[total - 1] == 100 * (np - 1) + np - 1, "gatherv_c last %d", cout[total - 1]);
+	int csum = -1;
+	MPI_Count cone = 1;
+	MPI_Reduce_scatter_c(cin, &csum, (MPI_Count[]){1, 1, 1, 1, 1, 1, 1, 1}, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CHECK(np > 8 || csum == 100 * np * (np - 1) / 2 + np * me, "reduce_scatter_c %d", csum);
+	MPI_Request crq;
+	int cb = me == 0 ? 77 : 0;
+	MPI_Ibcast_c(&cb, cone, MPI_INT, 0, MPI_COMM_WORLD, &crq);
+	MPI_Wait(&crq, MPI_STATUS_IGNORE);
+	CHECK(cb == 77, "ibcast_c %d", cb);
+	MPI_Count huge[64];
+	for (int i = 0; i < np && i < 64; i++)
+		huge[i] = (MPI_Count)1 << 40;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	int crc = MPI_Allgatherv_c(cin, 1, MPI_INT, cout, huge, cdispls, MPI_INT, MPI_COMM_WORLD), ccls;
+	MPI_Error_class(crc, &ccls);
+	CHECK(ccls == MPI_ERR_COUNT, "a count of 2^40: class %d", ccls);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	free(ccounts), free(cdispls), free(cin), free(cout);
+	OK("large-count");
+
 	free(all), free(counts), free(displs), free(mineV), free(allV), free(sa), free(ra), free(ones), free(idx);
 	MPI_Finalize();
 	return 0;

@@ -19,7 +19,8 @@
 //	                        child that looks it up and connects
 //
 // DYNPROG_SPAWN_HOST=H spawns on host H (Info "host"), and each child
-// says where it runs; DYNPROG_MISSING=PATH is what "missing" spawns.
+// says where it runs; DYNPROG_MISSING=PATH is what "missing" spawns;
+// DYNPROG_SPAWN_TIMEOUT=T sets every spawn's Info "timeout".
 package main
 
 import (
@@ -132,6 +133,9 @@ func spawnInfo() *mpi.Info {
 	info := mpi.NewInfo()
 	if h := os.Getenv("DYNPROG_SPAWN_HOST"); h != "" {
 		check(info.Set("host", h), "info")
+	}
+	if d := os.Getenv("DYNPROG_SPAWN_TIMEOUT"); d != "" {
+		check(info.Set("timeout", d), "info")
 	}
 	return info
 }
