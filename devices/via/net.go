@@ -394,16 +394,29 @@ func (n *NIC) netFrame(peer int, head, body []byte) {
 		return
 	}
 	n.cnt.framesIn.Add(1)
+	// The VI is looked up before the kept frames are replayed: the
+	// application may connect it at any moment (ConnectRemote), and a
+	// frame found connected must not overtake the frames kept while it
+	// was not, which the replay then finds connected too.
+	vi := netVIIn(*n.remote.Load(), peer, &h)
+	if raceHook != nil {
+		raceHook(n, "frame")
+	}
+	if vi == nil {
+		n.keepEarly(peer, head, body)
+	}
 	if len(n.early) > 0 {
 		n.replayEarly()
 	}
-	vi := n.netVIOf(peer, &h)
-	if vi == nil {
-		n.keepEarly(peer, head, body)
-		return
+	if vi != nil {
+		n.netHandle(vi, h, body)
 	}
-	n.netHandle(vi, h, body)
 }
+
+// raceHook, when set (by tests, before any NIC opens), runs where the
+// application's ConnectRemote may race with the engine's VI lookups: in
+// netFrame ("frame") and in replayEarly after a frame is kept ("replay").
+var raceHook func(n *NIC, where string)
 
 // ackEvery is how many finished descriptors a busy engine lets its peer
 // wait for before it acknowledges them without waiting to be idle.
@@ -430,15 +443,21 @@ func (n *NIC) keepEarly(peer int, head, body []byte) {
 }
 
 // replayEarly handles, in arrival order, the kept frames whose VI is now
-// connected; a frame of a VI still unconnected keeps its place.
+// connected; a frame of a VI still unconnected keeps its place. The VIs
+// are read once: a VI connected during the replay must not have its later
+// frames handled before the earlier ones kept in this same loop.
 func (n *NIC) replayEarly() {
+	vis := *n.remote.Load()
 	keep := n.early[:0]
 	for _, f := range n.early {
 		h, _ := getFhead(f.head)
-		if vi := n.netVIOf(f.peer, &h); vi != nil {
+		if vi := netVIIn(vis, f.peer, &h); vi != nil {
 			n.netHandle(vi, h, f.body)
 		} else {
 			keep = append(keep, f)
+			if raceHook != nil {
+				raceHook(n, "replay")
+			}
 		}
 	}
 	clear(n.early[len(keep):])
@@ -470,8 +489,11 @@ func (n *NIC) netHandle(vi *VI, h fhead, body []byte) {
 }
 
 // netVIOf finds the VI a frame from peer is for, or nil.
-func (n *NIC) netVIOf(peer int, h *fhead) *VI {
-	for _, vi := range *n.remote.Load() {
+func (n *NIC) netVIOf(peer int, h *fhead) *VI { return netVIIn(*n.remote.Load(), peer, h) }
+
+// netVIIn finds the VI a frame from peer is for among vis, or nil.
+func netVIIn(vis []*VI, peer int, h *fhead) *VI {
+	for _, vi := range vis {
 		if vi.id == int(h.dst) && vi.net.rank == peer && vi.peerVI == int(h.src) {
 			return vi
 		}
@@ -703,7 +725,10 @@ func (n *NIC) place(peer int, head []byte, size int) []byte {
 		return nil
 	}
 	vi := n.netVIOf(peer, &h)
-	if vi == nil || len(vi.net.held) > 0 || !n.rxBegin(vi, &h) || vi.net.rx.st != StatusDone {
+	// With frames kept from before a connection the frame is not placed:
+	// Frame replays them first (rxBegin here would take a receive
+	// descriptor ahead of them).
+	if vi == nil || len(n.early) > 0 || len(vi.net.held) > 0 || !n.rxBegin(vi, &h) || vi.net.rx.st != StatusDone {
 		return nil
 	}
 	off := int(h.off)

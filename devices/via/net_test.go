@@ -3,6 +3,7 @@ package via
 import (
 	"bytes"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -378,5 +379,83 @@ func TestNetAssist(t *testing.T) {
 	t.Logf("%d round trips: the engines slept %d times", rounds, sleeps)
 	if sleeps > rounds/2 {
 		t.Errorf("the engines slept %d times in %d round trips: the frames woke them instead of being carried by the waiting applications", sleeps, rounds)
+	}
+}
+
+// TestNetEarlyFramesConnectRace: frames that came before the VI was
+// connected go first even when the application connects the VI while the
+// NIC is handling the next frame (between its look for the frame's VI and
+// its replay of the kept frames: "frame"), or while it replays the kept
+// frames (after it has kept the first: "replay"). Before the fix the frames
+// looked at after the connection overtook those kept before it and took
+// the oldest receive descriptors, so rank 0's MPI receive posted for a
+// sender on another host matched a later message (the p2p check
+// anysource-race on via, docs/xdp.md).
+func TestNetEarlyFramesConnectRace(t *testing.T) {
+	for _, where := range []string{"frame", "replay"} {
+		t.Run(where, func(t *testing.T) { earlyConnectRace(t, where) })
+	}
+}
+
+// earlyConnectRace keeps 6 frames at the receiving NIC, then connects its
+// VI from raceHook at where, and checks the 7 messages fill the receive
+// descriptors in order.
+func earlyConnectRace(t *testing.T, where string) {
+	var armed atomic.Bool
+	var hookNIC atomic.Pointer[NIC]
+	var hookVI atomic.Pointer[VI]
+	var connectErr atomic.Pointer[error]
+	raceHook = func(n *NIC, at string) {
+		if at == where && n == hookNIC.Load() && armed.CompareAndSwap(true, false) {
+			if err := hookVI.Load().ConnectRemote(0, 0, "rank 0 on host h1"); err != nil {
+				connectErr.Store(&err)
+			}
+		}
+	}
+	t.Cleanup(func() { raceHook = nil }) // runs after the NICs' Close (cleanups run last first)
+	na, nb, a, b, _, cb := hostPairUnconnected(t, DefaultOptions())
+	hookNIC.Store(nb)
+	hookVI.Store(b)
+	if a.ID() != 0 {
+		t.Fatalf("VI id %d, the hook connects to VI 0", a.ID())
+	}
+	if err := a.ConnectRemote(1, b.ID(), "rank 1 on host h2"); err != nil {
+		t.Fatal(err)
+	}
+	const early = 6
+	src, dst := make([]byte, 8), make([]byte, 8*(early+1))
+	hs, hd := reg(t, na, src), reg(t, nb, dst)
+	for k := 0; k <= early; k++ {
+		if err := b.PostRecv(&Descriptor{DS: []DataSegment{Seg(hd, dst[k*8:k*8+8])}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := func(k int) {
+		if err := a.PostSend(&Descriptor{Control: OpSend | FlagImmediate, Imm: uint32(k), DS: []DataSegment{Seg(hs, src)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := 0; k < early; k++ {
+		send(k)
+	}
+	for deadline := time.Now().Add(10 * time.Second); nb.Counters()["wire_frames_in"] < early; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d frames arrived before the connection", nb.Counters()["wire_frames_in"], early)
+		}
+		time.Sleep(time.Millisecond) // waiting for the peer's frames to arrive, not synchronising threads
+	}
+	// "frame": the next frame (message early) connects b while it is
+	// handled; "replay": the next replay of the kept frames does, after
+	// keeping the first.
+	armed.Store(true)
+	send(early)
+	for k := 0; k <= early; k++ {
+		d := cqWait(t, cb, b, true)
+		if p := connectErr.Load(); p != nil {
+			t.Fatal(*p)
+		}
+		if d.Err() != nil || d.Imm != uint32(k) {
+			t.Fatalf("receive descriptor %d got message %d (%v), want message %d: a frame overtook those kept before the connection", k, d.Imm, d.Err(), k)
+		}
 	}
 }
