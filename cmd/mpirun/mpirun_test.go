@@ -545,6 +545,13 @@ func TestMPICHProgram(t *testing.T) {
 	if out, err := exec.Command(mpicc, "-o", bin, "testdata/mpich/hello.c").CombinedOutput(); err != nil {
 		testnote.Skip(t, fmt.Sprintf("cmd/mpirun: mpicc.mpich cannot build a program here: %v\n%s", err, out))
 	}
+	// mpirun builds the library on a C program's first run: a cgo link of
+	// the whole project, which under CI's parallel package builds can take
+	// longer than run allows a job. Build it first, without that limit.
+	var out strings.Builder
+	if _, err := buildLibmpich(&out); err != nil {
+		t.Fatalf("building libmpich.so.12: %v\n%s", err, out.String())
+	}
 	res := run(t, nil, nil, "-np", "3", "-timeout", "15s", bin)
 	got := lines(res.stdout)
 	slices.Sort(got)
