@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/adimpi/adimpi/internal/goid"
 	"github.com/adimpi/adimpi/internal/shm"
 	"github.com/adimpi/adimpi/mpi"
 )
@@ -709,7 +710,7 @@ func (d *DMCS) post() error {
 // each other's CPU.
 func (d *DMCS) pollThread() {
 	defer close(d.done)
-	d.threadID.Store(goid())
+	d.threadID.Store(goid.ID())
 	var err error
 	for err == nil && !d.stop.Load() {
 		d.pollMu.Lock()
@@ -763,7 +764,7 @@ func (d *DMCS) waitThreaded(done func() bool) error {
 		if nanotime()-t0 > handOver {
 			d.waiters.Add(-1)
 			d.me.wakeAll()
-			if g := goid(); g == d.threadID.Load() || g == d.holderG.Load() {
+			if g := goid.ID(); g == d.threadID.Load() || g == d.holderG.Load() {
 				return errBlocked // a handler, on the goroutine that polls
 			}
 			d.mu.Lock()

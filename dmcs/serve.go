@@ -7,6 +7,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/adimpi/adimpi/internal/goid"
 	"github.com/adimpi/adimpi/mpi"
 )
 
@@ -234,7 +235,7 @@ func (d *DMCS) runHandler(h *header, src int, payload []byte) error {
 // hand-over that runs handlers: reading the goroutine id is slow.
 func (d *DMCS) noteHolder() {
 	if d.waiterHolds && d.holderG.Load() == 0 {
-		d.holderG.Store(goid())
+		d.holderG.Store(goid.ID())
 	}
 }
 

@@ -1,9 +1,7 @@
 package dmcs
 
 import (
-	"bytes"
 	"runtime"
-	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -239,19 +237,3 @@ func nanotime() int64
 
 // osYield gives the CPU to another runnable process, if there is one.
 func osYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
-
-// goid is the calling goroutine's id, from its stack header; slow, for
-// rare checks.
-func goid() int64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return -1
-	}
-	return id
-}

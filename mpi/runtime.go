@@ -17,6 +17,7 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	_ "github.com/adimpi/adimpi/devices" // links in and registers every device
+	"github.com/adimpi/adimpi/internal/goid"
 	"github.com/adimpi/adimpi/internal/pmi"
 )
 
@@ -168,7 +169,7 @@ func InitWith(o Options) error {
 	if o.AsyncProgress || os.Getenv("ADIMPI_ASYNC_PROGRESS") == "1" {
 		r.startProgress()
 	}
-	mainGoroutine.Store(goid()) // for IsThreadMain
+	mainGoroutine.Store(goid.ID()) // for IsThreadMain
 	rt = r
 	live.Store(r)
 	initDone.Store(true)     // for wait reports (waitinfo.go)

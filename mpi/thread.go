@@ -1,10 +1,10 @@
 package mpi
 
 import (
-	"bytes"
-	goruntime "runtime"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/adimpi/adimpi/internal/goid"
 )
 
 // ThreadLevel is an MPI thread support level (MPI_THREAD_SINGLE, ...): how
@@ -70,24 +70,8 @@ func IsThreadMain() (bool, error) {
 	if _, err := current("MPI_Is_thread_main"); err != nil {
 		return false, err
 	}
-	return goid() == mainGoroutine.Load(), nil
+	return goid.ID() == mainGoroutine.Load(), nil
 }
 
 // mainGoroutine is the id of the goroutine that started MPI (Init).
 var mainGoroutine atomic.Int64
-
-// goid is the calling goroutine's id, read from the first line of its
-// stack trace ("goroutine 17 [running]:"); only Init and IsThreadMain ask.
-func goid() int64 {
-	var buf [64]byte
-	b := buf[:goruntime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return -1
-	}
-	return id
-}
