@@ -114,9 +114,16 @@ func xType_create_resized(old *datatype.Type, lb, extent int, out *C.int) error 
 	return putType(t, err, out)
 }
 
-func xType_dup(old *datatype.Type, out *C.int) error {
+func xType_dup(oh int32, out *C.int) error {
+	old, err := typeOf("MPI_Type_dup", oh)
+	if err != nil {
+		return err
+	}
 	t, err := datatype.Dup(old)
-	return putType(t, err, out)
+	if err := putType(t, err, out); err != nil {
+		return err
+	}
+	return copyTypeAttrs(oh, int32(*out))
 }
 
 func xType_commit(h *C.int) error {
@@ -134,6 +141,9 @@ func xType_free(h *C.int) error {
 	}
 	t, err := typeOf(fn, int32(*h))
 	if err != nil {
+		return err
+	}
+	if err := dropObjAttrs(fn, int32(*h), int32(*h)); err != nil {
 		return err
 	}
 	types.del(int32(*h))

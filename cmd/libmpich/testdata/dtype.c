@@ -2,6 +2,13 @@
  * MPI_Get_address and MPI_BOTTOM, resized, subarray, Pack/Unpack. */
 #include "check.h"
 
+static int type_deleted;
+
+static int type_attr_delete(MPI_Datatype t, int key, void *val, void *extra) {
+	type_deleted++;
+	return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv) {
 	start(&argc, &argv);
 	int next = (me + 1) % np, prev = (me + np - 1) % np;
@@ -146,6 +153,27 @@ int main(int argc, char **argv) {
 	CHECK(r8 == MPI_REAL8 && i4 == MPI_INTEGER4 && r8size == 8 && i4size == 4 && drecv == prev + 0.5 && cls == MPI_ERR_ARG,
 	      "match_size: %#x %#x sizes %d %d recv %g class %d", r8, i4, r8size, i4size, drecv, cls);
 	OK("match-size");
+
+	/* Datatype attributes: MPI_Type_dup copies what the copy function
+	 * allows, the dup's free and a delete run the delete function. */
+	int tkey, tval = 42, *tgot, tflag;
+	MPI_Datatype vec, vdup;
+	MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+	MPI_Type_create_keyval(MPI_TYPE_DUP_FN, type_attr_delete, &tkey, NULL);
+	MPI_Type_set_attr(vec, tkey, &tval);
+	MPI_Type_dup(vec, &vdup);
+	MPI_Type_get_attr(vdup, tkey, &tgot, &tflag);
+	CHECK(tflag && tgot == &tval, "dup's attribute: flag %d", tflag);
+	MPI_Type_free(&vdup);
+	CHECK(type_deleted == 1, "MPI_Type_free ran %d deletes", type_deleted);
+	MPI_Type_get_attr(MPI_INT, tkey, &tgot, &tflag);
+	CHECK(!tflag, "MPI_INT has the vector's attribute");
+	MPI_Type_delete_attr(vec, tkey);
+	MPI_Type_get_attr(vec, tkey, &tgot, &tflag);
+	CHECK(!tflag && type_deleted == 2, "after delete: flag %d, %d deletes", tflag, type_deleted);
+	MPI_Type_free_keyval(&tkey);
+	MPI_Type_free(&vec);
+	OK("type-attributes");
 
 	MPI_Finalize();
 	return 0;
