@@ -37,7 +37,7 @@ var cProgs = []struct {
 }{
 	{"p2p", "p2p.c", "mpicc.mpich", 3, []string{"ring", "isend-irecv-waitall", "wait-test", "sendrecv", "probe", "persistent", "iprobe"}, true},
 	{"coll", "coll.c", "mpicc.mpich", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent", "large-count"}, true},
-	{"dtype", "dtype.c", "mpicc.mpich", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count"}, true},
+	{"dtype", "dtype.c", "mpicc.mpich", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count", "match-size"}, true},
 	{"comm", "comm.c", "mpicc.mpich", 3, []string{"split", "dup", "groups", "cart", "attributes", "info-mem", "intercomm"}, true},
 	{"errors", "errors.c", "mpicc.mpich", 2, []string{"argument-errors", "truncate", "unsupported", "user-handler", "version"}, true},
 	{"rma", "rma.c", "mpicc.mpich", 3, []string{"fence-put-get", "attributes", "lock-unlock", "accumulate", "fetch-and-op-counter", "compare-and-swap", "pscw", "dynamic-rget", "errors"}, true},
