@@ -38,7 +38,7 @@ type runtime struct {
 	spin      time.Duration // how long a waiter polls before it sleeps
 	poll      time.Duration // how much of the spin polls without yielding the CPU
 	spinNow   atomic.Int64  // the spin of the next wait in ns, adapted within [spinMin, spin] (adaptSpin)
-	adapt     bool          // the device sleeps in the wire (wireSleeper): spinNow adapts
+	adapt     bool          // no other rank shares this one's host: spinNow adapts
 	bsend     bsendBuffer
 	nextCtx   uint32
 	ids       ctxIDs                     // the free context-id pairs (communicator creation)
@@ -144,7 +144,6 @@ func InitWith(o Options) error {
 		client.Abort(1, e.Error()) // mpirun prints an "MPI_X: ..." message as the rank's error
 		return e
 	}
-	ws, _ := r.dev.(wireSleeper)
 	r.dev, r.short, r.join = wrapJoin(r, r.dev, r.short)
 	r.sentShort.Complete(adi.Status{})
 	// A waiter polls, then polls yielding the CPU to other runnable
@@ -163,7 +162,7 @@ func InitWith(o Options) error {
 		}
 	}
 	r.spinNow.Store(int64(r.spin))
-	r.adapt = ws != nil && ws.SleepsInWire()
+	r.adapt = r.aloneOnHost()
 	// The device's own collectives (adi.Board, adi.Multisender) are
 	// used unless ADIMPI_NATIVE_COLL=off asks for the core's message-based
 	// algorithms, for comparisons.
@@ -561,12 +560,21 @@ const (
 	spinMin  = 16 * time.Microsecond
 )
 
-// wireSleeper is a device that may report that its Sleep sleeps in the
-// wire itself (a rank with no other rank on its host: an arriving frame
-// wakes the sleeping thread directly, with no goroutine between), which
-// makes a sleep cheap enough for the spin to adapt (adaptSpin). Other
-// waiters keep the fixed spin chosen for their count.
-type wireSleeper interface{ SleepsInWire() bool }
+// aloneOnHost reports whether no other rank shares this one's host: its
+// peers are all across the wire, which the device then sleeps in, and its
+// spin adapts (adaptSpin). Ranks sharing a host keep the fixed spin chosen
+// for their count.
+func (r *runtime) aloneOnHost() bool {
+	if r.hosts == nil {
+		return false
+	}
+	for w, h := range r.hosts {
+		if w != r.rank && h == r.hosts[r.rank] {
+			return false
+		}
+	}
+	return true
+}
 
 // adaptSpin sets the next wait's spin after one that spun for spin and
 // slept or not. A spin pays when the peer answers while this rank holds

@@ -620,10 +620,6 @@ func (d *Device) peerGone(rank int, gone error) {
 // Seq is the endpoint's doorbell.
 func (d *Device) Seq() uint32 { return d.ep.Seq() }
 
-// SleepsInWire reports whether Sleep sleeps in the wire itself (every
-// other rank runs on another host): the core then adapts its spin.
-func (d *Device) SleepsInWire() bool { return d.ep.net != nil && d.ep.net.direct != nil }
-
 // Sleep waits on the doorbell (safe without the core's lock).
 func (d *Device) Sleep(seq uint32, t time.Duration) { d.ep.Sleep(seq, t) }
 

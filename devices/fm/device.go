@@ -1135,10 +1135,6 @@ func (d *Device) checkPeers() {
 // Seq is the FM doorbell.
 func (d *Device) Seq() uint32 { return d.e.Seq() }
 
-// SleepsInWire reports whether Sleep sleeps in the wire itself (every
-// other rank runs on another host): the core then adapts its spin.
-func (d *Device) SleepsInWire() bool { return d.e.direct != nil }
-
 // Sleep waits on the doorbell until it moves from seq or t passes.
 func (d *Device) Sleep(seq uint32, t time.Duration) {
 	d.e.Sleep(seq, t)

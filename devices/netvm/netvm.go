@@ -453,10 +453,6 @@ func (d *Device) drain(p *peer) (int, error) {
 // Seq is the doorbell every writer bumps.
 func (d *Device) Seq() uint32 { return atomic.LoadUint32(d.seg.Uint32(offDoorbell)) }
 
-// SleepsInWire reports whether Sleep sleeps in the wire itself (every
-// other rank runs on another host): the core then adapts its spin.
-func (d *Device) SleepsInWire() bool { return d.direct != nil }
-
 // Sleep waits on the doorbell futex until it moves from seq or d passes.
 func (d *Device) Sleep(seq uint32, timeout time.Duration) {
 	if d.direct != nil {
