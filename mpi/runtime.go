@@ -517,7 +517,7 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 			if slept != nil {
 				endWait(slept)
 			}
-			r.adaptSpin(spin, slept != nil, i > 0)
+			r.adaptSpin(spin, slept != nil, i > free)
 			if err != nil {
 				return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
 			}
@@ -582,8 +582,8 @@ func (r *runtime) aloneOnHost() bool {
 // ranks of simulated hosts, a loaded machine), the peer may need this very
 // CPU, which a spin keeps from it until it ends: waits then end only after
 // their sleep, and each halves the next spin, down to spinMin; waits that
-// end within their spin double it again, up to the full spin (a wait its
-// first poll ended says nothing: it did not wait). spinMin keeps a
+// end within their spin, past its free polls, double it again, up to the
+// full spin (a wait its free polls ended says nothing). spinMin keeps a
 // pair of ranks that both sleep from staying so: one's short spin sees the
 // other's answer, and both spins grow back.
 func (r *runtime) adaptSpin(spin time.Duration, slept, spun bool) {
