@@ -37,8 +37,6 @@ type runtime struct {
 	self      *Comm
 	spin      time.Duration // how long a waiter polls before it sleeps
 	poll      time.Duration // how much of the spin polls without yielding the CPU
-	spinNow   atomic.Int64  // the spin of the next wait in ns, adapted within [spinMin, spin] (adaptSpin)
-	adapt     bool          // no other rank shares this one's host: spinNow adapts
 	bsend     bsendBuffer
 	nextCtx   uint32
 	ids       ctxIDs                     // the free context-id pairs (communicator creation)
@@ -161,8 +159,6 @@ func InitWith(o Options) error {
 			r.poll = min(r.poll, r.spin)
 		}
 	}
-	r.spinNow.Store(int64(r.spin))
-	r.adapt = r.aloneOnHost()
 	// The device's own collectives (adi.Board, adi.Multisender) are
 	// used unless ADIMPI_NATIVE_COLL=off asks for the core's message-based
 	// algorithms, for comparisons.
@@ -485,11 +481,9 @@ const freePolls = 64
 // wait is waitFor's loop. A wait that goes to sleep is recorded for wait
 // reports (beginWait): ar and c say what it waits for.
 func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c *Comm) error {
-	spin := time.Duration(r.spinNow.Load())
 	free, mask := freePolls, 63
-	if r.poll == 0 || (r.adapt && spin < spinFree) {
-		// Ranks outnumber cores, or spinning has not paid lately: yield
-		// from the start, and often.
+	if r.poll == 0 {
+		// Ranks outnumber cores: yield from the start, and often.
 		free, mask = 0, 15
 	}
 	var start int64
@@ -517,7 +511,6 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 			if slept != nil {
 				endWait(slept)
 			}
-			r.adaptSpin(spin, slept != nil, i > free)
 			if err != nil {
 				return errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
 			}
@@ -529,7 +522,7 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 		if !clock {
 			continue
 		}
-		if waited := time.Duration(nanotime() - start); waited < spin {
+		if waited := time.Duration(nanotime() - start); waited < r.spin {
 			if waited >= r.poll {
 				osYield()
 			}
@@ -542,7 +535,6 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 				if slept != nil {
 					endWait(slept)
 				}
-				r.adaptSpin(spin, false, true)
 				return nil
 			}
 		}
@@ -550,57 +542,6 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 			slept = beginWait(start, ar, c)
 		}
 		r.dev.Sleep(seq, sleepBound(100*time.Millisecond))
-	}
-}
-
-// Bounds of the adapted spin (adaptSpin): a spin shorter than spinFree
-// starts without its free polls, and none is shorter than spinMin.
-const (
-	spinFree = 64 * time.Microsecond
-	spinMin  = 16 * time.Microsecond
-)
-
-// aloneOnHost reports whether no other rank shares this one's host: its
-// peers are all across the wire, which the device then sleeps in, and its
-// spin adapts (adaptSpin). Ranks sharing a host keep the fixed spin chosen
-// for their count.
-func (r *runtime) aloneOnHost() bool {
-	if r.hosts == nil {
-		return false
-	}
-	for w, h := range r.hosts {
-		if w != r.rank && h == r.hosts[r.rank] {
-			return false
-		}
-	}
-	return true
-}
-
-// adaptSpin sets the next wait's spin after one that spun for spin and
-// slept or not. A spin pays when the peer answers while this rank holds
-// its CPU; when the CPUs are shared with more runnable processes (the
-// ranks of simulated hosts, a loaded machine), the peer may need this very
-// CPU, which a spin keeps from it until it ends: waits then end only after
-// their sleep, and each halves the next spin, down to spinMin; waits that
-// end within their spin, past its free polls, double it again, up to the
-// full spin (a wait its free polls ended says nothing). spinMin keeps a
-// pair of ranks that both sleep from staying so: one's short spin sees the
-// other's answer, and both spins grow back.
-func (r *runtime) adaptSpin(spin time.Duration, slept, spun bool) {
-	if !r.adapt {
-		return
-	}
-	var next time.Duration
-	switch {
-	case slept:
-		next = max(spin/2, min(spinMin, r.spin))
-	case spun:
-		next = min(max(2*spin, spinMin), r.spin)
-	default:
-		return
-	}
-	if next != spin {
-		r.spinNow.Store(int64(next))
 	}
 }
 
