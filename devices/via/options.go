@@ -74,6 +74,10 @@ type Options struct {
 	// Spin is how long an idle engine keeps polling (yielding the CPU
 	// between passes) before it sleeps on its doorbell futex.
 	Spin time.Duration
+
+	// HostMem is how many bytes of host memory NIC.AllocHostMem can hand
+	// out: pages the NICs of this host reach without the kernel.
+	HostMem int
 }
 
 // DefaultOptions are D1, AT3 with a 1024-entry cache, descriptor caching
