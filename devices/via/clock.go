@@ -17,12 +17,16 @@ func nanotime() int64
 // costs about as much as the operations they time.
 const sampleEvery = 16
 
-// sampler times one operation in sampleEvery into a counter.
-type sampler struct{ n atomic.Uint32 }
+// sampler times one operation in sampleEvery into a counter, when on
+// (Options.Timers).
+type sampler struct {
+	on bool
+	n  atomic.Uint32
+}
 
 // start returns the clock when this operation is sampled, else 0.
 func (s *sampler) start() int64 {
-	if s.n.Add(1)%sampleEvery != 0 {
+	if !s.on || s.n.Add(1)%sampleEvery != 0 {
 		return 0
 	}
 	return nanotime()

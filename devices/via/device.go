@@ -121,6 +121,7 @@ type peer struct {
 	free    []int
 	credits int
 	out     []*outItem
+	inSQ    int // send descriptors posted and not yet taken back (VI.Pending without its lock)
 }
 
 type rvRecv struct {
@@ -541,12 +542,14 @@ func (d *Device) post(p *peer, it *outItem) {
 // put hands it to the NIC if the send queue, a send buffer and (for
 // messages) the credits allow.
 func (d *Device) put(p *peer, it *outItem) bool {
-	if s, _ := p.vi.Pending(); s >= d.nic.o.SendQueue {
+	if p.inSQ >= d.nic.o.SendQueue {
 		return false
 	}
 	if it.rdma != nil {
 		it.rdma.User = &sctx{slot: -1, onDone: it.onSent}
-		if err := p.vi.PostSend(it.rdma); err != nil {
+		if err := p.vi.PostSend(it.rdma); err == nil {
+			p.inSQ++
+		} else {
 			if it.onSent != nil {
 				it.onSent(err)
 			} else if it.owner != nil && !it.owner.Done() {
@@ -588,6 +591,7 @@ func (d *Device) put(p *peer, it *outItem) bool {
 		}
 		return true
 	}
+	p.inSQ++
 	p.credits--
 	if it.finish != nil {
 		it.finish.Complete(adi.Status{Bytes: payload})
@@ -621,6 +625,7 @@ func (d *Device) Progress() (bool, error) {
 		}
 		if desc := vi.SendDone(); desc != nil {
 			did = true
+			p.inSQ--
 			c := desc.User.(*sctx)
 			if c.slot >= 0 {
 				p.free = append(p.free, c.slot)

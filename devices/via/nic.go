@@ -152,26 +152,29 @@ func (d *Descriptor) Err() error {
 // Op is the descriptor's operation.
 func (d *Descriptor) Op() uint32 { return d.Control & 0xff }
 
-// Segment layout, after shm.HeaderSize.
+// Segment layout, after shm.HeaderSize. Words that different processes
+// write (a NIC's doorbell, its application's doorbell, the translation
+// counters) have cache lines of their own, so that ringing one does not
+// take the others' line away from the process polling them.
 const (
-	offNICBell   = shm.HeaderSize + 0  // u32 futex: the NIC's doorbell word
-	offNICSleep  = shm.HeaderSize + 4  // u32: the NIC engine sleeps
-	offAppBell   = shm.HeaderSize + 8  // u32 futex: completions for the application
-	offAppSleep  = shm.HeaderSize + 12 // u32: application waiters sleeping
-	offDesign    = shm.HeaderSize + 16 // u64: Options.designWord
-	offTLBHits   = shm.HeaderSize + 24 // u64
-	offTLBMisses = shm.HeaderSize + 32 // u64
-	offProbe     = shm.HeaderSize + 40 // u64: remote-write permission probe
-	offHostVA    = shm.HeaderSize + 48 // u64: the host memory's address in the NIC's process
-	offLayout    = shm.HeaderSize + 64 // layout words (u32 each)
-	offTables    = shm.HeaderSize + 128
+	offNICBell   = shm.HeaderSize + 0   // u32 futex: the NIC's doorbell word
+	offNICSleep  = shm.HeaderSize + 4   // u32: the NIC engine sleeps
+	offAppBell   = shm.HeaderSize + 64  // u32 futex: completions for the application
+	offAppSleep  = shm.HeaderSize + 68  // u32: application waiters sleeping
+	offTLBHits   = shm.HeaderSize + 128 // u64
+	offTLBMisses = shm.HeaderSize + 136 // u64
+	offDesign    = shm.HeaderSize + 192 // u64: Options.designWord
+	offProbe     = shm.HeaderSize + 200 // u64: remote-write permission probe
+	offHostVA    = shm.HeaderSize + 208 // u64: the host memory's address in the NIC's process
+	offLayout    = shm.HeaderSize + 256 // layout words (u32 each)
+	offTables    = shm.HeaderSize + 320
 
 	regionSize = 32 // gen u32, npages u32, base u64, len u64, table u64
-	viHdrSize  = 64 // rqHead u64, rqTail u64, peerStalled u32, recvCQ u32
+	viHdrSize  = 64 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32
 	slotSegs   = 4
 	slotComp   = 16 + slotSegs*16 // the completion: length u32, imm u32, status u32
 	slotSize   = slotComp + 16    // desc u64, nseg u32, cached u32, segs, completion
-	cqHdrSize  = 64               // tail u64, head u64
+	cqHdrSize  = 128              // tail u64; head u64 on the next line (producers and the consumer write them)
 	cacheEntry = 24               // version u64, tag u64, frame u64
 )
 
@@ -232,6 +235,45 @@ type view struct {
 	// hostVA is where v's host memory (AllocHostMem) starts in v's
 	// process; 0 when it has none.
 	hostVA uint64
+	// hits are translation-cache hits in v's cache by this process's
+	// engine not yet added to v's counter (a peer's view; under eng.mu).
+	hits uint64
+}
+
+// hitBatch is how many hits in a peer's translation cache an engine
+// counts before it adds them to the peer's counter: an atomic add to a
+// line of the peer's segment per message would move that line between
+// the processes at every message. The engine adds what is left before it
+// sleeps.
+const hitBatch = 64
+
+// countHit counts a hit in v's translation cache.
+func (v *view) countHit() {
+	if v.self != nil {
+		atomic.AddUint64(v.u64(offTLBHits), 1)
+		return
+	}
+	if v.hits++; v.hits == hitBatch {
+		v.flushHits()
+	}
+}
+
+// flushHits adds the hits counted here to v's counter.
+func (v *view) flushHits() {
+	if v.hits > 0 {
+		atomic.AddUint64(v.u64(offTLBHits), v.hits)
+		v.hits = 0
+	}
+}
+
+// flushHits adds every peer's hits counted here to its counter (under
+// eng.mu).
+func (n *NIC) flushHits() {
+	n.viewMu.Lock()
+	for _, v := range n.views {
+		v.flushHits()
+	}
+	n.viewMu.Unlock()
 }
 
 func (v *view) u32(off uint32) *uint32 { return v.seg.Uint32(int(off)) }
@@ -349,9 +391,10 @@ type NIC struct {
 	cnt struct {
 		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
 		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
+		helped, hostCopies, kernelWrites                                                    atomic.Int64
 		framesOut, framesIn, held, naks                                                     atomic.Int64 // the wire (net.go)
 	}
-	postT, execT, cqT sampler // the timers of postNs, execNs, cqNs
+	postT, execT sampler // the timers of postNs, execNs
 
 }
 
@@ -395,6 +438,7 @@ func OpenNIC(o Options) (*NIC, error) {
 	n.visSnap.Store(&none)
 	n.remote.Store(&none)
 	n.eng.byVI = map[*VI]bool{}
+	n.postT.on, n.execT.on = o.Timers, o.Timers
 	go n.engine()
 	return n, nil
 }
@@ -714,7 +758,7 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 			vpn := (first >> 12) + pg
 			f, hit := v.cacheLookup(vpn)
 			if hit {
-				atomic.AddUint64(v.u64(offTLBHits), 1)
+				v.countHit()
 			} else {
 				atomic.AddUint64(v.u64(offTLBMisses), 1)
 				var e [8]byte

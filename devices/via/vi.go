@@ -46,6 +46,15 @@ type VI struct {
 	rqDesc []*Descriptor // the receive queue's descriptors, by slot (for this NIC's engine)
 
 	pend []sendEntry // engine only: D2 entries dispatched to this VI
+
+	// The connected peer VI's receive queue as this NIC's engine, its only
+	// consumer, keeps it (as a NIC keeps queue pointers in its registers):
+	// the head it has consumed up to, the tail it last read from the
+	// peer's segment, and the peer's receive CQ. Reading the tail only when
+	// the descriptors it knows of run out, and not writing the head back,
+	// spares a cache line's trip between the processes per message.
+	rqHead, rqTail uint64
+	peerCQ         uint32
 }
 
 // sendEntry is a posted send-queue descriptor as the NIC holds it: with
@@ -66,12 +75,13 @@ type sendEntry struct {
 // CQ is a completion queue: it merges the completions of the work queues
 // associated with it.
 type CQ struct {
-	nic  *NIC
-	id   int
-	head uint64 // CQ1: consumer position (application only)
-	mu   sync.Mutex
-	wqs  []wq // CQ2: the queues to poll
-	next int
+	nic   *NIC
+	id    int
+	head  uint64 // CQ1: consumer position (application only)
+	calls uint32 // Done calls (application only)
+	mu    sync.Mutex
+	wqs   []wq // CQ2: the queues to poll
+	next  int
 }
 
 type wq struct {
@@ -414,11 +424,20 @@ func (vi *VI) RecvWait(timeout time.Duration) (*Descriptor, error) {
 // completion leaves an entry there until Done takes it. Under CQ1 the NIC appended an entry
 // per completion; under CQ2 Done polls every associated queue's head.
 func (cq *CQ) Done() (vi *VI, recv bool, ok bool) {
+	// One check in sampleEvery is timed and counted (sampleEvery times):
+	// an atomic add per check would cost more than the check itself.
+	// The count is the consumer's alone, like head.
+	if cq.calls++; !cq.nic.o.Timers || cq.calls%sampleEvery != 0 {
+		if cq.calls%sampleEvery == 0 {
+			cq.nic.cnt.cqCalls.Add(sampleEvery)
+		}
+		return cq.done()
+	}
 	n := cq.nic
-	t0 := n.cqT.start()
+	t0 := nanotime()
 	vi, recv, ok = cq.done()
-	n.cqT.stop(t0, &n.cnt.cqNs)
-	n.cnt.cqCalls.Add(1)
+	n.cnt.cqNs.Add((nanotime() - t0) * sampleEvery)
+	n.cnt.cqCalls.Add(sampleEvery)
 	return vi, recv, ok
 }
 
@@ -434,7 +453,7 @@ func (cq *CQ) done() (vi *VI, recv bool, ok bool) {
 		}
 		atomic.StoreUint64(e, 0)
 		cq.head++
-		atomic.StoreUint64(n.self.u64(off+8), cq.head)
+		atomic.StoreUint64(n.self.u64(off+64), cq.head)
 		v--
 		return (*n.visSnap.Load())[v>>1], v&1 != 0, true
 	}
@@ -548,7 +567,9 @@ func (n *NIC) Help() bool {
 	if n.helps++; n.helps%64 == 0 || n.eng.lastAssist.Load() == 0 {
 		n.eng.lastAssist.Store(time.Now().UnixNano())
 	}
+	e0 := n.cnt.executed.Load()
 	did, _ := n.pass(false)
+	n.cnt.helped.Add(n.cnt.executed.Load() - e0)
 	return did
 }
 
@@ -592,9 +613,11 @@ func (n *NIC) engine() {
 			runtime.Gosched()
 			continue
 		}
-		// Acks still owed leave before the engine sleeps.
+		// Acks still owed leave before the engine sleeps, and the hits
+		// counted in peers' translation caches are added to theirs.
 		n.eng.mu.Lock()
 		did, stalled = n.pass(true)
+		n.flushHits()
 		n.eng.mu.Unlock()
 		if did {
 			idle = 0
@@ -786,13 +809,16 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	var slot uint32 // the consumed receive descriptor's slot in p's segment
 	var rsegs []DataSegment
 	if needRecv {
-		head := atomic.LoadUint64(p.u64(pvi))
+		head := vi.rqHead
 		if n.batch.vi == vi {
 			head += uint64(len(n.batch.recs)) // taken by the batch already
 		}
-		if head == atomic.LoadUint64(p.u64(pvi+8)) {
+		if head == vi.rqTail {
+			vi.rqTail = atomic.LoadUint64(p.u64(pvi + 8))
+		}
+		if head == vi.rqTail {
 			atomic.StoreUint32(p.u32(pvi+16), 1)
-			if head == atomic.LoadUint64(p.u64(pvi+8)) {
+			if vi.rqTail = atomic.LoadUint64(p.u64(pvi + 8)); head == vi.rqTail {
 				if !shm.Alive(p.pid) {
 					n.flush()
 					n.complete(vi, e.d, 0, StatusDone|StatusTransportError)
@@ -882,8 +908,8 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 		} else {
 			p.recvComplete(slot, 0, 0, st)
 		}
-		atomic.AddUint64(p.u64(pvi), 1)
-		if cq := atomic.LoadUint32(p.u32(pvi + 20)); cq != 0 && p.o.CQ == CQ1 {
+		vi.rqHead++
+		if cq := vi.recvCQOf(p, pvi); cq != 0 && p.o.CQ == CQ1 {
 			p.cqAppend(cq, vi.peerVI, true)
 		}
 		if p != n.self {
@@ -927,6 +953,15 @@ func (n *NIC) batchAdd(vi *VI, e *sendEntry, local [][]byte, remote []shm.Remote
 	return true
 }
 
+// recvCQOf is the receive CQ (its id + 1; 0: none) of the peer VI, at
+// pvi in p's segment.
+func (vi *VI) recvCQOf(p *view, pvi uint32) uint32 {
+	if vi.peerCQ == 0 {
+		vi.peerCQ = atomic.LoadUint32(p.u32(pvi + 20))
+	}
+	return vi.peerCQ
+}
+
 // recvComplete writes the completion of the receive descriptor in slot of
 // v's receive queue: its length and immediate data, then its status.
 func (v *view) recvComplete(slot, length, imm, st uint32) {
@@ -956,8 +991,8 @@ func (n *NIC) flush() {
 		}
 		p.recvComplete(r.slot, r.total, r.imm, st)
 	}
-	atomic.AddUint64(p.u64(pvi), uint64(len(b.recs)))
-	cq := atomic.LoadUint32(p.u32(pvi + 20))
+	vi.rqHead += uint64(len(b.recs))
+	cq := vi.recvCQOf(p, pvi)
 	for i, r := range b.recs {
 		st := StatusDone
 		if err != nil {
@@ -1090,6 +1125,9 @@ func readRemote(pid int, remote []shm.RemoteSeg, local [][]byte) error {
 
 // Counters reports the NIC's activity: posts, kernel crossings, descriptor
 // fetches by DMA, stalls, engine sleeps, doorbell polls, bytes moved, the
+// descriptors executed by the application's Help (nic_helped), the data
+// moves done with a copy into host memory (nic_host_copies) or with
+// process_vm_writev (nic_kernel_writes), the
 // time spent in posts (host_post_ns, sends and receives), in the engine per
 // descriptor (nic_exec_ns over nic_executed) and in CQ checks (cq_done_ns
 // over cq_done_calls), and (AT3) the hits and misses of this NIC's
@@ -1109,6 +1147,9 @@ func (n *NIC) Counters() map[string]int64 {
 		"nic_rdma_reads":       n.cnt.rdmaR.Load(),
 		"nic_recv_posts":       n.cnt.recvPosts.Load(),
 		"nic_executed":         n.cnt.executed.Load(),
+		"nic_helped":           n.cnt.helped.Load(),
+		"nic_host_copies":      n.cnt.hostCopies.Load(),
+		"nic_kernel_writes":    n.cnt.kernelWrites.Load(),
 		"host_post_ns":         n.cnt.postNs.Load(),
 		"nic_exec_ns":          n.cnt.execNs.Load(),
 		"cq_done_ns":           n.cnt.cqNs.Load(),
@@ -1129,8 +1170,10 @@ func (n *NIC) Counters() map[string]int64 {
 // arrays; long lists or a short transfer go through shm.RemoteScatter.
 func (n *NIC) scatter(p *view, local [][]byte, remote []shm.RemoteSeg) error {
 	if p.hostVA != 0 && copyHost(p, local, remote) {
+		n.cnt.hostCopies.Add(1)
 		return nil
 	}
+	n.cnt.kernelWrites.Add(1)
 	pid := p.pid
 	const iovMax = 1024
 	if len(local) > iovMax || len(remote) > iovMax {
