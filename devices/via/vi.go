@@ -599,6 +599,23 @@ func (n *NIC) engine() {
 	idle := 0
 	for !n.closed.Load() {
 		seq := atomic.LoadUint32(bell)
+		if n.port.Load() == nil && n.assisted() {
+			// The application runs the passes (Help). The engine stays
+			// off their lock: a host this busy preempts threads, and an
+			// engine preempted while holding it would stop the
+			// application's passes for a time slice. It looks again when
+			// the application sleeps (Sleep wakes it), a peer rings, or
+			// assistedFor passes.
+			atomic.StoreUint32(sleep, sleepAssisted)
+			if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
+				n.cnt.sleeps.Add(1)
+				_ = shm.FutexWait(bell, seq, assistedFor)
+			}
+			atomic.StoreUint32(sleep, 0)
+			if atomic.LoadUint32(bell) != seq {
+				continue
+			}
+		}
 		n.eng.mu.Lock()
 		did, stalled := n.pass(false)
 		n.eng.mu.Unlock()
