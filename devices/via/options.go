@@ -74,6 +74,16 @@ type Options struct {
 	// Spin is how long an idle engine keeps polling (yielding the CPU
 	// between passes) before it sleeps on its doorbell futex.
 	Spin time.Duration
+
+	// Timers times posts, descriptor executions and CQ checks (the
+	// counters host_post_ns, nic_exec_ns, cq_done_ns), one in
+	// sampleEvery: off, they stay 0, since on some machines reading the
+	// clock costs more than the operations it would time.
+	Timers bool
+
+	// HostMem is how many bytes of host memory NIC.AllocHostMem can hand
+	// out: pages the NICs of this host reach without the kernel.
+	HostMem int
 }
 
 // DefaultOptions are D1, AT3 with a 1024-entry cache, descriptor caching
@@ -110,6 +120,7 @@ var nicOptions = []options.Option{
 	{Key: "tlbsize", Default: "1024", Min: 1, Max: 1 << 20, Unit: "entries", Help: "at3: entries of the NIC's translation cache"},
 	{Key: "desccache", Default: "on", Choices: []string{"on", "off"}, Help: "the NIC caches descriptors at post time instead of fetching them"},
 	{Key: "cq", Default: "cq1", Choices: []string{"cq1", "cq2"}, Help: "completion queues: entries appended by the NIC, or polling of the work queues"},
+	{Key: "timers", Default: "off", Choices: []string{"on", "off"}, Help: "time posts, descriptor executions and CQ checks (counters host_post_ns, nic_exec_ns, cq_done_ns)"},
 }
 
 // OptionTable is the MPI device's -device-opt table: the NIC's options and
@@ -160,6 +171,9 @@ func applyNIC(o Options, v *options.Values, all bool) Options {
 	}
 	if given("cq") {
 		o.CQ = CQMode(v.String("cq")[2] - '0')
+	}
+	if given("timers") {
+		o.Timers = v.String("timers") == "on"
 	}
 	return o
 }
