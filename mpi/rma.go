@@ -319,9 +319,9 @@ func (w *Win) remoteCopy(t int, off int64, blocks []blk, pieces [][]byte, write 
 		addr := w.bases[t] + uintptr(off+int64(b.off))
 		var err error
 		if write {
-			err = w.rm.RemoteWrite(p, addr, pieces[i])
+			err = w.rm.RemoteWrite(p, w.keys[t], addr, pieces[i])
 		} else {
-			err = w.rm.RemoteRead(p, addr, pieces[i])
+			err = w.rm.RemoteRead(p, w.keys[t], addr, pieces[i])
 		}
 		if err != nil {
 			return err

@@ -152,7 +152,8 @@ type Device struct {
 	liveSends  int // rendezvous sends not complete yet
 	rc         regCache
 	live       *liveness.Peers
-	lostSeen   uint32 // the NIC's LostGen last handled
+	lostSeen   uint32   // the NIC's LostGen last handled
+	rma        rmaState // one-sided communication (rma.go)
 
 	cnt struct{ eager, rndv, credit, backlogged int64 }
 }
@@ -168,6 +169,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	o := applyNIC(DefaultOptions(), v, true)
 	d.eager, d.credits, d.rc.limit = v.Int("eager"), v.Int("credits"), v.Int("regcache")
+	d.rma.off = v.String("rma") == "off"
 	d.slot = (hdrSize + d.eager + 63) &^ 63
 	o.MaxVIs, o.RecvQueue, o.MaxCQs = d.size, d.credits, 1
 	// The engine polls a short while before sleeping: a polling engine
@@ -312,6 +314,7 @@ func (d *Device) Counters() map[string]int64 {
 	c["regcache_hits"] = d.rc.hits
 	c["regcache_misses"] = d.rc.misses
 	c["regcache_bytes"] = int64(d.rc.bytes)
+	c["rma_rdma_writes"], c["rma_rdma_reads"] = d.rma.writes, d.rma.reads
 	return c
 }
 
