@@ -111,6 +111,10 @@ type Win struct {
 	exposed bool
 	segs    []*shm.Segment // allocated windows: the segments this rank maps (its own first)
 	ctls    []*winCtl      // allocated windows: the control blocks of the ranks whose segments this rank maps
+	// allMapped: every rank maps every other's memory (an allocated or
+	// shared window on one host), so no operation needs a target's agent.
+	allMapped bool
+	selfOps   atomic.Uint32 // fast-path operations on this rank's own memory (see mapped)
 
 	regions []region // dynamic windows: the memory attached here
 
@@ -482,6 +486,21 @@ func (w *Win) mapSegments(op string, seg *shm.Segment) error {
 			w.direct[i] = s.Mem[at : at+w.sizes[i] : at+w.sizes[i]]
 		}
 		w.ctls[i] = ctlOf(s)
+	}
+	if w.flavor == FlavorAllocate || w.flavor == FlavorShared {
+		// This rank's agent is idle only if every rank maps every other's
+		// memory: ask every rank (the flavor is the same on all).
+		mine, all := []int64{1}, []int64{0}
+		for i := range n {
+			if w.direct[i] == nil || w.ctls[i] == nil {
+				mine[0] = 0
+			}
+		}
+		if err := allreduceBuf(w.comm, Slice(mine), Slice(all), Min); err != nil {
+			w.closeSegs()
+			return named(op, err)
+		}
+		w.allMapped = all[0] == 1
 	}
 	if err := w.start(); err != nil {
 		w.closeSegs()
