@@ -22,11 +22,13 @@
 # Knobs: SIZES="8 1048576" runs each np=2 configuration once per size
 # (--min-size = --max-size = size) instead of once over 8 B..1 MiB, which
 # is much shorter; NP2=0 / NP16=0 / CREATE=0 leave out the np=2 runs, the
-# np=16 runs, the --win-create runs; DEVICES, ROUNDS, REPS, MIN_TIME, LIMIT
-# (seconds per run). The issue's figures in under 5 minutes:
+# np=16 runs, the --win-create runs; BUDGET=S starts no round that the
+# last one's duration says would end after S seconds (the table then has
+# fewer rounds, and says how many); DEVICES, ROUNDS, REPS, MIN_TIME, LIMIT
+# (seconds per run). The issue's figures in under 5 minutes each:
 #
-#   SIZES="8 1048576" NP16=0 ROUNDS=3 LIMIT=40 timeout 300 bash bench/compare-rma.sh
-#   NP2=0 ROUNDS=3 LIMIT=60 timeout 300 bash bench/compare-rma.sh
+#   SIZES="8 1048576" NP16=0 ROUNDS=3 REPS=2 MIN_TIME=0.02 BUDGET=240 LIMIT=40 timeout 300 bash bench/compare-rma.sh
+#   NP2=0 ROUNDS=3 REPS=2 MIN_TIME=0.02 BUDGET=240 LIMIT=60 timeout 300 bash bench/compare-rma.sh
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -40,6 +42,7 @@ SIZES=${SIZES:-}
 NP2=${NP2:-1}
 NP16=${NP16:-1}
 CREATE=${CREATE:-1}
+BUDGET=${BUDGET:-0}
 . bench/lib.sh
 detect_mpis
 build_tools
@@ -70,7 +73,13 @@ np2() {
 	done
 }
 
+done_rounds=0 round_start=$SECONDS
 for round in $(seq "$ROUNDS"); do
+	if ((BUDGET && round > 1 && 2 * SECONDS - round_start > BUDGET)); then
+		note "budget of ${BUDGET}s: no time for round $round"
+		break
+	fi
+	round_start=$SECONDS
 	note "round $round of $ROUNDS"
 	for dev in $DEVICES; do
 		ARGS=()
@@ -87,6 +96,7 @@ for round in $(seq "$ROUNDS"); do
 		((NP2)) && np2 openmpi "${ompi[@]}" -n 2 "$OUT/mpibench-openmpi" rma
 		((NP16)) && run_bench "openmpi-16-$round" "$LIMIT" '^rma_\(fop_rate\|halo\)' "${ompi[@]}" -n 16 "$OUT/mpibench-openmpi" rma --max-size 8 "${ARGS[@]}"
 	fi
+	done_rounds=$round
 done
 load_after=$(uptime)
 
@@ -94,7 +104,7 @@ load_after=$(uptime)
 {
 	echo "load before: $load_before"
 	echo "load after:  $load_after"
-	echo "median of $ROUNDS interleaved rounds"
+	echo "median of $done_rounds interleaved rounds (of $ROUNDS asked)"
 	echo
 	order="$DEVICES mpich openmpi"
 	printf '%-22s %3s %8s %7s' bench np size unit
