@@ -155,7 +155,8 @@ type Device struct {
 	liveSends  int // rendezvous sends not complete yet
 	rc         regCache
 	live       *liveness.Peers
-	lostSeen   uint32 // the NIC's LostGen last handled
+	lostSeen   uint32   // the NIC's LostGen last handled
+	rma        rmaState // one-sided communication (rma.go)
 
 	cnt struct{ eager, rndv, credit, backlogged int64 }
 }
@@ -171,6 +172,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	o := applyNIC(DefaultOptions(), v, true)
 	d.eager, d.credits, d.rc.limit = v.Int("eager"), v.Int("credits"), v.Int("regcache")
+	d.rma.off = v.String("rma") == "off"
 	d.slot = (hdrSize + d.eager + 63) &^ 63
 	o.MaxVIs, o.RecvQueue, o.MaxCQs = d.size, d.credits, 1
 	// The receive buffers live in the NIC's host memory, which the NICs
@@ -327,6 +329,7 @@ func (d *Device) Counters() map[string]int64 {
 	c["regcache_hits"] = d.rc.hits
 	c["regcache_misses"] = d.rc.misses
 	c["regcache_bytes"] = int64(d.rc.bytes)
+	c["rma_rdma_writes"], c["rma_rdma_reads"] = d.rma.writes, d.rma.reads
 	return c
 }
 

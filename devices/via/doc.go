@@ -202,10 +202,20 @@
 // CancelRecv, type-signature checks (ErrType) and failure of requests on a
 // dead peer (ErrOther) behave as in netvm.
 //
+// One-sided communication (MPI-3 RMA, rma.go): the device offers the
+// extended ADI's remote memory access (adi.RemoteMemory). A window's memory
+// is registered with its owner's NIC when the window is made, the memory
+// handle travels to the other ranks, and an origin's Put or Get is an RDMA
+// write or read descriptor on its VI to the target, executed by the NICs
+// (on one host by the origin's, across hosts by the target's engine), so
+// that a passive target need not call MPI. The waiting origin runs the
+// engine's pass itself. docs/rma.md tells the rest.
+//
 // MPI device options, besides the NIC's: eager=N (bytes, default 16384),
 // credits=N (receive buffers per peer, default 16), regcache=N (bytes,
 // default 64 MiB), nicspin=N (microseconds an idle engine polls before it
-// sleeps, default 5). OptionTable holds every key, the NIC's and the
+// sleeps, default 5), rma=on|off (one-sided Put and Get by RDMA, default
+// on; off leaves them to the target's agent). OptionTable holds every key, the NIC's and the
 // device's, with its default, range and help; Init refuses a bad value
 // naming it.
 package via
