@@ -36,3 +36,15 @@ Now starting the main loop
 		t.Errorf("rows from no NetPIPE lines: %v", rows)
 	}
 }
+
+// TestPingpongPeak takes the best size ÷ one-way time from 64 KiB up and
+// ignores the small sizes, whose ratio says nothing about bandwidth.
+func TestPingpongPeak(t *testing.T) {
+	lat := map[int]float64{8: 0.001, 65536: 65.536, 1 << 20: 104.8576, 4 << 20: 1048.576}
+	if got, ok := pingpongPeak(lat); !ok || got != 10000 {
+		t.Errorf("pingpongPeak = %v, %v; want 10000, true", got, ok)
+	}
+	if _, ok := pingpongPeak(map[int]float64{8: 0.3}); ok {
+		t.Error("pingpongPeak of 8 B only: ok, want no peak")
+	}
+}
