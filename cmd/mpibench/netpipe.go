@@ -29,19 +29,24 @@ func init() {
 		xMetric{"NetPIPE peak bandwidth (MB/s)", xPrefix + "netpipe_peak", 2, 2, 0, false})
 }
 
-// netpipeArgs are NPmpich2's arguments: sizes up to max without the
-// perturbed sizes around each power of two, a fixed number of repeats per
-// trial (NetPIPE's own choice, from a first timing, runs for minutes when
-// that timing is off on a busy machine), and no output file.
-func netpipeArgs(quick bool) []string {
-	max, reps := "4194304", "400"
+// netpipeRuns are NPmpich2's runs per target, each its arguments: sizes
+// without the perturbed sizes around each power of two, a fixed number of
+// repeats per trial (NetPIPE's own choice, from a first timing, runs for
+// minutes when that timing is off on a busy machine), and no output file.
+// A full run is one curve up to 4 MiB; a quick run, which must stay within
+// the step's time limit on a loaded machine, is two: 8 B with 2000 repeats
+// (the latency) and 64 KiB to 1 MiB with 50 (the peak).
+func netpipeRuns(quick bool) [][]string {
 	if quick {
-		max, reps = "1048576", "200"
+		return [][]string{
+			{"-l", "8", "-u", "8", "-p", "0", "-n", "2000", "-o", "/dev/null"},
+			{"-l", "65536", "-u", "1048576", "-p", "0", "-n", "50", "-o", "/dev/null"},
+		}
 	}
-	return []string{"-u", max, "-p", "0", "-n", reps, "-o", "/dev/null"}
+	return [][]string{{"-u", "4194304", "-p", "0", "-n", "400", "-o", "/dev/null"}}
 }
 
-// xNetpipeArgs are netpipeArgs across simulated hosts, whose links carry a
+// xNetpipeArgs are NPmpich2's arguments across simulated hosts, whose links carry a
 // few tens of MB/s under load: fewer repeats, and in a quick run sizes up
 // to 256 KiB.
 func xNetpipeArgs(quick bool) []string {
@@ -58,8 +63,8 @@ var netpipeLine = regexp.MustCompile(`^\s*\d+:\s+(\d+) bytes\s+\d+ times -->\s+(
 
 // parseNetpipe turns NetPIPE's output into rows of device: the one-way
 // latency (half the round trip, NetPIPE's "usec") and the bandwidth
-// (its Mbps as MB/s) per size, and the peak bandwidth over the sizes
-// (netpipe_peak, size 0). NetPIPE writes its lines to stderr, and a
+// (its Mbps as MB/s) per size, and the peak bandwidth over the sizes of
+// at least 64 KiB (netpipe_peak, size 0; none without such sizes). NetPIPE writes its lines to stderr, and a
 // launcher may split a line between its streams: out is both, and a size
 // seen twice counts once.
 func parseNetpipe(device string) func(string) []row {
@@ -80,9 +85,11 @@ func parseNetpipe(device string) func(string) []row {
 			mbps, _ := strconv.ParseFloat(m[2], 64)
 			us, _ := strconv.ParseFloat(m[3], 64)
 			rows = append(rows, row{"netpipe_lat", device, 2, size, us, "us"}, row{"netpipe_bw", device, 2, size, mbps / 8, "MB/s"})
-			peak = max(peak, mbps/8)
+			if size >= 64<<10 {
+				peak = max(peak, mbps/8)
+			}
 		}
-		if len(rows) > 0 {
+		if peak > 0 {
 			rows = append(rows, row{"netpipe_peak", device, 2, 0, peak, "MB/s"})
 		}
 		return rows
@@ -149,6 +156,9 @@ func (c *comparer) withLibmpich(argv []string) []string {
 	return append([]string{"env", "ADIMPI_LIBMPICH_DIR=" + libmpich.dir}, argv...)
 }
 
+// netpipeSuffix tells a target's NetPIPE runs apart in step labels.
+var netpipeSuffix = []string{"", "-bw"}
+
 // netpipeSteps plans the single-host netpipe runs: NPmpich2 on every adimpi
 // device and on MPICH, and bench/c's ping-pong (MPICH's build) on every
 // adimpi device.
@@ -171,18 +181,22 @@ func (c *comparer) netpipeSteps() []*cmpStep {
 	for _, t := range c.targets {
 		switch {
 		case t.adimpi:
-			argv := c.withLibmpich([]string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), netpipeBin})
-			steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-netpipe", what: "netpipe np2",
-				argv: append(argv, netpipeArgs(c.opts.quick)...), parse: parseNetpipe(t.name)})
+			for i, args := range netpipeRuns(c.opts.quick) {
+				argv := c.withLibmpich([]string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), netpipeBin})
+				steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-netpipe" + netpipeSuffix[i], what: "netpipe np2" + netpipeSuffix[i],
+					argv: append(argv, args...), parse: parseNetpipe(t.name)})
+			}
 			if mpich != nil && mpich.bins["mpibench"] != "" {
 				argv := c.withLibmpich([]string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), mpich.bins["mpibench"]})
 				steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-c-pingpong", what: "C pingpong np2",
 					argv: append(argv, cpp...), parse: cPingpongRows(t.name)})
 			}
 		case t.name == "mpich":
-			argv := append(slices.Clone(t.launch), "-n", "2", netpipeBin)
-			steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-netpipe", what: "netpipe np2",
-				argv: append(argv, netpipeArgs(c.opts.quick)...), parse: parseNetpipe(t.name)})
+			for i, args := range netpipeRuns(c.opts.quick) {
+				argv := append(slices.Clone(t.launch), "-n", "2", netpipeBin)
+				steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-netpipe" + netpipeSuffix[i], what: "netpipe np2" + netpipeSuffix[i],
+					argv: append(argv, args...), parse: parseNetpipe(t.name)})
+			}
 		}
 	}
 	return steps

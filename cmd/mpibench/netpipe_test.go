@@ -32,6 +32,11 @@ Now starting the main loop
 			t.Errorf("%v = %v, want %v", k, got[k], v)
 		}
 	}
+	// A latency run (8 B only) gives no peak: the quick plan's bandwidth
+	// run of the same target does.
+	if rows := parseNetpipe("fm")("  0:       8 bytes   2000 times -->     64.00 Mbps in       1.00 usec\n"); len(rows) != 2 {
+		t.Errorf("8 B run: %d rows, want latency and bandwidth only: %v", len(rows), rows)
+	}
 	if rows := parseNetpipe("fm")("no numbers here\n"); rows != nil {
 		t.Errorf("rows from no NetPIPE lines: %v", rows)
 	}
