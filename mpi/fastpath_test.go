@@ -42,7 +42,7 @@ func TestPlainArgsNeverAcceptsWhatP2PArgsRejects(t *testing.T) {
 					for _, recv := range []bool{false, true} {
 						// The non-blocking calls' test: wildcards only on
 						// receives, never ProcNull.
-						if !plainNB(c, b, peer, tag, recv) {
+						if !plainNB(c, &b, peer, tag, recv) {
 							continue
 						}
 						if _, err := p2pArgs("test", c, b, peer, tag, recv); err != nil {

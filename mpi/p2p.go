@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
@@ -94,7 +95,7 @@ func checkTag(op string, tag int, recv bool) error {
 func plainArgs(c *Comm, b Buffer, peer, tag int) bool {
 	t := b.Type
 	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
-		uint(peer) < uint(len(c.world)) && uint(tag) <= TagUB && fits(b)
+		uint(peer) < uint(len(c.world)) && uint(tag) <= TagUB && fits(&b)
 }
 
 // p2pArgs checks the arguments of a point-to-point call and returns the
@@ -157,8 +158,8 @@ func startNew(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.M
 // startNB starts a non-blocking operation: the program may now compute
 // while it is in flight, which the progress goroutine is told.
 func startNB(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
-	if r := live.Load(); r != nil && !buffered && plainNB(c, b, peer, tag, recv) {
-		return r.startFlat(op, c, b, peer, tag, recv, mode)
+	if r := live.Load(); r != nil && !buffered && plainNB(c, &b, peer, tag, recv) {
+		return r.startFlatIn(nil, op, c, &b, peer, tag, recv, mode)
 	}
 	q, err := startNew(op, c, b, peer, tag, recv, mode, buffered)
 	if err == nil && q.rt.asyncOn.Load() {
@@ -172,7 +173,7 @@ func startNB(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mo
 // ordinary tag (or, for a receive, AnyTag): the per-message test of
 // Isend and Irecv, which leave everything else (ProcNull, errors) to
 // p2pArgs.
-func plainNB(c *Comm, b Buffer, peer, tag int, recv bool) bool {
+func plainNB(c *Comm, b *Buffer, peer, tag int, recv bool) bool {
 	t := b.Type
 	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
 		(uint(peer) < uint(len(c.world)) || recv && peer == AnySource) &&
@@ -181,28 +182,24 @@ func plainNB(c *Comm, b Buffer, peer, tag int, recv bool) bool {
 
 // fits reports whether b.Mem holds b.Count elements of b.Type (a usable
 // type): for a contiguous type without the general Span's arithmetic.
-func fits(b Buffer) bool {
+func fits(b *Buffer) bool {
 	t := b.Type
 	if t.Contiguous() {
-		sz := t.Size()
-		return sz == 0 || b.Count <= len(b.Mem)/sz
+		// A product checked for overflow, not a division: fits runs on
+		// every message, and a division costs tens of cycles.
+		hi, lo := bits.Mul64(uint64(b.Count), uint64(t.Size()))
+		return hi == 0 && lo <= uint64(len(b.Mem))
 	}
 	return len(b.Mem) >= t.Span(b.Count)
 }
 
-// startFlat is the flat non-blocking path of Isend, Issend, Irsend and
-// Irecv with plain arguments (plainNB): a handle from the slab, the
-// operation's adi.Request from r.bodies and the device call, all under
-// one hold of the lock, and nothing allocated but the handle's share of
-// its slab.
-func (r *runtime) startFlat(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
-	return r.startFlatIn(nil, op, c, b, peer, tag, recv, mode)
-}
-
-// startFlatIn is startFlat into the inactive request q that the caller
-// owns (IsendIn, IrecvIn), or, when q is nil, into a new handle from the
-// slab; it returns the request started.
-func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
+// startFlatIn is the flat non-blocking path of Isend, Issend, Irsend and
+// Irecv with plain arguments (plainNB), into the inactive request q that
+// the caller owns (IsendIn, IrecvIn), or, when q is nil, into a new
+// handle from the slab: the operation's adi.Request from r.bodies and
+// the device call, all under one hold of the lock, and nothing allocated
+// but a new handle's share of its slab. It returns the request started.
+func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
 	wpeer := peer
 	if peer >= 0 {
 		wpeer = c.world[peer]
@@ -211,7 +208,7 @@ func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b Buffer, peer, ta
 	if q == nil {
 		q = r.newHandleHeld()
 	}
-	*q = Request{rt: r, comm: c, op: op, recv: recv, mode: mode, peer: peer, tag: tag}
+	q.reset(r, c, op, recv, mode, peer, tag)
 	if !recv && mode == adi.ModeStandard && r.short != nil && b.Type.Contiguous() &&
 		r.short.SendShort(c.ctx, wpeer, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
 		// The device took the data at once, as a blocking Send's does
@@ -222,17 +219,13 @@ func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b Buffer, peer, ta
 		return q, nil
 	}
 	ar := r.takeBody()
-	// A body is complete; the composite literal also clears its done
-	// flag, without an atomic store (its completion, seen through Done,
-	// happened before).
-	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: wpeer, Tag: tag, Buf: b}
 	q.body, q.ar = ar, ar
 	var err error
 	if recv {
-		ar.Op = adi.OpRecv
+		ar.Restart(adi.OpRecv, mode, c.ctx, wpeer, tag, b)
 		err = r.dev.Irecv(ar)
 	} else {
-		ar.Op = adi.OpSend
+		ar.Restart(adi.OpSend, mode, c.ctx, wpeer, tag, b)
 		err = r.dev.Isend(ar)
 	}
 	r.mu.Unlock()

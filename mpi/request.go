@@ -67,12 +67,24 @@ func (r *runtime) newHandle() *Request {
 	}
 }
 
-// heldSlab is the slab of the flat path (startFlat), which carves its
+// heldSlab is the slab of the flat path (startFlatIn), which carves its
 // handles under r.mu, which it holds anyway: no atomic operation per
 // handle.
 type heldSlab struct {
 	reqs *[64]Request
 	next int
+}
+
+// reset makes q a fresh, not yet started request of the flat path
+// (startFlatIn): every field set or cleared one by one, where assigning a
+// composite literal builds the whole struct on the stack and copies it,
+// whose wide loads of the narrow stores just made stall the pipeline.
+func (q *Request) reset(r *runtime, c *Comm, op string, recv bool, mode adi.Mode, peer, tag int) {
+	q.rt, q.comm, q.op = r, c, op
+	q.recv, q.mode, q.buffered, q.persistent, q.freed = recv, mode, false, false, false
+	q.peer, q.tag = peer, tag
+	q.ar, q.body, q.bg, q.plan, q.complete = nil, nil, nil, nil, nil
+	q.sent = 0
 }
 
 // newHandleHeld is newHandle for a caller that holds r.mu.
@@ -189,6 +201,25 @@ func (q *Request) finishQuiet() {
 	if ar == q.body && !q.persistent {
 		q.body = nil
 		q.rt.giveBody(ar)
+	}
+}
+
+// statusInto writes the status of q.ar, a completed plain operation
+// (q.plain()) without an error, into *dst field by field: status's
+// Status, built and copied whole, goes through the stack, whose wide
+// loads of narrow stores stall Waitall's loop over a window.
+func (q *Request) statusInto(dst *Status) {
+	ar := q.ar
+	dst.Source, dst.Tag, dst.Cancelled, dst.Err = q.peer, q.tag, ar.Status.Cancelled, nil
+	dst.bytes = ar.Status.Bytes
+	if ar == &q.rt.sentShort {
+		dst.bytes = q.sent
+	}
+	if q.recv {
+		dst.Tag = ar.Status.Tag
+		if src := ar.Status.Source; q.peer < 0 || src != ar.Peer {
+			dst.Source = q.comm.commRank(src)
+		}
 	}
 }
 
@@ -505,8 +536,13 @@ func waitallInto(op string, reqs []*Request, sts []Status) (int, error) {
 				held.mu.Lock()
 			}
 			if done, _ := held.pollHeld(q.ar); done {
-				if sts == nil && q.ar.Status.Err == nil {
-					q.finishQuiet() // no status wanted, no error to report
+				if q.ar.Status.Err == nil {
+					// No error to report: the status, if wanted, goes
+					// straight into the caller's array.
+					if sts != nil {
+						q.statusInto(&sts[i])
+					}
+					q.finishQuiet()
 					continue
 				}
 				st = q.finishHeld()
