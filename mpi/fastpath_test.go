@@ -52,7 +52,7 @@ func TestPlainArgsNeverAcceptsWhatP2PArgsRejects(t *testing.T) {
 							t.Errorf("plainNB accepted peer %d, tag %d (recv %v)", peer, tag, recv)
 						}
 					}
-					if !plainArgs(c, b, peer, tag) {
+					if !plainArgs(c, &b, peer, tag) {
 						continue
 					}
 					accepted++

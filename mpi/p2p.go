@@ -92,10 +92,10 @@ func checkTag(op string, tag int, recv bool) error {
 // are valid and name an ordinary peer and tag (no ProcNull, wildcard or
 // error): the per-message test of blocking calls, which leave everything
 // else to p2pArgs.
-func plainArgs(c *Comm, b Buffer, peer, tag int) bool {
+func plainArgs(c *Comm, b *Buffer, peer, tag int) bool {
 	t := b.Type
 	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
-		uint(peer) < uint(len(c.world)) && uint(tag) <= TagUB && fits(&b)
+		uint(peer) < uint(len(c.world)) && uint(tag) <= TagUB && fits(b)
 }
 
 // p2pArgs checks the arguments of a point-to-point call and returns the
@@ -266,11 +266,11 @@ func blocking(q *Request, err error) (Status, error) {
 // sees its request, so the call runs on a bare adi.Request from a pool,
 // without a Request around it — the per-message path of every latency-bound
 // program.
-func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (Status, error) {
+func blockingCall(op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode adi.Mode) (Status, error) {
 	r := live.Load()
 	if r == nil || !plainArgs(c, b, peer, tag) {
 		var err error
-		if r, err = p2pArgs(op, c, b, peer, tag, recv); err != nil {
+		if r, err = p2pArgs(op, c, *b, peer, tag, recv); err != nil {
 			return emptyStatus, c.raise(err)
 		}
 		if peer == ProcNull {
@@ -286,16 +286,12 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 	// from a message's arrival to the return.
 	r.mu.Lock()
 	ar := r.takeBody()
-	// A body is complete; the composite literal also
-	// clears its done flag, without an atomic store (its completion, seen
-	// through Done, happened before).
-	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: c.worldRank(peer), Tag: tag, Buf: b}
 	var err error
 	if recv {
-		ar.Op = adi.OpRecv
+		ar.Restart(adi.OpRecv, mode, c.ctx, c.worldRank(peer), tag, b)
 		err = r.dev.Irecv(ar)
 	} else {
-		ar.Op = adi.OpSend
+		ar.Restart(adi.OpSend, mode, c.ctx, c.worldRank(peer), tag, b)
 		err = r.dev.Isend(ar)
 	}
 	done := false
@@ -359,10 +355,10 @@ func IrecvBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
 
 // SendBuf sends in standard mode and returns once the buffer may be reused.
 func SendBuf(c *Comm, b Buffer, dest, tag int) error {
-	if plainArgs(c, b, dest, tag) && b.Type.Contiguous() && sendShort(c, dest, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
+	if plainArgs(c, &b, dest, tag) && b.Type.Contiguous() && sendShort(c, dest, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
 		return nil
 	}
-	_, err := blockingCall("MPI_Send", c, b, dest, tag, false, adi.ModeStandard)
+	_, err := blockingCall("MPI_Send", c, &b, dest, tag, false, adi.ModeStandard)
 	return err
 }
 
@@ -385,7 +381,7 @@ func sendShort(c *Comm, dest, tag int, sig uint32, data []byte) bool {
 
 // SsendBuf sends synchronously: it returns once the matching receive has started.
 func SsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	_, err := blockingCall("MPI_Ssend", c, b, dest, tag, false, adi.ModeSync)
+	_, err := blockingCall("MPI_Ssend", c, &b, dest, tag, false, adi.ModeSync)
 	return err
 }
 
@@ -396,13 +392,13 @@ func BsendBuf(c *Comm, b Buffer, dest, tag int) error {
 
 // RsendBuf sends in ready mode.
 func RsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	_, err := blockingCall("MPI_Rsend", c, b, dest, tag, false, adi.ModeReady)
+	_, err := blockingCall("MPI_Rsend", c, &b, dest, tag, false, adi.ModeReady)
 	return err
 }
 
 // RecvBuf receives a message.
 func RecvBuf(c *Comm, b Buffer, src, tag int) (Status, error) {
-	return blockingCall("MPI_Recv", c, b, src, tag, true, adi.ModeStandard)
+	return blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard)
 }
 
 // SendInitBuf makes a persistent standard-mode send; Start runs it.
@@ -568,7 +564,9 @@ func Rsend[T Numeric](c *Comm, buf []T, dest, tag int) error {
 
 // Recv receives into buf a message from src (or AnySource) with tag (or AnyTag).
 func Recv[T Numeric](c *Comm, buf []T, src, tag int) (Status, error) {
-	return RecvBuf(c, Slice(buf), src, tag)
+	var b Buffer
+	sliceInto(&b, buf)
+	return blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard)
 }
 
 // Isend starts sending buf; buf must not change until the request completes.

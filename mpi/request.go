@@ -125,10 +125,9 @@ func (r *runtime) giveBody(ar *adi.Request) {
 func (q *Request) start() error {
 	r := q.rt
 	ar := q.body
-	// A pooled or restarted request is complete; the composite literal
-	// also clears its done flag, without an atomic store (its completion,
-	// seen through Done, happened before).
-	*ar = adi.Request{Mode: q.mode, Context: q.comm.ctx, Tag: q.tag, Buf: ar.Buf}
+	// A pooled or restarted request is complete, so Restart may clear
+	// its done flag without an atomic store.
+	ar.Restart(0, q.mode, q.comm.ctx, 0, q.tag, &ar.Buf)
 	q.ar = ar
 	if q.peer == ProcNull {
 		ar.Complete(adi.Status{Source: ProcNull, Tag: AnyTag})
