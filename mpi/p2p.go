@@ -265,19 +265,22 @@ func blocking(q *Request, err error) (Status, error) {
 // blockingCall is a blocking Send, Ssend, Rsend or Recv: the program never
 // sees its request, so the call runs on a bare adi.Request from a pool,
 // without a Request around it — the per-message path of every latency-bound
-// program.
-func blockingCall(op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode adi.Mode) (Status, error) {
+// program. It writes the operation's status into *st.
+func blockingCall(op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode adi.Mode, st *Status) error {
 	r := live.Load()
 	if r == nil || !plainArgs(c, b, peer, tag) {
 		var err error
 		if r, err = p2pArgs(op, c, *b, peer, tag, recv); err != nil {
-			return emptyStatus, c.raise(err)
+			*st = emptyStatus
+			return c.raise(err)
 		}
 		if peer == ProcNull {
 			if recv {
-				return Status{Source: ProcNull, Tag: AnyTag}, nil
+				*st = Status{Source: ProcNull, Tag: AnyTag}
+				return nil
 			}
-			return Status{Source: ProcNull, Tag: tag}, nil
+			*st = Status{Source: ProcNull, Tag: tag}
+			return nil
 		}
 	}
 	// The request comes from r.bodies under the lock that the device
@@ -301,14 +304,18 @@ func blockingCall(op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode 
 	if !done {
 		r.mu.Unlock()
 		if err != nil {
-			return emptyStatus, c.raise(named(op, err))
+			*st = emptyStatus
+			return c.raise(named(op, err))
 		}
 		if err := r.waitOn(ar.Done, nil, ar, c); err != nil {
-			return emptyStatus, c.raise(named(op, err)) // ar stays with the device
+			*st = emptyStatus
+			return c.raise(named(op, err)) // ar stays with the device
 		}
 		r.mu.Lock()
 	}
-	st := Status{Source: peer, Tag: tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	// Field by field into the caller's Status (a struct of five fields
+	// lives in memory, and building one and copying it stalls).
+	st.Source, st.Tag, st.Cancelled, st.Err, st.bytes = peer, tag, ar.Status.Cancelled, ar.Status.Err, ar.Status.Bytes
 	if recv {
 		st.Tag = ar.Status.Tag
 		if src := ar.Status.Source; peer < 0 || src != ar.Peer {
@@ -319,9 +326,9 @@ func blockingCall(op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode 
 	r.mu.Unlock()
 	if st.Err != nil {
 		st.Err = restated(op, st.Err, c.commRank, false)
-		return st, c.raise(st.Err)
+		return c.raise(st.Err)
 	}
-	return st, nil
+	return nil
 }
 
 func sendErr(_ Status, err error) error { return err }
@@ -358,8 +365,8 @@ func SendBuf(c *Comm, b Buffer, dest, tag int) error {
 	if plainArgs(c, &b, dest, tag) && b.Type.Contiguous() && sendShort(c, dest, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
 		return nil
 	}
-	_, err := blockingCall("MPI_Send", c, &b, dest, tag, false, adi.ModeStandard)
-	return err
+	var st Status
+	return blockingCall("MPI_Send", c, &b, dest, tag, false, adi.ModeStandard, &st)
 }
 
 // sendShort is a blocking standard-mode send of contiguous data, whose type
@@ -381,8 +388,8 @@ func sendShort(c *Comm, dest, tag int, sig uint32, data []byte) bool {
 
 // SsendBuf sends synchronously: it returns once the matching receive has started.
 func SsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	_, err := blockingCall("MPI_Ssend", c, &b, dest, tag, false, adi.ModeSync)
-	return err
+	var st Status
+	return blockingCall("MPI_Ssend", c, &b, dest, tag, false, adi.ModeSync, &st)
 }
 
 // BsendBuf sends through the attached buffer and returns at once.
@@ -392,13 +399,15 @@ func BsendBuf(c *Comm, b Buffer, dest, tag int) error {
 
 // RsendBuf sends in ready mode.
 func RsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	_, err := blockingCall("MPI_Rsend", c, &b, dest, tag, false, adi.ModeReady)
-	return err
+	var st Status
+	return blockingCall("MPI_Rsend", c, &b, dest, tag, false, adi.ModeReady, &st)
 }
 
 // RecvBuf receives a message.
 func RecvBuf(c *Comm, b Buffer, src, tag int) (Status, error) {
-	return blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard)
+	var st Status
+	err := blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
+	return st, err
 }
 
 // SendInitBuf makes a persistent standard-mode send; Start runs it.
@@ -566,7 +575,9 @@ func Rsend[T Numeric](c *Comm, buf []T, dest, tag int) error {
 func Recv[T Numeric](c *Comm, buf []T, src, tag int) (Status, error) {
 	var b Buffer
 	sliceInto(&b, buf)
-	return blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard)
+	var st Status
+	err := blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
+	return st, err
 }
 
 // Isend starts sending buf; buf must not change until the request completes.
