@@ -147,6 +147,27 @@ func xType_size(t *datatype.Type, size *C.int) error {
 	return nil
 }
 
+// sizedTypes are the predefined types MPI_Type_match_size returns, by
+// MPI_TYPECLASS_REAL (1), _INTEGER (2) and _COMPLEX (3) and size in bytes:
+// the Fortran sized types, as MPICH does.
+var sizedTypes = map[[2]int]uint32{
+	{1, 4}: 0x4c000427, {1, 8}: 0x4c000829, // MPI_REAL4, MPI_REAL8
+	{2, 1}: 0x4c00012d, {2, 2}: 0x4c00022f, {2, 4}: 0x4c000430, {2, 8}: 0x4c000831, // MPI_INTEGER1..8
+	{3, 8}: 0x4c000828, {3, 16}: 0x4c00102a, // MPI_COMPLEX8, MPI_COMPLEX16
+}
+
+func xType_match_size(class, size int, h *C.int) error {
+	if class < 1 || class > 3 {
+		return newErr(mpi.ErrArg, "MPI_Type_match_size", "typeclass %d is none of MPI_TYPECLASS_REAL, _INTEGER, _COMPLEX", class)
+	}
+	t, ok := sizedTypes[[2]int{class, size}]
+	if !ok {
+		return newErr(mpi.ErrArg, "MPI_Type_match_size", "no predefined type of %s has size %d", [...]string{"", "MPI_TYPECLASS_REAL", "MPI_TYPECLASS_INTEGER", "MPI_TYPECLASS_COMPLEX"}[class], size)
+	}
+	*h = C.int(int32(t))
+	return nil
+}
+
 func xType_size_x(t *datatype.Type, size *C.long) error {
 	*size = C.long(t.Size())
 	return nil

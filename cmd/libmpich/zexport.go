@@ -3275,6 +3275,26 @@ func PMPI_Type_size(datatype C.int, size *C.int) C.int {
 	return cType_size(datatype, size)
 }
 
+// cType_match_size decodes MPI_Type_match_size's handles and runs its translation.
+func cType_match_size(typeclass C.int, size C.int, datatype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_match_size")
+	return done(nil, xType_match_size(int(typeclass), int(size), datatype))
+}
+
+// MPI_Type_match_size is MPI_Type_match_size for C programs, with MPICH's signature.
+//
+//export MPI_Type_match_size
+func MPI_Type_match_size(typeclass C.int, size C.int, datatype *C.int) C.int {
+	return cType_match_size(typeclass, size, datatype)
+}
+
+// PMPI_Type_match_size is MPI_Type_match_size for C programs, with MPICH's signature.
+//
+//export PMPI_Type_match_size
+func PMPI_Type_match_size(typeclass C.int, size C.int, datatype *C.int) C.int {
+	return cType_match_size(typeclass, size, datatype)
+}
+
 // cType_size_x decodes MPI_Type_size_x's handles and runs its translation.
 func cType_size_x(datatype C.int, size *C.long) (rc C.int) {
 	defer guard(&rc, "MPI_Type_size_x")
@@ -9949,7 +9969,6 @@ var unsupportedNames = [...]string{
 	"MPI_Type_get_extent_c",
 	"MPI_Type_get_true_extent_c",
 	"MPI_Type_indexed_c",
-	"MPI_Type_match_size",
 	"MPI_Type_set_attr",
 	"MPI_Unpack_c",
 	"MPI_Unpack_external",

@@ -127,6 +127,26 @@ int main(int argc, char **argv) {
 	CHECK(cn == 3 && bgot[0] == prev, "count_c %ld", (long)cn);
 	OK("large-count");
 
+	/* MPI_Type_match_size (ScaLAPACK's BLACS asks it): a predefined type of
+	 * the class and size, usable in a transfer; no type for a size the
+	 * class lacks. */
+	MPI_Datatype r8, i4;
+	MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &r8);
+	MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 4, &i4);
+	int r8size, i4size;
+	MPI_Type_size(r8, &r8size);
+	MPI_Type_size(i4, &i4size);
+	double dsend = me + 0.5, drecv = -1;
+	MPI_Sendrecv(&dsend, 1, r8, next, 7, &drecv, 1, MPI_DOUBLE, prev, 7, MPI_COMM_WORLD, &st);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Datatype none;
+	int rc = MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 3, &none), cls;
+	MPI_Error_class(rc, &cls);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	CHECK(r8 == MPI_REAL8 && i4 == MPI_INTEGER4 && r8size == 8 && i4size == 4 && drecv == prev + 0.5 && cls == MPI_ERR_ARG,
+	      "match_size: %#x %#x sizes %d %d recv %g class %d", r8, i4, r8size, i4size, drecv, cls);
+	OK("match-size");
+
 	MPI_Finalize();
 	return 0;
 }
