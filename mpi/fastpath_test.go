@@ -338,4 +338,18 @@ func TestWaitallIntoStatuses(t *testing.T) {
 	if err := WaitallInto([]*Request{&q}, sts[:1]); !errors.Is(err, ErrInStatus) || !errors.Is(sts[0].Err, ErrTruncate) {
 		t.Fatalf("WaitallInto of a truncated receive: %v, status error %v; want ErrInStatus and ErrTruncate", err, sts[0].Err)
 	}
+	// Wait writes its status in place as well (waitInto): the same for a
+	// receive that ends well and for a truncated one.
+	for _, n := range []int{1, 2} {
+		if err := IrecvIn(&q, w, short, AnySource, AnyTag); err != nil {
+			t.Fatal(err)
+		}
+		if err := Send(w, make([]int32, n), 0, 31); err != nil {
+			t.Fatal(err)
+		}
+		st, err := q.Wait()
+		if st.Source != 0 || st.Tag != 31 || st.Bytes() != 4 || (n == 1) != (err == nil) || (n == 2) != errors.Is(st.Err, ErrTruncate) {
+			t.Errorf("Wait of a receive of %d elements into 1: %+v (bytes %d), %v", n, st, st.Bytes(), err)
+		}
+	}
 }

@@ -316,17 +316,29 @@ func (q *Request) Active() bool { return q != nil && q.ar != nil }
 // is the operation's own (e.g. ErrTruncate). Waiting on an inactive request
 // returns at once with an empty status.
 func (q *Request) Wait() (Status, error) {
-	st, err := q.wait()
+	var st Status
+	err := q.waitInto(&st)
 	return st, q.raise(err)
 }
 
 // wait is Wait without the error handler (Waitall runs it once for all).
 func (q *Request) wait() (Status, error) {
+	var st Status
+	err := q.waitInto(&st)
+	return st, err
+}
+
+// waitInto is wait writing the status into *st: a plain operation that
+// ends without an error gets it field by field (statusInto), with no
+// Status built and copied on the way up.
+func (q *Request) waitInto(st *Status) error {
 	if q == nil {
-		return emptyStatus, errorf(ErrRequest, "MPI_Wait", "request is nil")
+		*st = emptyStatus
+		return errorf(ErrRequest, "MPI_Wait", "request is nil")
 	}
 	if q.ar == nil {
-		return emptyStatus, nil
+		*st = emptyStatus
+		return nil
 	}
 	if q.plain() {
 		// One hold of the lock polls and, once the operation is done,
@@ -340,13 +352,20 @@ func (q *Request) wait() (Status, error) {
 				err = r.waitOn(q.ar.Done, nil, q.ar, q.comm)
 			}
 			if err != nil {
-				return emptyStatus, named("MPI_Wait", err)
+				*st = emptyStatus
+				return named("MPI_Wait", err)
 			}
 			r.mu.Lock()
 		}
-		st := q.finishHeld()
+		if q.ar.Status.Err == nil {
+			q.statusInto(st)
+			q.finishQuiet()
+			r.mu.Unlock()
+			return nil
+		}
+		*st = q.finishHeld()
 		r.mu.Unlock()
-		return st, st.Err
+		return st.Err
 	}
 	if !q.ar.Done() {
 		if q.bg != nil {
@@ -355,11 +374,12 @@ func (q *Request) wait() (Status, error) {
 			// the device and the CPU.
 			<-q.bg
 		} else if err := q.rt.waitDone(q.ar, q.comm); err != nil {
-			return emptyStatus, named("MPI_Wait", err)
+			*st = emptyStatus
+			return named("MPI_Wait", err)
 		}
 	}
-	st := q.finish()
-	return st, st.Err
+	*st = q.finish()
+	return st.Err
 }
 
 // Test reports whether the request has completed, without blocking; when it
