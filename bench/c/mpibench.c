@@ -31,6 +31,7 @@
 #else
 #define DEVICE "mpi"
 #endif
+#include "common.h"
 
 enum { TAG_PING = 1, TAG_CTL = 2, TAG_BW = 3, TAG_ACK = 4, TAG_DATA = 5, TAG_GO = 6, TAG_VIRTUS = 7 };
 
@@ -46,19 +47,9 @@ struct config {
 static struct config cfg = {0, 8L << 20, 0, 64, 3, 1000, 0, 0.05, 1, 0, 1L << 20, 128, 8L << 10};
 static int rank, nprocs;
 
-static void fail(const char *what)
-{
-    fprintf(stderr, "mpibench rank %d: %s\n", rank, what);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-}
+static void fail(const char *what) { die("mpibench", rank, what); }
 
-static void row(const char *bench, int np, long size, double value, const char *unit)
-{
-    const char *fmt = value >= 1000 ? "%s,%s,%d,%ld,%.1f,%s\n"
-                    : value >= 1    ? "%s,%s,%d,%ld,%.3f,%s\n"
-                                    : "%s,%s,%d,%ld,%.4f,%s\n";
-    printf(fmt, bench, DEVICE, np, size, value, unit);
-}
+#define row csv_row
 
 static void fill(unsigned char *b, long n)
 {

@@ -41,6 +41,7 @@
 #else
 #define DEVICE "mpi"
 #endif
+#include "common.h"
 
 enum { TAG_OVERLAP = 20, TAG_PING = 21 };
 
@@ -51,19 +52,9 @@ static int rank, peer;
 
 static const long sizes[] = {0, 1L << 10, 4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20};
 
-static void fail(const char *what)
-{
-    fprintf(stderr, "overlap rank %d: %s\n", rank, what);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-}
+static void fail(const char *what) { die("overlap", rank, what); }
 
-static void row(const char *bench, long size, double value, const char *unit)
-{
-    const char *fmt = value >= 1000 ? "%s,%s,%d,%ld,%.1f,%s\n"
-                    : value >= 1    ? "%s,%s,%d,%ld,%.3f,%s\n"
-                                    : "%s,%s,%d,%ld,%.4f,%s\n";
-    printf(fmt, bench, DEVICE, 2, size, value, unit);
-}
+static void row(const char *bench, long size, double value, const char *unit) { csv_row(bench, 2, size, value, unit); }
 
 /* The busy loop: dependent 64-bit multiply-adds, kept alive through sink. */
 static volatile uint64_t sink = 1;

@@ -29,6 +29,7 @@
 #else
 #define DEVICE "mpi"
 #endif
+#include "common.h"
 
 enum { TAG_ACK = 4, TAG_RATE = 8 };
 
@@ -37,19 +38,9 @@ static double min_time = 0.05;
 static int header = 1, rank, nprocs;
 static const char *pattern = "pairs";
 
-static void fail(const char *what)
-{
-    fprintf(stderr, "rate rank %d: %s\n", rank, what);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-}
+static void fail(const char *what) { die("rate", rank, what); }
 
-static void row(const char *bench, long size, double value, const char *unit)
-{
-    const char *fmt = value >= 1000 ? "%s,%s,%d,%ld,%.1f,%s\n"
-                    : value >= 1    ? "%s,%s,%d,%ld,%.3f,%s\n"
-                                    : "%s,%s,%d,%ld,%.4f,%s\n";
-    printf(fmt, bench, DEVICE, nprocs, size, value, unit);
-}
+static void row(const char *bench, long size, double value, const char *unit) { csv_row(bench, nprocs, size, value, unit); }
 
 /* The pattern's peers of this rank: to[] it sends windows to, from[] it
  * receives windows from. */
