@@ -110,6 +110,13 @@ func (a *authenticator) verify(f []byte) bool {
 	return err == nil
 }
 
+// verifyHeader reports whether tag is the tag of a frame whose header is
+// hdr, for a tag that covers the header only.
+func (a *authenticator) verifyHeader(hdr, tag []byte) bool {
+	_, err := a.gcm.Open(a.tag[:0], a.nonceOf(hdr), tag, hdr[offSrc:hdrLen])
+	return err == nil
+}
+
 // header is a decoded frame header.
 type header struct {
 	job        uint64

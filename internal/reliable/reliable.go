@@ -44,9 +44,12 @@ type Link interface {
 	Send(frame []byte) bool
 	// Flush pushes out what Send queued.
 	Flush() error
-	// Receive calls got with up to budget received frames, each valid only
-	// during the call, and reports how many there were.
-	Receive(budget int, got func(frame []byte)) int
+	// Receive calls got with received frames, each in one or more pieces
+	// (a jumbo frame as the pieces the AF_XDP socket got it in, so that
+	// its payload is copied once, into the message), valid only during the
+	// call; it stops after about budget pieces and reports how many there
+	// were. The first piece of a frame holds at least its header.
+	Receive(budget int, got func(pieces [][]byte)) int
 }
 
 // Handler receives what the transport delivers, from inside Poll.
@@ -134,8 +137,12 @@ type Transport struct {
 	deadline atomic.Int64 // UnixNano of the next timer, 0 for none (read by Wait)
 	now      time.Time
 	closed   bool
-	deferred bool    // inside Tick: what the Handler would get waits in later
-	later    []event // deliveries and reports Tick kept for the next Poll
+	deferred bool                  // inside Tick: what the Handler would get waits in later
+	later    []event               // deliveries and reports Tick kept for the next Poll
+	inputFn  func(pieces [][]byte) // t.input, made once: a method value passed on allocates
+	gather   []byte                // a frame in pieces that input takes whole
+	segs     [][]byte
+	tag      [tagLen]byte
 }
 
 // event is a Handler call that Tick deferred to the next Poll.
@@ -176,6 +183,7 @@ func New(cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg, auth: newAuthenticator(cfg.Secret, cfg.TagPayload), peers: make([]*peer, cfg.Size),
 		payload: cfg.MTU - hdrLen - tagLen, ackBuf: make([]byte, hdrLen+tagLen)}
 	t.placer, _ = cfg.Handler.(Placer)
+	t.inputFn = t.input
 	return t, nil
 }
 
@@ -325,7 +333,7 @@ func (t *Transport) lost(peer int, err error) {
 // turn is one pass of Poll's work.
 func (t *Transport) turn() bool {
 	t.now = time.Now()
-	n := t.cfg.Link.Receive(64, t.input)
+	n := t.cfg.Link.Receive(64, t.inputFn)
 	busy := n > 0
 	var next int64
 	for _, p := range t.active {

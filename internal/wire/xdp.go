@@ -414,4 +414,4 @@ func (l *xskLink) Flush() error {
 	return nil
 }
 
-func (l *xskLink) Receive(budget int, got func([]byte)) int { return l.s.Receive(budget, got) }
+func (l *xskLink) Receive(budget int, got func([][]byte)) int { return l.s.ReceivePieces(budget, got) }
