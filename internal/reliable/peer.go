@@ -37,8 +37,9 @@ type peer struct {
 	expect  uint32 // next sequence number to deliver
 	stash   [Window]stashed
 	stashed int
-	ackOwed int  // frames delivered since the last acknowledgement sent
-	ackNow  bool // a duplicate or early frame came: acknowledge at once
+	ackOwed int       // frames delivered since the last acknowledgement sent
+	owedAt  time.Time // when the first of them was delivered
+	ackNow  bool      // a duplicate or early frame came: acknowledge at once
 	asm     reassembly
 }
 
@@ -462,6 +463,9 @@ func (t *Transport) data(p *peer, h *header, hdr []byte, payload [][]byte) {
 		}
 		p.ackNow = true
 	default:
+		if p.ackOwed == 0 {
+			p.owedAt = t.now
+		}
 		p.expect++
 		p.ackOwed++
 		if !t.consume(p, h, payload) {

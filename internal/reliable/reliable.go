@@ -104,6 +104,17 @@ const Window = 256
 // them even while more keep coming.
 const ackEvery = 32
 
+// ackDelay is how long a receiver whose link has run dry waits for more
+// frames before it acknowledges fewer than ackEvery on their own: frames
+// come in bursts (the kernel sends at most 32 descriptors per kick), and
+// an acknowledgement after every burst cost as many frames through the
+// kernel as a third of the data. The acknowledgements that matter come at
+// once all the same: those of early or duplicate frames (the sender's loss
+// detection) and those riding on data going the other way (a reply). It
+// stays well below the sender's tail-loss probe (probeMin, two round
+// trips).
+const ackDelay = 50 * time.Microsecond
+
 // MaxHead is the largest head a message may have: it travels in the first
 // fragment.
 const MaxHead = 1024
@@ -340,7 +351,7 @@ func (t *Transport) turn() bool {
 		if p.gone != nil {
 			continue
 		}
-		if p.ackNow || p.ackOwed >= ackEvery || (p.ackOwed > 0 && n == 0) {
+		if p.ackNow || p.ackOwed >= ackEvery || (p.ackOwed > 0 && n == 0 && !t.now.Before(p.owedAt.Add(ackDelay))) {
 			t.sendAck(p)
 			busy = true
 		}
@@ -366,7 +377,9 @@ func (t *Transport) turn() bool {
 			}
 		}
 		if p.ackOwed > 0 {
-			next = t.now.UnixNano()
+			if d := p.owedAt.Add(ackDelay).UnixNano(); next == 0 || d < next {
+				next = d
+			}
 		}
 	}
 	t.flush()

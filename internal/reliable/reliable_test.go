@@ -493,3 +493,48 @@ func TestLinkTakesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestDelayedAck: a receiver whose link runs dry does not acknowledge a
+// lone frame at once (frames come in bursts, and an acknowledgement after
+// every burst costs a frame through the kernel each) but within ackDelay,
+// and its Deadline says when; an early frame is acknowledged at once.
+func TestDelayedAck(t *testing.T) {
+	a, b, _, sb, _, ba := pair(t, 0, 0, 0, 1)
+	if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, 0), content(0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	got := time.Now()
+	b.Poll()
+	if sb.next[0] != 1 {
+		t.Fatalf("the frame was not delivered")
+	}
+	// (Deadline is a wall-clock time: allow for the clock's steps.)
+	if dl := b.Deadline(); dl.IsZero() || dl.Sub(got) > ackDelay+time.Millisecond {
+		t.Errorf("Deadline %v after delivery: want the acknowledgement due within %v", dl.Sub(got), ackDelay)
+	}
+	for b.Counters().AcksOut == 0 {
+		if time.Since(got) > time.Second {
+			t.Fatalf("no acknowledgement a second after the frame")
+		}
+		b.Poll()
+	}
+	if d := time.Since(got); d < ackDelay {
+		t.Errorf("acknowledged %v after the frame: want no sooner than %v", d, ackDelay)
+	}
+	if len(ba.q) != 1 {
+		t.Fatalf("%d frames on the way back, want the acknowledgement", len(ba.q))
+	}
+	// An early frame (its predecessor lost) is acknowledged at once, for
+	// the sender's loss detection.
+	for i := 1; i <= 2; i++ {
+		if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, uint64(i)), content(0, 0), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a2b := a.cfg.Link.(*end).out
+	a2b.q = a2b.q[1:] // lose message 1
+	b.Poll()
+	if c := b.Counters(); c.AcksOut != 2 {
+		t.Errorf("%d acknowledgements after an early frame, want 2 (one at once)", c.AcksOut)
+	}
+}

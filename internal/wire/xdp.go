@@ -334,10 +334,15 @@ func (x *xdpWire) close() {
 	}
 }
 
-// waitFor shortens a wait to the XDP wire's next timer.
+// waitFor shortens a wait to the XDP wire's next timer. A timer due in
+// less than a millisecond (a delayed acknowledgement) ends the wait at
+// once: epoll counts in milliseconds, and sleeping one would hold the
+// acknowledgement twenty times as long as meant.
 func (x *xdpWire) waitFor(d time.Duration) time.Duration {
 	if dl := x.tr.Deadline(); !dl.IsZero() {
-		d = max(min(d, time.Until(dl)), 0)
+		if d = max(min(d, time.Until(dl)), 0); d < time.Millisecond {
+			d = 0
+		}
 	}
 	return d
 }
