@@ -32,6 +32,8 @@ type peer struct {
 	srtt      time.Duration
 	probed    bool      // the tail-loss probe went since the last progress
 	rackAt    time.Time // when the latest frame the peer is known to hold was sent
+	heard     time.Time // when the last authenticated frame came from the peer
+	keptAt    time.Time // when the last keepalive probe went
 
 	// Receiving.
 	expect  uint32 // next sequence number to deliver
@@ -217,17 +219,18 @@ func (t *Transport) pump(p *peer) {
 
 // sendAck sends an acknowledgement on its own.
 func (t *Transport) sendAck(p *peer) {
-	if p.mac == nil || !t.control(p, kindAck) {
+	if p.mac == nil || !t.control(p, kindAck, 0) {
 		return
 	}
 	t.cnt.AcksOut++
 	p.ackOwed, p.ackNow = 0, false
 }
 
-// control sends a frame without payload (an acknowledgement, a goodbye).
-func (t *Transport) control(p *peer, kind byte) bool {
+// control sends a frame without payload (an acknowledgement, a
+// keepalive probe, a goodbye).
+func (t *Transport) control(p *peer, kind, flags byte) bool {
 	f := t.ackBuf
-	h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kind}
+	h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kind, flags: flags}
 	t.stamp(p, &h)
 	copy(f[offDst:offDst+6], p.mac)
 	copy(f[offSrc:offSrc+6], t.cfg.MAC)
@@ -280,11 +283,15 @@ func (t *Transport) input(pieces [][]byte) {
 	if p.mac == nil {
 		p.mac = append(net.HardwareAddr(nil), f[offSrc:offSrc+6]...)
 	}
+	p.heard = t.now
 	if h.kind == kindBye {
 		t.lose(p, errBye)
 		return
 	}
 	t.acked(p, &h)
+	if h.kind == kindAck && h.flags&flagProbe != 0 {
+		p.ackNow = true // a keepalive probe: answer it
+	}
 	if h.kind == kindData {
 		t.data(p, &h, f[:hdrLen], t.payloadOf(f, pieces, h.plen))
 	}

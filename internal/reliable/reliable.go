@@ -82,6 +82,13 @@ type Config struct {
 	// DeadAfter is how long outstanding frames may go unacknowledged
 	// before the peer is lost (default 10 s).
 	MinRTO, DeadAfter time.Duration
+	// KeepIdle is how long a peer to which nothing is outstanding may be
+	// silent before it is probed, and the interval of the probes (default
+	// 1 s); a peer silent for DeadAfter is lost. Without it a cut link
+	// between ranks that had nothing in flight at the moment went
+	// unnoticed while each waited for the other (the TCP wire's
+	// keepalives do this job there).
+	KeepIdle time.Duration
 	// RecvWindow is the most frames this rank lets a peer have
 	// outstanding to it (the credits it grants): what its receive ring
 	// holds. Default and most: Window. A peer is granted as many before
@@ -133,6 +140,7 @@ type Counters struct {
 	Duplicates          int64 // data frames received twice
 	Forged              int64 // frames of the job whose tag was wrong
 	Stray               int64 // frames not for this rank or of another job
+	KeepProbes          int64 // keepalive probes sent to silent peers
 }
 
 // Transport is one rank's end of the reliable transport.
@@ -185,6 +193,9 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.DeadAfter == 0 {
 		cfg.DeadAfter = 10 * time.Second
 	}
+	if cfg.KeepIdle == 0 {
+		cfg.KeepIdle = time.Second
+	}
 	if cfg.RecvWindow <= 0 || cfg.RecvWindow > Window {
 		cfg.RecvWindow = Window
 	}
@@ -226,7 +237,7 @@ func (t *Transport) Pending() int {
 func (t *Transport) peer(rank int) *peer {
 	p := t.peers[rank]
 	if p == nil {
-		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: t.cfg.RecvWindow}
+		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: t.cfg.RecvWindow, heard: time.Now()}
 		t.peers[rank] = p
 		t.active = append(t.active, p)
 	}
@@ -364,10 +375,14 @@ func (t *Transport) turn() bool {
 		if len(p.queue) > 0 || p.unsent {
 			t.pump(p)
 		}
-		var due time.Time
+		due, gone := t.keepalive(p)
+		if gone {
+			continue
+		}
 		if p.next != p.una && len(p.queue) == 0 && !p.probed && p.sendNext != p.una {
 			due = t.probe(p)
 		}
+
 		if p.owes() && !p.rtoAt.IsZero() && (due.IsZero() || p.rtoAt.Before(due)) {
 			due = p.rtoAt
 		}
@@ -460,6 +475,36 @@ func (t *Transport) probe(p *peer) time.Time {
 	return time.Time{}
 }
 
+// keepalive probes a peer to which nothing is outstanding once it has
+// been silent for KeepIdle, and again every KeepIdle (an acknowledgement
+// frame that asks for one at once), and loses it when it stays silent for
+// DeadAfter. While frames are outstanding the retransmission timer does
+// this. It reports when it is next due, and whether the peer is lost.
+func (t *Transport) keepalive(p *peer) (time.Time, bool) {
+	if p.mac == nil || p.owes() {
+		return time.Time{}, false
+	}
+	quiet := t.now.Sub(p.heard)
+	if quiet > t.cfg.DeadAfter {
+		err := fmt.Errorf("no answer from rank %d for %v (link down or host gone)", p.rank, t.cfg.DeadAfter)
+		t.lose(p, err)
+		t.lost(p.rank, err)
+		return time.Time{}, true
+	}
+	if quiet >= t.cfg.KeepIdle && t.now.Sub(p.keptAt) >= t.cfg.KeepIdle && t.control(p, kindAck, flagProbe) {
+		p.keptAt = t.now
+		t.cnt.KeepProbes++
+	}
+	due := p.heard.Add(t.cfg.KeepIdle)
+	if k := p.keptAt.Add(t.cfg.KeepIdle); k.After(due) {
+		due = k
+	}
+	if d := p.heard.Add(t.cfg.DeadAfter + time.Millisecond); d.Before(due) {
+		due = d
+	}
+	return due, false
+}
+
 // probeMin is the least wait before a tail-loss probe.
 const probeMin = 200 * time.Microsecond
 
@@ -482,7 +527,7 @@ func (t *Transport) Close() {
 			continue
 		}
 		for range 3 {
-			t.control(p, kindBye)
+			t.control(p, kindBye, 0)
 		}
 	}
 	t.flush()

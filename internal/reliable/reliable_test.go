@@ -538,3 +538,41 @@ func TestDelayedAck(t *testing.T) {
 		t.Errorf("%d acknowledgements after an early frame, want 2 (one at once)", c.AcksOut)
 	}
 }
+
+// TestIdlePeerLost cuts the link while nothing is in flight either way
+// (every frame acknowledged, both ranks waiting for the other): the
+// keepalive probes go unanswered and each rank reports the other lost
+// after DeadAfter. With the link whole the probes are answered and
+// nobody is lost.
+func TestIdlePeerLost(t *testing.T) {
+	for _, cut := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cut=%v", cut), func(t *testing.T) {
+			a, b, sa, sb, ab, ba := pairWith(t, 0, 0, 0, 1, func(cfg *Config) {
+				cfg.DeadAfter, cfg.KeepIdle = 300*time.Millisecond, 50*time.Millisecond
+			})
+			exchange(t, a, b, sa, sb, 3)
+			ab.cut, ba.cut = cut, cut
+			start := time.Now()
+			for time.Since(start) < 2*time.Second && (sa.lost == nil || sb.lost == nil) {
+				a.Poll()
+				b.Poll()
+			}
+			if !cut {
+				if sa.lost != nil || sb.lost != nil {
+					t.Fatalf("a whole, idle link lost a peer: %v / %v", sa.lost, sb.lost)
+				}
+				if a.Counters().KeepProbes == 0 {
+					t.Errorf("no keepalive probe in 2 s of silence (KeepIdle 50 ms)")
+				}
+				return
+			}
+			if sa.lost == nil || sb.lost == nil {
+				t.Fatalf("2 s after the link was cut with nothing in flight: lost %v / %v, want both (DeadAfter 300 ms)", sa.lost, sb.lost)
+			}
+			if d := time.Since(start); d < 300*time.Millisecond {
+				t.Errorf("lost after %v, before DeadAfter", d)
+			}
+			t.Logf("rank 0: %v", sa.lost)
+		})
+	}
+}

@@ -383,7 +383,7 @@ func (x *xdpWire) counterMap() map[string]int64 {
 	m := map[string]int64{
 		"xdp_packets_in": r.PacketsIn, "xdp_packets_out": r.PacketsOut, "xdp_acks_out": r.AcksOut,
 		"xdp_retransmits": r.Retransmits, "xdp_timeouts": r.Timeouts, "xdp_duplicates": r.Duplicates,
-		"xdp_forged": r.Forged, "xdp_stray": r.Stray,
+		"xdp_forged": r.Forged, "xdp_stray": r.Stray, "xdp_keepalives": r.KeepProbes,
 		"xdp_kicks": x.sock.Kicks, "xdp_rekicks": x.sock.Rekicks,
 	}
 	if st, err := x.sock.Stats(); err == nil {
