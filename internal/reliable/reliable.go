@@ -87,7 +87,7 @@ type Config struct {
 	// 1 s); a peer silent for DeadAfter is lost. Without it a cut link
 	// between ranks that had nothing in flight at the moment went
 	// unnoticed while each waited for the other (the TCP wire's
-	// keepalives do this job there).
+	// keepalives do this job there). Default: 1 s, at most DeadAfter/4.
 	KeepIdle time.Duration
 	// RecvWindow is the most frames this rank lets a peer have
 	// outstanding to it (the credits it grants): what its receive ring
@@ -194,7 +194,7 @@ func New(cfg Config) (*Transport, error) {
 		cfg.DeadAfter = 10 * time.Second
 	}
 	if cfg.KeepIdle == 0 {
-		cfg.KeepIdle = time.Second
+		cfg.KeepIdle = min(time.Second, cfg.DeadAfter/4)
 	}
 	if cfg.RecvWindow <= 0 || cfg.RecvWindow > Window {
 		cfg.RecvWindow = Window
@@ -478,29 +478,30 @@ func (t *Transport) probe(p *peer) time.Time {
 // keepalive probes a peer to which nothing is outstanding once it has
 // been silent for KeepIdle, and again every KeepIdle (an acknowledgement
 // frame that asks for one at once), and loses it when it stays silent for
-// DeadAfter. While frames are outstanding the retransmission timer does
-// this. It reports when it is next due, and whether the peer is lost.
+// DeadAfter and the last probe, sent late in that silence, went KeepIdle
+// unanswered: a rank that was itself descheduled for long sends a fresh
+// probe and waits KeepIdle for it before it blames the peer. While frames
+// are outstanding the retransmission timer does this. It reports when it
+// is next due, and whether the peer is lost.
 func (t *Transport) keepalive(p *peer) (time.Time, bool) {
 	if p.mac == nil || p.owes() {
 		return time.Time{}, false
 	}
+	idle := t.cfg.KeepIdle
 	quiet := t.now.Sub(p.heard)
-	if quiet > t.cfg.DeadAfter {
+	if quiet > t.cfg.DeadAfter && p.keptAt.Sub(p.heard) >= t.cfg.DeadAfter-idle && t.now.Sub(p.keptAt) >= idle {
 		err := fmt.Errorf("no answer from rank %d for %v (link down or host gone)", p.rank, t.cfg.DeadAfter)
 		t.lose(p, err)
 		t.lost(p.rank, err)
 		return time.Time{}, true
 	}
-	if quiet >= t.cfg.KeepIdle && t.now.Sub(p.keptAt) >= t.cfg.KeepIdle && t.control(p, kindAck, flagProbe) {
+	if quiet >= idle && t.now.Sub(p.keptAt) >= idle && t.control(p, kindAck, flagProbe) {
 		p.keptAt = t.now
 		t.cnt.KeepProbes++
 	}
-	due := p.heard.Add(t.cfg.KeepIdle)
-	if k := p.keptAt.Add(t.cfg.KeepIdle); k.After(due) {
+	due := p.heard.Add(idle)
+	if k := p.keptAt.Add(idle); k.After(due) {
 		due = k
-	}
-	if d := p.heard.Add(t.cfg.DeadAfter + time.Millisecond); d.Before(due) {
-		due = d
 	}
 	return due, false
 }
