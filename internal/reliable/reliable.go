@@ -154,6 +154,7 @@ type Transport struct {
 	ackBuf   []byte
 	cnt      Counters
 	deadline atomic.Int64 // UnixNano of the next timer, 0 for none (read by Wait)
+	ackDue   atomic.Int64 // UnixNano of the next delayed acknowledgement, 0 for none
 	now      time.Time
 	closed   bool
 	deferred bool                  // inside Tick: what the Handler would get waits in later
@@ -217,6 +218,16 @@ func (t *Transport) Counters() Counters { return t.cnt }
 // called beside Poll, by a waiter deciding how long to sleep.
 func (t *Transport) Deadline() time.Time {
 	if d := t.deadline.Load(); d != 0 {
+		return time.Unix(0, d)
+	}
+	return time.Time{}
+}
+
+// AckDue is when the transport next owes a delayed acknowledgement (part
+// of Deadline), or the zero time; it may be called beside Poll. A waiter
+// should not sleep past it: it is tens of microseconds away.
+func (t *Transport) AckDue() time.Time {
+	if d := t.ackDue.Load(); d != 0 {
 		return time.Unix(0, d)
 	}
 	return time.Time{}
@@ -357,7 +368,7 @@ func (t *Transport) turn() bool {
 	t.now = time.Now()
 	n := t.cfg.Link.Receive(64, t.inputFn)
 	busy := n > 0
-	var next int64
+	var next, ackNext int64
 	for _, p := range t.active {
 		if p.gone != nil {
 			continue
@@ -392,13 +403,17 @@ func (t *Transport) turn() bool {
 			}
 		}
 		if p.ackOwed > 0 {
-			if d := p.owedAt.Add(ackDelay).UnixNano(); next == 0 || d < next {
-				next = d
+			if d := p.owedAt.Add(ackDelay).UnixNano(); ackNext == 0 || d < ackNext {
+				ackNext = d
 			}
 		}
 	}
 	t.flush()
+	if ackNext != 0 && (next == 0 || ackNext < next) {
+		next = ackNext
+	}
 	t.deadline.Store(next)
+	t.ackDue.Store(ackNext)
 	return busy
 }
 

@@ -334,15 +334,19 @@ func (x *xdpWire) close() {
 	}
 }
 
-// waitFor shortens a wait to the XDP wire's next timer. A timer due in
-// less than a millisecond (a delayed acknowledgement) ends the wait at
-// once: epoll counts in milliseconds, and sleeping one would hold the
-// acknowledgement twenty times as long as meant.
+// waitFor shortens a wait to the XDP wire's next timer. A delayed
+// acknowledgement due in less than a millisecond ends the wait at once:
+// epoll counts in milliseconds, and sleeping one would hold the
+// acknowledgement twenty times as long as meant. The other timers (a
+// probe, a retransmission, hundreds of microseconds or more away, and
+// pending whenever a frame is unacknowledged) keep the rounding, as a
+// waiter spinning on them would take the CPU its peer needs.
 func (x *xdpWire) waitFor(d time.Duration) time.Duration {
 	if dl := x.tr.Deadline(); !dl.IsZero() {
-		if d = max(min(d, time.Until(dl)), 0); d < time.Millisecond {
-			d = 0
-		}
+		d = max(min(d, time.Until(dl)), 0)
+	}
+	if a := x.tr.AckDue(); !a.IsZero() && time.Until(a) < time.Millisecond {
+		d = 0
 	}
 	return d
 }
