@@ -78,7 +78,10 @@ func (r *Request) Matches(e Envelope) bool {
 // calls it exactly once per started request.
 func (r *Request) Complete(st Status) {
 	onDone := r.OnDone // read before done: a waiter may reuse r at once
-	r.Status = st
+	// Field by field: copying st whole goes through the stack, whose
+	// wide loads of narrow stores stall on the per-message path.
+	r.Status.Source, r.Status.Tag, r.Status.Bytes = st.Source, st.Tag, st.Bytes
+	r.Status.Cancelled, r.Status.Err = st.Cancelled, st.Err
 	r.Dev = nil
 	r.done.Store(true)
 	if onDone != nil {
@@ -89,6 +92,21 @@ func (r *Request) Complete(st Status) {
 // Done reports whether the request has completed. It may be called without
 // the core's lock.
 func (r *Request) Done() bool { return r.done.Load() }
+
+// Restart makes r, a completed request that nothing else reaches any
+// more (the core's pool of them), a new operation with these arguments
+// and nothing else set, as a fresh Request would be. It clears the done
+// flag without an atomic store: r's completion, seen through Done,
+// happened before, and no other goroutine looks at r until it is
+// started.
+func (r *Request) Restart(op Op, mode Mode, ctx uint32, peer, tag int, buf *Buffer) {
+	r.Op, r.Mode, r.Context, r.Peer, r.Tag = op, mode, ctx, peer, tag
+	r.Buf.Mem, r.Buf.Count, r.Buf.Type = buf.Mem, buf.Count, buf.Type
+	r.Status.Source, r.Status.Tag, r.Status.Bytes = 0, 0, 0
+	r.Status.Cancelled, r.Status.Err = false, nil
+	r.Dev, r.OnDone, r.MatchSeq = nil, nil, 0
+	r.done = atomic.Bool{}
+}
 
 // Reset makes a completed request startable again (persistent requests).
 func (r *Request) Reset() {

@@ -24,6 +24,7 @@ import (
 	"github.com/adimpi/adimpi/adi"
 	_ "github.com/adimpi/adimpi/devices" // registers every device, for adi.Devices
 	"github.com/adimpi/adimpi/internal/testnote"
+	"github.com/adimpi/adimpi/internal/testproc"
 )
 
 // mpirunTimeout is what mpirun's own -timeout gets for every job; the test
@@ -613,29 +614,9 @@ func cleanEnv() []string {
 
 // processesWith lists the live (not zombie) processes whose environment holds kv.
 func processesWith(kv string) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, []byte("\x00"+kv+"\x00")) && !bytes.HasPrefix(env, []byte(kv+"\x00")) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ...: the state follows the last ')'.
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			continue
-		}
-		pids = append(pids, pid)
+	for _, p := range testproc.Find(func(p testproc.Proc) bool { return p.HasEnv(kv) && p.Live() }) {
+		pids = append(pids, p.PID)
 	}
 	return pids
 }

@@ -30,6 +30,22 @@ func BenchmarkSelfSendRecv8B(b *testing.B) {
 	}
 }
 
+// BenchmarkSelfBlocking8B is pingpong's per-message path without a second
+// process: a blocking Send to self, then the blocking Recv that takes it.
+func BenchmarkSelfBlocking8B(b *testing.B) {
+	w := mpi.World()
+	out, in := make([]byte, 8), make([]byte, 8)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := mpi.Send(w, out, 0, 1); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := mpi.Recv(w, in, 0, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkSelfWindow8B is bw's inner loop against self: a window of 64
 // Irecv and 64 Isend of 8 B, then Waitall on both; per message.
 func BenchmarkSelfWindow8B(b *testing.B) {

@@ -652,27 +652,33 @@ func (r *runtime) boardAlltoallRead(b *board, s, recv []byte, bs int) error {
 }
 
 // boardAllreduceStaged is a commutative Allreduce of more than
-// boardReduceMax bytes through the board slots: the vector goes in
-// segments of up to a slot; for each, every process copies its segment
-// into its slot (round A), folds share i, where i is its rank, of every
-// process's slot into share i of its own slot (round B), then copies every
-// share from its owner's slot into its output. Every copy is a user copy from
-// mapped memory, with a segment's slots hot in the shared cache, which is
-// faster than the same reduce-scatter and allgather done by reading each
-// other's buffers with process_vm_readv (docs/performance.md). It needs no
-// BoardRead, so it runs with cma=off too. Segment s uses slot
-// (k+s)%2 and rounds k+2s (A) and k+2s+1 (B); a last round k+2S tells the
-// next collective that every process is done reading. Before a process
-// writes a slot for segment s ≥ 1 every process has posted B(s-1), so is
-// done with segment s-2 (and the collective before this one). Shares are
-// whole multiples of es bytes; folding the other processes' share i into
-// process i's own in the fixed order i+1, i+2, …, i-1 (mod n) makes every
-// run, and every process, get the same bits.
+// boardReduceMax bytes through the board slots, a reduce-scatter and an
+// allgather in shared memory. The vector goes in segments of up to a slot;
+// for each, every process copies into its slot the shares the others fold
+// (share i is process i's), not its own (round A); folds every other
+// process's slot into its own share, read from in and written to out
+// (nothing to copy when in place), and publishes the result in its own
+// slot's share, which nobody else had written (round B); then copies every
+// other share from its owner's slot into out. Against staging the whole
+// vector in and out, each process copies its own share twice less: at
+// np 2, half the copies (docs/performance.md). Every copy is a user copy
+// from mapped memory, with a segment's slots hot in the shared cache,
+// which is faster than the same reduce-scatter and allgather done by
+// reading each other's buffers with process_vm_readv. It needs no
+// BoardRead, so it runs with cma=off too. Segment s uses slot (k+s)%2 and
+// rounds k+2s (A) and k+2s+1 (B); a last round k+2S tells the next
+// collective that every process is done reading. Before a process writes
+// a slot for segment s ≥ 1 every process has posted B(s-1), so is done
+// with segment s-2 (and the collective before this one). Shares are whole
+// multiples of es bytes; folding the other processes' share i into
+// process i's own in the fixed order i+1, i+2, …, i-1 (mod n), and only
+// process i computing share i, gives every process the same bits.
 func (r *runtime) boardAllreduceStaged(b *board, op string, in, out []byte, red reducer, es int) error {
 	n, np := len(in), b.size
 	seg := b.BoardSlotSize() / es * es
 	piece := max(boardPiece/es*es, es) // whole elements: a kernel never sees part of one
 	segs := (n + seg - 1) / seg
+	inPlace := n > 0 && &in[0] == &out[0]
 	k := b.seq.Add(uint64(2*segs+1)) - uint64(2*segs)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {
 		return err
@@ -693,7 +699,10 @@ func (r *runtime) boardAllreduceStaged(b *board, op string, in, out []byte, red 
 		if s == 0 {
 			r.boardSetCount(b, slot, n)
 		}
-		cachedCopy(b.BoardSlot(b.rank, slot)[:m], in[lo:hi])
+		a, z := share(b.rank)
+		mine := b.BoardSlot(b.rank, slot)
+		cachedCopy(mine[:a], in[lo:lo+a])
+		cachedCopy(mine[z:m], in[lo+z:hi])
 		b.BoardPost(ka, false)
 		if err := r.boardWait(b, op, -1, ka); err != nil {
 			return err
@@ -706,23 +715,26 @@ func (r *runtime) boardAllreduceStaged(b *board, op string, in, out []byte, red 
 				return err
 			}
 		}
-		a, z := share(b.rank)
-		mine := b.BoardSlot(b.rank, slot)
 		for off := a; off < z; off += piece {
 			e := min(z, off+piece)
+			acc := out[lo+off : lo+e]
+			if !inPlace {
+				copy(acc, in[lo+off:lo+e])
+			}
 			for i := 1; i < np; i++ {
 				p := (b.rank + i) % np
-				red.apply(b.BoardSlot(p, slot)[off:e], mine[off:e])
+				red.apply(b.BoardSlot(p, slot)[off:e], acc)
 			}
+			copy(mine[off:e], acc) // the piece is still in cache
 		}
 		b.BoardPost(kb, false)
 		if err := r.boardWait(b, op, -1, kb); err != nil {
 			return err
 		}
-		for i := range np {
+		for i := 1; i < np; i++ {
 			p := (b.rank + i) % np
 			a, z := share(p)
-			copy(out[lo+a:lo+z], b.BoardSlot(p, slot)[a:z])
+			cachedCopy(out[lo+a:lo+z], b.BoardSlot(p, slot)[a:z])
 		}
 	}
 	b.BoardPost(k+uint64(2*segs), false)

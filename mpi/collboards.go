@@ -153,11 +153,13 @@ const boardNap = time.Millisecond
 
 // boardSleep is boardWait's wait on a core-built board: polls that drive
 // the device's progress, then polls that yield the CPU (every poll, from
-// the start, when ranks outnumber cores), then sleeps on the board's
-// doorbell with the waiting flag up, as the device's waits do.
+// the start, when ranks outnumber cores; after boardAlone otherwise), then
+// sleeps on the board's doorbell with the waiting flag up, as the device's
+// waits do.
 func (r *runtime) boardSleep(b *board, cond func() bool) error {
 	start := nanotime()
 	raised := false
+	yield := r.poll == 0 // ranks outnumber cores: the peer we wait for needs this one
 	var err error
 	for i := 0; ; i++ {
 		if i%8 == 0 {
@@ -169,15 +171,13 @@ func (r *runtime) boardSleep(b *board, cond func() bool) error {
 			break
 		}
 		if i%16 != 15 {
-			if r.poll == 0 {
-				osYield() // ranks outnumber cores: the peer we wait for needs this one
+			if yield {
+				osYield()
 			}
 			continue
 		}
 		if waited := time.Duration(nanotime() - start); waited < r.spin {
-			if waited >= r.poll {
-				osYield()
-			}
+			yield = yield || waited >= min(r.poll, boardAlone)
 			continue
 		}
 		bell := b.own.Bell()
@@ -195,6 +195,13 @@ func (r *runtime) boardSleep(b *board, cond func() bool) error {
 	}
 	return err
 }
+
+// boardAlone is how long a board wait polls without yielding the CPU when
+// every rank has a core: a peer that is running posts within a few
+// microseconds, and one that is not (the machine is busier than the job)
+// may be queued for this very CPU, which a poller would hold for a whole
+// time slice (docs/performance.md).
+const boardAlone = 20 * time.Microsecond
 
 // boardProgress drives the device once, as a wait's poll does.
 func (r *runtime) boardProgress() error {

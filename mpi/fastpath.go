@@ -1,6 +1,11 @@
 package mpi
 
-import "github.com/adimpi/adimpi/adi"
+import (
+	"unsafe"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/datatype"
+)
 
 // Requests the caller owns. Isend and Irecv return a new handle for every
 // operation: the program may still hold a completed one (Wait on it
@@ -17,29 +22,46 @@ import "github.com/adimpi/adimpi/adi"
 // Free released). It stays active until one of those completes it; then
 // it may start another operation. A Request must not be copied.
 func IsendIn[T Numeric](q *Request, c *Comm, buf []T, dest, tag int) error {
-	return IsendBufIn(q, c, Slice(buf), dest, tag)
+	var b Buffer
+	sliceInto(&b, buf)
+	return startIn(q, "MPI_Isend", c, &b, dest, tag, false)
 }
 
 // IrecvIn posts a receive into buf, as Irecv does, in the request q that
 // the caller owns (see IsendIn).
 func IrecvIn[T Numeric](q *Request, c *Comm, buf []T, src, tag int) error {
-	return IrecvBufIn(q, c, Slice(buf), src, tag)
+	var b Buffer
+	sliceInto(&b, buf)
+	return startIn(q, "MPI_Irecv", c, &b, src, tag, true)
+}
+
+// sliceInto sets *b to Slice(s) field by field: Slice's result, returned
+// whole, is spilled and copied through the stack, whose wide loads of
+// narrow stores stall on the per-message path.
+func sliceInto[T Numeric](b *Buffer, s []T) {
+	t := datatype.Of[T]()
+	b.Type, b.Count = t, len(s)
+	if len(s) > 0 {
+		b.Mem = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*t.Size())
+	}
 }
 
 // IsendBufIn is IsendIn for a Buffer.
 func IsendBufIn(q *Request, c *Comm, b Buffer, dest, tag int) error {
-	return startIn(q, "MPI_Isend", c, b, dest, tag, false)
+	return startIn(q, "MPI_Isend", c, &b, dest, tag, false)
 }
 
 // IrecvBufIn is IrecvIn for a Buffer.
 func IrecvBufIn(q *Request, c *Comm, b Buffer, src, tag int) error {
-	return startIn(q, "MPI_Irecv", c, b, src, tag, true)
+	return startIn(q, "MPI_Irecv", c, &b, src, tag, true)
 }
 
 // startIn starts a standard-mode send or a receive in the caller's
 // request q: on the flat path when the arguments are plain (plainNB),
-// else through startNB, whose new handle q then takes over.
-func startIn(q *Request, op string, c *Comm, b Buffer, peer, tag int, recv bool) error {
+// else through startNB, whose new handle q then takes over. The buffer
+// comes by pointer, as it does to everything on the flat path: a Buffer
+// passed by value is spilled and copied through the stack at each call.
+func startIn(q *Request, op string, c *Comm, b *Buffer, peer, tag int, recv bool) error {
 	if q == nil {
 		return c.raise(errorf(ErrRequest, op, "request is nil"))
 	}
@@ -50,7 +72,7 @@ func startIn(q *Request, op string, c *Comm, b Buffer, peer, tag int, recv bool)
 		_, err := r.startFlatIn(q, op, c, b, peer, tag, recv, adi.ModeStandard)
 		return err
 	}
-	h, err := startNB(op, c, b, peer, tag, recv, adi.ModeStandard, false)
+	h, err := startNB(op, c, *b, peer, tag, recv, adi.ModeStandard, false)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func TestPlainArgsNeverAcceptsWhatP2PArgsRejects(t *testing.T) {
 					for _, recv := range []bool{false, true} {
 						// The non-blocking calls' test: wildcards only on
 						// receives, never ProcNull.
-						if !plainNB(c, b, peer, tag, recv) {
+						if !plainNB(c, &b, peer, tag, recv) {
 							continue
 						}
 						if _, err := p2pArgs("test", c, b, peer, tag, recv); err != nil {
@@ -52,7 +52,7 @@ func TestPlainArgsNeverAcceptsWhatP2PArgsRejects(t *testing.T) {
 							t.Errorf("plainNB accepted peer %d, tag %d (recv %v)", peer, tag, recv)
 						}
 					}
-					if !plainArgs(c, b, peer, tag) {
+					if !plainArgs(c, &b, peer, tag) {
 						continue
 					}
 					accepted++
@@ -279,6 +279,77 @@ func TestShortIsend(t *testing.T) {
 	for i := range gotBig {
 		if gotBig[i] != byte(i) {
 			t.Fatalf("the first receive's byte %d is %d, want %d", i, gotBig[i], byte(i))
+		}
+	}
+}
+
+// TestWaitallIntoStatuses checks the statuses that WaitallInto writes
+// straight into the caller's array (statusInto), on the process's real
+// device against itself: whatever the array held before, each entry
+// becomes its operation's source, tag, byte count, no error and not
+// cancelled, for receives by source and by wildcard and for sends, while
+// a truncated receive still reports its error.
+func TestWaitallIntoStatuses(t *testing.T) {
+	w := World()
+	const n = 6
+	var rq, sq [n]Request
+	got := make([][]int32, n)
+	for k := range n {
+		got[k] = make([]int32, 4)
+		src, tag := 0, 20+k
+		if k%2 == 1 {
+			src, tag = AnySource, AnyTag
+		}
+		if err := IrecvIn(&rq[k], w, got[k], src, tag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range n {
+		if err := IsendIn(&sq[k], w, make([]int32, k%4+1), 0, 20+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := Status{Source: 99, Tag: 99, Cancelled: true, Err: ErrTruncate}
+	sts := make([]Status, n)
+	for _, ps := range [][]Request{sq[:], rq[:]} {
+		ptrs := make([]*Request, n)
+		for k := range ps {
+			ptrs[k] = &ps[k]
+			sts[k] = stale
+		}
+		if err := WaitallInto(ptrs, sts); err != nil {
+			t.Fatal(err)
+		}
+		for k, st := range sts {
+			if st.Source != 0 || st.Tag != 20+k || st.Cancelled || st.Err != nil || st.Bytes() != 4*(k%4+1) {
+				t.Errorf("status %d: %+v (bytes %d); want source 0, tag %d, %d bytes, no error", k, st, st.Bytes(), 20+k, 4*(k%4+1))
+			}
+		}
+	}
+	var q Request
+	short := make([]int32, 1)
+	if err := IrecvIn(&q, w, short, 0, 30); err != nil {
+		t.Fatal(err)
+	}
+	if err := Send(w, []int32{1, 2}, 0, 30); err != nil {
+		t.Fatal(err)
+	}
+	sts[0] = Status{}
+	if err := WaitallInto([]*Request{&q}, sts[:1]); !errors.Is(err, ErrInStatus) || !errors.Is(sts[0].Err, ErrTruncate) {
+		t.Fatalf("WaitallInto of a truncated receive: %v, status error %v; want ErrInStatus and ErrTruncate", err, sts[0].Err)
+	}
+	// Wait writes its status in place as well (waitInto): the same for a
+	// receive that ends well and for a truncated one.
+	for _, n := range []int{1, 2} {
+		if err := IrecvIn(&q, w, short, AnySource, AnyTag); err != nil {
+			t.Fatal(err)
+		}
+		if err := Send(w, make([]int32, n), 0, 31); err != nil {
+			t.Fatal(err)
+		}
+		st, err := q.Wait()
+		if st.Source != 0 || st.Tag != 31 || st.Bytes() != 4 || (n == 1) != (err == nil) || (n == 2) != errors.Is(st.Err, ErrTruncate) {
+			t.Errorf("Wait of a receive of %d elements into 1: %+v (bytes %d), %v", n, st, st.Bytes(), err)
 		}
 	}
 }

@@ -355,7 +355,7 @@ var kernels = func() map[*datatype.Type]*[opNoOp + 1]func(in, inout []byte) {
 		datatype.Float32, datatype.Float64, datatype.Complex64, datatype.Complex128} {
 		k := new([opNoOp + 1]func(in, inout []byte))
 		for code := opSum; code <= opNoOp; code++ {
-			k[code] = makeKernel(code, t)
+			k[code] = withVector(code, t, makeKernel(code, t))
 		}
 		m[t] = k
 	}

@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
@@ -91,7 +92,7 @@ func checkTag(op string, tag int, recv bool) error {
 // are valid and name an ordinary peer and tag (no ProcNull, wildcard or
 // error): the per-message test of blocking calls, which leave everything
 // else to p2pArgs.
-func plainArgs(c *Comm, b Buffer, peer, tag int) bool {
+func plainArgs(c *Comm, b *Buffer, peer, tag int) bool {
 	t := b.Type
 	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
 		uint(peer) < uint(len(c.world)) && uint(tag) <= TagUB && fits(b)
@@ -157,8 +158,8 @@ func startNew(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.M
 // startNB starts a non-blocking operation: the program may now compute
 // while it is in flight, which the progress goroutine is told.
 func startNB(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode, buffered bool) (*Request, error) {
-	if r := live.Load(); r != nil && !buffered && plainNB(c, b, peer, tag, recv) {
-		return r.startFlat(op, c, b, peer, tag, recv, mode)
+	if r := live.Load(); r != nil && !buffered && plainNB(c, &b, peer, tag, recv) {
+		return r.startFlatIn(nil, op, c, &b, peer, tag, recv, mode)
 	}
 	q, err := startNew(op, c, b, peer, tag, recv, mode, buffered)
 	if err == nil && q.rt.asyncOn.Load() {
@@ -172,7 +173,7 @@ func startNB(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mo
 // ordinary tag (or, for a receive, AnyTag): the per-message test of
 // Isend and Irecv, which leave everything else (ProcNull, errors) to
 // p2pArgs.
-func plainNB(c *Comm, b Buffer, peer, tag int, recv bool) bool {
+func plainNB(c *Comm, b *Buffer, peer, tag int, recv bool) bool {
 	t := b.Type
 	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
 		(uint(peer) < uint(len(c.world)) || recv && peer == AnySource) &&
@@ -181,28 +182,24 @@ func plainNB(c *Comm, b Buffer, peer, tag int, recv bool) bool {
 
 // fits reports whether b.Mem holds b.Count elements of b.Type (a usable
 // type): for a contiguous type without the general Span's arithmetic.
-func fits(b Buffer) bool {
+func fits(b *Buffer) bool {
 	t := b.Type
 	if t.Contiguous() {
-		sz := t.Size()
-		return sz == 0 || b.Count <= len(b.Mem)/sz
+		// A product checked for overflow, not a division: fits runs on
+		// every message, and a division costs tens of cycles.
+		hi, lo := bits.Mul64(uint64(b.Count), uint64(t.Size()))
+		return hi == 0 && lo <= uint64(len(b.Mem))
 	}
 	return len(b.Mem) >= t.Span(b.Count)
 }
 
-// startFlat is the flat non-blocking path of Isend, Issend, Irsend and
-// Irecv with plain arguments (plainNB): a handle from the slab, the
-// operation's adi.Request from r.bodies and the device call, all under
-// one hold of the lock, and nothing allocated but the handle's share of
-// its slab.
-func (r *runtime) startFlat(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
-	return r.startFlatIn(nil, op, c, b, peer, tag, recv, mode)
-}
-
-// startFlatIn is startFlat into the inactive request q that the caller
-// owns (IsendIn, IrecvIn), or, when q is nil, into a new handle from the
-// slab; it returns the request started.
-func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
+// startFlatIn is the flat non-blocking path of Isend, Issend, Irsend and
+// Irecv with plain arguments (plainNB), into the inactive request q that
+// the caller owns (IsendIn, IrecvIn), or, when q is nil, into a new
+// handle from the slab: the operation's adi.Request from r.bodies and
+// the device call, all under one hold of the lock, and nothing allocated
+// but a new handle's share of its slab. It returns the request started.
+func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode adi.Mode) (*Request, error) {
 	wpeer := peer
 	if peer >= 0 {
 		wpeer = c.world[peer]
@@ -211,7 +208,7 @@ func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b Buffer, peer, ta
 	if q == nil {
 		q = r.newHandleHeld()
 	}
-	*q = Request{rt: r, comm: c, op: op, recv: recv, mode: mode, peer: peer, tag: tag}
+	q.reset(r, c, op, recv, mode, peer, tag)
 	if !recv && mode == adi.ModeStandard && r.short != nil && b.Type.Contiguous() &&
 		r.short.SendShort(c.ctx, wpeer, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
 		// The device took the data at once, as a blocking Send's does
@@ -222,17 +219,13 @@ func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b Buffer, peer, ta
 		return q, nil
 	}
 	ar := r.takeBody()
-	// A body is complete; the composite literal also clears its done
-	// flag, without an atomic store (its completion, seen through Done,
-	// happened before).
-	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: wpeer, Tag: tag, Buf: b}
 	q.body, q.ar = ar, ar
 	var err error
 	if recv {
-		ar.Op = adi.OpRecv
+		ar.Restart(adi.OpRecv, mode, c.ctx, wpeer, tag, b)
 		err = r.dev.Irecv(ar)
 	} else {
-		ar.Op = adi.OpSend
+		ar.Restart(adi.OpSend, mode, c.ctx, wpeer, tag, b)
 		err = r.dev.Isend(ar)
 	}
 	r.mu.Unlock()
@@ -272,19 +265,22 @@ func blocking(q *Request, err error) (Status, error) {
 // blockingCall is a blocking Send, Ssend, Rsend or Recv: the program never
 // sees its request, so the call runs on a bare adi.Request from a pool,
 // without a Request around it — the per-message path of every latency-bound
-// program.
-func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mode) (Status, error) {
+// program. It writes the operation's status into *st.
+func blockingCall(op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode adi.Mode, st *Status) error {
 	r := live.Load()
 	if r == nil || !plainArgs(c, b, peer, tag) {
 		var err error
-		if r, err = p2pArgs(op, c, b, peer, tag, recv); err != nil {
-			return emptyStatus, c.raise(err)
+		if r, err = p2pArgs(op, c, *b, peer, tag, recv); err != nil {
+			*st = emptyStatus
+			return c.raise(err)
 		}
 		if peer == ProcNull {
 			if recv {
-				return Status{Source: ProcNull, Tag: AnyTag}, nil
+				*st = Status{Source: ProcNull, Tag: AnyTag}
+				return nil
 			}
-			return Status{Source: ProcNull, Tag: tag}, nil
+			*st = Status{Source: ProcNull, Tag: tag}
+			return nil
 		}
 	}
 	// The request comes from r.bodies under the lock that the device
@@ -293,16 +289,12 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 	// from a message's arrival to the return.
 	r.mu.Lock()
 	ar := r.takeBody()
-	// A body is complete; the composite literal also
-	// clears its done flag, without an atomic store (its completion, seen
-	// through Done, happened before).
-	*ar = adi.Request{Mode: mode, Context: c.ctx, Peer: c.worldRank(peer), Tag: tag, Buf: b}
 	var err error
 	if recv {
-		ar.Op = adi.OpRecv
+		ar.Restart(adi.OpRecv, mode, c.ctx, c.worldRank(peer), tag, b)
 		err = r.dev.Irecv(ar)
 	} else {
-		ar.Op = adi.OpSend
+		ar.Restart(adi.OpSend, mode, c.ctx, c.worldRank(peer), tag, b)
 		err = r.dev.Isend(ar)
 	}
 	done := false
@@ -312,14 +304,18 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 	if !done {
 		r.mu.Unlock()
 		if err != nil {
-			return emptyStatus, c.raise(named(op, err))
+			*st = emptyStatus
+			return c.raise(named(op, err))
 		}
 		if err := r.waitOn(ar.Done, nil, ar, c); err != nil {
-			return emptyStatus, c.raise(named(op, err)) // ar stays with the device
+			*st = emptyStatus
+			return c.raise(named(op, err)) // ar stays with the device
 		}
 		r.mu.Lock()
 	}
-	st := Status{Source: peer, Tag: tag, Cancelled: ar.Status.Cancelled, Err: ar.Status.Err, bytes: ar.Status.Bytes}
+	// Field by field into the caller's Status (a struct of five fields
+	// lives in memory, and building one and copying it stalls).
+	st.Source, st.Tag, st.Cancelled, st.Err, st.bytes = peer, tag, ar.Status.Cancelled, ar.Status.Err, ar.Status.Bytes
 	if recv {
 		st.Tag = ar.Status.Tag
 		if src := ar.Status.Source; peer < 0 || src != ar.Peer {
@@ -330,9 +326,9 @@ func blockingCall(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode a
 	r.mu.Unlock()
 	if st.Err != nil {
 		st.Err = restated(op, st.Err, c.commRank, false)
-		return st, c.raise(st.Err)
+		return c.raise(st.Err)
 	}
-	return st, nil
+	return nil
 }
 
 func sendErr(_ Status, err error) error { return err }
@@ -366,11 +362,11 @@ func IrecvBuf(c *Comm, b Buffer, src, tag int) (*Request, error) {
 
 // SendBuf sends in standard mode and returns once the buffer may be reused.
 func SendBuf(c *Comm, b Buffer, dest, tag int) error {
-	if plainArgs(c, b, dest, tag) && b.Type.Contiguous() && sendShort(c, dest, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
+	if plainArgs(c, &b, dest, tag) && b.Type.Contiguous() && sendShort(c, dest, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
 		return nil
 	}
-	_, err := blockingCall("MPI_Send", c, b, dest, tag, false, adi.ModeStandard)
-	return err
+	var st Status
+	return blockingCall("MPI_Send", c, &b, dest, tag, false, adi.ModeStandard, &st)
 }
 
 // sendShort is a blocking standard-mode send of contiguous data, whose type
@@ -392,8 +388,8 @@ func sendShort(c *Comm, dest, tag int, sig uint32, data []byte) bool {
 
 // SsendBuf sends synchronously: it returns once the matching receive has started.
 func SsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	_, err := blockingCall("MPI_Ssend", c, b, dest, tag, false, adi.ModeSync)
-	return err
+	var st Status
+	return blockingCall("MPI_Ssend", c, &b, dest, tag, false, adi.ModeSync, &st)
 }
 
 // BsendBuf sends through the attached buffer and returns at once.
@@ -403,13 +399,15 @@ func BsendBuf(c *Comm, b Buffer, dest, tag int) error {
 
 // RsendBuf sends in ready mode.
 func RsendBuf(c *Comm, b Buffer, dest, tag int) error {
-	_, err := blockingCall("MPI_Rsend", c, b, dest, tag, false, adi.ModeReady)
-	return err
+	var st Status
+	return blockingCall("MPI_Rsend", c, &b, dest, tag, false, adi.ModeReady, &st)
 }
 
 // RecvBuf receives a message.
 func RecvBuf(c *Comm, b Buffer, src, tag int) (Status, error) {
-	return blockingCall("MPI_Recv", c, b, src, tag, true, adi.ModeStandard)
+	var st Status
+	err := blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
+	return st, err
 }
 
 // SendInitBuf makes a persistent standard-mode send; Start runs it.
@@ -575,7 +573,11 @@ func Rsend[T Numeric](c *Comm, buf []T, dest, tag int) error {
 
 // Recv receives into buf a message from src (or AnySource) with tag (or AnyTag).
 func Recv[T Numeric](c *Comm, buf []T, src, tag int) (Status, error) {
-	return RecvBuf(c, Slice(buf), src, tag)
+	var b Buffer
+	sliceInto(&b, buf)
+	var st Status
+	err := blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
+	return st, err
 }
 
 // Isend starts sending buf; buf must not change until the request completes.

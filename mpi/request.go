@@ -67,12 +67,24 @@ func (r *runtime) newHandle() *Request {
 	}
 }
 
-// heldSlab is the slab of the flat path (startFlat), which carves its
+// heldSlab is the slab of the flat path (startFlatIn), which carves its
 // handles under r.mu, which it holds anyway: no atomic operation per
 // handle.
 type heldSlab struct {
 	reqs *[64]Request
 	next int
+}
+
+// reset makes q a fresh, not yet started request of the flat path
+// (startFlatIn): every field set or cleared one by one, where assigning a
+// composite literal builds the whole struct on the stack and copies it,
+// whose wide loads of the narrow stores just made stall the pipeline.
+func (q *Request) reset(r *runtime, c *Comm, op string, recv bool, mode adi.Mode, peer, tag int) {
+	q.rt, q.comm, q.op = r, c, op
+	q.recv, q.mode, q.buffered, q.persistent, q.freed = recv, mode, false, false, false
+	q.peer, q.tag = peer, tag
+	q.ar, q.body, q.bg, q.plan, q.complete = nil, nil, nil, nil, nil
+	q.sent = 0
 }
 
 // newHandleHeld is newHandle for a caller that holds r.mu.
@@ -113,10 +125,9 @@ func (r *runtime) giveBody(ar *adi.Request) {
 func (q *Request) start() error {
 	r := q.rt
 	ar := q.body
-	// A pooled or restarted request is complete; the composite literal
-	// also clears its done flag, without an atomic store (its completion,
-	// seen through Done, happened before).
-	*ar = adi.Request{Mode: q.mode, Context: q.comm.ctx, Tag: q.tag, Buf: ar.Buf}
+	// A pooled or restarted request is complete, so Restart may clear
+	// its done flag without an atomic store.
+	ar.Restart(0, q.mode, q.comm.ctx, 0, q.tag, &ar.Buf)
 	q.ar = ar
 	if q.peer == ProcNull {
 		ar.Complete(adi.Status{Source: ProcNull, Tag: AnyTag})
@@ -189,6 +200,25 @@ func (q *Request) finishQuiet() {
 	if ar == q.body && !q.persistent {
 		q.body = nil
 		q.rt.giveBody(ar)
+	}
+}
+
+// statusInto writes the status of q.ar, a completed plain operation
+// (q.plain()) without an error, into *dst field by field: status's
+// Status, built and copied whole, goes through the stack, whose wide
+// loads of narrow stores stall Waitall's loop over a window.
+func (q *Request) statusInto(dst *Status) {
+	ar := q.ar
+	dst.Source, dst.Tag, dst.Cancelled, dst.Err = q.peer, q.tag, ar.Status.Cancelled, nil
+	dst.bytes = ar.Status.Bytes
+	if ar == &q.rt.sentShort {
+		dst.bytes = q.sent
+	}
+	if q.recv {
+		dst.Tag = ar.Status.Tag
+		if src := ar.Status.Source; q.peer < 0 || src != ar.Peer {
+			dst.Source = q.comm.commRank(src)
+		}
 	}
 }
 
@@ -286,17 +316,29 @@ func (q *Request) Active() bool { return q != nil && q.ar != nil }
 // is the operation's own (e.g. ErrTruncate). Waiting on an inactive request
 // returns at once with an empty status.
 func (q *Request) Wait() (Status, error) {
-	st, err := q.wait()
+	var st Status
+	err := q.waitInto(&st)
 	return st, q.raise(err)
 }
 
 // wait is Wait without the error handler (Waitall runs it once for all).
 func (q *Request) wait() (Status, error) {
+	var st Status
+	err := q.waitInto(&st)
+	return st, err
+}
+
+// waitInto is wait writing the status into *st: a plain operation that
+// ends without an error gets it field by field (statusInto), with no
+// Status built and copied on the way up.
+func (q *Request) waitInto(st *Status) error {
 	if q == nil {
-		return emptyStatus, errorf(ErrRequest, "MPI_Wait", "request is nil")
+		*st = emptyStatus
+		return errorf(ErrRequest, "MPI_Wait", "request is nil")
 	}
 	if q.ar == nil {
-		return emptyStatus, nil
+		*st = emptyStatus
+		return nil
 	}
 	if q.plain() {
 		// One hold of the lock polls and, once the operation is done,
@@ -310,13 +352,20 @@ func (q *Request) wait() (Status, error) {
 				err = r.waitOn(q.ar.Done, nil, q.ar, q.comm)
 			}
 			if err != nil {
-				return emptyStatus, named("MPI_Wait", err)
+				*st = emptyStatus
+				return named("MPI_Wait", err)
 			}
 			r.mu.Lock()
 		}
-		st := q.finishHeld()
+		if q.ar.Status.Err == nil {
+			q.statusInto(st)
+			q.finishQuiet()
+			r.mu.Unlock()
+			return nil
+		}
+		*st = q.finishHeld()
 		r.mu.Unlock()
-		return st, st.Err
+		return st.Err
 	}
 	if !q.ar.Done() {
 		if q.bg != nil {
@@ -325,11 +374,12 @@ func (q *Request) wait() (Status, error) {
 			// the device and the CPU.
 			<-q.bg
 		} else if err := q.rt.waitDone(q.ar, q.comm); err != nil {
-			return emptyStatus, named("MPI_Wait", err)
+			*st = emptyStatus
+			return named("MPI_Wait", err)
 		}
 	}
-	st := q.finish()
-	return st, st.Err
+	*st = q.finish()
+	return st.Err
 }
 
 // Test reports whether the request has completed, without blocking; when it
@@ -505,8 +555,13 @@ func waitallInto(op string, reqs []*Request, sts []Status) (int, error) {
 				held.mu.Lock()
 			}
 			if done, _ := held.pollHeld(q.ar); done {
-				if sts == nil && q.ar.Status.Err == nil {
-					q.finishQuiet() // no status wanted, no error to report
+				if q.ar.Status.Err == nil {
+					// No error to report: the status, if wanted, goes
+					// straight into the caller's array.
+					if sts != nil {
+						q.statusInto(&sts[i])
+					}
+					q.finishQuiet()
 					continue
 				}
 				st = q.finishHeld()

@@ -319,9 +319,9 @@ func (w *Win) remoteCopy(t int, off int64, blocks []blk, pieces [][]byte, write 
 		addr := w.bases[t] + uintptr(off+int64(b.off))
 		var err error
 		if write {
-			err = w.rm.RemoteWrite(p, addr, pieces[i])
+			err = w.rm.RemoteWrite(p, w.keys[t], addr, pieces[i])
 		} else {
-			err = w.rm.RemoteRead(p, addr, pieces[i])
+			err = w.rm.RemoteRead(p, w.keys[t], addr, pieces[i])
 		}
 		if err != nil {
 			return err
@@ -493,11 +493,24 @@ func (w *Win) mappedCopy(b []byte, target, disp int, put bool) bool {
 	return true
 }
 
+// selfServe: one in this many fast-path operations on this rank's own
+// memory takes the general path instead (see mapped).
+const selfServe = 64
+
 // mapped is the n bytes at displacement disp of rank target's window
-// memory if it is another rank's, mapped here, and the epoch allows the
+// memory if it is mapped here (another rank's, or this rank's own where
+// every rank maps it), and the epoch allows the
 // access; else nil (the general path takes the call, and reports errors).
 func (w *Win) mapped(target, disp, n int) []byte {
-	if w == nil || w.freed || uint(target) >= uint(len(w.direct)) || target == w.comm.rank || live.Load() == nil {
+	if w == nil || w.freed || uint(target) >= uint(len(w.direct)) || live.Load() == nil {
+		return nil
+	}
+	// This rank's own memory takes the fast path only where every other
+	// rank maps it too, so that none needs this rank's agent; and even
+	// then one call in selfServe goes the general way, whose device pass
+	// and agent keep point-to-point moving for a rank that loops on its
+	// own window.
+	if target == w.comm.rank && (!w.allMapped || w.selfOps.Add(1)%selfServe == 0) {
 		return nil
 	}
 	mem := w.direct[target]

@@ -44,7 +44,7 @@ type runtime struct {
 	reqs      sync.Pool                  // *Request objects of completed blocking calls, for reuse
 	slab      atomic.Pointer[handleSlab] // where newHandle carves request handles from
 	bodies    []*adi.Request             // completed adi.Requests for reuse, under mu (takeBody, giveBody)
-	held      heldSlab                   // where startFlat carves handles from, under mu
+	held      heldSlab                   // where startFlatIn carves handles from, under mu
 	waits     atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
 	asyncOn   atomic.Bool                // the progress goroutine runs (set before the runtime is published)
 	resume    chan struct{}              // wakes the parked progress goroutine

@@ -100,14 +100,21 @@ type Win struct {
 
 	// Per communicator rank: the window's address, size and displacement
 	// unit there, and how this process reaches it.
-	bases  []uintptr
-	sizes  []int
-	units  []int
-	direct [][]byte // memory of that rank mapped here (shared windows; this rank's own), else nil
-	remote []bool   // the device reads and writes that rank's memory (adi.RemoteMemory)
-	rm     adi.RemoteMemory
-	segs   []*shm.Segment // allocated windows: the segments this rank maps (its own first)
-	ctls   []*winCtl      // allocated windows: the control blocks of the ranks whose segments this rank maps
+	bases   []uintptr
+	sizes   []int
+	units   []int
+	direct  [][]byte // memory of that rank mapped here (shared windows; this rank's own), else nil
+	remote  []bool   // the device reads and writes that rank's memory (adi.RemoteMemory)
+	keys    []uint64 // the key that rank's memory is exposed by (adi.RemoteMemory.ExposeMemory)
+	rm      adi.RemoteMemory
+	key     uint64 // this rank's memory is exposed by key (if exposed)
+	exposed bool
+	segs    []*shm.Segment // allocated windows: the segments this rank maps (its own first)
+	ctls    []*winCtl      // allocated windows: the control blocks of the ranks whose segments this rank maps
+	// allMapped: every rank maps every other's memory (an allocated or
+	// shared window on one host), so no operation needs a target's agent.
+	allMapped bool
+	selfOps   atomic.Uint32 // fast-path operations on this rank's own memory (see mapped)
 
 	regions []region // dynamic windows: the memory attached here
 
@@ -179,21 +186,42 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 	n := wc.Size()
 	w := &Win{rt: r, comm: wc, flavor: flavor, mem: mem, dispUnit: dispUnit, info: info, hints: hints,
 		name: fmt.Sprintf("win%d", winCount.Add(1))}
-	mine := []uint64{uint64(addrOf(mem)), uint64(len(mem)), uint64(dispUnit)}
-	all := make([]uint64, 3*n)
+	// This rank's memory is exposed to the device's remote memory access
+	// (registered, for via's RDMA) before the others learn its address; a
+	// rank whose memory cannot be exposed is reached through its agent.
+	w.rm = remoteMemory(r)
+	reachable := uint64(0)
+	if w.rm != nil && flavor != FlavorDynamic {
+		reachable = 1
+		if len(mem) > 0 {
+			r.mu.Lock()
+			key, err := w.rm.ExposeMemory(mem)
+			r.mu.Unlock()
+			if err == nil {
+				w.key, w.exposed = key, true
+			} else {
+				reachable = 0
+			}
+		}
+	}
+	const words = 5
+	mine := []uint64{uint64(addrOf(mem)), uint64(len(mem)), uint64(dispUnit), w.key, reachable}
+	all := make([]uint64, words*n)
 	if err := allgatherBuf(wc, Slice(mine), Slice(all)); err != nil {
+		w.unexpose()
 		return nil, named(op, err)
 	}
 	w.bases, w.sizes, w.units = make([]uintptr, n), make([]int, n), make([]int, n)
-	w.direct, w.remote = make([][]byte, n), make([]bool, n)
-	w.rm = remoteMemory(r)
+	w.direct, w.remote, w.keys = make([][]byte, n), make([]bool, n), make([]uint64, n)
 	r.mu.Lock()
 	for i := range n {
-		w.bases[i], w.sizes[i], w.units[i] = uintptr(all[3*i]), int(all[3*i+1]), int(all[3*i+2])
-		w.remote[i] = w.rm != nil && flavor != FlavorDynamic && i != wc.rank && r.inJob(wc.world[i]) && w.rm.RemoteAccess(wc.world[i])
+		a := all[words*i:]
+		w.bases[i], w.sizes[i], w.units[i], w.keys[i] = uintptr(a[0]), int(a[1]), int(a[2]), a[3]
+		w.remote[i] = w.rm != nil && a[4] == 1 && i != wc.rank && r.inJob(wc.world[i]) && w.rm.RemoteAccess(wc.world[i])
 	}
 	r.mu.Unlock()
 	if err := w.checkHints(op); err != nil {
+		w.unexpose()
 		wc.free()
 		return nil, err
 	}
@@ -459,6 +487,21 @@ func (w *Win) mapSegments(op string, seg *shm.Segment) error {
 		}
 		w.ctls[i] = ctlOf(s)
 	}
+	if w.flavor == FlavorAllocate || w.flavor == FlavorShared {
+		// This rank's agent is idle only if every rank maps every other's
+		// memory: ask every rank (the flavor is the same on all).
+		mine, all := []int64{1}, []int64{0}
+		for i := range n {
+			if w.direct[i] == nil || w.ctls[i] == nil {
+				mine[0] = 0
+			}
+		}
+		if err := allreduceBuf(w.comm, Slice(mine), Slice(all), Min); err != nil {
+			w.closeSegs()
+			return named(op, err)
+		}
+		w.allMapped = all[0] == 1
+	}
 	if err := w.start(); err != nil {
 		w.closeSegs()
 		return named(op, err)
@@ -470,11 +513,26 @@ func (w *Win) mapSegments(op string, seg *shm.Segment) error {
 	return nil
 }
 
+// closeSegs unmaps the window's segments and ends the exposure of its
+// memory to the device.
 func (w *Win) closeSegs() {
 	for _, s := range w.segs {
 		s.Close()
 	}
 	w.segs = nil
+	w.unexpose()
+}
+
+// unexpose ends the exposure of this rank's memory to the device's remote
+// memory access (newWin's ExposeMemory), if there was one.
+func (w *Win) unexpose() {
+	if !w.exposed {
+		return
+	}
+	w.exposed = false
+	w.rt.mu.Lock()
+	_ = w.rm.UnexposeMemory(w.key)
+	w.rt.mu.Unlock()
 }
 
 // SharedQuery returns rank's window memory of a shared window, mapped in

@@ -66,9 +66,11 @@ func TestWinLockFair(t *testing.T) {
 // is never called).
 type rmDevice struct{ adi.Device }
 
-func (rmDevice) RemoteAccess(int) bool                  { return true }
-func (rmDevice) RemoteWrite(int, uintptr, []byte) error { return nil }
-func (rmDevice) RemoteRead(int, uintptr, []byte) error  { return nil }
+func (rmDevice) RemoteAccess(int) bool                          { return true }
+func (rmDevice) ExposeMemory([]byte) (uint64, error)            { return 0, nil }
+func (rmDevice) UnexposeMemory(uint64) error                    { return nil }
+func (rmDevice) RemoteWrite(int, uint64, uintptr, []byte) error { return nil }
+func (rmDevice) RemoteRead(int, uint64, uintptr, []byte) error  { return nil }
 
 // TestRemoteMemoryUnderJoin: windows find the device's remote memory
 // access under the core's wrapper for communicators across jobs, which

@@ -498,17 +498,46 @@ static void rma_rounds(long iters)
     }
 }
 
-/* rma_time: seconds per round, best of reps, after warm untimed rounds. */
+static double rma_best(long iters);
+
+/* rma_time: seconds per round, best of reps, after up to warm untimed
+ * rounds: warming stops once it has taken min_time, since a round may take
+ * milliseconds where the target's progress is slow (MPICH's passive target
+ * on a loaded machine), and warm of those would outlast the run's limit. */
 static double rma_time(long warm)
 {
     double t0 = MPI_Wtime();
-    rma_rounds(warm);
-    long iters = auto_iters((MPI_Wtime() - t0) / (double)warm);
+    long done = 0;
+    while (done < warm) {
+        rma_rounds(1);
+        done++;
+        if (MPI_Wtime() - t0 >= cfg.min_time)
+            break;
+    }
+    long iters = auto_iters((MPI_Wtime() - t0) / (double)done);
+    return rma_best(iters);
+}
+
+/* rma_best: the best over reps of seconds per round of iters rounds, each
+ * run in chunks of iters/64 and cut short once it has taken 4 × min_time:
+ * where rounds take 1 µs or 30 ms at the scheduler's whim, the count sized
+ * from a fast warm-up would otherwise run for minutes. */
+static double rma_best(long iters)
+{
+    long chunk = iters / 64 > 0 ? iters / 64 : 1;
     double best = 1e30;
     for (long r = 0; r < cfg.reps; r++) {
-        t0 = MPI_Wtime();
-        rma_rounds(iters);
-        double per = (MPI_Wtime() - t0) / (double)iters;
+        double t0 = MPI_Wtime(), took = 0;
+        long done = 0;
+        while (done < iters) {
+            long k = iters - done < chunk ? iters - done : chunk;
+            rma_rounds(k);
+            done += k;
+            took = MPI_Wtime() - t0;
+            if (cfg.iters == 0 && took >= 4 * cfg.min_time)
+                break;
+        }
+        double per = took / (double)done;
         if (per < best)
             best = per;
     }

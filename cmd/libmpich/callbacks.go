@@ -3,25 +3,8 @@
 package main
 
 /*
-#include <stdint.h>
 #include <stdlib.h>
-
-// The C callbacks a program hands to MPI, called from Go.
-typedef void (*user_fn)(void *, void *, int *, int *);
-typedef void (*errh_fn)(int *, int *, ...);
-typedef int (*copy_fn)(int, int, void *, void *, void *, int *);
-typedef int (*delete_fn)(int, int, void *, void *);
-
-static void call_user_fn(void *f, void *in, void *inout, int *len, int *dt) {
-	((user_fn)f)(in, inout, len, dt);
-}
-static void call_errh(void *f, int *comm, int *code) { ((errh_fn)f)(comm, code); }
-static int call_copy(void *f, int comm, int key, uintptr_t extra, uintptr_t in, uintptr_t *out, int *flag) {
-	return ((copy_fn)f)(comm, key, (void *)extra, (void *)in, (void *)out, flag);
-}
-static int call_delete(void *f, int comm, int key, uintptr_t val, uintptr_t extra) {
-	return ((delete_fn)f)(comm, key, (void *)val, (void *)extra);
-}
+#include "callbacks.h"
 */
 import "C"
 
@@ -90,6 +73,9 @@ func xComm_set_errhandler(c *mpi.Comm, h int32) error {
 	if h == hErrorsAbort {
 		e = mpi.ErrorsAreFatal
 	}
+	if _, win := winErrhandlers.Load(e); win {
+		return newErr(mpi.ErrArg, "MPI_Comm_set_errhandler", "error handler %#x was made for windows (MPI_Win_create_errhandler)", uint32(h))
+	}
 	return c.SetErrhandler(e)
 }
 
@@ -117,8 +103,12 @@ func xComm_call_errhandler(c *mpi.Comm, code int) error {
 // callbacks of an mpi.Keyval; values are the C program's void pointers.
 
 type keyval struct {
-	k     *mpi.Keyval
+	k     *mpi.Keyval // a communicator keyval's (kindComm)
 	extra uintptr
+	// kind is what the keyval is for; a window's or datatype's keyval
+	// keeps the program's functions (objattr.go).
+	kind             int
+	copyFn, deleteFn unsafe.Pointer
 }
 
 // predefinedKeys maps MPICH's predefined attribute keys to adimpi's.
@@ -158,8 +148,8 @@ func xComm_create_keyval(copyFn, deleteFn unsafe.Pointer, out *C.int, extra uint
 }
 
 func xComm_free_keyval(h *C.int) error {
-	if _, ok := keyvals.get(int32(*h)); !ok {
-		return errorf(errKeyval, "MPI_Comm_free_keyval", "invalid keyval %#x", uint32(*h))
+	if _, err := objKeyvalOf("MPI_Comm_free_keyval", kindComm, int32(*h)); err != nil {
+		return err
 	}
 	keyvals.del(int32(*h))
 	*h = C.int(hKeyvalInvalid)
@@ -170,10 +160,11 @@ func keyOf(fn string, h int32) (*mpi.Keyval, error) {
 	if k, ok := predefinedKeys[h]; ok {
 		return k, nil
 	}
-	if kv, ok := keyvals.get(h); ok {
-		return kv.k, nil
+	kv, err := objKeyvalOf(fn, kindComm, h)
+	if err != nil {
+		return nil, err
 	}
-	return nil, errorf(errKeyval, fn, "invalid keyval %#x", uint32(h))
+	return kv.k, nil
 }
 
 func xComm_set_attr(c *mpi.Comm, h int32, v uintptr) error {

@@ -114,9 +114,16 @@ func xType_create_resized(old *datatype.Type, lb, extent int, out *C.int) error 
 	return putType(t, err, out)
 }
 
-func xType_dup(old *datatype.Type, out *C.int) error {
+func xType_dup(oh int32, out *C.int) error {
+	old, err := typeOf("MPI_Type_dup", oh)
+	if err != nil {
+		return err
+	}
 	t, err := datatype.Dup(old)
-	return putType(t, err, out)
+	if err := putType(t, err, out); err != nil {
+		return err
+	}
+	return copyTypeAttrs(oh, int32(*out))
 }
 
 func xType_commit(h *C.int) error {
@@ -136,6 +143,9 @@ func xType_free(h *C.int) error {
 	if err != nil {
 		return err
 	}
+	if err := dropObjAttrs(fn, int32(*h), int32(*h)); err != nil {
+		return err
+	}
 	types.del(int32(*h))
 	typeHandles.Delete(t)
 	*h = C.int(hDatatypeNull)
@@ -144,6 +154,27 @@ func xType_free(h *C.int) error {
 
 func xType_size(t *datatype.Type, size *C.int) error {
 	*size = C.int(t.Size())
+	return nil
+}
+
+// sizedTypes are the predefined types MPI_Type_match_size returns, by
+// MPI_TYPECLASS_REAL (1), _INTEGER (2) and _COMPLEX (3) and size in bytes:
+// the Fortran sized types, as MPICH does.
+var sizedTypes = map[[2]int]uint32{
+	{1, 4}: 0x4c000427, {1, 8}: 0x4c000829, // MPI_REAL4, MPI_REAL8
+	{2, 1}: 0x4c00012d, {2, 2}: 0x4c00022f, {2, 4}: 0x4c000430, {2, 8}: 0x4c000831, // MPI_INTEGER1..8
+	{3, 8}: 0x4c000828, {3, 16}: 0x4c00102a, // MPI_COMPLEX8, MPI_COMPLEX16
+}
+
+func xType_match_size(class, size int, h *C.int) error {
+	if class < 1 || class > 3 {
+		return newErr(mpi.ErrArg, "MPI_Type_match_size", "typeclass %d is none of MPI_TYPECLASS_REAL, _INTEGER, _COMPLEX", class)
+	}
+	t, ok := sizedTypes[[2]int{class, size}]
+	if !ok {
+		return newErr(mpi.ErrArg, "MPI_Type_match_size", "no predefined type of %s has size %d", [...]string{"", "MPI_TYPECLASS_REAL", "MPI_TYPECLASS_INTEGER", "MPI_TYPECLASS_COMPLEX"}[class], size)
+	}
+	*h = C.int(int32(t))
 	return nil
 }
 

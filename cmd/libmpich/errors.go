@@ -180,8 +180,17 @@ func adimpi_unsupported(i C.int) C.int {
 	if int(i) >= 0 && int(i) < len(unsupportedNames) {
 		name = unsupportedNames[i]
 	}
+	// A program whose error handler returns may never look at the code:
+	// say it on standard error, once per function and process.
+	if _, seen := unsupportedSeen.LoadOrStore(name, true); !seen {
+		fmt.Fprintf(os.Stderr, "adimpi libmpich: %s is not implemented; it returns MPI_ERR_UNSUPPORTED_OPERATION (docs/c-abi.md lists what is)\n", name)
+	}
 	return fail(nil, errorf(errUnsupported, name, "adimpi's libmpich does not implement %s (docs/c-abi.md lists what it does)", name))
 }
+
+// unsupportedSeen holds the names of the unimplemented functions this
+// process has called.
+var unsupportedSeen sync.Map
 
 // MPICH's C++ bindings (libmpichcxx.so.12) register C++ trampolines for
 // user operations, error handlers and attribute callbacks through these

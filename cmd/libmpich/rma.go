@@ -42,10 +42,11 @@ const (
 
 // winEntry is what a window handle stands for.
 type winEntry struct {
-	w     *mpi.Win
-	base  unsafe.Pointer      // MPI_WIN_BASE: the C program's address of this rank's memory
-	attrs *C.adimpi_win_attrs // what the other predefined attributes point to
-	eh    int32               // the handler MPI_Win_set_errhandler set (0: none, MPICH's rule applies)
+	w      *mpi.Win
+	base   unsafe.Pointer      // MPI_WIN_BASE: the C program's address of this rank's memory
+	attrs  *C.adimpi_win_attrs // what the other predefined attributes point to
+	eh     int32               // the handler MPI_Win_set_errhandler set (0: none, MPICH's rule applies)
+	handle int32               // the window's own handle, for the program's callbacks
 }
 
 var wins = newTable[*winEntry](kindDirect | objWin)
@@ -82,7 +83,9 @@ func newWinEntry(w *mpi.Win, base unsafe.Pointer, size int) int32 {
 	_ = w.SetErrhandler(mpi.ErrorsReturn)
 	a := (*C.adimpi_win_attrs)(C.calloc(1, C.size_t(unsafe.Sizeof(C.adimpi_win_attrs{}))))
 	a.size, a.disp_unit, a.flavor, a.model = C.long(size), C.int(w.DispUnit()), C.int(w.Flavor()), C.int(w.Model())
-	return wins.add(&winEntry{w: w, base: base, attrs: a})
+	e := &winEntry{w: w, base: base, attrs: a}
+	e.handle = wins.add(e)
+	return e.handle
 }
 
 // cMem is the C memory [p, p+size) as a byte slice.
@@ -188,6 +191,9 @@ func xWin_shared_query(e *winEntry, rank int, size *C.long, dispUnit *C.int, bas
 func xWin_free(h *C.int) error {
 	e, err := winOf("MPI_Win_free", int32(*h))
 	if err != nil {
+		return err
+	}
+	if err := dropObjAttrs("MPI_Win_free", e, int32(*h)); err != nil {
 		return err
 	}
 	if err := e.w.Free(); err != nil {
@@ -316,8 +322,7 @@ func xWin_get_attr(e *winEntry, key int32, out *uintptr, flag *C.int) error {
 	case keyWinModel:
 		*out = uintptr(unsafe.Pointer(&a.model))
 	default:
-		*flag = 0
-		return errorf(errKeyval, "MPI_Win_get_attr", "key %#x: adimpi's libmpich has only the predefined window attributes", uint32(key))
+		return getObjAttr("MPI_Win_get_attr", kindWin, e, key, out, flag)
 	}
 	return nil
 }
@@ -327,8 +332,12 @@ func xWin_set_errhandler(e *winEntry, h int32) error {
 	if err != nil {
 		return err
 	}
-	if h != hErrorsFatal && h != hErrorsReturn && h != hErrorsAbort {
-		return errorf(errUnsupported, "MPI_Win_set_errhandler", "only MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT and MPI_ERRORS_RETURN can be set on a window")
+	switch h {
+	case hErrorsFatal, hErrorsReturn, hErrorsAbort:
+	default:
+		if eh = userWinErrhandler(eh, e.handle); eh == nil {
+			return newErr(mpi.ErrArg, "MPI_Win_set_errhandler", "error handler %#x was made for communicators (MPI_Comm_create_errhandler)", uint32(h))
+		}
 	}
 	e.eh = h
 	return e.w.SetErrhandler(eh)

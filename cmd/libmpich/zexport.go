@@ -3188,12 +3188,7 @@ func PMPI_Type_create_resized(oldtype C.int, lb C.long, extent C.long, newtype *
 // cType_dup decodes MPI_Type_dup's handles and runs its translation.
 func cType_dup(oldtype C.int, newtype *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Type_dup")
-	const fn = "MPI_Type_dup"
-	oldtype_, err := typeOf(fn, int32(oldtype))
-	if err != nil {
-		return fail(nil, err)
-	}
-	return done(nil, xType_dup(oldtype_, newtype))
+	return done(nil, xType_dup(int32(oldtype), newtype))
 }
 
 // MPI_Type_dup is MPI_Type_dup for C programs, with MPICH's signature.
@@ -3208,6 +3203,106 @@ func MPI_Type_dup(oldtype C.int, newtype *C.int) C.int {
 //export PMPI_Type_dup
 func PMPI_Type_dup(oldtype C.int, newtype *C.int) C.int {
 	return cType_dup(oldtype, newtype)
+}
+
+// cType_create_keyval decodes MPI_Type_create_keyval's handles and runs its translation.
+func cType_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_keyval")
+	return done(nil, xType_create_keyval(copy_fn, delete_fn, keyval, extra_state))
+}
+
+// MPI_Type_create_keyval is MPI_Type_create_keyval for C programs, with MPICH's signature.
+//
+//export MPI_Type_create_keyval
+func MPI_Type_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
+	return cType_create_keyval(copy_fn, delete_fn, keyval, extra_state)
+}
+
+// PMPI_Type_create_keyval is MPI_Type_create_keyval for C programs, with MPICH's signature.
+//
+//export PMPI_Type_create_keyval
+func PMPI_Type_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
+	return cType_create_keyval(copy_fn, delete_fn, keyval, extra_state)
+}
+
+// cType_free_keyval decodes MPI_Type_free_keyval's handles and runs its translation.
+func cType_free_keyval(keyval *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_free_keyval")
+	return done(nil, xType_free_keyval(keyval))
+}
+
+// MPI_Type_free_keyval is MPI_Type_free_keyval for C programs, with MPICH's signature.
+//
+//export MPI_Type_free_keyval
+func MPI_Type_free_keyval(keyval *C.int) C.int {
+	return cType_free_keyval(keyval)
+}
+
+// PMPI_Type_free_keyval is MPI_Type_free_keyval for C programs, with MPICH's signature.
+//
+//export PMPI_Type_free_keyval
+func PMPI_Type_free_keyval(keyval *C.int) C.int {
+	return cType_free_keyval(keyval)
+}
+
+// cType_set_attr decodes MPI_Type_set_attr's handles and runs its translation.
+func cType_set_attr(datatype C.int, keyval C.int, attribute_val uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Type_set_attr")
+	return done(nil, xType_set_attr(int32(datatype), int32(keyval), attribute_val))
+}
+
+// MPI_Type_set_attr is MPI_Type_set_attr for C programs, with MPICH's signature.
+//
+//export MPI_Type_set_attr
+func MPI_Type_set_attr(datatype C.int, keyval C.int, attribute_val uintptr) C.int {
+	return cType_set_attr(datatype, keyval, attribute_val)
+}
+
+// PMPI_Type_set_attr is MPI_Type_set_attr for C programs, with MPICH's signature.
+//
+//export PMPI_Type_set_attr
+func PMPI_Type_set_attr(datatype C.int, keyval C.int, attribute_val uintptr) C.int {
+	return cType_set_attr(datatype, keyval, attribute_val)
+}
+
+// cType_get_attr decodes MPI_Type_get_attr's handles and runs its translation.
+func cType_get_attr(datatype C.int, keyval C.int, attribute_val *uintptr, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_attr")
+	return done(nil, xType_get_attr(int32(datatype), int32(keyval), attribute_val, flag))
+}
+
+// MPI_Type_get_attr is MPI_Type_get_attr for C programs, with MPICH's signature.
+//
+//export MPI_Type_get_attr
+func MPI_Type_get_attr(datatype C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
+	return cType_get_attr(datatype, keyval, attribute_val, flag)
+}
+
+// PMPI_Type_get_attr is MPI_Type_get_attr for C programs, with MPICH's signature.
+//
+//export PMPI_Type_get_attr
+func PMPI_Type_get_attr(datatype C.int, keyval C.int, attribute_val *uintptr, flag *C.int) C.int {
+	return cType_get_attr(datatype, keyval, attribute_val, flag)
+}
+
+// cType_delete_attr decodes MPI_Type_delete_attr's handles and runs its translation.
+func cType_delete_attr(datatype C.int, keyval C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_delete_attr")
+	return done(nil, xType_delete_attr(int32(datatype), int32(keyval)))
+}
+
+// MPI_Type_delete_attr is MPI_Type_delete_attr for C programs, with MPICH's signature.
+//
+//export MPI_Type_delete_attr
+func MPI_Type_delete_attr(datatype C.int, keyval C.int) C.int {
+	return cType_delete_attr(datatype, keyval)
+}
+
+// PMPI_Type_delete_attr is MPI_Type_delete_attr for C programs, with MPICH's signature.
+//
+//export PMPI_Type_delete_attr
+func PMPI_Type_delete_attr(datatype C.int, keyval C.int) C.int {
+	return cType_delete_attr(datatype, keyval)
 }
 
 // cType_commit decodes MPI_Type_commit's handles and runs its translation.
@@ -3273,6 +3368,26 @@ func MPI_Type_size(datatype C.int, size *C.int) C.int {
 //export PMPI_Type_size
 func PMPI_Type_size(datatype C.int, size *C.int) C.int {
 	return cType_size(datatype, size)
+}
+
+// cType_match_size decodes MPI_Type_match_size's handles and runs its translation.
+func cType_match_size(typeclass C.int, size C.int, datatype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_match_size")
+	return done(nil, xType_match_size(int(typeclass), int(size), datatype))
+}
+
+// MPI_Type_match_size is MPI_Type_match_size for C programs, with MPICH's signature.
+//
+//export MPI_Type_match_size
+func MPI_Type_match_size(typeclass C.int, size C.int, datatype *C.int) C.int {
+	return cType_match_size(typeclass, size, datatype)
+}
+
+// PMPI_Type_match_size is MPI_Type_match_size for C programs, with MPICH's signature.
+//
+//export PMPI_Type_match_size
+func PMPI_Type_match_size(typeclass C.int, size C.int, datatype *C.int) C.int {
+	return cType_match_size(typeclass, size, datatype)
 }
 
 // cType_size_x decodes MPI_Type_size_x's handles and runs its translation.
@@ -6952,6 +7067,106 @@ func PMPI_Win_set_errhandler(win C.int, errhandler C.int) C.int {
 	return cWin_set_errhandler(win, errhandler)
 }
 
+// cWin_create_errhandler decodes MPI_Win_create_errhandler's handles and runs its translation.
+func cWin_create_errhandler(function unsafe.Pointer, errhandler *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_create_errhandler")
+	return done(nil, xWin_create_errhandler(function, errhandler))
+}
+
+// MPI_Win_create_errhandler is MPI_Win_create_errhandler for C programs, with MPICH's signature.
+//
+//export MPI_Win_create_errhandler
+func MPI_Win_create_errhandler(function unsafe.Pointer, errhandler *C.int) C.int {
+	return cWin_create_errhandler(function, errhandler)
+}
+
+// PMPI_Win_create_errhandler is MPI_Win_create_errhandler for C programs, with MPICH's signature.
+//
+//export PMPI_Win_create_errhandler
+func PMPI_Win_create_errhandler(function unsafe.Pointer, errhandler *C.int) C.int {
+	return cWin_create_errhandler(function, errhandler)
+}
+
+// cWin_create_keyval decodes MPI_Win_create_keyval's handles and runs its translation.
+func cWin_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Win_create_keyval")
+	return done(nil, xWin_create_keyval(copy_fn, delete_fn, keyval, extra_state))
+}
+
+// MPI_Win_create_keyval is MPI_Win_create_keyval for C programs, with MPICH's signature.
+//
+//export MPI_Win_create_keyval
+func MPI_Win_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
+	return cWin_create_keyval(copy_fn, delete_fn, keyval, extra_state)
+}
+
+// PMPI_Win_create_keyval is MPI_Win_create_keyval for C programs, with MPICH's signature.
+//
+//export PMPI_Win_create_keyval
+func PMPI_Win_create_keyval(copy_fn unsafe.Pointer, delete_fn unsafe.Pointer, keyval *C.int, extra_state uintptr) C.int {
+	return cWin_create_keyval(copy_fn, delete_fn, keyval, extra_state)
+}
+
+// cWin_free_keyval decodes MPI_Win_free_keyval's handles and runs its translation.
+func cWin_free_keyval(keyval *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_free_keyval")
+	return done(nil, xWin_free_keyval(keyval))
+}
+
+// MPI_Win_free_keyval is MPI_Win_free_keyval for C programs, with MPICH's signature.
+//
+//export MPI_Win_free_keyval
+func MPI_Win_free_keyval(keyval *C.int) C.int {
+	return cWin_free_keyval(keyval)
+}
+
+// PMPI_Win_free_keyval is MPI_Win_free_keyval for C programs, with MPICH's signature.
+//
+//export PMPI_Win_free_keyval
+func PMPI_Win_free_keyval(keyval *C.int) C.int {
+	return cWin_free_keyval(keyval)
+}
+
+// cWin_set_attr decodes MPI_Win_set_attr's handles and runs its translation.
+func cWin_set_attr(win C.int, keyval C.int, attribute_val uintptr) (rc C.int) {
+	defer guard(&rc, "MPI_Win_set_attr")
+	return done(nil, xWin_set_attr(int32(win), int32(keyval), attribute_val))
+}
+
+// MPI_Win_set_attr is MPI_Win_set_attr for C programs, with MPICH's signature.
+//
+//export MPI_Win_set_attr
+func MPI_Win_set_attr(win C.int, keyval C.int, attribute_val uintptr) C.int {
+	return cWin_set_attr(win, keyval, attribute_val)
+}
+
+// PMPI_Win_set_attr is MPI_Win_set_attr for C programs, with MPICH's signature.
+//
+//export PMPI_Win_set_attr
+func PMPI_Win_set_attr(win C.int, keyval C.int, attribute_val uintptr) C.int {
+	return cWin_set_attr(win, keyval, attribute_val)
+}
+
+// cWin_delete_attr decodes MPI_Win_delete_attr's handles and runs its translation.
+func cWin_delete_attr(win C.int, keyval C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Win_delete_attr")
+	return done(nil, xWin_delete_attr(int32(win), int32(keyval)))
+}
+
+// MPI_Win_delete_attr is MPI_Win_delete_attr for C programs, with MPICH's signature.
+//
+//export MPI_Win_delete_attr
+func MPI_Win_delete_attr(win C.int, keyval C.int) C.int {
+	return cWin_delete_attr(win, keyval)
+}
+
+// PMPI_Win_delete_attr is MPI_Win_delete_attr for C programs, with MPICH's signature.
+//
+//export PMPI_Win_delete_attr
+func PMPI_Win_delete_attr(win C.int, keyval C.int) C.int {
+	return cWin_delete_attr(win, keyval)
+}
+
 // cWin_get_errhandler decodes MPI_Win_get_errhandler's handles and runs its translation.
 func cWin_get_errhandler(win C.int, errhandler *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Win_get_errhandler")
@@ -9937,27 +10152,16 @@ var unsupportedNames = [...]string{
 	"MPI_Type_create_hindexed_c",
 	"MPI_Type_create_hvector_c",
 	"MPI_Type_create_indexed_block_c",
-	"MPI_Type_create_keyval",
 	"MPI_Type_create_resized_c",
 	"MPI_Type_create_struct_c",
 	"MPI_Type_create_subarray_c",
-	"MPI_Type_delete_attr",
-	"MPI_Type_free_keyval",
-	"MPI_Type_get_attr",
 	"MPI_Type_get_contents_c",
 	"MPI_Type_get_envelope_c",
 	"MPI_Type_get_extent_c",
 	"MPI_Type_get_true_extent_c",
 	"MPI_Type_indexed_c",
-	"MPI_Type_match_size",
-	"MPI_Type_set_attr",
 	"MPI_Unpack_c",
 	"MPI_Unpack_external",
 	"MPI_Unpack_external_c",
-	"MPI_Win_create_errhandler",
-	"MPI_Win_create_keyval",
-	"MPI_Win_delete_attr",
-	"MPI_Win_free_keyval",
-	"MPI_Win_set_attr",
 	"MPI_Win_shared_query_c",
 }

@@ -482,49 +482,27 @@ int MPI_Type_create_hvector_c() { return adimpi_unsupported(236); }
 int PMPI_Type_create_hvector_c() __attribute__((alias("MPI_Type_create_hvector_c")));
 int MPI_Type_create_indexed_block_c() { return adimpi_unsupported(237); }
 int PMPI_Type_create_indexed_block_c() __attribute__((alias("MPI_Type_create_indexed_block_c")));
-int MPI_Type_create_keyval() { return adimpi_unsupported(238); }
-int PMPI_Type_create_keyval() __attribute__((alias("MPI_Type_create_keyval")));
-int MPI_Type_create_resized_c() { return adimpi_unsupported(239); }
+int MPI_Type_create_resized_c() { return adimpi_unsupported(238); }
 int PMPI_Type_create_resized_c() __attribute__((alias("MPI_Type_create_resized_c")));
-int MPI_Type_create_struct_c() { return adimpi_unsupported(240); }
+int MPI_Type_create_struct_c() { return adimpi_unsupported(239); }
 int PMPI_Type_create_struct_c() __attribute__((alias("MPI_Type_create_struct_c")));
-int MPI_Type_create_subarray_c() { return adimpi_unsupported(241); }
+int MPI_Type_create_subarray_c() { return adimpi_unsupported(240); }
 int PMPI_Type_create_subarray_c() __attribute__((alias("MPI_Type_create_subarray_c")));
-int MPI_Type_delete_attr() { return adimpi_unsupported(242); }
-int PMPI_Type_delete_attr() __attribute__((alias("MPI_Type_delete_attr")));
-int MPI_Type_free_keyval() { return adimpi_unsupported(243); }
-int PMPI_Type_free_keyval() __attribute__((alias("MPI_Type_free_keyval")));
-int MPI_Type_get_attr() { return adimpi_unsupported(244); }
-int PMPI_Type_get_attr() __attribute__((alias("MPI_Type_get_attr")));
-int MPI_Type_get_contents_c() { return adimpi_unsupported(245); }
+int MPI_Type_get_contents_c() { return adimpi_unsupported(241); }
 int PMPI_Type_get_contents_c() __attribute__((alias("MPI_Type_get_contents_c")));
-int MPI_Type_get_envelope_c() { return adimpi_unsupported(246); }
+int MPI_Type_get_envelope_c() { return adimpi_unsupported(242); }
 int PMPI_Type_get_envelope_c() __attribute__((alias("MPI_Type_get_envelope_c")));
-int MPI_Type_get_extent_c() { return adimpi_unsupported(247); }
+int MPI_Type_get_extent_c() { return adimpi_unsupported(243); }
 int PMPI_Type_get_extent_c() __attribute__((alias("MPI_Type_get_extent_c")));
-int MPI_Type_get_true_extent_c() { return adimpi_unsupported(248); }
+int MPI_Type_get_true_extent_c() { return adimpi_unsupported(244); }
 int PMPI_Type_get_true_extent_c() __attribute__((alias("MPI_Type_get_true_extent_c")));
-int MPI_Type_indexed_c() { return adimpi_unsupported(249); }
+int MPI_Type_indexed_c() { return adimpi_unsupported(245); }
 int PMPI_Type_indexed_c() __attribute__((alias("MPI_Type_indexed_c")));
-int MPI_Type_match_size() { return adimpi_unsupported(250); }
-int PMPI_Type_match_size() __attribute__((alias("MPI_Type_match_size")));
-int MPI_Type_set_attr() { return adimpi_unsupported(251); }
-int PMPI_Type_set_attr() __attribute__((alias("MPI_Type_set_attr")));
-int MPI_Unpack_c() { return adimpi_unsupported(252); }
+int MPI_Unpack_c() { return adimpi_unsupported(246); }
 int PMPI_Unpack_c() __attribute__((alias("MPI_Unpack_c")));
-int MPI_Unpack_external() { return adimpi_unsupported(253); }
+int MPI_Unpack_external() { return adimpi_unsupported(247); }
 int PMPI_Unpack_external() __attribute__((alias("MPI_Unpack_external")));
-int MPI_Unpack_external_c() { return adimpi_unsupported(254); }
+int MPI_Unpack_external_c() { return adimpi_unsupported(248); }
 int PMPI_Unpack_external_c() __attribute__((alias("MPI_Unpack_external_c")));
-int MPI_Win_create_errhandler() { return adimpi_unsupported(255); }
-int PMPI_Win_create_errhandler() __attribute__((alias("MPI_Win_create_errhandler")));
-int MPI_Win_create_keyval() { return adimpi_unsupported(256); }
-int PMPI_Win_create_keyval() __attribute__((alias("MPI_Win_create_keyval")));
-int MPI_Win_delete_attr() { return adimpi_unsupported(257); }
-int PMPI_Win_delete_attr() __attribute__((alias("MPI_Win_delete_attr")));
-int MPI_Win_free_keyval() { return adimpi_unsupported(258); }
-int PMPI_Win_free_keyval() __attribute__((alias("MPI_Win_free_keyval")));
-int MPI_Win_set_attr() { return adimpi_unsupported(259); }
-int PMPI_Win_set_attr() __attribute__((alias("MPI_Win_set_attr")));
-int MPI_Win_shared_query_c() { return adimpi_unsupported(260); }
+int MPI_Win_shared_query_c() { return adimpi_unsupported(249); }
 int PMPI_Win_shared_query_c() __attribute__((alias("MPI_Win_shared_query_c")));

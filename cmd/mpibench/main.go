@@ -46,6 +46,9 @@ type config struct {
 	senders  int
 	checkBuf bool
 	touch    bool
+	// dist: pingpong also times every iteration of one more repetition
+	// (rows pingpong_mean, pingpong_p50, pingpong_p90, pingpong_p99).
+	dist bool
 	// allreduceLarge is coll's large Allreduce in bytes.
 	allreduceLarge int
 	// winCreate: rma uses WinCreate windows rather than WinAllocate.
@@ -130,6 +133,7 @@ func main() {
 	fs.IntVar(&cfg.msgs, "msgs", 1000, "anysource: messages of 8 B per sender")
 	fs.IntVar(&cfg.senders, "senders", 0, "anysource: only this many senders (0 = every k from 1 to np-1); the np column is k+1")
 	fs.BoolVar(&cfg.checkBuf, "check", true, "verify the received data once per size")
+	fs.BoolVar(&cfg.dist, "dist", false, "pingpong: also time every iteration of one more repetition and print the one-way latency's mean, median, 90th and 99th percentiles (rows pingpong_mean, _p50, _p90, _p99): a loaded machine makes latency bimodal, which the best repetition hides")
 	fs.BoolVar(&cfg.touch, "touch", false, "bw, virtus: the sender writes every cache line of a message's data before sending it and the receiver reads every line after receiving it, as a program producing and consuming its data does; one message per window (rows bw_touch, virtus_touch_*)")
 	fs.IntVar(&cfg.allreduceLarge, "allreduce-large", 8<<20, "coll: bytes of the large Allreduce (a multiple of 8)")
 	fs.BoolVar(&cfg.winCreate, "win-create", false, "rma: windows of the program's memory (WinCreate; rows rma_create_*) rather than WinAllocate")

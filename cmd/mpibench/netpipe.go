@@ -29,19 +29,24 @@ func init() {
 		xMetric{"NetPIPE peak bandwidth (MB/s)", xPrefix + "netpipe_peak", 2, 2, 0, false})
 }
 
-// netpipeArgs are NPmpich2's arguments: sizes up to max without the
-// perturbed sizes around each power of two, a fixed number of repeats per
-// trial (NetPIPE's own choice, from a first timing, runs for minutes when
-// that timing is off on a busy machine), and no output file.
-func netpipeArgs(quick bool) []string {
-	max, reps := "4194304", "400"
+// netpipeRuns are NPmpich2's runs per target, each its arguments: sizes
+// without the perturbed sizes around each power of two, a fixed number of
+// repeats per trial (NetPIPE's own choice, from a first timing, runs for
+// minutes when that timing is off on a busy machine), and no output file.
+// A full run is one curve up to 4 MiB; a quick run, which must stay within
+// the step's time limit on a loaded machine, is two: 8 B with 2000 repeats
+// (the latency) and 64 KiB to 1 MiB with 50 (the peak).
+func netpipeRuns(quick bool) [][]string {
 	if quick {
-		max, reps = "1048576", "200"
+		return [][]string{
+			{"-l", "8", "-u", "8", "-p", "0", "-n", "2000", "-o", "/dev/null"},
+			{"-l", "65536", "-u", "1048576", "-p", "0", "-n", "50", "-o", "/dev/null"},
+		}
 	}
-	return []string{"-u", max, "-p", "0", "-n", reps, "-o", "/dev/null"}
+	return [][]string{{"-u", "4194304", "-p", "0", "-n", "400", "-o", "/dev/null"}}
 }
 
-// xNetpipeArgs are netpipeArgs across simulated hosts, whose links carry a
+// xNetpipeArgs are NPmpich2's arguments across simulated hosts, whose links carry a
 // few tens of MB/s under load: fewer repeats, and in a quick run sizes up
 // to 256 KiB.
 func xNetpipeArgs(quick bool) []string {
@@ -58,8 +63,8 @@ var netpipeLine = regexp.MustCompile(`^\s*\d+:\s+(\d+) bytes\s+\d+ times -->\s+(
 
 // parseNetpipe turns NetPIPE's output into rows of device: the one-way
 // latency (half the round trip, NetPIPE's "usec") and the bandwidth
-// (its Mbps as MB/s) per size, and the peak bandwidth over the sizes
-// (netpipe_peak, size 0). NetPIPE writes its lines to stderr, and a
+// (its Mbps as MB/s) per size, and the peak bandwidth over the sizes of
+// at least 64 KiB (netpipe_peak, size 0; none without such sizes). NetPIPE writes its lines to stderr, and a
 // launcher may split a line between its streams: out is both, and a size
 // seen twice counts once.
 func parseNetpipe(device string) func(string) []row {
@@ -80,13 +85,28 @@ func parseNetpipe(device string) func(string) []row {
 			mbps, _ := strconv.ParseFloat(m[2], 64)
 			us, _ := strconv.ParseFloat(m[3], 64)
 			rows = append(rows, row{"netpipe_lat", device, 2, size, us, "us"}, row{"netpipe_bw", device, 2, size, mbps / 8, "MB/s"})
-			peak = max(peak, mbps/8)
+			if size >= 64<<10 {
+				peak = max(peak, mbps/8)
+			}
 		}
-		if len(rows) > 0 {
+		if peak > 0 {
 			rows = append(rows, row{"netpipe_peak", device, 2, 0, peak, "MB/s"})
 		}
 		return rows
 	}
+}
+
+// pingpongPeak is the best ping-pong bandwidth in MB/s (bytes per µs of
+// one-way time) over sizes of at least 64 KiB, from lat (µs by size): the
+// figure NetPIPE's peak, a ping-pong's, compares with.
+func pingpongPeak(lat map[int]float64) (float64, bool) {
+	best, ok := 0.0, false
+	for size, us := range lat {
+		if size >= 64<<10 && us > 0 {
+			best, ok = max(best, float64(size)/us), true
+		}
+	}
+	return best, ok
 }
 
 // cPingpongRows keeps the pingpong rows of bench/c's mpibench run on an
@@ -136,6 +156,9 @@ func (c *comparer) withLibmpich(argv []string) []string {
 	return append([]string{"env", "ADIMPI_LIBMPICH_DIR=" + libmpich.dir}, argv...)
 }
 
+// netpipeSuffix tells a target's NetPIPE runs apart in step labels.
+var netpipeSuffix = []string{"", "-bw"}
+
 // netpipeSteps plans the single-host netpipe runs: NPmpich2 on every adimpi
 // device and on MPICH, and bench/c's ping-pong (MPICH's build) on every
 // adimpi device.
@@ -158,18 +181,22 @@ func (c *comparer) netpipeSteps() []*cmpStep {
 	for _, t := range c.targets {
 		switch {
 		case t.adimpi:
-			argv := c.withLibmpich([]string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), netpipeBin})
-			steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-netpipe", what: "netpipe np2",
-				argv: append(argv, netpipeArgs(c.opts.quick)...), parse: parseNetpipe(t.name)})
+			for i, args := range netpipeRuns(c.opts.quick) {
+				argv := c.withLibmpich([]string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), netpipeBin})
+				steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-netpipe" + netpipeSuffix[i], what: "netpipe np2" + netpipeSuffix[i],
+					argv: append(argv, args...), parse: parseNetpipe(t.name)})
+			}
 			if mpich != nil && mpich.bins["mpibench"] != "" {
 				argv := c.withLibmpich([]string{c.mpirun, "-np", "2", "-device", t.name, "-timeout", limit.String(), mpich.bins["mpibench"]})
 				steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-c-pingpong", what: "C pingpong np2",
 					argv: append(argv, cpp...), parse: cPingpongRows(t.name)})
 			}
 		case t.name == "mpich":
-			argv := append(slices.Clone(t.launch), "-n", "2", netpipeBin)
-			steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-netpipe", what: "netpipe np2",
-				argv: append(argv, netpipeArgs(c.opts.quick)...), parse: parseNetpipe(t.name)})
+			for i, args := range netpipeRuns(c.opts.quick) {
+				argv := append(slices.Clone(t.launch), "-n", "2", netpipeBin)
+				steps = append(steps, &cmpStep{target: t, bench: "netpipe", np: 2, label: t.name + "-netpipe" + netpipeSuffix[i], what: "netpipe np2" + netpipeSuffix[i],
+					argv: append(argv, args...), parse: parseNetpipe(t.name)})
+			}
 		}
 	}
 	return steps
@@ -238,11 +265,16 @@ func (r *cmpReport) netpipe() {
 		peak, okP := at("netpipe_peak", d, 0)
 		cpp, okC := at("c_pingpong", d, 8)
 		goLat, okG := at("pingpong", d, 8)
+		ppPeak, okPP := pingpongPeak(r.values("pingpong", d, false, 2, -1))
 		rows = append(rows, []string{d, f(lat, okL), f(cpp, okC), f(goLat, okG), ratio(lat, goLat, okL && okG),
-			ratio(lat, mLat, okL && hasM), f(peak, okP), ratio(peak, mPeak, okP && hasM)})
+			ratio(lat, mLat, okL && hasM), f(peak, okP), ratio(peak, mPeak, okP && hasM),
+			f(ppPeak, okPP), ratio(peak, ppPeak, okP && okPP)})
 	}
 	r.table("l", []string{"target", "NetPIPE 8 B (µs)", "C ping-pong 8 B (µs)", "Go API 8 B (µs)", "NetPIPE / Go",
-		"NetPIPE / MPICH", "peak MB/s", "peak / MPICH"}, rows)
+		"NetPIPE / MPICH", "peak MB/s", "peak / MPICH", "ping-pong peak MB/s", "peak / ping-pong peak"}, rows)
+	r.p("\"Ping-pong peak\" is the pingpong benchmark's best size ÷ one-way time from 64 KiB up (the Go API on adimpi's " +
+		"devices, bench/c's program on MPICH): NetPIPE measures a ping-pong too, so this, not the bw benchmark's " +
+		"streaming window, is its like-for-like reference.\n\n")
 	r.perSizeSection("netpipe_lat", "NetPIPE latency vs size", "NPmpich2's one-way latency, µs; lower is better.",
 		"one-way latency (µs)", "netpipe-latency.png", true, true)
 	r.perSizeSection("netpipe_bw", "NetPIPE bandwidth vs size", "NPmpich2's bandwidth, MB/s; higher is better.",

@@ -32,7 +32,24 @@ Now starting the main loop
 			t.Errorf("%v = %v, want %v", k, got[k], v)
 		}
 	}
+	// A latency run (8 B only) gives no peak: the quick plan's bandwidth
+	// run of the same target does.
+	if rows := parseNetpipe("fm")("  0:       8 bytes   2000 times -->     64.00 Mbps in       1.00 usec\n"); len(rows) != 2 {
+		t.Errorf("8 B run: %d rows, want latency and bandwidth only: %v", len(rows), rows)
+	}
 	if rows := parseNetpipe("fm")("no numbers here\n"); rows != nil {
 		t.Errorf("rows from no NetPIPE lines: %v", rows)
+	}
+}
+
+// TestPingpongPeak takes the best size ÷ one-way time from 64 KiB up and
+// ignores the small sizes, whose ratio says nothing about bandwidth.
+func TestPingpongPeak(t *testing.T) {
+	lat := map[int]float64{8: 0.001, 65536: 65.536, 1 << 20: 104.8576, 4 << 20: 1048.576}
+	if got, ok := pingpongPeak(lat); !ok || got != 10000 {
+		t.Errorf("pingpongPeak = %v, %v; want 10000, true", got, ok)
+	}
+	if _, ok := pingpongPeak(map[int]float64{8: 0.3}); ok {
+		t.Error("pingpongPeak of 8 B only: ok, want no peak")
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"slices"
 
 	"github.com/adimpi/adimpi/datatype"
 	"github.com/adimpi/adimpi/mpi"
@@ -84,6 +85,9 @@ func pingpong(cfg *config, c *mpi.Comm) []row {
 			best = min(best, mpi.Wtime()-t0)
 		}
 		rows = append(rows, row{"pingpong", mpi.DeviceName(), c.Size(), n, best / float64(iters) / 2 * 1e6, "us"})
+		if cfg.dist {
+			rows = append(rows, pingDist(c, sbuf, rbuf, iters)...)
+		}
 	}
 	return rows
 }
@@ -197,4 +201,41 @@ func bandwidth(cfg *config, c *mpi.Comm) []row {
 		rows = append(rows, row{bench, mpi.DeviceName(), c.Size(), n, mbps, "MB/s"})
 	}
 	return rows
+}
+
+// pingDist times each of iters more round trips on rank 0 and returns the
+// one-way latency's mean and percentiles (µs) as rows pingpong_mean,
+// pingpong_p50, pingpong_p90 and pingpong_p99 (rank 1: none).
+func pingDist(c *mpi.Comm, sbuf, rbuf []byte, iters int) []row {
+	n := len(sbuf)
+	lat := make([]float64, iters)
+	for i := range lat {
+		t0 := mpi.Wtime()
+		if c.Rank() == 0 {
+			check(mpi.Send(c, sbuf, 1, tagPing), "pingpong send")
+			_, err := mpi.Recv(c, rbuf, 1, tagPing)
+			check(err, "pingpong recv")
+		} else {
+			_, err := mpi.Recv(c, rbuf, 0, tagPing)
+			check(err, "pingpong recv")
+			check(mpi.Send(c, sbuf, 0, tagPing), "pingpong send")
+		}
+		lat[i] = (mpi.Wtime() - t0) / 2 * 1e6
+	}
+	if c.Rank() != 0 {
+		return nil
+	}
+	sum := 0.0
+	for _, v := range lat {
+		sum += v
+	}
+	slices.Sort(lat)
+	at := func(q float64) float64 { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+	dev := mpi.DeviceName()
+	return []row{
+		{"pingpong_mean", dev, c.Size(), n, sum / float64(len(lat)), "us"},
+		{"pingpong_p50", dev, c.Size(), n, at(0.5), "us"},
+		{"pingpong_p90", dev, c.Size(), n, at(0.9), "us"},
+		{"pingpong_p99", dev, c.Size(), n, at(0.99), "us"},
+	}
 }

@@ -157,17 +157,39 @@ func rmaBench(cfg *config, c *mpi.Comm) []row {
 // make one take milliseconds on some MPIs.
 const rmaWarmup = 50
 
-// timePer runs f(warm) untimed, sizes the iteration count to cfg.minTime
-// from it, and returns the best time per iteration over cfg.reps runs.
+// timePer runs f up to warm times untimed (stopping once that has taken
+// cfg.minTime: an iteration may take milliseconds where a target's
+// progress is slow), sizes the iteration count to cfg.minTime from it,
+// and returns the best time per iteration over cfg.reps runs.
 func timePer(cfg *config, f func(iters int), warm int) float64 {
 	t0 := mpi.Wtime()
-	f(warm)
-	iters := autoIters(cfg, (mpi.Wtime()-t0)/float64(warm))
+	done := 0
+	for done < warm {
+		f(1)
+		done++
+		if mpi.Wtime()-t0 >= cfg.minTime.Seconds() {
+			break
+		}
+	}
+	iters := autoIters(cfg, (mpi.Wtime()-t0)/float64(done))
+	// Each run goes in chunks of iters/64 and stops once it has taken 4 ×
+	// minTime: where iterations take 1 µs or 30 ms at the scheduler's
+	// whim, a count sized from a fast warm-up would run for minutes.
+	chunk := max(1, iters/64)
 	best := math.Inf(1)
 	for range cfg.reps {
 		t0 := mpi.Wtime()
-		f(iters)
-		best = min(best, (mpi.Wtime()-t0)/float64(iters))
+		took, done := 0.0, 0
+		for done < iters {
+			k := min(chunk, iters-done)
+			f(k)
+			done += k
+			took = mpi.Wtime() - t0
+			if cfg.iters == 0 && took >= 4*cfg.minTime.Seconds() {
+				break
+			}
+		}
+		best = min(best, took/float64(done))
 	}
 	return best
 }

@@ -185,21 +185,7 @@ func TestClusterSignal(t *testing.T) {
 			n++
 		}
 	}
-	start := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for sc.Scan() {
-	}
-	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "mpirun: received signal 2 (interrupt); forwarding it to all ranks") {
-		t.Errorf("want exit 130 after forwarding SIGINT; got exit %d, stderr:\n%s", code, stderr.String())
-	}
-	// A rank that ignored the signal would be killed after killDelay.
-	if d := time.Since(start); d >= killDelay {
-		t.Errorf("the ranks took %v to end: SIGINT did not reach them", d)
-	}
-	noProcessesLeft(t, hostprobeBin)
+	checkSIGINTForwarded(t, cmd.Process.Pid, cmd, sc, stderr)
 
 	// mpirun killed outright: the launchers die with it (their
 	// parent-death signal), the proxies with them, and the ranks with
@@ -248,6 +234,28 @@ func TestClusterEnvStdinAbort(t *testing.T) {
 // or its proxy) is still running anywhere, hosts included (their PID
 // namespaces are below this one). A killed process may take a moment to
 // exit, so it waits up to two seconds for them to go.
+// checkSIGINTForwarded sends SIGINT to the mpirun process pid (cmd runs it,
+// sc reads its output) and checks that mpirun forwarded it: exit 130, its
+// notice on stderr, the ranks gone well before killDelay (a rank that
+// ignored the signal would be killed only then) and no rank left.
+func checkSIGINTForwarded(t *testing.T, pid int, cmd *exec.Cmd, sc *bufio.Scanner, stderr *strings.Builder) {
+	t.Helper()
+	start := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+	}
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "mpirun: received signal 2 (interrupt); forwarding it to all ranks") {
+		t.Errorf("want exit 130 after forwarding SIGINT; got exit %d, stderr:\n%s", code, stderr.String())
+	}
+	if d := time.Since(start); d >= killDelay {
+		t.Errorf("the ranks took %v to end: SIGINT did not reach them", d)
+	}
+	noProcessesLeft(t, hostprobeBin)
+}
+
 func noProcessesLeft(t *testing.T, bin string) {
 	t.Helper()
 	var left []string

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,8 +45,7 @@ func needsLibmpich(path string) bool {
 
 // prepareCProgram readies a C program for the ranks: when binary needs
 // libmpich.so.12, it builds adimpi's (once; later runs reuse it) and
-// returns the LD_LIBRARY_PATH setting that makes the ranks load it, or ""
-// for any other executable.
+// returns the directory holding it, or "" for any other executable.
 func prepareCProgram(binary string, stderr io.Writer) (string, error) {
 	if !needsLibmpich(binary) {
 		return "", nil
@@ -59,11 +59,34 @@ func prepareCProgram(binary string, stderr io.Writer) (string, error) {
 	} else if _, err := os.Stat(filepath.Join(dir, libmpichSoname)); err != nil {
 		return "", fmt.Errorf("%s=%s: %w", libmpichEnv, dir, err)
 	}
+	return dir, nil
+}
+
+// withLibraryDir returns env with dir first in its LD_LIBRARY_PATH, so that
+// the ranks load adimpi's libmpich.so.12. Of duplicate settings it changes
+// the last, which is the one exec passes on; when env has none, dir goes
+// before mpirun's own. env itself is left unchanged.
+func withLibraryDir(env []string, dir string) []string {
+	i := len(env) - 1
+	for i >= 0 && !strings.HasPrefix(env[i], "LD_LIBRARY_PATH=") {
+		i--
+	}
+	old := os.Getenv("LD_LIBRARY_PATH")
+	if i >= 0 {
+		old = strings.TrimPrefix(env[i], "LD_LIBRARY_PATH=")
+	}
 	v := "LD_LIBRARY_PATH=" + dir
-	if old := os.Getenv("LD_LIBRARY_PATH"); old != "" {
+	if old == dir || strings.HasPrefix(old, dir+":") {
+		v = "LD_LIBRARY_PATH=" + old
+	} else if old != "" {
 		v += ":" + old
 	}
-	return v, nil
+	env = slices.Clone(env)
+	if i < 0 {
+		return append(env, v)
+	}
+	env[i] = v
+	return env
 }
 
 // buildLibmpich builds cmd/libmpich as a C shared library into mpirun's

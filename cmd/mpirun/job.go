@@ -100,6 +100,7 @@ type app struct {
 	args   []string
 	wdir   string   // working directory ("" = mpirun's)
 	env    []string // NAME=VALUE for this app's ranks (-env)
+	libDir string   // for a C program: the directory of adimpi's libmpich.so.12 (cprog.go)
 }
 
 // appOf returns the app that rank r runs.
@@ -620,6 +621,9 @@ func (j *job) environ(r int) []string {
 		if v, ok := set[name]; ok {
 			env = append(env, name+"="+v)
 		}
+	}
+	if a.libDir != "" {
+		env = withLibraryDir(env, a.libDir)
 	}
 	return env
 }

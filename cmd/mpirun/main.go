@@ -459,9 +459,7 @@ func prepareApp(a *appOptions, index int, built map[string]string, stderr io.Wri
 			fmt.Fprintf(stderr, "mpirun: %v\n", err)
 			return nil, nil, exitBuildFailed
 		}
-		if lib != "" {
-			ja.env = append([]string{lib}, ja.env...)
-		}
+		ja.libDir = lib
 		return ja, nil, 0
 	}
 	if bin, ok := built[target]; ok {

@@ -533,9 +533,9 @@ func TestForwardLines(t *testing.T) {
 	}
 }
 
-// TestMPICHProgram runs a C program built with MPICH's mpicc under
-// mpirun: MPICH's PMI-1 client must wire up through our server. Skipped
-// when MPICH's compiler wrapper is not installed.
+// TestMPICHProgram runs a C program built with MPICH's mpicc under mpirun,
+// which starts it on adimpi's libmpich.so.12, and spawns it from a Go
+// program. Skipped when MPICH's compiler wrapper is not installed.
 func TestMPICHProgram(t *testing.T) {
 	mpicc, err := exec.LookPath("mpicc.mpich")
 	if err != nil {
@@ -558,6 +558,16 @@ func TestMPICHProgram(t *testing.T) {
 	want := []string{"mpich rank 0 of 3 sum 3", "mpich rank 1 of 3 sum 3", "mpich rank 2 of 3 sum 3"}
 	if res.code != 0 || !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q: %v", got, want, res)
+	}
+
+	// A Go program spawning it: mpirun gives the C children the library
+	// too, although the parent's environment does not name it.
+	res = run(t, nil, nil, "-np", "2", "-timeout", "15s", mpiprogBin, "spawn", bin, "2")
+	got = lines(res.stdout)
+	slices.Sort(got)
+	want = []string{"mpich rank 0 of 2 sum 1", "mpich rank 1 of 2 sum 1", "spawned 2"}
+	if res.code != 0 || !slices.Equal(got, want) {
+		t.Fatalf("Go parent spawning the C program: got %q, want %q: %v", got, want, res)
 	}
 }
 

@@ -253,7 +253,11 @@ func (j *job) multiProg() (string, error) {
 	first := 0
 	for _, ap := range j.apps {
 		words := []string{"env", "ADIMPI_APPNUM=" + strconv.Itoa(ap.index)}
-		for _, kv := range ap.env {
+		env := ap.env
+		if ap.libDir != "" {
+			env = withLibraryDir(env, ap.libDir)
+		}
+		for _, kv := range env {
 			name, _, _ := strings.Cut(kv, "=")
 			if !slices.Contains(jobVars, name) {
 				words = append(words, kv)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/adimpi/adimpi/internal/slurmcluster"
 	"github.com/adimpi/adimpi/internal/testnote"
+	"github.com/adimpi/adimpi/internal/testproc"
 )
 
 // Slurm's host lists and task counts expand as Slurm writes them.
@@ -185,7 +185,7 @@ func TestSlurmAllocation(t *testing.T) {
 			}
 		}
 		mpirun := 0
-		for _, pid := range pidsOf(mpirunBin) {
+		for _, pid := range testproc.PIDs(mpirunBin) {
 			mpirun = pid
 		}
 		if mpirun == 0 {
@@ -199,7 +199,7 @@ func TestSlurmAllocation(t *testing.T) {
 		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
 			t.Errorf("salloc mpirun exited %d after SIGTERM, want %d; stderr:\n%s", code, 128+int(syscall.SIGTERM), errb.String())
 		}
-		if left := pidsOf(mpiprogBin); len(left) > 0 {
+		if left := testproc.PIDs(mpiprogBin); len(left) > 0 {
 			t.Errorf("ranks left: %v", left)
 		}
 	})
@@ -260,20 +260,4 @@ func checkSlurmProbe(t *testing.T, out, errs, want string, labelled bool) {
 	if !slices.Equal(got, wantHosts) {
 		t.Errorf("ranks ran on %q, want %q\nstdout:\n%s\nstderr:\n%s", got, wantHosts, out, errs)
 	}
-}
-
-// pidsOf lists the processes, on any host, whose executable is exe.
-func pidsOf(exe string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); p == exe {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

@@ -77,6 +77,7 @@ type resolved struct {
 	args              []string
 	n, appnum         int
 	host              string // another host of the job (its name as the job gives it), "" for this one
+	lib               string // the directory of adimpi's libmpich.so.12 for a C program, or ""
 }
 
 // resolveSpawn finds each command's executable and working directory (on
@@ -96,6 +97,14 @@ func (j *job) resolveSpawn(cmds []pmi.SpawnCmd) ([]resolved, []bool, error) {
 		rc.host = host
 		if err == nil {
 			rc.path, err = findCommand(c.Command, info["path"], rc.wdir)
+		}
+		if err == nil {
+			// A C child needs the library even when its parent is a Go
+			// program, whose environment does not name it.
+			var out strings.Builder
+			if rc.lib, err = prepareCProgram(rc.path, &out); err != nil && out.Len() > 0 {
+				j.errorf("mpirun: %s", strings.TrimSpace(out.String()))
+			}
 		}
 		bad := err != nil || c.MaxProcs < 1
 		if err == nil && c.MaxProcs < 1 {
@@ -424,7 +433,11 @@ func (j *job) startChild(i int, ci *childInfo, c resolved, size int) error {
 // childEnv is the environment of rank of a spawned job of size processes:
 // the world's, then the child's own place.
 func (j *job) childEnv(c resolved, rank, size int) []string {
-	return append(j.environ(0),
+	env := j.environ(0)
+	if c.lib != "" {
+		env = withLibraryDir(env, c.lib)
+	}
+	return append(env,
 		"PMI_RANK="+strconv.Itoa(rank), "PMI_SIZE="+strconv.Itoa(size),
 		pmi.EnvSpawned+"=1", "ADIMPI_APPNUM="+strconv.Itoa(c.appnum))
 }

@@ -263,21 +263,7 @@ func TestSSHSignalsAndTimeout(t *testing.T) {
 			n++
 		}
 	}
-	mp := findProcess(t, mpirunBin+"\x00-hosts\x00h2,h3")
-	t0 := time.Now()
-	if err := syscall.Kill(mp, syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for sc.Scan() {
-	}
-	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "mpirun: received signal 2 (interrupt); forwarding it to all ranks") {
-		t.Errorf("want exit 130 after forwarding SIGINT; got exit %d, stderr:\n%s", code, stderr.String())
-	}
-	if d := time.Since(t0); d >= killDelay {
-		t.Errorf("the ranks took %v to end: SIGINT did not reach them", d)
-	}
-	noProcessesLeft(t, hostprobeBin)
+	checkSIGINTForwarded(t, findProcess(t, mpirunBin+"\x00-hosts\x00h2,h3"), cmd, sc, stderr)
 
 	res := runOn(t, c, nil, "-hosts", "h2,h3", "-np", "3", "-timeout", "3s", mpiprogBin, "wait")
 	checkWaitReports(t, res)

@@ -12,6 +12,7 @@ import (
 	"github.com/adimpi/adimpi/internal/netcluster"
 	"github.com/adimpi/adimpi/internal/slurmcluster"
 	"github.com/adimpi/adimpi/internal/testnote"
+	"github.com/adimpi/adimpi/internal/testproc"
 )
 
 // "up --slurm" starts a Slurm cluster on the hosts that "exec" reaches
@@ -47,12 +48,7 @@ func TestUpSlurm(t *testing.T) {
 	if got, st := netclusterCmd(t, "down", "-dir", dir); st != 0 {
 		t.Fatalf("down: %q, status %d", got, st)
 	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if bytes.Contains(b, []byte(dir)) || bytes.Contains(env, []byte(conf)) {
-			t.Errorf("process %s (%q) left after down", e.Name(), bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
-		}
+	for _, p := range testproc.Find(func(p testproc.Proc) bool { return p.Mentions(dir) || p.Mentions(conf) }) {
+		t.Errorf("process %d (%q) left after down", p.PID, p.Cmdline())
 	}
 }

@@ -783,6 +783,33 @@ func checkAllreduce(w *mpi.Comm) error {
 			return err
 		}
 	}
+	// Large sums of every type with a vector kernel, and of bytes, on a Dup
+	// (a board of the core's on every device), at counts that split into
+	// uneven shares and leave a tail past the vector block; in place too.
+	d, err := w.Dup()
+	if err != nil {
+		return err
+	}
+	defer d.Free()
+	m := 2*8192/n*n + 2*n + 1 // over the 8 KiB of the small path for every type
+	if err := largeSum[float64](d, m, "float64"); err != nil {
+		return err
+	}
+	if err := largeSum[float32](d, m, "float32"); err != nil {
+		return err
+	}
+	if err := largeSum[int64](d, m, "int64"); err != nil {
+		return err
+	}
+	if err := largeSum[uint32](d, m, "uint32"); err != nil {
+		return err
+	}
+	if err := largeSum[int32](d, 3*m, "int32"); err != nil {
+		return err
+	}
+	if err := largeSum[uint8](d, 9*m, "uint8"); err != nil {
+		return err
+	}
 	// Determinism: inexact float sums are bit-identical on every rank and
 	// across repetitions.
 	rng := rand.New(rand.NewPCG(uint64(me), 9))
@@ -814,6 +841,31 @@ func checkAllreduce(w *mpi.Comm) error {
 		}
 	}
 	return nil
+}
+
+// largeSum checks an Allreduce Sum of m elements of T on c, and the same
+// in place, against the sum computed here; the values stay small enough
+// that every sum is exact.
+func largeSum[T float64 | float32 | int64 | uint32 | int32 | uint8](c *mpi.Comm, m int, name string) error {
+	n, me := c.Size(), c.Rank()
+	v := func(r, i int) T { return T((r*37+i*11)%23 + r%3) }
+	send, got, want := make([]T, m), make([]T, m), make([]T, m)
+	for i := range send {
+		send[i] = v(me, i)
+		for r := range n {
+			want[i] += v(r, i)
+		}
+	}
+	if err := mpi.Allreduce(c, send, got, mpi.Sum); err != nil {
+		return err
+	}
+	if err := runner.Eq(fmt.Sprintf("allreduce sum of %d %s", m, name), got, want); err != nil {
+		return err
+	}
+	if err := mpi.Allreduce(c, mpi.InPlace[T](), send, mpi.Sum); err != nil {
+		return err
+	}
+	return runner.Eq(fmt.Sprintf("in-place allreduce sum of %d %s", m, name), send, want)
 }
 
 func checkOps(w *mpi.Comm) error {

@@ -61,6 +61,7 @@ var (
 	rank, size int
 	create     = flag.Bool("create", false, "make the checks' windows with WinCreate (the program's memory: every operation through the device or the target's agent) rather than WinAllocate (memory that ranks of one host map)")
 	iters      = flag.Int("iters", 200, "operations per rank in the contention checks (fetch-and-op, cas-spinlock, lock-mutex)")
+	wantNative = flag.String("want-native", "", "passive-progress: fail unless the last rank reaches rank 0's WinCreate window natively (Win.Native) and the device counter of this name grew while it put, accumulated and fetched (e.g. rma_rdma_writes under via)")
 	dieHolding = flag.Bool("die-holding", false, "instead of the checks: rank 1 takes an exclusive lock on rank 0's window and exits with status 3 while holding it, rank 2 asks for the lock; the launcher must end the job")
 	failf      = runner.Failf
 	must       = runner.Must
@@ -799,6 +800,13 @@ func checkPassiveProgress() {
 			native[0] = 1
 		}
 		must(mpi.Bcast(world, native, last), "bcast")
+		var before int64
+		if *wantNative != "" && !alloc && rank == last {
+			if native[0] == 0 {
+				failf("-want-native: rank %d does not reach rank 0's WinCreate window natively (Win.Native(0) is false)", rank)
+			}
+			before = mpi.Counters()[*wantNative]
+		}
 		switch {
 		case rank == last:
 			must(w.Lock(mpi.LockExclusive, 0, 0), "MPI_Win_lock")
@@ -810,6 +818,11 @@ func checkPassiveProgress() {
 				failf("allocate=%v: FetchAndOp after Put 41 and Accumulate 1 returned %d, want 42", alloc, old)
 			}
 			must(w.Unlock(0), "MPI_Win_unlock")
+			if *wantNative != "" && !alloc {
+				if after := mpi.Counters()[*wantNative]; after <= before {
+					failf("-want-native: device counter %s did not grow (%d before the Put, %d after the Unlock): the operations did not take the device's remote memory access", *wantNative, before, after)
+				}
+			}
 			must(mpi.Send(world, []int64{1}, 0, 9), "send")
 		case rank == 0 && native[0] == 1 && !mpi.AsyncProgress():
 			// A compute loop that calls no MPI at all: only the

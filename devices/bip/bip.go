@@ -984,6 +984,11 @@ func (e *Endpoint) Seq() uint32 { return atomic.LoadUint32(e.seg.Uint32(offDoorb
 // Sleep waits on the doorbell until it moves from seq or d passes. It may
 // be called concurrently with the other methods.
 func (e *Endpoint) Sleep(seq uint32, d time.Duration) {
+	if e.net != nil && e.net.direct != nil {
+		e.net.direct.Sleep(seq, d) // frames wake it; the doorbell too
+		e.live.Slept()
+		return
+	}
 	sl := e.seg.Uint32(offSleepers)
 	atomic.AddUint32(sl, 1)
 	if e.net != nil && e.net.sleeper != nil {

@@ -77,7 +77,8 @@ const (
 // netSide is an endpoint's network half.
 type netSide struct {
 	ep      *wire.Endpoint
-	sleeper *wire.Sleeper
+	sleeper *wire.Sleeper       // wakes a doorbell sleeper for frames, with peers on this host too
+	direct  *wire.DirectSleeper // with every peer on another host: waiters sleep in the wire
 	h       netHandler
 	head    [wire.MaxHead]byte
 	pool    []*shortBuf // bodies of short messages
@@ -200,11 +201,20 @@ func (e *Endpoint) exited(op string, rank int) error {
 }
 
 // startNet starts the goroutine that wakes a sleeping waiter for the
-// network, once the peers are known.
+// network, once the peers are known; when every other rank runs on another
+// host, the waiter sleeps in the wire itself and the goroutine watches the
+// doorbell, which only this process rings then (wire.DirectSleeper).
 func (e *Endpoint) startNet() {
-	if e.net != nil {
-		e.net.sleeper = e.net.ep.NewSleeper(e.Wake)
+	if e.net == nil {
+		return
 	}
+	for _, p := range e.peers {
+		if !p.self && p.net == nil {
+			e.net.sleeper = e.net.ep.NewSleeper(e.Wake)
+			return
+		}
+	}
+	e.net.direct = e.net.ep.NewDirectSleeper(e.seg.Uint32(offDoorbell), e.seg.Uint32(offSleepers))
 }
 
 // closeNet gives queued frames up to drainWait to leave, then closes the
@@ -221,6 +231,9 @@ func (e *Endpoint) closeNet() error {
 	}
 	if n.sleeper != nil {
 		n.sleeper.Stop()
+	}
+	if n.direct != nil {
+		n.direct.Stop()
 	}
 	err := n.ep.Close()
 	n.ep = nil

@@ -280,11 +280,14 @@ func TestPingPongAcrossHosts(t *testing.T) {
 }
 
 // TestSleepWakeAcrossHosts is a ping-pong of 8-byte messages between
-// endpoints on two hosts in which each waiter goes to sleep on its
-// doorbell at once: every message must wake its receiver through the
-// wire's sleeper (the doorbell moves), never leave it to sleep until its
-// timeout. A round trip that waits for a timer shows up as a Sleep that
-// returns with the doorbell where it was.
+// endpoints on two hosts in which each waiter goes to sleep at once: every
+// message must wake its receiver, never leave it to sleep until its
+// timeout, and, as neither has a peer on its own host, the wire must wake
+// the sleeping thread itself (wire.DirectSleeper: the endpoint counts the
+// sleep as Woken) rather than through a goroutine that rings the doorbell
+// (counted as Relayed), a wake-up chain that costs two more thread
+// wake-ups per message. A round trip that waits for a timer shows up as a
+// Sleep that returns with neither count moved.
 func TestSleepWakeAcrossHosts(t *testing.T) {
 	es := endpointsOn(t, []int{0, 1}, 0, 0)
 	const rounds = 200
@@ -310,8 +313,13 @@ func TestSleepWakeAcrossHosts(t *testing.T) {
 			if arrived[r] >= want {
 				return nil
 			}
+			before := e.net.Counters()
 			e.Sleep(seq, time.Second)
-			if e.Seq() == seq {
+			after := e.net.Counters()
+			if after.Relayed != before.Relayed {
+				return fmt.Errorf("rank %d: a receive was woken through a relay goroutine, not by the wire (message %d)", r, want)
+			}
+			if e.Seq() == seq && after.Woken == before.Woken {
 				return fmt.Errorf("rank %d: a receive slept until its 1 s timeout (message %d)", r, want)
 			}
 		}

@@ -176,7 +176,8 @@ type Endpoint struct {
 
 	// the wire, when some rank runs on another host (net.go)
 	net      *netwire.Endpoint
-	sleeper  *netwire.Sleeper
+	sleeper  *netwire.Sleeper       // wakes a doorbell sleeper for frames, with peers on this host too
+	direct   *netwire.DirectSleeper // with every peer on another host: waiters sleep in the wire
 	hosts    []int
 	hooks    NetHooks
 	netBuf   []byte // the body of a packets frame
@@ -347,7 +348,11 @@ func New(cfg Config) (*Endpoint, error) {
 	}
 	if e.net != nil {
 		e.netBuf = make([]byte, 0, e.slots*e.packet)
-		e.sleeper = e.net.NewSleeper(e.Wake)
+		if e.allRemote() {
+			e.direct = e.net.NewDirectSleeper(e.seg.Uint32(offDoorbell), e.seg.Uint32(offSleepers))
+		} else {
+			e.sleeper = e.net.NewSleeper(e.Wake)
+		}
 	}
 	return e, nil
 }
@@ -974,6 +979,10 @@ func (e *Endpoint) Seq() uint32 { return atomic.LoadUint32(e.seg.Uint32(offDoorb
 
 // Sleep waits on the doorbell futex until it moves from seq or d passes.
 func (e *Endpoint) Sleep(seq uint32, d time.Duration) {
+	if e.direct != nil {
+		e.direct.Sleep(seq, d) // frames wake it; the doorbell too
+		return
+	}
 	sl := e.seg.Uint32(offSleepers)
 	atomic.AddUint32(sl, 1)
 	if e.sleeper != nil {

@@ -123,6 +123,18 @@ func hostsFromKVS(kvs interface {
 // SetNet registers the layer above's handling of the wire (see NetHooks).
 func (e *Endpoint) SetNet(h NetHooks) { e.hooks = h }
 
+// allRemote reports whether every other rank runs on another host: no
+// process but this one rings its doorbell, and a waiter sleeps in the wire
+// (wire.DirectSleeper).
+func (e *Endpoint) allRemote() bool {
+	for _, p := range e.peers {
+		if p.rank != e.rank && !p.net {
+			return false
+		}
+	}
+	return true
+}
+
 // Remote reports whether rank runs on another host (reached over the wire).
 func (e *Endpoint) Remote(rank int) bool { return e.peers[rank].net }
 
@@ -325,6 +337,10 @@ func (e *Endpoint) closeNet() error {
 	if e.sleeper != nil {
 		e.sleeper.Stop()
 		e.sleeper = nil
+	}
+	if e.direct != nil {
+		e.direct.Stop()
+		e.direct = nil
 	}
 	deadline := time.Now().Add(netDrain)
 	for e.net.Pending() > 0 && time.Now().Before(deadline) {

@@ -57,7 +57,9 @@
 // pull, scatter, offered streams, the board) stays among the peers of one
 // host, and the board is not readable when the job spans hosts (the core
 // then runs no board collective). A waiter arms the endpoint's sleeper
-// before it sleeps on the doorbell, so that a frame wakes it; a connection
+// before it sleeps on the doorbell, so that a frame wakes it; with no peer
+// on its own host it sleeps in the endpoint itself, which a frame wakes
+// directly, and a goroutine watches the doorbell instead. A connection
 // that breaks (its process died, its host or link went: keepalive probes
 // notice within about five seconds) fails every request that depends on
 // the peer, naming its rank and host, and the progress engine's error ends

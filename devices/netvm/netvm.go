@@ -119,10 +119,11 @@ type Device struct {
 
 	// the network, when some peer runs on another host (netlink.go)
 	ep      *wire.Endpoint
-	sleeper *wire.Sleeper
-	netDid  bool  // a frame was handled or a link unblocked during the last Poll
-	netErr  error // the first error a frame's handling met
-	netGone bool  // some link's connection broke (netLost has work)
+	sleeper *wire.Sleeper       // wakes a doorbell sleeper for frames, with peers on this host too
+	direct  *wire.DirectSleeper // with every peer on another host: waiters sleep in the wire
+	netDid  bool                // a frame was handled or a link unblocked during the last Poll
+	netErr  error               // the first error a frame's handling met
+	netGone bool                // some link's connection broke (netLost has work)
 
 	cnt counters
 }
@@ -232,7 +233,7 @@ func (d *Device) Init(cfg adi.Config) error {
 		d.proto = &matched{d: d}
 	}
 	if d.ep != nil {
-		d.sleeper = d.ep.NewSleeper(d.Wake)
+		d.startSleeper()
 	}
 	return nil
 }
@@ -270,7 +271,12 @@ func (d *Device) Finalize() error {
 	var err error
 	if d.ep != nil {
 		d.drainNet()
-		d.sleeper.Stop()
+		if d.sleeper != nil {
+			d.sleeper.Stop()
+		}
+		if d.direct != nil {
+			d.direct.Stop()
+		}
 		err = d.ep.Close()
 	}
 	for _, p := range d.peers {
@@ -449,6 +455,11 @@ func (d *Device) Seq() uint32 { return atomic.LoadUint32(d.seg.Uint32(offDoorbel
 
 // Sleep waits on the doorbell futex until it moves from seq or d passes.
 func (d *Device) Sleep(seq uint32, timeout time.Duration) {
+	if d.direct != nil {
+		d.direct.Sleep(seq, d.sleepFor(timeout)) // frames wake it; the doorbell too
+		d.live.Slept()
+		return
+	}
 	sl := d.seg.Uint32(offSleepers)
 	atomic.AddUint32(sl, 1)
 	if d.sleeper != nil {
@@ -457,6 +468,20 @@ func (d *Device) Sleep(seq uint32, timeout time.Duration) {
 	_ = shm.FutexWait(d.seg.Uint32(offDoorbell), seq, d.sleepFor(timeout))
 	d.live.Slept()
 	atomic.AddUint32(sl, ^uint32(0))
+}
+
+// startSleeper starts the goroutine that wakes a sleeping waiter for the
+// network; when every other rank runs on another host, the waiter sleeps
+// in the wire itself and the goroutine watches the doorbell, which only
+// this process rings then (wire.DirectSleeper).
+func (d *Device) startSleeper() {
+	for _, p := range d.peers {
+		if p.rank != d.rank && p.net == nil {
+			d.sleeper = d.ep.NewSleeper(d.Wake)
+			return
+		}
+	}
+	d.direct = d.ep.NewDirectSleeper(d.seg.Uint32(offDoorbell), d.seg.Uint32(offSleepers))
 }
 
 // Wake rings this process's own doorbell.

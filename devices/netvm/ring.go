@@ -251,13 +251,11 @@ func (l *shmRing) next(c *ctl) bool {
 	if w>>8 != slotWord(0, l.inHead)>>8 {
 		return false
 	}
-	typ := w & 0xff
-	*c = ctl{typ: typ,
-		ctx:  slotCtx.Get(s),
-		tag:  slotTag.Get(s),
-		id:   slotID.Get(s),
-		addr: slotAddr.Get(s),
-		n:    slotN.Get(s)}
+	// Field by field: a composite literal is built on the stack and
+	// copied, and the copy's wide loads of its narrow stores stall.
+	c.typ = w & 0xff
+	c.ctx, c.tag, c.id = slotCtx.Get(s), slotTag.Get(s), slotID.Get(s)
+	c.addr, c.n = slotAddr.Get(s), slotN.Get(s)
 	l.inHead++
 	if l.inHead-l.inReported >= ringSlots/2 {
 		l.release()

@@ -17,10 +17,19 @@ func (d *Device) RemoteAccess(p int) bool {
 	return q.net == nil && q.remoteOK && q.pid != 0
 }
 
+// ExposeMemory needs no registration: process_vm_writev reaches any
+// address of a peer. The key is 0.
+func (d *Device) ExposeMemory([]byte) (uint64, error) { return 0, nil }
+
+// UnexposeMemory has nothing to undo.
+func (d *Device) UnexposeMemory(uint64) error { return nil }
+
 // RemoteWrite writes src into peer p's memory at addr.
-func (d *Device) RemoteWrite(p int, addr uintptr, src []byte) error {
+func (d *Device) RemoteWrite(p int, _ uint64, addr uintptr, src []byte) error {
 	return d.BoardWrite(p, addr, src)
 }
 
 // RemoteRead reads peer p's memory at addr into dst.
-func (d *Device) RemoteRead(p int, addr uintptr, dst []byte) error { return d.BoardRead(p, addr, dst) }
+func (d *Device) RemoteRead(p int, _ uint64, addr uintptr, dst []byte) error {
+	return d.BoardRead(p, addr, dst)
+}

@@ -35,6 +35,7 @@ func BenchmarkDesign(b *testing.B) {
 	for _, vis := range []int{2, 4, 6, 32} {
 		for _, v := range variants {
 			o := DefaultOptions()
+			o.Timers = true
 			v.set(&o)
 			b.Run(fmt.Sprintf("vis=%d/%s/send8B", vis, v.name), func(b *testing.B) { benchSend(b, o, vis) })
 			b.Run(fmt.Sprintf("vis=%d/%s/rdma1MiB", vis, v.name), func(b *testing.B) { benchRDMA(b, o, vis) })

@@ -56,6 +56,8 @@ const (
 	maxDS     = 64 // data segments per descriptor the device builds
 	maxPiece  = 1 << 30
 	idlePolls = 256 // idle polls of Progress between two looks at the peers' processes
+	// maxHostMem bounds the NIC host memory the receive buffers take.
+	maxHostMem = 256 << 20
 )
 
 type hdr struct {
@@ -119,6 +121,7 @@ type peer struct {
 	free    []int
 	credits int
 	out     []*outItem
+	inSQ    int // send descriptors posted and not yet taken back (VI.Pending without its lock)
 }
 
 type rvRecv struct {
@@ -152,7 +155,8 @@ type Device struct {
 	liveSends  int // rendezvous sends not complete yet
 	rc         regCache
 	live       *liveness.Peers
-	lostSeen   uint32 // the NIC's LostGen last handled
+	lostSeen   uint32   // the NIC's LostGen last handled
+	rma        rmaState // one-sided communication (rma.go)
 
 	cnt struct{ eager, rndv, credit, backlogged int64 }
 }
@@ -168,8 +172,15 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	o := applyNIC(DefaultOptions(), v, true)
 	d.eager, d.credits, d.rc.limit = v.Int("eager"), v.Int("credits"), v.Int("regcache")
+	d.rma.off = v.String("rma") == "off"
 	d.slot = (hdrSize + d.eager + 63) &^ 63
 	o.MaxVIs, o.RecvQueue, o.MaxCQs = d.size, d.credits, 1
+	// The receive buffers live in the NIC's host memory, which the NICs
+	// of this host write with a plain copy (AllocHostMem); a job too
+	// large for it keeps them on the heap, written through the kernel.
+	if rb := d.size * d.credits * d.slot; rb <= maxHostMem {
+		o.HostMem = rb
+	}
 	// The engine polls a short while before sleeping: a polling engine
 	// takes a core that the application threads (its own and its peers')
 	// need, and longer polling raises latency (docs/performance.md).
@@ -203,7 +214,13 @@ func (d *Device) Init(cfg adi.Config) error {
 		p := &peer{rank: r, pid: os.Getpid(), vi: vi, credits: d.credits}
 		d.live.SetPid(r, p.pid)
 		d.peers[r] = p
-		p.rbuf = make([]byte, d.credits*d.slot)
+		if o.HostMem > 0 {
+			if p.rbuf, err = d.nic.AllocHostMem(d.credits * d.slot); err != nil {
+				return err
+			}
+		} else {
+			p.rbuf = make([]byte, d.credits*d.slot)
+		}
 		rh, err := d.nic.RegisterMem(p.rbuf)
 		if err != nil {
 			return err
@@ -312,6 +329,7 @@ func (d *Device) Counters() map[string]int64 {
 	c["regcache_hits"] = d.rc.hits
 	c["regcache_misses"] = d.rc.misses
 	c["regcache_bytes"] = int64(d.rc.bytes)
+	c["rma_rdma_writes"], c["rma_rdma_reads"] = d.rma.writes, d.rma.reads
 	return c
 }
 
@@ -527,12 +545,14 @@ func (d *Device) post(p *peer, it *outItem) {
 // put hands it to the NIC if the send queue, a send buffer and (for
 // messages) the credits allow.
 func (d *Device) put(p *peer, it *outItem) bool {
-	if s, _ := p.vi.Pending(); s >= d.nic.o.SendQueue {
+	if p.inSQ >= d.nic.o.SendQueue {
 		return false
 	}
 	if it.rdma != nil {
 		it.rdma.User = &sctx{slot: -1, onDone: it.onSent}
-		if err := p.vi.PostSend(it.rdma); err != nil {
+		if err := p.vi.PostSend(it.rdma); err == nil {
+			p.inSQ++
+		} else {
 			if it.onSent != nil {
 				it.onSent(err)
 			} else if it.owner != nil && !it.owner.Done() {
@@ -574,6 +594,7 @@ func (d *Device) put(p *peer, it *outItem) bool {
 		}
 		return true
 	}
+	p.inSQ++
 	p.credits--
 	if it.finish != nil {
 		it.finish.Complete(adi.Status{Bytes: payload})
@@ -584,7 +605,7 @@ func (d *Device) put(p *peer, it *outItem) bool {
 // Progress takes completions from the CQ, flushes backlogs and returns
 // credits.
 func (d *Device) Progress() (bool, error) {
-	did := d.nic.Assist() // across hosts: the NIC's pass on this thread (net.go)
+	did := d.nic.Help() // the NIC's pass on this thread (NIC.Help)
 	if g := d.nic.LostGen(); g != d.lostSeen {
 		d.lostSeen = g
 		d.checkLost()
@@ -607,6 +628,7 @@ func (d *Device) Progress() (bool, error) {
 		}
 		if desc := vi.SendDone(); desc != nil {
 			did = true
+			p.inSQ--
 			c := desc.User.(*sctx)
 			if c.slot >= 0 {
 				p.free = append(p.free, c.slot)
@@ -631,7 +653,7 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if did {
 		d.live.Busy()
-	} else if d.yield() {
+	} else if d.nic.Busy() && d.yield() {
 	} else if d.live.Idle() {
 		d.checkPeers()
 	}

@@ -47,22 +47,55 @@
 // # The NIC engine
 //
 // Each NIC is a shared-memory segment (memfd, mapped by its peers) that
-// plays NIC memory, and an engine goroutine that plays the firmware. The
-// engine notices doorbells, takes send descriptors (from its descriptor
-// cache or by fetching them from host memory), translates their addresses,
-// takes the connected peer's oldest posted receive descriptor from the
-// receive queue in the peer's segment, and writes the data straight into the
-// peer's registered buffers with process_vm_writev — the data, then the
-// receive descriptor's length, immediate data and status, in one call so
-// that the status lands last; consecutive sends of one VI (up to 32) go
-// together in one such call, as a NIC pipelines its DMAs. It then appends
-// completion entries (CQ1) and
-// rings the peer application's completion futex. The receiving application
-// is not involved: it only finds completed descriptors. When there is
-// nothing to do the engine polls for Options.Spin, yielding the CPU, then
-// sleeps on its doorbell futex; posting rings it. A send for which the peer
-// has posted no receive descriptor waits at the NIC (the peer's next
-// PostRecv rings the engine), holding up only its own VI.
+// plays NIC memory, and an engine that plays the firmware. The engine
+// notices doorbells, takes send descriptors (from its descriptor cache or
+// by fetching them from host memory), translates their addresses, takes
+// the connected peer's oldest posted receive descriptor from the receive
+// queue in the peer's segment, and moves the data into the peer's
+// registered buffers. It then writes the receive descriptor's completion
+// (length, immediate data, then status) into that descriptor's
+// receive-queue slot, appends completion entries (CQ1) and rings the peer
+// application's completion futex if it sleeps. The receiving application
+// is not involved: it only finds completed descriptors. A send for which
+// the peer has posted no receive descriptor waits at the NIC (the peer's
+// next PostRecv rings the engine), holding up only its own VI.
+//
+// How the emulation maps to the VI Architecture, and where it takes a
+// shortcut that a process-based NIC needs:
+//
+//   - Doorbells and work queues are as in VIA: a post writes the
+//     descriptor's entry into the VI's send queue in NIC memory and rings
+//     the NIC's doorbell word. The firmware is code that runs on whichever
+//     thread has a core: the engine goroutine, or the application itself
+//     while it waits for completions (NIC.Help, called by CQ.Wait, the
+//     VIs' Wait calls and the MPI device's progress), as software VIA for
+//     NICs without VIA firmware (M-VIA) does the NIC's work in the kernel
+//     on behalf of the process that rang. While the application helps,
+//     the sleeping engine is not woken by this process's doorbells; it
+//     takes over when the application sleeps (NIC.Sleep hands back at
+//     once) or stops helping for a millisecond. An idle engine polls for
+//     Options.Spin, yielding the CPU, then sleeps on its doorbell futex.
+//   - DMA: a NIC writes host memory of another process either through the
+//     kernel (process_vm_writev, consecutive sends of one VI, up to 32,
+//     in one call, as a NIC pipelines its DMAs) or, for memory handed out
+//     by NIC.AllocHostMem (pages of the NIC's segment, which its peers
+//     map, as a NIC reaches pinned memory without the host's CPU), with a
+//     plain copy. Either way the memory must be registered and every
+//     address is translated through the owner's tables.
+//   - Completions: the NIC writes a receive descriptor's completion into
+//     its receive-queue slot in the owning NIC's memory, not into the
+//     Descriptor (Go memory of another process, which only the kernel
+//     could write), and the Descriptor takes it from there the first time
+//     Done, Err, RecvDone, RecvWait or a CQ call looks at it: observably
+//     the descriptor is complete, with its length, immediate data and
+//     status, when the NIC has completed it. Send descriptors, which the
+//     NIC of their own process completes, are written directly.
+//   - Queue pointers: the engine that consumes a peer VI's receive queue
+//     (the one connected to it) keeps the queue's head and the tail it
+//     last read itself, as a NIC keeps them in its registers, and reads
+//     the tail from the peer's segment only when the descriptors it knows
+//     of run out, so that a message moves as few cache lines between the
+//     processes as the queue model allows.
 //
 // Addresses: a NIC moves data by DMA to physical addresses. Here the only
 // addresses another process's kernel can write to are virtual ones, so the
@@ -131,6 +164,9 @@
 //	              after marking the descriptor [default]
 //	cq=cq2        no CQ memory: CQDone polls the head descriptor of every
 //	              work queue associated with the CQ
+//	timers=on     time posts, descriptor executions and CQ checks (one in
+//	              16; counters host_post_ns, nic_exec_ns, cq_done_ns) [off:
+//	              reading the clock costs more than a CQ check]
 //
 // Receive-side translation is done by the NIC that moves the data, through
 // the receiving NIC's tables and cache (they are in its segment), so a
@@ -153,7 +189,10 @@
 // without packing — then sends FIN. If the receive buffer is not contiguous
 // but the sender's is, the receiver RDMA-reads it into its blocks (a scatter
 // list) and answers DONE; if neither is, the sender writes into a
-// registered bounce buffer the receiver unpacks. Rendezvous buffers stay
+// registered bounce buffer the receiver unpacks. The receive buffers are
+// in the NIC's host memory (AllocHostMem; on the heap when the job needs
+// more than 256 MiB of them), so an eager message reaches the peer with a
+// copy and no system call. Rendezvous buffers stay
 // registered after use in a registration cache (regcache=N bytes, default
 // 64 MiB, least recently used out first; 0 = deregister at once), so that a
 // buffer used again costs no registration and its pages stay in the NIC's
@@ -163,10 +202,20 @@
 // CancelRecv, type-signature checks (ErrType) and failure of requests on a
 // dead peer (ErrOther) behave as in netvm.
 //
+// One-sided communication (MPI-3 RMA, rma.go): the device offers the
+// extended ADI's remote memory access (adi.RemoteMemory). A window's memory
+// is registered with its owner's NIC when the window is made, the memory
+// handle travels to the other ranks, and an origin's Put or Get is an RDMA
+// write or read descriptor on its VI to the target, executed by the NICs
+// (on one host by the origin's, across hosts by the target's engine), so
+// that a passive target need not call MPI. The waiting origin runs the
+// engine's pass itself. docs/rma.md tells the rest.
+//
 // MPI device options, besides the NIC's: eager=N (bytes, default 16384),
 // credits=N (receive buffers per peer, default 16), regcache=N (bytes,
 // default 64 MiB), nicspin=N (microseconds an idle engine polls before it
-// sleeps, default 5). OptionTable holds every key, the NIC's and the
+// sleeps, default 5), rma=on|off (one-sided Put and Get by RDMA, default
+// on; off leaves them to the target's agent). OptionTable holds every key, the NIC's and the
 // device's, with its default, range and help; Init refuses a bad value
 // naming it.
 package via

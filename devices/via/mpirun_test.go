@@ -32,6 +32,7 @@ func build(t *testing.T) {
 			"collectives": "github.com/adimpi/adimpi/conformance/collectives",
 			"viaping":     "github.com/adimpi/adimpi/devices/via/testdata/viaping",
 			"stress":      "github.com/adimpi/adimpi/conformance/stress",
+			"rma":         "github.com/adimpi/adimpi/conformance/rma",
 		}
 		for name, pkg := range pkgs {
 			out := filepath.Join(dir, name)

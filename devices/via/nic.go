@@ -91,6 +91,7 @@ type Descriptor struct {
 	RemoteAddr   uint64
 	DS           []DataSegment
 	phys         []DataSegment // AT1: the host's translation of DS, made at post time
+	comp         *[3]uint32    // a posted receive: its completion in the receive-queue slot (NIC memory)
 	// User is the application's own cookie; the NIC never reads it.
 	User any
 }
@@ -107,26 +108,35 @@ type descHdr struct {
 	physLen, physCap             int
 }
 
-// Offsets of the status words the NIC writes back.
-const (
-	offDescLength = 4
-	offDescStatus = 12
-)
-
-// A receive's completion as the NIC stages it before writing it back: the
-// first 8 bytes go to offDescLength, the status word to offDescStatus.
-const (
-	compLength wire.U32 = 0 // bytes received
-	compImm    wire.U32 = 4 // the send's immediate data
-	compStatus wire.U32 = 8
-	compSize            = 12
-)
-
 // Done reports whether the NIC has completed d.
-func (d *Descriptor) Done() bool { return atomic.LoadUint32(&d.Status)&StatusDone != 0 }
+func (d *Descriptor) Done() bool {
+	return atomic.LoadUint32(&d.Status)&StatusDone != 0 || d.writeBack()
+}
+
+// writeBack is the last step of a receive a NIC of this host completed:
+// that NIC wrote the completion (length, immediate data, status) into the
+// descriptor's receive-queue slot in this NIC's memory, where a store
+// costs no system call, and the descriptor in host memory takes it from
+// there the first time it is looked at (see doc.go, "The NIC engine").
+func (d *Descriptor) writeBack() bool {
+	c := d.comp
+	if c == nil {
+		return false
+	}
+	st := atomic.LoadUint32(&c[2])
+	if st&StatusDone == 0 {
+		return false
+	}
+	atomic.StoreUint32(&d.Length, atomic.LoadUint32(&c[0]))
+	atomic.StoreUint32(&d.Imm, atomic.LoadUint32(&c[1]))
+	d.comp = nil
+	atomic.StoreUint32(&d.Status, st)
+	return true
+}
 
 // Err describes a completed descriptor's error bits, or nil.
 func (d *Descriptor) Err() error {
+	d.Done()
 	st := atomic.LoadUint32(&d.Status)
 	switch {
 	case st&StatusTransportError != 0:
@@ -142,24 +152,29 @@ func (d *Descriptor) Err() error {
 // Op is the descriptor's operation.
 func (d *Descriptor) Op() uint32 { return d.Control & 0xff }
 
-// Segment layout, after shm.HeaderSize.
+// Segment layout, after shm.HeaderSize. Words that different processes
+// write (a NIC's doorbell, its application's doorbell, the translation
+// counters) have cache lines of their own, so that ringing one does not
+// take the others' line away from the process polling them.
 const (
-	offNICBell   = shm.HeaderSize + 0  // u32 futex: the NIC's doorbell word
-	offNICSleep  = shm.HeaderSize + 4  // u32: the NIC engine sleeps
-	offAppBell   = shm.HeaderSize + 8  // u32 futex: completions for the application
-	offAppSleep  = shm.HeaderSize + 12 // u32: application waiters sleeping
-	offDesign    = shm.HeaderSize + 16 // u64: Options.designWord
-	offTLBHits   = shm.HeaderSize + 24 // u64
-	offTLBMisses = shm.HeaderSize + 32 // u64
-	offProbe     = shm.HeaderSize + 40 // u64: remote-write permission probe
-	offLayout    = shm.HeaderSize + 64 // layout words (u32 each)
-	offTables    = shm.HeaderSize + 128
+	offNICBell   = shm.HeaderSize + 0   // u32 futex: the NIC's doorbell word
+	offNICSleep  = shm.HeaderSize + 4   // u32: the NIC engine sleeps
+	offAppBell   = shm.HeaderSize + 64  // u32 futex: completions for the application
+	offAppSleep  = shm.HeaderSize + 68  // u32: application waiters sleeping
+	offTLBHits   = shm.HeaderSize + 128 // u64
+	offTLBMisses = shm.HeaderSize + 136 // u64
+	offDesign    = shm.HeaderSize + 192 // u64: Options.designWord
+	offProbe     = shm.HeaderSize + 200 // u64: remote-write permission probe
+	offHostVA    = shm.HeaderSize + 208 // u64: the host memory's address in the NIC's process
+	offLayout    = shm.HeaderSize + 256 // layout words (u32 each)
+	offTables    = shm.HeaderSize + 320
 
 	regionSize = 32 // gen u32, npages u32, base u64, len u64, table u64
-	viHdrSize  = 64 // rqHead u64, rqTail u64, peerStalled u32, recvCQ u32
+	viHdrSize  = 64 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32
 	slotSegs   = 4
-	slotSize   = 16 + slotSegs*16 // desc u64, nseg u32, cached u32, segs
-	cqHdrSize  = 64               // tail u64, head u64
+	slotComp   = 16 + slotSegs*16 // the completion: length u32, imm u32, status u32
+	slotSize   = slotComp + 16    // desc u64, nseg u32, cached u32, segs, completion
+	cqHdrSize  = 128              // tail u64; head u64 on the next line (producers and the consumer write them)
 	cacheEntry = 24               // version u64, tag u64, frame u64
 )
 
@@ -173,7 +188,8 @@ type layout struct {
 	at2, at2Pages        uint32
 	at3, tlbSize         uint32
 	total                uint32
-	_, _                 uint32
+	host                 uint32 // host memory (AllocHostMem): [host, total)
+	_                    uint32
 }
 
 func makeLayout(o Options) layout {
@@ -199,7 +215,8 @@ func makeLayout(o Options) layout {
 		l.at3, l.tlbSize = off, uint32(o.TLBSize)
 		off += l.tlbSize * cacheEntry
 	}
-	l.total = off
+	l.host = (off + pageSize - 1) &^ (pageSize - 1)
+	l.total = l.host + (uint32(o.HostMem)+pageSize-1)&^(pageSize-1)
 	return l
 }
 
@@ -215,6 +232,48 @@ type view struct {
 	lay  layout
 	o    Options
 	self *NIC // the local NIC, if this is its view
+	// hostVA is where v's host memory (AllocHostMem) starts in v's
+	// process; 0 when it has none.
+	hostVA uint64
+	// hits are translation-cache hits in v's cache by this process's
+	// engine not yet added to v's counter (a peer's view; under eng.mu).
+	hits uint64
+}
+
+// hitBatch is how many hits in a peer's translation cache an engine
+// counts before it adds them to the peer's counter: an atomic add to a
+// line of the peer's segment per message would move that line between
+// the processes at every message. The engine adds what is left before it
+// sleeps.
+const hitBatch = 64
+
+// countHit counts a hit in v's translation cache.
+func (v *view) countHit() {
+	if v.self != nil {
+		atomic.AddUint64(v.u64(offTLBHits), 1)
+		return
+	}
+	if v.hits++; v.hits == hitBatch {
+		v.flushHits()
+	}
+}
+
+// flushHits adds the hits counted here to v's counter.
+func (v *view) flushHits() {
+	if v.hits > 0 {
+		atomic.AddUint64(v.u64(offTLBHits), v.hits)
+		v.hits = 0
+	}
+}
+
+// flushHits adds every peer's hits counted here to its counter (under
+// eng.mu).
+func (n *NIC) flushHits() {
+	n.viewMu.Lock()
+	for _, v := range n.views {
+		v.flushHits()
+	}
+	n.viewMu.Unlock()
 }
 
 func (v *view) u32(off uint32) *uint32 { return v.seg.Uint32(int(off)) }
@@ -283,10 +342,11 @@ type NIC struct {
 	freeReg []int
 	at2Free []span // free runs of the AT2 table
 
-	viMu   sync.Mutex
-	vis    []*VI
-	active atomic.Pointer[[]*VI] // connected VIs, polled by the engine (D1)
-	cqs    []*CQ
+	viMu    sync.Mutex
+	vis     []*VI
+	visSnap atomic.Pointer[[]*VI] // vis as of the last CreateVI, read without viMu
+	active  atomic.Pointer[[]*VI] // connected VIs, polled by the engine (D1)
+	cqs     []*CQ
 
 	viewMu sync.Mutex
 	views  map[viewKey]*view
@@ -299,20 +359,24 @@ type NIC struct {
 	closed atomic.Bool
 	done   chan struct{}
 
-	port    atomic.Pointer[netPort] // the wire to other hosts (net.go), if any
-	portMu  sync.Mutex              // orders a ring's Wake of the endpoint before the engine closes it (net.go)
-	remote  atomic.Pointer[[]*VI]   // VIs connected to NICs on other hosts
-	lostGen atomic.Uint32           // moves when such a VI's connection breaks
-	stage   []byte                  // engine only: packs small pieces into frames
-	early   []earlyFrame            // engine only: frames for VIs not connected yet
+	port     atomic.Pointer[netPort] // the wire to other hosts (net.go), if any
+	portMu   sync.Mutex              // orders a ring's Wake of the endpoint before the engine closes it (net.go)
+	remote   atomic.Pointer[[]*VI]   // VIs connected to NICs on other hosts
+	lostGen  atomic.Uint32           // moves when such a VI's connection breaks
+	hostMu   sync.Mutex
+	hostFree uint32       // the first byte of host memory not handed out
+	stage    []byte       // engine only: packs small pieces into frames
+	early    []earlyFrame // engine only: frames for VIs not connected yet
 
 	liov      []unix.Iovec // engine only: reused by scatter
 	riov      []unix.RemoteIovec
 	physBuf   []shm.RemoteSeg // engine only: reused by execute
 	remoteBuf []shm.RemoteSeg
 	localBuf  [][]byte
-	toRing    []*view // engine only: applications to wake after a descriptor
-	batch     batch   // engine only: sends moved together
+	toRing    []*view       // engine only: applications to wake after a descriptor
+	rsegBuf   []DataSegment // engine only: a receive descriptor's cached segments
+	helps     uint32        // passes run by Help (under eng.mu)
+	batch     batch         // engine only: sends moved together
 
 	// eng is the engine's turn: whoever holds mu runs a pass (the engine
 	// goroutine, or an application thread assisting it, net.go).
@@ -327,8 +391,11 @@ type NIC struct {
 	cnt struct {
 		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
 		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
+		helped, hostCopies, kernelWrites                                                    atomic.Int64
 		framesOut, framesIn, held, naks                                                     atomic.Int64 // the wire (net.go)
 	}
+	postT, execT sampler // the timers of postNs, execNs
+
 }
 
 type span struct{ at, n int }
@@ -339,7 +406,7 @@ func OpenNIC(o Options) (*NIC, error) {
 	if o.Doorbell == 0 || o.AT == 0 || o.CQ == 0 {
 		return nil, errors.New("via: options lack a doorbell, translation or CQ design; start from DefaultOptions")
 	}
-	if o.MaxVIs < 1 || o.RecvQueue < 1 || o.SendQueue < 1 || o.MaxRegions < 1 || o.MaxCQs < 1 {
+	if o.MaxVIs < 1 || o.RecvQueue < 1 || o.SendQueue < 1 || o.MaxRegions < 1 || o.MaxCQs < 1 || o.HostMem < 0 || o.HostMem > 1<<30 {
 		return nil, fmt.Errorf("via: queue sizes must be positive: %+v", o)
 	}
 	lay := makeLayout(o)
@@ -349,9 +416,16 @@ func OpenNIC(o Options) (*NIC, error) {
 	}
 	n := &NIC{o: o, lay: lay, seg: seg, views: map[viewKey]*view{}, done: make(chan struct{})}
 	n.self = &view{pid: os.Getpid(), seg: seg, lay: lay, o: o, self: n}
+	if lay.total > lay.host {
+		n.self.hostVA = uint64(uintptr(unsafe.Pointer(&seg.Mem[lay.host])))
+	}
 	n.views[viewKey{n.self.pid, seg.FD}] = n.self
 	copy((*[16]uint32)(unsafe.Pointer(&seg.Mem[offLayout]))[:], lay.words())
 	atomic.StoreUint64(seg.Uint64(offDesign), o.designWord())
+	if lay.total > lay.host {
+		atomic.StoreUint64(seg.Uint64(offHostVA), uint64(uintptr(unsafe.Pointer(&seg.Mem[lay.host]))))
+	}
+	n.hostFree = lay.host
 	n.regs = make([]atomic.Pointer[region], o.MaxRegions)
 	for i := o.MaxRegions - 1; i >= 0; i-- {
 		n.freeReg = append(n.freeReg, i)
@@ -361,8 +435,10 @@ func OpenNIC(o Options) (*NIC, error) {
 	}
 	empty, none := []*VI{}, []*VI{}
 	n.active.Store(&empty)
+	n.visSnap.Store(&none)
 	n.remote.Store(&none)
 	n.eng.byVI = map[*VI]bool{}
+	n.postT.on, n.execT.on = o.Timers, o.Timers
 	go n.engine()
 	return n, nil
 }
@@ -398,6 +474,36 @@ func (n *NIC) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// AllocHostMem hands out n bytes of the NIC's host memory (Options.HostMem
+// in all, 64-byte aligned), valid until Close. It is ordinary memory that
+// must be registered before descriptors name it; what sets it apart is
+// that the NICs of this host can reach it without the kernel: it lies in
+// pages the peers map, as a real NIC reaches pinned host memory by DMA, so
+// a NIC moves data into it (and out of it) with a plain copy instead of
+// process_vm_writev. Memory from anywhere else works too, through the
+// kernel.
+func (n *NIC) AllocHostMem(size int) ([]byte, error) {
+	n.hostMu.Lock()
+	defer n.hostMu.Unlock()
+	at := (n.hostFree + 63) &^ 63
+	if size <= 0 || uint64(at)+uint64(size) > uint64(n.lay.total) {
+		return nil, fmt.Errorf("via: AllocHostMem: %d bytes do not fit the %d bytes of host memory left (Options.HostMem)", size, n.lay.total-min(at, n.lay.total))
+	}
+	n.hostFree = at + uint32(size)
+	return n.seg.Mem[at : at+uint32(size) : at+uint32(size)], nil
+}
+
+// hostBytes maps n bytes at address addr of v's process to v's host
+// memory as this process maps it, or returns nil when they are not all in
+// it.
+func (v *view) hostBytes(addr, n uint64) []byte {
+	if v.hostVA == 0 || addr < v.hostVA || addr+n > v.hostVA+uint64(v.lay.total-v.lay.host) {
+		return nil
+	}
+	off := uint64(v.lay.host) + addr - v.hostVA
+	return v.seg.Mem[off : off+n : off+n]
 }
 
 // kernelCrossing is one user→kernel→user switch: the price the seed charges
@@ -652,7 +758,7 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 			vpn := (first >> 12) + pg
 			f, hit := v.cacheLookup(vpn)
 			if hit {
-				atomic.AddUint64(v.u64(offTLBHits), 1)
+				v.countHit()
 			} else {
 				atomic.AddUint64(v.u64(offTLBMisses), 1)
 				var e [8]byte

@@ -74,6 +74,16 @@ type Options struct {
 	// Spin is how long an idle engine keeps polling (yielding the CPU
 	// between passes) before it sleeps on its doorbell futex.
 	Spin time.Duration
+
+	// Timers times posts, descriptor executions and CQ checks (the
+	// counters host_post_ns, nic_exec_ns, cq_done_ns), one in
+	// sampleEvery: off, they stay 0, since on some machines reading the
+	// clock costs more than the operations it would time.
+	Timers bool
+
+	// HostMem is how many bytes of host memory NIC.AllocHostMem can hand
+	// out: pages the NICs of this host reach without the kernel.
+	HostMem int
 }
 
 // DefaultOptions are D1, AT3 with a 1024-entry cache, descriptor caching
@@ -110,6 +120,7 @@ var nicOptions = []options.Option{
 	{Key: "tlbsize", Default: "1024", Min: 1, Max: 1 << 20, Unit: "entries", Help: "at3: entries of the NIC's translation cache"},
 	{Key: "desccache", Default: "on", Choices: []string{"on", "off"}, Help: "the NIC caches descriptors at post time instead of fetching them"},
 	{Key: "cq", Default: "cq1", Choices: []string{"cq1", "cq2"}, Help: "completion queues: entries appended by the NIC, or polling of the work queues"},
+	{Key: "timers", Default: "off", Choices: []string{"on", "off"}, Help: "time posts, descriptor executions and CQ checks (counters host_post_ns, nic_exec_ns, cq_done_ns)"},
 }
 
 // OptionTable is the MPI device's -device-opt table: the NIC's options and
@@ -119,6 +130,7 @@ var OptionTable = options.Table{Device: "via", Options: append(slices.Clip(nicOp
 	options.Option{Key: "credits", Default: "16", Min: 4, Max: 1024, Unit: "buffers", Help: "pre-posted receive buffers per peer, i.e. credits"},
 	options.Option{Key: "regcache", Default: "67108864", Min: 0, Max: 1 << 40, Unit: "bytes", Help: "registered memory kept for reuse by rendezvous buffers"},
 	options.Option{Key: "nicspin", Default: "5", Min: 0, Max: 1000000, Unit: "microseconds", Help: "how long an idle NIC engine polls before it sleeps"},
+	options.Option{Key: "rma", Default: "on", Choices: []string{"on", "off"}, Help: "one-sided Put and Get (and accumulates on one host) by RDMA write and read, without the target; off: through the target's agent"},
 )}
 
 // NICOptionKeys are the option keys ParseOptions understands.
@@ -160,6 +172,9 @@ func applyNIC(o Options, v *options.Values, all bool) Options {
 	}
 	if given("cq") {
 		o.CQ = CQMode(v.String("cq")[2] - '0')
+	}
+	if given("timers") {
+		o.Timers = v.String("timers") == "on"
 	}
 	return o
 }

@@ -46,6 +46,15 @@ type VI struct {
 	rqDesc []*Descriptor // the receive queue's descriptors, by slot (for this NIC's engine)
 
 	pend []sendEntry // engine only: D2 entries dispatched to this VI
+
+	// The connected peer VI's receive queue as this NIC's engine, its only
+	// consumer, keeps it (as a NIC keeps queue pointers in its registers):
+	// the head it has consumed up to, the tail it last read from the
+	// peer's segment, and the peer's receive CQ. Reading the tail only when
+	// the descriptors it knows of run out, and not writing the head back,
+	// spares a cache line's trip between the processes per message.
+	rqHead, rqTail uint64
+	peerCQ         uint32
 }
 
 // sendEntry is a posted send-queue descriptor as the NIC holds it: with
@@ -66,12 +75,13 @@ type sendEntry struct {
 // CQ is a completion queue: it merges the completions of the work queues
 // associated with it.
 type CQ struct {
-	nic  *NIC
-	id   int
-	head uint64 // CQ1: consumer position (application only)
-	mu   sync.Mutex
-	wqs  []wq // CQ2: the queues to poll
-	next int
+	nic   *NIC
+	id    int
+	head  uint64 // CQ1: consumer position (application only)
+	calls uint32 // Done calls (application only)
+	mu    sync.Mutex
+	wqs   []wq // CQ2: the queues to poll
+	next  int
 }
 
 type wq struct {
@@ -105,6 +115,8 @@ func (n *NIC) CreateVI(sendCQ, recvCQ *CQ) (*VI, error) {
 		vi.sq = make([]sendEntry, n.o.SendQueue)
 	}
 	n.vis = append(n.vis, vi)
+	snap := append([]*VI(nil), n.vis...)
+	n.visSnap.Store(&snap)
 	off := n.self.viOff(vi.id)
 	if recvCQ != nil {
 		atomic.StoreUint32(n.self.u32(off+20), uint32(recvCQ.id+1))
@@ -160,6 +172,9 @@ func (n *NIC) importView(addr string) (*view, error) {
 	}
 	v.o = n.o
 	v.o.TLBSize = int(v.lay.tlbSize)
+	if v.lay.total > v.lay.host {
+		v.hostVA = atomic.LoadUint64(seg.Uint64(offHostVA))
+	}
 	n.views[viewKey{pid, fd}] = v
 	return v, nil
 }
@@ -192,19 +207,16 @@ func (vi *VI) Connect(peerAddr string, peerVI int) error {
 // memory and, under AT1, translates them in the kernel.
 func (vi *VI) prepare(op string, d *Descriptor) error {
 	n := vi.nic
-	regs := make([]*region, len(d.DS))
 	for k, s := range d.DS {
-		r, err := n.checkSeg(op, k, s)
-		if err != nil {
+		if _, err := n.checkSeg(op, k, s); err != nil {
 			return err
 		}
-		regs[k] = r
 	}
 	d.phys = d.phys[:0]
 	if n.o.AT == AT1 {
 		n.kernelCrossing()
-		for k, s := range d.DS {
-			d.phys = hostTranslate(regs[k], s, d.phys)
+		for _, s := range d.DS {
+			d.phys = hostTranslate(n.region(s.Handle), s, d.phys)
 		}
 	}
 	return nil
@@ -224,7 +236,7 @@ func (d *Descriptor) nicSegs(at Translation) []DataSegment {
 // registered memory of this NIC.
 func (vi *VI) PostSend(d *Descriptor) error {
 	n := vi.nic
-	t0 := time.Now()
+	t0 := n.postT.start()
 	switch d.Op() {
 	case OpSend:
 	case OpRDMAWrite, OpRDMARead:
@@ -252,7 +264,6 @@ func (vi *VI) PostSend(d *Descriptor) error {
 	e := sendEntry{d: d, vi: vi}
 	if n.o.DescCache {
 		e.cached, e.ctl, e.imm, e.rh, e.raddr = true, d.Control, d.Imm, d.RemoteHandle, d.RemoteAddr
-		e.segs = append([]DataSegment(nil), d.nicSegs(n.o.AT)...)
 	}
 	vi.mu.Lock()
 	if len(vi.sendPosted) >= n.o.SendQueue {
@@ -264,11 +275,21 @@ func (vi *VI) PostSend(d *Descriptor) error {
 		vi.net.posted.Add(1)
 	}
 	if n.o.Doorbell == D1 {
+		// The entry's segment copy reuses the slot's: the descriptor that
+		// held the slot before is complete (at most SendQueue are posted),
+		// and the engine is done with an entry once it completes it.
 		t := vi.sqTail.Load()
-		vi.sq[t%uint64(len(vi.sq))] = e
+		slot := &vi.sq[t%uint64(len(vi.sq))]
+		if e.cached {
+			e.segs = append(slot.segs[:0], d.nicSegs(n.o.AT)...)
+		}
+		*slot = e
 		vi.sqTail.Store(t + 1)
 		vi.mu.Unlock()
 	} else {
+		if e.cached {
+			e.segs = append([]DataSegment(nil), d.nicSegs(n.o.AT)...)
+		}
 		vi.mu.Unlock()
 		// D2: through the kernel into the one central queue.
 		n.kernelCrossing()
@@ -277,7 +298,7 @@ func (vi *VI) PostSend(d *Descriptor) error {
 		n.central.mu.Unlock()
 	}
 	n.cnt.posts.Add(1)
-	n.cnt.postNs.Add(int64(time.Since(t0))) // the doorbell's wake-up is not the post's work
+	n.postT.stop(t0, &n.cnt.postNs) // the doorbell's wake-up is not the post's work
 	n.self.ringNIC()
 	return nil
 }
@@ -286,7 +307,7 @@ func (vi *VI) PostSend(d *Descriptor) error {
 // scatter list the next arriving message fills.
 func (vi *VI) PostRecv(d *Descriptor) error {
 	n := vi.nic
-	t0 := time.Now()
+	t0 := n.postT.start()
 	n.cnt.recvPosts.Add(1)
 	d.Control = d.Control&^0xff | OpRecv
 	if err := vi.prepare("PostRecv", d); err != nil {
@@ -313,11 +334,13 @@ func (vi *VI) PostRecv(d *Descriptor) error {
 		}
 	}
 	*n.self.u32(s + 12) = cached
+	d.comp = (*[3]uint32)(unsafe.Pointer(&n.seg.Mem[s+slotComp]))
+	atomic.StoreUint32(&d.comp[2], 0)
 	vi.rqDesc[t%uint64(len(vi.rqDesc))] = d
 	vi.recvPosted = append(vi.recvPosted, d)
 	atomic.StoreUint64(n.self.u64(off+8), t+1)
 	vi.mu.Unlock()
-	n.cnt.postNs.Add(int64(time.Since(t0)))
+	n.postT.stop(t0, &n.cnt.postNs)
 	// This NIC holds frames from another host that waited for it, or the
 	// VI's connection is broken (the engine completes it in error).
 	if vi.net != nil && (vi.net.holding.Load() || vi.net.lost.Load() != nil) {
@@ -401,9 +424,26 @@ func (vi *VI) RecvWait(timeout time.Duration) (*Descriptor, error) {
 // completion leaves an entry there until Done takes it. Under CQ1 the NIC appended an entry
 // per completion; under CQ2 Done polls every associated queue's head.
 func (cq *CQ) Done() (vi *VI, recv bool, ok bool) {
+	// One check in sampleEvery is timed and counted (sampleEvery times):
+	// an atomic add per check would cost more than the check itself.
+	// The count is the consumer's alone, like head.
+	if cq.calls++; !cq.nic.o.Timers || cq.calls%sampleEvery != 0 {
+		if cq.calls%sampleEvery == 0 {
+			cq.nic.cnt.cqCalls.Add(sampleEvery)
+		}
+		return cq.done()
+	}
 	n := cq.nic
-	t0 := time.Now()
-	defer func() { n.cnt.cqNs.Add(int64(time.Since(t0))); n.cnt.cqCalls.Add(1) }()
+	t0 := nanotime()
+	vi, recv, ok = cq.done()
+	n.cnt.cqNs.Add((nanotime() - t0) * sampleEvery)
+	n.cnt.cqCalls.Add(sampleEvery)
+	return vi, recv, ok
+}
+
+// done is Done without its timer.
+func (cq *CQ) done() (vi *VI, recv bool, ok bool) {
+	n := cq.nic
 	if n.o.CQ == CQ1 {
 		off := n.self.cqOff(cq.id)
 		e := n.self.u64(off + cqHdrSize + uint32(cq.head%uint64(n.lay.cqLen))*8)
@@ -413,12 +453,9 @@ func (cq *CQ) Done() (vi *VI, recv bool, ok bool) {
 		}
 		atomic.StoreUint64(e, 0)
 		cq.head++
-		atomic.StoreUint64(n.self.u64(off+8), cq.head)
+		atomic.StoreUint64(n.self.u64(off+64), cq.head)
 		v--
-		n.viMu.Lock()
-		vi = n.vis[v>>1]
-		n.viMu.Unlock()
-		return vi, v&1 != 0, true
+		return (*n.visSnap.Load())[v>>1], v&1 != 0, true
 	}
 	cq.mu.Lock()
 	wqs := cq.wqs
@@ -494,7 +531,7 @@ func (n *NIC) wait(timeout time.Duration, cond func() bool) error {
 				return ErrTimeout
 			}
 		}
-		if n.Assist() {
+		if n.Help() {
 			continue
 		}
 		if i < 64 {
@@ -506,6 +543,34 @@ func (n *NIC) wait(timeout time.Duration, cond func() bool) error {
 		}
 		n.Sleep(seq, left)
 	}
+}
+
+// Help runs the NIC engine's pass on the calling thread, as a waiting
+// application does while it polls for completions: the descriptors posted
+// since the last pass are executed here, without waking the engine
+// goroutine. It reports whether the pass did any work. Across hosts it is
+// Assist; on one host it runs only when posted send descriptors wait
+// (Busy), so that an idle poll costs two loads. While the application
+// helps, posts from this process leave the sleeping engine asleep (see
+// the engine's sleep); it takes over when the application stops calling
+// (assistedFor after the last help, or at once when it calls Sleep).
+func (n *NIC) Help() bool {
+	if n.port.Load() != nil {
+		return n.Assist()
+	}
+	if !n.Busy() || !n.eng.mu.TryLock() {
+		return false
+	}
+	defer n.eng.mu.Unlock()
+	// The time of the help is refreshed once in a while, or at once after
+	// a Sleep cleared it: reading the clock costs as much as a pass.
+	if n.helps++; n.helps%64 == 0 || n.eng.lastAssist.Load() == 0 {
+		n.eng.lastAssist.Store(time.Now().UnixNano())
+	}
+	e0 := n.cnt.executed.Load()
+	did, _ := n.pass(false)
+	n.cnt.helped.Add(n.cnt.executed.Load() - e0)
+	return did
 }
 
 // Busy reports whether the engine has posted send descriptors it has not
@@ -534,6 +599,23 @@ func (n *NIC) engine() {
 	idle := 0
 	for !n.closed.Load() {
 		seq := atomic.LoadUint32(bell)
+		if n.port.Load() == nil && n.assisted() {
+			// The application runs the passes (Help). The engine stays
+			// off their lock: a host this busy preempts threads, and an
+			// engine preempted while holding it would stop the
+			// application's passes for a time slice. It looks again when
+			// the application sleeps (Sleep wakes it), a peer rings, or
+			// assistedFor passes.
+			atomic.StoreUint32(sleep, sleepAssisted)
+			if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
+				n.cnt.sleeps.Add(1)
+				_ = shm.FutexWait(bell, seq, assistedFor)
+			}
+			atomic.StoreUint32(sleep, 0)
+			if atomic.LoadUint32(bell) != seq {
+				continue
+			}
+		}
 		n.eng.mu.Lock()
 		did, stalled := n.pass(false)
 		n.eng.mu.Unlock()
@@ -548,9 +630,11 @@ func (n *NIC) engine() {
 			runtime.Gosched()
 			continue
 		}
-		// Acks still owed leave before the engine sleeps.
+		// Acks still owed leave before the engine sleeps, and the hits
+		// counted in peers' translation caches are added to theirs.
 		n.eng.mu.Lock()
 		did, stalled = n.pass(true)
+		n.flushHits()
 		n.eng.mu.Unlock()
 		if did {
 			idle = 0
@@ -564,7 +648,7 @@ func (n *NIC) engine() {
 		// While the application assists (net.go), the network is its.
 		port := n.port.Load()
 		mode := uint32(1)
-		help := port != nil && n.assisted()
+		help := n.assisted()
 		switch {
 		case help:
 			mode = sleepAssisted
@@ -691,12 +775,12 @@ func fetch(pid int, addr uint64, at Translation) (descHdr, []DataSegment, error)
 // execute performs one send-queue descriptor. It reports false when the
 // descriptor needs a receive descriptor the peer has not posted yet.
 func (n *NIC) execute(vi *VI, e *sendEntry) bool {
-	t0 := time.Now()
+	t0 := n.execT.start()
 	if vi.net != nil {
 		defer vi.net.executed.Add(1)
 	}
 	defer func() {
-		n.cnt.execNs.Add(int64(time.Since(t0)))
+		n.execT.stop(t0, &n.cnt.execNs)
 		n.wakeAll()
 	}()
 	if !e.cached {
@@ -739,15 +823,19 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	pvi := p.viOff(vi.peerVI)
 	needRecv := op == OpSend || (op == OpRDMAWrite && e.ctl&FlagImmediate != 0)
 	var rdesc uint64
+	var slot uint32 // the consumed receive descriptor's slot in p's segment
 	var rsegs []DataSegment
 	if needRecv {
-		head := atomic.LoadUint64(p.u64(pvi))
+		head := vi.rqHead
 		if n.batch.vi == vi {
 			head += uint64(len(n.batch.recs)) // taken by the batch already
 		}
-		if head == atomic.LoadUint64(p.u64(pvi+8)) {
+		if head == vi.rqTail {
+			vi.rqTail = atomic.LoadUint64(p.u64(pvi + 8))
+		}
+		if head == vi.rqTail {
 			atomic.StoreUint32(p.u32(pvi+16), 1)
-			if head == atomic.LoadUint64(p.u64(pvi+8)) {
+			if vi.rqTail = atomic.LoadUint64(p.u64(pvi + 8)); head == vi.rqTail {
 				if !shm.Alive(p.pid) {
 					n.flush()
 					n.complete(vi, e.d, 0, StatusDone|StatusTransportError)
@@ -758,13 +846,15 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 			}
 		}
 		s := pvi + viHdrSize + uint32(head%uint64(p.lay.rqLen))*slotSize
+		slot = s
 		rdesc = atomic.LoadUint64(p.u64(s))
 		if *p.u32(s + 12) != 0 {
 			ns := *p.u32(s + 8)
-			rsegs = make([]DataSegment, ns)
-			for k := range rsegs {
-				rsegs[k] = *(*DataSegment)(unsafe.Pointer(&p.seg.Mem[s+16+uint32(k)*16]))
+			rsegs = n.rsegBuf[:0]
+			for k := uint32(0); k < ns; k++ {
+				rsegs = append(rsegs, *(*DataSegment)(unsafe.Pointer(&p.seg.Mem[s+16+k*16])))
 			}
+			n.rsegBuf = rsegs
 		} else {
 			_, segs, err := fetch(p.pid, rdesc, p.o.AT)
 			n.cnt.fetches.Add(1)
@@ -801,14 +891,13 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	}
 	if op == OpSend && st == StatusDone {
 		remote = trim(remote, total)
-		if n.batchAdd(vi, e, local, remote, rdesc, total) {
+		if n.batchAdd(vi, e, local, remote, slot, total) {
 			return true
 		}
 	}
 	n.flush()
-	// Move the data, then (for a consumed receive descriptor) its length,
-	// immediate data and status, in one remote write: the status lands last.
-	var comp [compSize]byte
+	// Move the data, then (for a consumed receive descriptor) write its
+	// length, immediate data and status into its slot: the status last.
 	if st == StatusDone {
 		switch op {
 		case OpRDMARead:
@@ -821,28 +910,23 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 			} else {
 				n.cnt.sends.Add(1)
 			}
-			if needRecv {
-				compLength.Set(comp[:], uint32(total))
-				compImm.Set(comp[:], e.imm)
-				compStatus.Set(comp[:], StatusDone)
-				local = append(local, comp[:compStatus], comp[compStatus:])
-				remote = append(remote, shm.RemoteSeg{Addr: rdesc + offDescLength, Len: 8}, shm.RemoteSeg{Addr: rdesc + offDescStatus, Len: 4})
-			}
-			err = n.scatter(p.pid, local, remote)
+			err = n.scatter(p, local, remote)
 		}
 		if err != nil {
 			st |= StatusTransportError
 		} else {
 			n.cnt.bytes.Add(int64(total))
 		}
-	} else if needRecv {
-		// The receive descriptor is consumed with the error.
-		compStatus.Set(comp[:], st)
-		_ = shm.RemoteWrite(p.pid, uintptr(rdesc+offDescStatus), [][]byte{comp[compStatus:]})
 	}
 	if needRecv {
-		atomic.AddUint64(p.u64(pvi), 1)
-		if cq := atomic.LoadUint32(p.u32(pvi + 20)); cq != 0 && p.o.CQ == CQ1 {
+		// The receive descriptor is consumed, with the error if any.
+		if st == StatusDone {
+			p.recvComplete(slot, uint32(total), e.imm, st)
+		} else {
+			p.recvComplete(slot, 0, 0, st)
+		}
+		vi.rqHead++
+		if cq := vi.recvCQOf(p, pvi); cq != 0 && p.o.CQ == CQ1 {
 			p.cqAppend(cq, vi.peerVI, true)
 		}
 		if p != n.self {
@@ -859,8 +943,9 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 const batchMax = 32
 
 type batchRec struct {
-	d     *Descriptor
-	total uint32
+	d          *Descriptor
+	total, imm uint32
+	slot       uint32 // the receive descriptor's slot in the peer's segment
 }
 
 type batch struct {
@@ -868,42 +953,63 @@ type batch struct {
 	recs   []batchRec
 	local  [][]byte
 	remote []shm.RemoteSeg
-	stat   [batchMax][compSize]byte // the completion of each receive descriptor
 }
 
 // batchAdd queues a send whose receive descriptor and translations are
 // ready; it reports false (and queues nothing) when the batch is full.
-func (n *NIC) batchAdd(vi *VI, e *sendEntry, local [][]byte, remote []shm.RemoteSeg, rdesc, total uint64) bool {
+func (n *NIC) batchAdd(vi *VI, e *sendEntry, local [][]byte, remote []shm.RemoteSeg, slot uint32, total uint64) bool {
 	b := &n.batch
 	if b.vi != nil && b.vi != vi || len(b.recs) == batchMax || len(b.local)+len(local) > 900 || len(b.remote)+len(remote) > 900 {
 		return false
 	}
 	b.vi = vi
-	st := &b.stat[len(b.recs)]
-	compLength.Set(st[:], uint32(total))
-	compImm.Set(st[:], e.imm)
-	compStatus.Set(st[:], StatusDone)
-	b.local = append(append(b.local, local...), st[:compStatus], st[compStatus:])
-	b.remote = append(append(b.remote, remote...), shm.RemoteSeg{Addr: rdesc + offDescLength, Len: 8}, shm.RemoteSeg{Addr: rdesc + offDescStatus, Len: 4})
-	b.recs = append(b.recs, batchRec{d: e.d, total: uint32(total)})
+	b.local = append(b.local, local...)
+	b.remote = append(b.remote, remote...)
+	b.recs = append(b.recs, batchRec{d: e.d, total: uint32(total), imm: e.imm, slot: slot})
 	n.cnt.sends.Add(1)
 	return true
 }
 
-// flush moves the batched sends: one remote write, then the receive queue's
-// head, CQ entries and completions.
+// recvCQOf is the receive CQ (its id + 1; 0: none) of the peer VI, at
+// pvi in p's segment.
+func (vi *VI) recvCQOf(p *view, pvi uint32) uint32 {
+	if vi.peerCQ == 0 {
+		vi.peerCQ = atomic.LoadUint32(p.u32(pvi + 20))
+	}
+	return vi.peerCQ
+}
+
+// recvComplete writes the completion of the receive descriptor in slot of
+// v's receive queue: its length and immediate data, then its status.
+func (v *view) recvComplete(slot, length, imm, st uint32) {
+	c := (*[3]uint32)(unsafe.Pointer(&v.seg.Mem[slot+slotComp]))
+	atomic.StoreUint32(&c[0], length)
+	atomic.StoreUint32(&c[1], imm)
+	atomic.StoreUint32(&c[2], st)
+}
+
+// flush moves the batched sends: one copy (or one remote write), then the
+// receive descriptors' completions, the receive queue's head, CQ entries
+// and the send descriptors' completions.
 func (n *NIC) flush() {
 	b := &n.batch
 	if len(b.recs) == 0 {
 		return
 	}
-	t0 := time.Now()
+	t0 := n.execT.start()
 	vi := b.vi
 	p := vi.peer
 	pvi := p.viOff(vi.peerVI)
-	err := n.scatter(p.pid, b.local, b.remote)
-	atomic.AddUint64(p.u64(pvi), uint64(len(b.recs)))
-	cq := atomic.LoadUint32(p.u32(pvi + 20))
+	err := n.scatter(p, b.local, b.remote)
+	for _, r := range b.recs {
+		st := StatusDone
+		if err != nil {
+			st |= StatusTransportError
+		}
+		p.recvComplete(r.slot, r.total, r.imm, st)
+	}
+	vi.rqHead += uint64(len(b.recs))
+	cq := vi.recvCQOf(p, pvi)
 	for i, r := range b.recs {
 		st := StatusDone
 		if err != nil {
@@ -922,7 +1028,7 @@ func (n *NIC) flush() {
 	}
 	clear(b.local)
 	b.vi, b.recs, b.local, b.remote = nil, b.recs[:0], b.local[:0], b.remote[:0]
-	n.cnt.execNs.Add(int64(time.Since(t0)))
+	n.execT.stop(t0, &n.cnt.execNs)
 	n.wakeAll()
 }
 
@@ -967,6 +1073,40 @@ func (n *NIC) complete(vi *VI, d *Descriptor, length, st uint32) {
 	}
 }
 
+// copyHost copies the local pieces into the remote segments if these all
+// lie in p's host memory, and reports whether they did (else it copies
+// nothing).
+func copyHost(p *view, local [][]byte, remote []shm.RemoteSeg) bool {
+	total, rtotal := 0, uint64(0)
+	for _, r := range remote {
+		if r.Len > 0 && p.hostBytes(r.Addr, r.Len) == nil {
+			return false
+		}
+		rtotal += r.Len
+	}
+	for _, l := range local {
+		total += len(l)
+	}
+	if uint64(total) != rtotal {
+		return false // the kernel's path reports the mismatch
+	}
+	var dst []byte
+	for _, l := range local {
+		for len(l) > 0 {
+			if len(dst) == 0 {
+				for remote[0].Len == 0 {
+					remote = remote[1:]
+				}
+				dst = p.hostBytes(remote[0].Addr, remote[0].Len)
+				remote = remote[1:]
+			}
+			k := copy(dst, l)
+			dst, l = dst[k:], l[k:]
+		}
+	}
+	return true
+}
+
 // trim cuts a segment list to n bytes.
 func trim(segs []shm.RemoteSeg, n uint64) []shm.RemoteSeg {
 	for i := range segs {
@@ -1002,6 +1142,9 @@ func readRemote(pid int, remote []shm.RemoteSeg, local [][]byte) error {
 
 // Counters reports the NIC's activity: posts, kernel crossings, descriptor
 // fetches by DMA, stalls, engine sleeps, doorbell polls, bytes moved, the
+// descriptors executed by the application's Help (nic_helped), the data
+// moves done with a copy into host memory (nic_host_copies) or with
+// process_vm_writev (nic_kernel_writes), the
 // time spent in posts (host_post_ns, sends and receives), in the engine per
 // descriptor (nic_exec_ns over nic_executed) and in CQ checks (cq_done_ns
 // over cq_done_calls), and (AT3) the hits and misses of this NIC's
@@ -1021,6 +1164,9 @@ func (n *NIC) Counters() map[string]int64 {
 		"nic_rdma_reads":       n.cnt.rdmaR.Load(),
 		"nic_recv_posts":       n.cnt.recvPosts.Load(),
 		"nic_executed":         n.cnt.executed.Load(),
+		"nic_helped":           n.cnt.helped.Load(),
+		"nic_host_copies":      n.cnt.hostCopies.Load(),
+		"nic_kernel_writes":    n.cnt.kernelWrites.Load(),
 		"host_post_ns":         n.cnt.postNs.Load(),
 		"nic_exec_ns":          n.cnt.execNs.Load(),
 		"cq_done_ns":           n.cnt.cqNs.Load(),
@@ -1034,11 +1180,18 @@ func (n *NIC) Counters() map[string]int64 {
 	}
 }
 
-// scatter writes the local pieces into the remote segments of process pid
-// with one process_vm_writev (the kernel walks both lists, whatever their
-// piece boundaries), reusing the engine's iovec arrays; long lists or a
-// short transfer go through shm.RemoteScatter.
-func (n *NIC) scatter(pid int, local [][]byte, remote []shm.RemoteSeg) error {
+// scatter writes the local pieces into the remote segments of NIC p's
+// process: with a plain copy when they all lie in p's host memory
+// (AllocHostMem), else with one process_vm_writev (the kernel walks both
+// lists, whatever their piece boundaries), reusing the engine's iovec
+// arrays; long lists or a short transfer go through shm.RemoteScatter.
+func (n *NIC) scatter(p *view, local [][]byte, remote []shm.RemoteSeg) error {
+	if p.hostVA != 0 && copyHost(p, local, remote) {
+		n.cnt.hostCopies.Add(1)
+		return nil
+	}
+	n.cnt.kernelWrites.Add(1)
+	pid := p.pid
 	const iovMax = 1024
 	if len(local) > iovMax || len(remote) > iovMax {
 		return shm.RemoteScatter(pid, local, remote)

@@ -9,9 +9,12 @@
 // A line carries a sequence word (the last round of its parity posted), a
 // waiting flag and a few dozen data bytes, so that a peer that sees a round
 // posted has small data in the same cache line. A member that may sleep
-// raises its flag and sleeps on its doorbell (a futex word of its own, on
-// its own cache line); a post that completes a round, or one marked
-// wakeAll, rings the doorbells of the peers whose flag is up.
+// raises its flag and sleeps on the board's doorbell, one futex word that
+// every member sleeps on; a post that completes a round, or one marked
+// wakeAll, rings it once if any peer's flag is up: one system call wakes
+// every sleeper, where a doorbell per member took one per sleeper (at
+// np 16 fifteen system calls by the last arrival of a Barrier before
+// anyone could go on).
 package board
 
 import (
@@ -28,7 +31,7 @@ import (
 // Layout of one member's area, from its start.
 const (
 	lineSize = 64
-	offBell  = 2 * lineSize // u32: the doorbell, bumped by every ring
+	offBell  = 2 * lineSize // u32, in member 0's area only: the board's doorbell, bumped by every ring
 	offPid   = 3 * lineSize // u64: the member's process id, once it has mapped the segment
 	offProbe = offPid + 8   // u64: the address of the member's probe word
 	headSize = 4096         // lines and doorbell; the slots start page-aligned
@@ -121,7 +124,8 @@ func (b *Board) flag(p int, k uint64) *uint32 {
 	return u32(b.mem, b.area(p)+int(k%2)*lineSize+waitOff)
 }
 
-func (b *Board) bell(p int) *uint32 { return u32(b.mem, b.area(p)+offBell) }
+// bell is the board's doorbell.
+func (b *Board) bell() *uint32 { return u32(b.mem, offBell) }
 
 // BoardSlotSize is the size of one slot.
 func (b *Board) BoardSlotSize() int { return SlotSize }
@@ -139,8 +143,8 @@ func (b *Board) BoardLine(p, i int) []byte {
 }
 
 // BoardPost publishes k in this member's sequence word and rings the
-// peers that may sleep when the post completes round k (every member has
-// posted it) or wakeAll asks. Of two members posting a round's last two
+// doorbell, if a peer may sleep, when the post completes round k (every
+// member has posted it) or wakeAll asks. Of two members posting a round's last two
 // posts at once, each stores its word before it reads the other's, so one
 // of them sees the round complete; a waiter raises its flag before it
 // looks at the words again, so a poster sees the flag or the waiter the
@@ -156,15 +160,16 @@ func (b *Board) BoardPost(k uint64, wakeAll bool) {
 	}
 	for p := range b.pids {
 		if p != b.rank && atomic.LoadUint32(b.flag(p, k)) != 0 {
-			b.ring(p)
+			b.ring()
+			return
 		}
 	}
 }
 
-// ring bumps member p's doorbell and wakes its sleepers.
-func (b *Board) ring(p int) {
-	atomic.AddUint32(b.bell(p), 1)
-	_ = shm.FutexWake(b.bell(p), 1<<30)
+// ring bumps the doorbell and wakes every sleeper.
+func (b *Board) ring() {
+	atomic.AddUint32(b.bell(), 1)
+	_ = shm.FutexWake(b.bell(), 1<<30)
 }
 
 // BoardWaiting raises or lowers this member's waiting flag (both lines).
@@ -229,15 +234,14 @@ func (b *Board) BoardWrite(p int, addr uintptr, src []byte) error {
 	return nil
 }
 
-// Bell reads this member's doorbell, before a last look at what a sleep
-// would wait for: Sleep(Bell()) then returns at once if a ring came
-// between.
-func (b *Board) Bell() uint32 { return atomic.LoadUint32(b.bell(b.rank)) }
+// Bell reads the doorbell, before a last look at what a sleep would wait
+// for: Sleep(Bell()) then returns at once if a ring came between.
+func (b *Board) Bell() uint32 { return atomic.LoadUint32(b.bell()) }
 
-// Sleep waits until this member's doorbell moves from seq, or timeout
-// passes.
+// Sleep waits until the doorbell moves from seq, or timeout passes. A
+// ring for another round or member wakes it too: the caller looks again.
 func (b *Board) Sleep(seq uint32, timeout time.Duration) {
-	_ = shm.FutexWait(b.bell(b.rank), seq, timeout)
+	_ = shm.FutexWait(b.bell(), seq, timeout)
 }
 
 var _ adi.Board = (*Board)(nil)

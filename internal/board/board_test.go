@@ -3,6 +3,7 @@ package board
 import (
 	"os"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,32 +15,43 @@ import (
 // two processes would map it.
 func pair(t *testing.T) (*Board, *Board) {
 	t.Helper()
-	seg, err := Export("test-board", 2)
+	m := members(t, 2)
+	return m[0], m[1]
+}
+
+// members makes n members' views of one board segment in this process.
+func members(t *testing.T, n int) []*Board {
+	t.Helper()
+	seg, err := Export("test-board", n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := shm.Import(os.Getpid(), seg.FD, seg.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(seg, 0, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(other, 1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range []*Board{a, b} {
-		if err := m.Ready(); err != nil {
+	m := make([]*Board, n)
+	for p := range m {
+		s := seg
+		if p > 0 {
+			if s, err = shm.Import(os.Getpid(), seg.FD, seg.Key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m[p], err = New(s, p, n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := a.CloseFD(); err != nil {
+	for _, b := range m {
+		if err := b.Ready(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m[0].CloseFD(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
+	t.Cleanup(func() {
+		for _, b := range m {
+			b.Close()
+		}
+	})
+	return m
 }
 
 // TestPostAndRead: a member's post of round k shows at the other with the
@@ -100,6 +112,41 @@ func TestWakeOnRoundComplete(t *testing.T) {
 	<-done
 	if d := time.Since(t0); !woke.Load() || d > 5*time.Second {
 		t.Fatalf("woke %v after %v", woke.Load(), d)
+	}
+}
+
+// TestOneRingWakesAll: the post that completes a round wakes every member
+// asleep on it with one ring of the board's doorbell (one system call),
+// not one per sleeper.
+func TestOneRingWakesAll(t *testing.T) {
+	const n = 4
+	m := members(t, n)
+	var wg sync.WaitGroup
+	for p := 1; p < n; p++ {
+		m[p].BoardPost(1, false)
+		m[p].BoardWaiting(true)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				bell := m[p].Bell()
+				if ok, _ := m[p].BoardPosted(0, 1); ok {
+					break
+				}
+				m[p].Sleep(bell, 10*time.Second)
+			}
+			m[p].BoardWaiting(false)
+		}()
+	}
+	before := m[0].Bell()
+	t0 := time.Now()
+	m[0].BoardPost(1, false)
+	wg.Wait()
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("the sleepers woke after %v", d)
+	}
+	if rings := m[0].Bell() - before; rings != 1 {
+		t.Fatalf("the completing post rang the doorbell %d times, want once for %d sleepers", rings, n-1)
 	}
 }
 

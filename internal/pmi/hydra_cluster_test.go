@@ -16,6 +16,7 @@ import (
 
 	"github.com/adimpi/adimpi/internal/netcluster"
 	"github.com/adimpi/adimpi/internal/testnote"
+	"github.com/adimpi/adimpi/internal/testproc"
 )
 
 // MPICH's Hydra starting adimpi programs across the hosts of a simulated
@@ -177,7 +178,7 @@ func hydraRankKilled(t *testing.T, hydra string, c *netcluster.Cluster) {
 		cmd.Wait()
 		t.Fatalf("want the last rank to say it blocks; stderr:\n%s", stderr.String())
 	}
-	victim := rankPID(probe, 5)
+	victim := testproc.Rank(probe, "PMI_RANK=5")
 	if victim == 0 {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -205,42 +206,12 @@ func hydraRankKilled(t *testing.T, hydra string, c *netcluster.Cluster) {
 	t.Logf("stderr:\n%s", stderr.String())
 }
 
-// rankPID finds the process, on any host (they share this PID namespace),
-// of rank r of a job of bin that Hydra started (its PMI_RANK), or 0.
-func rankPID(bin string, r int) int {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe != bin {
-			continue
-		}
-		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		for _, kv := range strings.Split(string(env), "\x00") {
-			if kv == "PMI_RANK="+strconv.Itoa(r) {
-				return pid
-			}
-		}
-	}
-	return 0
-}
-
 // processesRunning lists the processes, on any host, whose executable is
 // bin, waiting up to 3 s for them to go.
 func processesRunning(bin string) []int {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		var pids []int
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			if pid, err := strconv.Atoi(e.Name()); err == nil {
-				if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe == bin {
-					pids = append(pids, pid)
-				}
-			}
-		}
+		pids := testproc.PIDs(bin)
 		if len(pids) == 0 || time.Now().After(deadline) {
 			return pids
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/adimpi/adimpi/internal/testnote"
+	"github.com/adimpi/adimpi/internal/testproc"
 )
 
 // The tests share one cluster of three hosts (starting one takes a few
@@ -154,19 +155,8 @@ func TestClusterUpAndDown(t *testing.T) {
 // processesWith lists processes whose command line or environment holds s.
 func processesWith(s string) []string {
 	var found []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		for _, f := range []string{"cmdline", "environ"} {
-			b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), f))
-			if bytes.Contains(b, []byte(s)) {
-				comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-				found = append(found, e.Name()+" "+strings.TrimSpace(string(comm)))
-				break
-			}
-		}
+	for _, p := range testproc.Find(func(p testproc.Proc) bool { return p.Mentions(s) }) {
+		found = append(found, fmt.Sprintf("%d %s", p.PID, p.Cmdline()))
 	}
 	return found
 }
@@ -391,7 +381,7 @@ func TestSrunRankKilled(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("srun printed %q, want blocking; stderr:\n%s", line, errb.String())
 	}
-	victim := rankProcess(prog, 5)
+	victim := testproc.Rank(prog, "SLURM_PROCID=5")
 	if victim == 0 {
 		t.Fatalf("no process of rank 5 found")
 	}
@@ -415,26 +405,6 @@ func TestSrunRankKilled(t *testing.T) {
 		t.Errorf("ranks left after srun returned: %v", left)
 	}
 	t.Logf("srun ended %v after the kill (%v); stderr:\n%s", time.Since(killed).Round(time.Millisecond), err, errb.String())
-}
-
-// rankProcess finds the process, on any host, of rank r of a job running
-// prog (its SLURM_PROCID), or 0.
-func rankProcess(prog string, r int) int {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); exe != prog {
-			continue
-		}
-		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if slices.Contains(strings.Split(string(env), "\x00"), "SLURM_PROCID="+strconv.Itoa(r)) {
-			return pid
-		}
-	}
-	return 0
 }
 
 // MPI_Comm_spawn under srun --mpi=pmi2: the ranks' PMI-2 spawn makes

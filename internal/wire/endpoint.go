@@ -72,7 +72,9 @@ type Endpoint struct {
 	scratch []byte
 	placer  Placer // cfg.Handler as a Placer, if it is one
 	cnt     Counters
-	x       *xdpWire // the XDP wire, if the job chose it (xdp.go)
+	x       *xdpWire     // the XDP wire, if the job chose it (xdp.go)
+	woken   atomic.Int64 // DirectSleeper sleeps a socket ended (sleeper.go)
+	relayed atomic.Int64 // wake-ups a Sleeper or DirectSleeper goroutine passed on
 }
 
 // Counters are an Endpoint's running totals.
@@ -83,6 +85,11 @@ type Counters struct {
 	Dials, Accepts      int64
 	Refused             int64 // connections that failed the handshake
 	Placed              int64 // frames whose body was read into memory the Placer chose
+	// Woken counts a DirectSleeper's sleeps that the wire itself ended
+	// (a socket had something, or Wake); Relayed counts wake-ups that a
+	// helper goroutine passed on (a Sleeper's frames to the device's
+	// doorbell, a DirectSleeper's doorbell moves to the endpoint).
+	Woken, Relayed int64
 }
 
 // Open starts an endpoint listening on cfg.Listen.
@@ -150,6 +157,7 @@ func (e *Endpoint) Addr() string { return e.addr }
 // Counters returns the running totals.
 func (e *Endpoint) Counters() Counters {
 	c := e.cnt
+	c.Woken, c.Relayed = e.woken.Load(), e.relayed.Load()
 	if e.x != nil {
 		e.x.counters(&c)
 	}
@@ -658,21 +666,26 @@ func (e *Endpoint) drop(c *conn, err error) {
 // Wait blocks until a socket of the endpoint has something to do, Wake is
 // called, or d elapses. It may run beside Poll (the device's Sleep, without
 // the core's lock); it handles nothing itself.
-func (e *Endpoint) Wait(d time.Duration) {
+func (e *Endpoint) Wait(d time.Duration) { e.wait(d, e.wevents) }
+
+// wait is Wait with its own event buffer (waiters may wait at once); it
+// reports whether an event ended it.
+func (e *Endpoint) wait(d time.Duration, evs []unix.EpollEvent) bool {
 	if e.x != nil {
 		d = e.x.waitFor(d)
 	}
 	ms := int((d + time.Millisecond - 1) / time.Millisecond)
-	n, _ := unix.EpollWait(e.ep, e.wevents, ms)
+	n, _ := unix.EpollWait(e.ep, evs, ms)
 	if n > 0 {
 		e.kick.Store(true)
 	}
-	for _, ev := range e.wevents[:max(n, 0)] {
+	for _, ev := range evs[:max(n, 0)] {
 		if int(ev.Fd) == e.efd {
 			var b [8]byte
 			_, _ = unix.Read(e.efd, b[:])
 		}
 	}
+	return n > 0
 }
 
 // Wake makes a Wait return.

@@ -8,10 +8,13 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/adimpi/adimpi/internal/shm"
 )
 
 // recorder is a Handler that keeps what it is given.
@@ -540,4 +543,51 @@ func TestAcceptWhileDirect(t *testing.T) {
 	}
 	j.eps[1].Send(0, []byte("c"), nil, nil)
 	j.pollUntil(t, "frames from both peers", func() bool { return frames(0, 2) == 1 && frames(0, 1) == 2 })
+}
+
+// TestDirectSleeperWakes: a DirectSleeper's Sleep is ended by a frame
+// arriving, with the wire waking the sleeping thread itself (Woken, not
+// Relayed), and by the doorbell moving, which its watcher passes on
+// (Relayed); a doorbell that moved before the Sleep makes it return at
+// once. Each Sleep has a minute's timeout, which only a lost wake-up
+// would reach.
+func TestDirectSleeperWakes(t *testing.T) {
+	j := newJob(t, 2)
+	// Connect first, so that the frame below finds an open connection
+	// rather than a connection to accept.
+	j.eps[1].Send(0, []byte("hello"), nil, nil)
+	j.pollUntil(t, "the connection", func() bool { return len(j.recs[0].frames) == 1 })
+	var word, sleepers uint32
+	s := j.eps[0].NewDirectSleeper(&word, &sleepers)
+	defer s.Stop()
+	sleep := func(what string, act func()) Counters {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { s.Sleep(atomic.LoadUint32(&word), time.Minute); close(done) }()
+		act()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("a DirectSleeper slept through %s", what)
+		}
+		return j.eps[0].Counters()
+	}
+	c := sleep("a frame", func() { j.eps[1].Send(0, []byte("x"), nil, nil) })
+	if c.Woken < 1 || c.Relayed != 0 {
+		t.Fatalf("after a frame: Woken %d, Relayed %d; want the wire to wake the sleeper itself (Woken ≥ 1, Relayed 0)", c.Woken, c.Relayed)
+	}
+	j.pollUntil(t, "the frame", func() bool { return len(j.recs[0].frames) == 2 })
+	ring := func() {
+		atomic.AddUint32(&word, 1)
+		if atomic.LoadUint32(&sleepers) > 0 {
+			_ = shm.FutexWake(&word, 1)
+		}
+	}
+	c = sleep("a doorbell", ring)
+	if c.Relayed < 1 {
+		t.Fatalf("after a doorbell: Relayed %d; want the watcher to pass it on", c.Relayed)
+	}
+	seq := atomic.LoadUint32(&word)
+	ring()
+	s.Sleep(seq, time.Minute) // returns at once: the doorbell moved
 }

@@ -2,6 +2,13 @@
  * MPI_Get_address and MPI_BOTTOM, resized, subarray, Pack/Unpack. */
 #include "check.h"
 
+static int type_deleted;
+
+static int type_attr_delete(MPI_Datatype t, int key, void *val, void *extra) {
+	type_deleted++;
+	return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv) {
 	start(&argc, &argv);
 	int next = (me + 1) % np, prev = (me + np - 1) % np;
@@ -126,6 +133,47 @@ int main(int argc, char **argv) {
 	MPI_Get_count_c(&st, MPI_DOUBLE, &cn);
 	CHECK(cn == 3 && bgot[0] == prev, "count_c %ld", (long)cn);
 	OK("large-count");
+
+	/* MPI_Type_match_size (ScaLAPACK's BLACS asks it): a predefined type of
+	 * the class and size, usable in a transfer; no type for a size the
+	 * class lacks. */
+	MPI_Datatype r8, i4;
+	MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &r8);
+	MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 4, &i4);
+	int r8size, i4size;
+	MPI_Type_size(r8, &r8size);
+	MPI_Type_size(i4, &i4size);
+	double dsend = me + 0.5, drecv = -1;
+	MPI_Sendrecv(&dsend, 1, r8, next, 7, &drecv, 1, MPI_DOUBLE, prev, 7, MPI_COMM_WORLD, &st);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Datatype none;
+	int rc = MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 3, &none), cls;
+	MPI_Error_class(rc, &cls);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	CHECK(r8 == MPI_REAL8 && i4 == MPI_INTEGER4 && r8size == 8 && i4size == 4 && drecv == prev + 0.5 && cls == MPI_ERR_ARG,
+	      "match_size: %#x %#x sizes %d %d recv %g class %d", r8, i4, r8size, i4size, drecv, cls);
+	OK("match-size");
+
+	/* Datatype attributes: MPI_Type_dup copies what the copy function
+	 * allows, the dup's free and a delete run the delete function. */
+	int tkey, tval = 42, *tgot, tflag;
+	MPI_Datatype vec, vdup;
+	MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+	MPI_Type_create_keyval(MPI_TYPE_DUP_FN, type_attr_delete, &tkey, NULL);
+	MPI_Type_set_attr(vec, tkey, &tval);
+	MPI_Type_dup(vec, &vdup);
+	MPI_Type_get_attr(vdup, tkey, &tgot, &tflag);
+	CHECK(tflag && tgot == &tval, "dup's attribute: flag %d", tflag);
+	MPI_Type_free(&vdup);
+	CHECK(type_deleted == 1, "MPI_Type_free ran %d deletes", type_deleted);
+	MPI_Type_get_attr(MPI_INT, tkey, &tgot, &tflag);
+	CHECK(!tflag, "MPI_INT has the vector's attribute");
+	MPI_Type_delete_attr(vec, tkey);
+	MPI_Type_get_attr(vec, tkey, &tgot, &tflag);
+	CHECK(!tflag && type_deleted == 2, "after delete: flag %d, %d deletes", tflag, type_deleted);
+	MPI_Type_free_keyval(&tkey);
+	MPI_Type_free(&vec);
+	OK("type-attributes");
 
 	MPI_Finalize();
 	return 0;

@@ -70,6 +70,7 @@ int main(int argc, char **argv) {
 
 	/* Functions adimpi lacks fail cleanly, under both names. */
 	expect(MPI_File_delete("x", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_OPERATION, "unsupported", "MPI_File_delete");
+	expect(MPI_File_delete("x", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_OPERATION, "unsupported again", "MPI_File_delete");
 	int cls;
 	expect(PMPI_Add_error_class(&cls), MPI_ERR_UNSUPPORTED_OPERATION, "unsupported pmpi", "MPI_Add_error_class");
 	OK("unsupported");

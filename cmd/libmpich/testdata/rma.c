@@ -4,6 +4,22 @@
  * and dynamic windows, the window attributes and MPICH's error rule. */
 #include "check.h"
 
+static int errh_calls, errh_code, deleted;
+static MPI_Win errh_win;
+static void *last_deleted;
+
+static void win_errh(MPI_Win *w, int *code, ...) {
+	errh_calls++;
+	errh_win = *w;
+	errh_code = *code;
+}
+
+static int win_attr_delete(MPI_Win w, int key, void *val, void *extra) {
+	deleted++;
+	last_deleted = val;
+	return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv) {
 	start(&argc, &argv);
 	int next = (me + 1) % np, prev = (me + np - 1) % np;
@@ -176,7 +192,35 @@ int main(int argc, char **argv) {
 	CHECK(cls == MPI_ERR_RANK, "with the window's own MPI_ERRORS_RETURN: class %d", cls);
 	OK("errors");
 
+	/* A window's own error handler and user attributes: the handler gets
+	 * the window and the code; a replaced value and the window's free run
+	 * the keyval's delete function. */
+	MPI_Errhandler weh;
+	MPI_Win_create_errhandler(win_errh, &weh);
+	MPI_Win_set_errhandler(cw, weh);
+	rc = MPI_Put(&me, 1, MPI_INT, np + 3, 0, 1, MPI_INT, cw);
+	MPI_Error_class(rc, &cls);
+	int hcls;
+	MPI_Error_class(errh_code, &hcls);
+	CHECK(errh_calls == 1 && errh_win == cw && hcls == MPI_ERR_RANK && cls == MPI_ERR_RANK,
+	      "window handler: %d calls, window %#x (want %#x), class %d, returned class %d", errh_calls, errh_win, cw, hcls, cls);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	rc = MPI_Comm_set_errhandler(MPI_COMM_WORLD, weh);
+	MPI_Error_class(rc, &cls);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	CHECK(cls == MPI_ERR_ARG, "a window's handler on a communicator: class %d", cls);
+	MPI_Errhandler_free(&weh);
+	int key, v1 = 1, v2 = 2, *agot, aflag;
+	MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, win_attr_delete, &key, NULL);
+	MPI_Win_set_attr(cw, key, &v1);
+	MPI_Win_set_attr(cw, key, &v2);
+	MPI_Win_get_attr(cw, key, &agot, &aflag);
+	CHECK(aflag && agot == &v2 && deleted == 1 && last_deleted == &v1, "win attr: flag %d, %d deletes", aflag, deleted);
+	OK("win-errhandler-attributes");
+
 	MPI_Win_free(&cw);
+	CHECK(deleted == 2 && last_deleted == &v2, "MPI_Win_free ran %d deletes", deleted);
+	MPI_Win_free_keyval(&key);
 	char msg[MPI_MAX_ERROR_STRING];
 	int len;
 	MPI_Win_fence(MPI_MODE_NOSUCCEED, win);

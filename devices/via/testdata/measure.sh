@@ -20,7 +20,7 @@ done
 vb() { # label np options...
 	label=$1 np=$2
 	shift 2
-	opts=""
+	opts="-device-opt timers=on"
 	for o in "$@"; do opts="$opts -device-opt $o"; done
 	# shellcheck disable=SC2086
 	run -np "$np" -device via $opts "$dir/viabench" -label "$label"

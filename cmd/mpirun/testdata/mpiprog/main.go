@@ -7,11 +7,14 @@
 //	        rank 1 in Ssend to rank 0 with tag 9 on a communicator named
 //	        "wait-dup"; other ranks in Barrier on the world: all forever
 //	noinit  rank 1 never calls MPI_Init (it sleeps); the others call it
+//	spawn CMD N  the ranks spawn N copies of the program CMD and print
+//	        "spawned N" (rank 0) when every child started
 package main
 
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/adimpi/adimpi/mpi"
@@ -36,6 +39,14 @@ func main() {
 			panic("mpiprog gives up")
 		}
 		check(mpi.Barrier(world))
+	case "spawn":
+		n, err := strconv.Atoi(os.Args[3])
+		check(err)
+		inter, _, err := mpi.CommSpawn(os.Args[2], nil, n, nil, 0, world)
+		check(err)
+		if world.Rank() == 0 {
+			fmt.Printf("spawned %d\n", inter.RemoteSize())
+		}
 	case "wait":
 		dup, err := world.Dup()
 		check(err)
