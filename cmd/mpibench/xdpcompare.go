@@ -36,6 +36,7 @@ type xdpCmpOpts struct {
 	devices []string
 	loss    string
 	limit   time.Duration
+	minTime time.Duration
 	out     string
 	openmpi bool
 }
@@ -64,6 +65,7 @@ func runXDPCompare(args []string) int {
 	fs.StringSliceVar(&o.devices, "devices", []string{"netvm", "fm", "via", "bip"}, "adimpi devices to measure")
 	fs.StringVar(&o.loss, "loss", "1%", "loss on h2's link for the loss rows (\"\" skips them)")
 	fs.DurationVar(&o.limit, "limit", 90*time.Second, "time limit of one job")
+	fs.DurationVar(&o.minTime, "min-time", 300*time.Millisecond, "least time each measurement runs (a 64 KiB window takes milliseconds: shorter runs are mostly noise)")
 	fs.StringVar(&o.out, "out", "", "write the report here as well as to standard output")
 	fs.BoolVar(&o.openmpi, "openmpi", true, "measure Open MPI's TCP BTL (needs mpicc.openmpi and mpirun.openmpi)")
 	if err := fs.Parse(args); err != nil {
@@ -213,7 +215,7 @@ func (c *xdpCmp) round(ctx context.Context, r int) {
 func (c *xdpCmp) adimpi(ctx context.Context, dev, wire, point string, args []string, size int) {
 	argv := []string{c.mpirun, "-hosts", "h1,h2", "-launcher-exec", c.ncBin + " exec -dir " + c.nc.Dir + " {host} --",
 		"-np", "2", "-device", dev, "-wire", wire, "-timeout", c.o.limit.String(), c.self}
-	argv = append(append(argv, args...), "--csv", "--header=false", "--min-time", "20ms")
+	argv = append(append(argv, args...), "--csv", "--header=false", "--min-time", c.o.minTime.String())
 	c.job(ctx, dev+"/"+wire+"/"+point, argv, size)
 }
 
@@ -223,7 +225,7 @@ func (c *xdpCmp) openMPI(ctx context.Context, point string, args []string, size 
 		"--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "tcp,self",
 		"--mca", "plm_rsh_agent", filepath.Join(c.root, "bench", "netcluster-agent.sh"),
 		"-H", c.nc.Hosts[0].Addr.String() + ":1," + c.nc.Hosts[1].Addr.String() + ":1", "-n", "2", c.ompi}
-	argv = append(append(argv, args...), "--no-header", "--min-time", "0.02")
+	argv = append(append(argv, args...), "--no-header", "--min-time", strconv.FormatFloat(c.o.minTime.Seconds(), 'f', -1, 64))
 	c.job(ctx, "openmpi/tcp/"+point, argv, size)
 }
 
@@ -361,8 +363,8 @@ func (c *xdpCmp) ratio(a, b string, target float64, atMost bool) string {
 
 // report writes the Markdown report.
 func (c *xdpCmp) report(w io.Writer) {
-	fmt.Fprintf(w, "Run of %s UTC, %d interleaved rounds, links of MTU %d, medians (range in brackets); load average (1, 5, 15 min) at each round's start and at the end: %s.\n\n",
-		c.started.UTC().Format("2006-01-02 15:04"), c.o.rounds, c.o.mtu, strings.Join(c.loads, " / "))
+	fmt.Fprintf(w, "Run of %s UTC, %d interleaved rounds, links of MTU %d, each point run for at least %v, medians (range in brackets); load average (1, 5, 15 min) at each round's start and at the end: %s.\n\n",
+		c.started.UTC().Format("2006-01-02 15:04"), c.o.rounds, c.o.mtu, c.o.minTime, strings.Join(c.loads, " / "))
 	fmt.Fprintln(w, "| target | wire | 8 B latency (µs) | 64 KiB bw (MB/s) | 4 MiB bw (MB/s) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, dev := range c.o.devices {

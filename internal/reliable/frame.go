@@ -23,7 +23,7 @@ const (
 	offTo     = 22 // u32 destination rank
 	offFrom   = 26 // u32 source rank
 	offKind   = 30 // u8 kindData, kindAck, kindBye
-	offFlags  = 31 // u8 flagFirst, flagLast
+	offFlags  = 31 // u8 flagFirst, flagLast, flagProbe
 	offSeq    = 32 // u32 sequence number of a data frame
 	offAck    = 36 // u32 the next sequence number the sender expects from the receiver
 	offWindow = 40 // u16 credits: frames the sender accepts beyond ack
@@ -44,6 +44,7 @@ const (
 
 	flagFirst = 1
 	flagLast  = 2
+	flagProbe = 4 // on an acknowledgement: a keepalive probe, answer at once
 )
 
 // authenticator tags frames with GMAC (AES-256-GCM with the frame as
@@ -107,6 +108,13 @@ func (a *authenticator) sign(f []byte, n int) {
 func (a *authenticator) verify(f []byte) bool {
 	n := len(f) - tagLen
 	_, err := a.gcm.Open(a.tag[:0], a.nonceOf(f), f[n:], a.covered(f, n))
+	return err == nil
+}
+
+// verifyHeader reports whether tag is the tag of a frame whose header is
+// hdr, for a tag that covers the header only.
+func (a *authenticator) verifyHeader(hdr, tag []byte) bool {
+	_, err := a.gcm.Open(a.tag[:0], a.nonceOf(hdr), tag, hdr[offSrc:hdrLen])
 	return err == nil
 }
 

@@ -32,13 +32,16 @@ type peer struct {
 	srtt      time.Duration
 	probed    bool      // the tail-loss probe went since the last progress
 	rackAt    time.Time // when the latest frame the peer is known to hold was sent
+	heard     time.Time // when the last authenticated frame came from the peer
+	keptAt    time.Time // when the last keepalive probe went
 
 	// Receiving.
 	expect  uint32 // next sequence number to deliver
 	stash   [Window]stashed
 	stashed int
-	ackOwed int  // frames delivered since the last acknowledgement sent
-	ackNow  bool // a duplicate or early frame came: acknowledge at once
+	ackOwed int       // frames delivered since the last acknowledgement sent
+	owedAt  time.Time // when the first of them was delivered
+	ackNow  bool      // a duplicate or early frame came: acknowledge at once
 	asm     reassembly
 }
 
@@ -216,17 +219,18 @@ func (t *Transport) pump(p *peer) {
 
 // sendAck sends an acknowledgement on its own.
 func (t *Transport) sendAck(p *peer) {
-	if p.mac == nil || !t.control(p, kindAck) {
+	if p.mac == nil || !t.control(p, kindAck, 0) {
 		return
 	}
 	t.cnt.AcksOut++
 	p.ackOwed, p.ackNow = 0, false
 }
 
-// control sends a frame without payload (an acknowledgement, a goodbye).
-func (t *Transport) control(p *peer, kind byte) bool {
+// control sends a frame without payload (an acknowledgement, a
+// keepalive probe, a goodbye).
+func (t *Transport) control(p *peer, kind, flags byte) bool {
 	f := t.ackBuf
-	h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kind}
+	h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kind, flags: flags}
 	t.stamp(p, &h)
 	copy(f[offDst:offDst+6], p.mac)
 	copy(f[offSrc:offSrc+6], t.cfg.MAC)
@@ -238,19 +242,34 @@ func (t *Transport) control(p *peer, kind byte) bool {
 	return true
 }
 
-// input handles one frame from the link.
-func (t *Transport) input(f []byte) {
+// input handles one frame from the link, in the pieces it came in.
+func (t *Transport) input(pieces [][]byte) {
 	le := binary.LittleEndian
-	if len(f) < hdrLen+tagLen || binary.BigEndian.Uint16(f[offType:]) != EtherType || le.Uint64(f[offJob:]) != t.cfg.Job {
+	f, size := pieces[0], len(pieces[0])
+	for _, pc := range pieces[1:] {
+		size += len(pc)
+	}
+	if len(pieces) > 1 && (t.auth.whole || !t.inPlace(f)) {
+		// The tag covers the payload, or the piece does not hold what the
+		// frame's message needs together: take the frame whole.
+		t.gather = t.gather[:0]
+		for _, pc := range pieces {
+			t.gather = append(t.gather, pc...)
+		}
+		f, pieces = t.gather, nil
+	}
+	if len(pieces) == 1 {
+		pieces = nil // one piece: f is the frame
+	}
+	if size < hdrLen+tagLen || len(f) < hdrLen || binary.BigEndian.Uint16(f[offType:]) != EtherType || le.Uint64(f[offJob:]) != t.cfg.Job {
 		t.cnt.Stray++
 		return
 	}
 	n := hdrLen + int(le.Uint16(f[offLen:])) + tagLen
-	if n > len(f) || !t.auth.verify(f[:n]) {
+	if n > size || !t.verify(f, pieces, n) {
 		t.cnt.Forged++
 		return
 	}
-	f = f[:n]
 	h := parse(f)
 	if h.to != t.cfg.Rank || h.from < 0 || h.from >= t.cfg.Size || h.from == t.cfg.Rank {
 		t.cnt.Stray++
@@ -264,13 +283,83 @@ func (t *Transport) input(f []byte) {
 	if p.mac == nil {
 		p.mac = append(net.HardwareAddr(nil), f[offSrc:offSrc+6]...)
 	}
+	p.heard = t.now
 	if h.kind == kindBye {
 		t.lose(p, errBye)
 		return
 	}
 	t.acked(p, &h)
+	if h.kind == kindAck && h.flags&flagProbe != 0 {
+		p.ackNow = true // a keepalive probe: answer it
+	}
 	if h.kind == kindData {
-		t.data(p, &h, f)
+		t.data(p, &h, f[:hdrLen], t.payloadOf(f, pieces, h.plen))
+	}
+}
+
+// inPlace reports whether a frame in pieces, whose first piece is f, can
+// be taken in where it lies: the first piece holds the header and, for a
+// message's first fragment, the message's head; a fragment that is a
+// whole message is taken whole (it is delivered from one buffer).
+func (t *Transport) inPlace(f []byte) bool {
+	if len(f) < hdrLen {
+		return false
+	}
+	fl := f[offFlags]
+	if fl&flagFirst == 0 {
+		return true
+	}
+	return fl&flagLast == 0 && len(f) >= hdrLen+int(binary.LittleEndian.Uint16(f[offHead:]))
+}
+
+// verify checks the tag of the frame of n bytes (tag included) whose first
+// piece is f; pieces, when not nil, are all its pieces (two or more).
+func (t *Transport) verify(f []byte, pieces [][]byte, n int) bool {
+	if pieces == nil {
+		return t.auth.verify(f[:n])
+	}
+	// The tag covers the header only (else the frame was taken whole).
+	copyOut(t.tag[:], pieces, n-tagLen)
+	return t.auth.verifyHeader(f[:hdrLen], t.tag[:])
+}
+
+// payloadOf is the payload of plen bytes of a frame, as slices of the
+// frame's pieces (or of f, when pieces is nil).
+func (t *Transport) payloadOf(f []byte, pieces [][]byte, plen int) [][]byte {
+	t.segs = t.segs[:0]
+	if pieces == nil {
+		return append(t.segs, f[hdrLen:hdrLen+plen])
+	}
+	off := hdrLen
+	for _, pc := range pieces {
+		if plen == 0 {
+			break
+		}
+		if off >= len(pc) {
+			off -= len(pc)
+			continue
+		}
+		k := min(len(pc)-off, plen)
+		t.segs = append(t.segs, pc[off:off+k])
+		plen -= k
+		off = 0
+	}
+	return t.segs
+}
+
+// copyOut copies the bytes from off of the concatenated pieces into dst.
+func copyOut(dst []byte, pieces [][]byte, off int) {
+	for _, pc := range pieces {
+		if len(dst) == 0 {
+			return
+		}
+		if off >= len(pc) {
+			off -= len(pc)
+			continue
+		}
+		k := copy(dst, pc[off:])
+		dst = dst[k:]
+		off = 0
 	}
 }
 
@@ -353,9 +442,10 @@ func (t *Transport) acked(p *peer, h *header) {
 // one is taken for lost rather than overtaken.
 const dupThresh = 3
 
-// data takes a data frame in: delivers it if it is next, with the early
-// frames that follow it, keeps it if early, drops it if already had.
-func (t *Transport) data(p *peer, h *header, f []byte) {
+// data takes a data frame in (its header hdr and its payload in pieces):
+// delivers it if it is next, with the early frames that follow it, keeps
+// it if early, drops it if already had.
+func (t *Transport) data(p *peer, h *header, hdr []byte, payload [][]byte) {
 	d := int32(h.seq - p.expect)
 	switch {
 	case d < 0:
@@ -371,15 +461,21 @@ func (t *Transport) data(p *peer, h *header, f []byte) {
 			if st.buf == nil {
 				st.buf = make([]byte, t.cfg.MTU)
 			}
-			st.n = copy(st.buf, f)
+			st.n = copy(st.buf, hdr)
+			for _, pc := range payload {
+				st.n += copy(st.buf[st.n:], pc)
+			}
 			st.seq, st.ok = h.seq, true
 			p.stashed++
 		}
 		p.ackNow = true
 	default:
+		if p.ackOwed == 0 {
+			p.owedAt = t.now
+		}
 		p.expect++
 		p.ackOwed++
-		if !t.consume(p, h, f) {
+		if !t.consume(p, h, payload) {
 			return
 		}
 		for p.stashed > 0 && p.gone == nil {
@@ -392,19 +488,21 @@ func (t *Transport) data(p *peer, h *header, f []byte) {
 			p.expect++
 			p.ackOwed++
 			hh := parse(st.buf[:st.n])
-			if !t.consume(p, &hh, st.buf[:st.n]) {
+			if !t.consume(p, &hh, append(t.segs[:0], st.buf[hdrLen:hdrLen+hh.plen])) {
 				return
 			}
 		}
 	}
 }
 
-// consume adds an in-order data frame to the message being reassembled
-// and delivers the message when the frame completes it. A frame that does
-// not fit the message (which an authenticated peer never sends) loses the
-// peer; consume then reports false.
-func (t *Transport) consume(p *peer, h *header, f []byte) bool {
-	pl := f[hdrLen : hdrLen+h.plen]
+// consume adds an in-order data frame, its payload in pieces, to the
+// message being reassembled and delivers the message when the frame
+// completes it. The payload of a first fragment is in one piece up to the
+// end of the head, and of a whole message in one piece (see inPlace). A
+// frame that does not fit the message (which an authenticated peer never
+// sends) loses the peer; consume then reports false.
+func (t *Transport) consume(p *peer, h *header, payload [][]byte) bool {
+	pl := payload[0]
 	a := &p.asm
 	if h.flags&flagFirst != 0 {
 		if a.on || h.head > len(pl) || h.total < h.head {
@@ -436,14 +534,16 @@ func (t *Transport) consume(p *peer, h *header, f []byte) bool {
 			dst = a.buf[:bodyLen]
 		}
 		a.dst = dst
-		pl = rest
+		payload[0] = rest
 	} else if !a.on {
 		return t.broken(p, "a fragment without a first one")
 	}
-	if a.n+len(pl) > len(a.dst) {
-		return t.broken(p, "fragments longer than their message")
+	for _, pc := range payload {
+		if a.n+len(pc) > len(a.dst) {
+			return t.broken(p, "fragments longer than their message")
+		}
+		a.n += copy(a.dst[a.n:], pc)
 	}
-	a.n += copy(a.dst[a.n:], pl)
 	if h.flags&flagLast == 0 {
 		return true
 	}

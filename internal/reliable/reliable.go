@@ -44,9 +44,12 @@ type Link interface {
 	Send(frame []byte) bool
 	// Flush pushes out what Send queued.
 	Flush() error
-	// Receive calls got with up to budget received frames, each valid only
-	// during the call, and reports how many there were.
-	Receive(budget int, got func(frame []byte)) int
+	// Receive calls got with received frames, each in one or more pieces
+	// (a jumbo frame as the pieces the AF_XDP socket got it in, so that
+	// its payload is copied once, into the message), valid only during the
+	// call; it stops after about budget pieces and reports how many there
+	// were. The first piece of a frame holds at least its header.
+	Receive(budget int, got func(pieces [][]byte)) int
 }
 
 // Handler receives what the transport delivers, from inside Poll.
@@ -79,6 +82,13 @@ type Config struct {
 	// DeadAfter is how long outstanding frames may go unacknowledged
 	// before the peer is lost (default 10 s).
 	MinRTO, DeadAfter time.Duration
+	// KeepIdle is how long a peer to which nothing is outstanding may be
+	// silent before it is probed, and the interval of the probes (default
+	// 1 s); a peer silent for DeadAfter is lost. Without it a cut link
+	// between ranks that had nothing in flight at the moment went
+	// unnoticed while each waited for the other (the TCP wire's
+	// keepalives do this job there). Default: 1 s, at most DeadAfter/4.
+	KeepIdle time.Duration
 	// RecvWindow is the most frames this rank lets a peer have
 	// outstanding to it (the credits it grants): what its receive ring
 	// holds. Default and most: Window. A peer is granted as many before
@@ -101,6 +111,17 @@ const Window = 256
 // them even while more keep coming.
 const ackEvery = 32
 
+// ackDelay is how long a receiver whose link has run dry waits for more
+// frames before it acknowledges fewer than ackEvery on their own: frames
+// come in bursts (the kernel sends at most 32 descriptors per kick), and
+// an acknowledgement after every burst cost as many frames through the
+// kernel as a third of the data. The acknowledgements that matter come at
+// once all the same: those of early or duplicate frames (the sender's loss
+// detection) and those riding on data going the other way (a reply). It
+// stays well below the sender's tail-loss probe (probeMin, two round
+// trips).
+const ackDelay = 50 * time.Microsecond
+
 // MaxHead is the largest head a message may have: it travels in the first
 // fragment.
 const MaxHead = 1024
@@ -119,6 +140,7 @@ type Counters struct {
 	Duplicates          int64 // data frames received twice
 	Forged              int64 // frames of the job whose tag was wrong
 	Stray               int64 // frames not for this rank or of another job
+	KeepProbes          int64 // keepalive probes sent to silent peers
 }
 
 // Transport is one rank's end of the reliable transport.
@@ -132,10 +154,15 @@ type Transport struct {
 	ackBuf   []byte
 	cnt      Counters
 	deadline atomic.Int64 // UnixNano of the next timer, 0 for none (read by Wait)
+	ackDue   atomic.Int64 // UnixNano of the next delayed acknowledgement, 0 for none
 	now      time.Time
 	closed   bool
-	deferred bool    // inside Tick: what the Handler would get waits in later
-	later    []event // deliveries and reports Tick kept for the next Poll
+	deferred bool                  // inside Tick: what the Handler would get waits in later
+	later    []event               // deliveries and reports Tick kept for the next Poll
+	inputFn  func(pieces [][]byte) // t.input, made once: a method value passed on allocates
+	gather   []byte                // a frame in pieces that input takes whole
+	segs     [][]byte
+	tag      [tagLen]byte
 }
 
 // event is a Handler call that Tick deferred to the next Poll.
@@ -167,6 +194,9 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.DeadAfter == 0 {
 		cfg.DeadAfter = 10 * time.Second
 	}
+	if cfg.KeepIdle == 0 {
+		cfg.KeepIdle = min(time.Second, cfg.DeadAfter/4)
+	}
 	if cfg.RecvWindow <= 0 || cfg.RecvWindow > Window {
 		cfg.RecvWindow = Window
 	}
@@ -176,6 +206,7 @@ func New(cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg, auth: newAuthenticator(cfg.Secret, cfg.TagPayload), peers: make([]*peer, cfg.Size),
 		payload: cfg.MTU - hdrLen - tagLen, ackBuf: make([]byte, hdrLen+tagLen)}
 	t.placer, _ = cfg.Handler.(Placer)
+	t.inputFn = t.input
 	return t, nil
 }
 
@@ -187,6 +218,16 @@ func (t *Transport) Counters() Counters { return t.cnt }
 // called beside Poll, by a waiter deciding how long to sleep.
 func (t *Transport) Deadline() time.Time {
 	if d := t.deadline.Load(); d != 0 {
+		return time.Unix(0, d)
+	}
+	return time.Time{}
+}
+
+// AckDue is when the transport next owes a delayed acknowledgement (part
+// of Deadline), or the zero time; it may be called beside Poll. A waiter
+// should not sleep past it: it is tens of microseconds away.
+func (t *Transport) AckDue() time.Time {
+	if d := t.ackDue.Load(); d != 0 {
 		return time.Unix(0, d)
 	}
 	return time.Time{}
@@ -207,7 +248,7 @@ func (t *Transport) Pending() int {
 func (t *Transport) peer(rank int) *peer {
 	p := t.peers[rank]
 	if p == nil {
-		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: t.cfg.RecvWindow}
+		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: t.cfg.RecvWindow, heard: time.Now()}
 		t.peers[rank] = p
 		t.active = append(t.active, p)
 	}
@@ -325,14 +366,14 @@ func (t *Transport) lost(peer int, err error) {
 // turn is one pass of Poll's work.
 func (t *Transport) turn() bool {
 	t.now = time.Now()
-	n := t.cfg.Link.Receive(64, t.input)
+	n := t.cfg.Link.Receive(64, t.inputFn)
 	busy := n > 0
-	var next int64
+	var next, ackNext int64
 	for _, p := range t.active {
 		if p.gone != nil {
 			continue
 		}
-		if p.ackNow || p.ackOwed >= ackEvery || (p.ackOwed > 0 && n == 0) {
+		if p.ackNow || p.ackOwed >= ackEvery || (p.ackOwed > 0 && n == 0 && !t.now.Before(p.owedAt.Add(ackDelay))) {
 			t.sendAck(p)
 			busy = true
 		}
@@ -345,10 +386,14 @@ func (t *Transport) turn() bool {
 		if len(p.queue) > 0 || p.unsent {
 			t.pump(p)
 		}
-		var due time.Time
+		due, gone := t.keepalive(p)
+		if gone {
+			continue
+		}
 		if p.next != p.una && len(p.queue) == 0 && !p.probed && p.sendNext != p.una {
 			due = t.probe(p)
 		}
+
 		if p.owes() && !p.rtoAt.IsZero() && (due.IsZero() || p.rtoAt.Before(due)) {
 			due = p.rtoAt
 		}
@@ -358,11 +403,17 @@ func (t *Transport) turn() bool {
 			}
 		}
 		if p.ackOwed > 0 {
-			next = t.now.UnixNano()
+			if d := p.owedAt.Add(ackDelay).UnixNano(); ackNext == 0 || d < ackNext {
+				ackNext = d
+			}
 		}
 	}
 	t.flush()
+	if ackNext != 0 && (next == 0 || ackNext < next) {
+		next = ackNext
+	}
 	t.deadline.Store(next)
+	t.ackDue.Store(ackNext)
 	return busy
 }
 
@@ -439,6 +490,37 @@ func (t *Transport) probe(p *peer) time.Time {
 	return time.Time{}
 }
 
+// keepalive probes a peer to which nothing is outstanding once it has
+// been silent for KeepIdle, and again every KeepIdle (an acknowledgement
+// frame that asks for one at once), and loses it when it stays silent for
+// DeadAfter and the last probe, sent late in that silence, went KeepIdle
+// unanswered: a rank that was itself descheduled for long sends a fresh
+// probe and waits KeepIdle for it before it blames the peer. While frames
+// are outstanding the retransmission timer does this. It reports when it
+// is next due, and whether the peer is lost.
+func (t *Transport) keepalive(p *peer) (time.Time, bool) {
+	if p.mac == nil || p.owes() {
+		return time.Time{}, false
+	}
+	idle := t.cfg.KeepIdle
+	quiet := t.now.Sub(p.heard)
+	if quiet > t.cfg.DeadAfter && p.keptAt.Sub(p.heard) >= t.cfg.DeadAfter-idle && t.now.Sub(p.keptAt) >= idle {
+		err := fmt.Errorf("no answer from rank %d for %v (link down or host gone)", p.rank, t.cfg.DeadAfter)
+		t.lose(p, err)
+		t.lost(p.rank, err)
+		return time.Time{}, true
+	}
+	if quiet >= idle && t.now.Sub(p.keptAt) >= idle && t.control(p, kindAck, flagProbe) {
+		p.keptAt = t.now
+		t.cnt.KeepProbes++
+	}
+	due := p.heard.Add(idle)
+	if k := p.keptAt.Add(idle); k.After(due) {
+		due = k
+	}
+	return due, false
+}
+
 // probeMin is the least wait before a tail-loss probe.
 const probeMin = 200 * time.Microsecond
 
@@ -461,7 +543,7 @@ func (t *Transport) Close() {
 			continue
 		}
 		for range 3 {
-			t.control(p, kindBye)
+			t.control(p, kindBye, 0)
 		}
 	}
 	t.flush()

@@ -20,6 +20,9 @@ type pipe struct {
 	full               float64
 	rng                *rand.Rand
 	cut                bool
+	// piece, when set, is the size of the pieces a frame is received in
+	// (as an AF_XDP socket receives a jumbo frame in UMEM frames).
+	piece int
 }
 
 // end is one side of a pipe pair: it sends into out and receives from in.
@@ -52,13 +55,17 @@ func (e *end) Send(f []byte) bool {
 
 func (e *end) Flush() error { return nil }
 
-func (e *end) Receive(budget int, got func([]byte)) int {
+func (e *end) Receive(budget int, got func([][]byte)) int {
 	n := 0
 	for n < budget && len(e.in.q) > 0 {
 		f := e.in.q[0]
 		e.in.q = e.in.q[1:]
-		got(f)
-		n++
+		var pieces [][]byte
+		for k := e.in.piece; k > 0 && len(f) > k; f = f[k:] {
+			pieces = append(pieces, f[:k])
+		}
+		got(append(pieces, f))
+		n += len(pieces) + 1
 	}
 	return n
 }
@@ -115,15 +122,24 @@ func mac(i int) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, byte(i
 
 // pair makes two transports, ranks 0 and 1, joined by lossy pipes.
 func pair(t *testing.T, loss, dup, reorder float64, seed uint64) (a, b *Transport, sa, sb *sink, ab, ba *pipe) {
+	return pairWith(t, loss, dup, reorder, seed, nil)
+}
+
+// pairWith is pair with the transports' Config changed by set.
+func pairWith(t *testing.T, loss, dup, reorder float64, seed uint64, set func(*Config)) (a, b *Transport, sa, sb *sink, ab, ba *pipe) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	ab = &pipe{loss: loss, dup: dup, reorder: reorder, full: 0.01, rng: rng}
 	ba = &pipe{loss: loss, dup: dup, reorder: reorder, full: 0.01, rng: rng}
 	sa = &sink{t: t, next: map[int]int{}}
 	sb = &sink{t: t, next: map[int]int{}}
 	mk := func(rank int, h Handler, l Link) *Transport {
-		tr, err := New(Config{Rank: rank, Size: 2, Job: 42, Secret: testSecret, MAC: mac(rank),
+		cfg := Config{Rank: rank, Size: 2, Job: 42, Secret: testSecret, MAC: mac(rank),
 			Resolve: func(p int) (net.HardwareAddr, error) { return mac(p), nil },
-			Handler: h, Link: l, MinRTO: time.Millisecond, DeadAfter: 15 * time.Second})
+			Handler: h, Link: l, MinRTO: time.Millisecond, DeadAfter: 15 * time.Second}
+		if set != nil {
+			set(&cfg)
+		}
+		tr, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,6 +232,30 @@ func TestInOrderOverLossyLink(t *testing.T) {
 				t.Errorf("no large body was placed in the Placer's memory")
 			}
 			t.Logf("rank 0: %+v", ca)
+		})
+	}
+}
+
+// TestJumboInPieces sends jumbo frames that arrive in pieces, as an AF_XDP
+// socket receives them in UMEM frames: of the kernel's size (the payload
+// copied from the pieces straight into the message), and of a size that
+// splits the header and head (the frame then taken whole), with the tag
+// over the header and over the whole frame, over a lossy, reordering,
+// duplicating link. Every message arrives once, whole and in order.
+func TestJumboInPieces(t *testing.T) {
+	for _, c := range []struct {
+		piece int
+		whole bool
+	}{{3840, false}, {3840, true}, {700, false}, {100, false}} {
+		t.Run(fmt.Sprintf("piece=%d,TagPayload=%v", c.piece, c.whole), func(t *testing.T) {
+			a, b, sa, sb, ab, ba := pairWith(t, 0.02, 0.02, 0.1, 3, func(cfg *Config) {
+				cfg.MTU, cfg.TagPayload = 9014, c.whole
+			})
+			ab.piece, ba.piece = c.piece, c.piece
+			exchange(t, a, b, sa, sb, 300)
+			if cb := b.Counters(); cb.Placed == 0 || cb.Forged != 0 {
+				t.Errorf("counters %+v: want large bodies placed and nothing forged", cb)
+			}
 		})
 	}
 }
@@ -450,6 +490,89 @@ func TestLinkTakesNothing(t *testing.T) {
 			if a.Pending() != 0 {
 				t.Errorf("%d frames and messages still pending to a lost peer", a.Pending())
 			}
+		})
+	}
+}
+
+// TestDelayedAck: a receiver whose link runs dry does not acknowledge a
+// lone frame at once (frames come in bursts, and an acknowledgement after
+// every burst costs a frame through the kernel each) but within ackDelay,
+// and its Deadline says when; an early frame is acknowledged at once.
+func TestDelayedAck(t *testing.T) {
+	a, b, _, sb, _, ba := pair(t, 0, 0, 0, 1)
+	if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, 0), content(0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	got := time.Now()
+	b.Poll()
+	if sb.next[0] != 1 {
+		t.Fatalf("the frame was not delivered")
+	}
+	// (Deadline is a wall-clock time: allow for the clock's steps.)
+	if dl := b.Deadline(); dl.IsZero() || dl.Sub(got) > ackDelay+time.Millisecond {
+		t.Errorf("Deadline %v after delivery: want the acknowledgement due within %v", dl.Sub(got), ackDelay)
+	}
+	for b.Counters().AcksOut == 0 {
+		if time.Since(got) > time.Second {
+			t.Fatalf("no acknowledgement a second after the frame")
+		}
+		b.Poll()
+	}
+	if d := time.Since(got); d < ackDelay {
+		t.Errorf("acknowledged %v after the frame: want no sooner than %v", d, ackDelay)
+	}
+	if len(ba.q) != 1 {
+		t.Fatalf("%d frames on the way back, want the acknowledgement", len(ba.q))
+	}
+	// An early frame (its predecessor lost) is acknowledged at once, for
+	// the sender's loss detection.
+	for i := 1; i <= 2; i++ {
+		if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, uint64(i)), content(0, 0), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a2b := a.cfg.Link.(*end).out
+	a2b.q = a2b.q[1:] // lose message 1
+	b.Poll()
+	if c := b.Counters(); c.AcksOut != 2 {
+		t.Errorf("%d acknowledgements after an early frame, want 2 (one at once)", c.AcksOut)
+	}
+}
+
+// TestIdlePeerLost cuts the link while nothing is in flight either way
+// (every frame acknowledged, both ranks waiting for the other): the
+// keepalive probes go unanswered and each rank reports the other lost
+// after DeadAfter. With the link whole the probes are answered and
+// nobody is lost.
+func TestIdlePeerLost(t *testing.T) {
+	for _, cut := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cut=%v", cut), func(t *testing.T) {
+			a, b, sa, sb, ab, ba := pairWith(t, 0, 0, 0, 1, func(cfg *Config) {
+				cfg.DeadAfter, cfg.KeepIdle = 300*time.Millisecond, 50*time.Millisecond
+			})
+			exchange(t, a, b, sa, sb, 3)
+			ab.cut, ba.cut = cut, cut
+			start := time.Now()
+			for time.Since(start) < 2*time.Second && (sa.lost == nil || sb.lost == nil) {
+				a.Poll()
+				b.Poll()
+			}
+			if !cut {
+				if sa.lost != nil || sb.lost != nil {
+					t.Fatalf("a whole, idle link lost a peer: %v / %v", sa.lost, sb.lost)
+				}
+				if a.Counters().KeepProbes == 0 {
+					t.Errorf("no keepalive probe in 2 s of silence (KeepIdle 50 ms)")
+				}
+				return
+			}
+			if sa.lost == nil || sb.lost == nil {
+				t.Fatalf("2 s after the link was cut with nothing in flight: lost %v / %v, want both (DeadAfter 300 ms)", sa.lost, sb.lost)
+			}
+			if d := time.Since(start); d < 300*time.Millisecond {
+				t.Errorf("lost after %v, before DeadAfter", d)
+			}
+			t.Logf("rank 0: %v", sa.lost)
 		})
 	}
 }

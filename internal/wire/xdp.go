@@ -334,10 +334,19 @@ func (x *xdpWire) close() {
 	}
 }
 
-// waitFor shortens a wait to the XDP wire's next timer.
+// waitFor shortens a wait to the XDP wire's next timer. A delayed
+// acknowledgement due in less than a millisecond ends the wait at once:
+// epoll counts in milliseconds, and sleeping one would hold the
+// acknowledgement twenty times as long as meant. The other timers (a
+// probe, a retransmission, hundreds of microseconds or more away, and
+// pending whenever a frame is unacknowledged) keep the rounding, as a
+// waiter spinning on them would take the CPU its peer needs.
 func (x *xdpWire) waitFor(d time.Duration) time.Duration {
 	if dl := x.tr.Deadline(); !dl.IsZero() {
 		d = max(min(d, time.Until(dl)), 0)
+	}
+	if a := x.tr.AckDue(); !a.IsZero() && time.Until(a) < time.Millisecond {
+		d = 0
 	}
 	return d
 }
@@ -378,7 +387,7 @@ func (x *xdpWire) counterMap() map[string]int64 {
 	m := map[string]int64{
 		"xdp_packets_in": r.PacketsIn, "xdp_packets_out": r.PacketsOut, "xdp_acks_out": r.AcksOut,
 		"xdp_retransmits": r.Retransmits, "xdp_timeouts": r.Timeouts, "xdp_duplicates": r.Duplicates,
-		"xdp_forged": r.Forged, "xdp_stray": r.Stray,
+		"xdp_forged": r.Forged, "xdp_stray": r.Stray, "xdp_keepalives": r.KeepProbes,
 		"xdp_kicks": x.sock.Kicks, "xdp_rekicks": x.sock.Rekicks,
 	}
 	if st, err := x.sock.Stats(); err == nil {
@@ -414,4 +423,4 @@ func (l *xskLink) Flush() error {
 	return nil
 }
 
-func (l *xskLink) Receive(budget int, got func([]byte)) int { return l.s.Receive(budget, got) }
+func (l *xskLink) Receive(budget int, got func([][]byte)) int { return l.s.ReceivePieces(budget, got) }

@@ -59,7 +59,8 @@ type Socket struct {
 	freeTX    []uint64 // send frames the caller may take
 	inTX      int      // frames on the TX ring or in the kernel
 	multi     bool
-	gather    []byte // the pieces of a received frame that spans several
+	gather    []byte   // the pieces of a received frame that spans several, for Receive
+	pieces    [][]byte // the pieces of the frame ReceivePieces is taking
 	// ZeroCopy reports whether the bind is zero-copy.
 	ZeroCopy bool
 	// Kicks counts the sendto calls that woke the kernel's transmit path,
@@ -301,11 +302,30 @@ func (s *Socket) Completed(done func(addr uint64)) int {
 // Receive calls got with each received frame (at most budget pieces of
 // them), then gives the pieces back to the FILL ring; frame is valid only
 // during the call. A frame in several pieces (Multi) is gathered into a
-// buffer of the socket's first, and one cut by the budget is completed by
-// the next call. It reports how many pieces there were.
+// buffer of the socket's first. It reports how many pieces there were.
 func (s *Socket) Receive(budget int, got func(frame []byte)) int {
-	n := min(s.rx.ready(), uint32(budget))
-	if n == 0 {
+	return s.ReceivePieces(budget, func(pieces [][]byte) {
+		if len(pieces) == 1 {
+			got(pieces[0])
+			return
+		}
+		s.gather = s.gather[:0]
+		for _, p := range pieces {
+			s.gather = append(s.gather, p...)
+		}
+		got(s.gather)
+	})
+}
+
+// ReceivePieces calls got with each received frame as the pieces the
+// kernel put it in (one unless Multi), in place in the UMEM and valid only
+// during the call, then gives the pieces back to the FILL ring. It stops
+// at the first frame end after budget pieces and reports how many pieces
+// there were. The kernel publishes a frame's pieces together; a frame
+// whose last piece is not in the ring yet stays there for the next call.
+func (s *Socket) ReceivePieces(budget int, got func(pieces [][]byte)) int {
+	ready := s.rx.ready()
+	if ready == 0 {
 		if s.fill.needWakeup() {
 			_, _, _ = unix.Recvfrom(s.fd, nil, unix.MSG_DONTWAIT)
 		}
@@ -313,26 +333,32 @@ func (s *Socket) Receive(budget int, got func(frame []byte)) int {
 	}
 	c := atomic.LoadUint32(s.rx.consumer)
 	fp := atomic.LoadUint32(s.fill.producer)
-	for i := range n {
+	var done uint32 // pieces of whole frames handled
+	s.pieces = s.pieces[:0]
+	for i := range ready {
 		d := s.rx.xdpDesc(c + i)
-		piece := s.umem[d.Addr : d.Addr+uint64(d.Len)]
-		switch {
-		case d.Options&unix.XDP_PKT_CONTD != 0:
-			s.gather = append(s.gather, piece...)
-		case len(s.gather) > 0:
-			s.gather = append(s.gather, piece...)
-			got(s.gather)
-			s.gather = s.gather[:0]
-		default:
-			got(piece)
+		s.pieces = append(s.pieces, s.umem[d.Addr:d.Addr+uint64(d.Len)])
+		if d.Options&unix.XDP_PKT_CONTD != 0 {
+			continue
 		}
-		*s.fill.addr(fp + i) = d.Addr &^ (s.frameSize - 1)
+		got(s.pieces)
+		s.pieces = s.pieces[:0]
+		for ; done <= i; done++ {
+			*s.fill.addr(fp + done) = s.rx.xdpDesc(c+done).Addr &^ (s.frameSize - 1)
+		}
+		if done >= uint32(budget) {
+			break
+		}
 	}
-	atomic.StoreUint32(s.rx.consumer, c+n)
+	s.pieces = s.pieces[:0]
+	if done == 0 {
+		return 0
+	}
+	atomic.StoreUint32(s.rx.consumer, c+done)
 	// The FILL ring has room: it holds at most the receive half, and these
-	// n frames have just left the kernel.
-	atomic.StoreUint32(s.fill.producer, fp+n)
-	return int(n)
+	// frames have just left the kernel.
+	atomic.StoreUint32(s.fill.producer, fp+done)
+	return int(done)
 }
 
 // Statistics are the kernel's counters of the socket (XDP_STATISTICS).
