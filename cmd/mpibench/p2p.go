@@ -59,15 +59,7 @@ func pingpong(cfg *config, c *mpi.Comm) []row {
 		fill(sbuf, n)
 		round := func(iters int) {
 			for i := 0; i < iters; i++ {
-				if rank == 0 {
-					check(mpi.Send(c, sbuf, 1, tagPing), "pingpong send")
-					_, err := mpi.Recv(c, rbuf, 1, tagPing)
-					check(err, "pingpong recv")
-				} else {
-					_, err := mpi.Recv(c, rbuf, 0, tagPing)
-					check(err, "pingpong recv")
-					check(mpi.Send(c, sbuf, 0, tagPing), "pingpong send")
-				}
+				roundTrip(c, sbuf, rbuf)
 			}
 		}
 		if cfg.checkBuf {
@@ -203,6 +195,20 @@ func bandwidth(cfg *config, c *mpi.Comm) []row {
 	return rows
 }
 
+// roundTrip is one ping-pong between ranks 0 and 1 of c: rank 0 sends sbuf
+// and receives into rbuf, rank 1 the other way round.
+func roundTrip(c *mpi.Comm, sbuf, rbuf []byte) {
+	if c.Rank() == 0 {
+		check(mpi.Send(c, sbuf, 1, tagPing), "pingpong send")
+		_, err := mpi.Recv(c, rbuf, 1, tagPing)
+		check(err, "pingpong recv")
+		return
+	}
+	_, err := mpi.Recv(c, rbuf, 0, tagPing)
+	check(err, "pingpong recv")
+	check(mpi.Send(c, sbuf, 0, tagPing), "pingpong send")
+}
+
 // pingDist times each of iters more round trips on rank 0 and returns the
 // one-way latency's mean and percentiles (µs) as rows pingpong_mean,
 // pingpong_p50, pingpong_p90 and pingpong_p99 (rank 1: none).
@@ -211,15 +217,7 @@ func pingDist(c *mpi.Comm, sbuf, rbuf []byte, iters int) []row {
 	lat := make([]float64, iters)
 	for i := range lat {
 		t0 := mpi.Wtime()
-		if c.Rank() == 0 {
-			check(mpi.Send(c, sbuf, 1, tagPing), "pingpong send")
-			_, err := mpi.Recv(c, rbuf, 1, tagPing)
-			check(err, "pingpong recv")
-		} else {
-			_, err := mpi.Recv(c, rbuf, 0, tagPing)
-			check(err, "pingpong recv")
-			check(mpi.Send(c, sbuf, 0, tagPing), "pingpong send")
-		}
+		roundTrip(c, sbuf, rbuf)
 		lat[i] = (mpi.Wtime() - t0) / 2 * 1e6
 	}
 	if c.Rank() != 0 {
