@@ -46,6 +46,22 @@ func BenchmarkSelfBlocking8B(b *testing.B) {
 	}
 }
 
+// BenchmarkSelfBlocking0B is BenchmarkSelfBlocking8B with empty messages:
+// pingpong's 0-byte latency path.
+func BenchmarkSelfBlocking0B(b *testing.B) {
+	w := mpi.World()
+	out, in := []byte{}, []byte{}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := mpi.Send(w, out, 0, 1); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := mpi.Recv(w, in, 0, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkSelfWindow8B is bw's inner loop against self: a window of 64
 // Irecv and 64 Isend of 8 B, then Waitall on both; per message.
 func BenchmarkSelfWindow8B(b *testing.B) {

@@ -881,9 +881,17 @@ func (d *Device) eagerPacket(s *Stream) bool {
 	if t := r.Buf.Type; sig != t.Signature() && d.mismatch(r, env, size, sig, 0) {
 		return true
 	}
-	n := min(size, r.Buf.Size())
-	if r.Buf.Contiguous() {
-		copy(r.Buf.Mem[:n], data)
+	// The receive's size from its fields by pointer: Buffer.Size takes
+	// the Buffer by value, a copy through the stack whose wide stores the
+	// narrow loads after it wait for. An empty message copies nothing.
+	rb := &r.Buf
+	n := 0
+	if rb.Type != nil {
+		n = min(size, rb.Count*rb.Type.Size())
+	}
+	if n == 0 {
+	} else if rb.Type.Contiguous() {
+		copy(rb.Mem[:n], data)
 	} else {
 		r.Buf.CopyIn(0, data[:n])
 	}

@@ -126,9 +126,18 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 	a, b := p.payload(c)
 	size := int(c.n)
 	if r := m.eng.Arrive(env); r != nil && (c.id == r.Buf.Type.Signature() || !d.mismatch(r, env, size, c.id, nil)) {
-		n := min(size, r.Buf.Size())
+		// The receive's size from its fields by pointer: Buffer.Size takes
+		// the Buffer by value, a copy through the stack whose wide stores
+		// the narrow loads after it wait for.
+		rb := &r.Buf
+		n := 0
+		if rb.Type != nil {
+			n = min(size, rb.Count*rb.Type.Size())
+		}
 		k := min(n, len(a))
-		if r.Buf.Contiguous() {
+		if n == 0 {
+			// An empty message (or an empty receive): nothing to copy.
+		} else if rb.Type.Contiguous() {
 			copy(r.Buf.Mem[copy(r.Buf.Mem[:k], a):n], b)
 		} else {
 			r.Buf.CopyIn(0, a[:k])
