@@ -140,6 +140,15 @@ type ShortSender interface {
 	SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool
 }
 
+// LockedCompleter is an optional device capability: the device completes
+// requests only inside the core's calls into it, under the core's lock,
+// never from a goroutine of its own. The core may then let a request whose
+// completion it watches under that lock complete without an atomic store
+// (Request.Held), which a blocking Send or Recv saves on every message.
+type LockedCompleter interface {
+	CompletesUnderLock()
+}
+
 // CrossHost is an optional device capability: the device reaches peers on
 // other hosts (Config.Hosts) over a network, keeping shared memory for
 // peers on its own host. The core refuses to start a job whose ranks span

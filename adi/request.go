@@ -63,7 +63,16 @@ type Request struct {
 	// MatchSeq is owned by package adi/match: the receive's place in the
 	// order of posting while it waits in the posted queues.
 	MatchSeq uint64
-	done     atomic.Bool
+
+	// Held is set by the core while it looks at the request's completion
+	// only under the lock that serialises its device calls, and only on a
+	// device that completes requests there alone (LockedCompleter):
+	// Complete then marks the request done with a plain store, which that
+	// lock orders, instead of an atomic one. The core clears Held, under
+	// the lock, before it waits for the request without the lock.
+	Held bool
+	fin  bool // done, when completed while Held
+	done atomic.Bool
 }
 
 // Matches reports whether a message with envelope e may be received by this
@@ -83,7 +92,11 @@ func (r *Request) Complete(st Status) {
 	r.Status.Source, r.Status.Tag, r.Status.Bytes = st.Source, st.Tag, st.Bytes
 	r.Status.Cancelled, r.Status.Err = st.Cancelled, st.Err
 	r.Dev = nil
-	r.done.Store(true)
+	if r.Held {
+		r.fin = true
+	} else {
+		r.done.Store(true)
+	}
 	if onDone != nil {
 		onDone(r)
 	}
@@ -91,7 +104,7 @@ func (r *Request) Complete(st Status) {
 
 // Done reports whether the request has completed. It may be called without
 // the core's lock.
-func (r *Request) Done() bool { return r.done.Load() }
+func (r *Request) Done() bool { return r.fin || r.done.Load() }
 
 // Restart makes r, a completed request that nothing else reaches any
 // more (the core's pool of them), a new operation with these arguments
@@ -105,6 +118,7 @@ func (r *Request) Restart(op Op, mode Mode, ctx uint32, peer, tag int, buf *Buff
 	r.Status.Source, r.Status.Tag, r.Status.Bytes = 0, 0, 0
 	r.Status.Cancelled, r.Status.Err = false, nil
 	r.Dev, r.OnDone, r.MatchSeq = nil, nil, 0
+	r.Held, r.fin = false, false
 	r.done = atomic.Bool{}
 }
 
@@ -112,5 +126,6 @@ func (r *Request) Restart(op Op, mode Mode, ctx uint32, peer, tag int, buf *Buff
 func (r *Request) Reset() {
 	r.Status = Status{}
 	r.Dev = nil
+	r.Held, r.fin = false, false
 	r.done.Store(false)
 }

@@ -292,9 +292,16 @@ func blockingCall(op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode 
 	var err error
 	if recv {
 		ar.Restart(adi.OpRecv, mode, c.ctx, c.worldRank(peer), tag, b)
-		err = r.dev.Irecv(ar)
 	} else {
 		ar.Restart(adi.OpSend, mode, c.ctx, c.worldRank(peer), tag, b)
+	}
+	// Until the lock is let go, ar's completion is looked at only under
+	// it: on a device that completes requests under it alone, Complete
+	// may mark ar done without an atomic store.
+	ar.Held = r.heldOK
+	if recv {
+		err = r.dev.Irecv(ar)
+	} else {
 		err = r.dev.Isend(ar)
 	}
 	done := false
@@ -302,6 +309,7 @@ func blockingCall(op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode 
 		done, err = r.pollHeld(ar)
 	}
 	if !done {
+		ar.Held = false // waited for without the lock from here on
 		r.mu.Unlock()
 		if err != nil {
 			*st = emptyStatus

@@ -29,6 +29,7 @@ type runtime struct {
 	mu        sync.Mutex // serialises every call into the device
 	dev       adi.Device
 	short     adi.ShortSender // dev's immediate small sends, if it has them
+	heldOK    bool            // dev is an adi.LockedCompleter: blocking calls may set Request.Held
 	devName   string
 	pmi       *pmi.Client
 	rank      int
@@ -137,6 +138,7 @@ func InitWith(o Options) error {
 		return errorf(ErrOther, "MPI_Init", "%v", err)
 	}
 	r.short, _ = r.dev.(adi.ShortSender)
+	_, r.heldOK = r.dev.(adi.LockedCompleter)
 	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts, Hosts: r.hosts}); err != nil {
 		e := errorf(ErrOther, "MPI_Init", "%v", deviceError(name, err))
 		client.Abort(1, e.Error()) // mpirun prints an "MPI_X: ..." message as the rank's error

@@ -1151,3 +1151,7 @@ func (d *Device) Sleep(seq uint32, t time.Duration) {
 
 // Wake rings this process's own doorbell.
 func (d *Device) Wake() { d.e.Wake() }
+
+// CompletesUnderLock declares adi.LockedCompleter: fm completes requests
+// only inside the core's calls into it (it runs no goroutine of its own).
+func (d *Device) CompletesUnderLock() {}

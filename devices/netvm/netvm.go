@@ -570,3 +570,7 @@ func protocolName(mpin bool) string {
 	}
 	return "eager/rendezvous"
 }
+
+// CompletesUnderLock declares adi.LockedCompleter: netvm completes requests
+// only inside the core's calls into it (it runs no goroutine of its own).
+func (d *Device) CompletesUnderLock() {}
