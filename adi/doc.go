@@ -56,9 +56,12 @@
 // A device may offer more than Device; the core looks for each by type
 // assertion when it starts the device and uses it where it helps:
 // Board (collectives on shared memory, netvm), Multisender (one send to
-// several destinations, fm's multidestination streams, for Bcast) and
+// several destinations, fm's multidestination streams, for Bcast),
 // ShortSender (a blocking send of a small contiguous message put on the
-// wire at once, with no request: fm and netvm, for every blocking Send).
+// wire at once, with no request: fm and netvm, for every blocking Send) and
+// LockedCompleter (the device completes requests only inside the core's
+// calls, so a blocking call's request may complete without an atomic
+// store, Request.Held: fm and netvm).
 //
 // # Failure
 //
