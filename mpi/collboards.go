@@ -33,6 +33,11 @@ type board struct {
 	own        *iboard.Board // the core-built board (nil: the device's), whose waits sleep on its own doorbell
 	rank, size int           // this process's rank in the board's communicator, and its size
 	seq        atomic.Uint64 // the last round taken
+	// allPosted is the last round this process has seen every rank post
+	// (boardWait): rounds up to it need no look, since a rank's posts only
+	// grow, and a collective's wait for the round before it (that the slot
+	// it writes is free) is then free of the np cache misses it takes.
+	allPosted atomic.Uint64
 
 	agreed   bool // boardAgree has run: readable and cores hold
 	readable bool // every rank can BoardRead every other
