@@ -165,6 +165,11 @@ const asyncOpt = "async"
 // collectives.
 const nativeOffOpt = "ADIMPI_NATIVE_COLL=off"
 
+// deviceBoardOpt, in a run's options, sets ADIMPI_DEVICE_BOARD=on in the
+// job's environment: MPI_COMM_WORLD's board collectives on netvm's own board
+// instead of a board the core builds.
+const deviceBoardOpt = "ADIMPI_DEVICE_BOARD=on"
+
 // allNPs is the process counts at which every check runs (shortNPs with
 // -short).
 var (
@@ -263,12 +268,17 @@ func TestRace(t *testing.T) {
 // TestCollectives runs every check of conformance/collectives (groups,
 // communicators, topologies, every intracommunicator collective blocking
 // and non-blocking) under every registered device at np = 1, 2, 3, 4, 8 and
-// 16 (2 and 4 with -short, and smaller sizes), and at np = 4 with the
-// asynchronous progress goroutine.
+// 16 (2 and 4 with -short, and smaller sizes), at np = 4 with the
+// asynchronous progress goroutine, and on netvm at np = 4 with
+// MPI_COMM_WORLD on the device's own board (ADIMPI_DEVICE_BOARD=on).
 func TestCollectives(t *testing.T) {
 	eachDevice(t, func(t *testing.T, dev string) {
 		matrix(t, collectives, dev, nil, testNPs(), collectives.checks, nil)
 		matrix(t, collectives, dev, []string{asyncOpt}, []int{4}, collectives.checks, nil)
+		if dev == "netvm" {
+			// netvm's own board, which MPI_COMM_WORLD takes only on request.
+			matrix(t, collectives, dev, []string{deviceBoardOpt}, []int{4}, collectives.checks, nil)
+		}
 	})
 }
 
@@ -554,7 +564,7 @@ func runJob(bin, dev string, opts []string, np int, progArgs []string, mpirunArg
 		switch o {
 		case asyncOpt:
 			args = append(args, "-async-progress")
-		case nativeOffOpt:
+		case nativeOffOpt, deviceBoardOpt:
 			env = append(env, o)
 		default:
 			if strings.HasPrefix(o, pretendEnv+"=") {

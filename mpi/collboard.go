@@ -186,6 +186,9 @@ const boardSpin = 64
 // boardWait waits until rank p has posted k, or with p < 0 until every
 // rank has. A rank that is gone without posting fails the wait.
 func (r *runtime) boardWait(b *board, op string, p int, k uint64) error {
+	if k <= b.allPosted.Load() {
+		return nil
+	}
 	var perr error
 	next := 0 // ranks below next have posted k
 	cond := func() bool {
@@ -231,6 +234,9 @@ func (r *runtime) boardWait(b *board, op string, p int, k uint64) error {
 	}
 	if perr != nil {
 		return named(op, perr)
+	}
+	if p < 0 {
+		b.allPosted.Store(k)
 	}
 	return nil
 }

@@ -13,14 +13,19 @@ import (
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
-// A communicator's board channel. MPI_COMM_WORLD on a device with boards
-// of its own (netvm) uses the device's; any other intracommunicator whose
-// ranks share a host, on any device, gets a board the core builds: one
+// A communicator's board channel. Every intracommunicator whose ranks
+// share a host, on any device, MPI_COMM_WORLD included, gets a board the
+// core builds: one
 // shared segment (internal/board) that the communicator's rank 0 exports
 // and every other rank maps, agreed by every rank at the communicator's
 // first blocking collective, so that all of them take the board paths from
 // the same collective on, or none does. Each board numbers its own rounds,
 // so collectives on different communicators never share a slot.
+// MPI_COMM_WORLD takes a device's own board (netvm's) instead only when
+// ADIMPI_DEVICE_BOARD=on asks (r.deviceBoard), for comparisons: a device
+// board's waiters sleep on their own doorbells, which a round's last post
+// rings one system call each, where a core-built board has one doorbell
+// that every waiter sleeps on and one ring wakes.
 
 // board is a communicator's board and what its ranks agreed on it.
 type board struct {
@@ -28,6 +33,11 @@ type board struct {
 	own        *iboard.Board // the core-built board (nil: the device's), whose waits sleep on its own doorbell
 	rank, size int           // this process's rank in the board's communicator, and its size
 	seq        atomic.Uint64 // the last round taken
+	// allPosted is the last round this process has seen every rank post
+	// (boardWait): rounds up to it need no look, since a rank's posts only
+	// grow, and a collective's wait for the round before it (that the slot
+	// it writes is free) is then free of the np cache misses it takes.
+	allPosted atomic.Uint64
 
 	agreed   bool // boardAgree has run: readable and cores hold
 	readable bool // every rank can BoardRead every other
@@ -71,7 +81,7 @@ func (r *runtime) attachBoard(c *Comm) *board {
 		}
 		return nil
 	}
-	if c == r.world {
+	if c == r.world && r.deviceBoard {
 		if db, ok := r.dev.(adi.Board); ok {
 			c.board = &board{Board: db, rank: r.rank, size: r.size}
 			return c.board

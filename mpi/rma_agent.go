@@ -129,6 +129,13 @@ func (r *runtime) serveRMA() {
 	for _, a := range rmaAgents {
 		a.serve()
 	}
+	// What the agents just did may have left device messages queued for
+	// the device's next pass (a receive that matched a waiting rendezvous
+	// queues its clear-to-send). A waiter that read the doorbell before
+	// this pass would otherwise sleep on it while the origin waits for
+	// that very message, until something else rang: ringing it here makes
+	// that sleep return at once, so the next pass sends them.
+	r.dev.Wake()
 }
 
 // agent is a window's target side.

@@ -26,37 +26,38 @@ const DefaultDevice = "netvm"
 
 // runtime is the one MPI runtime of a process.
 type runtime struct {
-	mu        sync.Mutex // serialises every call into the device
-	dev       adi.Device
-	short     adi.ShortSender // dev's immediate small sends, if it has them
-	heldOK    bool            // dev is an adi.LockedCompleter: blocking calls may set Request.Held
-	devName   string
-	pmi       *pmi.Client
-	rank      int
-	size      int
-	world     *Comm
-	self      *Comm
-	spin      time.Duration // how long a waiter polls before it sleeps
-	poll      time.Duration // how much of the spin polls without yielding the CPU
-	bsend     bsendBuffer
-	nextCtx   uint32
-	ids       ctxIDs                     // the free context-id pairs (communicator creation)
-	async     *asyncProgress             // the progress goroutine, if asyncOn
-	reqs      sync.Pool                  // *Request objects of completed blocking calls, for reuse
-	slab      atomic.Pointer[handleSlab] // where newHandle carves request handles from
-	bodies    []*adi.Request             // completed adi.Requests for reuse, under mu (takeBody, giveBody)
-	held      heldSlab                   // where startFlatIn carves handles from, under mu
-	waits     atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
-	asyncOn   atomic.Bool                // the progress goroutine runs (set before the runtime is published)
-	resume    chan struct{}              // wakes the parked progress goroutine
-	native    bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
-	hosts     []int                      // world rank -> number of its host (hosts.go)
-	hostNames []string                   // host number -> its name
-	place     []int                      // world rank -> host, as collectives and SplitType see it: hosts, or ADIMPI_PRETEND_HOSTS's (hosts.go)
-	spread    bool                       // place puts the ranks on more than one host
-	hierColls atomic.Int64               // tiered collectives run (collhier.go)
-	hostBoard atomic.Int64               // tiered collectives whose host phases ran on a board (collhier.go)
-	join      *joinDev                   // dev as the core sees it: the device, and the inter-job channel (join.go)
+	mu          sync.Mutex // serialises every call into the device
+	dev         adi.Device
+	short       adi.ShortSender // dev's immediate small sends, if it has them
+	heldOK      bool            // dev is an adi.LockedCompleter: blocking calls may set Request.Held
+	devName     string
+	pmi         *pmi.Client
+	rank        int
+	size        int
+	world       *Comm
+	self        *Comm
+	spin        time.Duration // how long a waiter polls before it sleeps
+	poll        time.Duration // how much of the spin polls without yielding the CPU
+	bsend       bsendBuffer
+	nextCtx     uint32
+	ids         ctxIDs                     // the free context-id pairs (communicator creation)
+	async       *asyncProgress             // the progress goroutine, if asyncOn
+	reqs        sync.Pool                  // *Request objects of completed blocking calls, for reuse
+	slab        atomic.Pointer[handleSlab] // where newHandle carves request handles from
+	bodies      []*adi.Request             // completed adi.Requests for reuse, under mu (takeBody, giveBody)
+	held        heldSlab                   // where startFlatIn carves handles from, under mu
+	waits       atomic.Uint64              // if asyncOn: goroutines inside waitFor (low 32 bits), waitFor returns (high 32)
+	asyncOn     atomic.Bool                // the progress goroutine runs (set before the runtime is published)
+	resume      chan struct{}              // wakes the parked progress goroutine
+	native      bool                       // use the device's native collectives (ADIMPI_NATIVE_COLL=off: never)
+	deviceBoard bool                       // MPI_COMM_WORLD uses the device's own board, not a core-built one (ADIMPI_DEVICE_BOARD=on)
+	hosts       []int                      // world rank -> number of its host (hosts.go)
+	hostNames   []string                   // host number -> its name
+	place       []int                      // world rank -> host, as collectives and SplitType see it: hosts, or ADIMPI_PRETEND_HOSTS's (hosts.go)
+	spread      bool                       // place puts the ranks on more than one host
+	hierColls   atomic.Int64               // tiered collectives run (collhier.go)
+	hostBoard   atomic.Int64               // tiered collectives whose host phases ran on a board (collhier.go)
+	join        *joinDev                   // dev as the core sees it: the device, and the inter-job channel (join.go)
 	// sentShort is the completed operation of every non-blocking send
 	// that the device took whole when it started (startFlatIn): shared,
 	// never given to the device, complete from Init on.
@@ -165,6 +166,7 @@ func InitWith(o Options) error {
 	// used unless ADIMPI_NATIVE_COLL=off asks for the core's message-based
 	// algorithms, for comparisons.
 	r.native = os.Getenv("ADIMPI_NATIVE_COLL") != "off"
+	r.deviceBoard = os.Getenv("ADIMPI_DEVICE_BOARD") == "on"
 	r.world = newComm("MPI_COMM_WORLD", 0, r.rank, identity(r.size))
 	r.self = newComm("MPI_COMM_SELF", 2, 0, []int{r.rank})
 	r.resume = make(chan struct{}, 1)

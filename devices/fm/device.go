@@ -100,6 +100,7 @@ type Device struct {
 	bWait        []int    // per peer: rendezvous receives from it awaiting data
 	bMoved       bool     // a chunk went out since the last Progress
 	bFull        bool     // a send waits for the receiver to free a chunk
+	bUnfreed     []int    // peers whose lane may hold chunks of mine they have not copied out
 
 	// Peers on other hosts (devnet.go).
 	bAck       []uint64 // per peer: chunks of my lane to it that it freed (kBulkFree)
@@ -545,8 +546,27 @@ func (d *Device) pushBulk(m *outMsg) bool {
 		m.off += k
 		d.e.Ring(m.dest)
 	}
+	if !slices.Contains(d.bUnfreed, m.dest) {
+		d.bUnfreed = append(d.bUnfreed, m.dest)
+	}
 	m.req.Complete(adi.Status{Bytes: m.n})
 	return true
+}
+
+// unfreed reports whether some peer has not yet copied out every chunk this
+// process wrote into its bulk lane, forgetting the peers that have: such a
+// send is complete here, but its data still needs the receiver to run.
+func (d *Device) unfreed() bool {
+	k := d.bUnfreed[:0]
+	for _, q := range d.bUnfreed {
+		// The receiver frees chunks in order: the last one written tells.
+		last := int((d.bOut[q] - 1) % uint64(d.bslots))
+		if d.e.Alive(q) && bFlag.Load(d.e.BulkOut(q)[last*bulkHeader:]) != 0 {
+			k = append(k, q)
+		}
+	}
+	d.bUnfreed = k
+	return len(k) > 0
 }
 
 // pullBulk copies the chunks that have arrived in src's bulk lane into
@@ -1044,7 +1064,7 @@ func (d *Device) Progress() (bool, error) {
 	}
 	net := d.netDid || d.e.NetMoved()
 	d.netDid = false
-	if n == 0 && !net && !d.bFull && !d.bMoved && d.queued == 0 && len(d.recvs) == 0 {
+	if n == 0 && !net && !d.bFull && !d.bMoved && d.queued == 0 && len(d.recvs) == 0 && len(d.bUnfreed) == 0 {
 		// Nothing arrived and nothing waits to go: a waiter's idle poll.
 		if d.e.live.Idle() {
 			d.checkPeers()
@@ -1052,7 +1072,7 @@ func (d *Device) Progress() (bool, error) {
 		return false, nil
 	}
 	did := n > 0 || net
-	wait := d.bFull
+	wait := d.bFull || len(d.bUnfreed) > 0 && d.unfreed()
 	d.bFull = false
 	if len(d.recvs) > 0 && d.bulk > 0 {
 		for src, w := range d.bWait {

@@ -66,10 +66,10 @@
 // the job.
 //
 // The segment also holds the process's board (board.go, adi.Board): a
-// sequence word and two 8 KiB slots that every peer reads in place. The core
-// runs small blocking collectives on MPI_COMM_WORLD there, and larger ones by
-// reading each other's buffers (process_vm_readv) at the addresses the slots
-// announce; a post rings sleeping peers only when it completes a round.
+// sequence word and two 1 MiB slots that every peer reads in place. The core
+// runs MPI_COMM_WORLD's board collectives there when ADIMPI_DEVICE_BOARD=on
+// asks (by default on a board it builds itself, whose waiters share one
+// doorbell); a post rings sleeping peers only when it completes a round.
 //
 // Options (mpirun -device-opt key=value, or ADIMPI_DEVICE_OPT; OptionTable
 // holds each key's default, range and help, and Init refuses a bad value
