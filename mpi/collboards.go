@@ -186,7 +186,9 @@ func (r *runtime) boardSleep(b *board, cond func() bool) error {
 			}
 			continue
 		}
-		if waited := time.Duration(nanotime() - start); waited < r.spin {
+		if waited := time.Duration(nanotime() - start); waited < r.spin || servingAgents.Load() > 0 {
+			// A passive target keeps polling: the origins' one-sided
+			// operations wait for this process's progress.
 			yield = yield || waited >= min(r.poll, boardAlone)
 			continue
 		}

@@ -116,6 +116,11 @@ func rmaTypeCode(t *datatype.Type) uint8 {
 var (
 	rmaWork   atomic.Bool
 	rmaAgents []*agent
+	// servingAgents counts the running agents of windows whose peers need
+	// them (every window but those all of whose ranks map each other's
+	// memory): while there are any, a board wait polls instead of sleeping
+	// on its board, which a peer's one-sided operation does not ring.
+	servingAgents atomic.Int32
 )
 
 func raiseRMAWork(*adi.Request) { rmaWork.Store(true) }
@@ -195,6 +200,9 @@ func (a *agent) start(w *Win) error {
 	}
 	a.on = true
 	rmaAgents = append(rmaAgents, a)
+	if n > 1 && !w.allMapped {
+		servingAgents.Add(1)
+	}
 	return nil
 }
 
@@ -236,6 +244,9 @@ func (a *agent) stop(op string) error {
 					rmaAgents = append(rmaAgents[:i], rmaAgents[i+1:]...)
 					break
 				}
+			}
+			if a.w.comm.Size() > 1 && !a.w.allMapped {
+				servingAgents.Add(-1)
 			}
 			a.on = false
 		}

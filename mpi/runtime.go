@@ -504,7 +504,8 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 		}
 		r.mu.Lock()
 		_, err := r.dev.Progress()
-		if rmaWork.Load() {
+		served := rmaWork.Load()
+		if served {
 			r.serveRMA() // RMA operations that arrived (rma_agent.go)
 		}
 		r.mu.Unlock()
@@ -520,7 +521,10 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 			}
 			return nil
 		}
-		if i == free {
+		// A passive target serving one-sided operations keeps spinning
+		// while they arrive, as a waiter does for its own messages,
+		// instead of sleeping between them.
+		if i == free || served && i > free {
 			start = nanotime()
 		}
 		if !clock {
