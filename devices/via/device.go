@@ -121,7 +121,8 @@ type peer struct {
 	free    []int
 	credits int
 	out     []*outItem
-	inSQ    int // send descriptors posted and not yet taken back (VI.Pending without its lock)
+	data    []*outItem // rendezvous data and what follows it (postData)
+	inSQ    int        // send descriptors posted and not yet taken back (VI.Pending without its lock)
 }
 
 type rvRecv struct {
@@ -294,7 +295,7 @@ func (d *Device) Finalize() error {
 					s = 1
 				}
 			}
-			if s > 0 && d.alive(p) {
+			if (s > 0 || len(p.data) > 0) && d.alive(p) {
 				busy = true
 			}
 		}
@@ -314,7 +315,7 @@ func (d *Device) Finalize() error {
 func (d *Device) Counters() map[string]int64 {
 	backlog := 0
 	for _, p := range d.peers {
-		backlog += len(p.out)
+		backlog += len(p.out) + len(p.data)
 	}
 	c := d.nic.Counters()
 	c["posted_receives"] = int64(d.eng.Posted())
@@ -484,7 +485,7 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 			if i == len(lists)-1 {
 				it.onSent = func(err error) { d.readDone(rid, err) }
 			}
-			d.post(p, it)
+			d.postData(p, it)
 		}
 	default:
 		rv.tmp = make([]byte, n)
@@ -540,6 +541,38 @@ func (d *Device) post(p *peer, it *outItem) {
 	}
 	d.cnt.backlogged++
 	p.out = append(p.out, it)
+}
+
+// postData queues a rendezvous's RDMA descriptor, or the message that
+// must follow its RDMA descriptors (FIN), for p. Progress posts them after
+// p's waiting messages: a VI executes its descriptors in order, and an RTS
+// queued behind megabytes of RDMA writes reaches the receiver only when
+// they are done, whose CTS then finds the send queue drained — the NIC
+// idles for a round trip. With the RTSs (and CTSs) first, the handshakes
+// of the next messages travel while the current data moves (DMPI's
+// pipelining). RDMA descriptors need no credits, so they do not wait for
+// the messages ahead of them either.
+func (d *Device) postData(p *peer, it *outItem) {
+	p.data = append(p.data, it)
+}
+
+// flushData posts p's queued rendezvous data: RDMA descriptors while the
+// send queue has room, and a FIN, whose RDMA descriptors are then posted
+// before it, as an ordinary message.
+func (d *Device) flushData(p *peer) (did bool) {
+	k := 0
+	for ; k < len(p.data); k++ {
+		it := p.data[k]
+		if it.rdma == nil || !d.alive(p) {
+			d.post(p, it) // a FIN (credits permitting), or failed
+		} else if !d.put(p, it) {
+			break
+		}
+		p.data[k] = nil
+		did = true
+	}
+	p.data = p.data[k:]
+	return did
 }
 
 // put hands it to the NIC if the send queue, a send buffer and (for
@@ -645,6 +678,9 @@ func (d *Device) Progress() (bool, error) {
 			p.out = p.out[1:]
 			did = true
 		}
+		if len(p.data) > 0 && d.flushData(p) {
+			did = true
+		}
 		if p.owed >= d.credits/2 && p.credits >= 1 && d.alive(p) && len(p.free) > 0 {
 			d.cnt.credit++
 			d.put(p, &outItem{h: hdr{typ: mCredit}})
@@ -706,9 +742,9 @@ func (d *Device) arrive(p *peer, desc *Descriptor) error {
 		}
 		lists, offs := segments(s.req.Buf, n, s.h)
 		for i, ds := range lists {
-			d.post(p, &outItem{rdma: &Descriptor{Control: OpRDMAWrite, RemoteHandle: h.handle, RemoteAddr: h.addr + uint64(offs[i]), DS: ds}, owner: s.req})
+			d.postData(p, &outItem{rdma: &Descriptor{Control: OpRDMAWrite, RemoteHandle: h.handle, RemoteAddr: h.addr + uint64(offs[i]), DS: ds}, owner: s.req})
 		}
-		d.post(p, &outItem{h: hdr{typ: mFIN, rid: h.rid}, owner: s.req, onSent: func(err error) { d.sendDone(s, err, n) }})
+		d.postData(p, &outItem{h: hdr{typ: mFIN, rid: h.rid}, owner: s.req, onSent: func(err error) { d.sendDone(s, err, n) }})
 	case mFIN:
 		rv := d.recvs[h.rid]
 		if rv == nil {
@@ -824,8 +860,8 @@ func (d *Device) failPeer(p *peer, err error) {
 			r.Complete(adi.Status{Err: err})
 		}
 	}
-	backlog := p.out
-	p.out = nil
+	backlog := append(p.out, p.data...)
+	p.out, p.data = nil, nil
 	for _, it := range backlog {
 		fail(it.owner)
 		if it.onSent != nil {

@@ -118,3 +118,79 @@ func TestSelfRendezvousAndRegCache(t *testing.T) {
 		t.Fatalf("counters %v", c)
 	}
 }
+
+// TestRendezvousStreamFewCredits keeps many rendezvous messages to itself
+// in flight with 4 credits, so that RTSs and FINs wait for credits while
+// the data of earlier messages moves through the data queue (postData):
+// every message must arrive whole, in order, by RDMA write (contiguous
+// receive) and by RDMA read (strided receive), some posted before their
+// send and some after.
+func TestRendezvousStreamFewCredits(t *testing.T) {
+	d := new(Device)
+	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: kvs{}, Options: map[string]string{"eager": "1024", "credits": "4"}}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Finalize()
+	const n, msgs = 40000, 24
+	vec, err := datatype.Vector(n, 1, 2, datatype.Byte)
+	if err == nil {
+		err = vec.Commit()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []*adi.Request
+	recvs := make([]*adi.Request, msgs)
+	srcs := make([][]byte, msgs)
+	irecv := func(k int) {
+		rb := adi.Bytes(make([]byte, n))
+		if k%2 == 1 {
+			rb = adi.Buffer{Mem: make([]byte, 2*n), Count: 1, Type: vec}
+		}
+		recvs[k] = &adi.Request{Op: adi.OpRecv, Peer: 0, Tag: 9, Buf: rb}
+		if err := d.Irecv(recvs[k]); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, recvs[k])
+	}
+	for k := 0; k < msgs; k++ {
+		if k < msgs/2 {
+			irecv(k)
+		}
+		srcs[k] = make([]byte, n)
+		for i := range srcs[k] {
+			srcs[k][i] = byte(i*7 + k*31 + 1)
+		}
+		s := &adi.Request{Op: adi.OpSend, Peer: 0, Tag: 9, Buf: adi.Bytes(srcs[k])}
+		if err := d.Isend(s); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, s)
+	}
+	for k := msgs / 2; k < msgs; k++ {
+		irecv(k)
+	}
+	wait(t, d, reqs...)
+	for k, r := range recvs {
+		if r.Status.Err != nil || r.Status.Bytes != n {
+			t.Fatalf("message %d: status %+v", k, r.Status)
+		}
+		for i := 0; i < n; i++ {
+			got := r.Buf.Mem[i]
+			if k%2 == 1 {
+				got = r.Buf.Mem[2*i]
+			}
+			if got != srcs[k][i] {
+				t.Fatalf("message %d byte %d: got %d, want %d", k, i, got, srcs[k][i])
+			}
+		}
+	}
+	for _, s := range reqs {
+		if s.Status.Err != nil {
+			t.Fatalf("send: %v", s.Status.Err)
+		}
+	}
+	if c := d.Counters(); c["backlogged_items"] == 0 || c["backlog"] != 0 || c["rendezvous_sends"] != 0 || c["rendezvous_receives"] != 0 {
+		t.Fatalf("credits never ran short, or something stayed behind: %v", c)
+	}
+}
