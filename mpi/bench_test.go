@@ -32,25 +32,17 @@ func BenchmarkSelfSendRecv8B(b *testing.B) {
 
 // BenchmarkSelfBlocking8B is pingpong's per-message path without a second
 // process: a blocking Send to self, then the blocking Recv that takes it.
-func BenchmarkSelfBlocking8B(b *testing.B) {
-	w := mpi.World()
-	out, in := make([]byte, 8), make([]byte, 8)
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if err := mpi.Send(w, out, 0, 1); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := mpi.Recv(w, in, 0, 1); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkSelfBlocking8B(b *testing.B) { benchSelfBlocking(b, 8) }
 
 // BenchmarkSelfBlocking0B is BenchmarkSelfBlocking8B with empty messages:
 // pingpong's 0-byte latency path.
-func BenchmarkSelfBlocking0B(b *testing.B) {
+func BenchmarkSelfBlocking0B(b *testing.B) { benchSelfBlocking(b, 0) }
+
+// benchSelfBlocking times a blocking Send of n bytes to self and the
+// blocking Recv that takes it.
+func benchSelfBlocking(b *testing.B, n int) {
 	w := mpi.World()
-	out, in := []byte{}, []byte{}
+	out, in := make([]byte, n), make([]byte, n)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if err := mpi.Send(w, out, 0, 1); err != nil {

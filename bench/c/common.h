@@ -1,8 +1,16 @@
 /* Shared by the C twins of cmd/mpibench: the CSV row every benchmark
- * prints (bench,device,np,size,value,unit, with DEVICE defined by the
- * including program) and the way each gives up. */
+ * prints (bench,device,np,size,value,unit, the device being the MPI
+ * library the program was compiled against) and the way each gives up. */
 #include <mpi.h>
 #include <stdio.h>
+
+#if defined(OMPI_MAJOR_VERSION)
+#define DEVICE "openmpi"
+#elif defined(MPICH_VERSION)
+#define DEVICE "mpich"
+#else
+#define DEVICE "mpi"
+#endif
 
 /* die reports what went wrong on rank of prog and ends the job. */
 static void die(const char *prog, int rank, const char *what)

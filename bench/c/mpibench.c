@@ -24,13 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(OMPI_MAJOR_VERSION)
-#define DEVICE "openmpi"
-#elif defined(MPICH_VERSION)
-#define DEVICE "mpich"
-#else
-#define DEVICE "mpi"
-#endif
 #include "common.h"
 
 enum { TAG_PING = 1, TAG_CTL = 2, TAG_BW = 3, TAG_ACK = 4, TAG_DATA = 5, TAG_GO = 6, TAG_VIRTUS = 7 };

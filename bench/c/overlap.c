@@ -34,13 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(OMPI_MAJOR_VERSION)
-#define DEVICE "openmpi"
-#elif defined(MPICH_VERSION)
-#define DEVICE "mpich"
-#else
-#define DEVICE "mpi"
-#endif
 #include "common.h"
 
 enum { TAG_OVERLAP = 20, TAG_PING = 21 };

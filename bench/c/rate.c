@@ -22,13 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(OMPI_MAJOR_VERSION)
-#define DEVICE "openmpi"
-#elif defined(MPICH_VERSION)
-#define DEVICE "mpich"
-#else
-#define DEVICE "mpi"
-#endif
 #include "common.h"
 
 enum { TAG_ACK = 4, TAG_RATE = 8 };
