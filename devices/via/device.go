@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -668,7 +669,7 @@ func (d *Device) Progress() (bool, error) {
 			}
 			if f := c.onDone; f != nil {
 				c.onDone = nil
-				f(desc.Err())
+				f(d.descErr(p, desc))
 			}
 		}
 	}
@@ -704,7 +705,7 @@ func (d *Device) arrive(p *peer, desc *Descriptor) error {
 		d.checkLost() // flushed from a broken connection: fail what waits on p
 		return nil
 	}
-	if err := desc.Err(); err != nil || desc.Length < hdrSize {
+	if err := d.descErr(p, desc); err != nil || desc.Length < hdrSize {
 		return fmt.Errorf("via: receive from rank %d failed: %v (length %d)", p.rank, err, desc.Length)
 	}
 	h := getHdr(buf)
@@ -825,6 +826,28 @@ func (d *Device) exited(op string, p *peer) error {
 		return adi.Errorf(adi.ErrOther, op, "%s is unreachable: %v", p.where, rootCause(err))
 	}
 	return d.live.Exited(op, p.rank)
+}
+
+// descErr is the error of a descriptor completed on p's VI, naming p: a
+// transport error means p cannot be reached (its host or link is gone, the
+// connection's own loss report may come later), so the job's error says
+// where, as the other devices' do.
+func (d *Device) descErr(p *peer, desc *Descriptor) error {
+	err := desc.Err()
+	if err == nil {
+		return nil
+	}
+	who := p.where
+	if who == "" {
+		who = fmt.Sprintf("rank %d", p.rank)
+	}
+	if atomic.LoadUint32(&desc.Status)&StatusTransportError != 0 {
+		if lost := p.vi.Lost(); lost != nil {
+			err = rootCause(lost)
+		}
+		return fmt.Errorf("%s is unreachable: %w", who, err)
+	}
+	return fmt.Errorf("%s: %w", who, err)
 }
 
 // rootCause drops the "rank N on host H: " the NIC put in front.
