@@ -134,10 +134,7 @@ func allocated(fn string, alloc func(*mpi.Comm, int, int, *mpi.Info) (*mpi.Win, 
 	if err != nil {
 		return err
 	}
-	var p unsafe.Pointer
-	if len(mem) > 0 {
-		p = unsafe.Pointer(unsafe.SliceData(mem))
-	}
+	p := memAddr(mem)
 	*(*unsafe.Pointer)(baseptr) = p
 	*out = C.int(newWinEntry(w, p, size))
 	return nil
@@ -179,13 +176,18 @@ func xWin_shared_query(e *winEntry, rank int, size *C.long, dispUnit *C.int, bas
 	if err != nil {
 		return err
 	}
-	var p unsafe.Pointer
-	if len(mem) > 0 {
-		p = unsafe.Pointer(unsafe.SliceData(mem))
-	}
 	*size, *dispUnit = C.long(len(mem)), C.int(du)
-	*(*unsafe.Pointer)(baseptr) = p
+	*(*unsafe.Pointer)(baseptr) = memAddr(mem)
 	return nil
+}
+
+// memAddr is the address a C program gets for window memory mem: its
+// first byte, or NULL when it is empty.
+func memAddr(mem []byte) unsafe.Pointer {
+	if len(mem) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(unsafe.SliceData(mem))
 }
 
 func xWin_free(h *C.int) error {
