@@ -129,12 +129,15 @@ type peer struct {
 	out                []byte
 	doorbell, sleepers *uint32
 	tail               uint64 // short messages written
+	tailAt             int    // offset in out of the slot for message tail+1 (0 until the first send)
+	seenHead           uint64 // its head word when last read: read again only when the queue looks full, so that the line the reader writes at every message does not move to this sender at every message
 	nlongOut           int    // long sends to it not complete
 	claimed            []bool // its slots (for me) that one of my sends took
 
 	// inbound: its block in my segment
 	in        []byte
 	head      uint64      // short messages consumed
+	headAt    int         // offset in in of the slot of message head+1 (0 until the first look)
 	recvSlots []*LongRecv // long receives from it, by slot
 	postSeq   uint64
 }
@@ -481,23 +484,34 @@ func (e *Endpoint) TrySend(dest int, tag uint32, n int, fill func(p []byte)) (bo
 		return e.trySendNet(p, tag, n, fill)
 	}
 	q := e.opt.Queue
-	headp := blkHead.Ptr(p.out)
-	if p.tail-atomic.LoadUint64(headp) >= uint64(q) {
-		// Full: ask the reader to ring us when it consumes, then look again
-		// (it may have consumed in between).
-		blkWaitSpace.Store(p.out, 1)
-		if p.tail-atomic.LoadUint64(headp) >= uint64(q) {
-			e.Stats.QueueFull++
-			return false, nil
+	if p.tail-p.seenHead >= uint64(q) {
+		// Full as far as the last look at the reader's head went: look
+		// again, and if it is full, ask the reader to ring us when it
+		// consumes, then look once more (it may have consumed in between).
+		headp := blkHead.Ptr(p.out)
+		p.seenHead = atomic.LoadUint64(headp)
+		if p.tail-p.seenHead >= uint64(q) {
+			blkWaitSpace.Store(p.out, 1)
+			p.seenHead = atomic.LoadUint64(headp)
+			if p.tail-p.seenHead >= uint64(q) {
+				e.Stats.QueueFull++
+				return false, nil
+			}
 		}
 	}
-	s := p.out[e.offQueue+int(p.tail%uint64(q))*e.slotBytes:][:e.slotBytes]
+	if p.tailAt == 0 {
+		p.tailAt = e.offQueue
+	}
+	s := p.out[p.tailAt:][:e.slotBytes]
 	qLen.Set(s, uint32(n))
 	qTag.Set(s, tag)
 	if n > 0 && fill != nil {
 		fill(s[qHdr : qHdr+n])
 	}
 	p.tail++
+	if p.tailAt += e.slotBytes; p.tailAt == e.offQueue+q*e.slotBytes {
+		p.tailAt = e.offQueue
+	}
 	qSeq.Store(s, p.tail)
 	e.Stats.ShortSent++
 	e.Stats.BytesSent += int64(n)
@@ -550,8 +564,10 @@ func (e *Endpoint) NextShort(src int, fn func(src int, tag uint32, msg []byte)) 
 }
 
 func (e *Endpoint) next(p *peer, fn func(src int, tag uint32, msg []byte)) bool {
-	q := uint64(e.opt.Queue)
-	s := p.in[e.offQueue+int(p.head%q)*e.slotBytes:][:e.slotBytes]
+	if p.headAt == 0 {
+		p.headAt = e.offQueue
+	}
+	s := p.in[p.headAt:][:e.slotBytes]
 	if qSeq.Load(s) != p.head+1 {
 		return false
 	}
@@ -559,6 +575,9 @@ func (e *Endpoint) next(p *peer, fn func(src int, tag uint32, msg []byte)) bool 
 	tag := qTag.Get(s)
 	fn(p.rank, tag, s[qHdr:qHdr+n])
 	p.head++
+	if p.headAt += e.slotBytes; p.headAt == e.offQueue+e.opt.Queue*e.slotBytes {
+		p.headAt = e.offQueue
+	}
 	blkHead.Store(p.in, p.head)
 	e.Stats.ShortRecv++
 	if p.net != nil {

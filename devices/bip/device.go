@@ -16,9 +16,11 @@ func init() { adi.Register("bip", func() adi.Device { return new(Device) }) }
 
 // The capabilities the device offers besides adi.Device.
 var (
-	_ adi.Device       = (*Device)(nil)
-	_ adi.OptionHelper = (*Device)(nil)
-	_ adi.CrossHost    = (*Device)(nil)
+	_ adi.Device          = (*Device)(nil)
+	_ adi.OptionHelper    = (*Device)(nil)
+	_ adi.CrossHost       = (*Device)(nil)
+	_ adi.ShortSender     = (*Device)(nil)
+	_ adi.LockedCompleter = (*Device)(nil)
 )
 
 // MPI-BIP message types, carried as the BIP short message's tag.
@@ -325,14 +327,7 @@ func (d *Device) put(dest int, m *outMsg) bool {
 	}
 	credits := p.consumed
 	ok, err := d.ep.TrySend(dest, m.typ, n, func(b []byte) {
-		hCtx.Set(b, m.h.ctx)
-		hTag.Set(b, m.h.tag)
-		hSig.Set(b, m.h.sig)
-		hID.Set(b, m.h.id)
-		hSize.Set(b, m.h.size)
-		hCredits.Set(b, credits)
-		hAux.Set(b, m.h.aux)
-		hFlags.Set(b, m.h.flags)
+		putHdr(b, &m.h, credits)
 		if m.typ == msgEager && m.h.size > 0 {
 			m.data.CopyOut(0, b[hdrSize:hdrSize+int(m.h.size)])
 		}
@@ -355,6 +350,54 @@ func (d *Device) put(dest int, m *outMsg) bool {
 	}
 	return true
 }
+
+// putHdr writes h, with the piggybacked credit count, into b.
+func putHdr(b []byte, h *hdr, credits uint32) {
+	hCtx.Set(b, h.ctx)
+	hTag.Set(b, h.tag)
+	hSig.Set(b, h.sig)
+	hID.Set(b, h.id)
+	hSize.Set(b, h.size)
+	hCredits.Set(b, credits)
+	hAux.Set(b, h.aux)
+	hFlags.Set(b, h.flags)
+}
+
+// SendShort writes an eager message straight into a peer's BIP queue, with
+// no request and no backlog entry, when nothing waits in the peer's
+// backlog, a credit is free and the peer shares this host
+// (adi.ShortSender): the path of a blocking MPI Send of a small message.
+// A peer on another host takes the request path, whose completion waits
+// until the frame is with the kernel.
+func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
+	n := len(data)
+	if n > d.eager || peer < 0 || peer >= d.size {
+		return false
+	}
+	p := d.pc[peer]
+	if len(p.backlog) > 0 || p.used-p.granted >= d.credit || d.ep.Remote(peer) || !d.ep.Alive(peer) {
+		return false
+	}
+	h := hdr{ctx: ctx, tag: int32(tag), sig: sig, size: uint64(n)}
+	credits := p.consumed
+	ok, err := d.ep.TrySend(peer, msgEager, hdrSize+n, func(b []byte) {
+		putHdr(b, &h, credits)
+		copy(b[hdrSize:], data)
+	})
+	if err != nil || !ok {
+		return false
+	}
+	p.used++
+	p.reported = credits
+	d.cnt.eager++
+	return true
+}
+
+// CompletesUnderLock declares adi.LockedCompleter: the device completes
+// requests only inside the core's calls into it (Isend, Irecv, Progress),
+// never from a goroutine of its own; the network endpoint's goroutines
+// only queue frames that Progress reads.
+func (d *Device) CompletesUnderLock() {}
 
 // Irecv posts a receive: it takes a waiting message or joins the posted queue.
 func (d *Device) Irecv(r *adi.Request) error {
