@@ -84,17 +84,21 @@ const (
 	slotDesc              = 128
 
 	// long slot descriptor fields
-	slState   wire.U32 = 0  // slotFree, slotPosted (reader), slotClaimed, slotDone (writer)
-	slTag     wire.U32 = 4  // the BIP tag of the long receive
-	slSeq     wire.U64 = 8  // posting order
-	slAddr    wire.U64 = 16 // receive buffer address (contiguous buffers), else 0
-	slCap     wire.U64 = 24 // bytes the receive accepts
-	slWritten wire.U64 = 32 // bytes the sender delivered (valid at slotDone)
-	slSize    wire.U64 = 40 // the sender's full message size (valid at slotDone)
-	slFill    wire.U64 = 48 // 2 × u64: bytes in staging chunk 0/1 (0 = empty)
-	slMode    wire.U32 = 64 // modeChunks when the data comes through staging (valid at slotDone)
-	slIov     wire.U64 = 72 // address of the receive's gather list ((address, length) u64 pairs), or 0
-	slIovN    wire.U64 = 80 // pairs in the gather list
+	slState   wire.U32 = 0   // slotFree, slotPosted (reader), slotClaimed, slotDone (writer)
+	slTag     wire.U32 = 4   // the BIP tag of the long receive
+	slSeq     wire.U64 = 8   // posting order
+	slAddr    wire.U64 = 16  // receive buffer address (contiguous buffers), else 0
+	slCap     wire.U64 = 24  // bytes the receive accepts
+	slWritten wire.U64 = 32  // bytes the sender delivered (valid at slotDone)
+	slSize    wire.U64 = 40  // the sender's full message size (valid at slotDone)
+	slFill    wire.U64 = 48  // 2 × u64: bytes in staging chunk 0/1 (0 = empty)
+	slMode    wire.U32 = 64  // modeChunks when the data comes through staging (valid at slotDone)
+	slIov     wire.U64 = 72  // address of the receive's gather list ((address, length) u64 pairs), or 0
+	slIovN    wire.U64 = 80  // pairs in the gather list
+	slSrc     wire.U64 = 88  // the send buffer's address when the receiver may help copy (shared copy), else 0
+	slNext    wire.U64 = 96  // shared copy: the next offset either side may claim (atomic add of sharePiece)
+	slCopied  wire.U64 = 104 // shared copy: bytes copied into place by either side
+	slRedo    wire.U64 = 112 // shared copy: offset+1 of a piece the receiver claimed but could not read, for the sender to write
 
 	qHdr          = 16 // short slot header: qSeq, qLen, qTag
 	qSeq wire.U64 = 0  // the message's number, plus one (stored last)
@@ -176,6 +180,7 @@ type Stats struct {
 	ShortSent, ShortRecv, QueueFull int64
 	LongSent, LongRecv              int64
 	RemoteWrites, Chunks            int64 // to a peer on another host: data frames referencing the buffer, staging chunks
+	SharedWrites, SharedReads       int64 // pieces of shared copies written by this sender, read by this receiver
 	BytesSent                       int64
 }
 
@@ -189,6 +194,7 @@ type LongSend struct {
 	off    int      // bytes delivered so far
 	half   int      // next staging chunk (0 or 1)
 	net    *netSend // to a peer on another host
+	shared bool     // shared copy: the receiver may claim pieces and read them from buf
 	done   bool
 	err    error
 	onDone func(n int, err error)
@@ -214,6 +220,7 @@ type LongRecv struct {
 	iov    []uint64 // gather list of a non-contiguous buffer of large blocks
 	direct bool     // the data was written into place, not through staging
 	got    int      // bytes arrived through staging chunks
+	noHelp bool     // reading from the sender failed: leave shared copies to it
 	half   int
 	n      int // bytes delivered
 	size   int // the sender's message size
@@ -789,8 +796,20 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 		s.slot = best
 		p.claimed[best] = true
 		d := p.out[blkSlots+best*slotDesc:][:slotDesc]
-		slState.Store(d, slotClaimed)
 		s.n = min(s.buf.Size(), int(slCap.Get(d)))
+		src := uint64(0)
+		if s.shared = s.n >= shareMin && slAddr.Get(d) != 0 && p.remoteOK && s.buf.Contiguous(); s.shared {
+			src = uint64(uintptr(unsafe.Pointer(&s.buf.Mem[0])))
+			slNext.Store(d, 0)
+			slCopied.Store(d, 0)
+			slRedo.Store(d, 0)
+			slWritten.Set(d, uint64(s.n))
+		}
+		slSrc.Store(d, src)
+		slState.Store(d, slotClaimed)
+		if s.shared {
+			ring(p.doorbell, p.sleepers) // the receiver may start helping
+		}
 		did = true
 	}
 	d := p.out[blkSlots+s.slot*slotDesc:][:slotDesc]
@@ -807,6 +826,15 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 			return nil
 		})
 		s.off = s.n
+	case s.shared:
+		moved, done, err := e.shareSend(s, d, addr)
+		if err != nil {
+			return e.remoteFailed(s, err)
+		}
+		if !done {
+			return did || moved
+		}
+		e.Stats.RemoteWrites++
 	case addr != 0 && p.remoteOK:
 		const window = 1 << 20
 		for s.off < s.n {
@@ -862,6 +890,13 @@ func (e *Endpoint) remoteFailed(s *LongSend, err error) bool {
 	if shm.Alive(p.pid) && p.remoteOK {
 		p.remoteOK = false
 		s.off = 0
+		if s.shared {
+			// No more claims: the rest goes through the staging chunks,
+			// which rewrite the whole message in order.
+			d := p.out[blkSlots+s.slot*slotDesc:][:slotDesc]
+			atomic.StoreUint64(slNext.Ptr(d), math.MaxUint64/2)
+			s.shared = false
+		}
 		e.advanceSend(s)
 		return true
 	}
@@ -880,6 +915,11 @@ func (e *Endpoint) advanceRecv(r *LongRecv) bool {
 	d := p.in[blkSlots+r.slot*slotDesc:][:slotDesc]
 	st := slState.Load(d)
 	did := false
+	if st == slotClaimed && !r.noHelp && p.remoteOK {
+		if src := slSrc.Load(d); src != 0 && e.shareRecv(r, d, src) {
+			did = true
+		}
+	}
 	for {
 		fp := (slFill + wire.U64(8*r.half)).Ptr(d)
 		k := int(atomic.LoadUint64(fp))
@@ -1078,4 +1118,86 @@ func (e *Endpoint) scatter(s *LongSend, list uint64, niov int) error {
 		e.Stats.RemoteWrites++
 	}
 	return nil
+}
+
+// Shared copy. A long message into a contiguous receive buffer from a
+// contiguous send buffer, both processes allowed to copy between the two
+// (process_vm_readv / process_vm_writev), still moves in one copy, straight
+// from the send buffer into the receive buffer, but both processes make it:
+// the sender writes pieces of sharePiece bytes into place and the receiver,
+// which waits for the message in Progress anyway, reads pieces straight out
+// of the send buffer, each side claiming the next piece with an atomic add
+// on the slot descriptor's slNext. On two cores the copy and the kernel's
+// pinning of the remote pages run on both, where a remote write alone
+// leaves the receiver's core spinning; a receiver that is busy elsewhere
+// claims nothing, and the sender copies the whole message as before. The
+// send completes once slCopied reaches its size, since until then the
+// receiver may still be reading its buffer.
+const (
+	sharePiece = 128 << 10
+	shareMin   = 2 * sharePiece // smaller messages are one remote write
+)
+
+// shareSend is the sender's part of a shared copy of s into the receive
+// buffer at addr: it copies the next piece it can claim, or else any piece
+// the receiver gave back, and reports whether the whole message is in
+// place, and whether it copied anything. One piece per call keeps a long message from holding up the
+// caller's progress (its short messages, its other peers) for the whole
+// copy.
+func (e *Endpoint) shareSend(s *LongSend, d []byte, addr uint64) (moved, done bool, err error) {
+	n := uint64(s.n)
+	if off := atomic.AddUint64(slNext.Ptr(d), sharePiece) - sharePiece; off < n {
+		if err := e.shareWrite(s, addr, off); err != nil {
+			return false, false, err
+		}
+		e.Stats.SharedWrites++
+		moved = true
+	} else if redo := atomic.LoadUint64(slRedo.Ptr(d)); redo != 0 {
+		if err := e.shareWrite(s, addr, redo-1); err != nil {
+			return false, false, err
+		}
+		atomic.StoreUint64(slRedo.Ptr(d), 0)
+		moved = true
+	}
+	if atomic.LoadUint64(slCopied.Ptr(d)) < n {
+		return moved, false, nil // pieces still to copy, or the receiver still reads its own
+	}
+	s.off = s.n
+	return moved, true, nil
+}
+
+// shareWrite writes the piece of s at off into the receive buffer at addr.
+func (e *Endpoint) shareWrite(s *LongSend, addr, off uint64) error {
+	p := s.peer
+	k := min(uint64(sharePiece), uint64(s.n)-off)
+	d := p.out[blkSlots+s.slot*slotDesc:][:slotDesc]
+	if err := shm.RemoteWrite(p.pid, uintptr(addr+off), [][]byte{s.buf.Mem[off : off+k]}); err != nil {
+		return err
+	}
+	atomic.AddUint64(slCopied.Ptr(d), k)
+	return nil
+}
+
+// shareRecv is the receiver's part of a shared copy into r: it reads the
+// next piece it can claim straight from the send buffer at src and rings
+// the sender (whose send completes once every piece is in place). A read
+// that fails gives its piece back to the sender (slRedo) and ends the
+// receiver's help for this message. It reports whether it claimed a piece.
+func (e *Endpoint) shareRecv(r *LongRecv, d []byte, src uint64) bool {
+	p := r.peer
+	n := slWritten.Get(d) // the bytes to deliver, set before the claim
+	off := atomic.AddUint64(slNext.Ptr(d), sharePiece) - sharePiece
+	if off >= n {
+		return false
+	}
+	k := min(uint64(sharePiece), n-off)
+	if err := shm.RemoteRead(p.pid, uintptr(src+off), [][]byte{r.buf.Mem[off : off+k]}); err != nil {
+		r.noHelp = true
+		atomic.StoreUint64(slRedo.Ptr(d), off+1)
+	} else {
+		atomic.AddUint64(slCopied.Ptr(d), k)
+		e.Stats.SharedReads++
+	}
+	ring(p.doorbell, p.sleepers)
+	return true
 }
