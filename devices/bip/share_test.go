@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"sync"
 	"testing"
 
 	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/testnote"
 )
 
@@ -78,5 +81,102 @@ func TestSharedCopy(t *testing.T) {
 				t.Fatalf("%d pieces written by the sender and %d read by the receiver, want %d in all from both", wrote, read, pieces)
 			}
 		})
+	}
+}
+
+// devJob wires up size MPI devices in this process through a PMI server
+// over in-memory connections, with device options opts.
+func devJob(t *testing.T, size int, opts map[string]string) []*Device {
+	t.Helper()
+	srv := pmi.NewServer(size, "bip-dev-"+t.Name())
+	devs := make([]*Device, size)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for r := range size {
+		a, b := net.Pipe()
+		go srv.Serve(r, a)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := pmi.NewClient(b, r, size)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			devs[r] = new(Device)
+			errs[r] = devs[r].Init(adi.Config{Rank: r, Size: size, KVS: c, Options: opts})
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range devs {
+			d.Finalize()
+		}
+	})
+	return devs
+}
+
+// TestSendShortKeepsOrder: the device's immediate small send (the core's
+// path for blocking sends and the first try of every eager Isend) goes
+// straight into the peer's queue only while nothing waits in the peer's
+// backlog and a credit is free; once a message waits for credit, later
+// ones queue behind it, so the receiver sees every message in sending
+// order, with its data.
+func TestSendShortKeepsOrder(t *testing.T) {
+	devs := devJob(t, 2, map[string]string{"queue": "6"}) // 4 credits
+	snd, rcv := devs[0], devs[1]
+	const n = 12
+	var sends []*adi.Request
+	for i := range n {
+		data := []byte{byte(i), 0xA5}
+		if i%3 == 2 {
+			// A blocking send's try: refused once credit is gone or the
+			// backlog holds anything, and then sent as a request.
+			if snd.SendShort(7, 1, i, adi.Bytes(data).Type.Signature(), data) {
+				if i >= 4 {
+					t.Fatalf("SendShort of message %d went with the credits used up", i)
+				}
+				continue
+			}
+		}
+		r := &adi.Request{Op: adi.OpSend, Context: 7, Peer: 1, Tag: i, Buf: adi.Bytes(data)}
+		if err := snd.Isend(r); err != nil {
+			t.Fatal(err)
+		}
+		sends = append(sends, r)
+	}
+	if c := snd.Counters()["backlog"]; c != n-4 {
+		t.Fatalf("backlog holds %d messages, want %d (the credits are 4)", c, n-4)
+	}
+	for i := range n {
+		got := make([]byte, 2)
+		r := &adi.Request{Op: adi.OpRecv, Context: 7, Peer: 0, Tag: adi.AnyTag, Buf: adi.Bytes(got)}
+		if err := rcv.Irecv(r); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; !r.Done(); k++ {
+			if k > 100000 {
+				t.Fatalf("message %d never came", i)
+			}
+			if _, err := rcv.Progress(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := snd.Progress(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := r.Status; st.Err != nil || st.Tag != i || got[0] != byte(i) || got[1] != 0xA5 {
+			t.Fatalf("receive %d: tag %d, data %v, error %v; want tag %d, data [%d 165]", i, st.Tag, got, st.Err, i, i)
+		}
+	}
+	for _, r := range sends {
+		if !r.Done() || r.Status.Err != nil {
+			t.Fatalf("send of tag %d: done %v, %v", r.Tag, r.Done(), r.Status.Err)
+		}
 	}
 }
