@@ -12,15 +12,32 @@
 //     has asked for anything (TrySend, SendShort); only a full queue stops
 //     it: TrySend then reports false, and SendShort blocks — making
 //     progress, spinning briefly, then sleeping on its futex doorbell until
-//     the receiver consumes (NextShort, RecvShort) and rings it.
+//     the receiver consumes (NextShort, RecvShort) and rings it. The
+//     receiver publishes how far it has consumed in a head word; the
+//     sender keeps the value it last read and reads the word again only
+//     when the queue looks full by that value, so that a stream of short
+//     messages moves each slot's cache line to the receiver and nothing
+//     back, as a NIC's receive queue costs the host nothing per message.
 //   - Long messages use a rendezvous: the receive must be posted first
 //     (PostLong, RecvLong), into a descriptor slot that the sender can see;
 //     a long send (StartLong, SendLong) waits for a posted receive with its
 //     tag and then streams the data straight into the receive buffer —
 //     with process_vm_writev (internal/shm RemoteWrite, NetVM-style remote
 //     write) when the kernel allows it, else through two shared-memory
-//     staging chunks per slot that the receiver scatters into place. A
-//     non-contiguous receive buffer of large blocks is described by a
+//     staging chunks per slot that the receiver scatters into place.
+//     Shared copy: when both buffers are contiguous, remote copies are
+//     allowed both ways and the message is at least two pieces of 128 KiB,
+//     the receiver, which waits for the
+//     message anyway, copies too — it claims pieces on the slot
+//     descriptor with the sender (an atomic counter) and reads each one
+//     straight out of the send buffer with process_vm_readv, while the
+//     sender writes the pieces it claims. It is still BIP's single copy
+//     from the send buffer into the posted buffer, but the copy and the
+//     kernel's pinning of the remote pages (which costs as much as the
+//     copy itself) run on two cores instead of one; a receiver busy
+//     elsewhere claims nothing and the sender copies it all, and the send
+//     completes once every piece is in place. A non-contiguous receive
+//     buffer of large blocks is described by a
 //     gather list (address, length pairs, as BIP's NIC took them) that
 //     the sender reads with process_vm_readv and writes through in one
 //     scatter call per batch; small blocks go through the staging
@@ -67,7 +84,11 @@
 //   - Every MPI message starts with a 40-byte header in a BIP short
 //     message. A message that fits in one short message goes eagerly; the
 //     receiver matches it (package adi/match) or keeps a copy as
-//     unexpected. BIP only stops a sender whose queue is full, so MPI-BIP
+//     unexpected. A blocking send of such a message, and an eager Isend
+//     when nothing waits for credit before it, is written straight into
+//     the peer's queue with no request or backlog entry
+//     (adi.ShortSender), and the device completes requests only inside
+//     the core's calls (adi.LockedCompleter). BIP only stops a sender whose queue is full, so MPI-BIP
 //     adds credit-based flow control above it: a sender has Queue−2
 //     credits per receiver, the receiver returns them as it consumes —
 //     piggybacked on every message it sends back, or in an explicit credit
