@@ -86,7 +86,7 @@ func TestSharedCopy(t *testing.T) {
 
 // devJob wires up size MPI devices in this process through a PMI server
 // over in-memory connections, with device options opts.
-func devJob(t *testing.T, size int, opts map[string]string) []*Device {
+func devJob(t testing.TB, size int, opts map[string]string) []*Device {
 	t.Helper()
 	srv := pmi.NewServer(size, "bip-dev-"+t.Name())
 	devs := make([]*Device, size)
