@@ -96,9 +96,10 @@ const (
 	slIov     wire.U64 = 72  // address of the receive's gather list ((address, length) u64 pairs), or 0
 	slIovN    wire.U64 = 80  // pairs in the gather list
 	slSrc     wire.U64 = 88  // the send buffer's address when the receiver may help copy (shared copy), else 0
-	slNext    wire.U64 = 96  // shared copy: the next offset either side may claim (atomic add of sharePiece)
+	slNext    wire.U64 = 96  // shared copy: the next offset either side may claim (atomic add of slPiece)
 	slCopied  wire.U64 = 104 // shared copy: bytes copied into place by either side
 	slRedo    wire.U64 = 112 // shared copy: offset+1 of a piece the receiver claimed but could not read, for the sender to write
+	slPiece   wire.U64 = 120 // shared copy: bytes per piece (sharePiece of the message's size)
 
 	qHdr          = 16 // short slot header: qSeq, qLen, qTag
 	qSeq wire.U64 = 0  // the message's number, plus one (stored last)
@@ -803,6 +804,7 @@ func (e *Endpoint) advanceSend(s *LongSend) bool {
 			slNext.Store(d, 0)
 			slCopied.Store(d, 0)
 			slRedo.Store(d, 0)
+			slPiece.Set(d, sharePiece(s.n))
 			slWritten.Set(d, uint64(s.n))
 		}
 		slSrc.Store(d, src)
@@ -1124,7 +1126,7 @@ func (e *Endpoint) scatter(s *LongSend, list uint64, niov int) error {
 // contiguous send buffer, both processes allowed to copy between the two
 // (process_vm_readv / process_vm_writev), still moves in one copy, straight
 // from the send buffer into the receive buffer, but both processes make it:
-// the sender writes pieces of sharePiece bytes into place and the receiver,
+// the sender writes pieces (sharePiece) into place and the receiver,
 // which waits for the message in Progress anyway, reads pieces straight out
 // of the send buffer, each side claiming the next piece with an atomic add
 // on the slot descriptor's slNext. On two cores the copy and the kernel's
@@ -1134,9 +1136,21 @@ func (e *Endpoint) scatter(s *LongSend, list uint64, niov int) error {
 // send completes once slCopied reaches its size, since until then the
 // receiver may still be reading its buffer.
 const (
-	sharePiece = 128 << 10
-	shareMin   = 2 * sharePiece // smaller messages are one remote write
+	shareMin      = 64 << 10  // smaller messages are one remote write
+	sharePieceMin = 32 << 10  // a piece's copy outweighs its system call and claim
+	sharePieceMax = 512 << 10 // bounds the wait for the last piece
 )
+
+// sharePiece is the piece size of a shared copy of n bytes: an eighth of
+// the message in multiples of 16 KiB within [sharePieceMin,
+// sharePieceMax], so that a message is at least two pieces and the side
+// that copies the last piece keeps the other waiting at most about an
+// eighth of the copy.
+func sharePiece(n int) uint64 {
+	const unit = 16 << 10
+	p := (uint64(n)/8 + unit - 1) &^ (unit - 1)
+	return min(max(p, sharePieceMin), sharePieceMax)
+}
 
 // shareSend is the sender's part of a shared copy of s into the receive
 // buffer at addr: it copies the next piece it can claim, or else any piece
@@ -1145,8 +1159,8 @@ const (
 // caller's progress (its short messages, its other peers) for the whole
 // copy.
 func (e *Endpoint) shareSend(s *LongSend, d []byte, addr uint64) (moved, done bool, err error) {
-	n := uint64(s.n)
-	if off := atomic.AddUint64(slNext.Ptr(d), sharePiece) - sharePiece; off < n {
+	n, piece := uint64(s.n), slPiece.Get(d)
+	if off := atomic.AddUint64(slNext.Ptr(d), piece) - piece; off < n {
 		if err := e.shareWrite(s, addr, off); err != nil {
 			return false, false, err
 		}
@@ -1169,8 +1183,8 @@ func (e *Endpoint) shareSend(s *LongSend, d []byte, addr uint64) (moved, done bo
 // shareWrite writes the piece of s at off into the receive buffer at addr.
 func (e *Endpoint) shareWrite(s *LongSend, addr, off uint64) error {
 	p := s.peer
-	k := min(uint64(sharePiece), uint64(s.n)-off)
 	d := p.out[blkSlots+s.slot*slotDesc:][:slotDesc]
+	k := min(slPiece.Get(d), uint64(s.n)-off)
 	if err := shm.RemoteWrite(p.pid, uintptr(addr+off), [][]byte{s.buf.Mem[off : off+k]}); err != nil {
 		return err
 	}
@@ -1185,12 +1199,12 @@ func (e *Endpoint) shareWrite(s *LongSend, addr, off uint64) error {
 // receiver's help for this message. It reports whether it claimed a piece.
 func (e *Endpoint) shareRecv(r *LongRecv, d []byte, src uint64) bool {
 	p := r.peer
-	n := slWritten.Get(d) // the bytes to deliver, set before the claim
-	off := atomic.AddUint64(slNext.Ptr(d), sharePiece) - sharePiece
+	n, piece := slWritten.Get(d), slPiece.Get(d) // set before the claim
+	off := atomic.AddUint64(slNext.Ptr(d), piece) - piece
 	if off >= n {
 		return false
 	}
-	k := min(uint64(sharePiece), n-off)
+	k := min(piece, n-off)
 	if err := shm.RemoteRead(p.pid, uintptr(src+off), [][]byte{r.buf.Mem[off : off+k]}); err != nil {
 		r.noHelp = true
 		atomic.StoreUint64(slRedo.Ptr(d), off+1)

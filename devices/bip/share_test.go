@@ -27,13 +27,14 @@ func TestSharedCopy(t *testing.T) {
 	if !snd.peers[1].remoteOK || !rcv.peers[0].remoteOK {
 		testnote.Skip(t, "process_vm_writev into this very process is not allowed here: no shared copy to test")
 	}
+	const kib = 1 << 10
 	for i, tc := range []struct{ size, cap int }{
-		{shareMin, shareMin},                                // two pieces: one each
-		{5*sharePiece + 123, 5*sharePiece + 123},            // a short last piece
-		{3*sharePiece + 5, 2*sharePiece + 7},                // truncated receive
-		{2*sharePiece + 9, 4 * sharePiece},                  // message shorter than the receive
-		{shareMin - 1, shareMin},                            // below shareMin: one remote write, no sharing
-		{7*sharePiece + 1, 7*sharePiece + 1 + sharePiece/2}, // odd sizes both sides
+		{shareMin, shareMin},                       // two pieces of sharePieceMin: one each
+		{640*kib + 123, 640*kib + 123},             // pieces of 96 KiB, a short last one
+		{3*sharePieceMax + 5, 2*sharePieceMax + 7}, // truncated receive, pieces of the largest size
+		{200*kib + 9, 512 * kib},                   // message shorter than the receive
+		{shareMin - 1, shareMin},                   // below shareMin: one remote write, no sharing
+		{17*sharePieceMax + 1, 18 * sharePieceMax}, // many pieces of the largest size
 	} {
 		t.Run(fmt.Sprintf("%d-into-%d", tc.size, tc.cap), func(t *testing.T) {
 			data := make([]byte, tc.size)
@@ -73,7 +74,8 @@ func TestSharedCopy(t *testing.T) {
 				t.Fatalf("the message came through staging, not straight into the buffer")
 			}
 			wrote, read := snd.Stats.SharedWrites-w0, rcv.Stats.SharedReads-r0
-			pieces := int64((n + sharePiece - 1) / sharePiece)
+			piece := int(sharePiece(n))
+			pieces := int64((n + piece - 1) / piece)
 			switch {
 			case n < shareMin && wrote+read != 0:
 				t.Fatalf("a message of %d bytes (below %d) was shared: %d pieces written, %d read", n, shareMin, wrote, read)
