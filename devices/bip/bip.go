@@ -48,7 +48,7 @@ var OptionTable = options.Table{Device: "bip", Options: []options.Option{
 	{Key: "queue", Default: strconv.Itoa(DefaultOptions.Queue), Min: 4, Max: 1 << 16, Unit: "slots", Help: "short-message queue slots per sender"},
 	{Key: "maxlong", Default: strconv.Itoa(DefaultOptions.MaxLong), Min: 1, Max: 64, Help: "outstanding long sends (and long receives) per peer: 1 as in BIP for the BIP API; the MPI device takes 4 unless given (pipelined rendezvous)"},
 	{Key: "chunk", Default: strconv.Itoa(DefaultOptions.Chunk), Min: 512, Max: 4 << 20, Unit: "bytes", Help: "staging chunk of a long message without remote write (rounded up to 64)"},
-	{Key: "cma", Default: "auto", Choices: []string{"auto", "off"}, Help: "copy long messages straight into the posted buffer with process_vm_writev (and, from 256 KiB between contiguous buffers, the receiver helping with process_vm_readv) when allowed, or always through chunks"},
+	{Key: "cma", Default: "auto", Choices: []string{"auto", "off"}, Help: "copy long messages straight into the posted buffer with process_vm_writev (and, from 64 KiB between contiguous buffers, the receiver helping with process_vm_readv) when allowed, or always through chunks"},
 }}
 
 // ParseOptions reads key=value options (OptionTable) over DefaultOptions.

@@ -26,8 +26,8 @@
 //     write) when the kernel allows it, else through two shared-memory
 //     staging chunks per slot that the receiver scatters into place.
 //     Shared copy: when both buffers are contiguous, remote copies are
-//     allowed both ways and the message is at least two pieces of 128 KiB,
-//     the receiver, which waits for the
+//     allowed both ways and the message is at least 64 KiB (pieces of an
+//     eighth of it, 32 KiB to 512 KiB), the receiver, which waits for the
 //     message anyway, copies too — it claims pieces on the slot
 //     descriptor with the sender (an atomic counter) and reads each one
 //     straight out of the send buffer with process_vm_readv, while the
