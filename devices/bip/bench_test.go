@@ -45,3 +45,15 @@ func BenchmarkEagerWindow(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIdleProgress is one Progress pass of the MPI device with
+// nothing to do: the poll that a waiter repeats until its message lands,
+// whose length bounds how soon it sees the message.
+func BenchmarkIdleProgress(b *testing.B) {
+	devs := devJob(b, 2, nil)
+	for b.Loop() {
+		if _, err := devs[0].Progress(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

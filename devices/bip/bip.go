@@ -308,7 +308,9 @@ func newEndpoint(rank, size int, kvs adi.KVS, o Options, hosts []int) (*Endpoint
 		o = DefaultOptions
 	}
 	e := &Endpoint{rank: rank, size: size, opt: o, live: liveness.New(rank, size, idlePolls)}
-	e.slotBytes = qHdr + o.Short
+	// Slots start on cache lines: a small message (slot header, MPI-BIP
+	// header and up to 8 bytes of data) is then one line to move.
+	e.slotBytes = (qHdr + o.Short + 63) &^ 63
 	e.offStage = blkSlots + o.MaxLong*slotDesc
 	e.offQueue = e.offStage + o.MaxLong*2*o.Chunk
 	e.blockSize = (e.offQueue + o.Queue*e.slotBytes + 63) &^ 63

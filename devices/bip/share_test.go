@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/internal/pmi"
@@ -179,6 +180,27 @@ func TestSendShortKeepsOrder(t *testing.T) {
 	for _, r := range sends {
 		if !r.Done() || r.Status.Err != nil {
 			t.Fatalf("send of tag %d: done %v, %v", r.Tag, r.Done(), r.Status.Err)
+		}
+	}
+}
+
+// TestSlotsOnCacheLines: every short-message slot starts on a cache line,
+// so that a small message (slot header, MPI-BIP header and 8 bytes of
+// data: 64 bytes) is one line for the receiver to fetch, not two.
+func TestSlotsOnCacheLines(t *testing.T) {
+	for _, short := range []int{64, 256, 4096} {
+		o := DefaultOptions
+		o.Short = short
+		eps := pipeJob(t, []int{0, 0}, o)
+		for _, e := range eps {
+			for _, p := range e.peers {
+				for i := range e.opt.Queue {
+					at := uintptr(unsafe.Pointer(&p.out[e.offQueue+i*e.slotBytes]))
+					if at%64 != 0 {
+						t.Fatalf("short=%d: rank %d's slot %d for rank %d at %#x, not on a 64-byte line", short, e.rank, i, p.rank, at)
+					}
+				}
+			}
 		}
 	}
 }
