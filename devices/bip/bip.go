@@ -1155,11 +1155,11 @@ func sharePiece(n int) uint64 {
 }
 
 // shareSend is the sender's part of a shared copy of s into the receive
-// buffer at addr: it copies the next piece it can claim, or else any piece
-// the receiver gave back, and reports whether the whole message is in
-// place, and whether it copied anything. One piece per call keeps a long message from holding up the
-// caller's progress (its short messages, its other peers) for the whole
-// copy.
+// buffer at addr: it copies the next piece it can claim, or else a piece
+// the receiver gave back, and reports whether it copied anything and
+// whether the whole message is in place. One piece per call keeps a long
+// message from holding up the caller's progress (its short messages, its
+// other peers) for the whole copy.
 func (e *Endpoint) shareSend(s *LongSend, d []byte, addr uint64) (moved, done bool, err error) {
 	n, piece := uint64(s.n), slPiece.Get(d)
 	if off := atomic.AddUint64(slNext.Ptr(d), piece) - piece; off < n {
