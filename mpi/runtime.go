@@ -26,7 +26,7 @@ const DefaultDevice = "netvm"
 
 // runtime is the one MPI runtime of a process.
 type runtime struct {
-	mu          sync.Mutex // serialises every call into the device
+	mu          devLock // serialises every call into the device (devlock.go)
 	dev         adi.Device
 	short       adi.ShortSender // dev's immediate small sends, if it has them
 	heldOK      bool            // dev is an adi.LockedCompleter: blocking calls may set Request.Held
