@@ -412,9 +412,10 @@ func RsendBuf(c *Comm, b Buffer, dest, tag int) error {
 }
 
 // RecvBuf receives a message.
-func RecvBuf(c *Comm, b Buffer, src, tag int) (Status, error) {
-	var st Status
-	err := blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
+func RecvBuf(c *Comm, b Buffer, src, tag int) (st Status, err error) {
+	// Into the named result: a local Status returned is copied with wide
+	// loads of blockingCall's narrow stores, which stall (see Recv).
+	err = blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
 	return st, err
 }
 
@@ -580,11 +581,13 @@ func Rsend[T Numeric](c *Comm, buf []T, dest, tag int) error {
 }
 
 // Recv receives into buf a message from src (or AnySource) with tag (or AnyTag).
-func Recv[T Numeric](c *Comm, buf []T, src, tag int) (Status, error) {
+func Recv[T Numeric](c *Comm, buf []T, src, tag int) (st Status, err error) {
 	var b Buffer
 	sliceInto(&b, buf)
-	var st Status
-	err := blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
+	// blockingCall writes the named result in place: a local Status
+	// returned was copied to the result with 16-byte loads of its 8-byte
+	// stores, which cannot be forwarded and stalled every receive.
+	err = blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
 	return st, err
 }
 
