@@ -16,6 +16,7 @@ import (
 	"github.com/adimpi/adimpi/adi/devkit/options"
 	"github.com/adimpi/adimpi/adi/devkit/wire"
 	"github.com/adimpi/adimpi/internal/hostid"
+	"github.com/adimpi/adimpi/internal/order"
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
 )
@@ -525,6 +526,10 @@ func (e *Endpoint) TrySend(dest int, tag uint32, n int, fill func(p []byte)) (bo
 	qSeq.Store(s, p.tail)
 	e.Stats.ShortSent++
 	e.Stats.BytesSent += int64(n)
+	// The next slot's line, which the receiver read last, is fetched for
+	// writing while the doorbell's atomic add completes: the next short
+	// send of a stream then finds it owned.
+	order.PrefetchW(unsafe.Pointer(&p.out[p.tailAt]))
 	ring(p.doorbell, p.sleepers)
 	return true, nil
 }
