@@ -46,7 +46,7 @@ var DefaultOptions = Options{Short: 4096, Queue: 32, MaxLong: 1, Chunk: 32 << 10
 // OptionTable is BIP's -device-opt table; ParseOptions reads it.
 var OptionTable = options.Table{Device: "bip", Options: []options.Option{
 	{Key: "short", Default: strconv.Itoa(DefaultOptions.Short), Min: 64, Max: 1 << 20, Unit: "bytes", Help: "largest short message (rounded up to 64); the MPI eager limit is short less the 40-byte header"},
-	{Key: "queue", Default: strconv.Itoa(DefaultOptions.Queue), Min: 4, Max: 1 << 16, Unit: "slots", Help: "short-message queue slots per sender"},
+	{Key: "queue", Default: strconv.Itoa(DefaultOptions.Queue), Min: 4, Max: 1 << 16, Unit: "slots", Help: "short-message queue slots per sender: 32 for the BIP API; the MPI device takes 66 unless given (a window of 64 eager messages within its credits)"},
 	{Key: "maxlong", Default: strconv.Itoa(DefaultOptions.MaxLong), Min: 1, Max: 64, Help: "outstanding long sends (and long receives) per peer: 1 as in BIP for the BIP API; the MPI device takes 4 unless given (pipelined rendezvous)"},
 	{Key: "chunk", Default: strconv.Itoa(DefaultOptions.Chunk), Min: 512, Max: 4 << 20, Unit: "bytes", Help: "staging chunk of a long message without remote write (rounded up to 64)"},
 	{Key: "cma", Default: "auto", Choices: []string{"auto", "off"}, Help: "copy long messages straight into the posted buffer with process_vm_writev (and, from 64 KiB between contiguous buffers, the receiver helping with process_vm_readv) when allowed, or always through chunks"},

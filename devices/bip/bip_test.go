@@ -272,3 +272,18 @@ func TestDeviceMaxLong(t *testing.T) {
 		t.Errorf("BIP API default: maxlong %d, %v; want 1", o.MaxLong, err)
 	}
 }
+
+// TestDeviceQueue checks that the MPI device's credits cover a window of
+// 64 eager messages unless queue is given, while BIP's API keeps 32.
+func TestDeviceQueue(t *testing.T) {
+	o, err := deviceOptions(map[string]string{})
+	if err != nil || o.Queue-reserved < 64 {
+		t.Errorf("device default: queue %d, %v; want credits (queue − %d) of at least 64", o.Queue, err, reserved)
+	}
+	if o, err := deviceOptions(map[string]string{"queue": "8"}); err != nil || o.Queue != 8 {
+		t.Errorf("queue=8: %d, %v", o.Queue, err)
+	}
+	if o, err := ParseOptions(map[string]string{}); err != nil || o.Queue != 32 {
+		t.Errorf("BIP API default: queue %d, %v; want 32", o.Queue, err)
+	}
+}

@@ -122,12 +122,23 @@ type Device struct {
 // between every two of them (DMPI's pipelining; BIP's API keeps BIP's 1).
 const mpiMaxLong = 4
 
+// mpiQueue is the MPI device's queue when -device-opt does not set it: a
+// window of 64 eager messages (osu_mbw_mr's, and a typical halo or
+// pipeline depth) then fits the credits (queue − 2), and a sender streams
+// it without waiting for the receiver's credit messages half way; BIP's
+// API keeps its 32.
+const mpiQueue = 64 + reserved
+
 // deviceOptions are the BIP options of the MPI device: opts over
-// DefaultOptions, with mpiMaxLong unless opts set maxlong.
+// DefaultOptions, with mpiMaxLong and mpiQueue unless opts set maxlong
+// and queue.
 func deviceOptions(opts map[string]string) (Options, error) {
 	o, err := ParseOptions(opts)
 	if _, set := opts["maxlong"]; err == nil && !set {
 		o.MaxLong = mpiMaxLong
+	}
+	if _, set := opts["queue"]; err == nil && !set {
+		o.Queue = mpiQueue
 	}
 	return o, err
 }

@@ -123,7 +123,7 @@
 // naming it):
 //
 //	short=N      largest short message, bytes (default 4096); MPI eager limit = short − 40-byte header
-//	queue=N      short-message queue slots per sender (default 32, at least 4)
+//	queue=N      short-message queue slots per sender (default 32, at least 4; the MPI device 66 unless given)
 //	maxlong=N    outstanding long sends / receives per peer (default 1, as BIP)
 //	chunk=N      staging chunk of a long message without remote write (default 32768)
 //	cma=auto|off remote write with process_vm_writev when allowed, or always chunks
