@@ -149,8 +149,12 @@
 //	              writes every page's entry; the NIC translates
 //	at=at3        host table + a direct-mapped translation cache of tlbsize
 //	              entries in NIC memory; a miss reads the host table entry by
-//	              DMA (process_vm_readv). Counters tlb_hits / tlb_misses
-//	              [default, tlbsize=1024]
+//	              DMA (process_vm_readv), with those of the transfer's next
+//	              pages (up to 64 entries in one DMA), which fill the cache
+//	              too: a transfer beyond the cache's reach misses on every
+//	              page but pays one DMA per 64. Counters tlb_hits /
+//	              tlb_misses (pages) / tlb_reads (DMAs) [default,
+//	              tlbsize=1024]
 //	tlbsize=N     at3 cache entries
 //	desccache=on  posting copies what the NIC needs (buffer addresses and
 //	              sizes, control, where the status goes) into NIC memory: a

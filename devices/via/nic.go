@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/adimpi/adimpi/adi/devkit/wire"
 	"github.com/adimpi/adimpi/internal/shm"
 	"golang.org/x/sys/unix"
 )
@@ -163,6 +162,7 @@ const (
 	offAppSleep  = shm.HeaderSize + 68  // u32: application waiters sleeping
 	offTLBHits   = shm.HeaderSize + 128 // u64
 	offTLBMisses = shm.HeaderSize + 136 // u64
+	offTLBReads  = shm.HeaderSize + 144 // u64: host-table DMAs of AT3 misses
 	offDesign    = shm.HeaderSize + 192 // u64: Options.designWord
 	offProbe     = shm.HeaderSize + 200 // u64: remote-write permission probe
 	offHostVA    = shm.HeaderSize + 208 // u64: the host memory's address in the NIC's process
@@ -238,6 +238,7 @@ type view struct {
 	// hits are translation-cache hits in v's cache by this process's
 	// engine not yet added to v's counter (a peer's view; under eng.mu).
 	hits uint64
+	run  tlbRun // AT3: nicTranslate's entries read by its last miss (engine only)
 }
 
 // hitBatch is how many hits in a peer's translation cache an engine
@@ -731,6 +732,8 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 	first := base &^ (pageSize - 1)
 	start := len(out)
 	var host []uint64 // AT1: the range's host table entries, read in one DMA
+	run := &v.run     // AT3: the entries the last miss read
+	run.n = 0
 	if v.o.AT == AT1 && n > 0 {
 		p0, p1 := (addr-first)/pageSize, (addr+n-1-first)/pageSize
 		if p1 >= uint64(np) {
@@ -761,12 +764,13 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 				v.countHit()
 			} else {
 				atomic.AddUint64(v.u64(offTLBMisses), 1)
-				var e [8]byte
-				if err := shm.RemoteRead(v.pid, uintptr(table+pg*8), [][]byte{e[:]}); err != nil {
-					return out, err
+				if !run.has(pg) {
+					last := min((addr+n-1-first)/pageSize, uint64(np)-1)
+					if err := run.read(v, table, first>>12, pg, last); err != nil {
+						return out, err
+					}
 				}
-				f = wire.U64(0).Get(e[:]) // the host table entry
-				v.cacheFill(vpn, f)
+				f = run.e[pg-run.lo]
 			}
 			frame = f
 		default:
@@ -782,6 +786,40 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 		n -= k
 	}
 	return out, nil
+}
+
+// tlbBurst is how many host-table entries an AT3 miss reads in one DMA:
+// the entry that missed and those of the following pages of the same
+// transfer, which the NIC is about to need. A transfer larger than the
+// cache's reach (tlbsize pages) misses on every page, because by the time
+// it comes back to a page its entry was displaced; fetching one entry per
+// DMA made such a transfer cost a process_vm_readv per 4 KiB page.
+const tlbBurst = 64
+
+// tlbRun is the host-table entries of consecutive pages [lo, lo+n)
+// that one AT3 miss read.
+type tlbRun struct {
+	lo, n uint64
+	e     [tlbBurst]uint64
+}
+
+func (r *tlbRun) has(pg uint64) bool { return pg >= r.lo && pg < r.lo+r.n }
+
+// read fetches the entries of pages [pg, min(last, pg+tlbBurst-1)] of the
+// host table at table in one DMA and fills the translation cache with them
+// (firstVPN is the region's first page).
+func (r *tlbRun) read(v *view, table, firstVPN, pg, last uint64) error {
+	k := min(last-pg+1, tlbBurst)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&r.e[0])), k*8)
+	if err := shm.RemoteRead(v.pid, uintptr(table+pg*8), [][]byte{b}); err != nil {
+		return err
+	}
+	atomic.AddUint64(v.u64(offTLBReads), 1)
+	r.lo, r.n = pg, k
+	for i, f := range r.e[:k] {
+		v.cacheFill(firstVPN+pg+uint64(i), f)
+	}
+	return nil
 }
 
 // translateSegs turns a descriptor's segments into physical segments of

@@ -239,3 +239,49 @@ func TestParseOptions(t *testing.T) {
 		t.Errorf("String = %s", s)
 	}
 }
+
+// TestTranslationBurst: an RDMA write larger than the translation cache's
+// reach misses on every page, and each miss used to read one host-table
+// entry by DMA (a system call per 4 KiB page: 1.3 GB/s at 8 MiB with the
+// default cache). A miss now reads the entries of the transfer's next
+// pages in the same DMA, so the table reads are a fraction of the misses;
+// the data must still land right through the prefetched entries.
+func TestTranslationBurst(t *testing.T) {
+	o := DefaultOptions()
+	o.TLBSize = 16
+	n, a, _, cq := loop(t, o, true)
+	const size = 2 << 20 // 512 pages, 32 times the cache's reach
+	src, dst := make([]byte, size+100), make([]byte, size+pageSize)
+	for i := range src {
+		src[i] = byte(i*13 + i>>12)
+	}
+	hs, hd := reg(t, n, src), reg(t, n, dst)
+	for round := 0; round < 2; round++ {
+		w := &Descriptor{Control: OpRDMAWrite, RemoteHandle: hd, RemoteAddr: Addr(dst[100:]), DS: []DataSegment{Seg(hs, src[100:])}}
+		if err := a.PostSend(w); err != nil {
+			t.Fatal(err)
+		}
+		for d := (*Descriptor)(nil); d == nil; d = a.SendDone() {
+			if _, _, err := cq.Wait(5 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if w.Err() != nil {
+			t.Fatal(w.Err())
+		}
+		if !bytes.Equal(dst[100:size+100], src[100:]) {
+			t.Fatalf("round %d: the RDMA write through prefetched translations moved the wrong bytes", round)
+		}
+		clear(dst)
+	}
+	c := n.Counters()
+	misses, reads := c["tlb_misses"], c["tlb_reads"]
+	// Two rounds, two buffers of 513 pages each (the first touch of a
+	// page may be translated at registration or post time).
+	if misses < 2*size/pageSize {
+		t.Fatalf("%d misses with a 16-entry cache, want every page to miss", misses)
+	}
+	if reads == 0 || reads > misses/32 {
+		t.Errorf("%d host-table reads for %d misses, want at most one per 32", reads, misses)
+	}
+}

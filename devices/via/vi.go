@@ -1173,6 +1173,7 @@ func (n *NIC) Counters() map[string]int64 {
 		"cq_done_calls":        n.cnt.cqCalls.Load(),
 		"tlb_hits":             int64(atomic.LoadUint64(n.self.u64(offTLBHits))),
 		"tlb_misses":           int64(atomic.LoadUint64(n.self.u64(offTLBMisses))),
+		"tlb_reads":            int64(atomic.LoadUint64(n.self.u64(offTLBReads))),
 		"wire_frames_out":      n.cnt.framesOut.Load(),
 		"wire_frames_in":       n.cnt.framesIn.Load(),
 		"wire_held_frames":     n.cnt.held.Load(),
