@@ -126,6 +126,12 @@ type peer struct {
 	inSQ    int        // send descriptors posted and not yet taken back (VI.Pending without its lock)
 }
 
+// repost is a receive buffer of p's whose message has been handled.
+type repost struct {
+	p    *peer
+	desc *Descriptor
+}
+
 type rvRecv struct {
 	req          *adi.Request
 	p            *peer
@@ -158,6 +164,7 @@ type Device struct {
 	rc         regCache
 	live       *liveness.Peers
 	lostSeen   uint32   // the NIC's LostGen last handled
+	repost     []repost // receive buffers emptied, to post again (reposts)
 	rma        rmaState // one-sided communication (rma.go)
 
 	cnt struct{ eager, rndv, credit, backlogged int64 }
@@ -640,6 +647,11 @@ func (d *Device) put(p *peer, it *outItem) bool {
 // credits.
 func (d *Device) Progress() (bool, error) {
 	did := d.nic.Help() // the NIC's pass on this thread (NIC.Help)
+	if len(d.repost) > 0 {
+		if err := d.reposts(); err != nil {
+			return true, err
+		}
+	}
 	if g := d.nic.LostGen(); g != d.lostSeen {
 		d.lostSeen = g
 		d.checkLost()
@@ -697,7 +709,31 @@ func (d *Device) Progress() (bool, error) {
 	return did, nil
 }
 
-// arrive handles a message in one of p's receive buffers and reposts it.
+// reposts posts the receive buffers emptied since the last call again and
+// counts the credits they are owed back to their senders. A buffer is
+// reposted at the next Progress, not when its message is handled: posting
+// a receive descriptor writes the slot that the sender's NIC reads, a
+// cache line that travels between the processes, and doing it before the
+// call returns put that on the path of every message (the receiver's
+// answer waited for it). At the next Progress this process's own sends of
+// the meantime have already left (Help runs first). The credit a buffer
+// stands for goes back only once it is posted, so a sender never finds the
+// buffer missing.
+func (d *Device) reposts() error {
+	for i, r := range d.repost {
+		d.repost[i] = repost{}
+		if err := r.p.vi.PostRecv(r.desc); err != nil {
+			d.repost = d.repost[:0]
+			return fmt.Errorf("via: reposting a receive buffer for rank %d: %v", r.p.rank, err)
+		}
+		r.p.owed++
+	}
+	d.repost = d.repost[:0]
+	return nil
+}
+
+// arrive handles a message in one of p's receive buffers and queues the
+// buffer for reposting.
 func (d *Device) arrive(p *peer, desc *Descriptor) error {
 	k := desc.User.(int)
 	buf := p.rbuf[k*d.slot : (k+1)*d.slot]
@@ -770,10 +806,7 @@ func (d *Device) arrive(p *peer, desc *Descriptor) error {
 	default:
 		return fmt.Errorf("via: message of unknown type %d from rank %d", h.typ, p.rank)
 	}
-	if err := p.vi.PostRecv(desc); err != nil {
-		return fmt.Errorf("via: reposting a receive buffer for rank %d: %v", p.rank, err)
-	}
-	p.owed++
+	d.repost = append(d.repost, repost{p, desc})
 	return nil
 }
 
