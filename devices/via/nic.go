@@ -172,10 +172,11 @@ const (
 	regionSize = 32 // gen u32, npages u32, base u64, len u64, table u64
 	viHdrSize  = 64 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32
 	slotSegs   = 4
-	slotComp   = 16 + slotSegs*16 // the completion: length u32, imm u32, status u32
-	slotSize   = slotComp + 16    // desc u64, nseg u32, cached u32, segs, completion
-	cqHdrSize  = 128              // tail u64; head u64 on the next line (producers and the consumer write them)
-	cacheEntry = 24               // version u64, tag u64, frame u64
+	slotComp   = 16  // the completion: length u32, imm u32, status u32
+	slotSeg0   = 32  // the cached segments, slotSegs of 16 bytes
+	slotSize   = 128 // desc u64, nseg u32, cached u32, completion, segs: two whole lines
+	cqHdrSize  = 128 // tail u64; head u64 on the next line (producers and the consumer write them)
+	cacheEntry = 32  // version u64, tag u64, frame u64, padding: an entry never straddles two lines
 )
 
 // layout locates a NIC's tables in its segment; it is written into the
@@ -197,6 +198,11 @@ func makeLayout(o Options) layout {
 	off := uint32(offTables)
 	l.regions = off
 	off += l.maxRegions * regionSize
+	// A receive-queue slot starts a cache line: a receive descriptor with
+	// one segment (MPI's buffers) is then one line, which the owner writes
+	// when it posts and the peer's NIC reads and completes, and no two
+	// slots share a line.
+	off = (off + 63) &^ 63
 	l.vis, l.viStride = off, viHdrSize+l.rqLen*slotSize
 	off += l.maxVIs * l.viStride
 	// A CQ can take an entry for every descriptor of every queue it serves.
@@ -211,7 +217,7 @@ func makeLayout(o Options) layout {
 		off += l.at2Pages * 8
 	}
 	if o.AT == AT3 {
-		off = (off + 7) &^ 7
+		off = (off + 63) &^ 63
 		l.at3, l.tlbSize = off, uint32(o.TLBSize)
 		off += l.tlbSize * cacheEntry
 	}
