@@ -285,3 +285,28 @@ func TestTranslationBurst(t *testing.T) {
 		t.Errorf("%d host-table reads for %d misses, want at most one per 32", reads, misses)
 	}
 }
+
+// TestSlotLayout: the NIC memory that two processes write in turn is laid
+// out in whole cache lines. A receive-queue slot of a one-segment
+// descriptor (the MPI device's buffers) is one line, holding what the
+// owner writes when it posts (the descriptor's address and segment) and
+// what the peer's NIC writes when it consumes it (the completion); no two
+// slots share a line; a translation-cache entry lies in one line. The
+// completion used to follow the cached segments, in the next line, which
+// the following slot shared.
+func TestSlotLayout(t *testing.T) {
+	const line = 64
+	for _, o := range allOptions(1024) {
+		o.MaxVIs, o.RecvQueue = 3, 7
+		l := makeLayout(o)
+		if l.vis%line != 0 || l.viStride%line != 0 || slotSize%line != 0 || viHdrSize%line != 0 {
+			t.Errorf("%v: receive queues at %d, stride %d, slots of %d bytes: not whole lines", o, l.vis, l.viStride, slotSize)
+		}
+		if slotComp+12 > line || slotSeg0+16 > line || slotSeg0 < slotComp+12 || slotSeg0+slotSegs*16 > slotSize {
+			t.Errorf("a one-segment slot is not one line: completion at %d, segments at %d", slotComp, slotSeg0)
+		}
+		if o.AT == AT3 && (l.at3%line != 0 || line%cacheEntry != 0) {
+			t.Errorf("%v: translation cache at %d with %d-byte entries straddles lines", o, l.at3, cacheEntry)
+		}
+	}
+}
