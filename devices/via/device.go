@@ -166,8 +166,9 @@ type Device struct {
 	lostSeen   uint32   // the NIC's LostGen last handled
 	repost     []repost // receive buffers emptied, to post again (reposts)
 	rma        rmaState // one-sided communication (rma.go)
+	rndvWrite  bool     // rndv=write: a contiguous receive buffer answers CTS on one host too
 
-	cnt struct{ eager, rndv, credit, backlogged int64 }
+	cnt struct{ eager, rndv, credit, backlogged, rndvReads, rndvWrites int64 }
 }
 
 // Init opens the NIC, creates one VI per peer (and one connected to itself),
@@ -182,6 +183,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	o := applyNIC(DefaultOptions(), v, true)
 	d.eager, d.credits, d.rc.limit = v.Int("eager"), v.Int("credits"), v.Int("regcache")
 	d.rma.off = v.String("rma") == "off"
+	d.rndvWrite = v.String("rndv") == "write"
 	d.slot = (hdrSize + d.eager + 63) &^ 63
 	o.MaxVIs, o.RecvQueue, o.MaxCQs = d.size, d.credits, 1
 	// The receive buffers live in the NIC's host memory, which the NICs
@@ -335,6 +337,7 @@ func (d *Device) Counters() map[string]int64 {
 	c["rendezvous_messages"] = d.cnt.rndv
 	c["credit_messages"] = d.cnt.credit
 	c["backlogged_items"] = d.cnt.backlogged
+	c["rendezvous_reads"], c["rendezvous_writes"] = d.cnt.rndvReads, d.cnt.rndvWrites
 	c["regcache_hits"] = d.rc.hits
 	c["regcache_misses"] = d.rc.misses
 	c["regcache_bytes"] = int64(d.rc.bytes)
@@ -470,22 +473,31 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 	}
 	rid := d.newID()
 	var err error
+	// On one host a contiguous send buffer is read (rndv=read): the data
+	// starts moving when the RTS arrives, without a CTS round trip, and a
+	// message costs one receive buffer (credit) each way, RTS and DONE,
+	// where the write protocol costs RTS and FIN one way and CTS the other.
+	// Across hosts an RDMA read is a request frame and the data's return,
+	// so the write protocol, whose data follows the CTS, stays.
+	read := h.addr != 0 && (!r.Buf.Contiguous() || !d.rndvWrite && p.where == "")
 	switch {
-	case r.Buf.Contiguous():
+	case r.Buf.Contiguous() && !read:
 		if rv.h, err = d.register(r.Buf.Mem); err != nil {
 			fail(err)
 			return
 		}
 		d.recvs[rid] = rv
+		d.cnt.rndvWrites++
 		d.post(p, &outItem{h: hdr{typ: mCTS, sid: h.sid, rid: rid, addr: Addr(r.Buf.Mem), handle: rv.h, size: uint64(n)}})
-	case h.addr != 0:
+	case read:
 		// The sender's buffer is contiguous: read it straight into the
-		// receive buffer's blocks (a scatter list per descriptor).
+		// receive buffer (its blocks: a scatter list per descriptor).
 		if rv.h, err = d.register(r.Buf.Mem); err != nil {
 			fail(err)
 			return
 		}
 		d.recvs[rid] = rv
+		d.cnt.rndvReads++
 		lists, offs := segments(r.Buf, n, rv.h)
 		for i, ds := range lists {
 			desc := &Descriptor{Control: OpRDMARead, RemoteHandle: h.handle, RemoteAddr: h.addr + uint64(offs[i]), DS: ds}
