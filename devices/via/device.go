@@ -115,6 +115,7 @@ type peer struct {
 	rbuf  []byte // receive buffers, one per credit
 	rdesc []*Descriptor
 	owed  int // credits to return
+	held  int // credits in d.repost, not yet owed
 
 	sbuf    []byte // send buffers
 	sh      MemHandle
@@ -165,6 +166,7 @@ type Device struct {
 	live       *liveness.Peers
 	lostSeen   uint32   // the NIC's LostGen last handled
 	repost     []repost // receive buffers emptied, to post again (reposts)
+	repostNow  bool     // a peer waits for credits: post them in this Progress
 	rma        rmaState // one-sided communication (rma.go)
 	rndvWrite  bool     // rndv=write: a contiguous receive buffer answers CTS on one host too
 
@@ -697,6 +699,11 @@ func (d *Device) Progress() (bool, error) {
 			}
 		}
 	}
+	if d.repostNow {
+		if err := d.reposts(); err != nil {
+			return true, err
+		}
+	}
 	for _, p := range d.peers {
 		for len(p.out) > 0 && d.put(p, p.out[0]) {
 			p.out[0] = nil
@@ -730,10 +737,15 @@ func (d *Device) Progress() (bool, error) {
 // answer waited for it). At the next Progress this process's own sends of
 // the meantime have already left (Help runs first). The credit a buffer
 // stands for goes back only once it is posted, so a sender never finds the
-// buffer missing.
+// buffer missing. When a peer's buffers pile up (half its credits owed or
+// held, the point at which an explicit credit message goes), they are
+// posted in the Progress that handled them: a stream of messages is
+// waiting for those credits, and the credit message goes at once.
 func (d *Device) reposts() error {
+	d.repostNow = false
 	for i, r := range d.repost {
 		d.repost[i] = repost{}
+		r.p.held = 0
 		if err := r.p.vi.PostRecv(r.desc); err != nil {
 			d.repost = d.repost[:0]
 			return fmt.Errorf("via: reposting a receive buffer for rank %d: %v", r.p.rank, err)
@@ -819,6 +831,9 @@ func (d *Device) arrive(p *peer, desc *Descriptor) error {
 		return fmt.Errorf("via: message of unknown type %d from rank %d", h.typ, p.rank)
 	}
 	d.repost = append(d.repost, repost{p, desc})
+	if p.held++; p.owed+p.held >= d.credits/2 {
+		d.repostNow = true
+	}
 	return nil
 }
 
