@@ -721,7 +721,7 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if did {
 		d.live.Busy()
-	} else if d.nic.Busy() && d.yield() {
+	} else if (d.nic.Busy() || d.liveSends > 0 || len(d.recvs) > 0) && d.yield() {
 	} else if d.live.Idle() {
 		d.checkPeers()
 	}
@@ -854,10 +854,12 @@ func (d *Device) sendDone(s *rvSend, err error, n int) {
 	s.req.Complete(adi.Status{Bytes: n})
 }
 
-// yield gives the core away when a waiter polls and nothing happened: the
-// data a waiter waits for is moved by engine threads (this process's or a
-// peer's) that need a core too, and with two cores a polling waiter would
-// keep them off it. It reports false, so that the idle bookkeeping goes on.
+// yield gives the core away when a waiter polls and nothing happened while
+// data moves for it: this process's NIC has work, or a rendezvous is
+// under way, whose data a peer's NIC moves (it reads a send buffer here,
+// or writes a receive buffer) on that peer's thread. Those threads need a
+// core too, and with two cores a polling waiter would keep them off it. It
+// reports false, so that the idle bookkeeping goes on.
 func (d *Device) yield() bool {
 	syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 	return false
