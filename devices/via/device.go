@@ -56,7 +56,8 @@ const (
 	hAddr     = 40
 	maxDS     = 64 // data segments per descriptor the device builds
 	maxPiece  = 1 << 30
-	idlePolls = 256 // idle polls of Progress between two looks at the peers' processes
+	idlePolls = 256     // idle polls of Progress between two looks at the peers' processes
+	yieldSize = 1 << 20 // a rendezvous send this large makes an idle waiter yield (yield)
 	// maxHostMem bounds the NIC host memory the receive buffers take.
 	maxHostMem = 256 << 20
 )
@@ -143,6 +144,7 @@ type rvRecv struct {
 }
 
 type rvSend struct {
+	big bool // counted in liveBig
 	req *adi.Request
 	p   *peer
 	h   MemHandle
@@ -162,6 +164,7 @@ type Device struct {
 	sends      map[uint32]*rvSend
 	recvs      map[uint32]*rvRecv
 	liveSends  int // rendezvous sends not complete yet
+	liveBig    int // of which of at least yieldSize bytes
 	rc         regCache
 	live       *liveness.Peers
 	lostSeen   uint32   // the NIC's LostGen last handled
@@ -383,6 +386,9 @@ func (d *Device) Isend(r *adi.Request) error {
 	h.sid = d.newID()
 	d.sends[h.sid] = s
 	d.liveSends++
+	if s.big = n >= yieldSize; s.big {
+		d.liveBig++
+	}
 	d.post(p, &outItem{h: h, owner: r})
 	return nil
 }
@@ -721,7 +727,7 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if did {
 		d.live.Busy()
-	} else if (d.nic.Busy() || d.liveSends > 0 || len(d.recvs) > 0) && d.yield() {
+	} else if (d.nic.Busy() || d.liveBig > 0) && d.yield() {
 	} else if d.live.Idle() {
 		d.checkPeers()
 	}
@@ -844,6 +850,9 @@ func (d *Device) sendDone(s *rvSend, err error, n int) {
 		s.h = 0
 	}
 	d.liveSends--
+	if s.big {
+		d.liveBig--
+	}
 	if s.req.Done() {
 		return
 	}
@@ -855,11 +864,13 @@ func (d *Device) sendDone(s *rvSend, err error, n int) {
 }
 
 // yield gives the core away when a waiter polls and nothing happened while
-// data moves for it: this process's NIC has work, or a rendezvous is
-// under way, whose data a peer's NIC moves (it reads a send buffer here,
-// or writes a receive buffer) on that peer's thread. Those threads need a
-// core too, and with two cores a polling waiter would keep them off it. It
-// reports false, so that the idle bookkeeping goes on.
+// data moves for it: this process's NIC has work, or a rendezvous send of
+// at least yieldSize bytes is under way, whose data the receiver's NIC
+// reads on the receiver's thread. Those threads need a core too, and with
+// two cores a polling waiter would keep them off it. Shorter sends do not
+// yield: their DONEs come soon, and a yield under load can cost a time
+// slice before the sender sees one and posts its next RTS. It reports
+// false, so that the idle bookkeeping goes on.
 func (d *Device) yield() bool {
 	syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 	return false
@@ -957,6 +968,9 @@ func (d *Device) failPeer(p *peer, err error) {
 		if s.p == p {
 			delete(d.sends, id)
 			d.liveSends--
+			if s.big {
+				d.liveBig--
+			}
 			fail(s.req)
 		}
 	}
