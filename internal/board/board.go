@@ -36,7 +36,10 @@ import (
 // doorbell's line, every member's two lines from linesOff on (member p's
 // at linesOff+128p, a 128-byte-aligned pair that an adjacent-line prefetch
 // keeps to one member), every member's identity line (its process id and
-// probe address), then from the next page on every member's two slots.
+// probe address), then from the next page on every member's two slots,
+// each member's a page further than the last one's end (slotStride): the
+// same offset in every member's slot, which a fold and a copy-out read one
+// member after another, then falls in different cache sets instead of one.
 const (
 	lineSize = 64
 	offBell  = 0 // u32: the board's doorbell, bumped by every ring
@@ -60,8 +63,11 @@ func headSize(n int) int {
 	return (shm.HeaderSize+linesOff+3*n*lineSize+pageSize-1)&^(pageSize-1) - shm.HeaderSize
 }
 
+// slotStride is the distance between two members' first slots.
+const slotStride = 2*SlotSize + pageSize
+
 // Size is the bytes a board segment for n members needs.
-func Size(n int) int { return headSize(n) + 2*n*SlotSize }
+func Size(n int) int { return headSize(n) + n*slotStride }
 
 // Board is one member's view of a board segment. It is safe to call from
 // several goroutines for different rounds only as the core does: posts in
@@ -148,7 +154,7 @@ func (b *Board) BoardSlotSize() int { return SlotSize }
 
 // BoardSlot returns slot i of member p's area.
 func (b *Board) BoardSlot(p, i int) []byte {
-	off := headSize(b.n) + (2*p+i)*SlotSize
+	off := headSize(b.n) + p*slotStride + i*SlotSize
 	return b.mem[off : off+SlotSize : off+SlotSize]
 }
 

@@ -176,7 +176,9 @@ func TestGoneMember(t *testing.T) {
 // misses once, not once per member), each member's pair of lines is
 // 128-byte aligned in the mapping (an adjacent-line prefetch stays within
 // one member's lines), and nothing a member writes overlaps another's:
-// every line, identity line and slot is disjoint, the slots page-aligned.
+// every line, identity line and slot is disjoint, the slots page-aligned,
+// and no two members' slots 64 KiB-aligned to each other (the same offset
+// in each, read one member after another, would share a cache set).
 func TestLinesShareAPage(t *testing.T) {
 	const n = 16
 	m := members(t, n)
@@ -207,6 +209,13 @@ func TestLinesShareAPage(t *testing.T) {
 		}
 		id := uintptr(unsafe.Pointer(&b.mem[b.ident(p)]))
 		spans = append(spans, span{fmt.Sprintf("identity of %d", p), id, id + lineSize})
+	}
+	for p := range n {
+		for q := range p {
+			if d := addr(b.BoardSlot(p, 0)) - addr(b.BoardSlot(q, 0)); d%(64<<10) == 0 {
+				t.Errorf("members %d's and %d's slots lie %d bytes apart, a multiple of 64 KiB", p, q, d)
+			}
+		}
 	}
 	bell := uintptr(unsafe.Pointer(b.bell()))
 	spans = append(spans, span{"doorbell", bell, bell + lineSize})
