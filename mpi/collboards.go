@@ -34,6 +34,7 @@ type board struct {
 	rank, size int           // this process's rank in the board's communicator, and its size
 	seq        atomic.Uint64 // the last round taken
 	polls      atomic.Uint32 // the polls of this board's crowded waits (boardYield)
+	seen       atomic.Uint32 // the device's Seq at those waits' last progress pass
 	// allPosted is the last round this process has seen every rank post
 	// (boardWait): rounds up to it need no look, since a rank's posts only
 	// grow, and a collective's wait for the round before it (that the slot
@@ -171,8 +172,7 @@ func (r *runtime) boardSleep(b *board, cond func() bool) error {
 		return r.boardYield(b, cond)
 	}
 	start := nanotime()
-	raised := false
-	yield := r.poll == 0 // ranks outnumber cores: the peer we wait for needs this one
+	raised, yield := false, false
 	var err error
 	for i := 0; ; i++ {
 		if i%8 == 0 {
@@ -216,7 +216,8 @@ func (r *runtime) boardSleep(b *board, cond func() bool) error {
 // (the rank waited for may be queued behind this one), and a turn does as
 // little else as it can, since the other ranks of the core queue behind it.
 // It drives the device's progress only when the device's sequence word
-// moved (adi.Device.Seq: something arrived that Progress would handle),
+// moved since the board's waits last did (adi.Device.Seq: something
+// arrived that Progress would handle, perhaps before this wait began),
 // every boardProgressPolls polls of the board's waits (a send in progress
 // may need it), at every poll while a window's agent serves one-sided
 // operations, and after every sleep. It reads the clock every 16th poll
@@ -225,11 +226,10 @@ func (r *runtime) boardSleep(b *board, cond func() bool) error {
 func (r *runtime) boardYield(b *board, cond func() bool) error {
 	var start int64
 	raised, slept := false, false
-	seq := r.dev.Seq()
 	var err error
 	for i := 0; ; i++ {
-		if s := r.dev.Seq(); s != seq || slept || b.polls.Add(1)%boardProgressPolls == 0 || servingAgents.Load() > 0 {
-			seq = s
+		if s := r.dev.Seq(); s != b.seen.Load() || slept || b.polls.Add(1)%boardProgressPolls == 0 || servingAgents.Load() > 0 {
+			b.seen.Store(s) // read before the pass: what arrives during it moves Seq again
 			if err = r.boardProgress(); err != nil {
 				break
 			}

@@ -84,7 +84,8 @@ func (d *progressDevice) Seq() uint32             { return d.seq }
 // TestBoardYieldProgress checks when a crowded board wait (ranks outnumber
 // cores: boardYield) drives the device: at once after the device's
 // sequence word moves (a message arrived that a peer may be waiting on us
-// to handle), at least every boardProgressPolls polls without it, and not
+// to handle, during the wait or before it), at least every
+// boardProgressPolls polls without it, and not
 // at every poll, which cost each waiter's turn on the CPU a pass over
 // every peer's ring.
 func TestBoardYieldProgress(t *testing.T) {
@@ -128,5 +129,22 @@ func TestBoardYieldProgress(t *testing.T) {
 	}
 	if seen != 6 {
 		t.Errorf("after the sequence word moved at poll 5 the device was driven before poll %d, want 6", seen)
+	}
+	// A message arrived before the wait began (while the rank computed):
+	// the first poll drives the device.
+	d.seq++
+	d.passes, n, seen = 0, 0, -1
+	err = r.boardSleep(b, func() bool {
+		n++
+		if d.passes > 0 && seen < 0 {
+			seen = n
+		}
+		return seen >= 0 || n > 2*boardProgressPolls
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != 1 {
+		t.Errorf("with the sequence word moved before the wait the device was first driven before poll %d, want 1", seen)
 	}
 }
