@@ -36,7 +36,7 @@ import (
 // doorbell's line, every member's two lines from linesOff on (member p's
 // at linesOff+128p, a 128-byte-aligned pair that an adjacent-line prefetch
 // keeps to one member), every member's identity line (its process id and
-// probe address), then from the next page on every member's two slots,
+// probe address), then past the next page boundary every member's two slots,
 // each member's a page further than the last one's end (slotStride): the
 // same offset in every member's slot, which a fold and a copy-out read one
 // member after another, then falls in different cache sets instead of one.
@@ -58,10 +58,12 @@ const (
 const SlotSize = 1 << 20
 
 // headSize is where the slots of a board of n members start: the first
-// page boundary of the segment after the lines.
-func headSize(n int) int {
-	return (shm.HeaderSize+linesOff+3*n*lineSize+pageSize-1)&^(pageSize-1) - shm.HeaderSize
-}
+// page boundary after the lines, counted from the end of the segment's
+// header, as before the lines moved. A slot then starts a header's length
+// (64 bytes) past a page boundary: a copy or fold between it and a
+// page-aligned buffer (a large Go allocation) does not have its loads and
+// stores a multiple of 4 KiB apart.
+func headSize(n int) int { return (linesOff + 3*n*lineSize + pageSize - 1) &^ (pageSize - 1) }
 
 // slotStride is the distance between two members' first slots.
 const slotStride = 2*SlotSize + pageSize

@@ -176,7 +176,8 @@ func TestGoneMember(t *testing.T) {
 // misses once, not once per member), each member's pair of lines is
 // 128-byte aligned in the mapping (an adjacent-line prefetch stays within
 // one member's lines), and nothing a member writes overlaps another's:
-// every line, identity line and slot is disjoint, the slots page-aligned,
+// every line, identity line and slot is disjoint, the slots a header past
+// a page boundary (not 4 KiB-aliased with page-aligned user buffers),
 // and no two members' slots 64 KiB-aligned to each other (the same offset
 // in each, read one member after another, would share a cache set).
 func TestLinesShareAPage(t *testing.T) {
@@ -202,8 +203,8 @@ func TestLinesShareAPage(t *testing.T) {
 			}
 			spans = append(spans, span{fmt.Sprintf("line %d of %d", i, p), a, a + lineSize})
 			s := addr(b.BoardSlot(p, i))
-			if (s-base)%pageSize != 0 {
-				t.Errorf("member %d's slot %d starts at offset %d of the mapping, not page-aligned", p, i, s-base)
+			if (s-base)%pageSize != shm.HeaderSize%pageSize || s%lineSize != 0 {
+				t.Errorf("member %d's slot %d starts at offset %d of the mapping, not %d past a page boundary", p, i, s-base, shm.HeaderSize)
 			}
 			spans = append(spans, span{fmt.Sprintf("slot %d of %d", i, p), s, s + SlotSize})
 		}
