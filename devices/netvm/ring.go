@@ -137,7 +137,7 @@ type shmRing struct {
 	// outbound: my rings inside the peer's segment
 	out, outEager          []byte
 	doorbell, sleepers     *uint32
-	outTail, eagerTail     uint64
+	eagerTail              uint64
 	cmaHeadAt, eagerHeadAt *uint64 // in MY segment: the peer's lazily reported heads
 
 	// inline payloads (inlineMax): the sender's staging, the receiver's copy
@@ -145,16 +145,21 @@ type shmRing struct {
 
 	// inbound: its rings inside my segment
 	in, inEager              []byte
-	inHead, inReported       uint64
 	eagerHead, eagerReported uint64
 	reportCMA, reportEager   *uint64 // in ITS segment: where I report my heads
+
+	// cur holds the control ring's cursors (my tail in the peer's ring,
+	// my head in its ring), outside Go's heap so that the C library's
+	// fast path moves the same cursors (fastpath.go).
+	cur *cursors
 }
 
 // newShmRing maps the rings between this process (segment mine, its block
 // for the peer at offset mineAt) and a peer (process pid, segment theirs,
 // this process's block in it at theirsAt).
-func newShmRing(mine, theirs *shm.Segment, pid, mineAt, theirsAt, size int, pk *packer) shmRing {
+func newShmRing(mine, theirs *shm.Segment, pid, mineAt, theirsAt, size int, pk *packer, cur *cursors) shmRing {
 	return shmRing{
+		cur:         cur,
 		pid:         pid,
 		size:        size,
 		pk:          pk,
@@ -181,7 +186,7 @@ func slotWord(typ uint32, pos uint64) uint32 {
 }
 
 func (l *shmRing) put(m *outMsg) bool {
-	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
+	if l.cur.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
 		return false
 	}
 	if inline(m.typ, m.n) {
@@ -211,14 +216,14 @@ func (l *shmRing) put(m *outMsg) bool {
 		}
 		l.eagerTail += uint64(payload)
 	}
-	s := l.out[(l.outTail%ringSlots)*slotSize:][:slotSize]
+	s := l.out[(l.cur.outTail%ringSlots)*slotSize:][:slotSize]
 	slotCtx.Set(s, m.ctx)
 	slotTag.Set(s, m.tag)
 	slotID.Set(s, m.id)
 	slotAddr.Set(s, m.addr)
 	slotN.Set(s, m.n)
-	slotTyp.Store(s, slotWord(m.typ, l.outTail))
-	l.outTail++
+	slotTyp.Store(s, slotWord(m.typ, l.cur.outTail))
+	l.cur.outTail++
 	l.wake()
 	return true
 }
@@ -228,27 +233,27 @@ func (l *shmRing) put(m *outMsg) bool {
 // path for a small standard send, without an outMsg. False: no room now,
 // nothing written.
 func (l *shmRing) putSmall(ctx uint32, tag int32, sig uint32, data []byte) bool {
-	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
+	if l.cur.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
 		return false
 	}
 	var w [inlineMax]byte
 	copy(w[:], data)
-	s := l.out[(l.outTail%ringSlots)*slotSize:][:slotSize]
+	s := l.out[(l.cur.outTail%ringSlots)*slotSize:][:slotSize]
 	slotCtx.Set(s, ctx)
 	slotTag.Set(s, tag)
 	slotID.Set(s, sig)
 	slotAddr.Set(s, binary.LittleEndian.Uint64(w[:]))
 	slotN.Set(s, uint64(len(data)))
-	slotTyp.Store(s, slotWord(ctlEager, l.outTail))
-	l.outTail++
+	slotTyp.Store(s, slotWord(ctlEager, l.cur.outTail))
+	l.cur.outTail++
 	l.wake()
 	return true
 }
 
 func (l *shmRing) next(c *ctl) bool {
-	s := l.in[(l.inHead%ringSlots)*slotSize:][:slotSize]
+	s := l.in[(l.cur.inHead%ringSlots)*slotSize:][:slotSize]
 	w := slotTyp.Load(s)
-	if w>>8 != slotWord(0, l.inHead)>>8 {
+	if w>>8 != slotWord(0, l.cur.inHead)>>8 {
 		return false
 	}
 	// Field by field: a composite literal is built on the stack and
@@ -256,8 +261,8 @@ func (l *shmRing) next(c *ctl) bool {
 	c.typ = w & 0xff
 	c.ctx, c.tag, c.id = slotCtx.Get(s), slotTag.Get(s), slotID.Get(s)
 	c.addr, c.n = slotAddr.Get(s), slotN.Get(s)
-	l.inHead++
-	if l.inHead-l.inReported >= ringSlots/2 {
+	l.cur.inHead++
+	if l.cur.inHead-l.cur.inReported >= ringSlots/2 {
 		l.release()
 	}
 	return true
@@ -268,8 +273,8 @@ func (l *shmRing) next(c *ctl) bool {
 // (their laps tell old from new, slotWord), so the reader writes none of the
 // lines the writer fills.
 func (l *shmRing) release() {
-	l.inReported = l.inHead
-	atomic.StoreUint64(l.reportCMA, l.inHead)
+	l.cur.inReported = l.cur.inHead
+	atomic.StoreUint64(l.reportCMA, l.cur.inHead)
 	l.wake()
 }
 
