@@ -23,9 +23,11 @@ import (
 // path").
 
 // fastSpinPolls is how many times MPI_Recv's fast path looks at the ring
-// before it calls into Go, which goes on polling and then sleeps: a few
-// microseconds, enough for a ping-pong partner's reply.
-const fastSpinPolls = 2000
+// (a pause between looks) before it calls into Go, which goes on polling,
+// yielding the CPU, and then sleeps: a few microseconds, enough for a
+// running partner's reply, and short enough not to keep a CPU from a
+// partner that waits for one.
+const fastSpinPolls = 256
 
 // fast is the fast path's state on the Go side: dev is nil when it is off
 // for the run (not netvm, MPI_THREAD_MULTIPLE asked for, ADIMPI_CFAST=off),
