@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/adimpi/adimpi/internal/testproc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -322,15 +323,7 @@ func drill(t *testing.T, c *netcluster.Cluster, dev string, launch []string, how
 	args := append([]string{"-np", fmt.Sprint(np), "-device", dev, "-timeout", "90s"}, launch...)
 	cmd := exec.CommandContext(ctx, mpirunBin, append(args, crossBin(t, "drill"), "-for", "80s")...)
 	cmd.Env = append(cleanEnv(), marker)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out, stderr := testproc.StartPiped(t, cmd)
 	defer func() {
 		for _, pid := range processesWith(marker) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -367,7 +360,7 @@ func drill(t *testing.T, c *netcluster.Cluster, dev string, launch []string, how
 	for lines.Scan() {
 		stdout.WriteString(lines.Text() + "\n")
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	took := time.Since(broken)
 	report := fmt.Sprintf("mpirun: %v after %.1fs\nstdout:\n%s\nstderr:\n%s", err, took.Seconds(), indent(stdout.String()), indent(stderr.String()))
 	if err == nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/adimpi/adimpi/internal/testproc"
 	"io"
 	"os"
 	"os/exec"
@@ -114,16 +115,8 @@ func finish(t *testing.T, ctx context.Context, cmd *exec.Cmd, what, limit string
 // returned builder.
 func startPiped(t *testing.T, cmd *exec.Cmd) (*bufio.Scanner, *strings.Builder) {
 	t.Helper()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return bufio.NewScanner(out), &stderr
+	out, stderr := testproc.StartPiped(t, cmd)
+	return bufio.NewScanner(out), stderr
 }
 
 // checkWaitReports checks that mpiprog's "wait" mode, stopped by mpirun

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -167,18 +166,9 @@ func TestSlurmAllocation(t *testing.T) {
 	// with 128+15 and no rank is left.
 	t.Run("sigterm", func(t *testing.T) {
 		cmd := c.Command("h1", "salloc", "-N", "3", "--ntasks-per-node=1", mpirunBin, "-np", "3", mpiprogBin, "wait")
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		br, errb := testproc.StartPiped(t, cmd)
 		timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
 		defer timer.Stop()
-		br := bufio.NewReader(out)
 		for i := 0; i < 3; i++ { // every rank waits
 			if l, err := br.ReadString('\n'); !strings.HasPrefix(l, "waiting ") {
 				t.Fatalf("line %q (%v), want waiting; stderr:\n%s", l, err, errb.String())

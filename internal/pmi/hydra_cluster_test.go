@@ -163,15 +163,7 @@ func hydraRankKilled(t *testing.T, hydra string, c *netcluster.Cluster) {
 	nc := c.Command("h1", hydra, "-launcher", "ssh", "-launcher-exec", c.SSHCommand(), "-hosts", "h1,h2,h3", "-n", "6", probe, "block")
 	cmd := exec.CommandContext(ctx, nc.Path, nc.Args[1:]...)
 	cmd.Env = filterEnv(os.Environ(), EnvFD, EnvPort, EnvID, EnvRank, EnvSize, "ADIMPI_JOB_SECRET")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out, stderr := testproc.StartPiped(t, cmd)
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() || sc.Text() != "blocking" {
 		cmd.Process.Kill()
@@ -190,7 +182,7 @@ func hydraRankKilled(t *testing.T, hydra string, c *netcluster.Cluster) {
 	killed := time.Now()
 	for sc.Scan() {
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("mpiexec.hydra did not end within 60 s after rank 5 was killed; stderr:\n%s", stderr.String())
 	}

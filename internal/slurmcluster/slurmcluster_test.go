@@ -1,7 +1,6 @@
 package slurmcluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -365,18 +364,10 @@ func TestSrunRankKilled(t *testing.T) {
 	c := cluster(t)
 	prog := program(t, "./testdata/slurmprobe")
 	cmd := c.Command("h1", "srun", "--mpi=pmi2", "-N", "3", "-n", "6", "--ntasks-per-node=2", prog, "block")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out, errb := testproc.StartPiped(t, cmd)
 	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
 	defer timer.Stop()
-	line, _ := bufio.NewReader(out).ReadString('\n')
+	line, _ := out.ReadString('\n')
 	if line != "blocking\n" {
 		cmd.Wait()
 		t.Fatalf("srun printed %q, want blocking; stderr:\n%s", line, errb.String())
@@ -389,7 +380,7 @@ func TestSrunRankKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if !timer.Stop() {
 		t.Fatalf("srun still ran 60 s after it started; stderr:\n%s", errb.String())
 	}

@@ -1,4 +1,4 @@
-// Package testproc lists the machine's processes for tests that check which
+// Package testproc starts and lists the machine's processes for tests that check which
 // ranks a job started and that nothing of it is left afterwards. The
 // simulated hosts share one PID namespace, so /proc shows every host's
 // processes.
