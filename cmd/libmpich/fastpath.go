@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"os"
+	"strconv"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/devices/netvm"
@@ -26,7 +27,7 @@ import (
 // (a pause between looks) before it calls into Go, which goes on polling,
 // yielding the CPU, and then sleeps: a few microseconds, enough for a
 // running partner's reply, and short enough not to keep a CPU from a
-// partner that waits for one.
+// partner that waits for one. ADIMPI_CFAST_SPIN sets another count.
 const fastSpinPolls = 256
 
 // fast is the fast path's state on the Go side: dev is nil when it is off
@@ -82,6 +83,9 @@ func fastSetup(required mpi.ThreadLevel) bool {
 	}
 	st.rank, st.size, st.ctx = C.int32_t(w.Rank()), C.int32_t(n), C.uint32_t(w.PointToPointContext())
 	st.eager_type, st.spin = C.uint32_t(netvm.FastEagerType), fastSpinPolls
+	if n, err := strconv.Atoi(os.Getenv("ADIMPI_CFAST_SPIN")); err == nil && n >= 0 {
+		st.spin = C.int32_t(min(n, 1<<30))
+	}
 	fast.dev, fast.spoiled, fast.level = d, false, max(required, mpi.ThreadSingle)
 	fastGate()
 	return true

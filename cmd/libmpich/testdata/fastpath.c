@@ -27,7 +27,18 @@ static void recv1(int src, int tag, int want, int want_src, int want_tag) {
 static void send1(int v, int dest, int tag) { CHECK(MPI_Send(&v, 1, MPI_INT, dest, tag, MPI_COMM_WORLD) == MPI_SUCCESS, "send"); }
 
 int main(int argc, char **argv) {
-	start(&argc, &argv);
+	int level;
+	if (argc > 1 && strcmp(argv[1], "multiple") == 0) {
+		/* Threads may call at once: the fast path must stay off. */
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
+		MPI_Comm_rank(MPI_COMM_WORLD, &me);
+		MPI_Comm_size(MPI_COMM_WORLD, &np);
+		CHECK(level == MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE asked, %d provided", level);
+	} else
+		start(&argc, &argv);
+	MPI_Query_thread(&level);
+	printf("rank %d thread level %d\n", me, level);
 	CHECK(np == 3, "run me with 3 ranks, not %d", np);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	const int N = 1000;
