@@ -39,6 +39,7 @@ type xdpCmpOpts struct {
 	minTime time.Duration
 	out     string
 	openmpi bool
+	before  string
 }
 
 // xdpCmp is one xdpcompare run.
@@ -68,6 +69,7 @@ func runXDPCompare(args []string) int {
 	fs.DurationVar(&o.minTime, "min-time", 300*time.Millisecond, "least time each measurement runs (a 64 KiB window takes milliseconds: shorter runs are mostly noise)")
 	fs.StringVar(&o.out, "out", "", "write the report here as well as to standard output")
 	fs.BoolVar(&o.openmpi, "openmpi", true, "measure Open MPI's TCP BTL (needs mpicc.openmpi and mpirun.openmpi)")
+	fs.StringVar(&o.before, "before", "", "an mpibench built from an earlier tree: its XDP wire rows are measured in the same rounds (A/B)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -182,7 +184,7 @@ func (c *xdpCmp) round(ctx context.Context, r int) {
 	fmt.Fprintf(os.Stderr, "round %d/%d (load %s)\n", r, c.o.rounds, loadAvg())
 	c.raw()
 	for _, dev := range c.o.devices {
-		for _, wire := range []string{"tcp", "xdp"} {
+		for _, wire := range c.wires() {
 			for _, p := range xdpPoints {
 				c.adimpi(ctx, dev, wire, p.name, p.args, p.size)
 			}
@@ -211,10 +213,24 @@ func (c *xdpCmp) round(ctx context.Context, r int) {
 	}
 }
 
-// adimpi runs one point on an adimpi device over a wire.
+// wires are the rows of each device: the TCP wire, the XDP wire, and the
+// XDP wire of the --before build ("xdp-before").
+func (c *xdpCmp) wires() []string {
+	if c.o.before != "" {
+		return []string{"tcp", "xdp", "xdp-before"}
+	}
+	return []string{"tcp", "xdp"}
+}
+
+// adimpi runs one point on an adimpi device over a wire ("xdp-before":
+// the XDP wire, with the --before build of mpibench).
 func (c *xdpCmp) adimpi(ctx context.Context, dev, wire, point string, args []string, size int) {
+	bin, w := c.self, wire
+	if wire == "xdp-before" {
+		bin, w = c.o.before, "xdp"
+	}
 	argv := []string{c.mpirun, "-hosts", "h1,h2", "-launcher-exec", c.ncBin + " exec -dir " + c.nc.Dir + " {host} --",
-		"-np", "2", "-device", dev, "-wire", wire, "-timeout", c.o.limit.String(), c.self}
+		"-np", "2", "-device", dev, "-wire", w, "-timeout", c.o.limit.String(), bin}
 	argv = append(append(argv, args...), "--csv", "--header=false", "--min-time", c.o.minTime.String())
 	c.job(ctx, dev+"/"+wire+"/"+point, argv, size)
 }
@@ -368,9 +384,9 @@ func (c *xdpCmp) report(w io.Writer) {
 	fmt.Fprintln(w, "| target | wire | 8 B latency (µs) | 64 KiB bw (MB/s) | 4 MiB bw (MB/s) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, dev := range c.o.devices {
-		for _, wire := range []string{"tcp", "xdp"} {
+		for _, wire := range c.wires() {
 			k := dev + "/" + wire + "/"
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", dev, wire, c.cell(k+"lat8"), c.cell(k+"bw64k"), c.cell(k+"bw4m"))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", dev, strings.Replace(wire, "-", " ", 1), c.cell(k+"lat8"), c.cell(k+"bw64k"), c.cell(k+"bw4m"))
 		}
 	}
 	if c.ompi != "" {
@@ -385,9 +401,14 @@ func (c *xdpCmp) report(w io.Writer) {
 	fmt.Fprintln(w, "| device | 8 B XDP / Open MPI (≤ 0.5) | 8 B XDP / raw one way (≤ 1.5) | 64 KiB XDP / TCP (≥ 1.0) | 4 MiB XDP / TCP (≥ 1.0) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, dev := range c.o.devices {
-		x, t := dev+"/xdp/", dev+"/tcp/"
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", dev, c.ratio(x+"lat8", "openmpi/tcp/lat8", 0.5, true),
-			c.ratio(x+"lat8", "raw/xdp/oneway", 1.5, true), c.ratio(x+"bw64k", t+"bw64k", 1, false), c.ratio(x+"bw4m", t+"bw4m", 1, false))
+		for _, wire := range c.wires()[1:] {
+			x, t, name := dev+"/"+wire+"/", dev+"/tcp/", dev
+			if wire != "xdp" {
+				name += " (before)"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", name, c.ratio(x+"lat8", "openmpi/tcp/lat8", 0.5, true),
+				c.ratio(x+"lat8", "raw/xdp/oneway", 1.5, true), c.ratio(x+"bw64k", t+"bw64k", 1, false), c.ratio(x+"bw4m", t+"bw4m", 1, false))
+		}
 	}
 	if c.o.loss != "" {
 		fmt.Fprintf(w, "\nnetvm with %s of the frames to h2 (the receiver) dropped, same rounds:\n\n", c.o.loss)

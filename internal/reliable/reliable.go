@@ -156,6 +156,7 @@ type Transport struct {
 	deadline atomic.Int64 // UnixNano of the next timer, 0 for none (read by Wait)
 	ackDue   atomic.Int64 // UnixNano of the next delayed acknowledgement, 0 for none
 	now      time.Time
+	base     time.Time // the last full reading of the clock (see clock)
 	closed   bool
 	deferred bool                  // inside Tick: what the Handler would get waits in later
 	later    []event               // deliveries and reports Tick kept for the next Poll
@@ -278,7 +279,7 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 		}
 		p.mac = mac
 	}
-	t.now = time.Now()
+	t.now = t.clock()
 	m := outMsg{head: head, body: body, tok: tok}
 	if len(p.queue) == 0 && t.fragment(p, &m) {
 		t.transmit(p)
@@ -363,9 +364,25 @@ func (t *Transport) lost(peer int, err error) {
 	t.cfg.Handler.Lost(peer, err)
 }
 
+// clock is the time now, from one reading of the monotonic clock:
+// time.Now reads the wall clock too, and a waiting rank, which polls in a
+// loop, spent a third of its time in the two readings of each turn. It is
+// the last full reading (base) plus the monotonic time since; the full
+// reading is renewed every second, so that the wall times the transport
+// publishes (Deadline, AckDue) drift from the wall clock by no more than
+// it moves in a second.
+func (t *Transport) clock() time.Time {
+	d := time.Since(t.base)
+	if t.base.IsZero() || d >= time.Second || d < 0 {
+		t.base = time.Now()
+		return t.base
+	}
+	return t.base.Add(d)
+}
+
 // turn is one pass of Poll's work.
 func (t *Transport) turn() bool {
-	t.now = time.Now()
+	t.now = t.clock()
 	n := t.cfg.Link.Receive(64, t.inputFn)
 	busy := n > 0
 	var next, ackNext int64

@@ -44,6 +44,12 @@ const (
 	// "header" (the default: the header, as the TCP wire authenticates its
 	// connection and not each byte) or "frame" (the payload too).
 	EnvXDPTag = "ADIMPI_XDP_TAG"
+	// EnvXDPMode chooses where the XDP program runs: "generic" (the
+	// default: on the kernel's socket buffer, which every interface
+	// offers) or "native" (in the driver, where it supports XDP; on veth
+	// it runs in the receiving interface's NAPI poll and was slower on
+	// the simulated cluster, see docs/xdp.md).
+	EnvXDPMode = "ADIMPI_XDP_MODE"
 	// EnvWireStats, when set, makes a rank with an XDP wire print its
 	// counters (XDPCounters) to standard error when it closes.
 	EnvWireStats = "ADIMPI_WIRE_STATS"
@@ -70,11 +76,11 @@ type xdpWire struct {
 	// The device's goroutine holds mu while it polls or sends; the keeper
 	// goroutine takes it to Tick the transport while the device does not
 	// poll (see keep).
-	mu       sync.Mutex
-	inPoll   bool         // the device's goroutine holds mu in poll
-	lastPoll atomic.Int64 // UnixNano of the device's last poll
-	stop     chan struct{}
-	done     chan struct{}
+	mu     sync.Mutex
+	inPoll bool          // the device's goroutine holds mu in poll
+	polls  atomic.Uint64 // the device's polls so far (a count, not a time: the clock costs more than a poll)
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // keepEvery is how often the keeper looks whether the device polls.
@@ -92,13 +98,19 @@ func (x *xdpWire) keep(wake func()) {
 	defer close(x.done)
 	tk := time.NewTicker(keepEvery)
 	defer tk.Stop()
+	seen := x.polls.Load()
 	for {
 		select {
 		case <-x.stop:
 			return
 		case <-tk.C:
 		}
-		if time.Now().UnixNano()-x.lastPoll.Load() < int64(keepEvery) || !x.mu.TryLock() {
+		// The device polled since the last tick: it does the work.
+		if n := x.polls.Load(); n != seen {
+			seen = n
+			continue
+		}
+		if !x.mu.TryLock() {
 			continue
 		}
 		x.tr.Tick()
@@ -114,7 +126,7 @@ func (x *xdpWire) keep(wake func()) {
 func (x *xdpWire) poll() bool {
 	x.mu.Lock()
 	x.inPoll = true
-	x.lastPoll.Store(time.Now().UnixNano())
+	x.polls.Add(1)
 	busy := x.tr.Poll()
 	x.inPoll = false
 	x.mu.Unlock()
@@ -161,7 +173,6 @@ func (e *Endpoint) openXDP(j Job, job uint64, secret []byte, addr netip.Addr) er
 				return fmt.Errorf("wire: epoll_ctl: %v", err)
 			}
 			x.rank, x.logf = j.Rank, e.cfg.Logf
-			x.lastPoll.Store(time.Now().UnixNano())
 			x.stop, x.done = make(chan struct{}), make(chan struct{})
 			go x.keep(e.Wake)
 			e.x = x
@@ -195,6 +206,14 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 			return nil, fmt.Errorf("%s=%q: want a positive duration", EnvXDPTimeout, v)
 		}
 	}
+	var generic bool
+	switch v := os.Getenv(EnvXDPMode); v {
+	case "", "generic":
+		generic = true
+	case "native":
+	default:
+		return nil, fmt.Errorf("%s=%q: want generic or native", EnvXDPMode, v)
+	}
 	var whole bool
 	switch v := os.Getenv(EnvXDPTag); v {
 	case "", "header":
@@ -204,7 +223,7 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 		return nil, fmt.Errorf("%s=%q: want header or frame", EnvXDPTag, v)
 	}
 	x := &xdpWire{macs: map[int]net.HardwareAddr{}, tcp: map[int]bool{}, hw: ifc.HardwareAddr, kvs: j.KVS, pfx: j.Prefix}
-	if x.prog, err = xdpprog.Attach(ifc.Index, 1, job, true); err != nil {
+	if x.prog, err = xdpprog.Attach(ifc.Index, 1, job, generic); err != nil {
 		return nil, err
 	}
 	mtu := xdpMTU(ifc.MTU)
@@ -388,6 +407,7 @@ func (x *xdpWire) counterMap() map[string]int64 {
 		"xdp_packets_in": r.PacketsIn, "xdp_packets_out": r.PacketsOut, "xdp_acks_out": r.AcksOut,
 		"xdp_retransmits": r.Retransmits, "xdp_timeouts": r.Timeouts, "xdp_duplicates": r.Duplicates,
 		"xdp_forged": r.Forged, "xdp_stray": r.Stray, "xdp_keepalives": r.KeepProbes,
+		"xdp_messages_in": r.FramesIn, "xdp_messages_out": r.FramesOut,
 		"xdp_kicks": x.sock.Kicks, "xdp_rekicks": x.sock.Rekicks,
 	}
 	if st, err := x.sock.Stats(); err == nil {

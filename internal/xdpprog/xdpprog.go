@@ -19,6 +19,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // EtherType is the IEEE 802 "local experimental" EtherType the job's frames
@@ -97,6 +98,7 @@ func Attach(ifindex, queues int, job uint64, generic bool) (*Program, error) {
 		Type:         ebpf.XDP,
 		Instructions: instructions(xsks.FD(), job),
 		License:      "Dual MIT/GPL",
+		Flags:        progFlags(generic),
 	})
 	if err != nil {
 		xsks.Close()
@@ -141,4 +143,17 @@ func (p *Program) ID() (int, error) {
 // Close detaches the program and frees it and its map.
 func (p *Program) Close() error {
 	return errors.Join(p.link.Close(), p.prog.Close(), p.xsks.Close())
+}
+
+// progFlags marks the program frags-aware (BPF_F_XDP_HAS_FRAGS) in driver
+// mode: a driver (veth among them) refuses a program that is not when the
+// MTU exceeds a page, and the program reads only the first 22 bytes, which
+// are in the first fragment. In generic mode the kernel then gathers a
+// jumbo frame into page-pool pages rather than one linear buffer, no
+// cheaper (docs/xdp.md), so the program stays unmarked there.
+func progFlags(generic bool) uint32 {
+	if generic {
+		return 0
+	}
+	return unix.BPF_F_XDP_HAS_FRAGS
 }

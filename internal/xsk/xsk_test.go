@@ -29,6 +29,10 @@ const roleEnv = "XSK_TEST_ROLE"
 // sizeEnv is the size of the ping role's frames.
 const sizeEnv = "XSK_TEST_SIZE"
 
+// modeEnv, set to "native", attaches the program in the driver instead of
+// in generic mode.
+const modeEnv = "XSK_TEST_MODE"
+
 const testJob = 0x1122334455667788
 
 func TestMain(m *testing.M) {
@@ -49,7 +53,7 @@ func open() (*xdpprog.Program, *xsk.Socket, net.HardwareAddr, error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p, err := xdpprog.Attach(ifc.Index, 1, testJob, true)
+	p, err := xdpprog.Attach(ifc.Index, 1, testJob, os.Getenv(modeEnv) != "native")
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -220,11 +224,26 @@ func TestEchoJumbo(t *testing.T) {
 	echo(t, netcluster.StartOptsT(t, netcluster.Options{Hosts: 2, MTU: 9000}), 9014)
 }
 
+// TestEchoJumboNative echoes the jumbo frames with the program in veth's
+// driver (native mode) on both hosts. veth refuses a program that does
+// not take frames in fragments on links whose MTU exceeds a page.
+func TestEchoJumboNative(t *testing.T) {
+	t.Setenv(modeEnv, "native")
+	c := netcluster.StartOptsT(t, netcluster.Options{Hosts: 2, MTU: 9000})
+	echo(t, c, 9014)
+}
+
 func echo(t *testing.T, c *netcluster.Cluster, size int) {
 	_, out, stderr := start(t, c, "h1", "echo", "-")
 	line, err := out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("echo: %v: %s", err, stderr)
+	}
+	if os.Getenv(modeEnv) == "native" {
+		show, err := c.Command("h1", "ip", "link", "show", "eth0").CombinedOutput()
+		if err != nil || !strings.Contains(string(show), "prog/xdp ") || strings.Contains(string(show), "xdpgeneric") {
+			t.Fatalf("eth0 has no program in the driver: %v: %s", err, show)
+		}
 	}
 	mac := strings.TrimPrefix(strings.TrimSpace(line), "mac ")
 	ping := c.Command("h2", os.Args[0], "-test.run=^$", mac)
