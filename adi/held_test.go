@@ -1,6 +1,9 @@
 package adi
 
-import "testing"
+import (
+	"sync/atomic"
+	"testing"
+)
 
 // TestHeldCompletion: a request completed while Held is done for Done (the
 // core's look under its lock) without the atomic flag, which a waiter
@@ -9,8 +12,8 @@ func TestHeldCompletion(t *testing.T) {
 	var r Request
 	r.Held = true
 	r.Complete(Status{Source: 3, Tag: 4, Bytes: 0})
-	if !r.Done() || r.done.Load() || r.Status.Source != 3 || r.Status.Tag != 4 {
-		t.Fatalf("held completion: Done %v, atomic flag %v, status %+v; want done by the plain flag only", r.Done(), r.done.Load(), r.Status)
+	if !r.Done() || (atomic.LoadUint32(&r.done) != 0) || r.Status.Source != 3 || r.Status.Tag != 4 {
+		t.Fatalf("held completion: Done %v, atomic flag %v, status %+v; want done by the plain flag only", r.Done(), (atomic.LoadUint32(&r.done) != 0), r.Status)
 	}
 	var b Buffer
 	r.Restart(OpRecv, ModeStandard, 1, 0, 4, &b)
@@ -18,8 +21,8 @@ func TestHeldCompletion(t *testing.T) {
 		t.Fatalf("after Restart: Done %v, Held %v; want neither", r.Done(), r.Held)
 	}
 	r.Complete(Status{})
-	if !r.Done() || !r.done.Load() {
-		t.Fatalf("completion without Held: Done %v, atomic flag %v; want both", r.Done(), r.done.Load())
+	if !r.Done() || !(atomic.LoadUint32(&r.done) != 0) {
+		t.Fatalf("completion without Held: Done %v, atomic flag %v; want both", r.Done(), (atomic.LoadUint32(&r.done) != 0))
 	}
 	r.Held = true
 	r.Reset()

@@ -1,6 +1,10 @@
 package adi
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/adimpi/adimpi/internal/order"
+)
 
 // Wildcards and the null process, as world- or communicator-rank values.
 const (
@@ -71,8 +75,8 @@ type Request struct {
 	// lock orders, instead of an atomic one. The core clears Held, under
 	// the lock, before it waits for the request without the lock.
 	Held bool
-	fin  bool // done, when completed while Held
-	done atomic.Bool
+	fin  bool   // done, when completed while Held
+	done uint32 // done (1), when completed otherwise: a release store, read atomically
 }
 
 // Matches reports whether a message with envelope e may be received by this
@@ -95,7 +99,10 @@ func (r *Request) Complete(st Status) {
 	if r.Held {
 		r.fin = true
 	} else {
-		r.done.Store(true)
+		// A release store, not atomic's sequentially consistent one
+		// (an XCHG on amd64, which waits for the status's stores to
+		// reach the cache): a waiter that sees done sees the status.
+		order.StoreRelease32(&r.done, 1)
 	}
 	if onDone != nil {
 		onDone(r)
@@ -104,7 +111,7 @@ func (r *Request) Complete(st Status) {
 
 // Done reports whether the request has completed. It may be called without
 // the core's lock.
-func (r *Request) Done() bool { return r.fin || r.done.Load() }
+func (r *Request) Done() bool { return r.fin || atomic.LoadUint32(&r.done) != 0 }
 
 // Restart makes r, a completed request that nothing else reaches any
 // more (the core's pool of them), a new operation with these arguments
@@ -119,7 +126,7 @@ func (r *Request) Restart(op Op, mode Mode, ctx uint32, peer, tag int, buf *Buff
 	r.Status.Cancelled, r.Status.Err = false, nil
 	r.Dev, r.OnDone, r.MatchSeq = nil, nil, 0
 	r.Held, r.fin = false, false
-	r.done = atomic.Bool{}
+	r.done = 0
 }
 
 // Reset makes a completed request startable again (persistent requests).
@@ -127,5 +134,5 @@ func (r *Request) Reset() {
 	r.Status = Status{}
 	r.Dev = nil
 	r.Held, r.fin = false, false
-	r.done.Store(false)
+	atomic.StoreUint32(&r.done, 0)
 }

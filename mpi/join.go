@@ -44,6 +44,7 @@ const ctxWords = 2 * ctxPairs / 64
 // sends never on a communicator across jobs (collhier.go treats it as
 // spanning hosts), so both go to dev unchanged.
 func wrapJoin(r *runtime, dev adi.Device, short adi.ShortSender) (adi.Device, adi.ShortSender, *joinDev) {
+	r.raw, r.rawShort = dev, short
 	j := &joinDev{Device: dev, r: r}
 	if short != nil {
 		short = joinShort{j, short}
@@ -69,6 +70,26 @@ func wrapJoin(r *runtime, dev adi.Device, short adi.ShortSender) (adi.Device, ad
 		}{j, m}, short, j
 	}
 	return j, short, j
+}
+
+// hot is the device to call, under r.mu, on the per-message paths: the
+// job's device itself while no communicator spans jobs (no inter-job
+// channel, no routed context), when the joinDev in front of it would only
+// pass the call on, at the cost of two more calls, one of them through an
+// interface, per message and per poll.
+func (r *runtime) hot() adi.Device {
+	if j := r.join; r.raw != nil && j.net == nil && j.ctxs.Load() == nil {
+		return r.raw
+	}
+	return r.dev
+}
+
+// hotShort is hot for r.short.
+func (r *runtime) hotShort() adi.ShortSender {
+	if j := r.join; r.rawShort != nil && j.net == nil && j.ctxs.Load() == nil {
+		return r.rawShort
+	}
+	return r.short
 }
 
 // routed reports whether context ctx belongs to a communicator across jobs.

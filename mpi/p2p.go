@@ -210,7 +210,7 @@ func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b *Buffer, peer, t
 	}
 	q.reset(r, c, op, recv, mode, peer, tag)
 	if !recv && mode == adi.ModeStandard && r.short != nil && b.Type.Contiguous() &&
-		r.short.SendShort(c.ctx, wpeer, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
+		r.hotShort().SendShort(c.ctx, wpeer, tag, b.Type.Signature(), b.Mem[:b.Size()]) {
 		// The device took the data at once, as a blocking Send's does
 		// (sendShort): the send is complete, with no operation in flight
 		// and nothing for Wait to give back but its byte count.
@@ -223,10 +223,10 @@ func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b *Buffer, peer, t
 	var err error
 	if recv {
 		ar.Restart(adi.OpRecv, mode, c.ctx, wpeer, tag, b)
-		err = r.dev.Irecv(ar)
+		err = r.hot().Irecv(ar)
 	} else {
 		ar.Restart(adi.OpSend, mode, c.ctx, wpeer, tag, b)
-		err = r.dev.Isend(ar)
+		err = r.hot().Isend(ar)
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -300,9 +300,9 @@ func blockingCall(op string, c *Comm, b *Buffer, peer, tag int, recv bool, mode 
 	// may mark ar done without an atomic store.
 	ar.Held = r.heldOK
 	if recv {
-		err = r.dev.Irecv(ar)
+		err = r.hot().Irecv(ar)
 	} else {
-		err = r.dev.Isend(ar)
+		err = r.hot().Isend(ar)
 	}
 	done := false
 	if err == nil {
@@ -389,7 +389,7 @@ func sendShort(c *Comm, dest, tag int, sig uint32, data []byte) bool {
 		return false
 	}
 	r.mu.Lock()
-	sent := r.short.SendShort(c.ctx, c.world[dest], tag, sig, data)
+	sent := r.hotShort().SendShort(c.ctx, c.world[dest], tag, sig, data)
 	r.mu.Unlock()
 	return sent
 }
@@ -412,9 +412,10 @@ func RsendBuf(c *Comm, b Buffer, dest, tag int) error {
 }
 
 // RecvBuf receives a message.
-func RecvBuf(c *Comm, b Buffer, src, tag int) (Status, error) {
-	var st Status
-	err := blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
+func RecvBuf(c *Comm, b Buffer, src, tag int) (st Status, err error) {
+	// Into the named result: a local Status returned is copied with wide
+	// loads of blockingCall's narrow stores, which stall (see Recv).
+	err = blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
 	return st, err
 }
 
@@ -580,11 +581,13 @@ func Rsend[T Numeric](c *Comm, buf []T, dest, tag int) error {
 }
 
 // Recv receives into buf a message from src (or AnySource) with tag (or AnyTag).
-func Recv[T Numeric](c *Comm, buf []T, src, tag int) (Status, error) {
+func Recv[T Numeric](c *Comm, buf []T, src, tag int) (st Status, err error) {
 	var b Buffer
 	sliceInto(&b, buf)
-	var st Status
-	err := blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
+	// blockingCall writes the named result in place: a local Status
+	// returned was copied to the result with 16-byte loads of its 8-byte
+	// stores, which cannot be forwarded and stalled every receive.
+	err = blockingCall("MPI_Recv", c, &b, src, tag, true, adi.ModeStandard, &st)
 	return st, err
 }
 

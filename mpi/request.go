@@ -315,16 +315,16 @@ func (q *Request) Active() bool { return q != nil && q.ar != nil }
 // Wait blocks until the request completes and returns its status. The error
 // is the operation's own (e.g. ErrTruncate). Waiting on an inactive request
 // returns at once with an empty status.
-func (q *Request) Wait() (Status, error) {
-	var st Status
-	err := q.waitInto(&st)
+func (q *Request) Wait() (st Status, err error) {
+	// Into the named result: a local Status returned is copied with wide
+	// loads of waitInto's narrow stores, which stall.
+	err = q.waitInto(&st)
 	return st, q.raise(err)
 }
 
 // wait is Wait without the error handler (Waitall runs it once for all).
-func (q *Request) wait() (Status, error) {
-	var st Status
-	err := q.waitInto(&st)
+func (q *Request) wait() (st Status, err error) {
+	err = q.waitInto(&st)
 	return st, err
 }
 

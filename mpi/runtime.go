@@ -26,9 +26,11 @@ const DefaultDevice = "netvm"
 
 // runtime is the one MPI runtime of a process.
 type runtime struct {
-	mu          sync.Mutex // serialises every call into the device
+	mu          devLock // serialises every call into the device (devlock.go)
 	dev         adi.Device
 	short       adi.ShortSender // dev's immediate small sends, if it has them
+	raw         adi.Device      // the job's device behind dev's joinDev (wrapJoin), for hot
+	rawShort    adi.ShortSender // likewise for short
 	heldOK      bool            // dev is an adi.LockedCompleter: blocking calls may set Request.Held
 	devName     string
 	pmi         *pmi.Client
@@ -401,7 +403,7 @@ func current(op string) (*runtime, error) {
 // progress runs one non-blocking pass of the device.
 func (r *runtime) progress() error {
 	r.mu.Lock()
-	_, err := r.dev.Progress()
+	_, err := r.hot().Progress()
 	if rmaWork.Load() {
 		r.serveRMA() // RMA operations that arrived (rma_agent.go)
 	}
@@ -445,8 +447,9 @@ func (r *runtime) pollHeld(ar *adi.Request) (bool, error) {
 	if r.poll == 0 || r.asyncOn.Load() {
 		return ar.Done(), nil
 	}
+	d := r.hot()
 	for i := 0; i < freePolls && !ar.Done(); i++ {
-		if _, err := r.dev.Progress(); err != nil {
+		if _, err := d.Progress(); err != nil {
 			return false, errorf(ErrIntern, "progress", "device %s: %v", r.devName, err)
 		}
 	}
@@ -503,7 +506,7 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 			seq = r.dev.Seq()
 		}
 		r.mu.Lock()
-		_, err := r.dev.Progress()
+		_, err := r.hot().Progress()
 		served := rmaWork.Load()
 		if served {
 			r.serveRMA() // RMA operations that arrived (rma_agent.go)

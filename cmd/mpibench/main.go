@@ -63,6 +63,9 @@ type config struct {
 	spawnChildren int
 	// pattern is rate's: pairs, fanin or ring (rate.go).
 	pattern string
+	// phases: rate also times the phases of every window of one more
+	// repetition (ratePhases).
+	phases bool
 }
 
 const usage = `usage: mpibench SUBCOMMAND [flags]
@@ -141,6 +144,7 @@ func main() {
 	fs.BoolVar(&cfg.dmcsThread, "dmcs-thread", false, "dmcs: rank 1 serves with the poll thread (rows dmcs_thread_*) rather than Poll")
 	fs.DurationVar(&cfg.dmcsSpin, "dmcs-spin", 0, "dmcs: how long a waiting process polls before it sleeps (dmcs.Options.Spin; 0: DMCS's default)")
 	fs.IntVar(&cfg.spawnChildren, "spawn-children", 0, "spawn: only this many children (0: 1, 4 and 16)")
+	fs.BoolVar(&cfg.phases, "phases", false, "rate: also time the phases of every window of one more repetition and print each rank's medians in ns per window: starting the Irecvs and Isends, their Waitall, the acknowledgement (rows rate_PATTERN_start_rR, _waitall_rR, _ack_rR)")
 	fs.StringVar(&cfg.pattern, "pattern", "pairs", "rate: pairs (rank i sends to i+np/2), fanin (every rank to rank 0) or ring (rank i to i+1)")
 	addVirtusFlags(fs)
 	fs.Usage = func() {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/adimpi/adimpi/mpi"
 )
@@ -96,8 +97,16 @@ func rateBench(cfg *config, c *mpi.Comm, pattern ratePattern) []row {
 	for _, n := range sizes(cfg, false) {
 		sbuf, rbuf := make([]byte, n), make([]byte, n*max(len(roles.from), 1))
 		fill(sbuf, n)
-		windows := func(count int) {
+		// windows runs count windows; with ph non-nil it also times each
+		// window's three phases on this rank into ph[0..2][i]: starting
+		// the window's Irecvs and Isends, their Waitall, the
+		// acknowledgement.
+		windows := func(count int, ph *[3][]float64) {
 			for i := 0; i < count; i++ {
+				var t0 float64
+				if ph != nil {
+					t0 = mpi.Wtime()
+				}
 				k := 0
 				for j, src := range roles.from {
 					b := rbuf[j*n : (j+1)*n]
@@ -112,7 +121,14 @@ func rateBench(cfg *config, c *mpi.Comm, pattern ratePattern) []row {
 						k++
 					}
 				}
+				var t1, t2 float64
+				if ph != nil {
+					t1 = mpi.Wtime()
+				}
 				check(mpi.WaitallInto(reqs, nil), "rate waitall")
+				if ph != nil {
+					t2 = mpi.Wtime()
+				}
 				// The acknowledgements: receivers send, senders receive.
 				a := 0
 				for _, dst := range roles.to {
@@ -124,22 +140,25 @@ func rateBench(cfg *config, c *mpi.Comm, pattern ratePattern) []row {
 					a++
 				}
 				check(mpi.WaitallInto(ackPtrs, nil), "rate ack waitall")
+				if ph != nil {
+					ph[0][i], ph[1][i], ph[2][i] = t1-t0, t2-t1, mpi.Wtime()-t2
+				}
 			}
 		}
-		windows(1)
+		windows(1, nil)
 		for j := range roles.from {
 			check(verify(rbuf[j*n:(j+1)*n], n), "rate: wrong data")
 		}
 		warm := bwWarmup(n)
 		t0 := mpi.Wtime()
-		windows(warm - 1)
+		windows(warm-1, nil)
 		iters := shareItersAll(cfg, c, (mpi.Wtime()-t0)/float64(warm-1))
 		hits0, msgs0 := predictCounters()
 		best := math.Inf(1)
 		for r := 0; r < cfg.reps; r++ {
 			check(mpi.Barrier(c), "rate barrier")
 			t0 := mpi.Wtime()
-			windows(iters)
+			windows(iters, nil)
 			el, slowest := []float64{mpi.Wtime() - t0}, []float64{0}
 			// The job's time is its slowest rank's.
 			check(mpi.Allreduce(c, el, slowest, mpi.Max), "rate: time")
@@ -149,6 +168,9 @@ func rateBench(cfg *config, c *mpi.Comm, pattern ratePattern) []row {
 		rows = append(rows,
 			row{name, mpi.DeviceName(), np, n, msgs * float64(n) / best / 1e6, "MB/s"},
 			row{name + "_mmps", mpi.DeviceName(), np, n, msgs / best / 1e6, "Mmsg/s"})
+		if cfg.phases {
+			rows = append(rows, ratePhases(c, name, n, iters, windows)...)
+		}
 		hits1, msgs1 := predictCounters()
 		pred := []int64{0, 0}
 		check(mpi.Allreduce(c, []int64{hits1 - hits0, msgs1 - msgs0}, pred, mpi.Sum), "rate: predictor counters")
@@ -174,4 +196,34 @@ func shareItersAll(cfg *config, c *mpi.Comm, per float64) int {
 	}
 	check(mpi.Bcast(c, buf, 0), "rate: share iterations")
 	return int(buf[0])
+}
+
+// ratePhases runs one more repetition of iters windows with every window's
+// phases timed (--phases) and returns, for every rank, the median of each
+// phase in ns per window: rows PATTERN_start_rR (its Irecvs and Isends
+// started), PATTERN_waitall_rR (their Waitall) and PATTERN_ack_rR (the
+// acknowledgement). A rank whose phases add up to the window with little
+// waiting in them is the one that sets the rate.
+func ratePhases(c *mpi.Comm, name string, n, iters int, windows func(int, *[3][]float64)) []row {
+	var ph [3][]float64
+	for j := range ph {
+		ph[j] = make([]float64, iters)
+	}
+	check(mpi.Barrier(c), "rate phases barrier")
+	windows(iters, &ph)
+	np, rank := c.Size(), c.Rank()
+	mine := make([]float64, 3*np)
+	for j := range ph {
+		slices.Sort(ph[j])
+		mine[3*rank+j] = ph[j][iters/2] * 1e9
+	}
+	all := make([]float64, 3*np)
+	check(mpi.Allreduce(c, mine, all, mpi.Sum), "rate: phases")
+	var rows []row
+	for r := 0; r < np; r++ {
+		for j, ph := range []string{"start", "waitall", "ack"} {
+			rows = append(rows, row{fmt.Sprintf("%s_%s_r%d", name, ph, r), mpi.DeviceName(), np, n, all[3*r+j], "ns/window"})
+		}
+	}
+	return rows
 }

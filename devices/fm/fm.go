@@ -14,6 +14,7 @@ import (
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/devkit/liveness"
 	"github.com/adimpi/adimpi/adi/devkit/wire"
+	"github.com/adimpi/adimpi/internal/order"
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
 	netwire "github.com/adimpi/adimpi/internal/wire"
@@ -577,13 +578,19 @@ func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 	pCredits.Set(h, p.owed)
 	p.owed = 0
 	pLength.Set(h, uint64(n))
-	pFlags.Store(h, flagValid|flagFirst|flagLast)
+	order.StoreRelease32(pFlags.Ptr(h), flagValid|flagFirst|flagLast)
 	e.Stats.PacketsSent++
 	if p.net {
 		p.flushed++
 		e.sendNet(p)
 		return true
 	}
+	// The next packet's header line, which the receiver wrote last (it
+	// clears the flags), is fetched for writing now, before the
+	// doorbell's atomic add waits for this packet's stores: the next
+	// short send then finds it owned instead of paying a cross-core
+	// round trip at its flag's store.
+	order.PrefetchW(unsafe.Pointer(&p.out[p.sendAt]))
 	ring(p.doorbell, p.sleepers)
 	return true
 }
@@ -749,7 +756,7 @@ func (e *Endpoint) flush(s *Stream) {
 		pCredits.Set(h, p.owed)
 		p.owed = 0
 		pLength.Set(h, uint64(s.length))
-		pFlags.Store(h, fl)
+		order.StoreRelease32(pFlags.Ptr(h), fl) // a release: the packet is written
 		p.open = nil
 		if p.net {
 			p.flushed++

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"math"
 	"sync/atomic"
+	"unsafe"
 
 	field "github.com/adimpi/adimpi/adi/devkit/wire"
+	"github.com/adimpi/adimpi/internal/order"
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
@@ -80,7 +82,7 @@ type ctl struct {
 	n    uint64 // bytes
 }
 
-// Control slot fields: typ (written last, atomically), ctx, tag, id, addr, n.
+// Control slot fields: typ (written last, a release store), ctx, tag, id, addr, n.
 // The typ word also carries the lap of the ring that the slot was written
 // in (slotWord): a reader knows a slot is new by its lap, so it never writes
 // into the slots to mark them free, and a slot's cache line moves only from
@@ -137,7 +139,7 @@ type shmRing struct {
 	// outbound: my rings inside the peer's segment
 	out, outEager          []byte
 	doorbell, sleepers     *uint32
-	outTail, eagerTail     uint64
+	eagerTail              uint64
 	cmaHeadAt, eagerHeadAt *uint64 // in MY segment: the peer's lazily reported heads
 
 	// inline payloads (inlineMax): the sender's staging, the receiver's copy
@@ -145,16 +147,21 @@ type shmRing struct {
 
 	// inbound: its rings inside my segment
 	in, inEager              []byte
-	inHead, inReported       uint64
 	eagerHead, eagerReported uint64
 	reportCMA, reportEager   *uint64 // in ITS segment: where I report my heads
+
+	// cur holds the control ring's cursors (my tail in the peer's ring,
+	// my head in its ring), outside Go's heap so that the C library's
+	// fast path moves the same cursors (fastpath.go).
+	cur *cursors
 }
 
 // newShmRing maps the rings between this process (segment mine, its block
 // for the peer at offset mineAt) and a peer (process pid, segment theirs,
 // this process's block in it at theirsAt).
-func newShmRing(mine, theirs *shm.Segment, pid, mineAt, theirsAt, size int, pk *packer) shmRing {
+func newShmRing(mine, theirs *shm.Segment, pid, mineAt, theirsAt, size int, pk *packer, cur *cursors) shmRing {
 	return shmRing{
+		cur:         cur,
 		pid:         pid,
 		size:        size,
 		pk:          pk,
@@ -181,7 +188,7 @@ func slotWord(typ uint32, pos uint64) uint32 {
 }
 
 func (l *shmRing) put(m *outMsg) bool {
-	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
+	if l.cur.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
 		return false
 	}
 	if inline(m.typ, m.n) {
@@ -211,16 +218,33 @@ func (l *shmRing) put(m *outMsg) bool {
 		}
 		l.eagerTail += uint64(payload)
 	}
-	s := l.out[(l.outTail%ringSlots)*slotSize:][:slotSize]
+	s := l.out[(l.cur.outTail%ringSlots)*slotSize:][:slotSize]
 	slotCtx.Set(s, m.ctx)
 	slotTag.Set(s, m.tag)
 	slotID.Set(s, m.id)
 	slotAddr.Set(s, m.addr)
 	slotN.Set(s, m.n)
-	slotTyp.Store(s, slotWord(m.typ, l.outTail))
-	l.outTail++
-	l.wake()
+	l.publish(s, m.typ)
 	return true
+}
+
+// prefetchAhead is how many slots ahead of the one it writes a writer
+// fetches the line for writing: two lines of two slots, about the time a
+// cross-core fetch takes at the rate a window of small sends fills slots.
+const prefetchAhead = 4
+
+// publish makes slot s, filled at outTail, visible to the reader with a
+// release store of its typ word, moves the tail on and wakes the peer.
+// Before the wake's atomic add, which waits until the slot's stores have
+// reached the cache, it starts the fetch of a line a few slots ahead
+// (prefetchAhead): the reader has read that line a lap ago, so taking it
+// back costs a cross-core round trip, which the prefetch takes off the
+// sender's path instead of paying it at every message.
+func (l *shmRing) publish(s []byte, typ uint32) {
+	order.StoreRelease32(slotTyp.Ptr(s), slotWord(typ, l.cur.outTail))
+	l.cur.outTail++
+	order.PrefetchW(unsafe.Pointer(&l.out[((l.cur.outTail+prefetchAhead-1)%ringSlots)*slotSize]))
+	l.wake()
 }
 
 // putSmall writes an eager message of at most inlineMax bytes, whose
@@ -228,27 +252,25 @@ func (l *shmRing) put(m *outMsg) bool {
 // path for a small standard send, without an outMsg. False: no room now,
 // nothing written.
 func (l *shmRing) putSmall(ctx uint32, tag int32, sig uint32, data []byte) bool {
-	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
+	if l.cur.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
 		return false
 	}
 	var w [inlineMax]byte
 	copy(w[:], data)
-	s := l.out[(l.outTail%ringSlots)*slotSize:][:slotSize]
+	s := l.out[(l.cur.outTail%ringSlots)*slotSize:][:slotSize]
 	slotCtx.Set(s, ctx)
 	slotTag.Set(s, tag)
 	slotID.Set(s, sig)
 	slotAddr.Set(s, binary.LittleEndian.Uint64(w[:]))
 	slotN.Set(s, uint64(len(data)))
-	slotTyp.Store(s, slotWord(ctlEager, l.outTail))
-	l.outTail++
-	l.wake()
+	l.publish(s, ctlEager)
 	return true
 }
 
 func (l *shmRing) next(c *ctl) bool {
-	s := l.in[(l.inHead%ringSlots)*slotSize:][:slotSize]
+	s := l.in[(l.cur.inHead%ringSlots)*slotSize:][:slotSize]
 	w := slotTyp.Load(s)
-	if w>>8 != slotWord(0, l.inHead)>>8 {
+	if w>>8 != slotWord(0, l.cur.inHead)>>8 {
 		return false
 	}
 	// Field by field: a composite literal is built on the stack and
@@ -256,8 +278,8 @@ func (l *shmRing) next(c *ctl) bool {
 	c.typ = w & 0xff
 	c.ctx, c.tag, c.id = slotCtx.Get(s), slotTag.Get(s), slotID.Get(s)
 	c.addr, c.n = slotAddr.Get(s), slotN.Get(s)
-	l.inHead++
-	if l.inHead-l.inReported >= ringSlots/2 {
+	l.cur.inHead++
+	if l.cur.inHead-l.cur.inReported >= ringSlots/2 {
 		l.release()
 	}
 	return true
@@ -268,8 +290,8 @@ func (l *shmRing) next(c *ctl) bool {
 // (their laps tell old from new, slotWord), so the reader writes none of the
 // lines the writer fills.
 func (l *shmRing) release() {
-	l.inReported = l.inHead
-	atomic.StoreUint64(l.reportCMA, l.inHead)
+	l.cur.inReported = l.cur.inHead
+	atomic.StoreUint64(l.reportCMA, l.cur.inHead)
 	l.wake()
 }
 

@@ -1,0 +1,14 @@
+//go:build !amd64 || race
+
+package order
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// StoreRelease32 stores v into *p with (at least) release semantics.
+func StoreRelease32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
+
+// PrefetchW does nothing here.
+func PrefetchW(unsafe.Pointer) {}
