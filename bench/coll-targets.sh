@@ -12,6 +12,9 @@
 #   timeout 300 bash bench/coll-targets.sh          # output in bench-out/coll-targets/
 #   ROUNDS=5 DEVICES="netvm fm" bash bench/coll-targets.sh
 #   REPS=20 MIN_MS=2 bash bench/coll-targets.sh  # best of 20 short repetitions a run
+#   BASE=/tmp/main-bin DEVICES="netvm bip" bash bench/coll-targets.sh
+#       # BASE holds mpirun and mpibench built from another tree (e.g.
+#       # main): base-DEVICE columns run them in the same rounds, an A/B
 #
 # On a busy machine the best of many short repetitions (REPS, MIN_MS: the
 # least milliseconds one takes) comes closest to what an idle machine
@@ -35,6 +38,7 @@ LIMIT=${LIMIT:-40}
 REPS=${REPS:-3}
 MIN_MS=${MIN_MS:-20}
 BUDGET=${BUDGET:-280}
+BASE=${BASE:-}
 mkdir -p "$OUT/logs"
 RESULTS=$OUT/results.csv
 echo "round,comm,bench,device,np,size,value,unit" >"$RESULTS"
@@ -57,13 +61,25 @@ run() {
 		timeout -k 5 "$LIMIT" "${ompi[@]}" -n "$np" "$OUT/coll-openmpi" --device openmpi "${args[@]}" --min-time "$(awk "BEGIN {print $MIN_MS / 1000}")" \
 			>"$log.csv" 2>"$log.err"
 	else
-		timeout -k 5 "$LIMIT" "$OUT/mpirun" -np "$np" -device "$target" -timeout "$((LIMIT - 5))s" \
-			"$OUT/mpibench" coll --csv "${args[@]}" --min-time "${MIN_MS}ms" >"$log.csv" 2>"$log.err"
+		local bin=$OUT dev=$target
+		if [[ $target == base-* ]]; then
+			bin=$BASE dev=${target#base-}
+		fi
+		timeout -k 5 "$LIMIT" "$bin/mpirun" -np "$np" -device "$dev" -timeout "$((LIMIT - 5))s" \
+			"$bin/mpibench" coll --csv "${args[@]}" --min-time "${MIN_MS}ms" >"$log.csv" 2>"$log.err"
 	fi || echo "coll-targets: round $round $target $comm np $np failed (see $log.err)" >&2
-	grep -E '^coll_' "$log.csv" | sed "s/^/$round,$comm,/" >>"$RESULTS"
+	# Rows name the target (base-DEVICE for BASE's binaries).
+	grep -E '^coll_' "$log.csv" | awk -F, -v OFS=, -v t="$target" -v p="$round,$comm" '{ $2 = t; print p, $0 }' >>"$RESULTS"
 }
 
 targets=("${DEVICES[@]}")
+if [[ -n $BASE ]]; then
+	targets=()
+	for d in "${DEVICES[@]}"; do
+		targets+=("$d" "base-$d") # each beside its base, in every round
+	done
+	DEVICES=("${targets[@]}")
+fi
 ((${#ompi[@]})) && targets+=(openmpi)
 done_rounds=0
 for ((k = 1; k <= ROUNDS; k++)); do
@@ -122,7 +138,7 @@ done
 			printf " %s |", o
 			for (i = 1; i <= nd; i++) {
 				m = median(keys[k], d[i])
-				goal = f[2] == 2 ? 0.8 : (d[i] == "netvm" ? 0.5 : 0.7)
+				goal = f[2] == 2 ? 0.8 : (d[i] ~ /(^|-)netvm$/ ? 0.5 : 0.7)
 				if (m == "" || o == "" || o == 0) { printf " - |"; continue }
 				printf " %.2fx %s |", m / o, m / o <= goal ? "met" : "MISSED"
 			}

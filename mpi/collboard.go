@@ -209,8 +209,10 @@ func (r *runtime) boardWait(b *board, op string, p int, k uint64) error {
 		}
 		return true
 	}
-	done := false
-	for i := 0; i < boardSpin && !done; i++ {
+	// When ranks outnumber cores one look does: the ranks it waits for
+	// are likely queued for this CPU (boardYield).
+	done := cond()
+	for i := 1; i < boardSpin && !done && r.poll > 0; i++ {
 		done = cond()
 	}
 	if !done {

@@ -33,6 +33,8 @@ type board struct {
 	own        *iboard.Board // the core-built board (nil: the device's), whose waits sleep on its own doorbell
 	rank, size int           // this process's rank in the board's communicator, and its size
 	seq        atomic.Uint64 // the last round taken
+	polls      atomic.Uint32 // the polls of this board's crowded waits (boardYield)
+	seen       atomic.Uint32 // the device's Seq at those waits' last progress pass
 	// allPosted is the last round this process has seen every rank post
 	// (boardWait): rounds up to it need no look, since a rank's posts only
 	// grow, and a collective's wait for the round before it (that the slot
@@ -162,14 +164,15 @@ func (c *Comm) dropBoard() {
 const boardNap = time.Millisecond
 
 // boardSleep is boardWait's wait on a core-built board: polls that drive
-// the device's progress, then polls that yield the CPU (every poll, from
-// the start, when ranks outnumber cores; after boardAlone otherwise), then
-// sleeps on the board's doorbell with the waiting flag up, as the device's
-// waits do.
+// the device's progress, then polls that yield the CPU (after boardAlone),
+// then sleeps on the board's doorbell with the waiting flag up, as the
+// device's waits do. When ranks outnumber cores it is boardYield.
 func (r *runtime) boardSleep(b *board, cond func() bool) error {
+	if r.poll == 0 {
+		return r.boardYield(b, cond)
+	}
 	start := nanotime()
-	raised := false
-	yield := r.poll == 0 // ranks outnumber cores: the peer we wait for needs this one
+	raised, yield := false, false
 	var err error
 	for i := 0; ; i++ {
 		if i%8 == 0 {
@@ -207,6 +210,62 @@ func (r *runtime) boardSleep(b *board, cond func() bool) error {
 	}
 	return err
 }
+
+// boardYield is boardSleep when ranks outnumber cores, where a collective
+// costs what its waiters' turns on the CPUs cost: every poll yields the CPU
+// (the rank waited for may be queued behind this one), and a turn does as
+// little else as it can, since the other ranks of the core queue behind it.
+// It drives the device's progress only when the device's sequence word
+// moved since the board's waits last did (adi.Device.Seq: something
+// arrived that Progress would handle, perhaps before this wait began),
+// every boardProgressPolls polls of the board's waits (a send in progress
+// may need it), at every poll while a window's agent serves one-sided
+// operations, and after every sleep. It reads the clock every 16th poll
+// only, from the first; once r.spin has passed it sleeps on the board's
+// doorbell, as boardSleep does.
+func (r *runtime) boardYield(b *board, cond func() bool) error {
+	var start int64
+	raised, slept := false, false
+	var err error
+	for i := 0; ; i++ {
+		if s := r.dev.Seq(); s != b.seen.Load() || slept || b.polls.Add(1)%boardProgressPolls == 0 || servingAgents.Load() > 0 {
+			b.seen.Store(s) // read before the pass: what arrives during it moves Seq again
+			if err = r.boardProgress(); err != nil {
+				break
+			}
+		}
+		if cond() {
+			break
+		}
+		if i%16 == 15 && servingAgents.Load() == 0 {
+			if now := nanotime(); start == 0 {
+				start = now
+			} else if time.Duration(now-start) >= r.spin {
+				bell := b.own.Bell()
+				if !raised {
+					b.BoardWaiting(true)
+					raised = true
+				}
+				if cond() {
+					break
+				}
+				b.own.Sleep(bell, boardNap)
+				slept = true
+				continue
+			}
+		}
+		osYield()
+	}
+	if raised {
+		b.BoardWaiting(false)
+	}
+	return err
+}
+
+// boardProgressPolls is how many polls of a board's crowded waits
+// (boardYield) pass between two passes of the device's progress that
+// nothing asked for.
+const boardProgressPolls = 32
 
 // boardAlone is how long a board wait polls without yielding the CPU when
 // every rank has a core: a peer that is running posts within a few

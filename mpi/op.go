@@ -3,6 +3,7 @@ package mpi
 import (
 	"encoding/binary"
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/adimpi/adimpi/datatype"
@@ -23,6 +24,28 @@ type Op struct {
 	user    func(in, inout Buffer) // inout = in op inout
 	typed   *datatype.Type         // NewTypedOp: the only datatype allowed
 	freed   bool
+	// last is the kernel of the predefined datatype this predefined
+	// operation last reduced (kernelFor), which spares a repeated
+	// reduction the look-up in kernels.
+	last atomic.Pointer[opKernel]
+}
+
+// opKernel is a predefined operation's kernel on one datatype.
+type opKernel struct {
+	t  *datatype.Type
+	fn func(in, inout []byte)
+}
+
+// kernelFor is builtin(o.code, t), through o.last.
+func (o *Op) kernelFor(t *datatype.Type) func(in, inout []byte) {
+	if k := o.last.Load(); k != nil && k.t == t {
+		return k.fn
+	}
+	fn := builtin(o.code, t)
+	if fn != nil {
+		o.last.Store(&opKernel{t, fn})
+	}
+	return fn
 }
 
 type opCode int
@@ -174,7 +197,7 @@ func reducerFor(opname string, o *Op, t *datatype.Type, count int) (reducer, err
 		}
 		return reducer{}, errorf(ErrCount, opname, "%s needs (value, index) pairs: %d elements of %s hold an odd number of %s", o.name, count, t, k)
 	}
-	fn := builtin(o.code, k)
+	fn := o.kernelFor(k)
 	switch {
 	case fn == nil && k == t && !t.Predefined():
 		return reducer{}, errorf(ErrOp, opname, "%s is not defined for datatype %s, which mixes several basic types", o.name, t)

@@ -28,6 +28,7 @@ func xInit(argc, argv unsafe.Pointer) error {
 		return err
 	}
 	fatalDefaults()
+	fastSetup(mpi.ThreadSingle)
 	return nil
 }
 
@@ -37,11 +38,17 @@ func xInit_thread(argc, argv unsafe.Pointer, required int, provided *C.int) erro
 		return err
 	}
 	fatalDefaults()
+	if fastSetup(mpi.ThreadLevel(required)) {
+		l = fast.level
+	}
 	*provided = C.int(l)
 	return nil
 }
 
-func xFinalize() error { return mpi.Finalize() }
+func xFinalize() error {
+	fastOff()
+	return mpi.Finalize()
+}
 
 func xInitialized(flag *C.int) error {
 	*flag = cbool(mpi.Initialized())
@@ -57,6 +64,9 @@ func xAbort(c *mpi.Comm, code int) error { return mpi.Abort(c, code) }
 
 func xQuery_thread(p *C.int) error {
 	l, err := mpi.QueryThread()
+	if err == nil && fast.dev != nil {
+		l = fast.level
+	}
 	*p = C.int(l)
 	return err
 }

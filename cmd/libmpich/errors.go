@@ -84,7 +84,10 @@ func fail(c *mpi.Comm, err error) C.int {
 // guard turns a panic in a call's translation into MPI_ERR_INTERN for the
 // call fn, so that a bug there fails the call instead of the process; a
 // panic with an error of this layer fails the call with that error.
+// It also recomputes the C fast path's gate (fastGate) for the C calls
+// that follow.
 func guard(rc *C.int, fn string) {
+	fastGate()
 	if p := recover(); p != nil {
 		var le *localErr
 		if e, ok := p.(error); ok && errors.As(e, &le) {

@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/adimpi/adimpi/mpi"
 )
@@ -68,6 +69,7 @@ type table[T any] struct {
 	objs []T
 	used []bool
 	free []int32
+	live atomic.Int32 // handles in use (the C fast path's gate counts requests)
 }
 
 func newTable[T any](base uint32) *table[T] { return &table[T]{base: base} }
@@ -85,6 +87,7 @@ func (t *table[T]) add(v T) int32 {
 		t.objs = append(t.objs, v)
 		t.used = append(t.used, true)
 	}
+	t.live.Add(1)
 	t.mu.Unlock()
 	return int32(t.base | uint32(i))
 }
@@ -128,6 +131,7 @@ func (t *table[T]) del(h int32) {
 	if int(i) < len(t.objs) && t.used[i] {
 		t.objs[i], t.used[i] = zero, false
 		t.free = append(t.free, i)
+		t.live.Add(-1)
 	}
 	t.mu.Unlock()
 }

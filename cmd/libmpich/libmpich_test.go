@@ -45,6 +45,7 @@ var cProgs = []struct {
 		[]string{"adimpi libmpich: MPI_File_delete is not implemented; it returns MPI_ERR_UNSUPPORTED_OPERATION (docs/c-abi.md lists what is)"}},
 	{"rma", "rma.c", "mpicc.mpich", 3, []string{"fence-put-get", "attributes", "lock-unlock", "accumulate", "fetch-and-op-counter", "compare-and-swap", "pscw", "dynamic-rget", "errors", "win-errhandler-attributes"}, true, nil},
 	{"spawn", "spawn.c", "mpicc.mpich", 2, []string{"spawn", "ports-names", "join"}, true, nil},
+	{"fastpath", "fastpath.c", "mpicc.mpich", 3, fastChecks, true, nil},
 	{"fortran", "fortran.f90", "mpif90.mpich", 2, []string{"collectives", "p2p", "split"}, false, nil},
 	{"cxx", "cxx.cxx", "mpicxx.mpich", 2, []string{"collectives", "p2p", "split"}, false, nil},
 }
@@ -258,6 +259,69 @@ func TestCPrograms(t *testing.T) {
 			t.Errorf("the fatal error does not say what failed:\n%s", out)
 		}
 	})
+}
+
+// fastChecks are the checks of testdata/fastpath.c.
+var fastChecks = []string{"in-order", "unexpected-first", "any-source", "posted-first", "truncate-count", "ping-pong"}
+
+// TestCFastPath runs testdata/fastpath.c on netvm with the C fast path of
+// MPI_Send and MPI_Recv on, off (ADIMPI_CFAST=off), and on but with
+// MPI_THREAD_MULTIPLE asked for, which must keep it off: every run must
+// pass the program's order and content checks, and the fast path must
+// have moved messages in the first run only (the program prints the
+// library's counters), so that the checks ran against it. With it on,
+// MPI_Init provides MPI_THREAD_SINGLE (MPI_Query_thread says so).
+func TestCFastPath(t *testing.T) {
+	t.Parallel()
+	dir, mpirun := setup(t)
+	env := libEnv(t, mpirun, dir)
+	counts := regexp.MustCompile(`rank (\d) fast sent (\d+) received (\d+)`)
+	for _, mode := range []string{"on", "off", "multiple"} {
+		t.Run(mode, func(t *testing.T) {
+			parallel(t)
+			args := []string{"-device", "netvm", "-np", "3", filepath.Join(dir, "fastpath")}
+			cfast := mode
+			if mode == "multiple" {
+				args, cfast = append(args, "multiple"), "on"
+			}
+			// A receive polls the ring longer than by default (about 0.5 ms
+			// here), so that on a loaded machine a partner's message still
+			// reaches it there rather than through Go.
+			out, err := run(t, mpirun, append(env, "ADIMPI_CFAST="+cfast, "ADIMPI_CFAST_SPIN=20000"), args...)
+			if err != nil {
+				t.Fatalf("fastpath with ADIMPI_CFAST=%s: %v\n%s", mode, err, out)
+			}
+			for _, c := range fastChecks {
+				if !strings.Contains(out, "ok "+c+"\n") {
+					t.Errorf("check %q did not pass:\n%s", c, out)
+				}
+			}
+			sent, received := map[string]int{}, map[string]int{}
+			for _, m := range counts.FindAllStringSubmatch(out, -1) {
+				sent[m[1]], _ = strconv.Atoi(m[2])
+				received[m[1]], _ = strconv.Atoi(m[3])
+			}
+			if len(sent) != 3 {
+				t.Fatalf("want the counters of 3 ranks:\n%s", out)
+			}
+			level := "3" // MPI_THREAD_MULTIPLE: adimpi's level without the fast path
+			if mode == "on" {
+				level = "0" // MPI_THREAD_SINGLE
+			}
+			if n := strings.Count(out, "thread level "+level+"\n"); n != 3 {
+				t.Errorf("%d ranks report thread level %s, want 3:\n%s", n, level, out)
+			}
+			if mode != "on" {
+				for r := range sent {
+					if sent[r]+received[r] != 0 {
+						t.Errorf("rank %s: the fast path moved messages (%s):\n%s", r, mode, out)
+					}
+				}
+			} else if sent["0"] == 0 || received["1"] == 0 || sent["1"] == 0 || received["0"] == 0 {
+				t.Errorf("the fast path moved no messages one way:\n%s", out)
+			}
+		})
+	}
 }
 
 // TestNetPIPE runs Debian's NetPIPE (netpipe-mpich2, built against MPICH's

@@ -445,6 +445,9 @@ func xRequest_free(req *C.int) error {
 	if e.r == nil {
 		return newErr(mpi.ErrRequest, "MPI_Request_free", "request is MPI_REQUEST_NULL")
 	}
+	// The freed operation may still run, in the device or in a goroutine
+	// (a non-blocking collective), where the C fast path cannot see it.
+	fast.spoiled = true
 	err = e.r.Free()
 	requests.del(int32(*req))
 	*req = C.int(hRequestNull)

@@ -313,17 +313,11 @@ func cSend(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.in
 	return done(comm_, xSend(buf, int(count), datatype_, int(dest), int(tag), comm_))
 }
 
-// MPI_Send is MPI_Send for C programs, with MPICH's signature.
+// adimpi_slow_Send is MPI_Send's Go side, which the C functions MPI_Send and
+// PMPI_Send (fastpath.c) call when their fast path does not apply.
 //
-//export MPI_Send
-func MPI_Send(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
-	return cSend(buf, count, datatype, dest, tag, comm)
-}
-
-// PMPI_Send is MPI_Send for C programs, with MPICH's signature.
-//
-//export PMPI_Send
-func PMPI_Send(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
+//export adimpi_slow_Send
+func adimpi_slow_Send(buf unsafe.Pointer, count C.int, datatype C.int, dest C.int, tag C.int, comm C.int) C.int {
 	return cSend(buf, count, datatype, dest, tag, comm)
 }
 
@@ -429,17 +423,11 @@ func cRecv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.
 	return done(comm_, xRecv(buf, int(count), datatype_, int(source), int(tag), comm_, status))
 }
 
-// MPI_Recv is MPI_Recv for C programs, with MPICH's signature.
+// adimpi_slow_Recv is MPI_Recv's Go side, which the C functions MPI_Recv and
+// PMPI_Recv (fastpath.c) call when their fast path does not apply.
 //
-//export MPI_Recv
-func MPI_Recv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) C.int {
-	return cRecv(buf, count, datatype, source, tag, comm, status)
-}
-
-// PMPI_Recv is MPI_Recv for C programs, with MPICH's signature.
-//
-//export PMPI_Recv
-func PMPI_Recv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) C.int {
+//export adimpi_slow_Recv
+func adimpi_slow_Recv(buf unsafe.Pointer, count C.int, datatype C.int, source C.int, tag C.int, comm C.int, status uintptr) C.int {
 	return cRecv(buf, count, datatype, source, tag, comm, status)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/adimpi/adimpi/adi/devkit/liveness"
 	"github.com/adimpi/adimpi/internal/shm"
 	"github.com/adimpi/adimpi/internal/wire"
+	"golang.org/x/sys/unix"
 )
 
 func init() { adi.Register("netvm", func() adi.Device { return new(Device) }) }
@@ -89,7 +90,10 @@ type Device struct {
 	offRFA     int // MPIN's RFA flags in the segment
 	offBoard   int // the board in the segment: its line of words, then two slots (board.go)
 	cma        bool
-	pk         packer // packs stream chunks (ntpack.go)
+	pk         packer    // packs stream chunks (ntpack.go)
+	cur        []cursors // every link's ring cursors, outside Go's heap (fastpath.go)
+	curMem     []byte    // their mapping
+	lostPeer   bool      // some peer was found gone (the C fast path stays off)
 
 	nextID     uint32
 	sends      map[uint32]*outSend // RTS sent, waiting for CTS
@@ -194,6 +198,9 @@ func (d *Device) Init(cfg adi.Config) error {
 	if err := cfg.KVS.Barrier(); err != nil {
 		return err
 	}
+	if d.cur, d.curMem, err = newCursors(d.size); err != nil {
+		return err
+	}
 	d.peers = make([]*peer, d.size)
 	for r := 0; r < d.size; r++ {
 		p := &peer{rank: r, pid: os.Getpid(), seg: d.seg, remoteOK: d.cma}
@@ -215,7 +222,7 @@ func (d *Device) Init(cfg adi.Config) error {
 		}
 		mine := offPeers + r*block        // p's block in my segment
 		theirs := offPeers + d.rank*block // my block in p's segment
-		p.link = newShmRing(d.seg, p.seg, p.pid, mine, theirs, d.ring, &d.pk)
+		p.link = newShmRing(d.seg, p.seg, p.pid, mine, theirs, d.ring, &d.pk, &d.cur[r])
 		p.claimOut, p.limitOut = p.seg.Uint64(theirs+offClaim), p.seg.Uint64(theirs+offLimit)
 		p.claimIn, p.limitIn = d.seg.Uint64(mine+offClaim), d.seg.Uint64(mine+offLimit)
 		d.peers[r] = p
@@ -288,6 +295,11 @@ func (d *Device) Finalize() error {
 	}
 	if cerr := d.seg.Close(); err == nil {
 		err = cerr
+	}
+	if d.curMem != nil {
+		if cerr := unix.Munmap(d.curMem); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }
@@ -433,7 +445,7 @@ func (d *Device) Progress() (bool, error) {
 // drain handles every control message that p's ring holds and reports how
 // many there were; with prediction on it tells the predictor who sent them.
 func (d *Device) drain(p *peer) (int, error) {
-	if p.rank == d.rank && p.link.outTail == p.link.inHead {
+	if p.rank == d.rank && p.link.cur.outTail == p.link.cur.inHead {
 		return 0, nil // this process's own ring, which it writes itself: empty
 	}
 	c := &d.in
@@ -498,6 +510,7 @@ func (d *Device) checkPeers() {
 // peerGone fails every request that depends on peer p, no longer alive,
 // with error gone.
 func (d *Device) peerGone(p *peer, gone error) {
+	d.lostPeer = true
 	fail := func(r *adi.Request) {
 		if r != nil && !r.Done() {
 			r.Complete(adi.Status{Err: gone})

@@ -139,7 +139,7 @@ type shmRing struct {
 	// outbound: my rings inside the peer's segment
 	out, outEager          []byte
 	doorbell, sleepers     *uint32
-	outTail, eagerTail     uint64
+	eagerTail              uint64
 	cmaHeadAt, eagerHeadAt *uint64 // in MY segment: the peer's lazily reported heads
 
 	// inline payloads (inlineMax): the sender's staging, the receiver's copy
@@ -147,16 +147,21 @@ type shmRing struct {
 
 	// inbound: its rings inside my segment
 	in, inEager              []byte
-	inHead, inReported       uint64
 	eagerHead, eagerReported uint64
 	reportCMA, reportEager   *uint64 // in ITS segment: where I report my heads
+
+	// cur holds the control ring's cursors (my tail in the peer's ring,
+	// my head in its ring), outside Go's heap so that the C library's
+	// fast path moves the same cursors (fastpath.go).
+	cur *cursors
 }
 
 // newShmRing maps the rings between this process (segment mine, its block
 // for the peer at offset mineAt) and a peer (process pid, segment theirs,
 // this process's block in it at theirsAt).
-func newShmRing(mine, theirs *shm.Segment, pid, mineAt, theirsAt, size int, pk *packer) shmRing {
+func newShmRing(mine, theirs *shm.Segment, pid, mineAt, theirsAt, size int, pk *packer, cur *cursors) shmRing {
 	return shmRing{
+		cur:         cur,
 		pid:         pid,
 		size:        size,
 		pk:          pk,
@@ -183,7 +188,7 @@ func slotWord(typ uint32, pos uint64) uint32 {
 }
 
 func (l *shmRing) put(m *outMsg) bool {
-	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
+	if l.cur.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
 		return false
 	}
 	if inline(m.typ, m.n) {
@@ -213,7 +218,7 @@ func (l *shmRing) put(m *outMsg) bool {
 		}
 		l.eagerTail += uint64(payload)
 	}
-	s := l.out[(l.outTail%ringSlots)*slotSize:][:slotSize]
+	s := l.out[(l.cur.outTail%ringSlots)*slotSize:][:slotSize]
 	slotCtx.Set(s, m.ctx)
 	slotTag.Set(s, m.tag)
 	slotID.Set(s, m.id)
@@ -236,9 +241,9 @@ const prefetchAhead = 4
 // back costs a cross-core round trip, which the prefetch takes off the
 // sender's path instead of paying it at every message.
 func (l *shmRing) publish(s []byte, typ uint32) {
-	order.StoreRelease32(slotTyp.Ptr(s), slotWord(typ, l.outTail))
-	l.outTail++
-	order.PrefetchW(unsafe.Pointer(&l.out[((l.outTail+prefetchAhead-1)%ringSlots)*slotSize]))
+	order.StoreRelease32(slotTyp.Ptr(s), slotWord(typ, l.cur.outTail))
+	l.cur.outTail++
+	order.PrefetchW(unsafe.Pointer(&l.out[((l.cur.outTail+prefetchAhead-1)%ringSlots)*slotSize]))
 	l.wake()
 }
 
@@ -247,12 +252,12 @@ func (l *shmRing) publish(s []byte, typ uint32) {
 // path for a small standard send, without an outMsg. False: no room now,
 // nothing written.
 func (l *shmRing) putSmall(ctx uint32, tag int32, sig uint32, data []byte) bool {
-	if l.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
+	if l.cur.outTail-atomic.LoadUint64(l.cmaHeadAt) >= ringSlots {
 		return false
 	}
 	var w [inlineMax]byte
 	copy(w[:], data)
-	s := l.out[(l.outTail%ringSlots)*slotSize:][:slotSize]
+	s := l.out[(l.cur.outTail%ringSlots)*slotSize:][:slotSize]
 	slotCtx.Set(s, ctx)
 	slotTag.Set(s, tag)
 	slotID.Set(s, sig)
@@ -263,9 +268,9 @@ func (l *shmRing) putSmall(ctx uint32, tag int32, sig uint32, data []byte) bool 
 }
 
 func (l *shmRing) next(c *ctl) bool {
-	s := l.in[(l.inHead%ringSlots)*slotSize:][:slotSize]
+	s := l.in[(l.cur.inHead%ringSlots)*slotSize:][:slotSize]
 	w := slotTyp.Load(s)
-	if w>>8 != slotWord(0, l.inHead)>>8 {
+	if w>>8 != slotWord(0, l.cur.inHead)>>8 {
 		return false
 	}
 	// Field by field: a composite literal is built on the stack and
@@ -273,8 +278,8 @@ func (l *shmRing) next(c *ctl) bool {
 	c.typ = w & 0xff
 	c.ctx, c.tag, c.id = slotCtx.Get(s), slotTag.Get(s), slotID.Get(s)
 	c.addr, c.n = slotAddr.Get(s), slotN.Get(s)
-	l.inHead++
-	if l.inHead-l.inReported >= ringSlots/2 {
+	l.cur.inHead++
+	if l.cur.inHead-l.cur.inReported >= ringSlots/2 {
 		l.release()
 	}
 	return true
@@ -285,8 +290,8 @@ func (l *shmRing) next(c *ctl) bool {
 // (their laps tell old from new, slotWord), so the reader writes none of the
 // lines the writer fills.
 func (l *shmRing) release() {
-	l.inReported = l.inHead
-	atomic.StoreUint64(l.reportCMA, l.inHead)
+	l.cur.inReported = l.cur.inHead
+	atomic.StoreUint64(l.reportCMA, l.cur.inHead)
 	l.wake()
 }
 

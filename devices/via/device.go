@@ -56,7 +56,8 @@ const (
 	hAddr     = 40
 	maxDS     = 64 // data segments per descriptor the device builds
 	maxPiece  = 1 << 30
-	idlePolls = 256 // idle polls of Progress between two looks at the peers' processes
+	idlePolls = 256     // idle polls of Progress between two looks at the peers' processes
+	yieldSize = 1 << 20 // a rendezvous send this large makes an idle waiter yield (yield)
 	// maxHostMem bounds the NIC host memory the receive buffers take.
 	maxHostMem = 256 << 20
 )
@@ -115,6 +116,7 @@ type peer struct {
 	rbuf  []byte // receive buffers, one per credit
 	rdesc []*Descriptor
 	owed  int // credits to return
+	held  int // credits in d.repost, not yet owed
 
 	sbuf    []byte // send buffers
 	sh      MemHandle
@@ -124,6 +126,12 @@ type peer struct {
 	out     []*outItem
 	data    []*outItem // rendezvous data and what follows it (postData)
 	inSQ    int        // send descriptors posted and not yet taken back (VI.Pending without its lock)
+}
+
+// repost is a receive buffer of p's whose message has been handled.
+type repost struct {
+	p    *peer
+	desc *Descriptor
 }
 
 type rvRecv struct {
@@ -136,6 +144,7 @@ type rvRecv struct {
 }
 
 type rvSend struct {
+	big bool // counted in liveBig
 	req *adi.Request
 	p   *peer
 	h   MemHandle
@@ -155,12 +164,16 @@ type Device struct {
 	sends      map[uint32]*rvSend
 	recvs      map[uint32]*rvRecv
 	liveSends  int // rendezvous sends not complete yet
+	liveBig    int // of which of at least yieldSize bytes
 	rc         regCache
 	live       *liveness.Peers
 	lostSeen   uint32   // the NIC's LostGen last handled
+	repost     []repost // receive buffers emptied, to post again (reposts)
+	repostNow  bool     // a peer waits for credits: post them in this Progress
 	rma        rmaState // one-sided communication (rma.go)
+	rndvWrite  bool     // rndv=write: a contiguous receive buffer answers CTS on one host too
 
-	cnt struct{ eager, rndv, credit, backlogged int64 }
+	cnt struct{ eager, rndv, credit, backlogged, rndvReads, rndvWrites int64 }
 }
 
 // Init opens the NIC, creates one VI per peer (and one connected to itself),
@@ -175,6 +188,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	o := applyNIC(DefaultOptions(), v, true)
 	d.eager, d.credits, d.rc.limit = v.Int("eager"), v.Int("credits"), v.Int("regcache")
 	d.rma.off = v.String("rma") == "off"
+	d.rndvWrite = v.String("rndv") == "write"
 	d.slot = (hdrSize + d.eager + 63) &^ 63
 	o.MaxVIs, o.RecvQueue, o.MaxCQs = d.size, d.credits, 1
 	// The receive buffers live in the NIC's host memory, which the NICs
@@ -328,6 +342,7 @@ func (d *Device) Counters() map[string]int64 {
 	c["rendezvous_messages"] = d.cnt.rndv
 	c["credit_messages"] = d.cnt.credit
 	c["backlogged_items"] = d.cnt.backlogged
+	c["rendezvous_reads"], c["rendezvous_writes"] = d.cnt.rndvReads, d.cnt.rndvWrites
 	c["regcache_hits"] = d.rc.hits
 	c["regcache_misses"] = d.rc.misses
 	c["regcache_bytes"] = int64(d.rc.bytes)
@@ -371,6 +386,9 @@ func (d *Device) Isend(r *adi.Request) error {
 	h.sid = d.newID()
 	d.sends[h.sid] = s
 	d.liveSends++
+	if s.big = n >= yieldSize; s.big {
+		d.liveBig++
+	}
 	d.post(p, &outItem{h: h, owner: r})
 	return nil
 }
@@ -463,22 +481,31 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 	}
 	rid := d.newID()
 	var err error
+	// On one host a contiguous send buffer is read (rndv=read): the data
+	// starts moving when the RTS arrives, without a CTS round trip, and a
+	// message costs one receive buffer (credit) each way, RTS and DONE,
+	// where the write protocol costs RTS and FIN one way and CTS the other.
+	// Across hosts an RDMA read is a request frame and the data's return,
+	// so the write protocol, whose data follows the CTS, stays.
+	read := h.addr != 0 && (!r.Buf.Contiguous() || !d.rndvWrite && p.where == "")
 	switch {
-	case r.Buf.Contiguous():
+	case r.Buf.Contiguous() && !read:
 		if rv.h, err = d.register(r.Buf.Mem); err != nil {
 			fail(err)
 			return
 		}
 		d.recvs[rid] = rv
+		d.cnt.rndvWrites++
 		d.post(p, &outItem{h: hdr{typ: mCTS, sid: h.sid, rid: rid, addr: Addr(r.Buf.Mem), handle: rv.h, size: uint64(n)}})
-	case h.addr != 0:
+	case read:
 		// The sender's buffer is contiguous: read it straight into the
-		// receive buffer's blocks (a scatter list per descriptor).
+		// receive buffer (its blocks: a scatter list per descriptor).
 		if rv.h, err = d.register(r.Buf.Mem); err != nil {
 			fail(err)
 			return
 		}
 		d.recvs[rid] = rv
+		d.cnt.rndvReads++
 		lists, offs := segments(r.Buf, n, rv.h)
 		for i, ds := range lists {
 			desc := &Descriptor{Control: OpRDMARead, RemoteHandle: h.handle, RemoteAddr: h.addr + uint64(offs[i]), DS: ds}
@@ -640,6 +667,11 @@ func (d *Device) put(p *peer, it *outItem) bool {
 // credits.
 func (d *Device) Progress() (bool, error) {
 	did := d.nic.Help() // the NIC's pass on this thread (NIC.Help)
+	if len(d.repost) > 0 {
+		if err := d.reposts(); err != nil {
+			return true, err
+		}
+	}
 	if g := d.nic.LostGen(); g != d.lostSeen {
 		d.lostSeen = g
 		d.checkLost()
@@ -673,6 +705,11 @@ func (d *Device) Progress() (bool, error) {
 			}
 		}
 	}
+	if d.repostNow {
+		if err := d.reposts(); err != nil {
+			return true, err
+		}
+	}
 	for _, p := range d.peers {
 		for len(p.out) > 0 && d.put(p, p.out[0]) {
 			p.out[0] = nil
@@ -690,14 +727,43 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if did {
 		d.live.Busy()
-	} else if d.nic.Busy() && d.yield() {
+	} else if (d.nic.Busy() || d.liveBig > 0) && d.yield() {
 	} else if d.live.Idle() {
 		d.checkPeers()
 	}
 	return did, nil
 }
 
-// arrive handles a message in one of p's receive buffers and reposts it.
+// reposts posts the receive buffers emptied since the last call again and
+// counts the credits they are owed back to their senders. A buffer is
+// reposted at the next Progress, not when its message is handled: posting
+// a receive descriptor writes the slot that the sender's NIC reads, a
+// cache line that travels between the processes, and doing it before the
+// call returns put that on the path of every message (the receiver's
+// answer waited for it). At the next Progress this process's own sends of
+// the meantime have already left (Help runs first). The credit a buffer
+// stands for goes back only once it is posted, so a sender never finds the
+// buffer missing. When a peer's buffers pile up (half its credits owed or
+// held, the point at which an explicit credit message goes), they are
+// posted in the Progress that handled them: a stream of messages is
+// waiting for those credits, and the credit message goes at once.
+func (d *Device) reposts() error {
+	d.repostNow = false
+	for i, r := range d.repost {
+		d.repost[i] = repost{}
+		r.p.held = 0
+		if err := r.p.vi.PostRecv(r.desc); err != nil {
+			d.repost = d.repost[:0]
+			return fmt.Errorf("via: reposting a receive buffer for rank %d: %v", r.p.rank, err)
+		}
+		r.p.owed++
+	}
+	d.repost = d.repost[:0]
+	return nil
+}
+
+// arrive handles a message in one of p's receive buffers and queues the
+// buffer for reposting.
 func (d *Device) arrive(p *peer, desc *Descriptor) error {
 	k := desc.User.(int)
 	buf := p.rbuf[k*d.slot : (k+1)*d.slot]
@@ -770,10 +836,10 @@ func (d *Device) arrive(p *peer, desc *Descriptor) error {
 	default:
 		return fmt.Errorf("via: message of unknown type %d from rank %d", h.typ, p.rank)
 	}
-	if err := p.vi.PostRecv(desc); err != nil {
-		return fmt.Errorf("via: reposting a receive buffer for rank %d: %v", p.rank, err)
+	d.repost = append(d.repost, repost{p, desc})
+	if p.held++; p.owed+p.held >= d.credits/2 {
+		d.repostNow = true
 	}
-	p.owed++
 	return nil
 }
 
@@ -784,6 +850,9 @@ func (d *Device) sendDone(s *rvSend, err error, n int) {
 		s.h = 0
 	}
 	d.liveSends--
+	if s.big {
+		d.liveBig--
+	}
 	if s.req.Done() {
 		return
 	}
@@ -794,10 +863,14 @@ func (d *Device) sendDone(s *rvSend, err error, n int) {
 	s.req.Complete(adi.Status{Bytes: n})
 }
 
-// yield gives the core away when a waiter polls and nothing happened: the
-// data a waiter waits for is moved by engine threads (this process's or a
-// peer's) that need a core too, and with two cores a polling waiter would
-// keep them off it. It reports false, so that the idle bookkeeping goes on.
+// yield gives the core away when a waiter polls and nothing happened while
+// data moves for it: this process's NIC has work, or a rendezvous send of
+// at least yieldSize bytes is under way, whose data the receiver's NIC
+// reads on the receiver's thread. Those threads need a core too, and with
+// two cores a polling waiter would keep them off it. Shorter sends do not
+// yield: their DONEs come soon, and a yield under load can cost a time
+// slice before the sender sees one and posts its next RTS. It reports
+// false, so that the idle bookkeeping goes on.
 func (d *Device) yield() bool {
 	syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 	return false
@@ -895,6 +968,9 @@ func (d *Device) failPeer(p *peer, err error) {
 		if s.p == p {
 			delete(d.sends, id)
 			d.liveSends--
+			if s.big {
+				d.liveBig--
+			}
 			fail(s.req)
 		}
 	}

@@ -125,9 +125,19 @@ func TestSelfRendezvousAndRegCache(t *testing.T) {
 // every message must arrive whole, in order, by RDMA write (contiguous
 // receive) and by RDMA read (strided receive), some posted before their
 // send and some after.
+//
+// Under rndv=read (the default) a contiguous receive buffer reads the
+// contiguous send buffer (RTS, RDMA read, DONE: no CTS round trip, one
+// credit each way); under rndv=write it answers CTS and the sender writes.
 func TestRendezvousStreamFewCredits(t *testing.T) {
+	for _, mode := range []string{"read", "write"} {
+		t.Run("rndv="+mode, func(t *testing.T) { rendezvousStream(t, mode) })
+	}
+}
+
+func rendezvousStream(t *testing.T, mode string) {
 	d := new(Device)
-	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: kvs{}, Options: map[string]string{"eager": "1024", "credits": "4"}}); err != nil {
+	if err := d.Init(adi.Config{Rank: 0, Size: 1, KVS: kvs{}, Options: map[string]string{"eager": "1024", "credits": "4", "rndv": mode}}); err != nil {
 		t.Fatal(err)
 	}
 	defer d.Finalize()
@@ -190,7 +200,17 @@ func TestRendezvousStreamFewCredits(t *testing.T) {
 			t.Fatalf("send: %v", s.Status.Err)
 		}
 	}
-	if c := d.Counters(); c["backlogged_items"] == 0 || c["backlog"] != 0 || c["rendezvous_sends"] != 0 || c["rendezvous_receives"] != 0 {
+	c := d.Counters()
+	if c["backlogged_items"] == 0 || c["backlog"] != 0 || c["rendezvous_sends"] != 0 || c["rendezvous_receives"] != 0 {
 		t.Fatalf("credits never ran short, or something stayed behind: %v", c)
+	}
+	// Half the receives are strided (always read); the contiguous half
+	// follow the mode.
+	wantReads, wantWrites := int64(msgs), int64(0)
+	if mode == "write" {
+		wantReads, wantWrites = msgs/2, msgs/2
+	}
+	if c["rendezvous_reads"] != wantReads || c["rendezvous_writes"] != wantWrites {
+		t.Errorf("rndv=%s: %d reads and %d writes, want %d and %d", mode, c["rendezvous_reads"], c["rendezvous_writes"], wantReads, wantWrites)
 	}
 }

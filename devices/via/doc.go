@@ -95,7 +95,11 @@
 //     last read itself, as a NIC keeps them in its registers, and reads
 //     the tail from the peer's segment only when the descriptors it knows
 //     of run out, so that a message moves as few cache lines between the
-//     processes as the queue model allows.
+//     processes as the queue model allows. For the same reason a
+//     receive-queue slot starts a cache line and keeps the completion
+//     beside the descriptor's address and first data segment: a
+//     one-segment receive descriptor is one line, which its owner writes
+//     when it posts and the consuming NIC reads and completes.
 //
 // Addresses: a NIC moves data by DMA to physical addresses. Here the only
 // addresses another process's kernel can write to are virtual ones, so the
@@ -149,8 +153,12 @@
 //	              writes every page's entry; the NIC translates
 //	at=at3        host table + a direct-mapped translation cache of tlbsize
 //	              entries in NIC memory; a miss reads the host table entry by
-//	              DMA (process_vm_readv). Counters tlb_hits / tlb_misses
-//	              [default, tlbsize=1024]
+//	              DMA (process_vm_readv), with those of the transfer's next
+//	              pages (up to 64 entries in one DMA), which fill the cache
+//	              too: a transfer beyond the cache's reach misses on every
+//	              page but pays one DMA per 64. Counters tlb_hits /
+//	              tlb_misses (pages) / tlb_reads (DMAs) [default,
+//	              tlbsize=1024]
 //	tlbsize=N     at3 cache entries
 //	desccache=on  posting copies what the NIC needs (buffer addresses and
 //	              sizes, control, where the status goes) into NIC memory: a
@@ -182,13 +190,22 @@
 // pre-posted for this VI; each message costs a credit, and credits come back
 // piggybacked on every message, or in an explicit credit message once half
 // of them are owed (the last credit is kept for that, so two senders out of
-// credits cannot deadlock). Larger and synchronous messages use rendezvous:
-// RTS; the receiver matches (package adi/match) and answers CTS with its
-// registered buffer, into which the sender RDMA-writes straight from its own
-// buffer — a gather list built from Buffer.Pieces, so derived datatypes go
-// without packing — then sends FIN. If the receive buffer is not contiguous
-// but the sender's is, the receiver RDMA-reads it into its blocks (a scatter
-// list) and answers DONE; if neither is, the sender writes into a
+// credits cannot deadlock). A receive buffer is posted again at the next
+// Progress, not before the call that handled its message returns (posting
+// writes the slot the sender's NIC reads, a line that would sit on every
+// message's way to the application); its credit goes back once it is
+// posted. Larger and synchronous messages use rendezvous: an RTS carries
+// the send buffer's memory handle and address when it is contiguous, and
+// the receiver matches it (package adi/match). On one host (rndv=read, the
+// default) the receiver then RDMA-reads the send buffer straight into its
+// own — a scatter list built from Buffer.Pieces when the receive buffer is
+// a derived datatype — and answers DONE: the data moves as soon as the RTS
+// is matched, and a message costs one receive buffer each way. Otherwise
+// (a peer on another host, where a read is a request frame and the data's
+// return; rndv=write; a send buffer that is not contiguous) the receiver
+// answers CTS with its registered buffer, into which the sender RDMA-writes
+// from its own — a gather list, so derived datatypes go without packing —
+// then sends FIN; if neither buffer is contiguous, the sender writes into a
 // registered bounce buffer the receiver unpacks. The receive buffers are
 // in the NIC's host memory (AllocHostMem; on the heap when the job needs
 // more than 256 MiB of them), so an eager message reaches the peer with a
@@ -214,7 +231,8 @@
 // MPI device options, besides the NIC's: eager=N (bytes, default 16384),
 // credits=N (receive buffers per peer, default 16), regcache=N (bytes,
 // default 64 MiB), nicspin=N (microseconds an idle engine polls before it
-// sleeps, default 5), rma=on|off (one-sided Put and Get by RDMA, default
+// sleeps, default 5), rndv=read|write (the rendezvous on one host, default
+// read), rma=on|off (one-sided Put and Get by RDMA, default
 // on; off leaves them to the target's agent). OptionTable holds every key, the NIC's and the
 // device's, with its default, range and help; Init refuses a bad value
 // naming it.

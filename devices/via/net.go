@@ -630,7 +630,7 @@ func (n *NIC) takeRecv(vi *VI, rx *netRx) bool {
 	if *n.self.u32(s + 12) != 0 {
 		segs = make([]DataSegment, *n.self.u32(s + 8))
 		for k := range segs {
-			segs[k] = *(*DataSegment)(unsafe.Pointer(&n.seg.Mem[s+16+uint32(k)*16]))
+			segs[k] = *(*DataSegment)(unsafe.Pointer(&n.seg.Mem[s+slotSeg0+uint32(k)*16]))
 		}
 	} else {
 		_, fetched, err := fetch(n.self.pid, atomic.LoadUint64(n.self.u64(s)), n.o.AT)

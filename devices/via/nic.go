@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/adimpi/adimpi/adi/devkit/wire"
 	"github.com/adimpi/adimpi/internal/shm"
 	"golang.org/x/sys/unix"
 )
@@ -163,6 +162,7 @@ const (
 	offAppSleep  = shm.HeaderSize + 68  // u32: application waiters sleeping
 	offTLBHits   = shm.HeaderSize + 128 // u64
 	offTLBMisses = shm.HeaderSize + 136 // u64
+	offTLBReads  = shm.HeaderSize + 144 // u64: host-table DMAs of AT3 misses
 	offDesign    = shm.HeaderSize + 192 // u64: Options.designWord
 	offProbe     = shm.HeaderSize + 200 // u64: remote-write permission probe
 	offHostVA    = shm.HeaderSize + 208 // u64: the host memory's address in the NIC's process
@@ -172,10 +172,11 @@ const (
 	regionSize = 32 // gen u32, npages u32, base u64, len u64, table u64
 	viHdrSize  = 64 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32
 	slotSegs   = 4
-	slotComp   = 16 + slotSegs*16 // the completion: length u32, imm u32, status u32
-	slotSize   = slotComp + 16    // desc u64, nseg u32, cached u32, segs, completion
-	cqHdrSize  = 128              // tail u64; head u64 on the next line (producers and the consumer write them)
-	cacheEntry = 24               // version u64, tag u64, frame u64
+	slotComp   = 16  // the completion: length u32, imm u32, status u32
+	slotSeg0   = 32  // the cached segments, slotSegs of 16 bytes
+	slotSize   = 128 // desc u64, nseg u32, cached u32, completion, segs: two whole lines
+	cqHdrSize  = 128 // tail u64; head u64 on the next line (producers and the consumer write them)
+	cacheEntry = 32  // version u64, tag u64, frame u64, padding: an entry never straddles two lines
 )
 
 // layout locates a NIC's tables in its segment; it is written into the
@@ -197,6 +198,11 @@ func makeLayout(o Options) layout {
 	off := uint32(offTables)
 	l.regions = off
 	off += l.maxRegions * regionSize
+	// A receive-queue slot starts a cache line: a receive descriptor with
+	// one segment (MPI's buffers) is then one line, which the owner writes
+	// when it posts and the peer's NIC reads and completes, and no two
+	// slots share a line.
+	off = (off + 63) &^ 63
 	l.vis, l.viStride = off, viHdrSize+l.rqLen*slotSize
 	off += l.maxVIs * l.viStride
 	// A CQ can take an entry for every descriptor of every queue it serves.
@@ -211,7 +217,7 @@ func makeLayout(o Options) layout {
 		off += l.at2Pages * 8
 	}
 	if o.AT == AT3 {
-		off = (off + 7) &^ 7
+		off = (off + 63) &^ 63
 		l.at3, l.tlbSize = off, uint32(o.TLBSize)
 		off += l.tlbSize * cacheEntry
 	}
@@ -238,6 +244,7 @@ type view struct {
 	// hits are translation-cache hits in v's cache by this process's
 	// engine not yet added to v's counter (a peer's view; under eng.mu).
 	hits uint64
+	run  tlbRun // AT3: nicTranslate's entries read by its last miss (engine only)
 }
 
 // hitBatch is how many hits in a peer's translation cache an engine
@@ -731,6 +738,8 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 	first := base &^ (pageSize - 1)
 	start := len(out)
 	var host []uint64 // AT1: the range's host table entries, read in one DMA
+	run := &v.run     // AT3: the entries the last miss read
+	run.n = 0
 	if v.o.AT == AT1 && n > 0 {
 		p0, p1 := (addr-first)/pageSize, (addr+n-1-first)/pageSize
 		if p1 >= uint64(np) {
@@ -761,12 +770,13 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 				v.countHit()
 			} else {
 				atomic.AddUint64(v.u64(offTLBMisses), 1)
-				var e [8]byte
-				if err := shm.RemoteRead(v.pid, uintptr(table+pg*8), [][]byte{e[:]}); err != nil {
-					return out, err
+				if !run.has(pg) {
+					last := min((addr+n-1-first)/pageSize, uint64(np)-1)
+					if err := run.read(v, table, first>>12, pg, last); err != nil {
+						return out, err
+					}
 				}
-				f = wire.U64(0).Get(e[:]) // the host table entry
-				v.cacheFill(vpn, f)
+				f = run.e[pg-run.lo]
 			}
 			frame = f
 		default:
@@ -782,6 +792,40 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 		n -= k
 	}
 	return out, nil
+}
+
+// tlbBurst is how many host-table entries an AT3 miss reads in one DMA:
+// the entry that missed and those of the following pages of the same
+// transfer, which the NIC is about to need. A transfer larger than the
+// cache's reach (tlbsize pages) misses on every page, because by the time
+// it comes back to a page its entry was displaced; fetching one entry per
+// DMA made such a transfer cost a process_vm_readv per 4 KiB page.
+const tlbBurst = 64
+
+// tlbRun is the host-table entries of consecutive pages [lo, lo+n)
+// that one AT3 miss read.
+type tlbRun struct {
+	lo, n uint64
+	e     [tlbBurst]uint64
+}
+
+func (r *tlbRun) has(pg uint64) bool { return pg >= r.lo && pg < r.lo+r.n }
+
+// read fetches the entries of pages [pg, min(last, pg+tlbBurst-1)] of the
+// host table at table in one DMA and fills the translation cache with them
+// (firstVPN is the region's first page).
+func (r *tlbRun) read(v *view, table, firstVPN, pg, last uint64) error {
+	k := min(last-pg+1, tlbBurst)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&r.e[0])), k*8)
+	if err := shm.RemoteRead(v.pid, uintptr(table+pg*8), [][]byte{b}); err != nil {
+		return err
+	}
+	atomic.AddUint64(v.u64(offTLBReads), 1)
+	r.lo, r.n = pg, k
+	for i, f := range r.e[:k] {
+		v.cacheFill(firstVPN+pg+uint64(i), f)
+	}
+	return nil
 }
 
 // translateSegs turns a descriptor's segments into physical segments of

@@ -130,6 +130,7 @@ var OptionTable = options.Table{Device: "via", Options: append(slices.Clip(nicOp
 	options.Option{Key: "credits", Default: "16", Min: 4, Max: 1024, Unit: "buffers", Help: "pre-posted receive buffers per peer, i.e. credits"},
 	options.Option{Key: "regcache", Default: "67108864", Min: 0, Max: 1 << 40, Unit: "bytes", Help: "registered memory kept for reuse by rendezvous buffers"},
 	options.Option{Key: "nicspin", Default: "5", Min: 0, Max: 1000000, Unit: "microseconds", Help: "how long an idle NIC engine polls before it sleeps"},
+	options.Option{Key: "rndv", Default: "read", Choices: []string{"read", "write"}, Help: "rendezvous on one host: the receiver RDMA-reads a contiguous send buffer (RTS, then DONE), or answers CTS and the sender RDMA-writes (RTS, CTS, FIN)"},
 	options.Option{Key: "rma", Default: "on", Choices: []string{"on", "off"}, Help: "one-sided Put and Get (and accumulates on one host) by RDMA write and read, without the target; off: through the target's agent"},
 )}
 

@@ -330,7 +330,7 @@ func (vi *VI) PostRecv(d *Descriptor) error {
 	if n.o.DescCache && len(segs) <= slotSegs {
 		cached = 1
 		for k, sg := range segs {
-			*(*DataSegment)(unsafe.Pointer(&n.seg.Mem[s+16+uint32(k)*16])) = sg
+			*(*DataSegment)(unsafe.Pointer(&n.seg.Mem[s+slotSeg0+uint32(k)*16])) = sg
 		}
 	}
 	*n.self.u32(s + 12) = cached
@@ -852,7 +852,7 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 			ns := *p.u32(s + 8)
 			rsegs = n.rsegBuf[:0]
 			for k := uint32(0); k < ns; k++ {
-				rsegs = append(rsegs, *(*DataSegment)(unsafe.Pointer(&p.seg.Mem[s+16+k*16])))
+				rsegs = append(rsegs, *(*DataSegment)(unsafe.Pointer(&p.seg.Mem[s+slotSeg0+k*16])))
 			}
 			n.rsegBuf = rsegs
 		} else {
@@ -1173,6 +1173,7 @@ func (n *NIC) Counters() map[string]int64 {
 		"cq_done_calls":        n.cnt.cqCalls.Load(),
 		"tlb_hits":             int64(atomic.LoadUint64(n.self.u64(offTLBHits))),
 		"tlb_misses":           int64(atomic.LoadUint64(n.self.u64(offTLBMisses))),
+		"tlb_reads":            int64(atomic.LoadUint64(n.self.u64(offTLBReads))),
 		"wire_frames_out":      n.cnt.framesOut.Load(),
 		"wire_frames_in":       n.cnt.framesIn.Load(),
 		"wire_held_frames":     n.cnt.held.Load(),

@@ -8,7 +8,11 @@
 //
 // A line carries a sequence word (the last round of its parity posted), a
 // waiting flag and a few dozen data bytes, so that a peer that sees a round
-// posted has small data in the same cache line. A member that may sleep
+// posted has small data in the same cache line. Every member's lines lie
+// side by side in the segment's first pages, apart from the slots: a look
+// at every member's post (a Barrier's, an Allreduce's) touches one page,
+// not one per member, which matters where ranks outnumber cores and each
+// waiter's turn on a CPU starts with an empty TLB. A member that may sleep
 // raises its flag and sleeps on the board's doorbell, one futex word that
 // every member sleeps on; a post that completes a round, or one marked
 // wakeAll, rings it once if any peer's flag is up: one system call wakes
@@ -28,25 +32,44 @@ import (
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
-// Layout of one member's area, from its start.
+// Layout of a segment for n members, after the segment's own header: the
+// doorbell's line, every member's two lines from linesOff on (member p's
+// at linesOff+128p, a 128-byte-aligned pair that an adjacent-line prefetch
+// keeps to one member), every member's identity line (its process id and
+// probe address), then past the next page boundary every member's two slots,
+// each member's a page further than the last one's end (slotStride): the
+// same offset in every member's slot, which a fold and a copy-out read one
+// member after another, then falls in different cache sets instead of one.
 const (
 	lineSize = 64
-	offBell  = 2 * lineSize // u32, in member 0's area only: the board's doorbell, bumped by every ring
-	offPid   = 3 * lineSize // u64: the member's process id, once it has mapped the segment
-	offProbe = offPid + 8   // u64: the address of the member's probe word
-	headSize = 4096         // lines and doorbell; the slots start page-aligned
-	seqOff   = 0            // u64 in each line: the last round of the line's parity posted
-	waitOff  = 8            // u32 in each line: non-zero while the member may sleep
-	dataOff  = 16           // the line's data bytes
-	inline   = lineSize - dataOff
+	offBell  = 0 // u32: the board's doorbell, bumped by every ring
+	linesOff = lineSize + (shm.HeaderSize+lineSize)%(2*lineSize)
+	seqOff   = 0 // u64 in each line: the last round of the line's parity posted
+	waitOff  = 8 // u32 in each line: non-zero while the member may sleep
+	dataOff  = 16
+	inline   = lineSize - dataOff // the line's data bytes
+	pidOff   = 0                  // u64 in an identity line: the member's process id, once it has mapped the segment
+	probeOff = 8                  // u64 in an identity line: the address of the member's probe word
+	pageSize = 4096
 )
 
 // SlotSize is the size of each slot: an Allreduce of 1 MiB passes through
 // the slots in one segment.
 const SlotSize = 1 << 20
 
+// headSize is where the slots of a board of n members start: the first
+// page boundary after the lines, counted from the end of the segment's
+// header, as before the lines moved. A slot then starts a header's length
+// (64 bytes) past a page boundary: a copy or fold between it and a
+// page-aligned buffer (a large Go allocation) does not have its loads and
+// stores a multiple of 4 KiB apart.
+func headSize(n int) int { return (linesOff + 3*n*lineSize + pageSize - 1) &^ (pageSize - 1) }
+
+// slotStride is the distance between two members' first slots.
+const slotStride = 2*SlotSize + pageSize
+
 // Size is the bytes a board segment for n members needs.
-func Size(n int) int { return n * (headSize + 2*SlotSize) }
+func Size(n int) int { return headSize(n) + n*slotStride }
 
 // Board is one member's view of a board segment. It is safe to call from
 // several goroutines for different rounds only as the core does: posts in
@@ -55,6 +78,7 @@ type Board struct {
 	seg    *shm.Segment
 	mem    []byte
 	rank   int
+	n      int             // members
 	pids   []int           // member -> process id, for liveness and remote reads
 	looks  []atomic.Uint32 // failed looks at each member since the last liveness check
 	probed bool            // readable holds
@@ -81,9 +105,9 @@ func New(seg *shm.Segment, rank, n int) (*Board, error) {
 	if len(mem) < Size(n) || rank < 0 || rank >= n {
 		return nil, fmt.Errorf("board: segment of %d bytes cannot hold member %d of %d", len(mem), rank, n)
 	}
-	b := &Board{seg: seg, mem: mem, rank: rank, pids: make([]int, n), looks: make([]atomic.Uint32, n)}
-	atomic.StoreUint64(u64(mem, b.area(rank)+offProbe), uint64(uintptr(unsafe.Pointer(&probe))))
-	atomic.StoreUint64(u64(mem, b.area(rank)+offPid), uint64(os.Getpid()))
+	b := &Board{seg: seg, mem: mem, rank: rank, n: n, pids: make([]int, n), looks: make([]atomic.Uint32, n)}
+	atomic.StoreUint64(u64(mem, b.ident(rank)+probeOff), uint64(uintptr(unsafe.Pointer(&probe))))
+	atomic.StoreUint64(u64(mem, b.ident(rank)+pidOff), uint64(os.Getpid()))
 	return b, nil
 }
 
@@ -91,7 +115,7 @@ func New(seg *shm.Segment, rank, n int) (*Board, error) {
 // an error names a member that has not.
 func (b *Board) Ready() error {
 	for p := range b.pids {
-		pid := int(atomic.LoadUint64(u64(b.mem, b.area(p)+offPid)))
+		pid := int(atomic.LoadUint64(u64(b.mem, b.ident(p)+pidOff)))
 		if pid == 0 {
 			return fmt.Errorf("board: member %d has not joined", p)
 		}
@@ -114,15 +138,15 @@ func (b *Board) CloseFD() error {
 	return err
 }
 
-func (b *Board) area(p int) int { return p * (headSize + 2*SlotSize) }
+// line is the offset of member p's line of round parity k%2.
+func (b *Board) line(p int, k uint64) int { return linesOff + lineSize*(2*p+int(k%2)) }
 
-func (b *Board) word(p int, k uint64) *uint64 {
-	return u64(b.mem, b.area(p)+int(k%2)*lineSize+seqOff)
-}
+// ident is the offset of member p's identity line.
+func (b *Board) ident(p int) int { return linesOff + lineSize*(2*b.n+p) }
 
-func (b *Board) flag(p int, k uint64) *uint32 {
-	return u32(b.mem, b.area(p)+int(k%2)*lineSize+waitOff)
-}
+func (b *Board) word(p int, k uint64) *uint64 { return u64(b.mem, b.line(p, k)+seqOff) }
+
+func (b *Board) flag(p int, k uint64) *uint32 { return u32(b.mem, b.line(p, k)+waitOff) }
 
 // bell is the board's doorbell.
 func (b *Board) bell() *uint32 { return u32(b.mem, offBell) }
@@ -132,13 +156,13 @@ func (b *Board) BoardSlotSize() int { return SlotSize }
 
 // BoardSlot returns slot i of member p's area.
 func (b *Board) BoardSlot(p, i int) []byte {
-	off := b.area(p) + headSize + i*SlotSize
+	off := headSize(b.n) + p*slotStride + i*SlotSize
 	return b.mem[off : off+SlotSize : off+SlotSize]
 }
 
-// BoardLine returns the data bytes of line i of member p's area.
+// BoardLine returns the data bytes of member p's line i.
 func (b *Board) BoardLine(p, i int) []byte {
-	off := b.area(p) + i*lineSize + dataOff
+	off := b.line(p, uint64(i)) + dataOff
 	return b.mem[off : off+inline : off+inline]
 }
 
@@ -208,7 +232,7 @@ func (b *Board) BoardReadable() bool {
 	if !b.probed {
 		b.probed, b.readable = true, true
 		for p, pid := range b.pids {
-			addr := uintptr(atomic.LoadUint64(u64(b.mem, b.area(p)+offProbe)))
+			addr := uintptr(atomic.LoadUint64(u64(b.mem, b.ident(p)+probeOff)))
 			if p != b.rank && !shm.CanRemoteWrite(pid, addr) {
 				b.readable = false
 				break

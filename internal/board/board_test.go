@@ -1,12 +1,14 @@
 package board
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/adimpi/adimpi/internal/shm"
 )
@@ -167,4 +169,65 @@ func TestGoneMember(t *testing.T) {
 		}
 	}
 	t.Fatalf("no error after %d looks at a gone member", livenessLooks+1)
+}
+
+// TestLinesShareAPage: the lines a wait for every member's post reads lie
+// in one page for 16 members (a waiter whose TLB a context switch emptied
+// misses once, not once per member), each member's pair of lines is
+// 128-byte aligned in the mapping (an adjacent-line prefetch stays within
+// one member's lines), and nothing a member writes overlaps another's:
+// every line, identity line and slot is disjoint, the slots a header past
+// a page boundary (not 4 KiB-aliased with page-aligned user buffers),
+// and no two members' slots 64 KiB-aligned to each other (the same offset
+// in each, read one member after another, would share a cache set).
+func TestLinesShareAPage(t *testing.T) {
+	const n = 16
+	m := members(t, n)
+	b := m[0]
+	base := uintptr(unsafe.Pointer(&b.seg.Mem[0]))
+	addr := func(s []byte) uintptr { return uintptr(unsafe.Pointer(&s[0])) }
+	firstPage := (addr(b.BoardLine(0, 0)) - uintptr(dataOff)) / pageSize
+	type span struct {
+		what   string
+		lo, hi uintptr
+	}
+	var spans []span
+	for p := range n {
+		for i := range 2 {
+			a := addr(b.BoardLine(p, i)) - uintptr(dataOff)
+			if a/pageSize != firstPage {
+				t.Errorf("member %d's line %d lies in page %d of the mapping, member 0's in page %d", p, i, (a-base)/pageSize, (firstPage*pageSize-base)/pageSize)
+			}
+			if i == 0 && (a-base)%(2*lineSize) != 0 {
+				t.Errorf("member %d's lines start at offset %d of the mapping, not 128-byte aligned", p, a-base)
+			}
+			spans = append(spans, span{fmt.Sprintf("line %d of %d", i, p), a, a + lineSize})
+			s := addr(b.BoardSlot(p, i))
+			if (s-base)%pageSize != shm.HeaderSize%pageSize || s%lineSize != 0 {
+				t.Errorf("member %d's slot %d starts at offset %d of the mapping, not %d past a page boundary", p, i, s-base, shm.HeaderSize)
+			}
+			spans = append(spans, span{fmt.Sprintf("slot %d of %d", i, p), s, s + SlotSize})
+		}
+		id := uintptr(unsafe.Pointer(&b.mem[b.ident(p)]))
+		spans = append(spans, span{fmt.Sprintf("identity of %d", p), id, id + lineSize})
+	}
+	for p := range n {
+		for q := range p {
+			if d := addr(b.BoardSlot(p, 0)) - addr(b.BoardSlot(q, 0)); d%(64<<10) == 0 {
+				t.Errorf("members %d's and %d's slots lie %d bytes apart, a multiple of 64 KiB", p, q, d)
+			}
+		}
+	}
+	bell := uintptr(unsafe.Pointer(b.bell()))
+	spans = append(spans, span{"doorbell", bell, bell + lineSize})
+	for i, x := range spans {
+		if x.lo < base+shm.HeaderSize || x.hi > base+uintptr(len(b.seg.Mem)) {
+			t.Errorf("%s lies outside the board [%d, %d)", x.what, x.lo-base, x.hi-base)
+		}
+		for _, y := range spans[:i] {
+			if x.lo < y.hi && y.lo < x.hi {
+				t.Errorf("%s [%d, %d) overlaps %s [%d, %d)", x.what, x.lo-base, x.hi-base, y.what, y.lo-base, y.hi-base)
+			}
+		}
+	}
 }

@@ -63,6 +63,9 @@ type fn struct {
 	name   string // MPI_Send
 	params []param
 	manual bool // exported by hand (a non-int return, or C-only)
+	// cfront: the MPI_ and PMPI_ names are C functions (fastpath.c) that
+	// try a fast path first; Go exports the call as adimpi_slow_<Name>.
+	cfront bool
 	// impl and mode, from a "=impl:mode" token, make one translation
 	// function serve a call's blocking, non-blocking and persistent forms:
 	// it is called as impl(mode, request, the other parameters), with nil
@@ -159,6 +162,10 @@ func readSpec(path string) ([]fn, error) {
 				f.manual = true
 				continue
 			}
+			if p == "cfront" {
+				f.cfront = true
+				continue
+			}
 			if strings.HasPrefix(p, "=") {
 				f.impl, f.mode, _ = strings.Cut(p[1:], ":")
 				continue
@@ -251,6 +258,10 @@ func goFile(specs []fn, stubs []string) []byte {
 			}
 		}
 		fmt.Fprintf(&b, "\treturn %s%s(%s))\n}\n\n", ret, target, strings.Join(args, ", "))
+		if f.cfront {
+			fmt.Fprintf(&b, "// adimpi_slow_%s is %s's Go side, which the C functions %s and\n// P%s (fastpath.c) call when their fast path does not apply.\n//\n//export adimpi_slow_%s\nfunc adimpi_slow_%s(%s) C.int {\n\treturn c%s(%s)\n}\n\n", short, f.name, f.name, f.name, short, short, strings.Join(sig, ", "), short, strings.Join(call, ", "))
+			continue
+		}
 		for _, pre := range []string{"MPI_", "PMPI_"} {
 			fmt.Fprintf(&b, "// %s%s is %s for C programs, with MPICH's signature.\n//\n//export %s%s\nfunc %s%s(%s) C.int {\n\treturn c%s(%s)\n}\n\n", pre, short, f.name, pre, short, pre, short, strings.Join(sig, ", "), short, strings.Join(call, ", "))
 		}
