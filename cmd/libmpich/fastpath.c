@@ -1,12 +1,14 @@
 // MPI_Send and MPI_Recv with a fast path that stays in C: a small message
-// between two processes on one host, on netvm, goes into or out of the
-// shared-memory control ring directly, without the C→Go crossing that
-// every other call pays (docs/c-abi.md, "The C fast path"). Whatever the
+// between two processes on one host goes into or out of netvm's
+// shared-memory control ring, or bip's short-message queue (with MPI-BIP's
+// credits), directly, without the C→Go crossing that every other call
+// pays (docs/c-abi.md, "The C fast path"). Whatever the
 // fast path does not handle — another communicator, a datatype that is not
 // builtin, a message over the slot's inline payload, a wildcard source, a
 // slot that is not the expected message, a receive that would truncate, or
 // anything pending in the Go side (adimpi_fast.open clear) — goes to the Go
-// side as before, which then finds the ring exactly as the C side left it.
+// side as before, which then finds the ring (or queue and credits)
+// exactly as the C side left it.
 
 #include <limits.h>
 #include <stddef.h>
