@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/adimpi/adimpi/devices/bip"
 	"github.com/adimpi/adimpi/devices/netvm"
 	"github.com/adimpi/adimpi/mpi"
 )
@@ -31,18 +32,24 @@ import (
 const fastSpinPolls = 256
 
 // fast is the fast path's state on the Go side: dev is nil when it is off
-// for the run (not netvm, MPI_THREAD_MULTIPLE asked for, ADIMPI_CFAST=off),
+// for the run (neither netvm nor bip, MPI_THREAD_MULTIPLE asked for,
+// ADIMPI_CFAST=off),
 // spoiled once a request was freed that may still run on in a goroutine;
 // level is the thread level the library provides while it is on.
 var fast struct {
-	dev     *netvm.Device
+	dev     fastDevice
 	spoiled bool
 	level   mpi.ThreadLevel
 }
 
+// fastDevice is what fastGate asks of a device with a fast path: whether
+// it holds nothing that a message the C side moves could overtake or race
+// with (netvm's and bip's FastQuiet).
+type fastDevice interface{ FastQuiet() bool }
+
 // fastSetup turns the fast path on after MPI_Init (required: the thread
 // level the program asked for, MPI_THREAD_SINGLE for MPI_Init), when the
-// device is netvm and the program asked for at most
+// device is netvm or bip and the program asked for at most
 // MPI_THREAD_SERIALIZED: it then provides that level, as MPICH does, and
 // not adimpi's MPI_THREAD_MULTIPLE, under which two threads could move
 // one ring's cursors at once. It reports whether the fast path is on.
@@ -51,8 +58,43 @@ func fastSetup(required mpi.ThreadLevel) bool {
 	if os.Getenv("ADIMPI_CFAST") == "off" || required > mpi.ThreadSerialized {
 		return false
 	}
-	d, ok := mpi.QuietDevice().(*netvm.Device)
-	if !ok || netvm.FastSlots != C.ADIMPI_FAST_SLOTS || netvm.FastSlotSize != C.ADIMPI_FAST_SLOT_SIZE || netvm.FastInlineMax != C.ADIMPI_FAST_INLINE {
+	var dev fastDevice
+	switch d := mpi.QuietDevice().(type) {
+	case *netvm.Device:
+		if !netvmSetup(d) {
+			return false
+		}
+		dev = d
+	case *bip.Device:
+		if !bipSetup(d) {
+			return false
+		}
+		dev = d
+	default:
+		return false
+	}
+	st := &C.adimpi_fast
+	w := mpi.World()
+	for i, t := range builtinTypes {
+		st.tsize[i], st.sig[i] = 0, 0
+		if i < C.ADIMPI_FAST_TYPES && t != nil && t.Contiguous() && t.TrueLB() == 0 && t.Size() > 0 {
+			st.tsize[i], st.sig[i] = C.uint32_t(t.Size()), C.uint32_t(t.Signature())
+		}
+	}
+	st.rank, st.size, st.ctx = C.int32_t(w.Rank()), C.int32_t(w.Size()), C.uint32_t(w.PointToPointContext())
+	st.spin = fastSpinPolls
+	if n, err := strconv.Atoi(os.Getenv("ADIMPI_CFAST_SPIN")); err == nil && n >= 0 {
+		st.spin = C.int32_t(min(n, 1<<30))
+	}
+	fast.dev, fast.spoiled, fast.level = dev, false, max(required, mpi.ThreadSingle)
+	fastGate()
+	return true
+}
+
+// netvmSetup gives the C side netvm's rings, if the device's ring
+// encoding is the one fastpath.h has.
+func netvmSetup(d *netvm.Device) bool {
+	if netvm.FastSlots != C.ADIMPI_FAST_SLOTS || netvm.FastSlotSize != C.ADIMPI_FAST_SLOT_SIZE || netvm.FastInlineMax != C.ADIMPI_FAST_INLINE {
 		return false
 	}
 	w := mpi.World()
@@ -75,19 +117,7 @@ func fastSetup(required mpi.ThreadLevel) bool {
 			report: (*C.uint64_t)(addrPointer(f.Report)),
 		}
 	}
-	for i, t := range builtinTypes {
-		st.tsize[i], st.sig[i] = 0, 0
-		if i < C.ADIMPI_FAST_TYPES && t != nil && t.Contiguous() && t.TrueLB() == 0 && t.Size() > 0 {
-			st.tsize[i], st.sig[i] = C.uint32_t(t.Size()), C.uint32_t(t.Signature())
-		}
-	}
-	st.rank, st.size, st.ctx = C.int32_t(w.Rank()), C.int32_t(n), C.uint32_t(w.PointToPointContext())
-	st.eager_type, st.spin = C.uint32_t(netvm.FastEagerType), fastSpinPolls
-	if n, err := strconv.Atoi(os.Getenv("ADIMPI_CFAST_SPIN")); err == nil && n >= 0 {
-		st.spin = C.int32_t(min(n, 1<<30))
-	}
-	fast.dev, fast.spoiled, fast.level = d, false, max(required, mpi.ThreadSingle)
-	fastGate()
+	st.kind, st.eager_type = C.ADIMPI_FAST_NETVM, C.uint32_t(netvm.FastEagerType)
 	return true
 }
 
@@ -115,4 +145,45 @@ func fastGate() {
 	} else {
 		C.adimpi_fast.open = 0
 	}
+}
+
+// bipSetup gives the C side bip's queues and credit counters, if the
+// cursors' layout is the one fastpath.h has and an 8-byte message is
+// eager.
+func bipSetup(d *bip.Device) bool {
+	var c C.adimpi_bip_cursors
+	want := [...]uintptr{
+		unsafe.Sizeof(c),
+		unsafe.Offsetof(c.tail), unsafe.Offsetof(c.tail_at), unsafe.Offsetof(c.seen_head),
+		unsafe.Offsetof(c.head), unsafe.Offsetof(c.head_at),
+		unsafe.Offsetof(c.used), unsafe.Offsetof(c.granted), unsafe.Offsetof(c.consumed), unsafe.Offsetof(c.reported),
+	}
+	sh := d.FastShape()
+	if want != bip.FastCursorLayout || sh.Eager < C.ADIMPI_FAST_INLINE {
+		return false
+	}
+	n := mpi.World().Size()
+	st := &C.adimpi_fast
+	if st.bip == nil {
+		st.bip = (*C.adimpi_bip_queue)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.adimpi_bip_queue{}))))
+	}
+	queues := unsafe.Slice(st.bip, n)
+	for r := range queues {
+		f, ok := d.FastQueue(r)
+		if !ok {
+			queues[r] = C.adimpi_bip_queue{}
+			continue
+		}
+		queues[r] = C.adimpi_bip_queue{
+			out: (*C.uint8_t)(addrPointer(f.Out)), in: (*C.uint8_t)(addrPointer(f.In)),
+			doorbell: (*C.uint32_t)(addrPointer(f.Doorbell)), sleepers: (*C.uint32_t)(addrPointer(f.Sleepers)),
+			cur: (*C.adimpi_bip_cursors)(addrPointer(f.Cursors)),
+		}
+	}
+	st.kind = C.ADIMPI_FAST_BIP
+	st.bip_off_queue, st.bip_slot_bytes, st.bip_queue = C.int64_t(sh.OffQueue), C.int64_t(sh.SlotBytes), C.int64_t(sh.Queue)
+	st.bip_credit, st.bip_eager_type, st.bip_credit_type = C.uint32_t(sh.Credit), C.uint32_t(bip.FastEagerType), C.uint32_t(bip.FastCreditType)
+	st.bip_block_head, st.bip_block_wait = C.int32_t(bip.FastBlockHead), C.int32_t(bip.FastBlockWaitSpace)
+	st.bip_slot_header, st.bip_header = C.int32_t(bip.FastSlotHeader), C.int32_t(bip.FastHeader)
+	return true
 }

@@ -264,8 +264,8 @@ func TestCPrograms(t *testing.T) {
 // fastChecks are the checks of testdata/fastpath.c.
 var fastChecks = []string{"in-order", "unexpected-first", "any-source", "posted-first", "truncate-count", "ping-pong"}
 
-// TestCFastPath runs testdata/fastpath.c on netvm with the C fast path of
-// MPI_Send and MPI_Recv on, off (ADIMPI_CFAST=off), and on but with
+// TestCFastPath runs testdata/fastpath.c on netvm and on bip with the C
+// fast path of MPI_Send and MPI_Recv on, off (ADIMPI_CFAST=off), and on but with
 // MPI_THREAD_MULTIPLE asked for, which must keep it off: every run must
 // pass the program's order and content checks, and the fast path must
 // have moved messages in the first run only (the program prints the
@@ -276,10 +276,11 @@ func TestCFastPath(t *testing.T) {
 	dir, mpirun := setup(t)
 	env := libEnv(t, mpirun, dir)
 	counts := regexp.MustCompile(`rank (\d) fast sent (\d+) received (\d+)`)
-	for _, mode := range []string{"on", "off", "multiple"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, run1 := range []string{"netvm/on", "netvm/off", "netvm/multiple", "bip/on", "bip/off", "bip/multiple"} {
+		dev, mode, _ := strings.Cut(run1, "/")
+		t.Run(run1, func(t *testing.T) {
 			parallel(t)
-			args := []string{"-device", "netvm", "-np", "3", filepath.Join(dir, "fastpath")}
+			args := []string{"-device", dev, "-np", "3", filepath.Join(dir, "fastpath")}
 			cfast := mode
 			if mode == "multiple" {
 				args, cfast = append(args, "multiple"), "on"

@@ -19,6 +19,7 @@ import (
 	"github.com/adimpi/adimpi/internal/order"
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
+	"golang.org/x/sys/unix"
 )
 
 // ErrBusy is returned by PostLong and StartLong when the peer already has
@@ -131,19 +132,18 @@ type peer struct {
 	self      bool
 	net       *netPeer // a peer on another host, reached over the network (net.go); nil on this host
 
+	// queue positions both ways (tail, tailAt, seenHead, head, headAt), and
+	// the Device's credits, outside Go's heap (fastpath.go)
+	*cursors
+
 	// outbound: my block in its segment
 	out                []byte
 	doorbell, sleepers *uint32
-	tail               uint64 // short messages written
-	tailAt             int    // offset in out of the slot for message tail+1 (0 until the first send)
-	seenHead           uint64 // its head word when last read: read again only when the queue looks full, so that the line the reader writes at every message does not move to this sender at every message
 	nlongOut           int    // long sends to it not complete
 	claimed            []bool // its slots (for me) that one of my sends took
 
 	// inbound: its block in my segment
 	in        []byte
-	head      uint64      // short messages consumed
-	headAt    int         // offset in in of the slot of message head+1 (0 until the first look)
 	recvSlots []*LongRecv // long receives from it, by slot
 	postSeq   uint64
 }
@@ -156,6 +156,8 @@ type Endpoint struct {
 	opt        Options
 	seg        *shm.Segment
 	peers      []*peer
+	cur        []cursors // the peers' (fastpath.go)
+	curMem     []byte    // their mapping
 	blockSize  int
 	offStage   int
 	offQueue   int
@@ -378,9 +380,12 @@ func (e *Endpoint) wireUp(kvs adi.KVS, hosts []int) error {
 			return err
 		}
 	}
+	if e.cur, e.curMem, err = newCursors(e.size); err != nil {
+		return err
+	}
 	e.peers = make([]*peer, e.size)
 	for r, c := range recs {
-		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, self: r == e.rank}
+		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, self: r == e.rank, cursors: &e.cur[r]}
 		e.peers[r] = p
 		p.in = e.seg.Mem[offPeers+r*e.blockSize:][:e.blockSize]
 		p.recvSlots = make([]*LongRecv, o.MaxLong)
@@ -442,6 +447,12 @@ func (e *Endpoint) Close() error {
 	}
 	if cerr := e.seg.Close(); err == nil {
 		err = cerr
+	}
+	if e.curMem != nil {
+		if cerr := unix.Munmap(e.curMem); err == nil {
+			err = cerr
+		}
+		e.cur, e.curMem = nil, nil
 	}
 	return err
 }

@@ -64,11 +64,10 @@ type outMsg struct {
 }
 
 type pstate struct {
-	used, granted      uint32 // counted messages I sent it; its cumulative grant
-	consumed, reported uint32 // its counted messages I consumed; the count I last sent back
-	backlog            []*outMsg
-	waitSlot           []*lrecv // matched long receives waiting for a BIP long-receive slot
-	waitSend           []*lsend // acknowledged sends waiting for a BIP long-send slot
+	*cursors // used, granted, consumed, reported: the peer's (bip.go), shared with C code (fastpath.go)
+	backlog  []*outMsg
+	waitSlot []*lrecv // matched long receives waiting for a BIP long-receive slot
+	waitSend []*lsend // acknowledged sends waiting for a BIP long-send slot
 }
 
 // lsend is a send in the long protocol.
@@ -157,7 +156,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.credit = uint32(o.Queue - reserved)
 	d.pc = make([]*pstate, cfg.Size)
 	for i := range d.pc {
-		d.pc[i] = &pstate{}
+		d.pc[i] = &pstate{cursors: d.ep.peers[i].cursors}
 	}
 	d.sends = map[uint32]*lsend{}
 	d.ep.OnPeerGone = d.peerGone
