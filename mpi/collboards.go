@@ -195,20 +195,31 @@ func (r *runtime) boardSleep(b *board, cond func() bool) error {
 			yield = yield || waited >= min(r.poll, boardAlone)
 			continue
 		}
-		bell := b.own.Bell()
-		if !raised {
-			b.BoardWaiting(true)
-			raised = true
-		}
-		if cond() {
+		if b.nap(&raised, cond) {
 			break
 		}
-		b.own.Sleep(bell, boardNap)
 	}
 	if raised {
 		b.BoardWaiting(false)
 	}
 	return err
+}
+
+// nap sleeps on b's doorbell until it rings or boardNap passes, first
+// telling the board that this member sleeps (once: *raised records it) and
+// looking at cond once more after that, so that a post made before the
+// announcement is not slept through; true: cond held, no sleep.
+func (b *board) nap(raised *bool, cond func() bool) bool {
+	bell := b.own.Bell()
+	if !*raised {
+		b.BoardWaiting(true)
+		*raised = true
+	}
+	if cond() {
+		return true
+	}
+	b.own.Sleep(bell, boardNap)
+	return false
 }
 
 // boardYield is boardSleep when ranks outnumber cores, where a collective
@@ -241,15 +252,9 @@ func (r *runtime) boardYield(b *board, cond func() bool) error {
 			if now := nanotime(); start == 0 {
 				start = now
 			} else if time.Duration(now-start) >= r.spin {
-				bell := b.own.Bell()
-				if !raised {
-					b.BoardWaiting(true)
-					raised = true
-				}
-				if cond() {
+				if b.nap(&raised, cond) {
 					break
 				}
-				b.own.Sleep(bell, boardNap)
 				slept = true
 				continue
 			}
