@@ -11,15 +11,13 @@ import "C"
 import (
 	"os"
 	"strconv"
-	"unsafe"
 
-	"github.com/adimpi/adimpi/devices/bip"
-	"github.com/adimpi/adimpi/devices/netvm"
+	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/mpi"
 )
 
 // The Go side of the C fast path of MPI_Send and MPI_Recv (fastpath.c):
-// fastSetup gives it netvm's rings at MPI_Init, and fastGate, run at the
+// fastSetup gives it the device's links at MPI_Init, and fastGate, run at the
 // end of every call into Go, opens it only while nothing could race with
 // a message it moves or be overtaken by one (docs/c-abi.md, "The C fast
 // path").
@@ -32,9 +30,8 @@ import (
 const fastSpinPolls = 256
 
 // fast is the fast path's state on the Go side: dev is nil when it is off
-// for the run (neither netvm nor bip, MPI_THREAD_MULTIPLE asked for,
-// ADIMPI_CFAST=off),
-// spoiled once a request was freed that may still run on in a goroutine;
+// for the run (a device without one, MPI_THREAD_MULTIPLE asked for,
+// ADIMPI_CFAST=off), spoiled once a request was freed that may still run on in a goroutine;
 // level is the thread level the library provides while it is on.
 var fast struct {
 	dev     fastDevice
@@ -44,33 +41,35 @@ var fast struct {
 
 // fastDevice is what fastGate asks of a device with a fast path: whether
 // it holds nothing that a message the C side moves could overtake or race
-// with (netvm's and bip's FastQuiet).
+// with (the device's FastQuiet).
 type fastDevice interface{ FastQuiet() bool }
+
+// fastDevices are the devices with a C fast path, one setup each
+// (fastpath_DEVICE.go): a setup that finds its device under dev, and the
+// device's encoding as its fastpath_DEVICE.c has it, gives the C side the
+// device's links, sets adimpi_fast.kind and returns the device; otherwise
+// it returns nil having changed nothing. Each device's C half is in
+// fastpath_DEVICE.c, named in fastpath.c's table.
+var fastDevices = []func(dev adi.Device) fastDevice{netvmSetup, bipSetup, fmSetup}
 
 // fastSetup turns the fast path on after MPI_Init (required: the thread
 // level the program asked for, MPI_THREAD_SINGLE for MPI_Init), when the
-// device is netvm or bip and the program asked for at most
-// MPI_THREAD_SERIALIZED: it then provides that level, as MPICH does, and
-// not adimpi's MPI_THREAD_MULTIPLE, under which two threads could move
-// one ring's cursors at once. It reports whether the fast path is on.
+// device has one (fastDevices: netvm, bip, fm) and the program asked for
+// at most MPI_THREAD_SERIALIZED: it then provides that level, as MPICH
+// does, and not adimpi's MPI_THREAD_MULTIPLE, under which two threads
+// could move one ring's cursors at once. It reports whether the fast path is on.
 func fastSetup(required mpi.ThreadLevel) bool {
 	fastOff()
 	if os.Getenv("ADIMPI_CFAST") == "off" || required > mpi.ThreadSerialized {
 		return false
 	}
 	var dev fastDevice
-	switch d := mpi.QuietDevice().(type) {
-	case *netvm.Device:
-		if !netvmSetup(d) {
-			return false
+	for _, setup := range fastDevices {
+		if dev = setup(mpi.QuietDevice()); dev != nil {
+			break
 		}
-		dev = d
-	case *bip.Device:
-		if !bipSetup(d) {
-			return false
-		}
-		dev = d
-	default:
+	}
+	if dev == nil {
 		return false
 	}
 	st := &C.adimpi_fast
@@ -91,36 +90,6 @@ func fastSetup(required mpi.ThreadLevel) bool {
 	return true
 }
 
-// netvmSetup gives the C side netvm's rings, if the device's ring
-// encoding is the one fastpath.h has.
-func netvmSetup(d *netvm.Device) bool {
-	if netvm.FastSlots != C.ADIMPI_FAST_SLOTS || netvm.FastSlotSize != C.ADIMPI_FAST_SLOT_SIZE || netvm.FastInlineMax != C.ADIMPI_FAST_INLINE {
-		return false
-	}
-	w := mpi.World()
-	n := w.Size()
-	st := &C.adimpi_fast
-	if st.rings == nil {
-		st.rings = (*C.adimpi_fast_ring)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.adimpi_fast_ring{}))))
-	}
-	rings := unsafe.Slice(st.rings, n)
-	for r := range rings {
-		f, ok := d.FastRing(r)
-		if !ok {
-			rings[r] = C.adimpi_fast_ring{}
-			continue
-		}
-		rings[r] = C.adimpi_fast_ring{
-			out: (*C.uint8_t)(addrPointer(f.Out)), out_tail: (*C.uint64_t)(addrPointer(f.OutTail)), out_head: (*C.uint64_t)(addrPointer(f.OutHead)),
-			doorbell: (*C.uint32_t)(addrPointer(f.Doorbell)), sleepers: (*C.uint32_t)(addrPointer(f.Sleepers)),
-			in: (*C.uint8_t)(addrPointer(f.In)), in_head: (*C.uint64_t)(addrPointer(f.InHead)), in_reported: (*C.uint64_t)(addrPointer(f.InReported)),
-			report: (*C.uint64_t)(addrPointer(f.Report)),
-		}
-	}
-	st.kind, st.eager_type = C.ADIMPI_FAST_NETVM, C.uint32_t(netvm.FastEagerType)
-	return true
-}
-
 // fastOff turns the fast path off for the rest of the run (MPI_Finalize).
 func fastOff() {
 	fast.dev = nil
@@ -133,7 +102,7 @@ func fastOff() {
 // message the fast path moves: no request handle alive (its operation may
 // be pending, or run on in a goroutine), no request freed while it may
 // have been running, the core quiet (mpi.QuietDevice), and the device
-// quiet (netvm's FastQuiet). Every generated call runs it on its way out
+// quiet (its FastQuiet). Every generated call runs it on its way out
 // (guard).
 func fastGate() {
 	if fast.dev == nil {
@@ -145,45 +114,4 @@ func fastGate() {
 	} else {
 		C.adimpi_fast.open = 0
 	}
-}
-
-// bipSetup gives the C side bip's queues and credit counters, if the
-// cursors' layout is the one fastpath.h has and an 8-byte message is
-// eager.
-func bipSetup(d *bip.Device) bool {
-	var c C.adimpi_bip_cursors
-	want := [...]uintptr{
-		unsafe.Sizeof(c),
-		unsafe.Offsetof(c.tail), unsafe.Offsetof(c.tail_at), unsafe.Offsetof(c.seen_head),
-		unsafe.Offsetof(c.head), unsafe.Offsetof(c.head_at),
-		unsafe.Offsetof(c.used), unsafe.Offsetof(c.granted), unsafe.Offsetof(c.consumed), unsafe.Offsetof(c.reported),
-	}
-	sh := d.FastShape()
-	if want != bip.FastCursorLayout || sh.Eager < C.ADIMPI_FAST_INLINE {
-		return false
-	}
-	n := mpi.World().Size()
-	st := &C.adimpi_fast
-	if st.bip == nil {
-		st.bip = (*C.adimpi_bip_queue)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.adimpi_bip_queue{}))))
-	}
-	queues := unsafe.Slice(st.bip, n)
-	for r := range queues {
-		f, ok := d.FastQueue(r)
-		if !ok {
-			queues[r] = C.adimpi_bip_queue{}
-			continue
-		}
-		queues[r] = C.adimpi_bip_queue{
-			out: (*C.uint8_t)(addrPointer(f.Out)), in: (*C.uint8_t)(addrPointer(f.In)),
-			doorbell: (*C.uint32_t)(addrPointer(f.Doorbell)), sleepers: (*C.uint32_t)(addrPointer(f.Sleepers)),
-			cur: (*C.adimpi_bip_cursors)(addrPointer(f.Cursors)),
-		}
-	}
-	st.kind = C.ADIMPI_FAST_BIP
-	st.bip_off_queue, st.bip_slot_bytes, st.bip_queue = C.int64_t(sh.OffQueue), C.int64_t(sh.SlotBytes), C.int64_t(sh.Queue)
-	st.bip_credit, st.bip_eager_type, st.bip_credit_type = C.uint32_t(sh.Credit), C.uint32_t(bip.FastEagerType), C.uint32_t(bip.FastCreditType)
-	st.bip_block_head, st.bip_block_wait = C.int32_t(bip.FastBlockHead), C.int32_t(bip.FastBlockWaitSpace)
-	st.bip_slot_header, st.bip_header = C.int32_t(bip.FastSlotHeader), C.int32_t(bip.FastHeader)
-	return true
 }

@@ -264,26 +264,33 @@ func TestCPrograms(t *testing.T) {
 // fastChecks are the checks of testdata/fastpath.c.
 var fastChecks = []string{"in-order", "unexpected-first", "any-source", "posted-first", "truncate-count", "ping-pong"}
 
-// TestCFastPath runs testdata/fastpath.c on netvm and on bip with the C
+// TestCFastPath runs testdata/fastpath.c on netvm, bip and fm with the C
 // fast path of MPI_Send and MPI_Recv on, off (ADIMPI_CFAST=off), and on but with
 // MPI_THREAD_MULTIPLE asked for, which must keep it off: every run must
 // pass the program's order and content checks, and the fast path must
-// have moved messages in the first run only (the program prints the
+// have moved messages in the runs with it on only (the program prints the
 // library's counters), so that the checks ran against it. With it on,
-// MPI_Init provides MPI_THREAD_SINGLE (MPI_Query_thread says so).
+// MPI_Init provides MPI_THREAD_SINGLE (MPI_Query_thread says so). fm runs
+// once more with regions of two packets (slots=2): a sender then runs out
+// of credits every other message, so the C side and the Go side return,
+// take and spend each other's credits all the time, and a credit lost
+// (a hang) or returned twice (an overwritten packet: a wrong value) fails.
 func TestCFastPath(t *testing.T) {
 	t.Parallel()
 	dir, mpirun := setup(t)
 	env := libEnv(t, mpirun, dir)
 	counts := regexp.MustCompile(`rank (\d) fast sent (\d+) received (\d+)`)
-	for _, run1 := range []string{"netvm/on", "netvm/off", "netvm/multiple", "bip/on", "bip/off", "bip/multiple"} {
+	for _, run1 := range []string{"netvm/on", "netvm/off", "netvm/multiple", "bip/on", "bip/off", "bip/multiple", "fm/on", "fm/off", "fm/multiple", "fm/slots2"} {
 		dev, mode, _ := strings.Cut(run1, "/")
 		t.Run(run1, func(t *testing.T) {
 			parallel(t)
 			args := []string{"-device", dev, "-np", "3", filepath.Join(dir, "fastpath")}
 			cfast := mode
-			if mode == "multiple" {
+			switch mode {
+			case "multiple":
 				args, cfast = append(args, "multiple"), "on"
+			case "slots2":
+				args, cfast, mode = append([]string{"-device-opt", "slots=2"}, args...), "on", "on"
 			}
 			// A receive polls the ring longer than by default (about 0.5 ms
 			// here), so that on a loaded machine a partner's message still

@@ -18,6 +18,7 @@ import (
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
 	netwire "github.com/adimpi/adimpi/internal/wire"
+	"golang.org/x/sys/unix"
 )
 
 // Packet layout: a 24-byte header, then the payload.
@@ -124,22 +125,20 @@ type peer struct {
 	bulkOut   []byte // my bulk region in its segment
 	bulkIn    []byte // its bulk region in my segment
 
+	// Its region positions and credits (sent, sendAt, returned, head,
+	// headAt, owed, owedPass), outside Go's heap for the C fast path
+	// (fastpath.go).
+	*cursors
+
 	// outbound: my region inside its segment
 	out                []byte
 	doorbell, sleepers *uint32
-	sent               uint64  // packets reserved in its region
-	sendAt             int     // byte offset in out of packet number sent (no division per packet)
-	returned           uint64  // credits it piggybacked on its packets
 	mailbox            *uint64 // in MY segment: credits it returned explicitly
 	open               *Stream // a send stream holding an unflushed packet here
 	unrung             bool    // packets handed over since its doorbell last rang
 
 	// inbound: its region inside my segment
 	in       []byte
-	head     uint64
-	headAt   int     // byte offset in in of packet number head
-	owed     uint32  // packets consumed, credit not yet returned
-	owedPass uint64  // the Extract pass in which owed became non-zero
 	report   *uint64 // in ITS segment: credits I returned to it explicitly
 	streams  map[uint32]*Stream
 	busy     bool // a handler of one of its packets is running
@@ -167,7 +166,9 @@ type Endpoint struct {
 	peers         []*peer
 	handlers      []Handler
 	nextStream    uint32
-	pass          uint64 // Extract calls
+	pass          *uint64 // Extract calls, outside Go's heap (fastpath.go)
+	cur           []cursors
+	curMem        []byte // the mapping of pass and cur
 	retAt         uint32 // owed credits returned explicitly at once
 	freeSend      []*Stream
 	freeRecv      []*Stream
@@ -301,8 +302,12 @@ func New(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	e.peers = make([]*peer, e.size)
+	if e.pass, e.cur, e.curMem, err = newCursors(e.size); err != nil {
+		e.seg.Close()
+		return nil, err
+	}
 	for r := 0; r < e.size; r++ {
-		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, streams: map[uint32]*Stream{}}
+		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, streams: map[uint32]*Stream{}, cursors: &e.cur[r]}
 		paddr := probe
 		if r != e.rank {
 			v, err := cfg.KVS.Get(fmt.Sprintf("%s-%d", name, r))
@@ -370,6 +375,12 @@ func (e *Endpoint) Release() error {
 	}
 	if cerr := e.seg.Close(); err == nil {
 		err = cerr
+	}
+	if e.curMem != nil {
+		if cerr := unix.Munmap(e.curMem); err == nil {
+			err = cerr
+		}
+		e.pass, e.cur, e.curMem = nil, nil, nil
 	}
 	return err
 }
@@ -838,12 +849,12 @@ func (e *Endpoint) Extract() (int, error) {
 	if err := e.pollNet(); err != nil {
 		return 0, err
 	}
-	e.pass++
+	*e.pass++
 	for _, p := range e.peers {
 		if p.busy {
 			continue
 		}
-		if p.owed > 0 && p.owedPass != e.pass-1 {
+		if p.owed > 0 && p.owedPass != *e.pass-1 {
 			// Owed since before the previous pass and no packet to p
 			// carried them: return them explicitly.
 			e.returnCredits(p)
@@ -909,7 +920,7 @@ func (e *Endpoint) Extract() (int, error) {
 				p.headAt = 0
 			}
 			if p.owed == 0 {
-				p.owedPass = e.pass
+				p.owedPass = *e.pass
 			}
 			p.owed++
 			p.received++
