@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 
 	"github.com/adimpi/adimpi/adi"
@@ -37,6 +38,7 @@ var fast struct {
 	dev     fastDevice
 	spoiled bool
 	level   mpi.ThreadLevel
+	pin     runtime.Pinner // what of Go's heap the C side points to (fm's cursors)
 }
 
 // fastDevice is what fastGate asks of a device with a fast path: whether
@@ -94,6 +96,7 @@ func fastSetup(required mpi.ThreadLevel) bool {
 func fastOff() {
 	fast.dev = nil
 	C.adimpi_fast.open = 0
+	fast.pin.Unpin()
 }
 
 // fastGate opens the fast path for the C calls that follow this call into

@@ -62,8 +62,8 @@ typedef struct {
 
 // fm (fastpath_fm.c): adimpi_fm_cursors is fm's cursors
 // (devices/fm/fastpath.go): one peer's region positions and FM credits,
-// shared with the Go side; fastpath_fm.go checks the layout against
-// fm.FastCursorLayout.
+// shared with the Go side (in its peer struct, pinned); fastpath_fm.go
+// checks the layout against fm.FastCursorLayout.
 typedef struct {
 	uint64_t sent;      // packets written into its region
 	uint64_t returned;  // credits it piggybacked on its packets
@@ -72,8 +72,6 @@ typedef struct {
 	int64_t head_at;    // offset in in of packet number head
 	uint64_t owed_pass; // the Extract pass in which owed became non-zero
 	uint32_t owed;      // packets consumed whose credit is not returned yet
-	uint32_t pad0;
-	uint64_t pad1;
 } adimpi_fm_cursors;
 
 // adimpi_fm_peer is fm.FastPeer: one peer's link. out is NULL for a peer
@@ -90,7 +88,7 @@ typedef struct {
 // adimpi_fm_state is fm's links and fm.FastShape.
 typedef struct {
 	adimpi_fm_peer *peers; // one per rank
-	uint64_t *pass;        // Extract's pass counter
+	uint64_t *pass;        // Extract's pass counter (in Go's heap, pinned)
 	int64_t packet, region; // packet bytes; a region's bytes
 	uint64_t slots;         // packets per region: a sender's credits
 	uint32_t ret_at;        // owed credits returned explicitly from this many on

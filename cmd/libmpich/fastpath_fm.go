@@ -56,14 +56,16 @@ func fmSetup(dev adi.Device) fastDevice {
 			peers[r] = C.adimpi_fm_peer{}
 			continue
 		}
+		fast.pin.Pin(f.Cursors) // in fm's peer, in Go's heap
 		peers[r] = C.adimpi_fm_peer{
 			out: (*C.uint8_t)(addrPointer(f.Out)), in: (*C.uint8_t)(addrPointer(f.In)),
 			doorbell: (*C.uint32_t)(addrPointer(f.Doorbell)), sleepers: (*C.uint32_t)(addrPointer(f.Sleepers)),
 			mailbox: (*C.uint64_t)(addrPointer(f.Mailbox)), report: (*C.uint64_t)(addrPointer(f.Report)),
-			cur: (*C.adimpi_fm_cursors)(addrPointer(f.Cursors)),
+			cur: (*C.adimpi_fm_cursors)(f.Cursors),
 		}
 	}
-	st.pass = (*C.uint64_t)(addrPointer(sh.Pass))
+	fast.pin.Pin(sh.Pass)
+	st.pass = (*C.uint64_t)(sh.Pass)
 	st.packet, st.region, st.slots = C.int64_t(sh.Packet), C.int64_t(sh.Packet*sh.Slots), C.uint64_t(sh.Slots)
 	st.ret_at, st.eager = C.uint32_t(sh.RetAt), C.int32_t(min(sh.Eager, C.ADIMPI_FAST_INLINE))
 	C.adimpi_fast.kind = C.ADIMPI_FAST_FM

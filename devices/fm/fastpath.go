@@ -1,27 +1,24 @@
 package fm
 
-import (
-	"fmt"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
-)
+import "unsafe"
 
 // This file opens the packet regions of the peers on this host to a fast
 // path written in C (cmd/libmpich): a C program's small blocking sends and
 // receives write and consume one-packet eager messages themselves, with
 // FM's credit accounting, without calling into Go. The C side moves the
-// very counters the Go side moves (cursors, outside Go's heap), so a
-// packet the C side did not take is Extract's next one, as if the C side
-// had never looked, and a credit it owes is returned by whichever side
-// gets to it first: piggybacked on its next packet to the sender (either
-// side's), explicitly once three quarters of a region are owed (either
-// side), or explicitly by Extract's rule of the next pass but one, which
-// counts passes in a word the C side reads.
+// very counters the Go side moves (cursors), so a packet the C side did
+// not take is Extract's next one, as if the C side had never looked, and
+// a credit it owes is returned by whichever side gets to it first:
+// piggybacked on its next packet to the sender (either side's),
+// explicitly once three quarters of a region are owed (either side), or
+// explicitly by Extract's rule of the next pass but one, which counts
+// passes in a word the C side reads.
 
 // cursors are one peer's region positions and FM credits (the Endpoint's
-// send and receive state). They live outside Go's heap, so that C code may
-// keep pointers to them; one cache line per peer.
+// send and receive state). They stay in the Go peer, where the Go side's
+// every packet finds them at no cost (behind a pointer, in a mapping of
+// their own, they cost fm's Go ping-pong time measurably); C code that
+// keeps a pointer to them must pin them (FastPeer).
 type cursors struct {
 	sent     uint64 // packets reserved in its region
 	returned uint64 // credits it piggybacked on its packets
@@ -30,23 +27,6 @@ type cursors struct {
 	headAt   int    // byte offset in in of packet number head
 	owedPass uint64 // the Extract pass in which owed became non-zero
 	owed     uint32 // packets consumed, credit not yet returned
-	_        uint32
-	_        uint64
-}
-
-// cursorLine is the size of the line before the cursors that holds the
-// Extract pass counter.
-const cursorLine = 64
-
-// newCursors maps, outside Go's heap, the Extract pass counter and zeroed
-// cursors for n peers.
-func newCursors(n int) (*uint64, []cursors, []byte, error) {
-	size := cursorLine + n*int(unsafe.Sizeof(cursors{}))
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("fm: mapping the region cursors: %w", err)
-	}
-	return (*uint64)(unsafe.Pointer(&mem[0])), unsafe.Slice((*cursors)(unsafe.Pointer(&mem[cursorLine])), n), mem, nil
 }
 
 // FastCursorLayout is the cursors' size and the offsets of their fields in
@@ -78,33 +58,34 @@ const (
 )
 
 // FastPeer is the link to one peer on this host as C code sees it: the
-// addresses, all outside Go's heap (the segments and the cursors), of what
-// SendShort and Extract read and write.
+// addresses of what SendShort and Extract read and write, all outside
+// Go's heap but Cursors, which the caller must pin (runtime.Pinner) for as
+// long as C code keeps it.
 type FastPeer struct {
-	Out      uintptr // my packet region in its segment
-	In       uintptr // its packet region in my segment
-	Doorbell uintptr // *uint32: its doorbell (futex word)
-	Sleepers uintptr // *uint32: how many of its threads sleep on it
-	Mailbox  uintptr // *uint64, in my segment: credits it returned explicitly
-	Report   uintptr // *uint64, in its segment: credits I returned explicitly
-	Cursors  uintptr // *cursors: see FastCursorLayout
+	Out      uintptr        // my packet region in its segment
+	In       uintptr        // its packet region in my segment
+	Doorbell uintptr        // *uint32: its doorbell (futex word)
+	Sleepers uintptr        // *uint32: how many of its threads sleep on it
+	Mailbox  uintptr        // *uint64, in my segment: credits it returned explicitly
+	Report   uintptr        // *uint64, in its segment: credits I returned explicitly
+	Cursors  unsafe.Pointer // *cursors, in Go's heap: see FastCursorLayout
 }
 
 // FastShape is the regions' shape and the credit rules: Slots packets of
 // Packet bytes per region (Slots credits per sender), owed credits
 // returned explicitly at once from RetAt on, Eager the largest message
-// the device sends in one eager packet, Pass the address (*uint64) of the
-// Extract pass counter.
+// the device sends in one eager packet, Pass the address (*uint64, in
+// Go's heap: the caller pins it as Cursors) of the Extract pass counter.
 type FastShape struct {
 	Packet, Slots, Eager int
 	RetAt                uint32
-	Pass                 uintptr
+	Pass                 unsafe.Pointer
 }
 
 // FastShape returns the regions' shape.
 func (d *Device) FastShape() FastShape {
 	e := d.e
-	return FastShape{Packet: e.packet, Slots: e.slots, Eager: min(d.rndv, e.payload-mpiHeader), RetAt: e.retAt, Pass: uintptr(unsafe.Pointer(e.pass))}
+	return FastShape{Packet: e.packet, Slots: e.slots, Eager: min(d.rndv, e.payload-mpiHeader), RetAt: e.retAt, Pass: unsafe.Pointer(&e.pass)}
 }
 
 // FastPeer returns the link to rank for the C fast path, false when there
@@ -125,7 +106,7 @@ func (d *Device) FastPeer(rank int) (FastPeer, bool) {
 		Sleepers: uintptr(unsafe.Pointer(p.sleepers)),
 		Mailbox:  uintptr(unsafe.Pointer(p.mailbox)),
 		Report:   uintptr(unsafe.Pointer(p.report)),
-		Cursors:  uintptr(unsafe.Pointer(p.cursors)),
+		Cursors:  unsafe.Pointer(&p.cursors),
 	}, true
 }
 

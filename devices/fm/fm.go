@@ -18,7 +18,6 @@ import (
 	"github.com/adimpi/adimpi/internal/pmi"
 	"github.com/adimpi/adimpi/internal/shm"
 	netwire "github.com/adimpi/adimpi/internal/wire"
-	"golang.org/x/sys/unix"
 )
 
 // Packet layout: a 24-byte header, then the payload.
@@ -126,9 +125,9 @@ type peer struct {
 	bulkIn    []byte // its bulk region in my segment
 
 	// Its region positions and credits (sent, sendAt, returned, head,
-	// headAt, owed, owedPass), outside Go's heap for the C fast path
+	// headAt, owed, owedPass), which the C fast path moves too
 	// (fastpath.go).
-	*cursors
+	cursors
 
 	// outbound: my region inside its segment
 	out                []byte
@@ -166,9 +165,7 @@ type Endpoint struct {
 	peers         []*peer
 	handlers      []Handler
 	nextStream    uint32
-	pass          *uint64 // Extract calls, outside Go's heap (fastpath.go)
-	cur           []cursors
-	curMem        []byte // the mapping of pass and cur
+	pass          uint64 // Extract calls (read by the C fast path: fastpath.go)
 	retAt         uint32 // owed credits returned explicitly at once
 	freeSend      []*Stream
 	freeRecv      []*Stream
@@ -302,12 +299,8 @@ func New(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	e.peers = make([]*peer, e.size)
-	if e.pass, e.cur, e.curMem, err = newCursors(e.size); err != nil {
-		e.seg.Close()
-		return nil, err
-	}
 	for r := 0; r < e.size; r++ {
-		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, streams: map[uint32]*Stream{}, cursors: &e.cur[r]}
+		p := &peer{rank: r, pid: os.Getpid(), seg: e.seg, streams: map[uint32]*Stream{}}
 		paddr := probe
 		if r != e.rank {
 			v, err := cfg.KVS.Get(fmt.Sprintf("%s-%d", name, r))
@@ -375,12 +368,6 @@ func (e *Endpoint) Release() error {
 	}
 	if cerr := e.seg.Close(); err == nil {
 		err = cerr
-	}
-	if e.curMem != nil {
-		if cerr := unix.Munmap(e.curMem); err == nil {
-			err = cerr
-		}
-		e.pass, e.cur, e.curMem = nil, nil, nil
 	}
 	return err
 }
@@ -849,12 +836,12 @@ func (e *Endpoint) Extract() (int, error) {
 	if err := e.pollNet(); err != nil {
 		return 0, err
 	}
-	*e.pass++
+	e.pass++
 	for _, p := range e.peers {
 		if p.busy {
 			continue
 		}
-		if p.owed > 0 && p.owedPass != *e.pass-1 {
+		if p.owed > 0 && p.owedPass != e.pass-1 {
 			// Owed since before the previous pass and no packet to p
 			// carried them: return them explicitly.
 			e.returnCredits(p)
@@ -920,7 +907,7 @@ func (e *Endpoint) Extract() (int, error) {
 				p.headAt = 0
 			}
 			if p.owed == 0 {
-				p.owedPass = *e.pass
+				p.owedPass = e.pass
 			}
 			p.owed++
 			p.received++
