@@ -124,17 +124,18 @@ type peer struct {
 	bulkOut   []byte // my bulk region in its segment
 	bulkIn    []byte // its bulk region in my segment
 
+	// outbound: my region inside its segment
+	out                []byte
+	doorbell, sleepers *uint32
+
 	// Its region positions and credits (sent, sendAt, returned, head,
 	// headAt, owed, owedPass), which the C fast path moves too
 	// (fastpath.go).
 	cursors
 
-	// outbound: my region inside its segment
-	out                []byte
-	doorbell, sleepers *uint32
-	mailbox            *uint64 // in MY segment: credits it returned explicitly
-	open               *Stream // a send stream holding an unflushed packet here
-	unrung             bool    // packets handed over since its doorbell last rang
+	mailbox *uint64 // in MY segment: credits it returned explicitly
+	open    *Stream // a send stream holding an unflushed packet here
+	unrung  bool    // packets handed over since its doorbell last rang
 
 	// inbound: its region inside my segment
 	in       []byte
