@@ -16,9 +16,8 @@ import "unsafe"
 
 // cursors are one peer's region positions and FM credits (the Endpoint's
 // send and receive state). They stay in the Go peer, where the Go side's
-// every packet finds them at no cost (behind a pointer, in a mapping of
-// their own, they cost fm's Go ping-pong time measurably); C code that
-// keeps a pointer to them must pin them (FastPeer).
+// every packet finds them without a pointer to follow; C code that keeps
+// a pointer to them must pin them (FastPeer).
 type cursors struct {
 	sent     uint64 // packets reserved in its region
 	returned uint64 // credits it piggybacked on its packets
