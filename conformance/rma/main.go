@@ -50,6 +50,7 @@ var checks = []runner.Check{
 	{Name: "random", MinRanks: 1, Run: checkRandom},
 	{Name: "attributes", MinRanks: 1, Run: checkAttributes},
 	{Name: "win-attr-errhandler", MinRanks: 1, Run: checkWinAttrErrhandler},
+	{Name: "acc-queue", MinRanks: 1, Run: checkAccQueue},
 	{Name: "errors", MinRanks: 1, Run: checkErrors},
 	{Name: "passive-progress", MinRanks: 2, Run: checkPassiveProgress},
 	{Name: "lock-fair", MinRanks: 1, Run: checkLockFair},
@@ -772,6 +773,83 @@ func checkAttributes() {
 		failf("flavor %v disp unit %d", wc.Flavor(), wc.DispUnit())
 	}
 	freeWin(wc)
+}
+
+// rmaCalls is how many remote reads and writes the device made for
+// one-sided operations (netvm's process_vm_readv/writev, via's RDMA
+// descriptors; 0 on devices without them).
+func rmaCalls() int64 {
+	c := mpi.Counters()
+	return c["rma_remote_writes"] + c["rma_remote_reads"] + c["rma_rdma_writes"] + c["rma_rdma_reads"]
+}
+
+// checkAccQueue: the last rank's accumulates on rank 0's window are
+// carried out in call order with its other operations there (a Replace, a
+// Sum, then a FetchAndOp that must see both), touch no byte but their own
+// (rank 1 puts into a word between two of them while they may be pending),
+// and where the last rank reaches rank 0's memory natively (WinCreate
+// windows of one host on netvm and via) 200 accumulates before a Flush
+// cost a remote read and write per range of bytes they touch, not two
+// device calls each.
+func checkAccQueue() {
+	const n = 100
+	w, mem, err := allocate[int64](4, nil)
+	must(err, "MPI_Win_allocate")
+	last := size - 1
+	must(mpi.Barrier(world), "barrier")
+	if rank == last {
+		must(w.Lock(mpi.LockShared, 0, 0), "MPI_Win_lock")
+		before := rmaCalls()
+		for i := range n {
+			must(mpi.Accumulate(w, []int64{1}, 0, 0, mpi.Sum), "MPI_Accumulate %d", i)
+			must(mpi.Accumulate(w, []int64{2}, 0, 1, mpi.Sum), "MPI_Accumulate %d", i)
+		}
+		must(w.Flush(0), "MPI_Win_flush")
+		if calls := rmaCalls() - before; w.Native(0) && calls > 4 {
+			failf("%d accumulates and a Flush made %d remote reads and writes, want at most 4 (one read and one write of the 16 bytes they touch)", 2*n, calls)
+		}
+		must(mpi.Accumulate(w, []int64{5}, 0, 3, mpi.Replace), "MPI_Accumulate")
+		must(mpi.Accumulate(w, []int64{1}, 0, 3, mpi.Sum), "MPI_Accumulate")
+		old, err := mpi.FetchAndOp(w, int64(10), 0, 3, mpi.Sum)
+		must(err, "MPI_Fetch_and_op")
+		if old != 6 {
+			failf("FetchAndOp after Accumulate(Replace 5) and Accumulate(Sum 1) saw %d, want 6", old)
+		}
+		must(w.Unlock(0), "MPI_Win_unlock")
+	}
+	must(mpi.Barrier(world), "barrier")
+	if rank == 0 && (mem[0] != n || mem[1] != 2*n || mem[3] != 16) {
+		failf("rank 0's words are %v, want [%d %d _ 16]", mem, n, 2*n)
+	}
+	// Rank 0 may still be in the barrier, serving, when the others leave
+	// it: the next operations wait until it has looked.
+	must(mpi.Barrier(world), "barrier")
+	if size >= 3 {
+		token := []int32{0}
+		switch rank {
+		case last:
+			must(w.Lock(mpi.LockShared, 0, 0), "MPI_Win_lock")
+			must(mpi.Accumulate(w, []int64{1}, 0, 0, mpi.Sum), "MPI_Accumulate")
+			must(mpi.Accumulate(w, []int64{1}, 0, 2, mpi.Sum), "MPI_Accumulate")
+			must(mpi.Send(world, token, 1, 0), "send")
+			_, err := mpi.Recv(world, token, 1, 0)
+			must(err, "recv")
+			must(w.Unlock(0), "MPI_Win_unlock")
+		case 1:
+			_, err := mpi.Recv(world, token, last, 0)
+			must(err, "recv")
+			must(w.Lock(mpi.LockShared, 0, 0), "MPI_Win_lock")
+			must(mpi.Put(w, []int64{77}, 0, 1), "MPI_Put")
+			must(w.Unlock(0), "MPI_Win_unlock")
+			must(mpi.Send(world, token, last, 0), "send")
+		}
+		must(mpi.Barrier(world), "barrier")
+		if rank == 0 && (mem[0] != n+1 || mem[1] != 77 || mem[2] != 1) {
+			failf("rank 0's words are %v, want [%d 77 1 _]: the accumulates around word 1 overwrote rank 1's Put", mem, n+1)
+		}
+	}
+	must(mpi.Barrier(world), "barrier")
+	freeWin(w)
 }
 
 // checkWinAttrErrhandler: a window's attributes and error handler are its

@@ -156,6 +156,7 @@ func (p *peer) wake() {
 
 type counters struct {
 	eagerMsgs, rndvMsgs, remoteWrites, remoteReads, chunks, ringFull, bytesOut, takeovers int64
+	rmaWrites, rmaReads                                                                   int64 // RemoteWrite and RemoteRead calls (rma.go)
 }
 
 // Init exports this process's segment, publishes it through the KVS, and
@@ -324,6 +325,8 @@ func (d *Device) Counters() map[string]int64 {
 		"nt_chunks":           d.pk.chunks,
 		"nt_switches":         d.pk.switches,
 		"remote_reads":        d.cnt.remoteReads,
+		"rma_remote_writes":   d.cnt.rmaWrites,
+		"rma_remote_reads":    d.cnt.rmaReads,
 		"predict_messages":    d.pred.msgs,
 		"predict_hits":        d.pred.hits,
 		"predict_fast_passes": d.pred.fast,
