@@ -21,6 +21,10 @@ import (
 // failed. The attribute calls, Group and Compare return their errors
 // without it. A call given MPI_COMM_NULL (a nil *Comm), or one on requests
 // none of which is active, runs MPI_COMM_WORLD's handler.
+//
+// A window has a handler of its own, which its calls run (docs/rma.md):
+// ErrorsReturn until Win.SetErrhandler sets ErrorsAreFatal or one of
+// NewWinErrhandler, whatever its communicator's.
 type Errhandler struct {
 	name  string
 	fatal bool
