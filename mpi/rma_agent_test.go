@@ -47,9 +47,17 @@ type servingDevice struct {
 	nullDevice
 	until         int64 // nanotime
 	serving, idle int   // sleeps before and after until
+	// stall, if set, is how long the pass after the stallAt-th stalls
+	// once, as if the waiter had lost its CPU.
+	stall   time.Duration
+	stallAt int
+	passes  int
 }
 
 func (d *servingDevice) Progress() (bool, error) {
+	if d.passes++; d.stall > 0 && d.passes == d.stallAt {
+		time.Sleep(d.stall)
+	}
 	if nanotime() < d.until {
 		raiseRMAWork(nil)
 		return true, nil
@@ -75,6 +83,8 @@ func (d *servingDevice) Sleep(uint32, time.Duration) {
 // stop it must (the check would prove nothing otherwise).
 func TestWaitServingRenewsSpin(t *testing.T) {
 	const spin = 100 * time.Millisecond
+	defer func(g time.Duration) { preemptGap = g }(preemptGap)
+	preemptGap = time.Hour // this machine's load must not count as the waiter losing its CPU
 	// Both wait policies: every rank with a core (poll > 0) and ranks that
 	// outnumber cores (poll 0).
 	for _, poll := range []time.Duration{time.Millisecond, 0} {
@@ -88,5 +98,28 @@ func TestWaitServingRenewsSpin(t *testing.T) {
 		if d.serving != 0 {
 			t.Errorf("poll %v: a wait serving RMA operations for %v (spin %v) slept %d times while they arrived", poll, 3*spin, spin, d.serving)
 		}
+	}
+}
+
+// TestWaitServingPreempted checks that a wait whose spin lost its CPU (a
+// gap of more than preemptGap between two clock readings: the machine is
+// busier than the job) no longer renews its spin window when it serves,
+// but sleeps between the operations: a spinning target on such a machine
+// waits for its next time slice, and the origin with it (fm's WinCreate
+// Put 8 B + Flush took 0.1-7 ms at load 14-23 with the target spinning,
+// 25-80 µs with it sleeping between them, woken by each).
+func TestWaitServingPreempted(t *testing.T) {
+	const spin = 100 * time.Millisecond
+	defer func(g time.Duration) { preemptGap = g }(preemptGap)
+	preemptGap = time.Millisecond
+	d := &servingDevice{stall: 5 * time.Millisecond, stallAt: 2 * freePolls}
+	r := &runtime{dev: d, devName: "serving", size: 1, poll: time.Millisecond, spin: spin}
+	rmaWork.Store(false)
+	d.until = nanotime() + int64(3*spin)
+	if err := r.waitFor(func() bool { return d.idle > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if d.serving == 0 {
+		t.Errorf("a wait that lost its CPU for %v (preemptGap %v) and then served RMA operations for %v (spin %v) never slept while they arrived", d.stall, preemptGap, 3*spin, spin)
 	}
 }

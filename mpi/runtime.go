@@ -493,8 +493,9 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 		// Ranks outnumber cores: yield from the start, and often.
 		free, mask = 0, 15
 	}
-	var start int64
+	var start, last int64
 	var slept *waitRecord
+	preempted := false // the waiter lost its CPU while it spun (preemptGap)
 	for i := 0; ; i++ {
 		// The device's Seq is read only before a pass after which the
 		// waiter may sleep: the doorbell's cache line moves to the sender
@@ -526,14 +527,20 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 		}
 		// A passive target serving one-sided operations keeps spinning
 		// while they arrive, as a waiter does for its own messages,
-		// instead of sleeping between them.
-		if i == free || served && i > free {
+		// instead of sleeping between them; unless its spin has lost the
+		// CPU, as on a machine busier than the job, where a spinner waits
+		// for its next time slice and the origin with it, while a
+		// sleeper is woken at once.
+		if i == free || served && i > free && !preempted {
 			start = nanotime()
 		}
 		if !clock {
 			continue
 		}
-		if waited := time.Duration(nanotime() - start); waited < r.spin {
+		now := nanotime()
+		preempted = preempted || last != 0 && time.Duration(now-last) > preemptGap
+		last = now
+		if waited := time.Duration(now - start); waited < r.spin {
 			if waited >= r.poll {
 				osYield()
 			}
@@ -553,8 +560,13 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 			slept = beginWait(start, ar, c)
 		}
 		r.dev.Sleep(seq, sleepBound(100*time.Millisecond))
+		last = 0 // the gap a sleep leaves is not a lost CPU
 	}
 }
+
+// preemptGap is the gap between two clock readings of a spinning wait
+// (64 polls apart, microseconds) that says the waiter lost its CPU.
+var preemptGap = 200 * time.Microsecond
 
 // nanotime is the runtime's monotonic clock in nanoseconds: time.Now reads
 // the wall clock as well and costs twice as much, on the waiters' path.
