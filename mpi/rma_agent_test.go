@@ -110,8 +110,8 @@ func TestWaitServingRenewsSpin(t *testing.T) {
 // 25-80 µs with it sleeping between them, woken by each).
 func TestWaitServingPreempted(t *testing.T) {
 	const spin = 100 * time.Millisecond
-	defer func(g time.Duration) { preemptGap = g }(preemptGap)
-	preemptGap = time.Millisecond
+	defer func(g, h time.Duration) { preemptGap, preemptHold = g, h }(preemptGap, preemptHold)
+	preemptGap, preemptHold = time.Millisecond, time.Hour
 	d := &servingDevice{stall: 5 * time.Millisecond, stallAt: 2 * freePolls}
 	r := &runtime{dev: d, devName: "serving", size: 1, poll: time.Millisecond, spin: spin}
 	rmaWork.Store(false)

@@ -495,7 +495,7 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 	}
 	var start, last int64
 	var slept *waitRecord
-	preempted := false // the waiter lost its CPU while it spun (preemptGap)
+	var lostCPU int64 // when a spin of this wait last lost its CPU (preemptGap)
 	for i := 0; ; i++ {
 		// The device's Seq is read only before a pass after which the
 		// waiter may sleep: the doorbell's cache line moves to the sender
@@ -527,18 +527,24 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 		}
 		// A passive target serving one-sided operations keeps spinning
 		// while they arrive, as a waiter does for its own messages,
-		// instead of sleeping between them; unless its spin has lost the
-		// CPU, as on a machine busier than the job, where a spinner waits
-		// for its next time slice and the origin with it, while a
-		// sleeper is woken at once.
-		if i == free || served && i > free && !preempted {
+		// instead of sleeping between them; unless its spin has lately
+		// lost the CPU, as on a machine busier than the job, where a
+		// spinner waits for its next time slice and the origin with it,
+		// while a sleeper is woken at once.
+		renew := served && i > free
+		if renew && lostCPU != 0 {
+			renew = time.Duration(nanotime()-lostCPU) > preemptHold
+		}
+		if i == free || renew {
 			start = nanotime()
 		}
 		if !clock {
 			continue
 		}
 		now := nanotime()
-		preempted = preempted || last != 0 && time.Duration(now-last) > preemptGap
+		if last != 0 && time.Duration(now-last) > preemptGap {
+			lostCPU = now
+		}
 		last = now
 		if waited := time.Duration(now - start); waited < r.spin {
 			if waited >= r.poll {
@@ -565,8 +571,10 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 }
 
 // preemptGap is the gap between two clock readings of a spinning wait
-// (64 polls apart, microseconds) that says the waiter lost its CPU.
-var preemptGap = 200 * time.Microsecond
+// (64 polls apart, microseconds) that says the waiter lost its CPU;
+// serving renews the wait's spin time again preemptHold after the last
+// such loss.
+var preemptGap, preemptHold = 200 * time.Microsecond, 100 * time.Millisecond
 
 // nanotime is the runtime's monotonic clock in nanoseconds: time.Now reads
 // the wall clock as well and costs twice as much, on the waiters' path.
