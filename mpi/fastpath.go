@@ -24,7 +24,7 @@ import (
 func IsendIn[T Numeric](q *Request, c *Comm, buf []T, dest, tag int) error {
 	var b Buffer
 	sliceInto(&b, buf)
-	return startIn(q, "MPI_Isend", c, &b, dest, tag, false)
+	return startSliceIn(q, "MPI_Isend", c, &b, dest, tag, false)
 }
 
 // IrecvIn posts a receive into buf, as Irecv does, in the request q that
@@ -32,7 +32,7 @@ func IsendIn[T Numeric](q *Request, c *Comm, buf []T, dest, tag int) error {
 func IrecvIn[T Numeric](q *Request, c *Comm, buf []T, src, tag int) error {
 	var b Buffer
 	sliceInto(&b, buf)
-	return startIn(q, "MPI_Irecv", c, &b, src, tag, true)
+	return startSliceIn(q, "MPI_Irecv", c, &b, src, tag, true)
 }
 
 // sliceInto sets *b to Slice(s) field by field: Slice's result, returned
@@ -44,6 +44,20 @@ func sliceInto[T Numeric](b *Buffer, s []T) {
 	if len(s) > 0 {
 		b.Mem = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*t.Size())
 	}
+}
+
+// startSliceIn is startIn for a buffer that sliceInto made from a Go
+// slice: its type is predefined (usable, contiguous) and its memory holds
+// exactly its count, so of plainNB's tests only the communicator's, the
+// peer's and the tag's are left to make on every message.
+func startSliceIn(q *Request, op string, c *Comm, b *Buffer, peer, tag int, recv bool) error {
+	if q != nil && q.ar == nil && b.Type.Predefined() && plainPeer(c, peer, tag, recv) {
+		if r := live.Load(); r != nil {
+			_, err := r.startFlatIn(q, op, c, b, peer, tag, recv, adi.ModeStandard)
+			return err
+		}
+	}
+	return startIn(q, op, c, b, peer, tag, recv)
 }
 
 // IsendBufIn is IsendIn for a Buffer.

@@ -353,3 +353,74 @@ func TestWaitallIntoStatuses(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnedRequestKeepsBody: a Request the program owns (IsendIn,
+// IrecvIn) keeps its operation's body from one operation to the next,
+// whatever the buffer, size or direction, and each operation still gets
+// its own data and status; a Free of the inactive request gives the body
+// back, and an operation that leaves the flat path (ProcNull) does not
+// leave the request holding a stale body.
+func TestOwnedRequestKeepsBody(t *testing.T) {
+	w := World()
+	var q Request
+	small, big := make([]byte, 8), make([]int64, 4)
+	if err := IrecvIn(&q, w, small, 0, 41); err != nil {
+		t.Fatal(err)
+	}
+	body := q.body
+	if err := Send(w, []byte("abcdefgh"), 0, 41); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := q.Wait(); err != nil || st.Bytes() != 8 || string(small) != "abcdefgh" {
+		t.Fatalf("first receive: %+v, %v, %q", st, err, small)
+	}
+	if q.body != body || body == nil {
+		t.Fatalf("after Wait the owned request holds body %p, want %p", q.body, body)
+	}
+	if err := IrecvIn(&q, w, big, AnySource, AnyTag); err != nil {
+		t.Fatal(err)
+	}
+	if q.ar != body {
+		t.Fatalf("the second receive runs on %p, want the kept body %p", q.ar, body)
+	}
+	if err := Send(w, []int64{1, 2, 3}, 0, 42); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := q.Wait(); err != nil || st.Bytes() != 24 || st.Tag != 42 || st.Source != 0 || big[2] != 3 || big[3] != 0 {
+		t.Fatalf("second receive: %+v (bytes %d), %v, %v", st, st.Bytes(), err, big)
+	}
+	// A send to ProcNull takes startNB's path; its own handle's body goes
+	// back when it completes.
+	if err := IsendIn(&q, w, small, ProcNull, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if q.body != nil && q.owned {
+		t.Fatalf("after a ProcNull send the request holds body %p as its own", q.body)
+	}
+	if err := IrecvIn(&q, w, small, 0, 43); err != nil {
+		t.Fatal(err)
+	}
+	if err := Send(w, []byte("12345678"), 0, 43); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := q.Wait(); err != nil || st.Bytes() != 8 || string(small) != "12345678" {
+		t.Fatalf("receive after the ProcNull send: %+v, %v, %q", st, err, small)
+	}
+	r := live.Load()
+	r.mu.Lock()
+	n := len(r.bodies)
+	r.mu.Unlock()
+	kept := q.body
+	if err := q.Free(); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	back := len(r.bodies) == n+1 && r.bodies[n] == kept
+	r.mu.Unlock()
+	if kept == nil || !back {
+		t.Fatalf("Free of an inactive owned request did not give its body %p back", kept)
+	}
+}

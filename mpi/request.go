@@ -23,9 +23,14 @@ type Request struct {
 	// body is what ar points to for a point-to-point operation, and holds
 	// its buffer (body.Buf) from newRequest on. It comes from r.bodies and
 	// goes back there once Wait or Test has returned the completion (a
-	// persistent request keeps it): a request the program holds on to is
-	// small.
+	// persistent or owned request keeps it): a request the program holds
+	// on to is small.
 	body *adi.Request
+	// owned: the program's own Request (IsendIn, IrecvIn), which it
+	// starts again and again: it keeps its body from one operation to
+	// the next, as a persistent request does, with no trip through
+	// r.bodies, and always the same memory.
+	owned bool
 	bg   chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
 	plan *plan         // persistent collectives: what Start runs
 	// complete, if set, finishes the status of a completed operation
@@ -76,14 +81,15 @@ type heldSlab struct {
 }
 
 // reset makes q a fresh, not yet started request of the flat path
-// (startFlatIn): every field set or cleared one by one, where assigning a
+// (startFlatIn): every field set or cleared one by one (but body, which
+// is nil in a new handle and kept in an owned one), where assigning a
 // composite literal builds the whole struct on the stack and copies it,
 // whose wide loads of the narrow stores just made stall the pipeline.
 func (q *Request) reset(r *runtime, c *Comm, op string, recv bool, mode adi.Mode, peer, tag int) {
 	q.rt, q.comm, q.op = r, c, op
 	q.recv, q.mode, q.buffered, q.persistent, q.freed = recv, mode, false, false, false
 	q.peer, q.tag = peer, tag
-	q.ar, q.body, q.bg, q.plan, q.complete = nil, nil, nil, nil, nil
+	q.ar, q.bg, q.plan, q.complete = nil, nil, nil, nil
 	q.sent = 0
 }
 
@@ -166,7 +172,7 @@ func (q *Request) finish() Status {
 	ar := q.ar
 	st := q.status()
 	q.ar = nil
-	if ar == q.body && !q.persistent {
+	if ar == q.body && !q.persistent && !q.owned {
 		// The device is done with it and the program can no longer reach
 		// it (an inactive request's Wait and Test do not look at it).
 		q.body = nil
@@ -184,7 +190,7 @@ func (q *Request) finishHeld() Status {
 	ar := q.ar
 	st := q.status()
 	q.ar = nil
-	if ar == q.body && !q.persistent {
+	if ar == q.body && !q.persistent && !q.owned {
 		q.body = nil
 		q.rt.giveBody(ar)
 	}
@@ -197,7 +203,7 @@ func (q *Request) finishHeld() Status {
 func (q *Request) finishQuiet() {
 	ar := q.ar
 	q.ar = nil
-	if ar == q.body && !q.persistent {
+	if ar == q.body && !q.persistent && !q.owned {
 		q.body = nil
 		q.rt.giveBody(ar)
 	}
@@ -293,7 +299,7 @@ func (q *Request) Free() error {
 	}
 	q.freed = true
 	if q.ar == nil && q.body != nil {
-		// An inactive persistent request: the device holds nothing.
+		// An inactive persistent or owned request: the device holds nothing.
 		q.rt.mu.Lock()
 		q.rt.giveBody(q.body)
 		q.rt.mu.Unlock()
@@ -301,7 +307,7 @@ func (q *Request) Free() error {
 	// An operation in flight keeps its adi.Request with the device, which
 	// completes it; the handle lets go of it and of its goroutine (bg).
 	q.ar, q.body, q.bg, q.plan, q.complete = nil, nil, nil, nil, nil
-	q.persistent = false
+	q.persistent, q.owned = false, false
 	return nil
 }
 
@@ -554,7 +560,13 @@ func waitallInto(op string, reqs []*Request, sts []Status) (int, error) {
 				held = q.rt
 				held.mu.Lock()
 			}
-			if done, _ := held.pollHeld(q.ar); done {
+			// Done first: in a window most requests are, and pollHeld is a
+			// call that looks at the progress settings before it does.
+			done := q.ar.Done()
+			if !done {
+				done, _ = held.pollHeld(q.ar)
+			}
+			if done {
 				if q.ar.Status.Err == nil {
 					// No error to report: the status, if wanted, goes
 					// straight into the caller's array.

@@ -84,6 +84,7 @@ type Device struct {
 	seg        *shm.Segment
 	peers      []*peer
 	proto      protocol
+	matched    *matched // proto, when it is the matched protocol: drain's direct call for EAGER
 	eager      int
 	ring       int
 	chunk      int
@@ -237,7 +238,8 @@ func (d *Device) Init(cfg adi.Config) error {
 	if mpin {
 		d.proto = newMpin(d)
 	} else {
-		d.proto = &matched{d: d}
+		d.matched = &matched{d: d}
+		d.proto = d.matched
 	}
 	if d.ep != nil {
 		d.startSleeper()
@@ -454,7 +456,9 @@ func (d *Device) drain(p *peer) (int, error) {
 		if d.predict {
 			d.pred.observe(p.rank)
 		}
-		if err := d.proto.handle(p, c); err != nil {
+		if c.typ == ctlEager && d.matched != nil {
+			d.matched.eagerIn(p, c) // the stream of small messages: no dispatch
+		} else if err := d.proto.handle(p, c); err != nil {
 			return n, err
 		}
 		n++
