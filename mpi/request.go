@@ -31,8 +31,8 @@ type Request struct {
 	// the next, as a persistent request does, with no trip through
 	// r.bodies, and always the same memory.
 	owned bool
-	bg   chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
-	plan *plan         // persistent collectives: what Start runs
+	bg    chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
+	plan  *plan         // persistent collectives: what Start runs
 	// complete, if set, finishes the status of a completed operation
 	// whose result is not ar's alone (Imrecv copies its message out,
 	// Isendrecv reports its receive); it may run more than once
