@@ -14,7 +14,10 @@ import (
 // collector must then run for. IsendIn and IrecvIn instead start the
 // operation in a Request that the caller keeps, as MPI_Isend writes into
 // the caller's MPI_Request: an array of them serves window after window
-// with no allocation at all.
+// with no allocation at all. Such a Request keeps the runtime's record of
+// its operation (its body) when the operation completes, and the next one
+// started in it reuses that record: no trip through the runtime's pool,
+// and the same memory window after window.
 
 // IsendIn starts a standard-mode send of buf, as Isend does, in the
 // request q that the caller owns. q must be inactive: a zero Request, or

@@ -84,7 +84,7 @@ type Device struct {
 	seg        *shm.Segment
 	peers      []*peer
 	proto      protocol
-	matched    *matched // proto, when it is the matched protocol: drain's direct call for EAGER
+	matched    *matched // proto, when it is the matched protocol: Irecv's and drain's direct calls
 	eager      int
 	ring       int
 	chunk      int
@@ -375,6 +375,10 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 func (d *Device) Irecv(r *adi.Request) error {
 	if r.Peer != adi.AnySource && !d.live.Alive(r.Peer) {
 		return d.live.Exited("receive", r.Peer)
+	}
+	if d.matched != nil {
+		d.matched.recv(r) // every receive of the default protocol: no dispatch
+		return nil
 	}
 	d.proto.recv(r)
 	return nil
