@@ -424,3 +424,75 @@ func TestOwnedRequestKeepsBody(t *testing.T) {
 		t.Fatalf("Free of an inactive owned request did not give its body %p back", kept)
 	}
 }
+
+// TestTestallInto: TestallInto reports false and writes no status while a
+// request is still pending, and once all have completed it completes them
+// and writes each status into place, as WaitallInto does; a window of
+// owned requests tested to completion allocates nothing.
+func TestTestallInto(t *testing.T) {
+	w := World()
+	const n = 4
+	var rq [n]Request
+	ptrs := make([]*Request, n)
+	got := make([]int32, n)
+	for k := range n {
+		ptrs[k] = &rq[k]
+		if err := IrecvIn(&rq[k], w, got[k:k+1], 0, 50+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := Status{Source: 99, Tag: 99}
+	sts := []Status{stale, stale, stale, stale}
+	for k := range n - 1 {
+		if err := Send(w, []int32{int32(10 + k)}, 0, 50+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if done, err := TestallInto(ptrs, sts); err != nil || done {
+		t.Fatalf("TestallInto with a receive still pending: done %v, %v", done, err)
+	}
+	if sts[0] != stale || !rq[0].Active() {
+		t.Fatalf("TestallInto that reports false changed status 0 to %+v or completed request 0", sts[0])
+	}
+	if err := Send(w, []int32{13}, 0, 53); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	for i := 0; i < 1000 && !done; i++ {
+		var err error
+		if done, err = TestallInto(ptrs, sts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !done {
+		t.Fatal("TestallInto never reported the four receives of messages sent to self as done")
+	}
+	for k, st := range sts {
+		if st.Source != 0 || st.Tag != 50+k || st.Bytes() != 4 || got[k] != int32(10+k) || rq[k].Active() {
+			t.Errorf("receive %d: status %+v, data %d, active %v", k, st, got[k], rq[k].Active())
+		}
+	}
+	if done, err := TestallInto(ptrs, nil); err != nil || !done {
+		t.Fatalf("TestallInto of inactive requests: %v, %v; want true", done, err)
+	}
+	var sq [n]Request
+	all := make([]*Request, 0, 2*n)
+	for k := range n {
+		all = append(all, &rq[k], &sq[k])
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		for k := range n {
+			IrecvIn(&rq[k], w, got[k:k+1], 0, 60)
+			IsendIn(&sq[k], w, got[k:k+1], 0, 60)
+		}
+		for i := 0; i < 1000; i++ {
+			if done, err := TestallInto(all, nil); err != nil || done {
+				return
+			}
+		}
+		t.Error("a window of messages to self never tested done")
+	})
+	if allocs != 0 {
+		t.Errorf("a window of owned requests tested to completion made %v allocations, want 0", allocs)
+	}
+}

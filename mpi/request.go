@@ -541,8 +541,13 @@ func waitall(op string, reqs []*Request) ([]Status, int, error) {
 
 // waitallInto is waitall writing into sts (nil: nowhere).
 func waitallInto(op string, reqs []*Request, sts []Status) (int, error) {
+	return waitallHeld(op, reqs, sts, nil)
+}
+
+// waitallHeld is waitallInto for a caller that holds held's lock (nil:
+// none), which it takes over and lets go of.
+func waitallHeld(op string, reqs []*Request, sts []Status, held *runtime) (int, error) {
 	bad, first := -1, error(nil)
-	var held *runtime // whose lock this goroutine holds
 	for i, q := range reqs {
 		if q == nil {
 			if sts != nil {
@@ -650,31 +655,60 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 // Testall reports whether every request has completed; only if so are they
 // all completed (made inactive) and their statuses returned.
 func Testall(reqs []*Request) ([]Status, bool, error) {
-	if r := runtimeOf(reqs); r != nil {
-		// One hold of the lock for the pass and the look; waitall takes
-		// it once more for the completions.
-		r.mu.Lock()
-		_, err := r.dev.Progress()
-		all := true
-		for _, q := range reqs {
-			if q != nil && q.ar != nil && !q.ar.Done() {
-				all = false
-				break
-			}
-		}
-		r.mu.Unlock()
-		if err != nil {
-			return nil, false, anyActive(reqs).raise(named("MPI_Testall", progressError(r, err)))
-		}
-		if !all {
-			return nil, false, nil
-		}
+	sts := make([]Status, len(reqs))
+	done, bad, err := testallInto("MPI_Testall", reqs, sts)
+	if !done {
+		sts = nil
 	}
-	sts, bad, err := waitall("MPI_Testall", reqs)
 	if err != nil {
+		if bad < 0 {
+			return nil, false, anyActive(reqs).raise(err)
+		}
 		return sts, true, reqs[bad].raise(err)
 	}
-	return sts, true, nil
+	return sts, done, nil
+}
+
+// TestallInto is Testall writing the statuses into sts, as WaitallInto
+// does (nil: MPI_STATUSES_IGNORE); sts is written only when every request
+// has completed. It allocates nothing, and takes the device's lock once
+// for the poll, the look at every request and their completion.
+func TestallInto(reqs []*Request, sts []Status) (bool, error) {
+	if sts != nil && len(sts) < len(reqs) {
+		return false, anyActive(reqs).raise(errorf(ErrArg, "MPI_Testall", "%d statuses for %d requests", len(sts), len(reqs)))
+	}
+	done, bad, err := testallInto("MPI_Testall", reqs, sts)
+	if err != nil {
+		if bad < 0 {
+			return false, anyActive(reqs).raise(err)
+		}
+		return true, reqs[bad].raise(err)
+	}
+	return done, nil
+}
+
+// testallInto is TestallInto without the error handler: whether all
+// requests are done, and, if so, waitallInto's results. A progress error
+// comes with index -1 and done false.
+func testallInto(op string, reqs []*Request, sts []Status) (bool, int, error) {
+	r := runtimeOf(reqs)
+	if r != nil {
+		r.mu.Lock()
+		_, err := r.hot().Progress()
+		if err != nil {
+			r.mu.Unlock()
+			return false, -1, named(op, progressError(r, err))
+		}
+		for _, q := range reqs {
+			if q != nil && q.ar != nil && !q.ar.Done() {
+				r.mu.Unlock()
+				return false, -1, nil
+			}
+		}
+		// All are done: their completions under the same hold.
+	}
+	bad, err := waitallHeld(op, reqs, sts, r)
+	return true, bad, err
 }
 
 // Testany completes one request that has completed, if any. It returns
