@@ -84,7 +84,7 @@ type Device struct {
 	seg        *shm.Segment
 	peers      []*peer
 	proto      protocol
-	matched    *matched // proto, when it is the matched protocol: Irecv's and drain's direct calls
+	matched    *matched // proto, when it is the matched protocol: the direct calls of SendShort, Irecv and drain
 	eager      int
 	ring       int
 	chunk      int
@@ -367,6 +367,9 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 		// the endpoint leaves only while this process polls, so a send
 		// completes once the kernel has its frame (netlink.go).
 		return false
+	}
+	if d.matched != nil {
+		return d.matched.sendShort(ctx, p, tag, sig, data) // no dispatch
 	}
 	return d.proto.sendShort(ctx, p, tag, sig, data)
 }
