@@ -134,6 +134,11 @@ func InitWith(o Options) error {
 		client.Abort(1, e.Error())
 		return e
 	}
+	if err := r.bind(); err != nil {
+		e := errorf(ErrOther, "MPI_Init", "binding to a core: %v", err)
+		client.Abort(1, e.Error())
+		return e
+	}
 	r.dev = factory()
 	if err := r.oneHost(r.dev); err != nil {
 		// Every rank reaches this verdict from the same map, so each
