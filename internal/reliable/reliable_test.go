@@ -381,7 +381,7 @@ func state(a, b *Transport) string {
 			sl := &p.slots[p.una%Window]
 			fmt.Fprintf(&sb, "rank %d -> %d: una %d next %d sendNext %d queue %d unsent %v credit %d rto %v srtt %v probed %v gone %v; una slot sent %v sacked %v retx %v age %v; recv expect %d stashed %d owed %d now %v\n",
 				tr.cfg.Rank, p.rank, p.una, p.next, p.sendNext, len(p.queue), p.unsent, p.credit, p.rto, p.srtt, p.probed, p.gone,
-				sl.sent, sl.sacked, sl.retx, time.Since(sl.sentAt), p.expect, p.stashed, p.ackOwed, p.ackNow)
+				sl.sent, sl.sacked, sl.retx, time.Duration(clock()-sl.sentAt), p.expect, p.stashed, p.ackOwed, p.ackNow)
 		}
 		fmt.Fprintf(&sb, "rank %d counters %+v\n", tr.cfg.Rank, tr.Counters())
 	}
