@@ -576,3 +576,140 @@ func TestIdlePeerLost(t *testing.T) {
 		})
 	}
 }
+
+// sendOnSent is a Handler that, when the queued message with token tok is
+// in frames, sends a message to rank to: a Send from inside a turn's loop
+// over the peers.
+type sendOnSent struct {
+	tr   *Transport
+	to   int
+	sent bool
+}
+
+func (h *sendOnSent) Frame(peer int, head, body []byte) {}
+func (h *sendOnSent) Lost(peer int, err error)          {}
+func (h *sendOnSent) Sent(tok any) {
+	if _, err := h.tr.Send(h.to, binary.LittleEndian.AppendUint64(nil, 1), content(0, 1), nil); err == nil {
+		h.sent = true
+	}
+}
+
+// TestIdleTurnAfterHandlerSend: a turn that finds no frame and no timer due
+// does nothing, and a Send ends that state, also one made by a Handler from
+// inside a turn to a peer the turn has already looked at. Rank 0 sends
+// to rank 2 (delivered), then to rank 1 a message that waits for credits;
+// when it goes, Handler.Sent sends to rank 2 a frame the link loses. Rank
+// 0 then only polls: the tail-loss probe (hundreds of microseconds, the
+// retransmission timeout being 1 s and the keepalive 1 s) must repair it.
+// Then the same for a Send from an idle rank, outside a turn.
+func TestIdleTurnAfterHandlerSend(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 1))
+	to1, to2 := &pipe{rng: rng}, &pipe{rng: rng}
+	from1, from2 := &pipe{rng: rng}, &pipe{rng: rng}
+	h := &sendOnSent{to: 2}
+	mk := func(rank int, hd Handler, l Link, window int) *Transport {
+		tr, err := New(Config{Rank: rank, Size: 3, Job: 42, Secret: testSecret, MAC: mac(rank),
+			Resolve: func(p int) (net.HardwareAddr, error) { return mac(p), nil },
+			Handler: hd, Link: l, MinRTO: time.Second, DeadAfter: 15 * time.Second, RecvWindow: window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	// Rank 0's link: frames to rank 1 and 2 go into their own pipes.
+	a := mk(0, h, &fanout{outs: map[byte]*pipe{1: to1, 2: to2}, ins: []*pipe{from1, from2}}, 0)
+	h.tr = a
+	s1 := &sink{t: t, next: map[int]int{}}
+	s2 := &sink{t: t, next: map[int]int{}}
+	b := mk(1, s1, &end{in: to1, out: from1}, 1) // grants one frame at a time
+	c := mk(2, s2, &end{in: to2, out: from2}, 0)
+	if _, err := a.Send(2, binary.LittleEndian.AppendUint64(nil, 0), content(0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	for s2.next[0] < 1 || a.Pending() > 0 {
+		c.Poll()
+		a.Poll()
+	}
+	// First contact with rank 1 assumes this rank's own credits (many);
+	// let it learn rank 1's single credit first.
+	if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, 0), content(0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	for s1.next[0] < 1 || a.Pending() > 0 {
+		b.Poll()
+		a.Poll()
+	}
+	for i := 1; i <= 2; i++ { // the second waits for the first's acknowledgement
+		if _, err := a.Send(1, binary.LittleEndian.AppendUint64(nil, uint64(i)), content(0, i), "tok"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.sent {
+		t.Fatal("the second message to rank 1 did not wait for credits")
+	}
+	start := time.Now()
+	lost := false
+	for s1.next[0] < 3 || s2.next[0] < 2 || a.Pending() > 0 {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("not delivered in 5 s: rank 1 has %d, rank 2 %d of 2; %s", s1.next[0], s2.next[0], state(a, c))
+		}
+		b.Poll()
+		a.Poll()
+		if h.sent && !lost {
+			to2.q, lost = nil, true // the frame the Handler sent is lost
+			start = time.Now()
+		}
+		c.Poll()
+	}
+	if !lost {
+		t.Fatal("the Handler never sent")
+	}
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Errorf("the lost frame took %v to repair (tail-loss probe: hundreds of µs; other timers: 1 s)", d)
+	}
+	// Now every frame is acknowledged and rank 0's turns are idle until
+	// the keepalive, a second away. A Send from outside a turn, its frame
+	// lost, must end that: the probe repairs it, not the keepalive.
+	for range 10 {
+		a.Poll()
+	}
+	if _, err := a.Send(2, binary.LittleEndian.AppendUint64(nil, 2), content(0, 2), nil); err != nil {
+		t.Fatal(err)
+	}
+	to2.q = nil
+	start = time.Now()
+	for s2.next[0] < 3 || a.Pending() > 0 {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("not delivered in 5 s: %s", state(a, c))
+		}
+		a.Poll()
+		c.Poll()
+	}
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Errorf("a lost frame sent from an idle rank took %v to repair (tail-loss probe: hundreds of µs; other timers: 1 s)", d)
+	}
+}
+
+// fanout is a link of rank 0 to several peers: it sends each frame into
+// the pipe of its destination (the last byte of its destination MAC) and
+// receives from all of its pipes.
+type fanout struct {
+	outs map[byte]*pipe
+	ins  []*pipe
+}
+
+func (f *fanout) Send(fr []byte) bool {
+	p := f.outs[fr[offDst+5]]
+	p.q = append(p.q, append([]byte(nil), fr...))
+	return true
+}
+
+func (f *fanout) Flush() error { return nil }
+
+func (f *fanout) Receive(budget int, got func([][]byte)) int {
+	n := 0
+	for _, in := range f.ins {
+		n += (&end{in: in}).Receive(budget-n, got)
+	}
+	return n
+}
