@@ -51,6 +51,10 @@ type peer struct {
 // credits. While it does, the retransmission timer runs.
 func (p *peer) owes() bool { return p.next != p.una || len(p.queue) > 0 }
 
+// blocked reports whether the peer's credits keep more frames from being
+// cut: as many are outstanding as it grants.
+func (p *peer) blocked() bool { return int(p.next-p.una) >= min(Window, p.credit) }
+
 // slot is a data frame kept until it is acknowledged.
 type slot struct {
 	buf    []byte // the plain frame: header and payload
@@ -91,7 +95,7 @@ type reassembly struct {
 // whether the whole message is in frames.
 func (t *Transport) fragment(p *peer, m *outMsg) bool {
 	for {
-		if int(p.next-p.una) >= min(Window, p.credit) {
+		if p.blocked() {
 			return false
 		}
 		sl := &p.slots[p.next%Window]

@@ -420,7 +420,11 @@ func (t *Transport) turn() bool {
 		if gone {
 			continue
 		}
-		if p.next != p.una && len(p.queue) == 0 && !p.probed && p.sendNext != p.una {
+		// The tail-loss probe, when nothing new can go to show a loss:
+		// nothing is left to send, or the peer's credits hold it back
+		// (then every frame after a hole may be held, and a resent frame
+		// lost again would wait for the retransmission timeout).
+		if p.next != p.una && (len(p.queue) == 0 || p.blocked()) && !p.probed && p.sendNext != p.una {
 			due = t.probe(p)
 		}
 
