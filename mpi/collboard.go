@@ -684,8 +684,8 @@ func (r *runtime) boardAlltoallRead(b *board, s, recv []byte, bs int) error {
 // says all a post of k+2S would), so that back-to-back large Allreduces
 // keep the parity of their first round and stage through the same slots,
 // still in cache, rather than alternating between two (as the Alltoall
-// does, boardAlltoallStaged); at np 16 the slots the processes touch per
-// call halve, from 32 to 16 MiB.
+// does, boardAlltoallStaged): the slot memory the processes touch per
+// call halves.
 //
 // Shares are whole multiples of es bytes; folding the other processes'
 // share i into process i's own in the fixed order i+1, i+2, …, i-1 (mod
