@@ -109,3 +109,40 @@ func TestSleepSeesPeerCompletion(t *testing.T) {
 		t.Fatalf("receive: data %q", dst)
 	}
 }
+
+// TestBusyNotOnWire: a send to another host that is on the wire and waits
+// for the remote NIC (here: for a receive descriptor there) leaves this
+// NIC idle (Busy false), so that the MPI device's waiter does not give its
+// core away on every poll for the other host's work; it completes once
+// the remote receive is posted.
+func TestBusyNotOnWire(t *testing.T) {
+	na, _, a, b, ca, cb := hostPair(t, DefaultOptions())
+	src, dst := []byte("on wire!"), make([]byte, 8)
+	hs, hd := reg(t, na, src), reg(t, b.NIC(), dst)
+	s := &Descriptor{Control: OpSend, DS: []DataSegment{Seg(hs, src)}}
+	if err := a.PostSend(s); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Unsent() && time.Now().Before(deadline) {
+		na.Help()
+		time.Sleep(time.Millisecond)
+	}
+	if a.Unsent() {
+		t.Fatal("the send never left for the wire")
+	}
+	if s.Done() {
+		t.Fatal("the send completed without a receive descriptor at the peer")
+	}
+	if na.Busy() {
+		t.Fatal("Busy with nothing left to do but wait for the remote NIC")
+	}
+	if err := b.PostRecv(&Descriptor{DS: []DataSegment{Seg(hd, dst)}}); err != nil {
+		t.Fatal(err)
+	}
+	cqWait(t, cb, b, true)
+	cqWait(t, ca, a, false)
+	if !bytes.Equal(dst, src) {
+		t.Fatalf("received %q", dst)
+	}
+}

@@ -406,14 +406,15 @@ type NIC struct {
 		lastAssist atomic.Int64 // UnixNano of an application's last Assist (net.go); 0: none since it slept
 		byVI       map[*VI]bool // D2: VIs in d2
 		d2         []*VI        // D2: VIs with dispatched entries, in order of first arrival
-		idleAt     int64        // UnixNano since which passes found nothing to do (net.go ackDue); 0: busy
+		idleAt     int64        // nanotime since which passes found nothing to do (net.go ackDue); 0: busy
+		idlePasses uint32       // passes since idleAt (ackDue)
 	}
 
 	cnt struct {
-		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
-		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
-		helped, inline, hostCopies, kernelWrites                                            atomic.Int64
-		framesOut, framesIn, held, naks                                                     atomic.Int64 // the wire (net.go)
+		posts, taken, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
+		recvPosts, postNs, execNs, cqNs, cqCalls                                                   atomic.Int64
+		helped, inline, hostCopies, kernelWrites                                                   atomic.Int64
+		framesOut, framesIn, held, naks                                                            atomic.Int64 // the wire (net.go)
 	}
 	postT, execT sampler // the timers of postNs, execNs
 

@@ -690,9 +690,12 @@ func (n *NIC) Help() bool {
 	return did
 }
 
-// Busy reports whether the engine has posted send descriptors it has not
-// executed yet.
-func (n *NIC) Busy() bool { return n.cnt.executed.Load() < n.cnt.posts.Load() }
+// Busy reports whether the NIC holds posted send descriptors it has not
+// carried out yet. A descriptor to another host that is on the wire and
+// waits for the remote NIC's acknowledgement does not count: what is left
+// of it is the other host's work, not this process's NIC's, for which a
+// waiter would give its core away.
+func (n *NIC) Busy() bool { return n.cnt.taken.Load() < n.cnt.posts.Load() }
 
 // Yield gives the CPU away for a moment while waiting: to the engine if it
 // has work (it is another thread, which may need this very core), else to
@@ -848,6 +851,7 @@ func (n *NIC) runD1(vi *VI) (did, stalled bool) {
 		// The slot is not cleared: once the descriptor is complete the
 		// application may already be reusing it.
 		vi.sqHead++
+		n.cnt.taken.Add(1)
 		did = true
 	}
 	return did, false
@@ -861,6 +865,7 @@ func (n *NIC) runD2(vi *VI) (did, stalled bool) {
 		}
 		vi.pend[0] = sendEntry{}
 		vi.pend = vi.pend[1:]
+		n.cnt.taken.Add(1)
 		did = true
 	}
 	return did, false
