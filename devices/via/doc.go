@@ -56,9 +56,19 @@
 // (length, immediate data, then status) into that descriptor's
 // receive-queue slot, appends completion entries (CQ1) and rings the peer
 // application's completion futex if it sleeps. The receiving application
-// is not involved: it only finds completed descriptors. A send for which
+// is not involved: it only finds completed descriptors. A peer's NIC moves
+// the application's completion word (NIC.Seq) only while a waiter has
+// announced its sleep, so that a message costs no store into a line the
+// application polls beside; Sleep announces, then looks at the CQs and
+// the work queues' oldest descriptors once more before it sleeps. A send for which
 // the peer has posted no receive descriptor waits at the NIC (the peer's
-// next PostRecv rings the engine), holding up only its own VI.
+// next PostRecv rings the engine), holding up only its own VI. A waiter of
+// the MPI device gives its core away on an idle poll (sched_yield) only
+// while its NIC holds send descriptors not yet carried out (NIC.Busy) or a
+// large rendezvous is under way: a send on the wire that waits for the
+// remote NIC's acknowledgement is the other host's work, and yielding on
+// every poll for it made each message across hosts a trip through the
+// scheduler.
 //
 // How the emulation maps to the VI Architecture, and where it takes a
 // shortcut that a process-based NIC needs:
@@ -66,11 +76,16 @@
 //   - Doorbells and work queues are as in VIA: a post writes the
 //     descriptor's entry into the VI's send queue in NIC memory and rings
 //     the NIC's doorbell word. The firmware is code that runs on whichever
-//     thread has a core: the engine goroutine, or the application itself
-//     while it waits for completions (NIC.Help, called by CQ.Wait, the
-//     VIs' Wait calls and the MPI device's progress), as software VIA for
-//     NICs without VIA firmware (M-VIA) does the NIC's work in the kernel
-//     on behalf of the process that rang. While the application helps,
+//     thread has a core: the engine goroutine, the doorbell of an idle NIC,
+//     or the application itself while it waits for completions (NIC.Help,
+//     called by CQ.Wait, the VIs' Wait calls and the MPI device's
+//     progress), as software VIA for NICs without VIA firmware (M-VIA)
+//     does the NIC's work in the kernel on behalf of the process that
+//     rang. The doorbell: a send of up to 32 KiB posted (doorbell=d1) on a
+//     VI of this host while no pass runs is executed by PostSend itself,
+//     after the VI's older entries (counter nic_inline); a send that finds
+//     no receive descriptor stays queued and the doorbell rings as usual.
+//     While the application helps,
 //     the sleeping engine is not woken by this process's doorbells; it
 //     takes over when the application sleeps (NIC.Sleep hands back at
 //     once) or stops helping for a millisecond. An idle engine polls for
@@ -183,8 +198,12 @@
 // # MPI over VIA
 //
 // The device connects one VI to every rank (itself included), over the
-// wire for a rank on another host (Config.Hosts), and reports all work
-// queues to one CQ; the protocol above the VIs is the same for both. Small messages (eager=N bytes, default 16384)
+// wire for a rank on another host (Config.Hosts), reports the send queues
+// to one CQ and polls the receive queues (VipRecvDone, which reads the
+// oldest descriptor's receive-queue slot without a lock): a message's
+// completion is then the one line of its slot, where a receive CQ would
+// add its entry and its tail, which every sender's NIC contends for. The
+// protocol above the VIs is the same on one host and across hosts. Small messages (eager=N bytes, default 16384)
 // are copied with their 48-byte envelope into a registered send buffer and
 // sent into one of the credits=N (default 16) receive buffers the peer
 // pre-posted for this VI; each message costs a credit, and credits come back
