@@ -114,7 +114,11 @@ type Win struct {
 	// allMapped: every rank maps every other's memory (an allocated or
 	// shared window on one host), so no operation needs a target's agent.
 	allMapped bool
-	selfOps   atomic.Uint32 // fast-path operations on this rank's own memory (see mapped)
+	// asked: some origin reaches this rank's memory through its agent (a
+	// dynamic window, a peer on another host, a device without remote
+	// memory access), so the agent must answer while this rank waits.
+	asked   bool
+	selfOps atomic.Uint32 // fast-path operations on this rank's own memory (see mapped)
 
 	regions []region // dynamic windows: the memory attached here
 
@@ -485,21 +489,21 @@ func (w *Win) mapSegments(op string, seg *shm.Segment) error {
 		}
 		w.ctls[i] = ctlOf(s)
 	}
-	if w.flavor == FlavorAllocate || w.flavor == FlavorShared {
-		// This rank's agent is idle only if every rank maps every other's
-		// memory: ask every rank (the flavor is the same on all).
-		mine, all := []int64{1}, []int64{0}
-		for i := range n {
-			if w.direct[i] == nil || w.ctls[i] == nil {
-				mine[0] = 0
-			}
+	// Ask every rank how it reaches every other (the flavor is the same
+	// on all): word i of the minimum is 1 if every origin reaches rank i
+	// natively, word n if every rank maps every other's memory.
+	ways, least := append(w.nativeTargets(), 1), make([]int64, n+1)
+	for i := range n {
+		if w.direct[i] == nil || w.ctls[i] == nil || w.flavor != FlavorAllocate && w.flavor != FlavorShared {
+			ways[n] = 0
 		}
-		if err := allreduceBuf(w.comm, Slice(mine), Slice(all), Min); err != nil {
-			w.closeSegs()
-			return named(op, err)
-		}
-		w.allMapped = all[0] == 1
 	}
+	if err := allreduceBuf(w.comm, Slice(ways), Slice(least), Min); err != nil {
+		w.closeSegs()
+		return named(op, err)
+	}
+	w.allMapped = least[n] == 1
+	w.asked = least[w.comm.rank] == 0
 	if err := w.start(); err != nil {
 		w.closeSegs()
 		return named(op, err)
@@ -665,6 +669,19 @@ func (w *Win) Native(rank int) bool {
 		return false
 	}
 	return w.ctls[rank] != nil && (w.remote[rank] || w.direct[rank] != nil)
+}
+
+// nativeTargets reports, per rank of the window, 1 if this rank's
+// one-sided operations on it need nothing of that rank (Native, or this
+// rank itself, whose operations its own calls carry out), else 0.
+func (w *Win) nativeTargets() []int64 {
+	v := make([]int64, w.comm.Size())
+	for t := range v {
+		if t == w.comm.rank || w.Native(t) {
+			v[t] = 1
+		}
+	}
+	return v
 }
 
 // le is the byte order of RMA headers.
