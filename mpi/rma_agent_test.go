@@ -112,7 +112,9 @@ func TestWaitServingPreempted(t *testing.T) {
 	const spin = 100 * time.Millisecond
 	defer func(g, h time.Duration) { preemptGap, preemptHold = g, h }(preemptGap, preemptHold)
 	preemptGap, preemptHold = time.Millisecond, time.Hour
-	d := &servingDevice{stall: 5 * time.Millisecond, stallAt: 2 * freePolls}
+	// The stall falls between two clock readings (every 64th poll after
+	// freePolls), so the gap is seen by the reading after it.
+	d := &servingDevice{stall: 5 * time.Millisecond, stallAt: 2*freePolls + 32}
 	r := &runtime{dev: d, devName: "serving", size: 1, poll: time.Millisecond, spin: spin}
 	rmaWork.Store(false)
 	d.until = nanotime() + int64(3*spin)
