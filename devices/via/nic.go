@@ -160,6 +160,7 @@ const (
 	offNICSleep  = shm.HeaderSize + 4   // u32: the NIC engine sleeps
 	offAppBell   = shm.HeaderSize + 64  // u32 futex: completions for the application
 	offAppSleep  = shm.HeaderSize + 68  // u32: application waiters sleeping
+	offShare     = shm.HeaderSize + 72  // u32: shared-DMA jobs open in this NIC's job lines (dmashare.go)
 	offTLBHits   = shm.HeaderSize + 128 // u64
 	offTLBMisses = shm.HeaderSize + 136 // u64
 	offTLBReads  = shm.HeaderSize + 144 // u64: host-table DMAs of AT3 misses
@@ -169,8 +170,8 @@ const (
 	offLayout    = shm.HeaderSize + 256 // layout words (u32 each)
 	offTables    = shm.HeaderSize + 320
 
-	regionSize = 32 // gen u32, npages u32, base u64, len u64, table u64
-	viHdrSize  = 64 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32
+	regionSize = 32  // gen u32, npages u32, base u64, len u64, table u64
+	viHdrSize  = 128 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32; the shared-DMA job line (jobOff)
 	slotSegs   = 4
 	slotComp   = 16  // the completion: length u32, imm u32, status u32
 	slotSeg0   = 32  // the cached segments, slotSegs of 16 bytes
@@ -399,6 +400,7 @@ type NIC struct {
 		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
 		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
 		helped, hostCopies, kernelWrites                                                    atomic.Int64
+		sharedInit, sharedTarg                                                              atomic.Int64 // shared-DMA pieces (dmashare.go)
 		framesOut, framesIn, held, naks                                                     atomic.Int64 // the wire (net.go)
 	}
 	postT, execT sampler // the timers of postNs, execNs
