@@ -98,7 +98,13 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 	atomic.StoreUint64(p.u64(j+jRedo), 0)
 	atomic.StoreUint32(p.u32(j+jState), uint32(gen)<<2|dir)
 	atomic.AddUint32(p.u32(offShare), 1)
-	p.ringNIC()
+	// A target whose application assists its engine finds the job in
+	// its next Help, and its Sleep hands the engine back, whose pass finds
+	// it: waking the assisted engine would only put a third thread on the
+	// cores the copy needs. An engine that sleeps on its own is rung.
+	if atomic.LoadUint32(p.u32(offNICSleep)) != sleepAssisted {
+		p.ringNIC()
+	}
 	defer func() {
 		atomic.StoreUint32(p.u32(j+jState), uint32(gen)<<2)
 		atomic.AddUint32(p.u32(offShare), ^uint32(0))
