@@ -81,6 +81,9 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 	if p == n.self || size < shareMin || remote.Len != size || size > offMask {
 		return false, nil
 	}
+	if dir == dirToTarg && p.hostBytes(remote.Addr, remote.Len) != nil {
+		return false, nil // the target's host memory: one plain copy (scatter)
+	}
 	j := p.viOff(vi.peerVI) + jobOff
 	gen := uint64(atomic.LoadUint32(p.u32(j+jState))>>2+1) & (1<<genBits - 1)
 	if gen == 0 {
