@@ -109,6 +109,10 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 		p.ringNIC()
 	}
 	defer func() {
+		// No claim of this job succeeds any more, even by a target that
+		// read its state before it closed (an initiator that failed
+		// returns with pieces still unclaimed).
+		atomic.StoreUint64(p.u64(j+jNext), gen<<offBits|offMask)
 		atomic.StoreUint32(p.u32(j+jState), uint32(gen)<<2)
 		atomic.AddUint32(p.u32(offShare), ^uint32(0))
 	}()
@@ -231,7 +235,11 @@ func vmCopy(pid int, local []byte, remote uint64, write bool) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("via: %s pid %d: %w", map[bool]string{true: "process_vm_writev", false: "process_vm_readv"}[write], pid, err)
+			call := "process_vm_readv"
+			if write {
+				call = "process_vm_writev"
+			}
+			return fmt.Errorf("via: %s pid %d: %w", call, pid, err)
 		}
 		if k <= 0 {
 			return fmt.Errorf("via: remote copy with pid %d moved nothing at %#x", pid, remote)
