@@ -78,7 +78,7 @@ func sharePiece(n uint64) uint64 {
 // n.eng.mu.
 func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.RemoteSeg, h MemHandle) (bool, error) {
 	size := uint64(len(local))
-	if p == n.self || size < shareMin || remote.Len != size || size > offMask {
+	if !n.o.SharedDMA || p == n.self || size < shareMin || remote.Len != size || size > offMask {
 		return false, nil
 	}
 	if dir == dirToTarg && p.hostBytes(remote.Addr, remote.Len) != nil {

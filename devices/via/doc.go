@@ -189,6 +189,10 @@
 //	              after marking the descriptor [default]
 //	cq=cq2        no CQ memory: CQDone polls the head descriptor of every
 //	              work queue associated with the CQ
+//	dmashare=on   an RDMA read or write on one host of 64 KiB or more,
+//	              contiguous on both sides, is moved by both NICs, the
+//	              initiator's and the target's (above) [default]
+//	dmashare=off  the initiator's NIC moves it alone
 //	timers=on     time posts, descriptor executions and CQ checks (one in
 //	              16; counters host_post_ns, nic_exec_ns, cq_done_ns) [off:
 //	              reading the clock costs more than a CQ check]
