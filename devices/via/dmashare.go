@@ -132,7 +132,7 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 		if err := move(off); err != nil {
 			return true, err
 		}
-		n.cnt.sharedInit.Add(1)
+		n.shared.init.Add(1)
 	}
 	// The target may still copy its last piece, or have given one back.
 	var since time.Time
@@ -198,7 +198,7 @@ func (n *NIC) shareHelp() (did bool) {
 			atomic.StoreUint64(n.self.u64(j+jRedo), off+1)
 		} else {
 			atomic.AddUint64(n.self.u64(j+jCopied), k)
-			n.cnt.sharedTarg.Add(1)
+			n.shared.target.Add(1)
 		}
 		did = true
 	}

@@ -160,10 +160,10 @@ const (
 	offNICSleep  = shm.HeaderSize + 4   // u32: the NIC engine sleeps
 	offAppBell   = shm.HeaderSize + 64  // u32 futex: completions for the application
 	offAppSleep  = shm.HeaderSize + 68  // u32: application waiters sleeping
-	offShare     = shm.HeaderSize + 72  // u32: shared-DMA jobs open in this NIC's job lines (dmashare.go)
 	offTLBHits   = shm.HeaderSize + 128 // u64
 	offTLBMisses = shm.HeaderSize + 136 // u64
 	offTLBReads  = shm.HeaderSize + 144 // u64: host-table DMAs of AT3 misses
+	offShare     = shm.HeaderSize + 152 // u32: shared-DMA jobs open in this NIC's job lines (dmashare.go)
 	offDesign    = shm.HeaderSize + 192 // u64: Options.designWord
 	offProbe     = shm.HeaderSize + 200 // u64: remote-write permission probe
 	offHostVA    = shm.HeaderSize + 208 // u64: the host memory's address in the NIC's process
@@ -400,11 +400,13 @@ type NIC struct {
 		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
 		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
 		helped, hostCopies, kernelWrites                                                    atomic.Int64
-		sharedInit, sharedTarg                                                              atomic.Int64 // shared-DMA pieces (dmashare.go)
 		framesOut, framesIn, held, naks                                                     atomic.Int64 // the wire (net.go)
 	}
 	postT, execT sampler // the timers of postNs, execNs
 
+	// shared counts the pieces of shared DMA transfers (dmashare.go) this
+	// NIC moved as the initiator and as the target.
+	shared struct{ init, target atomic.Int64 }
 }
 
 type span struct{ at, n int }
