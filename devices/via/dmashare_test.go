@@ -2,6 +2,7 @@ package via
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -9,10 +10,10 @@ import (
 // pair opens two NICs in this process with one VI each, connected to each
 // other: the target of an RDMA transfer is another NIC, as between two
 // ranks of one host.
-func pair(t *testing.T) (a, b *NIC, va, vb *VI, cq *CQ) {
+func pair(t *testing.T, o Options) (a, b *NIC, va, vb *VI, cq *CQ) {
 	t.Helper()
 	open := func() *NIC {
-		n, err := OpenNIC(DefaultOptions())
+		n, err := OpenNIC(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,15 @@ func pair(t *testing.T) (a, b *NIC, va, vb *VI, cq *CQ) {
 // target. Before the shared DMA the initiator moved everything in one
 // system call and no piece was counted.
 func TestSharedDMA(t *testing.T) {
-	a, b, va, _, cq := pair(t)
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dmashare=%v", on), func(t *testing.T) { sharedDMA(t, on) })
+	}
+}
+
+func sharedDMA(t *testing.T, on bool) {
+	o := DefaultOptions()
+	o.SharedDMA = on
+	a, b, va, _, cq := pair(t, o)
 	const max = 3<<20 + 12345
 	src, dst := make([]byte, max+64), make([]byte, max+64)
 	for i := range src {
@@ -99,6 +108,9 @@ func TestSharedDMA(t *testing.T) {
 		}
 	}
 	ca, cb := a.Counters(), b.Counters()
+	if !on {
+		pieces = 0 // dmashare=off: the initiator moves it all, in one piece
+	}
 	if got := ca["nic_shared_init"] + cb["nic_shared_target"]; got != pieces {
 		t.Fatalf("pieces moved: %d by the initiator + %d by the target = %d, want %d", ca["nic_shared_init"], cb["nic_shared_target"], got, pieces)
 	}
@@ -111,7 +123,7 @@ func TestSharedDMA(t *testing.T) {
 // TestSharedDMAProtection: a shared transfer whose remote range leaves the
 // target's region is refused before any piece moves, as an unshared one.
 func TestSharedDMAProtection(t *testing.T) {
-	a, b, va, _, cq := pair(t)
+	a, b, va, _, cq := pair(t, DefaultOptions())
 	src, dst := make([]byte, 1<<20), make([]byte, 1<<20)
 	ha, hb := reg(t, a, src), reg(t, b, dst)
 	d := &Descriptor{Control: OpRDMAWrite, RemoteHandle: hb, RemoteAddr: Addr(dst[1:]), DS: []DataSegment{Seg(ha, src)}}
