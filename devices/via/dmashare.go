@@ -101,11 +101,14 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 	atomic.StoreUint64(p.u64(j+jRedo), 0)
 	atomic.StoreUint32(p.u32(j+jState), uint32(gen)<<2|dir)
 	atomic.AddUint32(p.u32(offShare), 1)
-	// A target whose application assists its engine finds the job in
-	// its next Help, and its Sleep hands the engine back, whose pass finds
-	// it: waking the assisted engine would only put a third thread on the
-	// cores the copy needs. An engine that sleeps on its own is rung.
-	if atomic.LoadUint32(p.u32(offNICSleep)) != sleepAssisted {
+	// The target's engine is rung only while its application sleeps: an
+	// application that waits in progress finds the job in its next Help,
+	// and waking the engine as well would put a third thread on the two
+	// cores the copy needs (one the scheduler then takes from the copy,
+	// and a piece whose copier is preempted holds up the whole transfer).
+	// An application busy outside MPI helps with nothing: the initiator
+	// moves the pieces itself.
+	if atomic.LoadUint32(p.u32(offAppSleep)) > 0 {
 		p.ringNIC()
 	}
 	defer func() {
