@@ -162,9 +162,14 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 	return true, nil
 }
 
-// shareHelp is the target NIC's part of shared transfers: it copies one
-// piece of every open job in its VIs' job lines that it can claim, and
-// reports whether it copied anything. The caller holds n.eng.mu.
+// shareHelp is the target NIC's part of shared transfers: it copies the
+// pieces it can claim of every open job in its VIs' job lines, one after
+// the other until the job has none left (the initiator claims on at the
+// same time), and reports whether it copied anything. The target is the
+// side that waits for the transfer (an application in progress, or its
+// idle engine), so staying on a job costs it nothing, while going back to
+// its wait loop between two pieces left the initiator most of them. The
+// caller holds n.eng.mu.
 func (n *NIC) shareHelp() (did bool) {
 	if atomic.LoadUint32(n.self.u32(offShare)) == 0 {
 		return false
@@ -176,7 +181,7 @@ func (n *NIC) shareHelp() (did bool) {
 		j := n.self.viOff(vi.id) + jobOff
 		s := atomic.LoadUint32(n.self.u32(j + jState))
 		dir, gen := s&3, uint64(s>>2)
-		if dir == 0 || atomic.LoadUint64(n.self.u64(j+jRedo)) != 0 {
+		if dir == 0 {
 			continue
 		}
 		pid := int(atomic.LoadUint32(n.self.u32(j + jPid)))
@@ -185,25 +190,23 @@ func (n *NIC) shareHelp() (did bool) {
 		size := atomic.LoadUint64(n.self.u64(j + jLen))
 		piece := uint64(atomic.LoadUint32(n.self.u32(j + jPiece)))
 		h := MemHandle(atomic.LoadUint32(n.self.u32(j + jHandle)))
-		w := atomic.LoadUint64(n.self.u64(j + jNext))
-		off := w & offMask
-		if w>>offBits != gen || off >= size || !atomic.CompareAndSwapUint64(n.self.u64(j+jNext), w, w+piece) {
-			continue
-		}
-		// The claim stands: the fields read before it are this job's.
-		k := min(piece, size-off)
-		mem := n.regionBytes(h, taddr+off, k)
-		err := fmt.Errorf("via: shared DMA: [%#x, +%d) is not in region %d", taddr+off, k, h)
-		if mem != nil {
-			err = vmCopy(pid, mem, iaddr+off, dir == dirToInit)
-		}
-		if err != nil {
-			atomic.StoreUint64(n.self.u64(j+jRedo), off+1)
-		} else {
+		for atomic.LoadUint64(n.self.u64(j+jRedo)) == 0 {
+			w := atomic.LoadUint64(n.self.u64(j + jNext))
+			off := w & offMask
+			if w>>offBits != gen || off >= size || !atomic.CompareAndSwapUint64(n.self.u64(j+jNext), w, w+piece) {
+				break
+			}
+			// The claim stands: the fields read before it are this job's.
+			did = true
+			k := min(piece, size-off)
+			mem := n.regionBytes(h, taddr+off, k)
+			if mem == nil || vmCopy(pid, mem, iaddr+off, dir == dirToInit) != nil {
+				atomic.StoreUint64(n.self.u64(j+jRedo), off+1) // the initiator copies it
+				break
+			}
 			atomic.AddUint64(n.self.u64(j+jCopied), k)
 			n.shared.target.Add(1)
 		}
-		did = true
 	}
 	return did
 }
