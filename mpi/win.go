@@ -121,6 +121,9 @@ type Win struct {
 	ag     agent // the target side (rma_agent.go)
 	origin originState
 	freed  bool
+
+	attrs attrs[*WinKeyval]          // cached attributes (SetAttr, Attr: win_attr.go)
+	eh    atomic.Pointer[Errhandler] // the error handler; nil: ErrorsReturn
 }
 
 // region is memory attached to a dynamic window.
@@ -142,14 +145,6 @@ func winStart(op string, w *Win) (*runtime, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// raise runs the window's error handler (its communicator's) for err.
-func (w *Win) raise(err error) error {
-	if w == nil || w.comm == nil {
-		return (*Comm)(nil).raise(err)
-	}
-	return w.comm.raise(err)
 }
 
 var winCount atomic.Int64
@@ -178,10 +173,13 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 			return nil, named(op, err)
 		}
 	}
-	wc, err := c.dup()
+	// The window's communicator is for its own traffic: neither c's
+	// attributes (their Copy callbacks would run) nor its error handler.
+	wc, err := c.dupBare()
 	if err != nil {
 		return nil, named(op, err)
 	}
+	wc.eh.Store(nil)
 	wc.name = c.name + "/win"
 	n := wc.Size()
 	w := &Win{rt: r, comm: wc, flavor: flavor, mem: mem, dispUnit: dispUnit, info: info, hints: hints,
@@ -585,6 +583,11 @@ func (w *Win) Free() error {
 	}
 	if err := w.waitLocal(op, -1); err != nil {
 		return w.raise(err)
+	}
+	// The attributes' Delete callbacks run first, as MPI says, while the
+	// window is still usable; an error of theirs stops the Free.
+	if err := dropAttrs(&w.attrs, w); err != nil {
+		return w.raise(errorf(ErrOther, op, "attribute delete callback: %v", err))
 	}
 	// Once every rank is here, every origin has closed its epochs, which
 	// completed its operations on this rank's memory.
