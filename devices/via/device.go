@@ -140,7 +140,6 @@ type rvRecv struct {
 	tag, size, n int
 	h            MemHandle
 	tmp          []byte
-	sid          uint32
 }
 
 type rvSend struct {
@@ -485,7 +484,7 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 		r.Complete(recv.Status(r, p.rank, env.Tag, size, 0))
 		return
 	}
-	rv := &rvRecv{req: r, p: p, tag: env.Tag, size: size, n: n, sid: h.sid}
+	rv := &rvRecv{req: r, p: p, tag: env.Tag, size: size, n: n}
 	fail := func(err error) {
 		d.post(p, &outItem{h: hdr{typ: mCTS, sid: h.sid, sig: 1}})
 		r.Complete(adi.Status{Source: p.rank, Tag: env.Tag, Err: adi.Errorf(adi.ErrOther, "receive", "%v", err)})
@@ -526,6 +525,16 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 			}
 			d.postData(p, it)
 		}
+		// The DONE follows the reads on the VI, whose descriptors the NIC
+		// executes in order: it leaves as soon as the data is in, from
+		// the NIC, not when this process next sees the reads' completion.
+		// A stream of messages then keeps the NIC busy: the DONEs, and
+		// the credits they carry back, reach the sender while the reads
+		// of the next messages move, and its next RTSs arrive before
+		// those are done (DMPI's pipelining of the handshake with the
+		// data). Otherwise the DONEs of a batch of reads went only after
+		// the batch, and the NIC idled for a round trip after each.
+		d.postData(p, &outItem{h: hdr{typ: mDONE, sid: h.sid}})
 	default:
 		rv.tmp = make([]byte, n)
 		if rv.h, err = d.nic.RegisterMem(rv.tmp); err != nil {
@@ -537,7 +546,8 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 	}
 }
 
-// readDone completes a receive whose RDMA reads are done and releases the sender.
+// readDone completes a receive whose RDMA reads are done (the DONE that
+// releases the sender follows them on the VI).
 func (d *Device) readDone(rid uint32, err error) {
 	rv := d.recvs[rid]
 	if rv == nil {
@@ -549,7 +559,6 @@ func (d *Device) readDone(rid uint32, err error) {
 		rv.req.Complete(adi.Status{Source: rv.p.rank, Tag: rv.tag, Err: adi.Errorf(adi.ErrOther, "receive", "RDMA read from rank %d: %v", rv.p.rank, err)})
 		return
 	}
-	d.post(rv.p, &outItem{h: hdr{typ: mDONE, sid: rv.sid}})
 	rv.req.Complete(recv.Status(rv.req, rv.p.rank, rv.tag, rv.size, rv.n))
 }
 

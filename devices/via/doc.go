@@ -97,6 +97,23 @@
 //     map, as a NIC reaches pinned memory without the host's CPU), with a
 //     plain copy. Either way the memory must be registered and every
 //     address is translated through the owner's tables.
+//   - Both ends of a large RDMA transfer (dmashare.go): an RDMA read or
+//     write on one host of at least 64 KiB, contiguous on both sides, is
+//     moved by the initiator's NIC and the target's together, as the
+//     requester's and the responder's DMA engines of a real NIC each
+//     carry one end of it. The initiator publishes the transfer as a job
+//     in the target VI's header (NIC memory of the target) and both claim
+//     pieces of an eighth of it (32–512 KiB) with an atomic operation on
+//     the job's claim word, each copying its pieces with
+//     process_vm_readv/writev on the other's memory; the descriptor
+//     completes when every piece is in place. The target's part runs in
+//     its engine's pass, so in its engine goroutine or in its application
+//     while that waits (Help): the kernel's pinning of the other process's
+//     pages and the copy, which one process did alone at 14–15 GB/s, run
+//     on two cores. A target busy elsewhere claims nothing and the
+//     initiator moves it all; a piece the target's kernel refuses goes
+//     back to the initiator. Counters nic_shared_init and
+//     nic_shared_target count the pieces each end moved.
 //   - Completions: the NIC writes a receive descriptor's completion into
 //     its receive-queue slot in the owning NIC's memory, not into the
 //     Descriptor (Go memory of another process, which only the kernel
@@ -187,6 +204,10 @@
 //	              after marking the descriptor [default]
 //	cq=cq2        no CQ memory: CQDone polls the head descriptor of every
 //	              work queue associated with the CQ
+//	dmashare=on   an RDMA read or write on one host of 64 KiB or more,
+//	              contiguous on both sides, is moved by both NICs, the
+//	              initiator's and the target's (above) [default]
+//	dmashare=off  the initiator's NIC moves it alone
 //	timers=on     time posts, descriptor executions and CQ checks (one in
 //	              16; counters host_post_ns, nic_exec_ns, cq_done_ns) [off:
 //	              reading the clock costs more than a CQ check]
@@ -219,7 +240,12 @@
 // default) the receiver then RDMA-reads the send buffer straight into its
 // own — a scatter list built from Buffer.Pieces when the receive buffer is
 // a derived datatype — and answers DONE: the data moves as soon as the RTS
-// is matched, and a message costs one receive buffer each way. Otherwise
+// is matched, and a message costs one receive buffer each way. The DONE is
+// posted with the reads, behind them on the VI, so the NIC sends it (with
+// the credits it returns) the moment the data is in: in a stream the next
+// messages' RTSs arrive while the current reads move (DMPI's pipelining of
+// the handshake with the data), and the sender, which waits in its
+// progress, moves half of each contiguous read as the target NIC (above). Otherwise
 // (a peer on another host, where a read is a request frame and the data's
 // return; rndv=write; a send buffer that is not contiguous) the receiver
 // answers CTS with its registered buffer, into which the sender RDMA-writes

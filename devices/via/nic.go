@@ -162,6 +162,7 @@ const (
 	offTLBHits   = shm.HeaderSize + 128 // u64
 	offTLBMisses = shm.HeaderSize + 136 // u64
 	offTLBReads  = shm.HeaderSize + 144 // u64: host-table DMAs of AT3 misses
+	offShare     = shm.HeaderSize + 152 // u32: shared-DMA jobs open in this NIC's job lines (dmashare.go)
 	offDesign    = shm.HeaderSize + 192 // u64: Options.designWord
 	offProbe     = shm.HeaderSize + 200 // u64: remote-write permission probe
 	offHostVA    = shm.HeaderSize + 208 // u64: the host memory's address in the NIC's process
@@ -169,8 +170,8 @@ const (
 	offLayout    = shm.HeaderSize + 320 // layout words (u32 each)
 	offTables    = shm.HeaderSize + 384
 
-	regionSize = 32 // gen u32, npages u32, base u64, len u64, table u64
-	viHdrSize  = 64 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32
+	regionSize = 32  // gen u32, npages u32, base u64, len u64, table u64
+	viHdrSize  = 128 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32; the shared-DMA job line (jobOff)
 	slotSegs   = 4
 	slotComp   = 16  // the completion: length u32, imm u32, status u32
 	slotSeg0   = 32  // the cached segments, slotSegs of 16 bytes
@@ -418,6 +419,9 @@ type NIC struct {
 	}
 	postT, execT sampler // the timers of postNs, execNs
 
+	// shared counts the pieces of shared DMA transfers (dmashare.go) this
+	// NIC moved as the initiator and as the target.
+	shared struct{ init, target atomic.Int64 }
 }
 
 type span struct{ at, n int }

@@ -682,7 +682,7 @@ func (n *NIC) Help() bool {
 	if n.port.Load() != nil {
 		return n.Assist()
 	}
-	if !n.Busy() || !n.eng.mu.TryLock() {
+	if !n.Busy() && atomic.LoadUint32(n.self.u32(offShare)) == 0 || !n.eng.mu.TryLock() {
 		return false
 	}
 	defer n.eng.mu.Unlock()
@@ -807,6 +807,7 @@ func (n *NIC) engine() {
 // flush sends the acks owed at once (see ackDue). The caller holds
 // n.eng.mu (the engine, or an application assisting it).
 func (n *NIC) pass(flush bool) (did, stalled bool) {
+	did = n.shareHelp() // this NIC's pieces of peers' RDMA transfers (dmashare.go)
 	if n.o.Doorbell == D1 {
 		// Poll the doorbell queue of every active VI.
 		for _, vi := range *n.active.Load() {
@@ -1027,7 +1028,29 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	n.flush()
 	// Move the data, then (for a consumed receive descriptor) write its
 	// length, immediate data and status into its slot: the status last.
-	if st == StatusDone {
+	shared := false
+	if st == StatusDone && op != OpSend && len(local) == 1 && len(remote) >= 1 {
+		dir := uint32(dirToInit)
+		if op == OpRDMAWrite {
+			remote, dir = trim(remote, total), dirToTarg
+		}
+		if len(remote) == 1 {
+			shared, err = n.shareDMA(vi, p, dir, local[0], remote[0], e.rh)
+		}
+		if shared {
+			if op == OpRDMARead {
+				n.cnt.rdmaR.Add(1)
+			} else {
+				n.cnt.rdmaW.Add(1)
+			}
+			if err != nil {
+				st |= StatusTransportError
+			} else {
+				n.cnt.bytes.Add(int64(total))
+			}
+		}
+	}
+	if st == StatusDone && !shared {
 		switch op {
 		case OpRDMARead:
 			err = readRemote(p.pid, remote, local)
@@ -1298,6 +1321,8 @@ func (n *NIC) Counters() map[string]int64 {
 		"nic_inline":           n.cnt.inline.Load(),
 		"nic_host_copies":      n.cnt.hostCopies.Load(),
 		"nic_kernel_writes":    n.cnt.kernelWrites.Load(),
+		"nic_shared_init":      n.shared.init.Load(),
+		"nic_shared_target":    n.shared.target.Load(),
 		"host_post_ns":         n.cnt.postNs.Load(),
 		"nic_exec_ns":          n.cnt.execNs.Load(),
 		"cq_done_ns":           n.cnt.cqNs.Load(),
