@@ -4,14 +4,16 @@
 # in interleaved rounds; per target the median over the rounds of
 # pingpong's best repetition and of the per-message mean, median and 90th
 # percentile (mpibench pingpong --dist), and the ratios to Open MPI's
-# figure (TCP) and to the raw AF_XDP one-way time (XDP). Root only.
+# figure (both wires; the XDP wire's target is 0.5) and to the raw AF_XDP
+# one-way time (XDP; target 1.5). Root only.
 #
 #   sudo bash bench/crosshost-latency.sh                # output in crosslat-out/
 #   BEFORE=/path/to/old/mpibench sudo bash bench/crosshost-latency.sh
 #
 # BEFORE (an mpibench built from an earlier tree, with --dist) adds its rows
 # as target "DEVICE before" in every round. ROUNDS (default 3), DEVICES
-# (default "netvm fm bip via"), WIRES (default "tcp xdp"). The simulated
+# (default "netvm fm bip via"), WIRES (default "tcp xdp"), MTU (the links'
+# MTU; default the kernel's, 1500). The simulated
 # cluster (three hosts: h3 launches Open MPI) is torn down on every path.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -28,7 +30,7 @@ fi
 NC="$OUT/nc"
 "$OUT/netcluster" down -dir "$NC" >/dev/null 2>&1
 trap '"$OUT/netcluster" down -dir "$NC" >/dev/null 2>&1' EXIT INT TERM
-timeout 120 "$OUT/netcluster" up -n 3 -dir "$NC" >/dev/null || exit 1
+timeout 120 "$OUT/netcluster" up -n 3 -dir "$NC" ${MTU:+--mtu "$MTU"} >/dev/null || exit 1
 h3pid=$("$OUT/netcluster" hosts -dir "$NC" | awk '$1 == "h3" { print $5 }')
 CSV="$OUT/results.csv"
 : >"$CSV"
@@ -94,7 +96,7 @@ END {
 			line = line " | " (cnt[k] ? sprintf("%.1f", med(k)) : "—")
 		}
 		b = med(tw[1] SUBSEP tw[2] SUBSEP "pingpong")
-		line = line " | " (om && tw[2] == "tcp" ? sprintf("%.2f×", b / om) : "—")
+		line = line " | " (om && tw[1] != "raw-af-xdp" ? sprintf("%.2f×", b / om) : "—")
 		line = line " | " (rx && tw[2] == "xdp" ? sprintf("%.2f×", b / rx) : "—") " |"
 		print line
 	}

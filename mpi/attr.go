@@ -73,10 +73,112 @@ func predefinedAttr(k *Keyval) (any, bool) {
 	return nil, false
 }
 
-// attrs is a communicator's attribute cache.
-type attrs struct {
+// attrs is an object's attribute cache (a communicator's, a window's):
+// the value cached under each key.
+type attrs[K comparable] struct {
 	mu sync.Mutex
-	m  map[*Keyval]any
+	m  map[K]any
+}
+
+// swap caches v under k and returns the value it replaces, if any.
+func (a *attrs[K]) swap(k K, v any) (any, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old, had := a.m[k]
+	if a.m == nil {
+		a.m = map[K]any{}
+	}
+	a.m[k] = v
+	return old, had
+}
+
+// get is the value cached under k.
+func (a *attrs[K]) get(k K) (any, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v, ok := a.m[k]
+	return v, ok
+}
+
+// take removes and returns the value cached under k.
+func (a *attrs[K]) take(k K) (any, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v, ok := a.m[k]
+	delete(a.m, k)
+	return v, ok
+}
+
+// attrKey is what the attribute calls need of a key for objects of type O
+// (*Keyval for communicators, *WinKeyval for windows).
+type attrKey[O any] interface {
+	comparable
+	// deleter is the key's Delete callback (nil: nothing to do).
+	deleter() func(O, any) error
+	// builtin is the MPI name of a predefined key, "" for the program's.
+	builtin() string
+}
+
+func (k *Keyval) deleter() func(*Comm, any) error { return k.Delete }
+func (k *Keyval) builtin() string                 { return k.predefined }
+
+// setAttr is SetAttr on object o, whose cache is a: it caches v under k and
+// runs k's Delete callback on the value replaced.
+func setAttr[O any, K attrKey[O]](op string, a *attrs[K], o O, k K, v any) error {
+	var none K
+	if k == none {
+		return errorf(ErrArg, op, "keyval is nil")
+	}
+	if name := k.builtin(); name != "" {
+		return errorf(ErrArg, op, "%s is a predefined attribute and cannot be set", name)
+	}
+	if old, had := a.swap(k, v); had {
+		return runDelete(op, k, o, old)
+	}
+	return nil
+}
+
+// deleteAttr is DeleteAttr on object o: it removes the value cached under
+// k and runs k's Delete callback on it.
+func deleteAttr[O any, K attrKey[O]](op string, a *attrs[K], o O, k K) error {
+	var none K
+	if k != none && k.builtin() != "" {
+		return errorf(ErrArg, op, "%s is a predefined attribute and cannot be deleted", k.builtin())
+	}
+	v, had := a.take(k)
+	if !had {
+		return errorf(ErrArg, op, "no attribute is cached under this keyval")
+	}
+	return runDelete(op, k, o, v)
+}
+
+// runDelete runs k's Delete callback for value v removed from o.
+func runDelete[O any, K attrKey[O]](op string, k K, o O, v any) error {
+	if del := k.deleter(); del != nil {
+		if err := del(o, v); err != nil {
+			return errorf(ErrOther, op, "delete callback: %v", err)
+		}
+	}
+	return nil
+}
+
+// dropAttrs deletes every attribute of o, whose cache is a (as o is
+// freed), running every Delete callback, and returns the first error one
+// returned.
+func dropAttrs[O any, K attrKey[O]](a *attrs[K], o O) error {
+	a.mu.Lock()
+	m := a.m
+	a.m = nil
+	a.mu.Unlock()
+	var first error
+	for k, v := range m {
+		if del := k.deleter(); del != nil {
+			if err := del(o, v); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
 }
 
 // SetAttr caches value on c under key k (MPI_Comm_set_attr), deleting any
@@ -86,25 +188,7 @@ func (c *Comm) SetAttr(k *Keyval, value any) error {
 	if err := checkComm(op, c); err != nil {
 		return err
 	}
-	if k == nil {
-		return errorf(ErrArg, op, "keyval is nil")
-	}
-	if k.predefined != "" {
-		return errorf(ErrArg, op, "%s is a predefined attribute and cannot be set", k.predefined)
-	}
-	c.attrs.mu.Lock()
-	old, had := c.attrs.m[k]
-	if c.attrs.m == nil {
-		c.attrs.m = map[*Keyval]any{}
-	}
-	c.attrs.m[k] = value
-	c.attrs.mu.Unlock()
-	if had && k.Delete != nil {
-		if err := k.Delete(c, old); err != nil {
-			return errorf(ErrOther, op, "delete callback: %v", err)
-		}
-	}
-	return nil
+	return setAttr(op, &c.attrs, c, k, value)
 }
 
 // Attr returns the value cached on c under k (MPI_Comm_get_attr), or for a
@@ -116,10 +200,7 @@ func (c *Comm) Attr(k *Keyval) (any, bool) {
 	if k.predefined != "" {
 		return predefinedAttr(k)
 	}
-	c.attrs.mu.Lock()
-	defer c.attrs.mu.Unlock()
-	v, ok := c.attrs.m[k]
-	return v, ok
+	return c.attrs.get(k)
 }
 
 // DeleteAttr removes the value cached on c under k, calling k's Delete
@@ -129,22 +210,7 @@ func (c *Comm) DeleteAttr(k *Keyval) error {
 	if err := checkComm(op, c); err != nil {
 		return err
 	}
-	if k != nil && k.predefined != "" {
-		return errorf(ErrArg, op, "%s is a predefined attribute and cannot be deleted", k.predefined)
-	}
-	c.attrs.mu.Lock()
-	v, had := c.attrs.m[k]
-	delete(c.attrs.m, k)
-	c.attrs.mu.Unlock()
-	if !had {
-		return errorf(ErrArg, op, "no attribute is cached under this keyval")
-	}
-	if k.Delete != nil {
-		if err := k.Delete(c, v); err != nil {
-			return errorf(ErrOther, op, "delete callback: %v", err)
-		}
-	}
-	return nil
+	return deleteAttr(op, &c.attrs, c, k)
 }
 
 // copyAttrs runs the Copy callbacks of old's attributes for its duplicate n.
@@ -156,28 +222,11 @@ func (n *Comm) copyAttrs(old *Comm) {
 			continue
 		}
 		if nv, keep := k.Copy(old, v); keep {
-			if n.attrs.m == nil {
-				n.attrs.m = map[*Keyval]any{}
-			}
-			n.attrs.m[k] = nv
+			n.attrs.swap(k, nv)
 		}
 	}
 }
 
 // dropAttrs deletes every attribute of c (on Free), returning the first
 // callback error.
-func (c *Comm) dropAttrs() error {
-	c.attrs.mu.Lock()
-	m := c.attrs.m
-	c.attrs.m = nil
-	c.attrs.mu.Unlock()
-	var first error
-	for k, v := range m {
-		if k.Delete != nil {
-			if err := k.Delete(c, v); err != nil && first == nil {
-				first = err
-			}
-		}
-	}
-	return first
-}
+func (c *Comm) dropAttrs() error { return dropAttrs(&c.attrs, c) }

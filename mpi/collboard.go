@@ -674,23 +674,37 @@ func (r *runtime) boardAlltoallRead(b *board, s, recv []byte, bs int) error {
 // which is faster than the same reduce-scatter and allgather done by
 // reading each other's buffers with process_vm_readv. It needs no
 // BoardRead, so it runs with cma=off too. Segment s uses slot (k+s)%2 and
-// rounds k+2s (A) and k+2s+1 (B); a last round k+2S tells the next
-// collective that every process is done reading. Before a process writes
-// a slot for segment s ≥ 1 every process has posted B(s-1), so is done
-// with segment s-2 (and the collective before this one). Shares are whole
-// multiples of es bytes; folding the other processes' share i into
-// process i's own in the fixed order i+1, i+2, …, i-1 (mod n), and only
-// process i computing share i, gives every process the same bits.
+// rounds k+2s (A) and k+2s+1 (B); a last round tells the next collective
+// that every process is done reading. Before a process writes a slot for
+// segment s ≥ 1 every process has posted B(s-1), so is done with segment
+// s-2 (and the collective before this one).
+//
+// The collective takes an even number of rounds, 2S+2, posting the last
+// as k+2S+1 (k+2S goes unposted: nobody waits for it, and "posted k+2S+1"
+// says all a post of k+2S would), so that back-to-back large Allreduces
+// keep the parity of their first round and stage through the same slots,
+// still in cache, rather than alternating between two (as the Alltoall
+// does, boardAlltoallStaged): the slot memory the processes touch per
+// call halves.
+//
+// Shares are whole multiples of es bytes; folding the other processes'
+// share i into process i's own in the fixed order i+1, i+2, …, i-1 (mod
+// n), and only process i computing share i, gives every process the same
+// bits.
 func (r *runtime) boardAllreduceStaged(b *board, op string, in, out []byte, red reducer, es int) error {
 	n, np := len(in), b.size
 	seg := b.BoardSlotSize() / es * es
 	piece := max(boardPiece/es*es, es) // whole elements: a kernel never sees part of one
 	segs := (n + seg - 1) / seg
 	inPlace := n > 0 && &in[0] == &out[0]
-	k := b.seq.Add(uint64(2*segs+1)) - uint64(2*segs)
-	if err := r.boardWait(b, op, -1, k-1); err != nil {
-		return err
+	k := b.seq.Add(uint64(2*segs+2)) - uint64(2*segs+1)
+	shape := stagedShape{n: n, es: es, end: k - 1}
+	if segs > 1 || b.staged != shape {
+		if err := r.boardWait(b, op, -1, k-1); err != nil {
+			return err
+		}
 	}
+	b.staged = stagedShape{}
 	for s := range segs {
 		lo, hi := s*seg, min(n, (s+1)*seg)
 		m := hi - lo
@@ -745,8 +759,29 @@ func (r *runtime) boardAllreduceStaged(b *board, op string, in, out []byte, red 
 			cachedCopy(out[lo+a:lo+z], b.BoardSlot(p, slot)[a:z])
 		}
 	}
-	b.BoardPost(k+uint64(2*segs), false)
+	last := k + uint64(2*segs) + 1
+	b.BoardPost(last, false)
+	if segs == 1 {
+		b.staged = stagedShape{n: n, es: es, end: last}
+	}
 	return nil
+}
+
+// stagedShape is what a one-segment boardAllreduceStaged leaves in the
+// slots for the next collective: its byte count and element size, which
+// fix every process's share, and its last round. The next one of the same
+// shape, starting right after that round, skips its wait for it (that
+// every process is done copying shares out of the slots): it writes into
+// its own slot only what lies outside its share (round A), which is all
+// that the previous one's copies out read there, and its folds and own
+// share wait for round A, which every process posts only once it is done
+// with the previous one. The previous one's folds, the only other readers
+// of its slot, ended before its round B, which it waited for. Dropping the
+// wait takes one of the three points per call at which every process must
+// have had a turn on a CPU (ranks outnumbering cores).
+type stagedShape struct {
+	n, es int
+	end   uint64
 }
 
 // boardBcastStaged broadcasts data larger than a slot through the slots,

@@ -40,6 +40,11 @@ type board struct {
 	// grow, and a collective's wait for the round before it (that the slot
 	// it writes is free) is then free of the np cache misses it takes.
 	allPosted atomic.Uint64
+	// staged is the shape of the last large Allreduce that passed through
+	// the slots in one segment and the round it ended with
+	// (boardAllreduceStaged): one of the same shape that follows it at
+	// once need not wait for that round.
+	staged stagedShape
 
 	agreed   bool // boardAgree has run: readable and cores hold
 	readable bool // every rank can BoardRead every other

@@ -48,7 +48,7 @@ type Comm struct {
 	// traffic goes through the inter-job channel (join.go).
 	joined bool
 
-	attrs attrs                      // cached attributes (SetAttr, Attr)
+	attrs attrs[*Keyval]             // cached attributes (SetAttr, Attr)
 	eh    atomic.Pointer[Errhandler] // the error handler; nil: ErrorsReturn
 }
 

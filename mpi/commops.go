@@ -148,10 +148,21 @@ func (c *Comm) Dup() (*Comm, error) {
 
 // dup is Dup without the error handler.
 func (c *Comm) dup() (*Comm, error) {
-	const op = "MPI_Comm_dup"
 	if c.IsInter() {
-		return c.interDup(op)
+		return c.interDup("MPI_Comm_dup")
 	}
+	n, err := c.dupBare()
+	if err != nil {
+		return nil, err
+	}
+	n.copyAttrs(c)
+	return n, nil
+}
+
+// dupBare is dup of an intracommunicator without its attributes (a
+// window's own communicator).
+func (c *Comm) dupBare() (*Comm, error) {
+	const op = "MPI_Comm_dup"
 	r, err := collStart(op, c)
 	if err != nil {
 		return nil, err
@@ -162,7 +173,6 @@ func (c *Comm) dup() (*Comm, error) {
 	}
 	n := c.derived(ctx, c.rank, c.world, "dup")
 	n.topo = c.topo
-	n.copyAttrs(c)
 	return n, nil
 }
 

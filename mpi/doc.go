@@ -19,8 +19,9 @@
 //
 // Every call returns an error carrying an MPI error class (ErrRank, ErrTag,
 // ErrTruncate, ...), testable with errors.Is. Bad arguments are reported and
-// never crash the job, unless the communicator's error handler says so
-// (Comm.SetErrhandler: ErrorsAreFatal, or a function of the program's). A
+// never crash the job, unless the communicator's (a window's: its own)
+// error handler says so (Comm.SetErrhandler, Win.SetErrhandler:
+// ErrorsAreFatal, or a function of the program's). A
 // rank that panics with Finalize deferred ends the job (see Finalize).
 //
 // # Groups, communicators and collectives

@@ -21,10 +21,15 @@ import (
 // failed. The attribute calls, Group and Compare return their errors
 // without it. A call given MPI_COMM_NULL (a nil *Comm), or one on requests
 // none of which is active, runs MPI_COMM_WORLD's handler.
+//
+// A window has a handler of its own, which its calls run (docs/rma.md):
+// ErrorsReturn until Win.SetErrhandler sets ErrorsAreFatal or one of
+// NewWinErrhandler, whatever its communicator's.
 type Errhandler struct {
 	name  string
 	fatal bool
-	fn    func(c *Comm, err error)
+	fn    func(c *Comm, err error) // NewErrhandler's: for communicators
+	win   func(w *Win, err error)  // NewWinErrhandler's: for windows
 }
 
 var (
@@ -47,6 +52,14 @@ func NewErrhandler(fn func(c *Comm, err error)) *Errhandler {
 	return &Errhandler{name: "user error handler", fn: fn}
 }
 
+// NewWinErrhandler makes an error handler for windows that calls fn with
+// the window and the error before the failing call returns the error
+// (MPI_Win_create_errhandler); Win.SetErrhandler sets it. As with
+// NewErrhandler, fn runs in the goroutine of the call.
+func NewWinErrhandler(fn func(w *Win, err error)) *Errhandler {
+	return &Errhandler{name: "user window error handler", win: fn}
+}
+
 // String is the handler's MPI name, or "user error handler".
 func (h *Errhandler) String() string { return h.name }
 
@@ -55,6 +68,9 @@ func (h *Errhandler) String() string { return h.name }
 func (c *Comm) SetErrhandler(h *Errhandler) error {
 	if c == nil {
 		return World().raise(errorf(ErrComm, "MPI_Comm_set_errhandler", "communicator is nil (MPI_COMM_NULL)"))
+	}
+	if h != nil && h.win != nil {
+		return c.raise(errorf(ErrArg, "MPI_Comm_set_errhandler", "the %s was made for windows (NewWinErrhandler), not communicators", h))
 	}
 	if h == ErrorsReturn {
 		h = nil
@@ -80,15 +96,27 @@ func (c *Comm) raise(err error) error {
 	if err == nil {
 		return nil
 	}
-	h := c.handler()
+	name := "MPI_COMM_WORLD"
+	if c != nil {
+		name = c.Name()
+	}
+	c.handler().apply(name, err, c, nil)
+	return err
+}
+
+// apply carries out h (nil: ErrorsReturn, nothing to do) for err, raised
+// on communicator c or window w, named name: ErrorsAreFatal aborts the
+// job, a handler of the program's is called.
+func (h *Errhandler) apply(name string, err error, c *Comm, w *Win) {
 	switch {
 	case h == nil:
 	case h.fatal:
-		fatal(c, err)
+		fatal(name, err)
 	case h.fn != nil:
 		h.fn(c, err)
+	case h.win != nil:
+		h.win(w, err)
 	}
-	return err
 }
 
 // handler is c's error handler, nil for ErrorsReturn.
@@ -109,18 +137,16 @@ func (c *Comm) inheritErrhandler(parent *Comm) {
 	c.eh.Store(parent.eh.Load())
 }
 
-// fatal is ErrorsAreFatal: it prints err naming the rank and communicator,
-// aborts the job through the launcher and exits.
-func fatal(c *Comm, err error) {
+// fatal is ErrorsAreFatal: it prints err naming the rank and the
+// communicator or window (name) it was raised on, aborts the job through
+// the launcher and exits.
+func fatal(name string, err error) {
 	rank := -1
 	r := live.Load()
 	if r != nil {
 		rank = r.rank
 	}
-	msg := fmt.Sprintf("%v (MPI_ERRORS_ARE_FATAL on %s)", err, c.Name())
-	if c == nil {
-		msg = fmt.Sprintf("%v (MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD)", err)
-	}
+	msg := fmt.Sprintf("%v (MPI_ERRORS_ARE_FATAL on %s)", err, name)
 	fmt.Fprintf(os.Stderr, "rank %d: %s\n", rank, msg)
 	if r != nil {
 		_ = r.pmi.Abort(1, msg)

@@ -14,7 +14,10 @@ import (
 // collector must then run for. IsendIn and IrecvIn instead start the
 // operation in a Request that the caller keeps, as MPI_Isend writes into
 // the caller's MPI_Request: an array of them serves window after window
-// with no allocation at all.
+// with no allocation at all. Such a Request keeps the runtime's record of
+// its operation (its body) when the operation completes, and the next one
+// started in it reuses that record: no trip through the runtime's pool,
+// and the same memory window after window.
 
 // IsendIn starts a standard-mode send of buf, as Isend does, in the
 // request q that the caller owns. q must be inactive: a zero Request, or
@@ -24,7 +27,7 @@ import (
 func IsendIn[T Numeric](q *Request, c *Comm, buf []T, dest, tag int) error {
 	var b Buffer
 	sliceInto(&b, buf)
-	return startIn(q, "MPI_Isend", c, &b, dest, tag, false)
+	return startSliceIn(q, "MPI_Isend", c, &b, dest, tag, false)
 }
 
 // IrecvIn posts a receive into buf, as Irecv does, in the request q that
@@ -32,7 +35,7 @@ func IsendIn[T Numeric](q *Request, c *Comm, buf []T, dest, tag int) error {
 func IrecvIn[T Numeric](q *Request, c *Comm, buf []T, src, tag int) error {
 	var b Buffer
 	sliceInto(&b, buf)
-	return startIn(q, "MPI_Irecv", c, &b, src, tag, true)
+	return startSliceIn(q, "MPI_Irecv", c, &b, src, tag, true)
 }
 
 // sliceInto sets *b to Slice(s) field by field: Slice's result, returned
@@ -44,6 +47,20 @@ func sliceInto[T Numeric](b *Buffer, s []T) {
 	if len(s) > 0 {
 		b.Mem = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*t.Size())
 	}
+}
+
+// startSliceIn is startIn for a buffer that sliceInto made from a Go
+// slice: its type is predefined (usable, contiguous) and its memory holds
+// exactly its count, so of plainNB's tests only the communicator's, the
+// peer's and the tag's are left to make on every message.
+func startSliceIn(q *Request, op string, c *Comm, b *Buffer, peer, tag int, recv bool) error {
+	if q != nil && q.ar == nil && b.Type.Predefined() && plainPeer(c, peer, tag, recv) {
+		if r := live.Load(); r != nil {
+			_, err := r.startFlatIn(q, op, c, b, peer, tag, recv, adi.ModeStandard)
+			return err
+		}
+	}
+	return startIn(q, op, c, b, peer, tag, recv)
 }
 
 // IsendBufIn is IsendIn for a Buffer.

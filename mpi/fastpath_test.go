@@ -353,3 +353,146 @@ func TestWaitallIntoStatuses(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnedRequestKeepsBody: a Request the program owns (IsendIn,
+// IrecvIn) keeps its operation's body from one operation to the next,
+// whatever the buffer, size or direction, and each operation still gets
+// its own data and status; a Free of the inactive request gives the body
+// back, and an operation that leaves the flat path (ProcNull) does not
+// leave the request holding a stale body.
+func TestOwnedRequestKeepsBody(t *testing.T) {
+	w := World()
+	var q Request
+	small, big := make([]byte, 8), make([]int64, 4)
+	if err := IrecvIn(&q, w, small, 0, 41); err != nil {
+		t.Fatal(err)
+	}
+	body := q.body
+	if err := Send(w, []byte("abcdefgh"), 0, 41); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := q.Wait(); err != nil || st.Bytes() != 8 || string(small) != "abcdefgh" {
+		t.Fatalf("first receive: %+v, %v, %q", st, err, small)
+	}
+	if q.body != body || body == nil {
+		t.Fatalf("after Wait the owned request holds body %p, want %p", q.body, body)
+	}
+	if err := IrecvIn(&q, w, big, AnySource, AnyTag); err != nil {
+		t.Fatal(err)
+	}
+	if q.ar != body {
+		t.Fatalf("the second receive runs on %p, want the kept body %p", q.ar, body)
+	}
+	if err := Send(w, []int64{1, 2, 3}, 0, 42); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := q.Wait(); err != nil || st.Bytes() != 24 || st.Tag != 42 || st.Source != 0 || big[2] != 3 || big[3] != 0 {
+		t.Fatalf("second receive: %+v (bytes %d), %v, %v", st, st.Bytes(), err, big)
+	}
+	// A send to ProcNull takes startNB's path; its own handle's body goes
+	// back when it completes.
+	if err := IsendIn(&q, w, small, ProcNull, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if q.body != nil && q.owned {
+		t.Fatalf("after a ProcNull send the request holds body %p as its own", q.body)
+	}
+	if err := IrecvIn(&q, w, small, 0, 43); err != nil {
+		t.Fatal(err)
+	}
+	if err := Send(w, []byte("12345678"), 0, 43); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := q.Wait(); err != nil || st.Bytes() != 8 || string(small) != "12345678" {
+		t.Fatalf("receive after the ProcNull send: %+v, %v, %q", st, err, small)
+	}
+	r := live.Load()
+	r.mu.Lock()
+	n := len(r.bodies)
+	r.mu.Unlock()
+	kept := q.body
+	if err := q.Free(); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	back := len(r.bodies) == n+1 && r.bodies[n] == kept
+	r.mu.Unlock()
+	if kept == nil || !back {
+		t.Fatalf("Free of an inactive owned request did not give its body %p back", kept)
+	}
+}
+
+// TestTestallInto: TestallInto reports false and writes no status while a
+// request is still pending, and once all have completed it completes them
+// and writes each status into place, as WaitallInto does; a window of
+// owned requests tested to completion allocates nothing.
+func TestTestallInto(t *testing.T) {
+	w := World()
+	const n = 4
+	var rq [n]Request
+	ptrs := make([]*Request, n)
+	got := make([]int32, n)
+	for k := range n {
+		ptrs[k] = &rq[k]
+		if err := IrecvIn(&rq[k], w, got[k:k+1], 0, 50+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := Status{Source: 99, Tag: 99}
+	sts := []Status{stale, stale, stale, stale}
+	for k := range n - 1 {
+		if err := Send(w, []int32{int32(10 + k)}, 0, 50+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if done, err := TestallInto(ptrs, sts); err != nil || done {
+		t.Fatalf("TestallInto with a receive still pending: done %v, %v", done, err)
+	}
+	if sts[0] != stale || !rq[0].Active() {
+		t.Fatalf("TestallInto that reports false changed status 0 to %+v or completed request 0", sts[0])
+	}
+	if err := Send(w, []int32{13}, 0, 53); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	for i := 0; i < 1000 && !done; i++ {
+		var err error
+		if done, err = TestallInto(ptrs, sts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !done {
+		t.Fatal("TestallInto never reported the four receives of messages sent to self as done")
+	}
+	for k, st := range sts {
+		if st.Source != 0 || st.Tag != 50+k || st.Bytes() != 4 || got[k] != int32(10+k) || rq[k].Active() {
+			t.Errorf("receive %d: status %+v, data %d, active %v", k, st, got[k], rq[k].Active())
+		}
+	}
+	if done, err := TestallInto(ptrs, nil); err != nil || !done {
+		t.Fatalf("TestallInto of inactive requests: %v, %v; want true", done, err)
+	}
+	var sq [n]Request
+	all := make([]*Request, 0, 2*n)
+	for k := range n {
+		all = append(all, &rq[k], &sq[k])
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		for k := range n {
+			IrecvIn(&rq[k], w, got[k:k+1], 0, 60)
+			IsendIn(&sq[k], w, got[k:k+1], 0, 60)
+		}
+		for i := 0; i < 1000; i++ {
+			if done, err := TestallInto(all, nil); err != nil || done {
+				return
+			}
+		}
+		t.Error("a window of messages to self never tested done")
+	})
+	if allocs != 0 {
+		t.Errorf("a window of owned requests tested to completion made %v allocations, want 0", allocs)
+	}
+}

@@ -175,9 +175,14 @@ func startNB(op string, c *Comm, b Buffer, peer, tag int, recv bool, mode adi.Mo
 // p2pArgs.
 func plainNB(c *Comm, b *Buffer, peer, tag int, recv bool) bool {
 	t := b.Type
-	return c != nil && !c.freed && t != nil && b.Count >= 0 && t.Usable() &&
+	return t != nil && b.Count >= 0 && t.Usable() && plainPeer(c, peer, tag, recv) && fits(b)
+}
+
+// plainPeer is plainNB's test of the communicator, the peer and the tag.
+func plainPeer(c *Comm, peer, tag int, recv bool) bool {
+	return c != nil && !c.freed &&
 		(uint(peer) < uint(len(c.world)) || recv && peer == AnySource) &&
-		(uint(tag) <= TagUB || recv && tag == AnyTag) && fits(b)
+		(uint(tag) <= TagUB || recv && tag == AnyTag)
 }
 
 // fits reports whether b.Mem holds b.Count elements of b.Type (a usable
@@ -207,6 +212,8 @@ func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b *Buffer, peer, t
 	r.mu.Lock()
 	if q == nil {
 		q = r.newHandleHeld()
+	} else {
+		q.owned = true
 	}
 	q.reset(r, c, op, recv, mode, peer, tag)
 	if !recv && mode == adi.ModeStandard && r.short != nil && b.Type.Contiguous() &&
@@ -218,8 +225,12 @@ func (r *runtime) startFlatIn(q *Request, op string, c *Comm, b *Buffer, peer, t
 		r.mu.Unlock()
 		return q, nil
 	}
-	ar := r.takeBody()
-	q.body, q.ar = ar, ar
+	ar := q.body // an owned request's, from its last operation
+	if ar == nil {
+		ar = r.takeBody()
+		q.body = ar
+	}
+	q.ar = ar
 	var err error
 	if recv {
 		ar.Restart(adi.OpRecv, mode, c.ctx, wpeer, tag, b)

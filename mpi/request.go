@@ -23,11 +23,16 @@ type Request struct {
 	// body is what ar points to for a point-to-point operation, and holds
 	// its buffer (body.Buf) from newRequest on. It comes from r.bodies and
 	// goes back there once Wait or Test has returned the completion (a
-	// persistent request keeps it): a request the program holds on to is
-	// small.
+	// persistent or owned request keeps it): a request the program holds
+	// on to is small.
 	body *adi.Request
-	bg   chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
-	plan *plan         // persistent collectives: what Start runs
+	// owned: the program's own Request (IsendIn, IrecvIn), which it
+	// starts again and again: it keeps its body from one operation to
+	// the next, as a persistent request does, with no trip through
+	// r.bodies, and always the same memory.
+	owned bool
+	bg    chan struct{} // non-blocking collectives: closed when the goroutine running it has exited
+	plan  *plan         // persistent collectives: what Start runs
 	// complete, if set, finishes the status of a completed operation
 	// whose result is not ar's alone (Imrecv copies its message out,
 	// Isendrecv reports its receive); it may run more than once
@@ -76,14 +81,15 @@ type heldSlab struct {
 }
 
 // reset makes q a fresh, not yet started request of the flat path
-// (startFlatIn): every field set or cleared one by one, where assigning a
+// (startFlatIn): every field set or cleared one by one (but body, which
+// is nil in a new handle and kept in an owned one), where assigning a
 // composite literal builds the whole struct on the stack and copies it,
 // whose wide loads of the narrow stores just made stall the pipeline.
 func (q *Request) reset(r *runtime, c *Comm, op string, recv bool, mode adi.Mode, peer, tag int) {
 	q.rt, q.comm, q.op = r, c, op
 	q.recv, q.mode, q.buffered, q.persistent, q.freed = recv, mode, false, false, false
 	q.peer, q.tag = peer, tag
-	q.ar, q.body, q.bg, q.plan, q.complete = nil, nil, nil, nil, nil
+	q.ar, q.bg, q.plan, q.complete = nil, nil, nil, nil
 	q.sent = 0
 }
 
@@ -166,7 +172,7 @@ func (q *Request) finish() Status {
 	ar := q.ar
 	st := q.status()
 	q.ar = nil
-	if ar == q.body && !q.persistent {
+	if ar == q.body && !q.persistent && !q.owned {
 		// The device is done with it and the program can no longer reach
 		// it (an inactive request's Wait and Test do not look at it).
 		q.body = nil
@@ -184,7 +190,7 @@ func (q *Request) finishHeld() Status {
 	ar := q.ar
 	st := q.status()
 	q.ar = nil
-	if ar == q.body && !q.persistent {
+	if ar == q.body && !q.persistent && !q.owned {
 		q.body = nil
 		q.rt.giveBody(ar)
 	}
@@ -197,7 +203,7 @@ func (q *Request) finishHeld() Status {
 func (q *Request) finishQuiet() {
 	ar := q.ar
 	q.ar = nil
-	if ar == q.body && !q.persistent {
+	if ar == q.body && !q.persistent && !q.owned {
 		q.body = nil
 		q.rt.giveBody(ar)
 	}
@@ -293,7 +299,7 @@ func (q *Request) Free() error {
 	}
 	q.freed = true
 	if q.ar == nil && q.body != nil {
-		// An inactive persistent request: the device holds nothing.
+		// An inactive persistent or owned request: the device holds nothing.
 		q.rt.mu.Lock()
 		q.rt.giveBody(q.body)
 		q.rt.mu.Unlock()
@@ -301,7 +307,7 @@ func (q *Request) Free() error {
 	// An operation in flight keeps its adi.Request with the device, which
 	// completes it; the handle lets go of it and of its goroutine (bg).
 	q.ar, q.body, q.bg, q.plan, q.complete = nil, nil, nil, nil, nil
-	q.persistent = false
+	q.persistent, q.owned = false, false
 	return nil
 }
 
@@ -535,8 +541,13 @@ func waitall(op string, reqs []*Request) ([]Status, int, error) {
 
 // waitallInto is waitall writing into sts (nil: nowhere).
 func waitallInto(op string, reqs []*Request, sts []Status) (int, error) {
+	return waitallHeld(op, reqs, sts, nil)
+}
+
+// waitallHeld is waitallInto for a caller that holds held's lock (nil:
+// none), which it takes over and lets go of.
+func waitallHeld(op string, reqs []*Request, sts []Status, held *runtime) (int, error) {
 	bad, first := -1, error(nil)
-	var held *runtime // whose lock this goroutine holds
 	for i, q := range reqs {
 		if q == nil {
 			if sts != nil {
@@ -554,7 +565,13 @@ func waitallInto(op string, reqs []*Request, sts []Status) (int, error) {
 				held = q.rt
 				held.mu.Lock()
 			}
-			if done, _ := held.pollHeld(q.ar); done {
+			// Done first: in a window most requests are, and pollHeld is a
+			// call that looks at the progress settings before it does.
+			done := q.ar.Done()
+			if !done {
+				done, _ = held.pollHeld(q.ar)
+			}
+			if done {
 				if q.ar.Status.Err == nil {
 					// No error to report: the status, if wanted, goes
 					// straight into the caller's array.
@@ -638,31 +655,60 @@ func Waitsome(reqs []*Request) ([]int, []Status, error) {
 // Testall reports whether every request has completed; only if so are they
 // all completed (made inactive) and their statuses returned.
 func Testall(reqs []*Request) ([]Status, bool, error) {
-	if r := runtimeOf(reqs); r != nil {
-		// One hold of the lock for the pass and the look; waitall takes
-		// it once more for the completions.
-		r.mu.Lock()
-		_, err := r.dev.Progress()
-		all := true
-		for _, q := range reqs {
-			if q != nil && q.ar != nil && !q.ar.Done() {
-				all = false
-				break
-			}
-		}
-		r.mu.Unlock()
-		if err != nil {
-			return nil, false, anyActive(reqs).raise(named("MPI_Testall", progressError(r, err)))
-		}
-		if !all {
-			return nil, false, nil
-		}
+	sts := make([]Status, len(reqs))
+	done, bad, err := testallInto("MPI_Testall", reqs, sts)
+	if !done {
+		sts = nil
 	}
-	sts, bad, err := waitall("MPI_Testall", reqs)
 	if err != nil {
+		if bad < 0 {
+			return nil, false, anyActive(reqs).raise(err)
+		}
 		return sts, true, reqs[bad].raise(err)
 	}
-	return sts, true, nil
+	return sts, done, nil
+}
+
+// TestallInto is Testall writing the statuses into sts, as WaitallInto
+// does (nil: MPI_STATUSES_IGNORE); sts is written only when every request
+// has completed. It allocates nothing, and takes the device's lock once
+// for the poll, the look at every request and their completion.
+func TestallInto(reqs []*Request, sts []Status) (bool, error) {
+	if sts != nil && len(sts) < len(reqs) {
+		return false, anyActive(reqs).raise(errorf(ErrArg, "MPI_Testall", "%d statuses for %d requests", len(sts), len(reqs)))
+	}
+	done, bad, err := testallInto("MPI_Testall", reqs, sts)
+	if err != nil {
+		if bad < 0 {
+			return false, anyActive(reqs).raise(err)
+		}
+		return true, reqs[bad].raise(err)
+	}
+	return done, nil
+}
+
+// testallInto is TestallInto without the error handler: whether all
+// requests are done, and, if so, waitallInto's results. A progress error
+// comes with index -1 and done false.
+func testallInto(op string, reqs []*Request, sts []Status) (bool, int, error) {
+	r := runtimeOf(reqs)
+	if r != nil {
+		r.mu.Lock()
+		_, err := r.hot().Progress()
+		if err != nil {
+			r.mu.Unlock()
+			return false, -1, named(op, progressError(r, err))
+		}
+		for _, q := range reqs {
+			if q != nil && q.ar != nil && !q.ar.Done() {
+				r.mu.Unlock()
+				return false, -1, nil
+			}
+		}
+		// All are done: their completions under the same hold.
+	}
+	bad, err := waitallHeld(op, reqs, sts, r)
+	return true, bad, err
 }
 
 // Testany completes one request that has completed, if any. It returns

@@ -64,6 +64,16 @@ func (w *Win) rma(a *rmaArgs) (*adi.Request, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if w.queues(a.target) {
+		if a.kind == amAcc {
+			return w.queueAcc(a, h, off, blocks, size)
+		}
+		// Any other operation to the target comes after the queued
+		// accumulates, as the program called them.
+		if err := w.drainAccs(a.op, a.target); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case a.target == w.comm.rank:
 		q, err := w.local(a, h, blocks)

@@ -116,10 +116,10 @@ func rmaTypeCode(t *datatype.Type) uint8 {
 var (
 	rmaWork   atomic.Bool
 	rmaAgents []*agent
-	// servingAgents counts the running agents of windows whose peers need
-	// them (every window but those all of whose ranks map each other's
-	// memory): while there are any, a board wait polls instead of sleeping
-	// on its board, which a peer's one-sided operation does not ring.
+	// servingAgents counts the running agents that some origin asks
+	// (Win.asked: not those of windows every origin reaches natively):
+	// while there are any, a board wait polls instead of sleeping on its
+	// board, which a peer's one-sided operation does not ring.
 	servingAgents atomic.Int32
 )
 
@@ -200,7 +200,7 @@ func (a *agent) start(w *Win) error {
 	}
 	a.on = true
 	rmaAgents = append(rmaAgents, a)
-	if n > 1 && !w.allMapped {
+	if w.asked {
 		servingAgents.Add(1)
 	}
 	return nil
@@ -245,7 +245,7 @@ func (a *agent) stop(op string) error {
 					break
 				}
 			}
-			if a.w.comm.Size() > 1 && !a.w.allMapped {
+			if a.w.asked {
 				servingAgents.Add(-1)
 			}
 			a.on = false

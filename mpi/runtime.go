@@ -134,6 +134,11 @@ func InitWith(o Options) error {
 		client.Abort(1, e.Error())
 		return e
 	}
+	if err := r.bind(); err != nil {
+		e := errorf(ErrOther, "MPI_Init", "binding to a core: %v", err)
+		client.Abort(1, e.Error())
+		return e
+	}
 	r.dev = factory()
 	if err := r.oneHost(r.dev); err != nil {
 		// Every rank reaches this verdict from the same map, so each
@@ -493,8 +498,9 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 		// Ranks outnumber cores: yield from the start, and often.
 		free, mask = 0, 15
 	}
-	var start int64
+	var start, last int64
 	var slept *waitRecord
+	var lostCPU int64 // when a spin of this wait last lost its CPU (preemptGap)
 	for i := 0; ; i++ {
 		// The device's Seq is read only before a pass after which the
 		// waiter may sleep: the doorbell's cache line moves to the sender
@@ -526,14 +532,26 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 		}
 		// A passive target serving one-sided operations keeps spinning
 		// while they arrive, as a waiter does for its own messages,
-		// instead of sleeping between them.
-		if i == free || served && i > free {
+		// instead of sleeping between them; unless its spin has lately
+		// lost the CPU, as on a machine busier than the job, where a
+		// spinner waits for its next time slice and the origin with it,
+		// while a sleeper is woken at once.
+		renew := served && i > free
+		if renew && lostCPU != 0 {
+			renew = time.Duration(nanotime()-lostCPU) > preemptHold
+		}
+		if i == free || renew {
 			start = nanotime()
 		}
 		if !clock {
 			continue
 		}
-		if waited := time.Duration(nanotime() - start); waited < r.spin {
+		now := nanotime()
+		if last != 0 && time.Duration(now-last) > preemptGap {
+			lostCPU = now
+		}
+		last = now
+		if waited := time.Duration(now - start); waited < r.spin {
 			if waited >= r.poll {
 				osYield()
 			}
@@ -553,8 +571,15 @@ func (r *runtime) wait(cond func() bool, beforeSleep func(), ar *adi.Request, c 
 			slept = beginWait(start, ar, c)
 		}
 		r.dev.Sleep(seq, sleepBound(100*time.Millisecond))
+		last = 0 // the gap a sleep leaves is not a lost CPU
 	}
 }
+
+// preemptGap is the gap between two clock readings of a spinning wait
+// (64 polls apart, microseconds) that says the waiter lost its CPU;
+// serving renews the wait's spin time again preemptHold after the last
+// such loss.
+var preemptGap, preemptHold = 200 * time.Microsecond, 100 * time.Millisecond
 
 // nanotime is the runtime's monotonic clock in nanoseconds: time.Now reads
 // the wall clock as well and costs twice as much, on the waiters' path.

@@ -114,13 +114,20 @@ type Win struct {
 	// allMapped: every rank maps every other's memory (an allocated or
 	// shared window on one host), so no operation needs a target's agent.
 	allMapped bool
-	selfOps   atomic.Uint32 // fast-path operations on this rank's own memory (see mapped)
+	// asked: some origin reaches this rank's memory through its agent (a
+	// dynamic window, a peer on another host, a device without remote
+	// memory access), so the agent must answer while this rank waits.
+	asked   bool
+	selfOps atomic.Uint32 // fast-path operations on this rank's own memory (see mapped)
 
 	regions []region // dynamic windows: the memory attached here
 
 	ag     agent // the target side (rma_agent.go)
 	origin originState
 	freed  bool
+
+	attrs attrs[*WinKeyval]          // cached attributes (SetAttr, Attr: win_attr.go)
+	eh    atomic.Pointer[Errhandler] // the error handler; nil: ErrorsReturn
 }
 
 // region is memory attached to a dynamic window.
@@ -142,14 +149,6 @@ func winStart(op string, w *Win) (*runtime, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// raise runs the window's error handler (its communicator's) for err.
-func (w *Win) raise(err error) error {
-	if w == nil || w.comm == nil {
-		return (*Comm)(nil).raise(err)
-	}
-	return w.comm.raise(err)
 }
 
 var winCount atomic.Int64
@@ -178,10 +177,13 @@ func newWin(op string, c *Comm, mem []byte, dispUnit int, flavor WinFlavor, info
 			return nil, named(op, err)
 		}
 	}
-	wc, err := c.dup()
+	// The window's communicator is for its own traffic: neither c's
+	// attributes (their Copy callbacks would run) nor its error handler.
+	wc, err := c.dupBare()
 	if err != nil {
 		return nil, named(op, err)
 	}
+	wc.eh.Store(nil)
 	wc.name = c.name + "/win"
 	n := wc.Size()
 	w := &Win{rt: r, comm: wc, flavor: flavor, mem: mem, dispUnit: dispUnit, info: info, hints: hints,
@@ -487,21 +489,21 @@ func (w *Win) mapSegments(op string, seg *shm.Segment) error {
 		}
 		w.ctls[i] = ctlOf(s)
 	}
-	if w.flavor == FlavorAllocate || w.flavor == FlavorShared {
-		// This rank's agent is idle only if every rank maps every other's
-		// memory: ask every rank (the flavor is the same on all).
-		mine, all := []int64{1}, []int64{0}
-		for i := range n {
-			if w.direct[i] == nil || w.ctls[i] == nil {
-				mine[0] = 0
-			}
+	// Ask every rank how it reaches every other (the flavor is the same
+	// on all): word i of the minimum is 1 if every origin reaches rank i
+	// natively, word n if every rank maps every other's memory.
+	ways, least := append(w.nativeTargets(), 1), make([]int64, n+1)
+	for i := range n {
+		if w.direct[i] == nil || w.ctls[i] == nil || w.flavor != FlavorAllocate && w.flavor != FlavorShared {
+			ways[n] = 0
 		}
-		if err := allreduceBuf(w.comm, Slice(mine), Slice(all), Min); err != nil {
-			w.closeSegs()
-			return named(op, err)
-		}
-		w.allMapped = all[0] == 1
 	}
+	if err := allreduceBuf(w.comm, Slice(ways), Slice(least), Min); err != nil {
+		w.closeSegs()
+		return named(op, err)
+	}
+	w.allMapped = least[n] == 1
+	w.asked = least[w.comm.rank] == 0
 	if err := w.start(); err != nil {
 		w.closeSegs()
 		return named(op, err)
@@ -586,6 +588,11 @@ func (w *Win) Free() error {
 	if err := w.waitLocal(op, -1); err != nil {
 		return w.raise(err)
 	}
+	// The attributes' Delete callbacks run first, as MPI says, while the
+	// window is still usable; an error of theirs stops the Free.
+	if err := dropAttrs(&w.attrs, w); err != nil {
+		return w.raise(errorf(ErrOther, op, "attribute delete callback: %v", err))
+	}
 	// Once every rank is here, every origin has closed its epochs, which
 	// completed its operations on this rank's memory.
 	if err := barrierOn(w.comm); err != nil {
@@ -662,6 +669,19 @@ func (w *Win) Native(rank int) bool {
 		return false
 	}
 	return w.ctls[rank] != nil && (w.remote[rank] || w.direct[rank] != nil)
+}
+
+// nativeTargets reports, per rank of the window, 1 if this rank's
+// one-sided operations on it need nothing of that rank (Native, or this
+// rank itself, whose operations its own calls carry out), else 0.
+func (w *Win) nativeTargets() []int64 {
+	v := make([]int64, w.comm.Size())
+	for t := range v {
+		if t == w.comm.rank || w.Native(t) {
+			v[t] = 1
+		}
+	}
+	return v
 }
 
 // le is the byte order of RMA headers.

@@ -18,6 +18,8 @@ type originState struct {
 	lockAll  bool
 	dirty    []bool           // agent operations sent to the rank since its last flush
 	pend     [][]*adi.Request // per rank: operations not yet complete locally
+	accs     [][]queuedAcc    // per rank: accumulates kept until its next synchronisation (rma_accq.go)
+	accBytes []int            // per rank: the bytes accs holds
 	nextTag  uint32
 }
 
@@ -28,6 +30,7 @@ const (
 
 func (o *originState) init(n int) {
 	o.locks, o.dirty, o.pend = make([]int, n), make([]bool, n), make([][]*adi.Request, n)
+	o.accs, o.accBytes = make([][]queuedAcc, n), make([]int, n)
 }
 
 // may reports whether an epoch lets this rank access rank t.
@@ -125,6 +128,12 @@ func (w *Win) flush(op string, ts []int, kind uint8) error {
 	}
 	var asks []ask
 	r.mu.Lock()
+	for _, t := range ts {
+		if err := w.drainAccs(op, t); err != nil {
+			r.mu.Unlock()
+			return err
+		}
+	}
 	if w.settled(ts, kind) {
 		// Nothing of this rank's is in flight to ts: every operation
 		// completed as it started (memory mapped here, the device's remote
@@ -389,6 +398,12 @@ func (w *Win) Complete() error {
 	}
 	if w.origin.access == nil {
 		return w.raise(errorf(ErrRMASync, op, "window %s: no access epoch of Start is open", w.name))
+	}
+	r.mu.Lock()
+	err = w.drainAccs(op, -1)
+	r.mu.Unlock()
+	if err != nil {
+		return w.raise(err)
 	}
 	if err := w.waitLocalErr(op, -1); err != nil {
 		return w.raise(err)

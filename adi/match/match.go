@@ -135,12 +135,8 @@ func (e *Engine) Arrive(env adi.Envelope) *adi.Request {
 		// source's bin that matches wins, most often its first.
 		if p := sq.items[sq.head]; p != nil && p.Matches(env) {
 			e.nposted--
-			if sq.n == 1 { // the bin empties: reset it in place
-				sq.items[sq.head] = nil
-				sq.items, sq.head, sq.n = sq.items[:0], 0, 0
-				return p
-			}
-			return sq.remove(sq.head)
+			sq.popHead()
+			return p
 		}
 	}
 	var q *queue[*adi.Request]
@@ -262,14 +258,27 @@ func (q *queue[T]) find(pred func(T) bool) int {
 
 func (q *queue[T]) at(i int) T { return q.items[i] }
 
-func (q *queue[T]) remove(i int) T {
+// popHead removes the live item at head: remove(head) for the common case
+// of receives matched in the order they were posted, where no holes lie
+// behind head to skip and compaction is only needed once head has moved
+// past most of the slice.
+func (q *queue[T]) popHead() {
 	var zero T
-	v := q.items[i]
-	q.items[i] = zero
+	q.items[q.head] = zero
 	if q.n--; q.n == 0 {
 		q.items, q.head = q.items[:0], 0
-		return v
+		return
 	}
+	q.head++
+	if q.items[q.head] == zero || q.head > 32 && q.head > q.n {
+		q.skipHoles() // holes after the old head, or a long dead prefix
+	}
+}
+
+// skipHoles moves head past holes and compacts the slice when holes
+// dominate (remove's second half).
+func (q *queue[T]) skipHoles() {
+	var zero T
 	for q.head < len(q.items) && q.items[q.head] == zero {
 		q.head++
 	}
@@ -283,5 +292,16 @@ func (q *queue[T]) remove(i int) T {
 		clear(q.items[len(live):])
 		q.items, q.head = live, 0
 	}
+}
+
+func (q *queue[T]) remove(i int) T {
+	var zero T
+	v := q.items[i]
+	q.items[i] = zero
+	if q.n--; q.n == 0 {
+		q.items, q.head = q.items[:0], 0
+		return v
+	}
+	q.skipHoles()
 	return v
 }

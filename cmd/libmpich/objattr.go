@@ -228,7 +228,7 @@ func xWin_create_errhandler(f unsafe.Pointer, out *C.int) error {
 	// The handler proper is made per window (userWinErrhandler): the
 	// program's function gets the window's handle, which the core does
 	// not know.
-	e := mpi.NewErrhandler(func(*mpi.Comm, error) {})
+	e := mpi.NewWinErrhandler(func(*mpi.Win, error) {})
 	winErrhandlers.Store(e, f)
 	*out = C.int(errhs.add(e))
 	return nil
@@ -241,7 +241,7 @@ func userWinErrhandler(e *mpi.Errhandler, wh int32) *mpi.Errhandler {
 	if !ok {
 		return nil
 	}
-	return mpi.NewErrhandler(func(_ *mpi.Comm, err error) {
+	return mpi.NewWinErrhandler(func(_ *mpi.Win, err error) {
 		h, code := C.int(wh), C.int(codeOf(err))
 		C.call_errh(f.(unsafe.Pointer), &h, &code)
 	})

@@ -43,6 +43,7 @@ var checks = []runner.NamedFunc{
 	{Name: "alltoallw", Fn: checkAlltoallw},
 	{Name: "reduce", Fn: checkReduce},
 	{Name: "allreduce", Fn: checkAllreduce},
+	{Name: "allreduce-chain", Fn: checkAllreduceChain},
 	{Name: "ops", Fn: checkOps},
 	{Name: "noncommutative", Fn: checkNonCommutative},
 	{Name: "reducescatter", Fn: checkReduceScatter},
@@ -842,6 +843,96 @@ func checkAllreduce(w *mpi.Comm) error {
 	}
 	return nil
 }
+
+// checkAllreduceChain: back-to-back large Allreduces, on the world and on
+// a Dup, with new data at every call, so that a call that reads what the
+// one before left behind (a share in a board slot) shows. Most calls
+// follow one of the same shape (count and type: the board path then skips
+// its wait for the previous call's last round), one rank at a time comes
+// late to a call (it folds its vector a few times first), and now and then
+// a call of another size, another type, in place, a Barrier or a small
+// Allreduce comes between. Each result is checked against the sum
+// computed here.
+func checkAllreduceChain(w *mpi.Comm) error {
+	d, err := w.Dup()
+	if err != nil {
+		return err
+	}
+	defer d.Free()
+	ms := []int{131072, 100003, 4099}
+	if *short {
+		ms = []int{100003, 4099}
+	}
+	for _, c := range []*mpi.Comm{w, d} {
+		n, me := c.Size(), c.Rank()
+		v := func(t, r, i int) float64 { return float64((t*29+r*131+i*7)%1000 - 300) }
+		for _, m := range ms {
+			send, recv, want := make([]float64, m), make([]float64, m), make([]float64, m)
+			for t := range 12 {
+				for i := range send {
+					send[i] = v(t, me, i)
+				}
+				clear(want)
+				for r := range n {
+					for i := range want {
+						want[i] += v(t, r, i)
+					}
+				}
+				if me == t%n {
+					// Come late: the others start the call first.
+					for range 3 {
+						for _, e := range send {
+							chainSink += e
+						}
+					}
+				}
+				in, inplace := send, t%3 == 2
+				if inplace {
+					copy(recv, send)
+					in = mpi.InPlace[float64]()
+				}
+				if err := mpi.Allreduce(c, in, recv, mpi.Sum); err != nil {
+					return err
+				}
+				if err := runner.Eq(fmt.Sprintf("allreduce %d of %d float64, in place %v", t, m, inplace), recv, want); err != nil {
+					return err
+				}
+				switch t % 5 {
+				case 1:
+					if err := mpi.Barrier(c); err != nil {
+						return err
+					}
+				case 3:
+					// Another shape between two of the same.
+					s32, r32 := make([]float32, m), make([]float32, m)
+					for i := range s32 {
+						s32[i] = float32(me + i%5)
+					}
+					if err := mpi.Allreduce(c, s32, r32, mpi.Sum); err != nil {
+						return err
+					}
+					for i, x := range r32 {
+						if want := float32(n*(i%5) + n*(n-1)/2); x != want {
+							return fmt.Errorf("allreduce of %d float32 between: element %d is %g, want %g", m, i, x, want)
+						}
+					}
+				case 4:
+					one, max := []float64{float64(me)}, []float64{-1}
+					if err := mpi.Allreduce(c, one, max, mpi.Max); err != nil {
+						return err
+					}
+					if max[0] != float64(n-1) {
+						return fmt.Errorf("allreduce max between: %g, want %d", max[0], n-1)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// chainSink keeps checkAllreduceChain's delaying loop from being dropped.
+var chainSink float64
 
 // largeSum checks an Allreduce Sum of m elements of T on c, and the same
 // in place, against the sum computed here; the values stay small enough

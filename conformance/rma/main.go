@@ -49,6 +49,8 @@ var checks = []runner.Check{
 	{Name: "mixed", MinRanks: 1, Run: checkMixed},
 	{Name: "random", MinRanks: 1, Run: checkRandom},
 	{Name: "attributes", MinRanks: 1, Run: checkAttributes},
+	{Name: "win-attr-errhandler", MinRanks: 1, Run: checkWinAttrErrhandler},
+	{Name: "acc-queue", MinRanks: 1, Run: checkAccQueue},
 	{Name: "errors", MinRanks: 1, Run: checkErrors},
 	{Name: "passive-progress", MinRanks: 2, Run: checkPassiveProgress},
 	{Name: "lock-fair", MinRanks: 1, Run: checkLockFair},
@@ -771,6 +773,194 @@ func checkAttributes() {
 		failf("flavor %v disp unit %d", wc.Flavor(), wc.DispUnit())
 	}
 	freeWin(wc)
+}
+
+// rmaCalls is how many remote reads and writes the device made for
+// one-sided operations (netvm's process_vm_readv/writev, via's RDMA
+// descriptors; 0 on devices without them).
+func rmaCalls() int64 {
+	c := mpi.Counters()
+	return c["rma_remote_writes"] + c["rma_remote_reads"] + c["rma_rdma_writes"] + c["rma_rdma_reads"]
+}
+
+// checkAccQueue: the last rank's accumulates on rank 0's window are
+// carried out in call order with its other operations there (a Replace, a
+// Sum, then a FetchAndOp that must see both), touch no byte but their own
+// (rank 1 puts into a word between two of them while they may be pending),
+// and where the last rank reaches rank 0's memory natively (WinCreate
+// windows of one host on netvm and via) 200 accumulates before a Flush
+// cost a remote read and write per range of bytes they touch, not two
+// device calls each.
+func checkAccQueue() {
+	const n = 100
+	w, mem, err := allocate[int64](4, nil)
+	must(err, "MPI_Win_allocate")
+	last := size - 1
+	must(mpi.Barrier(world), "barrier")
+	if rank == last {
+		must(w.Lock(mpi.LockShared, 0, 0), "MPI_Win_lock")
+		before := rmaCalls()
+		for i := range n {
+			must(mpi.Accumulate(w, []int64{1}, 0, 0, mpi.Sum), "MPI_Accumulate %d", i)
+			must(mpi.Accumulate(w, []int64{2}, 0, 1, mpi.Sum), "MPI_Accumulate %d", i)
+		}
+		must(w.Flush(0), "MPI_Win_flush")
+		if calls := rmaCalls() - before; w.Native(0) && calls > 4 {
+			failf("%d accumulates and a Flush made %d remote reads and writes, want at most 4 (one read and one write of the 16 bytes they touch)", 2*n, calls)
+		}
+		must(mpi.Accumulate(w, []int64{5}, 0, 3, mpi.Replace), "MPI_Accumulate")
+		must(mpi.Accumulate(w, []int64{1}, 0, 3, mpi.Sum), "MPI_Accumulate")
+		old, err := mpi.FetchAndOp(w, int64(10), 0, 3, mpi.Sum)
+		must(err, "MPI_Fetch_and_op")
+		if old != 6 {
+			failf("FetchAndOp after Accumulate(Replace 5) and Accumulate(Sum 1) saw %d, want 6", old)
+		}
+		must(w.Unlock(0), "MPI_Win_unlock")
+	}
+	must(mpi.Barrier(world), "barrier")
+	if rank == 0 && (mem[0] != n || mem[1] != 2*n || mem[3] != 16) {
+		failf("rank 0's words are %v, want [%d %d _ 16]", mem, n, 2*n)
+	}
+	// Rank 0 may still be in the barrier, serving, when the others leave
+	// it: the next operations wait until it has looked.
+	must(mpi.Barrier(world), "barrier")
+	if size >= 3 {
+		token := []int32{0}
+		switch rank {
+		case last:
+			must(w.Lock(mpi.LockShared, 0, 0), "MPI_Win_lock")
+			must(mpi.Accumulate(w, []int64{1}, 0, 0, mpi.Sum), "MPI_Accumulate")
+			must(mpi.Accumulate(w, []int64{1}, 0, 2, mpi.Sum), "MPI_Accumulate")
+			must(mpi.Send(world, token, 1, 0), "send")
+			_, err := mpi.Recv(world, token, 1, 0)
+			must(err, "recv")
+			must(w.Unlock(0), "MPI_Win_unlock")
+		case 1:
+			_, err := mpi.Recv(world, token, last, 0)
+			must(err, "recv")
+			must(w.Lock(mpi.LockShared, 0, 0), "MPI_Win_lock")
+			must(mpi.Put(w, []int64{77}, 0, 1), "MPI_Put")
+			must(w.Unlock(0), "MPI_Win_unlock")
+			must(mpi.Send(world, token, last, 0), "send")
+		}
+		must(mpi.Barrier(world), "barrier")
+		if rank == 0 && (mem[0] != n+1 || mem[1] != 77 || mem[2] != 1) {
+			failf("rank 0's words are %v, want [%d 77 1 _]: the accumulates around word 1 overwrote rank 1's Put", mem, n+1)
+		}
+	}
+	must(mpi.Barrier(world), "barrier")
+	freeWin(w)
+}
+
+// checkWinAttrErrhandler: a window's attributes and error handler are its
+// own. Its communicator's attribute callbacks do not run when the window
+// is made or freed, nor its communicator's handler for the window's
+// errors; the window's handler starts as ErrorsReturn, a NewWinErrhandler's
+// gets the window and the error, a communicator's handler is refused; an
+// attribute's Delete callback runs on overwrite, on DeleteAttr and at
+// Free; the predefined keys give the window's base, size, displacement
+// unit, flavor and model, and cannot be set.
+func checkWinAttrErrhandler() {
+	c, err := world.Dup()
+	must(err, "MPI_Comm_dup")
+	var copies, commDeletes, commRaised int
+	ck := &mpi.Keyval{
+		Copy:   func(_ *mpi.Comm, v any) (any, bool) { copies++; return v, true },
+		Delete: func(*mpi.Comm, any) error { commDeletes++; return nil },
+	}
+	must(c.SetAttr(ck, 1), "MPI_Comm_set_attr")
+	must(c.SetErrhandler(mpi.NewErrhandler(func(*mpi.Comm, error) { commRaised++ })), "MPI_Comm_set_errhandler")
+	var w *mpi.Win
+	if *create {
+		w, err = mpi.WinCreate(c, make([]int64, 4), nil)
+	} else {
+		w, _, err = mpi.WinAllocate[int64](c, 4, nil)
+	}
+	must(err, "window")
+	if copies != 0 {
+		failf("making a window ran its communicator's attribute Copy callback %d times", copies)
+	}
+	right := (rank + 1) % size
+
+	// The error handler.
+	if h, err := w.GetErrhandler(); err != nil || h != mpi.ErrorsReturn {
+		failf("a new window's error handler is %v (%v), want MPI_ERRORS_RETURN", h, err)
+	}
+	wantErr(mpi.Put(w, []int64{1}, right, 0), mpi.ErrRMASync, "MPI_Put outside an epoch")
+	if commRaised != 0 {
+		failf("a window's error ran its communicator's handler")
+	}
+	var raised []error
+	var on *mpi.Win
+	wh := mpi.NewWinErrhandler(func(x *mpi.Win, err error) { on, raised = x, append(raised, err) })
+	must(w.SetErrhandler(wh), "MPI_Win_set_errhandler")
+	if h, err := w.GetErrhandler(); err != nil || h != wh {
+		failf("MPI_Win_get_errhandler gave %v (%v), not the handler set", h, err)
+	}
+	err = mpi.Get(w, []int64{1}, right, 0)
+	wantErr(err, mpi.ErrRMASync, "MPI_Get outside an epoch")
+	if len(raised) != 1 || raised[0] != err || on != w {
+		failf("the window's handler got %v on %v, want the error returned (%v) on the window", raised, on, err)
+	}
+	mine := errors.New("the program's error")
+	if w.CallErrhandler(mine) != mine || len(raised) != 2 || raised[1] != mine {
+		failf("MPI_Win_call_errhandler: the handler got %v", raised)
+	}
+	wantErr(w.SetErrhandler(mpi.NewErrhandler(func(*mpi.Comm, error) {})), mpi.ErrArg, "MPI_Win_set_errhandler with a communicator's handler")
+	if len(raised) != 3 || commRaised != 0 {
+		failf("the refused MPI_Win_set_errhandler ran %d window and %d communicator handlers, want 1 and 0", len(raised)-2, commRaised)
+	}
+	wantErr(c.SetErrhandler(wh), mpi.ErrArg, "MPI_Comm_set_errhandler with a window's handler")
+	must(w.SetErrhandler(nil), "MPI_Win_set_errhandler")
+
+	// The attributes.
+	var deleted []any
+	k := &mpi.WinKeyval{Delete: func(x *mpi.Win, v any) error {
+		if x != w {
+			failf("a Delete callback got window %v, want %v", x, w)
+		}
+		deleted = append(deleted, v)
+		return nil
+	}}
+	plain := &mpi.WinKeyval{}
+	must(w.SetAttr(k, "a"), "MPI_Win_set_attr")
+	must(w.SetAttr(plain, 7), "MPI_Win_set_attr")
+	if v, ok := w.Attr(k); !ok || v != "a" {
+		failf("MPI_Win_get_attr gave %v, %v; want a", v, ok)
+	}
+	must(w.SetAttr(k, "b"), "MPI_Win_set_attr")
+	if len(deleted) != 1 || deleted[0] != "a" {
+		failf("overwriting an attribute deleted %v, want [a]", deleted)
+	}
+	must(w.DeleteAttr(k), "MPI_Win_delete_attr")
+	if _, ok := w.Attr(k); ok || len(deleted) != 2 || deleted[1] != "b" {
+		failf("after MPI_Win_delete_attr the attribute is there: %v; deleted %v, want [a b]", ok, deleted)
+	}
+	wantErr(w.DeleteAttr(k), mpi.ErrArg, "MPI_Win_delete_attr of an absent attribute")
+	must(w.SetAttr(k, "c"), "MPI_Win_set_attr")
+	if _, ok := c.Attr(ck); !ok {
+		failf("the communicator lost its attribute")
+	}
+	base, _ := w.Attr(mpi.KeyWinBase)
+	wsize, _ := w.Attr(mpi.KeyWinSize)
+	unit, _ := w.Attr(mpi.KeyWinDispUnit)
+	flavor, _ := w.Attr(mpi.KeyWinCreateFlavor)
+	model, _ := w.Attr(mpi.KeyWinModel)
+	if b, ok := base.([]byte); !ok || len(b) != 32 || &b[0] != &w.Base()[0] || wsize != 32 || unit != 8 || flavor != w.Flavor() || model != mpi.ModelUnified {
+		failf("predefined attributes: base %T of %d bytes, size %v, unit %v, flavor %v, model %v", base, len(w.Base()), wsize, unit, flavor, model)
+	}
+	wantErr(w.SetAttr(mpi.KeyWinSize, 64), mpi.ErrArg, "MPI_Win_set_attr(MPI_WIN_SIZE)")
+	freeWin(w)
+	if len(deleted) != 3 || deleted[2] != "c" {
+		failf("MPI_Win_free deleted %v, want [a b c]", deleted)
+	}
+	if commDeletes != 0 {
+		failf("freeing a window ran its communicator's attribute Delete callback %d times", commDeletes)
+	}
+	must(c.Free(), "MPI_Comm_free")
+	if commDeletes != 1 {
+		failf("MPI_Comm_free ran the attribute's Delete callback %d times, want 1", commDeletes)
+	}
 }
 
 // checkPassiveProgress: the last rank locks rank 0's window, puts,

@@ -1,6 +1,7 @@
 package netvm
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/adimpi/adimpi/adi"
@@ -123,7 +124,6 @@ func (m *matched) handle(p *peer, c *ctl) error {
 func (m *matched) eagerIn(p *peer, c *ctl) {
 	d := m.d
 	env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
-	a, b := p.payload(c)
 	size := int(c.n)
 	if r := m.eng.Arrive(env); r != nil && (c.id == r.Buf.Type.Signature() || !d.mismatch(r, env, size, c.id, nil)) {
 		// The receive's size from its fields by pointer: Buffer.Size takes
@@ -134,6 +134,14 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 		if rb.Type != nil {
 			n = min(size, rb.Count*rb.Type.Size())
 		}
+		if n == inlineMax && n == size && p.net == nil && rb.Type.Contiguous() {
+			// A whole word in the slot (inline): straight into the
+			// receive, without the ring's staging copy.
+			binary.LittleEndian.PutUint64(rb.Mem[:inlineMax], c.addr)
+			r.Complete(adi.Status{Source: p.rank, Tag: env.Tag, Bytes: n})
+			return // an inline payload holds nothing of the eager ring (consume)
+		}
+		a, b := p.payload(c)
 		k := min(n, len(a))
 		if n == 0 {
 			// An empty message (or an empty receive): nothing to copy.
@@ -149,6 +157,7 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 			r.Complete(recv.Status(r, p.rank, env.Tag, size, n))
 		}
 	} else if r == nil {
+		a, b := p.payload(c)
 		data := make([]byte, size)
 		copy(data[copy(data, a):], b)
 		m.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: data, Sig: c.id})

@@ -84,6 +84,7 @@ type Device struct {
 	seg        *shm.Segment
 	peers      []*peer
 	proto      protocol
+	matched    *matched // proto, when it is the matched protocol: the direct calls of SendShort, Irecv and drain
 	eager      int
 	ring       int
 	chunk      int
@@ -156,6 +157,7 @@ func (p *peer) wake() {
 
 type counters struct {
 	eagerMsgs, rndvMsgs, remoteWrites, remoteReads, chunks, ringFull, bytesOut, takeovers int64
+	rmaWrites, rmaReads                                                                   int64 // RemoteWrite and RemoteRead calls (rma.go)
 }
 
 // Init exports this process's segment, publishes it through the KVS, and
@@ -237,7 +239,8 @@ func (d *Device) Init(cfg adi.Config) error {
 	if mpin {
 		d.proto = newMpin(d)
 	} else {
-		d.proto = &matched{d: d}
+		d.matched = &matched{d: d}
+		d.proto = d.matched
 	}
 	if d.ep != nil {
 		d.startSleeper()
@@ -324,6 +327,8 @@ func (d *Device) Counters() map[string]int64 {
 		"nt_chunks":           d.pk.chunks,
 		"nt_switches":         d.pk.switches,
 		"remote_reads":        d.cnt.remoteReads,
+		"rma_remote_writes":   d.cnt.rmaWrites,
+		"rma_remote_reads":    d.cnt.rmaReads,
 		"predict_messages":    d.pred.msgs,
 		"predict_hits":        d.pred.hits,
 		"predict_fast_passes": d.pred.fast,
@@ -366,6 +371,9 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 		// completes once the kernel has its frame (netlink.go).
 		return false
 	}
+	if d.matched != nil {
+		return d.matched.sendShort(ctx, p, tag, sig, data) // no dispatch
+	}
 	return d.proto.sendShort(ctx, p, tag, sig, data)
 }
 
@@ -373,6 +381,10 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 func (d *Device) Irecv(r *adi.Request) error {
 	if r.Peer != adi.AnySource && !d.live.Alive(r.Peer) {
 		return d.live.Exited("receive", r.Peer)
+	}
+	if d.matched != nil {
+		d.matched.recv(r) // every receive of the default protocol: no dispatch
+		return nil
 	}
 	d.proto.recv(r)
 	return nil
@@ -454,7 +466,9 @@ func (d *Device) drain(p *peer) (int, error) {
 		if d.predict {
 			d.pred.observe(p.rank)
 		}
-		if err := d.proto.handle(p, c); err != nil {
+		if c.typ == ctlEager && d.matched != nil {
+			d.matched.eagerIn(p, c) // the stream of small messages: no dispatch
+		} else if err := d.proto.handle(p, c); err != nil {
 			return n, err
 		}
 		n++

@@ -26,10 +26,12 @@ func (d *Device) UnexposeMemory(uint64) error { return nil }
 
 // RemoteWrite writes src into peer p's memory at addr.
 func (d *Device) RemoteWrite(p int, _ uint64, addr uintptr, src []byte) error {
+	d.cnt.rmaWrites++
 	return d.BoardWrite(p, addr, src)
 }
 
 // RemoteRead reads peer p's memory at addr into dst.
 func (d *Device) RemoteRead(p int, _ uint64, addr uintptr, dst []byte) error {
+	d.cnt.rmaReads++
 	return d.BoardRead(p, addr, dst)
 }

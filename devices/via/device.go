@@ -140,7 +140,6 @@ type rvRecv struct {
 	tag, size, n int
 	h            MemHandle
 	tmp          []byte
-	sid          uint32
 }
 
 type rvSend struct {
@@ -172,6 +171,7 @@ type Device struct {
 	repostNow  bool     // a peer waits for credits: post them in this Progress
 	rma        rmaState // one-sided communication (rma.go)
 	rndvWrite  bool     // rndv=write: a contiguous receive buffer answers CTS on one host too
+	eagerItem  outItem  // Isend's eager message while put takes it
 
 	cnt struct{ eager, rndv, credit, backlogged, rndvReads, rndvWrites int64 }
 }
@@ -223,7 +223,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.peers = make([]*peer, d.size)
 	for r := range d.peers {
-		vi, err := d.nic.CreateVI(d.cq, d.cq)
+		vi, err := d.nic.CreateVI(d.cq, nil)
 		if err != nil {
 			return err
 		}
@@ -367,8 +367,18 @@ func (d *Device) Isend(r *adi.Request) error {
 	n := r.Buf.Size()
 	if n <= d.eager && r.Mode != adi.ModeSync {
 		d.cnt.eager++
-		d.post(p, &outItem{h: hdr{typ: mEager, ctx: r.Context, tag: int32(r.Tag), sig: r.Buf.Type.Signature(), size: uint64(n)},
-			data: r.Buf, finish: r, owner: r})
+		// The item lives in the device while put copies it out; only a
+		// message that must wait behind p's backlog takes memory of its own.
+		it := &d.eagerItem
+		*it = outItem{h: hdr{typ: mEager, ctx: r.Context, tag: int32(r.Tag), sig: r.Buf.Type.Signature(), size: uint64(n)},
+			data: r.Buf, finish: r, owner: r}
+		if len(p.out) == 0 && d.put(p, it) {
+			*it = outItem{}
+			return nil
+		}
+		queued := new(outItem)
+		*queued, *it = *it, outItem{}
+		d.post(p, queued)
 		return nil
 	}
 	d.cnt.rndv++
@@ -474,7 +484,7 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 		r.Complete(recv.Status(r, p.rank, env.Tag, size, 0))
 		return
 	}
-	rv := &rvRecv{req: r, p: p, tag: env.Tag, size: size, n: n, sid: h.sid}
+	rv := &rvRecv{req: r, p: p, tag: env.Tag, size: size, n: n}
 	fail := func(err error) {
 		d.post(p, &outItem{h: hdr{typ: mCTS, sid: h.sid, sig: 1}})
 		r.Complete(adi.Status{Source: p.rank, Tag: env.Tag, Err: adi.Errorf(adi.ErrOther, "receive", "%v", err)})
@@ -515,6 +525,16 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 			}
 			d.postData(p, it)
 		}
+		// The DONE follows the reads on the VI, whose descriptors the NIC
+		// executes in order: it leaves as soon as the data is in, from
+		// the NIC, not when this process next sees the reads' completion.
+		// A stream of messages then keeps the NIC busy: the DONEs, and
+		// the credits they carry back, reach the sender while the reads
+		// of the next messages move, and its next RTSs arrive before
+		// those are done (DMPI's pipelining of the handshake with the
+		// data). Otherwise the DONEs of a batch of reads went only after
+		// the batch, and the NIC idled for a round trip after each.
+		d.postData(p, &outItem{h: hdr{typ: mDONE, sid: h.sid}})
 	default:
 		rv.tmp = make([]byte, n)
 		if rv.h, err = d.nic.RegisterMem(rv.tmp); err != nil {
@@ -526,7 +546,8 @@ func (d *Device) startRndv(r *adi.Request, p *peer, h *hdr) {
 	}
 }
 
-// readDone completes a receive whose RDMA reads are done and releases the sender.
+// readDone completes a receive whose RDMA reads are done (the DONE that
+// releases the sender follows them on the VI).
 func (d *Device) readDone(rid uint32, err error) {
 	rv := d.recvs[rid]
 	if rv == nil {
@@ -538,7 +559,6 @@ func (d *Device) readDone(rid uint32, err error) {
 		rv.req.Complete(adi.Status{Source: rv.p.rank, Tag: rv.tag, Err: adi.Errorf(adi.ErrOther, "receive", "RDMA read from rank %d: %v", rv.p.rank, err)})
 		return
 	}
-	d.post(rv.p, &outItem{h: hdr{typ: mDONE, sid: rv.sid}})
 	rv.req.Complete(recv.Status(rv.req, rv.p.rank, rv.tag, rv.size, rv.n))
 }
 
@@ -677,6 +697,23 @@ func (d *Device) Progress() (bool, error) {
 		d.checkLost()
 		did = true
 	}
+	// Receive queues are polled directly (VipRecvDone): a completion is
+	// then one line, the descriptor's slot, that the sender's NIC writes
+	// and this process reads, where a CQ entry would add two more (the
+	// entry and the CQ's tail, which every sender's NIC and this
+	// process's own send completions contend for).
+	for _, p := range d.peers {
+		for {
+			desc := p.vi.RecvDone()
+			if desc == nil {
+				break
+			}
+			did = true
+			if err := d.arrive(p, desc); err != nil {
+				return true, err
+			}
+		}
+	}
 	for {
 		vi, recv, ok := d.cq.Done()
 		if !ok {
@@ -684,13 +721,7 @@ func (d *Device) Progress() (bool, error) {
 		}
 		p := d.peers[vi.ID()]
 		if recv {
-			if desc := vi.RecvDone(); desc != nil {
-				did = true
-				if err := d.arrive(p, desc); err != nil {
-					return true, err
-				}
-			}
-			continue
+			continue // receive queues report to no CQ
 		}
 		if desc := vi.SendDone(); desc != nil {
 			did = true

@@ -56,9 +56,19 @@
 // (length, immediate data, then status) into that descriptor's
 // receive-queue slot, appends completion entries (CQ1) and rings the peer
 // application's completion futex if it sleeps. The receiving application
-// is not involved: it only finds completed descriptors. A send for which
+// is not involved: it only finds completed descriptors. A peer's NIC moves
+// the application's completion word (NIC.Seq) only while a waiter has
+// announced its sleep, so that a message costs no store into a line the
+// application polls beside; Sleep announces, then looks at the CQs and
+// the work queues' oldest descriptors once more before it sleeps. A send for which
 // the peer has posted no receive descriptor waits at the NIC (the peer's
-// next PostRecv rings the engine), holding up only its own VI.
+// next PostRecv rings the engine), holding up only its own VI. A waiter of
+// the MPI device gives its core away on an idle poll (sched_yield) only
+// while its NIC holds send descriptors not yet carried out (NIC.Busy) or a
+// large rendezvous is under way: a send on the wire that waits for the
+// remote NIC's acknowledgement is the other host's work, and yielding on
+// every poll for it made each message across hosts a trip through the
+// scheduler.
 //
 // How the emulation maps to the VI Architecture, and where it takes a
 // shortcut that a process-based NIC needs:
@@ -66,11 +76,16 @@
 //   - Doorbells and work queues are as in VIA: a post writes the
 //     descriptor's entry into the VI's send queue in NIC memory and rings
 //     the NIC's doorbell word. The firmware is code that runs on whichever
-//     thread has a core: the engine goroutine, or the application itself
-//     while it waits for completions (NIC.Help, called by CQ.Wait, the
-//     VIs' Wait calls and the MPI device's progress), as software VIA for
-//     NICs without VIA firmware (M-VIA) does the NIC's work in the kernel
-//     on behalf of the process that rang. While the application helps,
+//     thread has a core: the engine goroutine, the doorbell of an idle NIC,
+//     or the application itself while it waits for completions (NIC.Help,
+//     called by CQ.Wait, the VIs' Wait calls and the MPI device's
+//     progress), as software VIA for NICs without VIA firmware (M-VIA)
+//     does the NIC's work in the kernel on behalf of the process that
+//     rang. The doorbell: a send of up to 32 KiB posted (doorbell=d1) on a
+//     VI of this host while no pass runs is executed by PostSend itself,
+//     after the VI's older entries (counter nic_inline); a send that finds
+//     no receive descriptor stays queued and the doorbell rings as usual.
+//     While the application helps,
 //     the sleeping engine is not woken by this process's doorbells; it
 //     takes over when the application sleeps (NIC.Sleep hands back at
 //     once) or stops helping for a millisecond. An idle engine polls for
@@ -82,6 +97,23 @@
 //     map, as a NIC reaches pinned memory without the host's CPU), with a
 //     plain copy. Either way the memory must be registered and every
 //     address is translated through the owner's tables.
+//   - Both ends of a large RDMA transfer (dmashare.go): an RDMA read or
+//     write on one host of at least 64 KiB, contiguous on both sides, is
+//     moved by the initiator's NIC and the target's together, as the
+//     requester's and the responder's DMA engines of a real NIC each
+//     carry one end of it. The initiator publishes the transfer as a job
+//     in the target VI's header (NIC memory of the target) and both claim
+//     pieces of an eighth of it (32–512 KiB) with an atomic operation on
+//     the job's claim word, each copying its pieces with
+//     process_vm_readv/writev on the other's memory; the descriptor
+//     completes when every piece is in place. The target's part runs in
+//     its engine's pass, so in its engine goroutine or in its application
+//     while that waits (Help): the kernel's pinning of the other process's
+//     pages and the copy, which one process did alone at 14–15 GB/s, run
+//     on two cores. A target busy elsewhere claims nothing and the
+//     initiator moves it all; a piece the target's kernel refuses goes
+//     back to the initiator. Counters nic_shared_init and
+//     nic_shared_target count the pieces each end moved.
 //   - Completions: the NIC writes a receive descriptor's completion into
 //     its receive-queue slot in the owning NIC's memory, not into the
 //     Descriptor (Go memory of another process, which only the kernel
@@ -172,6 +204,10 @@
 //	              after marking the descriptor [default]
 //	cq=cq2        no CQ memory: CQDone polls the head descriptor of every
 //	              work queue associated with the CQ
+//	dmashare=on   an RDMA read or write on one host of 64 KiB or more,
+//	              contiguous on both sides, is moved by both NICs, the
+//	              initiator's and the target's (above) [default]
+//	dmashare=off  the initiator's NIC moves it alone
 //	timers=on     time posts, descriptor executions and CQ checks (one in
 //	              16; counters host_post_ns, nic_exec_ns, cq_done_ns) [off:
 //	              reading the clock costs more than a CQ check]
@@ -183,8 +219,12 @@
 // # MPI over VIA
 //
 // The device connects one VI to every rank (itself included), over the
-// wire for a rank on another host (Config.Hosts), and reports all work
-// queues to one CQ; the protocol above the VIs is the same for both. Small messages (eager=N bytes, default 16384)
+// wire for a rank on another host (Config.Hosts), reports the send queues
+// to one CQ and polls the receive queues (VipRecvDone, which reads the
+// oldest descriptor's receive-queue slot without a lock): a message's
+// completion is then the one line of its slot, where a receive CQ would
+// add its entry and its tail, which every sender's NIC contends for. The
+// protocol above the VIs is the same on one host and across hosts. Small messages (eager=N bytes, default 16384)
 // are copied with their 48-byte envelope into a registered send buffer and
 // sent into one of the credits=N (default 16) receive buffers the peer
 // pre-posted for this VI; each message costs a credit, and credits come back
@@ -200,7 +240,12 @@
 // default) the receiver then RDMA-reads the send buffer straight into its
 // own — a scatter list built from Buffer.Pieces when the receive buffer is
 // a derived datatype — and answers DONE: the data moves as soon as the RTS
-// is matched, and a message costs one receive buffer each way. Otherwise
+// is matched, and a message costs one receive buffer each way. The DONE is
+// posted with the reads, behind them on the VI, so the NIC sends it (with
+// the credits it returns) the moment the data is in: in a stream the next
+// messages' RTSs arrive while the current reads move (DMPI's pipelining of
+// the handshake with the data), and the sender, which waits in its
+// progress, moves half of each contiguous read as the target NIC (above). Otherwise
 // (a peer on another host, where a read is a request frame and the data's
 // return; rndv=write; a send buffer that is not contiguous) the receiver
 // answers CTS with its registered buffer, into which the sender RDMA-writes

@@ -894,7 +894,12 @@ func (n *NIC) Assist() bool {
 	if n.port.Load() == nil {
 		return false
 	}
-	n.eng.lastAssist.Store(time.Now().UnixNano())
+	// The time of the assist is refreshed once in a while, or at once
+	// after a Sleep cleared it, as Help does: a waiter's poll that reads
+	// the clock costs as much as the pass.
+	if n.helps++; n.helps%64 == 0 || n.eng.lastAssist.Load() == 0 {
+		n.eng.lastAssist.Store(time.Now().UnixNano())
+	}
 	did, _ := n.pass(false)
 	return did
 }
@@ -915,13 +920,21 @@ func (n *NIC) ackDue(did, flush bool) bool {
 	case flush:
 		return true
 	}
-	now := time.Now().UnixNano()
+	// The clock is read when the idle stretch starts and then at every
+	// ackPeek-th idle pass: an idle pass is a waiter's poll, and a clock
+	// reading in every poll would double its cost.
 	if n.eng.idleAt == 0 {
-		n.eng.idleAt = now
+		n.eng.idleAt, n.eng.idlePasses = nanotime(), 0
 		return false
 	}
-	return time.Duration(now-n.eng.idleAt) >= ackDelay
+	if n.eng.idlePasses++; n.eng.idlePasses%ackPeek != 0 {
+		return false
+	}
+	return time.Duration(nanotime()-n.eng.idleAt) >= ackDelay
 }
+
+// ackPeek is how many idle passes share one look at the clock in ackDue.
+const ackPeek = 8
 
 // assistedFor is how long after an application's last assist the idle
 // engine leaves the network to it (sleeping on the futex, a timeout this

@@ -159,18 +159,19 @@ const (
 	offNICBell   = shm.HeaderSize + 0   // u32 futex: the NIC's doorbell word
 	offNICSleep  = shm.HeaderSize + 4   // u32: the NIC engine sleeps
 	offAppBell   = shm.HeaderSize + 64  // u32 futex: completions for the application
-	offAppSleep  = shm.HeaderSize + 68  // u32: application waiters sleeping
 	offTLBHits   = shm.HeaderSize + 128 // u64
 	offTLBMisses = shm.HeaderSize + 136 // u64
 	offTLBReads  = shm.HeaderSize + 144 // u64: host-table DMAs of AT3 misses
+	offShare     = shm.HeaderSize + 152 // u32: shared-DMA jobs open in this NIC's job lines (dmashare.go)
 	offDesign    = shm.HeaderSize + 192 // u64: Options.designWord
 	offProbe     = shm.HeaderSize + 200 // u64: remote-write permission probe
 	offHostVA    = shm.HeaderSize + 208 // u64: the host memory's address in the NIC's process
-	offLayout    = shm.HeaderSize + 256 // layout words (u32 each)
-	offTables    = shm.HeaderSize + 320
+	offAppSleep  = shm.HeaderSize + 256 // u32: application waiters sleeping (a line that only sleepers write)
+	offLayout    = shm.HeaderSize + 320 // layout words (u32 each)
+	offTables    = shm.HeaderSize + 384
 
-	regionSize = 32 // gen u32, npages u32, base u64, len u64, table u64
-	viHdrSize  = 64 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32
+	regionSize = 32  // gen u32, npages u32, base u64, len u64, table u64
+	viHdrSize  = 128 // rqHead u64 (kept here by a NIC on another host only), rqTail u64, peerStalled u32, recvCQ u32; the shared-DMA job line (jobOff)
 	slotSegs   = 4
 	slotComp   = 16  // the completion: length u32, imm u32, status u32
 	slotSeg0   = 32  // the cached segments, slotSegs of 16 bytes
@@ -289,8 +290,22 @@ func (v *view) u64(off uint32) *uint64 { return v.seg.Uint64(int(off)) }
 func (v *view) viOff(id int) uint32 { return v.lay.vis + uint32(id)*v.lay.viStride }
 func (v *view) cqOff(id int) uint32 { return v.lay.cqs + uint32(id)*v.lay.cqStride }
 
-// ringApp tells the NIC's application that something completed.
+// ringApp tells the NIC's application that something completed. The NIC
+// of the application's own process always moves its completion word (a
+// line of its own); a peer's NIC, which completes receive descriptors
+// only, moves it only while a waiter has announced its sleep: a store
+// into another process's line per message would take that line away from
+// the application that polls beside it. A waiter therefore announces
+// itself, then looks at its queues once more before it sleeps (NIC.Sleep).
 func (v *view) ringApp() {
+	if v.self == nil && atomic.LoadUint32(v.u32(offAppSleep)) == 0 {
+		return
+	}
+	v.wakeApp()
+}
+
+// wakeApp moves the application's completion word and wakes its sleepers.
+func (v *view) wakeApp() {
 	atomic.AddUint32(v.u32(offAppBell), 1)
 	if atomic.LoadUint32(v.u32(offAppSleep)) > 0 {
 		_ = shm.FutexWake(v.u32(offAppBell), math.MaxInt32)
@@ -392,17 +407,21 @@ type NIC struct {
 		lastAssist atomic.Int64 // UnixNano of an application's last Assist (net.go); 0: none since it slept
 		byVI       map[*VI]bool // D2: VIs in d2
 		d2         []*VI        // D2: VIs with dispatched entries, in order of first arrival
-		idleAt     int64        // UnixNano since which passes found nothing to do (net.go ackDue); 0: busy
+		idleAt     int64        // nanotime since which passes found nothing to do (net.go ackDue); 0: busy
+		idlePasses uint32       // passes since idleAt (ackDue)
 	}
 
 	cnt struct {
-		posts, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
-		recvPosts, postNs, execNs, cqNs, cqCalls                                            atomic.Int64
-		helped, hostCopies, kernelWrites                                                    atomic.Int64
-		framesOut, framesIn, held, naks                                                     atomic.Int64 // the wire (net.go)
+		posts, taken, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
+		recvPosts, postNs, execNs, cqNs, cqCalls                                                   atomic.Int64
+		helped, inline, hostCopies, kernelWrites                                                   atomic.Int64
+		framesOut, framesIn, held, naks                                                            atomic.Int64 // the wire (net.go)
 	}
 	postT, execT sampler // the timers of postNs, execNs
 
+	// shared counts the pieces of shared DMA transfers (dmashare.go) this
+	// NIC moved as the initiator and as the target.
+	shared struct{ init, target atomic.Int64 }
 }
 
 type span struct{ at, n int }

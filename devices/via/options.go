@@ -81,15 +81,20 @@ type Options struct {
 	// clock costs more than the operations it would time.
 	Timers bool
 
+	// SharedDMA has a large RDMA transfer on one host moved by both NICs,
+	// the initiator's and the target's (dmashare.go); off, the
+	// initiator's moves it alone.
+	SharedDMA bool
+
 	// HostMem is how many bytes of host memory NIC.AllocHostMem can hand
 	// out: pages the NICs of this host reach without the kernel.
 	HostMem int
 }
 
 // DefaultOptions are D1, AT3 with a 1024-entry cache, descriptor caching
-// on, CQ1.
+// on, CQ1, shared DMA on.
 func DefaultOptions() Options {
-	return Options{Doorbell: D1, AT: AT3, TLBSize: 1024, DescCache: true, CQ: CQ1,
+	return Options{Doorbell: D1, AT: AT3, TLBSize: 1024, DescCache: true, CQ: CQ1, SharedDMA: true,
 		MaxVIs: 64, RecvQueue: 64, SendQueue: 256, MaxRegions: 4096, MaxCQs: 8, NICTablePages: 1 << 16, Spin: 5 * time.Microsecond}
 }
 
@@ -120,6 +125,7 @@ var nicOptions = []options.Option{
 	{Key: "tlbsize", Default: "1024", Min: 1, Max: 1 << 20, Unit: "entries", Help: "at3: entries of the NIC's translation cache"},
 	{Key: "desccache", Default: "on", Choices: []string{"on", "off"}, Help: "the NIC caches descriptors at post time instead of fetching them"},
 	{Key: "cq", Default: "cq1", Choices: []string{"cq1", "cq2"}, Help: "completion queues: entries appended by the NIC, or polling of the work queues"},
+	{Key: "dmashare", Default: "on", Choices: []string{"on", "off"}, Help: "an RDMA transfer on one host of 64 KiB or more, contiguous both sides, is moved by both NICs, the initiator's and the target's, on two cores"},
 	{Key: "timers", Default: "off", Choices: []string{"on", "off"}, Help: "time posts, descriptor executions and CQ checks (counters host_post_ns, nic_exec_ns, cq_done_ns)"},
 }
 
@@ -173,6 +179,9 @@ func applyNIC(o Options, v *options.Values, all bool) Options {
 	}
 	if given("cq") {
 		o.CQ = CQMode(v.String("cq")[2] - '0')
+	}
+	if given("dmashare") {
+		o.SharedDMA = v.String("dmashare") == "on"
 	}
 	if given("timers") {
 		o.Timers = v.String("timers") == "on"

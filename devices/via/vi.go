@@ -28,10 +28,14 @@ type VI struct {
 	id  int
 
 	mu         sync.Mutex // the application side: posting and completion lists
-	sendPosted []*Descriptor
-	recvPosted []*Descriptor
-	sendCQ     *CQ
-	recvCQ     *CQ
+	sendPosted descRing
+	recvPosted descRing
+	// rqApp counts the receive descriptors RecvDone has returned: the
+	// oldest posted one is in slot rqApp of the receive queue, where
+	// RecvDone looks for its completion without taking mu.
+	rqApp  atomic.Uint64
+	sendCQ *CQ
+	recvCQ *CQ
 
 	// D1 doorbell queue: written by the application, read by the engine.
 	sq     []sendEntry
@@ -266,11 +270,11 @@ func (vi *VI) PostSend(d *Descriptor) error {
 		e.cached, e.ctl, e.imm, e.rh, e.raddr = true, d.Control, d.Imm, d.RemoteHandle, d.RemoteAddr
 	}
 	vi.mu.Lock()
-	if len(vi.sendPosted) >= n.o.SendQueue {
+	if vi.sendPosted.len() >= n.o.SendQueue {
 		vi.mu.Unlock()
 		return ErrQueueFull
 	}
-	vi.sendPosted = append(vi.sendPosted, d)
+	vi.sendPosted.push(d)
 	if vi.net != nil {
 		vi.net.posted.Add(1)
 	}
@@ -299,8 +303,41 @@ func (vi *VI) PostSend(d *Descriptor) error {
 	}
 	n.cnt.posts.Add(1)
 	n.postT.stop(t0, &n.cnt.postNs) // the doorbell's wake-up is not the post's work
+	if n.inline(vi, d) {
+		return nil
+	}
 	n.self.ringNIC()
 	return nil
+}
+
+// inlineMax is the longest send the doorbell executes inline (NIC.inline):
+// an eager MPI message with its envelope. Longer transfers (RDMA, the
+// rendezvous) are left to the engine's passes.
+const inlineMax = 1 << 15
+
+// inline is the doorbell of an idle NIC: when no engine pass runs, a send
+// descriptor on a VI of this host is executed at once, on the posting
+// thread, as software VIA does the NIC's work in the kernel on behalf of
+// the process that rang (see doc.go). The descriptor went through the
+// send queue like any other, and the VI's older entries go first. It
+// reports whether nothing is left for the engine, so that the doorbell
+// need not wake it.
+func (n *NIC) inline(vi *VI, d *Descriptor) bool {
+	if n.o.Doorbell != D1 || vi.net != nil || d.Op() != OpSend || d.Length > inlineMax || !n.eng.mu.TryLock() {
+		return false
+	}
+	// The doorbell's work is the application assisting the engine, as
+	// Help's is: it keeps the idle engine asleep and off the lock
+	// (assisted), which an engine thread preempted while holding it
+	// would keep from the next post for a time slice.
+	if n.helps++; n.helps%64 == 0 || n.eng.lastAssist.Load() == 0 {
+		n.eng.lastAssist.Store(time.Now().UnixNano())
+	}
+	e0 := n.cnt.executed.Load()
+	_, stalled := n.runD1(vi)
+	n.cnt.inline.Add(n.cnt.executed.Load() - e0)
+	n.eng.mu.Unlock()
+	return !stalled
 }
 
 // PostRecv posts d on the receive queue. Its data segments are the
@@ -317,7 +354,7 @@ func (vi *VI) PostRecv(d *Descriptor) error {
 	d.Length = 0
 	segs := d.nicSegs(n.o.AT)
 	vi.mu.Lock()
-	if len(vi.recvPosted) >= n.o.RecvQueue {
+	if vi.recvPosted.len() >= n.o.RecvQueue {
 		vi.mu.Unlock()
 		return ErrQueueFull
 	}
@@ -337,7 +374,7 @@ func (vi *VI) PostRecv(d *Descriptor) error {
 	d.comp = (*[3]uint32)(unsafe.Pointer(&n.seg.Mem[s+slotComp]))
 	atomic.StoreUint32(&d.comp[2], 0)
 	vi.rqDesc[t%uint64(len(vi.rqDesc))] = d
-	vi.recvPosted = append(vi.recvPosted, d)
+	vi.recvPosted.push(d)
 	atomic.StoreUint64(n.self.u64(off+8), t+1)
 	vi.mu.Unlock()
 	n.postT.stop(t0, &n.cnt.postNs)
@@ -359,26 +396,81 @@ func (vi *VI) PostRecv(d *Descriptor) error {
 func (vi *VI) SendDone() *Descriptor {
 	vi.mu.Lock()
 	defer vi.mu.Unlock()
-	if len(vi.sendPosted) == 0 || !vi.sendPosted[0].Done() {
+	if d := vi.sendPosted.front(); d == nil || !d.Done() {
 		return nil
 	}
-	d := vi.sendPosted[0]
-	vi.sendPosted[0] = nil
-	vi.sendPosted = vi.sendPosted[1:]
-	return d
+	return vi.sendPosted.pop()
 }
 
 // RecvDone returns the oldest receive descriptor if a message has filled
 // it (VipRecvDone), or nil.
+//
+// A poll that finds nothing costs no lock: on a VI connected on this host
+// the completion of the oldest posted descriptor appears in its
+// receive-queue slot, which is read first.
 func (vi *VI) RecvDone() *Descriptor {
-	vi.mu.Lock()
-	defer vi.mu.Unlock()
-	if len(vi.recvPosted) == 0 || !vi.recvPosted[0].Done() {
+	if vi.net == nil && !vi.recvReady() {
 		return nil
 	}
-	d := vi.recvPosted[0]
-	vi.recvPosted[0] = nil
-	vi.recvPosted = vi.recvPosted[1:]
+	vi.mu.Lock()
+	defer vi.mu.Unlock()
+	if d := vi.recvPosted.front(); d == nil || !d.Done() {
+		return nil
+	}
+	vi.rqApp.Add(1)
+	return vi.recvPosted.pop()
+}
+
+// recvReady reports whether the receive-queue slot of the oldest posted
+// receive descriptor holds its completion (a NIC of this host writes it
+// there; see writeBack).
+func (vi *VI) recvReady() bool {
+	n := vi.nic
+	off := n.self.viOff(vi.id)
+	h := vi.rqApp.Load()
+	if h == atomic.LoadUint64(n.self.u64(off+8)) {
+		return false
+	}
+	s := off + viHdrSize + uint32(h%uint64(n.lay.rqLen))*slotSize
+	return atomic.LoadUint32(n.self.u32(s+slotComp+8))&StatusDone != 0
+}
+
+// descRing is a work queue's posted descriptors, oldest first, in a ring
+// that grows to the queue's length once: a post and its completion move
+// no memory.
+type descRing struct {
+	d       []*Descriptor
+	head, n int
+}
+
+func (r *descRing) len() int { return r.n }
+
+func (r *descRing) push(d *Descriptor) {
+	if r.n == len(r.d) {
+		grown := make([]*Descriptor, max(8, 2*len(r.d)))
+		for i := range r.n {
+			grown[i] = r.d[(r.head+i)%len(r.d)]
+		}
+		r.d, r.head = grown, 0
+	}
+	r.d[(r.head+r.n)%len(r.d)] = d
+	r.n++
+}
+
+// front is the oldest descriptor, or nil.
+func (r *descRing) front() *Descriptor {
+	if r.n == 0 {
+		return nil
+	}
+	return r.d[r.head]
+}
+
+// pop removes and returns the oldest descriptor.
+func (r *descRing) pop() *Descriptor {
+	d := r.d[r.head]
+	r.d[r.head] = nil
+	r.head = (r.head + 1) % len(r.d)
+	r.n--
 	return d
 }
 
@@ -387,17 +479,18 @@ func (vi *VI) RecvDone() *Descriptor {
 func (vi *VI) Pending() (sends, recvs int) {
 	vi.mu.Lock()
 	defer vi.mu.Unlock()
-	return len(vi.sendPosted), len(vi.recvPosted)
+	return vi.sendPosted.len(), vi.recvPosted.len()
 }
 
 func (vi *VI) headDone(recv bool) bool {
 	vi.mu.Lock()
 	defer vi.mu.Unlock()
-	q := vi.sendPosted
+	q := &vi.sendPosted
 	if recv {
-		q = vi.recvPosted
+		q = &vi.recvPosted
 	}
-	return len(q) > 0 && q[0].Done()
+	d := q.front()
+	return d != nil && d.Done()
 }
 
 // SendWait blocks until the oldest send descriptor completes
@@ -494,11 +587,16 @@ func (v *view) cqAppend(id uint32, vi int, recv bool) {
 	atomic.StoreUint64(v.u64(off+cqHdrSize+uint32(t%uint64(v.lay.cqLen))*8), val)
 }
 
-// Seq is the NIC's completion sequence word: it moves whenever a NIC
-// completes a descriptor of this process.
+// Seq is the NIC's completion sequence word: it moves whenever this
+// process's NIC completes a descriptor, and whenever a peer's NIC
+// completes one while a waiter sleeps (see Sleep).
 func (n *NIC) Seq() uint32 { return atomic.LoadUint32(n.self.u32(offAppBell)) }
 
-// Sleep blocks until Seq differs from seq or timeout passes.
+// Sleep blocks until Seq differs from seq or timeout passes. It first
+// announces the sleep, which makes the peers' NICs move Seq, then looks
+// once more at the CQs and the oldest descriptor of every work queue, and
+// returns at once if something completed in the meantime: a peer that
+// completed it before the announcement did not move Seq.
 func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
 	if n.eng.lastAssist.Swap(0) != 0 && atomic.LoadUint32(n.self.u32(offNICSleep)) == sleepAssisted {
 		// The engine takes the network back: wake it into epoll.
@@ -507,8 +605,34 @@ func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
 	}
 	sl := n.self.u32(offAppSleep)
 	atomic.AddUint32(sl, 1)
-	_ = shm.FutexWait(n.self.u32(offAppBell), seq, timeout)
+	if !n.completed() {
+		_ = shm.FutexWait(n.self.u32(offAppBell), seq, timeout)
+	}
 	atomic.AddUint32(sl, ^uint32(0))
+}
+
+// completed reports whether a CQ holds an entry or the oldest descriptor
+// of a work queue is complete: what a waiter looks at once more after it
+// announced its sleep.
+func (n *NIC) completed() bool {
+	if n.o.CQ == CQ1 {
+		n.viMu.Lock()
+		cqs := n.cqs
+		n.viMu.Unlock()
+		for _, cq := range cqs {
+			off := n.self.cqOff(cq.id)
+			h := atomic.LoadUint64(n.self.u64(off + 64))
+			if atomic.LoadUint64(n.self.u64(off+cqHdrSize+uint32(h%uint64(n.lay.cqLen))*8)) != 0 {
+				return true
+			}
+		}
+	}
+	for _, vi := range *n.visSnap.Load() {
+		if vi.headDone(true) || vi.headDone(false) {
+			return true
+		}
+	}
+	return false
 }
 
 // Wake makes every Sleep of this NIC return.
@@ -558,7 +682,7 @@ func (n *NIC) Help() bool {
 	if n.port.Load() != nil {
 		return n.Assist()
 	}
-	if !n.Busy() || !n.eng.mu.TryLock() {
+	if !n.Busy() && atomic.LoadUint32(n.self.u32(offShare)) == 0 || !n.eng.mu.TryLock() {
 		return false
 	}
 	defer n.eng.mu.Unlock()
@@ -573,9 +697,12 @@ func (n *NIC) Help() bool {
 	return did
 }
 
-// Busy reports whether the engine has posted send descriptors it has not
-// executed yet.
-func (n *NIC) Busy() bool { return n.cnt.executed.Load() < n.cnt.posts.Load() }
+// Busy reports whether the NIC holds posted send descriptors it has not
+// carried out yet. A descriptor to another host that is on the wire and
+// waits for the remote NIC's acknowledgement does not count: what is left
+// of it is the other host's work, not this process's NIC's, for which a
+// waiter would give its core away.
+func (n *NIC) Busy() bool { return n.cnt.taken.Load() < n.cnt.posts.Load() }
 
 // Yield gives the CPU away for a moment while waiting: to the engine if it
 // has work (it is another thread, which may need this very core), else to
@@ -680,6 +807,7 @@ func (n *NIC) engine() {
 // flush sends the acks owed at once (see ackDue). The caller holds
 // n.eng.mu (the engine, or an application assisting it).
 func (n *NIC) pass(flush bool) (did, stalled bool) {
+	did = n.shareHelp() // this NIC's pieces of peers' RDMA transfers (dmashare.go)
 	if n.o.Doorbell == D1 {
 		// Poll the doorbell queue of every active VI.
 		for _, vi := range *n.active.Load() {
@@ -731,6 +859,7 @@ func (n *NIC) runD1(vi *VI) (did, stalled bool) {
 		// The slot is not cleared: once the descriptor is complete the
 		// application may already be reusing it.
 		vi.sqHead++
+		n.cnt.taken.Add(1)
 		did = true
 	}
 	return did, false
@@ -744,6 +873,7 @@ func (n *NIC) runD2(vi *VI) (did, stalled bool) {
 		}
 		vi.pend[0] = sendEntry{}
 		vi.pend = vi.pend[1:]
+		n.cnt.taken.Add(1)
 		did = true
 	}
 	return did, false
@@ -898,7 +1028,29 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	n.flush()
 	// Move the data, then (for a consumed receive descriptor) write its
 	// length, immediate data and status into its slot: the status last.
-	if st == StatusDone {
+	shared := false
+	if st == StatusDone && op != OpSend && len(local) == 1 && len(remote) >= 1 {
+		dir := uint32(dirToInit)
+		if op == OpRDMAWrite {
+			remote, dir = trim(remote, total), dirToTarg
+		}
+		if len(remote) == 1 {
+			shared, err = n.shareDMA(vi, p, dir, local[0], remote[0], e.rh)
+		}
+		if shared {
+			if op == OpRDMARead {
+				n.cnt.rdmaR.Add(1)
+			} else {
+				n.cnt.rdmaW.Add(1)
+			}
+			if err != nil {
+				st |= StatusTransportError
+			} else {
+				n.cnt.bytes.Add(int64(total))
+			}
+		}
+	}
+	if st == StatusDone && !shared {
 		switch op {
 		case OpRDMARead:
 			err = readRemote(p.pid, remote, local)
@@ -1142,7 +1294,8 @@ func readRemote(pid int, remote []shm.RemoteSeg, local [][]byte) error {
 
 // Counters reports the NIC's activity: posts, kernel crossings, descriptor
 // fetches by DMA, stalls, engine sleeps, doorbell polls, bytes moved, the
-// descriptors executed by the application's Help (nic_helped), the data
+// descriptors executed by the application's Help (nic_helped) and by the
+// doorbell of an idle NIC on the posting thread (nic_inline), the data
 // moves done with a copy into host memory (nic_host_copies) or with
 // process_vm_writev (nic_kernel_writes), the
 // time spent in posts (host_post_ns, sends and receives), in the engine per
@@ -1165,8 +1318,11 @@ func (n *NIC) Counters() map[string]int64 {
 		"nic_recv_posts":       n.cnt.recvPosts.Load(),
 		"nic_executed":         n.cnt.executed.Load(),
 		"nic_helped":           n.cnt.helped.Load(),
+		"nic_inline":           n.cnt.inline.Load(),
 		"nic_host_copies":      n.cnt.hostCopies.Load(),
 		"nic_kernel_writes":    n.cnt.kernelWrites.Load(),
+		"nic_shared_init":      n.shared.init.Load(),
+		"nic_shared_target":    n.shared.target.Load(),
 		"host_post_ns":         n.cnt.postNs.Load(),
 		"nic_exec_ns":          n.cnt.execNs.Load(),
 		"cq_done_ns":           n.cnt.cqNs.Load(),

@@ -27,21 +27,23 @@ type peer struct {
 	queue     []outMsg
 	unsent    bool
 	rto       time.Duration
-	rtoAt     time.Time // when the retransmission timer expires (zero: stopped)
-	progress  time.Time // last time something was acknowledged
-	srtt      time.Duration
-	probed    bool      // the tail-loss probe went since the last progress
-	rackAt    time.Time // when the latest frame the peer is known to hold was sent
-	heard     time.Time // when the last authenticated frame came from the peer
-	keptAt    time.Time // when the last keepalive probe went
+	// Times are readings of clock (nanoseconds; 0: none).
+	rtoAt    int64 // when the retransmission timer expires (0: stopped)
+	progress int64 // last time something was acknowledged
+	srtt     time.Duration
+	probed   bool  // the tail-loss probe went since the last progress
+	rackAt   int64 // when the latest frame the peer is known to hold was sent
+	heard    int64 // when the last authenticated frame came from the peer
+	keptAt   int64 // when the last keepalive probe went
 
 	// Receiving.
 	expect  uint32 // next sequence number to deliver
 	stash   [Window]stashed
 	stashed int
-	ackOwed int       // frames delivered since the last acknowledgement sent
-	owedAt  time.Time // when the first of them was delivered
-	ackNow  bool      // a duplicate or early frame came: acknowledge at once
+	ackOwed int   // frames delivered since the last acknowledgement sent
+	owedAt  int64 // when the first of them was delivered (clock)
+	ackNow  bool  // a duplicate or early frame came: acknowledge at once
+	early   int   // early frames since the last frame delivered in order
 	asm     reassembly
 }
 
@@ -50,14 +52,18 @@ type peer struct {
 // credits. While it does, the retransmission timer runs.
 func (p *peer) owes() bool { return p.next != p.una || len(p.queue) > 0 }
 
+// blocked reports whether the peer's credits keep more frames from being
+// cut: as many are outstanding as it grants.
+func (p *peer) blocked() bool { return int(p.next-p.una) >= min(Window, p.credit) }
+
 // slot is a data frame kept until it is acknowledged.
 type slot struct {
 	buf    []byte // the plain frame: header and payload
 	n      int
-	sent   bool // handed to the link at least once
-	sacked bool // the peer holds it (selective acknowledgement)
-	retx   bool // sent more than once (no round-trip sample)
-	sentAt time.Time
+	sent   bool  // handed to the link at least once
+	sacked bool  // the peer holds it (selective acknowledgement)
+	retx   bool  // sent more than once (no round-trip sample)
+	sentAt int64 // clock
 }
 
 // stashed is a frame that arrived before its turn.
@@ -90,7 +96,7 @@ type reassembly struct {
 // whether the whole message is in frames.
 func (t *Transport) fragment(p *peer, m *outMsg) bool {
 	for {
-		if int(p.next-p.una) >= min(Window, p.credit) {
+		if p.blocked() {
 			return false
 		}
 		sl := &p.slots[p.next%Window]
@@ -185,8 +191,8 @@ func (t *Transport) transmit(p *peer) {
 // that frames the link never takes (a TX ring the kernel no longer
 // drains) or that no credits let out lose the peer in time too.
 func (t *Transport) arm(p *peer) {
-	if p.rtoAt.IsZero() {
-		p.rtoAt = t.now.Add(p.rto)
+	if p.rtoAt == 0 {
+		p.rtoAt = t.now + at(p.rto)
 		p.progress = t.now
 	}
 }
@@ -370,7 +376,7 @@ func (t *Transport) acked(p *peer, h *header) {
 	if before(p.una, h.ack) && !before(p.sendNext, h.ack) {
 		last := &p.slots[(h.ack-1)%Window]
 		if !last.retx && last.sent {
-			rtt := t.now.Sub(last.sentAt)
+			rtt := time.Duration(t.now - last.sentAt)
 			if p.srtt == 0 {
 				p.srtt = rtt
 			} else {
@@ -379,18 +385,16 @@ func (t *Transport) acked(p *peer, h *header) {
 		}
 		for s := p.una; s != h.ack; s++ {
 			sl := &p.slots[s%Window]
-			if sl.sentAt.After(p.rackAt) {
-				p.rackAt = sl.sentAt
-			}
+			p.rackAt = max(p.rackAt, sl.sentAt)
 			sl.sent = false
 		}
 		p.una = h.ack
 		p.probed = false
 		p.rto = min(max(t.cfg.MinRTO, 4*p.srtt), time.Second)
 		p.progress = t.now
-		p.rtoAt = time.Time{}
+		p.rtoAt = 0
 		if p.owes() {
-			p.rtoAt = t.now.Add(p.rto)
+			p.rtoAt = t.now + at(p.rto)
 		}
 	}
 	if h.sack.zero() {
@@ -406,9 +410,7 @@ func (t *Transport) acked(p *peer, h *header) {
 		if s := h.ack + 1 + uint32(i); before(s, p.sendNext) && !before(s, p.una) {
 			sl := &p.slots[s%Window]
 			sl.sacked = true
-			if sl.sentAt.After(p.rackAt) {
-				p.rackAt = sl.sentAt
-			}
+			p.rackAt = max(p.rackAt, sl.sentAt)
 		}
 	}
 	// A hole is lost, and sent again at once, when a frame sent after it
@@ -432,7 +434,7 @@ func (t *Transport) acked(p *peer, h *header) {
 		if sl.sacked || !sl.sent {
 			continue
 		}
-		if p.rackAt.After(sl.sentAt.Add(p.srtt/4)) || (!sl.retx && held >= dupThresh) || t.now.Sub(sl.sentAt) >= p.rto {
+		if p.rackAt > sl.sentAt+at(p.srtt/4) || (!sl.retx && held >= dupThresh) || t.now-sl.sentAt >= at(p.rto) {
 			t.resend(p, sl)
 		}
 	}
@@ -468,13 +470,14 @@ func (t *Transport) data(p *peer, h *header, hdr []byte, payload [][]byte) {
 			st.seq, st.ok = h.seq, true
 			p.stashed++
 		}
-		p.ackNow = true
+		t.earlyAck(p, h.seq)
 	default:
 		if p.ackOwed == 0 {
 			p.owedAt = t.now
 		}
 		p.expect++
 		p.ackOwed++
+		p.early = 0
 		if !t.consume(p, h, payload) {
 			return
 		}
@@ -493,6 +496,28 @@ func (t *Transport) data(p *peer, h *header, hdr []byte, payload [][]byte) {
 			}
 		}
 	}
+}
+
+// earlyAck decides when a frame that came early (seq, a hole before it) is
+// acknowledged: at once when it is one of the first dupThresh early frames
+// since the last frame delivered in order, or when the frame before it is
+// missing too (a new hole) — what the sender's loss detection needs to resend the
+// holes (see acked); the rest of a run of early frames behind the same
+// hole counts towards the usual acknowledgement, every ackEvery frames or
+// after ackDelay. Acknowledging every early frame's turn at once sent an
+// acknowledgement for every four or five data frames while a hole was
+// repaired.
+func (t *Transport) earlyAck(p *peer, seq uint32) {
+	p.early++
+	prev := seq - 1
+	if st := &p.stash[prev%Window]; p.early <= dupThresh || !st.ok || st.seq != prev {
+		p.ackNow = true
+		return
+	}
+	if p.ackOwed == 0 {
+		p.owedAt = t.now
+	}
+	p.ackOwed++
 }
 
 // consume adds an in-order data frame, its payload in pieces, to the

@@ -153,10 +153,14 @@ type Transport struct {
 	payload  int // bytes of payload a frame holds
 	ackBuf   []byte
 	cnt      Counters
-	deadline atomic.Int64 // UnixNano of the next timer, 0 for none (read by Wait)
-	ackDue   atomic.Int64 // UnixNano of the next delayed acknowledgement, 0 for none
-	now      time.Time
-	base     time.Time // the last full reading of the clock (see clock)
+	deadline atomic.Int64 // monotonic time (see clock) of the next timer, 0 for none (read by Wait)
+	ackDue   atomic.Int64 // monotonic time of the next delayed acknowledgement, 0 for none
+	now      int64        // the time of this turn (see clock)
+	// idle is set when the last turn left nothing to do but wait for
+	// frames until the deadline: no acknowledgement owed at once, nothing
+	// queued or unsent. A turn that then finds no frame does nothing (see
+	// turn); whatever makes work outside a turn (Send) clears it.
+	idle     bool
 	closed   bool
 	deferred bool                  // inside Tick: what the Handler would get waits in later
 	later    []event               // deliveries and reports Tick kept for the next Poll
@@ -219,7 +223,7 @@ func (t *Transport) Counters() Counters { return t.cnt }
 // called beside Poll, by a waiter deciding how long to sleep.
 func (t *Transport) Deadline() time.Time {
 	if d := t.deadline.Load(); d != 0 {
-		return time.Unix(0, d)
+		return epoch.Add(time.Duration(d))
 	}
 	return time.Time{}
 }
@@ -229,7 +233,7 @@ func (t *Transport) Deadline() time.Time {
 // should not sleep past it: it is tens of microseconds away.
 func (t *Transport) AckDue() time.Time {
 	if d := t.ackDue.Load(); d != 0 {
-		return time.Unix(0, d)
+		return epoch.Add(time.Duration(d))
 	}
 	return time.Time{}
 }
@@ -249,7 +253,7 @@ func (t *Transport) Pending() int {
 func (t *Transport) peer(rank int) *peer {
 	p := t.peers[rank]
 	if p == nil {
-		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: t.cfg.RecvWindow, heard: time.Now()}
+		p = &peer{rank: rank, rto: t.cfg.MinRTO, credit: t.cfg.RecvWindow, heard: clock()}
 		t.peers[rank] = p
 		t.active = append(t.active, p)
 	}
@@ -279,7 +283,8 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 		}
 		p.mac = mac
 	}
-	t.now = t.clock()
+	t.now = clock()
+	t.idle = false
 	m := outMsg{head: head, body: body, tok: tok}
 	if len(p.queue) == 0 && t.fragment(p, &m) {
 		t.transmit(p)
@@ -364,37 +369,45 @@ func (t *Transport) lost(peer int, err error) {
 	t.cfg.Handler.Lost(peer, err)
 }
 
-// clock is the time now, from one reading of the monotonic clock:
-// time.Now reads the wall clock too, and a waiting rank, which polls in a
-// loop, spent a third of its time in the two readings of each turn. It is
-// the last full reading (base) plus the monotonic time since; the full
-// reading is renewed every second, so that the wall times the transport
-// publishes (Deadline, AckDue) drift from the wall clock by no more than
-// it moves in a second.
-func (t *Transport) clock() time.Time {
-	d := time.Since(t.base)
-	if t.base.IsZero() || d >= time.Second || d < 0 {
-		t.base = time.Now()
-		return t.base
-	}
-	return t.base.Add(d)
-}
+// epoch is where the transport's clock starts: a second before the
+// package was loaded, so that no reading is 0, which stands for "no time"
+// (a timer that is not running).
+var epoch = time.Now().Add(-time.Second)
+
+// clock is the time now in nanoseconds since epoch, from one reading of
+// the monotonic clock. A waiting rank polls in a loop, and each turn reads
+// the clock and compares the timers with it: with time.Time values (a
+// wall and a monotonic reading, and their arithmetic) that was a third of
+// an idle turn's time; an integer is one reading and plain comparisons.
+func clock() int64 { return int64(time.Since(epoch)) }
+
+// at is a duration as a span of the clock.
+func at(d time.Duration) int64 { return int64(d) }
 
 // turn is one pass of Poll's work.
 func (t *Transport) turn() bool {
-	t.now = t.clock()
+	t.now = clock()
 	n := t.cfg.Link.Receive(64, t.inputFn)
+	if n == 0 && t.idle {
+		// The waiting rank's turn: no frame came, and no timer is due.
+		if d := t.deadline.Load(); d == 0 || t.now < d {
+			t.flush()
+			return false
+		}
+	}
 	busy := n > 0
+	idle := true
+	t.idle = true // a Send from a Handler called in the loop clears it
 	var next, ackNext int64
 	for _, p := range t.active {
 		if p.gone != nil {
 			continue
 		}
-		if p.ackNow || p.ackOwed >= ackEvery || (p.ackOwed > 0 && n == 0 && !t.now.Before(p.owedAt.Add(ackDelay))) {
+		if p.ackNow || p.ackOwed >= ackEvery || (p.ackOwed > 0 && n == 0 && t.now >= p.owedAt+at(ackDelay)) {
 			t.sendAck(p)
 			busy = true
 		}
-		if p.owes() && !p.rtoAt.IsZero() && t.now.After(p.rtoAt) {
+		if p.owes() && p.rtoAt != 0 && t.now > p.rtoAt {
 			if t.timeout(p) {
 				continue
 			}
@@ -407,24 +420,30 @@ func (t *Transport) turn() bool {
 		if gone {
 			continue
 		}
-		if p.next != p.una && len(p.queue) == 0 && !p.probed && p.sendNext != p.una {
+		// The tail-loss probe, when nothing new can go to show a loss:
+		// nothing is left to send, or the peer's credits hold it back
+		// (then every frame after a hole may be held, and a resent frame
+		// lost again would wait for the retransmission timeout).
+		if p.next != p.una && (len(p.queue) == 0 || p.blocked()) && !p.probed && p.sendNext != p.una {
 			due = t.probe(p)
 		}
 
-		if p.owes() && !p.rtoAt.IsZero() && (due.IsZero() || p.rtoAt.Before(due)) {
+		if p.owes() && p.rtoAt != 0 && (due == 0 || p.rtoAt < due) {
 			due = p.rtoAt
 		}
-		if !due.IsZero() {
-			if d := due.UnixNano(); next == 0 || d < next {
-				next = d
-			}
+		if due != 0 && (next == 0 || due < next) {
+			next = due
 		}
 		if p.ackOwed > 0 {
-			if d := p.owedAt.Add(ackDelay).UnixNano(); ackNext == 0 || d < ackNext {
+			if d := p.owedAt + at(ackDelay); ackNext == 0 || d < ackNext {
 				ackNext = d
 			}
 		}
+		if p.ackNow || p.ackOwed >= ackEvery || len(p.queue) > 0 || p.unsent {
+			idle = false
+		}
 	}
+	t.idle = t.idle && idle && len(t.later) == 0
 	t.flush()
 	if ackNext != 0 && (next == 0 || ackNext < next) {
 		next = ackNext
@@ -444,7 +463,7 @@ func (t *Transport) flush() {
 // acknowledged for DeadAfter (or the link took none of the frames due for
 // that long), gives the peer up. It reports whether the peer is lost.
 func (t *Transport) timeout(p *peer) bool {
-	if t.now.Sub(p.progress) > t.cfg.DeadAfter {
+	if t.now-p.progress > at(t.cfg.DeadAfter) {
 		var err error
 		switch {
 		case p.next == p.una:
@@ -459,7 +478,7 @@ func (t *Transport) timeout(p *peer) bool {
 		return true
 	}
 	if p.sendNext == p.una { // nothing in flight: what is due waits for the link or credits
-		p.rtoAt = t.now.Add(p.rto)
+		p.rtoAt = t.now + at(p.rto)
 		return false
 	}
 	t.cnt.Timeouts++
@@ -470,7 +489,7 @@ func (t *Transport) timeout(p *peer) bool {
 		}
 	}
 	p.rto = min(2*p.rto, time.Second)
-	p.rtoAt = t.now.Add(p.rto)
+	p.rtoAt = t.now + at(p.rto)
 	return false
 }
 
@@ -480,8 +499,8 @@ func (t *Transport) timeout(p *peer) bool {
 // before it were lost, its acknowledgement shows the holes and they are
 // resent (see acked) without waiting for the retransmission timeout; it
 // also repairs a resent frame that was lost again. It reports when it
-// will be due, or the zero time when it went or cannot go.
-func (t *Transport) probe(p *peer) time.Time {
+// will be due, or 0 when it went or cannot go.
+func (t *Transport) probe(p *peer) int64 {
 	sl := &p.slots[(p.sendNext-1)%Window]
 	if sl.sacked {
 		for s := p.una; s != p.sendNext; s++ {
@@ -492,19 +511,16 @@ func (t *Transport) probe(p *peer) time.Time {
 		}
 	}
 	if !sl.sent || sl.sacked {
-		return time.Time{}
+		return 0
 	}
-	wait := max(2*p.srtt, probeMin)
-	due := sl.sentAt.Add(wait)
-	if p.progress.Add(wait).After(due) {
-		due = p.progress.Add(wait)
-	}
-	if t.now.Before(due) {
+	wait := at(max(2*p.srtt, probeMin))
+	due := max(sl.sentAt, p.progress) + wait
+	if t.now < due {
 		return due
 	}
 	p.probed = true
 	t.resend(p, sl)
-	return time.Time{}
+	return 0
 }
 
 // keepalive probes a peer to which nothing is outstanding once it has
@@ -515,27 +531,23 @@ func (t *Transport) probe(p *peer) time.Time {
 // probe and waits KeepIdle for it before it blames the peer. While frames
 // are outstanding the retransmission timer does this. It reports when it
 // is next due, and whether the peer is lost.
-func (t *Transport) keepalive(p *peer) (time.Time, bool) {
+func (t *Transport) keepalive(p *peer) (int64, bool) {
 	if p.mac == nil || p.owes() {
-		return time.Time{}, false
+		return 0, false
 	}
-	idle := t.cfg.KeepIdle
-	quiet := t.now.Sub(p.heard)
-	if quiet > t.cfg.DeadAfter && p.keptAt.Sub(p.heard) >= t.cfg.DeadAfter-idle && t.now.Sub(p.keptAt) >= idle {
+	idle, dead := at(t.cfg.KeepIdle), at(t.cfg.DeadAfter)
+	quiet := t.now - p.heard
+	if quiet > dead && p.keptAt-p.heard >= dead-idle && t.now-p.keptAt >= idle {
 		err := fmt.Errorf("no answer from rank %d for %v (link down or host gone)", p.rank, t.cfg.DeadAfter)
 		t.lose(p, err)
 		t.lost(p.rank, err)
-		return time.Time{}, true
+		return 0, true
 	}
-	if quiet >= idle && t.now.Sub(p.keptAt) >= idle && t.control(p, kindAck, flagProbe) {
+	if quiet >= idle && t.now-p.keptAt >= idle && t.control(p, kindAck, flagProbe) {
 		p.keptAt = t.now
 		t.cnt.KeepProbes++
 	}
-	due := p.heard.Add(idle)
-	if k := p.keptAt.Add(idle); k.After(due) {
-		due = k
-	}
-	return due, false
+	return max(p.heard, p.keptAt) + idle, false
 }
 
 // probeMin is the least wait before a tail-loss probe.

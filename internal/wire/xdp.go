@@ -126,7 +126,7 @@ func (x *xdpWire) keep(wake func()) {
 func (x *xdpWire) poll() bool {
 	x.mu.Lock()
 	x.inPoll = true
-	x.polls.Add(1)
+	x.polls.Store(x.polls.Load() + 1) // one writer (under mu): no locked add
 	busy := x.tr.Poll()
 	x.inPoll = false
 	x.mu.Unlock()

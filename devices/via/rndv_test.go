@@ -1,0 +1,243 @@
+package via
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/adimpi/adimpi/adi"
+	"github.com/adimpi/adimpi/datatype"
+)
+
+// sharedKVS is a key-value space for ranks that are goroutines of one
+// process: Barrier waits for all size of them.
+type sharedKVS struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	m     map[string]string
+	size  int
+	in    int
+	round int
+}
+
+func newSharedKVS(size int) *sharedKVS {
+	k := &sharedKVS{m: map[string]string{}, size: size}
+	k.cond = sync.NewCond(&k.mu)
+	return k
+}
+
+func (k *sharedKVS) Put(key, v string) error { k.mu.Lock(); k.m[key] = v; k.mu.Unlock(); return nil }
+func (k *sharedKVS) Get(key string) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.m[key], nil
+}
+func (k *sharedKVS) Barrier() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r := k.round
+	if k.in++; k.in == k.size {
+		k.in, k.round = 0, r+1
+		k.cond.Broadcast()
+		return nil
+	}
+	for k.round == r {
+		k.cond.Wait()
+	}
+	return nil
+}
+
+// devicePair starts ranks 0 and 1 of a job as two devices in this process:
+// each has its own NIC, so a rendezvous between them is an RDMA transfer
+// between two NICs of one host, as between two processes.
+func devicePair(t *testing.T, opts map[string]string) [2]*Device {
+	t.Helper()
+	kv := newSharedKVS(2)
+	var ds [2]*Device
+	var errs [2]error
+	var wg sync.WaitGroup
+	for r := range ds {
+		ds[r] = new(Device)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = ds[r].Init(adi.Config{Rank: r, Size: 2, KVS: kv, Options: opts})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, d := range ds {
+			wg.Add(1)
+			go func() { defer wg.Done(); d.Finalize() }()
+		}
+		wg.Wait()
+	})
+	return ds
+}
+
+// progressUntil runs both devices' progress until every request is done.
+func progressUntil(t *testing.T, ds [2]*Device, rs ...*adi.Request) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		done := true
+		for _, r := range rs {
+			done = done && r.Done()
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("requests did not complete")
+		}
+		for _, d := range ds {
+			if _, err := d.Progress(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestRendezvousReadPieces sends large messages from rank 0 to rank 1 of
+// a device pair, received by RDMA read: into a contiguous buffer (the
+// read is shared by both NICs, piece by piece), into a strided datatype
+// (a scatter list), and both truncated (MPI_ERR_TRUNCATE, the buffer
+// filled with the message's first bytes and nothing beyond it). Every
+// byte is checked.
+func TestRendezvousReadPieces(t *testing.T) {
+	ds := devicePair(t, nil)
+	const n = 3<<20 + 5
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i*13 + i>>12 + 1)
+	}
+	// A vector of blocks of 1000 bytes, 1500 apart: one holds 1.6 MB, two
+	// (the second from the first's extent on) the whole message.
+	const blocks, blen, stride = 1600, 1000, 1500
+	const vbytes, extent = blocks * blen, (blocks-1)*stride + blen
+	vec, err := datatype.Vector(blocks, blen, stride, datatype.Byte)
+	if err == nil {
+		err = vec.Commit()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	strided := func(k int) int {
+		j := k % vbytes
+		return k/vbytes*extent + j/blen*stride + j%blen
+	}
+	contiguous := func(k int) int { return k }
+	cases := []struct {
+		name  string
+		rb    adi.Buffer
+		bytes int           // the bytes received
+		at    func(int) int // the place in rb.Mem of the k-th received byte
+	}{
+		{"contiguous", adi.Bytes(make([]byte, n)), n, contiguous},
+		{"strided", adi.Buffer{Mem: make([]byte, 2*extent), Count: 2, Type: vec}, n, strided},
+		{"contiguous truncated", adi.Bytes(make([]byte, 2<<20+1)), 2<<20 + 1, contiguous},
+		{"strided truncated", adi.Buffer{Mem: make([]byte, extent), Count: 1, Type: vec}, vbytes, strided},
+	}
+	for _, c := range cases {
+		sb := adi.Bytes(src)
+		r := &adi.Request{Op: adi.OpRecv, Peer: 0, Tag: 3, Buf: c.rb}
+		s := &adi.Request{Op: adi.OpSend, Peer: 1, Tag: 3, Buf: sb}
+		if err := ds[1].Irecv(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := ds[0].Isend(s); err != nil {
+			t.Fatal(err)
+		}
+		progressUntil(t, ds, r, s)
+		truncated := sb.Size() > c.rb.Size()
+		if s.Status.Err != nil {
+			t.Fatalf("%s: send: %v", c.name, s.Status.Err)
+		}
+		if truncated != errors.Is(r.Status.Err, adi.ErrTruncate) || (!truncated && r.Status.Err != nil) {
+			t.Fatalf("%s: receive status %+v (truncated: %v)", c.name, r.Status, truncated)
+		}
+		if r.Status.Bytes != c.bytes {
+			t.Fatalf("%s: %d bytes received, want %d", c.name, r.Status.Bytes, c.bytes)
+		}
+		want := make([]byte, len(c.rb.Mem))
+		for k := 0; k < c.bytes; k++ {
+			want[c.at(k)] = src[k]
+		}
+		for i := range want {
+			if c.rb.Mem[i] != want[i] {
+				t.Fatalf("%s: byte %d of the receive buffer is %d, want %d", c.name, i, c.rb.Mem[i], want[i])
+			}
+		}
+	}
+	c0, c1 := ds[0].Counters(), ds[1].Counters()
+	if c1["rendezvous_reads"] != int64(len(cases)) || c1["nic_shared_init"] == 0 {
+		t.Fatalf("receiver: %d rendezvous reads, %d shared pieces; want %d reads, some shared", c1["rendezvous_reads"], c1["nic_shared_init"], len(cases))
+	}
+	t.Logf("pieces of the shared reads: %d by the reader, %d by the sender's NIC", c1["nic_shared_init"], c0["nic_shared_target"])
+}
+
+// TestDoneFollowsReads: the DONE that releases a rendezvous sender is
+// posted behind the RDMA read, so the NIC sends it as soon as the data is
+// in. When the receive completes, the receiver's NIC has nothing left to
+// execute and the sender's next progress completes the send, without the
+// receiver calling progress again. Before, the receiver posted the DONE
+// when it saw the read's completion, and it waited in its send queue for
+// the next pass: a stream of messages then found the NIC idle for a round
+// trip after every batch of reads.
+func TestDoneFollowsReads(t *testing.T) {
+	ds := devicePair(t, nil)
+	const n = 1 << 20
+	src, dst := make([]byte, n), make([]byte, n)
+	for i := range src {
+		src[i] = byte(i * 3)
+	}
+	for round := 0; round < 3; round++ {
+		r := &adi.Request{Op: adi.OpRecv, Peer: 0, Tag: 4, Buf: adi.Bytes(dst)}
+		s := &adi.Request{Op: adi.OpSend, Peer: 1, Tag: 4, Buf: adi.Bytes(src)}
+		if err := ds[1].Irecv(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := ds[0].Isend(s); err != nil {
+			t.Fatal(err)
+		}
+		// Progress both until the receive is done, the sender first in
+		// each turn so that its last call comes before the receiver's.
+		deadline := time.Now().Add(20 * time.Second)
+		for !r.Done() {
+			if time.Now().After(deadline) {
+				t.Fatal("the receive did not complete")
+			}
+			for _, d := range []*Device{ds[0], ds[1]} {
+				if _, err := d.Progress(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if r.Status.Err != nil || string(dst) != string(src) {
+			t.Fatalf("round %d: receive %+v, or wrong data", round, r.Status)
+		}
+		if ds[1].nic.Busy() || len(ds[1].peers[0].out) > 0 || len(ds[1].peers[0].data) > 0 {
+			t.Fatalf("round %d: the receive is complete but its DONE has not left the receiver (NIC busy %v, %d waiting)",
+				round, ds[1].nic.Busy(), len(ds[1].peers[0].out)+len(ds[1].peers[0].data))
+		}
+		for !s.Done() {
+			if time.Now().After(deadline) {
+				t.Fatal("the send did not complete with the sender's progress alone")
+			}
+			if _, err := ds[0].Progress(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.Status.Err != nil {
+			t.Fatalf("round %d: send %v", round, s.Status.Err)
+		}
+		clear(dst)
+	}
+}
