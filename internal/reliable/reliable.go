@@ -20,9 +20,9 @@
 // acknowledgement as its reorder window holds, and the sender never has
 // more outstanding; what does not fit waits in a queue.
 //
-// Every frame carries a GMAC tag under a key from the job's secret, over
-// its header (or, with Config.TagPayload, the whole frame), and names its
-// job; frames of other jobs, forged frames and frames
+// Every frame carries a tag under a key from the job's secret, over its
+// header (SipHash-2-4) or, with Config.TagPayload, the whole frame (GMAC),
+// and names its job; frames of other jobs, forged frames and frames
 // for other ranks are dropped and counted. A message's first fragment
 // carries its head, so a large body can be reassembled straight into memory
 // the device chooses (Placer), the posted receive buffer.
