@@ -172,7 +172,11 @@ type Endpoint struct {
 	freeRecv      []*Stream
 	unrung        []*peer     // peers with packets whose doorbell has not rung yet
 	pmi           *pmi.Client // set by Open
-	live          *liveness.Peers
+	// mpi, when the MPI device runs on this endpoint, takes every
+	// one-packet message of its handler straight from Extract: no stream,
+	// no handler call through the table.
+	mpi  *Device
+	live *liveness.Peers
 
 	// the wire, when some rank runs on another host (net.go)
 	net      *netwire.Endpoint
@@ -865,6 +869,18 @@ func (e *Endpoint) Extract() (int, error) {
 			if plen > e.payload {
 				return n, fmt.Errorf("fm: packet from rank %d claims %d payload bytes (max %d)", p.rank, plen, e.payload)
 			}
+			if fl == flagValid|flagFirst|flagLast && hid == hMPI && e.mpi != nil {
+				// A whole MPI message in one packet, every small
+				// message's: handed straight to the device.
+				p.busy = true
+				ok := e.mpi.eagerIn(p.rank, h[HeaderSize:HeaderSize+plen])
+				p.busy = false
+				if ok {
+					e.consumed(p, h)
+					n++
+					continue
+				}
+			}
 			var s *Stream
 			if fl&flagFirst != 0 {
 				if k := len(e.freeRecv); k > 0 {
@@ -899,27 +915,33 @@ func (e *Endpoint) Extract() (int, error) {
 				s.Ctx = nil
 				e.freeRecv = append(e.freeRecv, s)
 			}
-			// A plain store frees the slot: its sender reuses it only
-			// after the credit for it comes back, by a later atomic
-			// operation (or a packet flagged by one), which orders it.
-			pFlags.Set(h, 0)
-			p.head++
-			if p.headAt += e.packet; p.headAt == len(p.in) {
-				p.headAt = 0
-			}
-			if p.owed == 0 {
-				p.owedPass = e.pass
-			}
-			p.owed++
-			p.received++
+			e.consumed(p, h)
 			n++
-			e.Stats.PacketsReceived++
-			if p.owed >= e.retAt {
-				e.returnCredits(p)
-			}
 		}
 	}
 	return n, nil
+}
+
+// consumed frees the slot of p's packet h, just handled, and owes p its
+// credit (returned explicitly once retAt are owed).
+func (e *Endpoint) consumed(p *peer, h []byte) {
+	// A plain store frees the slot: its sender reuses it only after the
+	// credit for it comes back, by a later atomic operation (or a packet
+	// flagged by one), which orders it.
+	pFlags.Set(h, 0)
+	p.head++
+	if p.headAt += e.packet; p.headAt == len(p.in) {
+		p.headAt = 0
+	}
+	if p.owed == 0 {
+		p.owedPass = e.pass
+	}
+	p.owed++
+	p.received++
+	e.Stats.PacketsReceived++
+	if p.owed >= e.retAt {
+		e.returnCredits(p)
+	}
 }
 
 // returnCredits gives p the credits owed to it explicitly (no packet to
