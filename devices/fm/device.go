@@ -325,14 +325,23 @@ func (d *Device) Isend(r *adi.Request) error {
 // queued to peer before it and a credit is free (adi.ShortSender).
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	n := len(data)
-	if n > d.rndv || n > d.e.payload-mpiHeader || len(d.outq[peer]) != 0 { // e.SendShort checks credit and liveness
+	if n > d.rndv || n > d.e.payload-mpiHeader || len(d.outq[peer]) != 0 { // shortPacket checks credit and liveness
 		return false
 	}
-	var h [mpiHeader]byte
-	putHeader(&h, kEager, ctx, tag, sig, n, 0, 0)
-	if !d.e.SendShort(peer, hMPI, h[:], data) {
+	p, pkt := d.e.shortPacket(peer, mpiHeader+n)
+	if p == nil {
 		return false
 	}
+	// The MPI header and the data straight into the packet.
+	h := (*[mpiHeader]byte)(pkt[HeaderSize:])
+	*h = [mpiHeader]byte{}
+	putHeader(h, kEager, ctx, tag, sig, n, 0, 0)
+	if body := pkt[HeaderSize+mpiHeader:]; n == 8 {
+		*(*[8]byte)(body) = *(*[8]byte)(data) // a word in one move, no memmove call
+	} else {
+		copy(body[:n], data)
+	}
+	d.e.handShort(p, pkt, hMPI, mpiHeader+n)
 	d.cnt.eager++
 	return true
 }

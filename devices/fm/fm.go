@@ -559,21 +559,40 @@ func (e *Endpoint) nextPacket(p *peer) {
 // sees an ordinary one-packet stream.
 func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 	n := len(hdr) + len(data)
-	if dest < 0 || dest >= e.size || n > e.payload {
+	p, h := e.shortPacket(dest, n)
+	if p == nil {
 		return false
+	}
+	copy(h[HeaderSize+copy(h[HeaderSize:], hdr):], data)
+	e.handShort(p, h, handler, n)
+	return true
+}
+
+// shortPacket reserves a one-packet message of n payload bytes to dest, as
+// SendShort does, and returns the packet for the caller to fill from
+// HeaderSize on and hand over with handShort at once; a nil peer when
+// SendShort would report false (nothing reserved).
+func (e *Endpoint) shortPacket(dest, n int) (*peer, []byte) {
+	if dest < 0 || dest >= e.size || n > e.payload {
+		return nil, nil
 	}
 	p := e.peers[dest]
 	if p.open != nil || !e.Alive(p.rank) || p.sent-p.returned-atomic.LoadUint64(p.mailbox) >= uint64(e.slots) {
-		return false
+		return nil, nil
 	}
 	if p.net && (!p.ready || p.queued > 0) {
 		// The packet would wait in this process for its connection:
 		// the caller's send, complete at once, would depend on it.
-		return false
+		return nil, nil
 	}
 	h := p.out[p.sendAt:]
 	e.nextPacket(p)
-	copy(h[HeaderSize+copy(h[HeaderSize:], hdr):], data)
+	return p, h
+}
+
+// handShort hands over the packet h of n payload bytes that shortPacket
+// reserved in p's region and the caller filled, and rings p's doorbell.
+func (e *Endpoint) handShort(p *peer, h []byte, handler uint16, n int) {
 	e.nextStream++
 	pHandler.Set(h, handler)
 	pLen.Set(h, uint16(n))
@@ -586,7 +605,7 @@ func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 	if p.net {
 		p.flushed++
 		e.sendNet(p)
-		return true
+		return
 	}
 	// The next packet's header line, which the receiver wrote last (it
 	// clears the flags), is fetched for writing now, before the
@@ -595,7 +614,6 @@ func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 	// round trip at its flag's store.
 	order.PrefetchW(unsafe.Pointer(&p.out[p.sendAt]))
 	ring(p.doorbell, p.sleepers)
-	return true
 }
 
 // SendPiece appends buf to the message. Pieces are gathered into packets;
