@@ -10,6 +10,7 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/aditest"
+	"github.com/adimpi/adimpi/internal/testkvs"
 	"github.com/adimpi/adimpi/internal/wire"
 )
 
@@ -49,57 +50,13 @@ func TestADICrossHostRemote(t *testing.T) {
 	aditest.Run(t, crossHostConfig(t, map[string]string{"remote": "1", "minblock": "0", "bslots": "2"}))
 }
 
-// jobKVS is a key-value space for ranks of one process that wire up
-// concurrently: Barrier waits for all of them.
-type jobKVS struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	m     map[string]string
-	n     int
-	in    int
-	round int
-}
-
-func newJobKVS(n int) *jobKVS {
-	k := &jobKVS{m: map[string]string{}, n: n}
-	k.cond = sync.NewCond(&k.mu)
-	return k
-}
-
-func (k *jobKVS) Put(key, v string) error { k.mu.Lock(); k.m[key] = v; k.mu.Unlock(); return nil }
-
-func (k *jobKVS) Get(key string) (string, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.m[key]
-	if !ok {
-		return "", fmt.Errorf("no key %s", key)
-	}
-	return v, nil
-}
-
-func (k *jobKVS) Barrier() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	round := k.round
-	if k.in++; k.in == k.n {
-		k.in, k.round = 0, k.round+1
-		k.cond.Broadcast()
-		return nil
-	}
-	for k.round == round {
-		k.cond.Wait()
-	}
-	return nil
-}
-
 // endpointsOn wires up one endpoint per entry of hosts (rank r on host
 // hosts[r]) in this process, peers on other hosts over loopback.
 func endpointsOn(t *testing.T, hosts []int, packet, slots int) []*Endpoint {
 	t.Helper()
 	t.Setenv(wire.EnvAddr, "127.0.0.1")
 	t.Setenv(wire.EnvSecret, strings.Repeat("ab", 32))
-	kvs := newJobKVS(len(hosts))
+	kvs := testkvs.New(len(hosts))
 	es := make([]*Endpoint, len(hosts))
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup

@@ -3,7 +3,6 @@ package netvm
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,51 +10,9 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/internal/testkvs"
 	"github.com/adimpi/adimpi/internal/wire"
 )
-
-// kvs is a key-value space shared by in-process ranks, with a real barrier.
-type kvs struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	m    map[string]string
-	n    int // ranks
-	in   int // ranks in the current barrier
-	gen  int
-}
-
-func newKVS(n int) *kvs {
-	k := &kvs{m: map[string]string{}, n: n}
-	k.cond = sync.NewCond(&k.mu)
-	return k
-}
-
-func (k *kvs) Put(key, v string) error { k.mu.Lock(); k.m[key] = v; k.mu.Unlock(); return nil }
-
-func (k *kvs) Get(key string) (string, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.m[key]
-	if !ok {
-		return "", fmt.Errorf("no key %s", key)
-	}
-	return v, nil
-}
-
-func (k *kvs) Barrier() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	gen := k.gen
-	if k.in++; k.in == k.n {
-		k.in, k.gen = 0, k.gen+1
-		k.cond.Broadcast()
-		return nil
-	}
-	for gen == k.gen {
-		k.cond.Wait()
-	}
-	return nil
-}
 
 // twoHosts starts two devices in this process that take each other for
 // ranks on other hosts (adi.Config.Hosts), so that they talk over the wire
@@ -64,7 +21,7 @@ func twoHosts(t *testing.T, opts map[string]string) [2]*Device {
 	t.Helper()
 	t.Setenv(wire.EnvAddr, "127.0.0.1")
 	t.Setenv(wire.EnvSecret, "00112233445566778899aabbccddeeff")
-	k := newKVS(2)
+	k := testkvs.New(2)
 	var ds [2]*Device
 	var errs [2]error
 	var wg sync.WaitGroup

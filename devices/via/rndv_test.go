@@ -8,52 +8,15 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/datatype"
+	"github.com/adimpi/adimpi/internal/testkvs"
 )
-
-// sharedKVS is a key-value space for ranks that are goroutines of one
-// process: Barrier waits for all size of them.
-type sharedKVS struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	m     map[string]string
-	size  int
-	in    int
-	round int
-}
-
-func newSharedKVS(size int) *sharedKVS {
-	k := &sharedKVS{m: map[string]string{}, size: size}
-	k.cond = sync.NewCond(&k.mu)
-	return k
-}
-
-func (k *sharedKVS) Put(key, v string) error { k.mu.Lock(); k.m[key] = v; k.mu.Unlock(); return nil }
-func (k *sharedKVS) Get(key string) (string, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.m[key], nil
-}
-func (k *sharedKVS) Barrier() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	r := k.round
-	if k.in++; k.in == k.size {
-		k.in, k.round = 0, r+1
-		k.cond.Broadcast()
-		return nil
-	}
-	for k.round == r {
-		k.cond.Wait()
-	}
-	return nil
-}
 
 // devicePair starts ranks 0 and 1 of a job as two devices in this process:
 // each has its own NIC, so a rendezvous between them is an RDMA transfer
 // between two NICs of one host, as between two processes.
 func devicePair(t *testing.T, opts map[string]string) [2]*Device {
 	t.Helper()
-	kv := newSharedKVS(2)
+	kv := testkvs.New(2)
 	var ds [2]*Device
 	var errs [2]error
 	var wg sync.WaitGroup
