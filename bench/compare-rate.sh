@@ -10,6 +10,9 @@
 #   BASE=/tmp/main-bin bash bench/compare-rate.sh
 #       # BASE holds mpirun and mpibench built from another tree (e.g.
 #       # main); its runs join every round as base-DEVICE
+#   BIND=1 bash bench/compare-rate.sh
+#       # each device also runs with ADIMPI_BIND=core (every rank pinned to
+#       # a CPU of its own, as Open MPI binds by default) as DEVICE-bound
 #
 # Every run takes fixed, short repetitions (pingpong --iters 200 --reps 30,
 # rate --iters 20 --reps 30), so that on a busy machine the best repetition
@@ -23,6 +26,7 @@ OUT=${OUT:-bench-out/rate}
 ROUNDS=${ROUNDS:-5}
 DEVICES=${DEVICES:-netvm fm bip}
 BASE=${BASE:-}
+BIND=${BIND:-0}
 . bench/lib.sh
 detect_mpis
 build_tools
@@ -52,6 +56,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	for d in $DEVICES; do
 		one "$d" "$MPIRUN" -np 2 -device "$d" "$OUT/mpibench" "${PP[@]}" --csv
 		one "$d" "$MPIRUN" -np 2 -device "$d" "$OUT/mpibench" rate "${RATE[@]}" --csv
+		if [ "$BIND" = 1 ]; then
+			one "$d-bound" env ADIMPI_BIND=core "$MPIRUN" -np 2 -device "$d" "$OUT/mpibench" "${PP[@]}" --csv
+			one "$d-bound" env ADIMPI_BIND=core "$MPIRUN" -np 2 -device "$d" "$OUT/mpibench" rate "${RATE[@]}" --csv
+		fi
 		if [ -n "$BASE" ]; then
 			one "base-$d" "$BASE/mpirun" -np 2 -device "$d" "$BASE/mpibench" "${PP[@]}" --csv
 			one "base-$d" "$BASE/mpirun" -np 2 -device "$d" "$BASE/mpibench" rate "${RATE[@]}" --csv
