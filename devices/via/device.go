@@ -714,27 +714,8 @@ func (d *Device) Progress() (bool, error) {
 			}
 		}
 	}
-	for {
-		vi, recv, ok := d.cq.Done()
-		if !ok {
-			break
-		}
-		p := d.peers[vi.ID()]
-		if recv {
-			continue // receive queues report to no CQ
-		}
-		if desc := vi.SendDone(); desc != nil {
-			did = true
-			p.inSQ--
-			c := desc.User.(*sctx)
-			if c.slot >= 0 {
-				p.free = append(p.free, c.slot)
-			}
-			if f := c.onDone; f != nil {
-				c.onDone = nil
-				f(d.descErr(p, desc))
-			}
-		}
+	if d.sendsDone() {
+		did = true
 	}
 	if d.repostNow {
 		if err := d.reposts(); err != nil {
@@ -763,6 +744,33 @@ func (d *Device) Progress() (bool, error) {
 		d.checkPeers()
 	}
 	return did, nil
+}
+
+// sendsDone takes back the send descriptors the NIC has completed (their
+// CQ entries): it frees their send buffers and runs what waits on them.
+func (d *Device) sendsDone() (did bool) {
+	for {
+		vi, recv, ok := d.cq.Done()
+		if !ok {
+			return did
+		}
+		p := d.peers[vi.ID()]
+		if recv {
+			continue // receive queues report to no CQ
+		}
+		if desc := vi.SendDone(); desc != nil {
+			did = true
+			p.inSQ--
+			c := desc.User.(*sctx)
+			if c.slot >= 0 {
+				p.free = append(p.free, c.slot)
+			}
+			if f := c.onDone; f != nil {
+				c.onDone = nil
+				f(d.descErr(p, desc))
+			}
+		}
+	}
 }
 
 // reposts posts the receive buffers emptied since the last call again and
