@@ -207,6 +207,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.rank, d.size = cfg.Rank, cfg.Size
 	d.e.SetHandler(hMPI, d.handle)
+	d.e.mpi = d
 	d.e.SetNet(NetHooks{Frame: d.netFrame, Sent: d.netSent, Place: d.netPlace})
 	d.bAck, d.placed = make([]uint64, d.size), make([]bool, d.size)
 	d.outq = make([][]*outMsg, d.size)
@@ -324,14 +325,23 @@ func (d *Device) Isend(r *adi.Request) error {
 // queued to peer before it and a credit is free (adi.ShortSender).
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	n := len(data)
-	if n > d.rndv || n > d.e.payload-mpiHeader || len(d.outq[peer]) != 0 { // e.SendShort checks credit and liveness
+	if n > d.rndv || n > d.e.payload-mpiHeader || len(d.outq[peer]) != 0 { // shortPacket checks credit and liveness
 		return false
 	}
-	var h [mpiHeader]byte
-	putHeader(&h, kEager, ctx, tag, sig, n, 0, 0)
-	if !d.e.SendShort(peer, hMPI, h[:], data) {
+	p, pkt := d.e.shortPacket(peer, mpiHeader+n)
+	if p == nil {
 		return false
 	}
+	// The MPI header and the data straight into the packet.
+	h := (*[mpiHeader]byte)(pkt[HeaderSize:])
+	*h = [mpiHeader]byte{}
+	putHeader(h, kEager, ctx, tag, sig, n, 0, 0)
+	if body := pkt[HeaderSize+mpiHeader:]; n == 8 {
+		*(*[8]byte)(body) = *(*[8]byte)(data) // a word in one move, no memmove call
+	} else {
+		copy(body[:n], data)
+	}
+	d.e.handShort(p, pkt, hMPI, mpiHeader+n)
 	d.cnt.eager++
 	return true
 }
@@ -871,13 +881,25 @@ func (d *Device) handle(e *Endpoint, s *Stream) {
 	}
 }
 
-// eagerPacket is handle's path for a whole eager message in one packet,
-// every small message's: the header is read in place and the data copied
-// straight into the matching receive (or kept as an unexpected message),
-// with no per-message state. It reports false, having done nothing, for any
-// other packet.
+// eagerPacket is handle's path for a whole eager message in one packet
+// (eagerIn), for a packet that Extract did not hand to eagerIn itself. It
+// reports false, having done nothing, for any other packet.
 func (d *Device) eagerPacket(s *Stream) bool {
 	h := s.pkt[s.pos:]
+	if !d.eagerIn(s.src, h) {
+		return false
+	}
+	s.pos, s.taken = len(s.pkt), s.taken+len(h)
+	return true
+}
+
+// eagerIn takes a whole eager message from src in one packet (h, its
+// payload: the MPI header and the data), every small message's: the header
+// is read in place and the data copied straight into the matching receive
+// (or kept as an unexpected message), with no per-message state. Extract
+// calls it for every one-packet message of the MPI handler. It reports
+// false, having done nothing, for any other message.
+func (d *Device) eagerIn(src int, h []byte) bool {
 	if len(h) < mpiHeader || h[0] != kEager {
 		return false
 	}
@@ -886,8 +908,7 @@ func (d *Device) eagerPacket(s *Stream) bool {
 	if size != len(data) {
 		return false
 	}
-	s.pos, s.taken = len(s.pkt), s.taken+len(h)
-	src, tag := s.src, int(int32(binary.LittleEndian.Uint32(h[8:])))
+	tag := int(int32(binary.LittleEndian.Uint32(h[8:])))
 	env := adi.Envelope{Context: binary.LittleEndian.Uint32(h[4:]), Source: src, Tag: tag}
 	sig := binary.LittleEndian.Uint32(h[12:])
 	r := d.eng.Arrive(env)
@@ -909,11 +930,16 @@ func (d *Device) eagerPacket(s *Stream) bool {
 	if rb.Type != nil {
 		n = min(size, rb.Count*rb.Type.Size())
 	}
-	if n == 0 {
-	} else if rb.Type.Contiguous() {
-		copy(rb.Mem[:n], data)
-	} else {
+	switch {
+	case n == 0:
+	case !rb.Type.Contiguous():
 		r.Buf.CopyIn(0, data[:n])
+	case n == 8:
+		// A word (a double, an int64) in one move rather than a call
+		// of memmove.
+		*(*[8]byte)(rb.Mem) = *(*[8]byte)(data)
+	default:
+		copy(rb.Mem[:n], data)
 	}
 	if n == size {
 		r.Complete(adi.Status{Source: src, Tag: tag, Bytes: n})

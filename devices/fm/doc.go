@@ -98,9 +98,10 @@
 // rest (ErrTruncate); a type signature mismatch writes nothing (ErrType).
 // A message of one packet, the common small one, takes the shortest path
 // at both ends: a blocking MPI Send hands it to SendShort with no request
-// (adi.ShortSender), and the handler reads its header in place, matches
-// it and copies the data straight into the receive, with no per-stream
-// state.
+// (adi.ShortSender), which writes header and data straight into the
+// packet; at the receiver Extract hands the packet to the device itself,
+// without a stream or the handler table, which reads the header in place,
+// matches it and copies the data straight into the receive.
 //
 // Larger messages, and synchronous sends of any size, use a rendezvous:
 // RTS (header only), CTS from the receiver once it is matched (it carries

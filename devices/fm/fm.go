@@ -172,7 +172,11 @@ type Endpoint struct {
 	freeRecv      []*Stream
 	unrung        []*peer     // peers with packets whose doorbell has not rung yet
 	pmi           *pmi.Client // set by Open
-	live          *liveness.Peers
+	// mpi, when the MPI device runs on this endpoint, takes every
+	// one-packet message of its handler straight from Extract: no stream,
+	// no handler call through the table.
+	mpi  *Device
+	live *liveness.Peers
 
 	// the wire, when some rank runs on another host (net.go)
 	net      *netwire.Endpoint
@@ -555,21 +559,40 @@ func (e *Endpoint) nextPacket(p *peer) {
 // sees an ordinary one-packet stream.
 func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 	n := len(hdr) + len(data)
-	if dest < 0 || dest >= e.size || n > e.payload {
+	p, h := e.shortPacket(dest, n)
+	if p == nil {
 		return false
+	}
+	copy(h[HeaderSize+copy(h[HeaderSize:], hdr):], data)
+	e.handShort(p, h, handler, n)
+	return true
+}
+
+// shortPacket reserves a one-packet message of n payload bytes to dest, as
+// SendShort does, and returns the packet for the caller to fill from
+// HeaderSize on and hand over with handShort at once; a nil peer when
+// SendShort would report false (nothing reserved).
+func (e *Endpoint) shortPacket(dest, n int) (*peer, []byte) {
+	if dest < 0 || dest >= e.size || n > e.payload {
+		return nil, nil
 	}
 	p := e.peers[dest]
 	if p.open != nil || !e.Alive(p.rank) || p.sent-p.returned-atomic.LoadUint64(p.mailbox) >= uint64(e.slots) {
-		return false
+		return nil, nil
 	}
 	if p.net && (!p.ready || p.queued > 0) {
 		// The packet would wait in this process for its connection:
 		// the caller's send, complete at once, would depend on it.
-		return false
+		return nil, nil
 	}
 	h := p.out[p.sendAt:]
 	e.nextPacket(p)
-	copy(h[HeaderSize+copy(h[HeaderSize:], hdr):], data)
+	return p, h
+}
+
+// handShort hands over the packet h of n payload bytes that shortPacket
+// reserved in p's region and the caller filled, and rings p's doorbell.
+func (e *Endpoint) handShort(p *peer, h []byte, handler uint16, n int) {
 	e.nextStream++
 	pHandler.Set(h, handler)
 	pLen.Set(h, uint16(n))
@@ -582,7 +605,7 @@ func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 	if p.net {
 		p.flushed++
 		e.sendNet(p)
-		return true
+		return
 	}
 	// The next packet's header line, which the receiver wrote last (it
 	// clears the flags), is fetched for writing now, before the
@@ -591,7 +614,6 @@ func (e *Endpoint) SendShort(dest int, handler uint16, hdr, data []byte) bool {
 	// round trip at its flag's store.
 	order.PrefetchW(unsafe.Pointer(&p.out[p.sendAt]))
 	ring(p.doorbell, p.sleepers)
-	return true
 }
 
 // SendPiece appends buf to the message. Pieces are gathered into packets;
@@ -865,6 +887,18 @@ func (e *Endpoint) Extract() (int, error) {
 			if plen > e.payload {
 				return n, fmt.Errorf("fm: packet from rank %d claims %d payload bytes (max %d)", p.rank, plen, e.payload)
 			}
+			if fl == flagValid|flagFirst|flagLast && hid == hMPI && e.mpi != nil {
+				// A whole MPI message in one packet, every small
+				// message's: handed straight to the device.
+				p.busy = true
+				ok := e.mpi.eagerIn(p.rank, h[HeaderSize:HeaderSize+plen])
+				p.busy = false
+				if ok {
+					e.consumed(p, h)
+					n++
+					continue
+				}
+			}
 			var s *Stream
 			if fl&flagFirst != 0 {
 				if k := len(e.freeRecv); k > 0 {
@@ -899,27 +933,33 @@ func (e *Endpoint) Extract() (int, error) {
 				s.Ctx = nil
 				e.freeRecv = append(e.freeRecv, s)
 			}
-			// A plain store frees the slot: its sender reuses it only
-			// after the credit for it comes back, by a later atomic
-			// operation (or a packet flagged by one), which orders it.
-			pFlags.Set(h, 0)
-			p.head++
-			if p.headAt += e.packet; p.headAt == len(p.in) {
-				p.headAt = 0
-			}
-			if p.owed == 0 {
-				p.owedPass = e.pass
-			}
-			p.owed++
-			p.received++
+			e.consumed(p, h)
 			n++
-			e.Stats.PacketsReceived++
-			if p.owed >= e.retAt {
-				e.returnCredits(p)
-			}
 		}
 	}
 	return n, nil
+}
+
+// consumed frees the slot of p's packet h, just handled, and owes p its
+// credit (returned explicitly once retAt are owed).
+func (e *Endpoint) consumed(p *peer, h []byte) {
+	// A plain store frees the slot: its sender reuses it only after the
+	// credit for it comes back, by a later atomic operation (or a packet
+	// flagged by one), which orders it.
+	pFlags.Set(h, 0)
+	p.head++
+	if p.headAt += e.packet; p.headAt == len(p.in) {
+		p.headAt = 0
+	}
+	if p.owed == 0 {
+		p.owedPass = e.pass
+	}
+	p.owed++
+	p.received++
+	e.Stats.PacketsReceived++
+	if p.owed >= e.retAt {
+		e.returnCredits(p)
+	}
 }
 
 // returnCredits gives p the credits owed to it explicitly (no packet to
