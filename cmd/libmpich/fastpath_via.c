@@ -76,10 +76,13 @@ int adimpi_via_send(const void *buf, int count, int datatype, int dest, int tag)
 		memcpy(b + VIA_HDR, buf, (size_t)n);
 	*l->owed = 0;
 	--*l->credits;
-	// The receive descriptor's completion, as recvComplete writes it.
+	// The receive descriptor's completion, as recvComplete writes it: the
+	// status last. Its store is sequentially consistent, as Go's atomics
+	// are, for the sleepers' check below: a waiter announces its sleep and
+	// then looks at its completions again.
 	uint32_t *c = U32(s, VIA_COMP);
-	__atomic_store_n(&c[0], (uint32_t)total, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&c[1], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&c[0], (uint32_t)total, __ATOMIC_RELAXED);
+	__atomic_store_n(&c[1], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&c[2], VIA_DONE, __ATOMIC_SEQ_CST);
 	++*l->rq_head;
 	// ringApp on the peer's view: only a sleeping application is woken.
@@ -133,10 +136,12 @@ int adimpi_via_recv(void *buf, int count, int datatype, int source, int tag, int
 		memcpy(buf, (const uint8_t *)m + VIA_HDR, (size_t)n);
 	// RecvDone takes the descriptor, PostRecv posts it again: its slot's
 	// completion cleared, then the tail moved (the peer's NIC reads the
-	// tail, then the slot).
-	__atomic_store_n(l->rq_app, h + 1, __ATOMIC_SEQ_CST);
+	// tail, then the slot). The tail's store is sequentially consistent
+	// for the stalled check below: a NIC that found no descriptor sets the
+	// flag and then reads the tail again.
+	__atomic_store_n(l->rq_app, h + 1, __ATOMIC_RELEASE);
 	*l->ring_head = (*l->ring_head + 1) % rl;
-	__atomic_store_n(&c[2], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&c[2], 0, __ATOMIC_RELEASE);
 	uint64_t tail = __atomic_load_n(U64(l->rq, 8), __ATOMIC_RELAXED);
 	__atomic_store_n(U64(l->rq, 8), tail + 1, __ATOMIC_SEQ_CST);
 	++*l->owed;
