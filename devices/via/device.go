@@ -169,6 +169,7 @@ type Device struct {
 	lostSeen   uint32   // the NIC's LostGen last handled
 	repost     []repost // receive buffers emptied, to post again (reposts)
 	repostNow  bool     // a peer waits for credits: post them in this Progress
+	settleErr  error    // what FastSettle met, for the next Progress to report
 	rma        rmaState // one-sided communication (rma.go)
 	rndvWrite  bool     // rndv=write: a contiguous receive buffer answers CTS on one host too
 	eagerItem  outItem  // Isend's eager message while put takes it
@@ -686,6 +687,10 @@ func (d *Device) put(p *peer, it *outItem) bool {
 // Progress takes completions from the CQ, flushes backlogs and returns
 // credits.
 func (d *Device) Progress() (bool, error) {
+	if err := d.settleErr; err != nil {
+		d.settleErr = nil
+		return true, err
+	}
 	did := d.nic.Help() // the NIC's pass on this thread (NIC.Help)
 	if len(d.repost) > 0 {
 		if err := d.reposts(); err != nil {

@@ -90,16 +90,19 @@ func (d *Device) FastLink(rank int) (FastLink, bool) {
 // the receive buffers emptied again (a receive on the fast path takes a
 // message only with every buffer posted) and takes back the send
 // descriptors the NIC has completed (a send on the fast path goes only
-// with none outstanding). It reports an error as Progress does. The
-// caller must make sure nothing else calls into the device meanwhile.
-func (d *Device) FastSettle() error {
+// with none outstanding). An error it meets keeps the fast path closed
+// (FastQuiet) and is the next Progress's to report. The caller must make
+// sure nothing else calls into the device meanwhile.
+func (d *Device) FastSettle() {
+	if d.settleErr != nil {
+		return
+	}
 	if len(d.repost) > 0 {
-		if err := d.reposts(); err != nil {
-			return err
+		if d.settleErr = d.reposts(); d.settleErr != nil {
+			return
 		}
 	}
 	d.sendsDone()
-	return nil
 }
 
 // FastQuiet reports whether the device holds nothing that a message the C
@@ -112,7 +115,7 @@ func (d *Device) FastSettle() error {
 // connection lost. The caller must make sure nothing else calls into the
 // device meanwhile (mpi.QuietDevice).
 func (d *Device) FastQuiet() bool {
-	if len(d.sends) != 0 || len(d.recvs) != 0 || d.liveSends != 0 || len(d.repost) != 0 || d.repostNow ||
+	if d.settleErr != nil || len(d.sends) != 0 || len(d.recvs) != 0 || d.liveSends != 0 || len(d.repost) != 0 || d.repostNow ||
 		d.eng.Posted() != 0 || d.eng.Unexpected() != 0 || d.nic.Busy() || d.nic.LostGen() != d.lostSeen {
 		return false
 	}
