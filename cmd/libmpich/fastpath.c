@@ -1,7 +1,8 @@
 // MPI_Send and MPI_Recv with a fast path that stays in C: a small message
 // between two processes on one host goes into or out of the device's
 // shared memory directly — netvm's control ring, bip's short-message queue
-// (with MPI-BIP's credits), fm's packet region (with FM's credits), each
+// (with MPI-BIP's credits), fm's packet region (with FM's credits), via's
+// receive queues (a peer's posted receive descriptor), each
 // in its fastpath_DEVICE.c — without the C→Go crossing that every other
 // call pays (docs/c-abi.md, "The C fast path"). Whatever the fast path
 // does not handle — another communicator, a datatype that is not builtin,
@@ -31,6 +32,7 @@ static const struct {
 	[ADIMPI_FAST_NETVM] = {adimpi_netvm_send, adimpi_netvm_recv},
 	[ADIMPI_FAST_BIP] = {adimpi_bip_send, adimpi_bip_recv},
 	[ADIMPI_FAST_FM] = {adimpi_fm_send, adimpi_fm_recv},
+	[ADIMPI_FAST_VIA] = {adimpi_via_send, adimpi_via_recv},
 };
 
 int MPI_Send(const void *buf, int count, int datatype, int dest, int tag, int comm) {

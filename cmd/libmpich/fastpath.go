@@ -52,11 +52,11 @@ type fastDevice interface{ FastQuiet() bool }
 // device's links, sets adimpi_fast.kind and returns the device; otherwise
 // it returns nil having changed nothing. Each device's C half is in
 // fastpath_DEVICE.c, named in fastpath.c's table.
-var fastDevices = []func(dev adi.Device) fastDevice{netvmSetup, bipSetup, fmSetup}
+var fastDevices = []func(dev adi.Device) fastDevice{netvmSetup, bipSetup, fmSetup, viaSetup}
 
 // fastSetup turns the fast path on after MPI_Init (required: the thread
 // level the program asked for, MPI_THREAD_SINGLE for MPI_Init), when the
-// device has one (fastDevices: netvm, bip, fm) and the program asked for
+// device has one (fastDevices: netvm, bip, fm, via) and the program asked for
 // at most MPI_THREAD_SERIALIZED: it then provides that level, as MPICH
 // does, and not adimpi's MPI_THREAD_MULTIPLE, under which two threads
 // could move one ring's cursors at once. It reports whether the fast path is on.

@@ -95,9 +95,34 @@ typedef struct {
 	int32_t eager;          // the largest message of one eager packet, at most ADIMPI_FAST_INLINE
 } adimpi_fm_state;
 
+// via (fastpath_via.c): adimpi_via_link is via.FastLink: one peer's
+// VI pair. The first group lies in the NICs' shared segments; the
+// pointers below it are into the Go side's VI and peer (pinned).
+// peer_rq is NULL for a peer the fast path does not reach.
+typedef struct {
+	uint8_t *peer_rq;   // the peer VI's receive-queue header (its segment, mapped here)
+	uint8_t *peer_host; // the peer's host memory, mapped here
+	uint64_t peer_host_va, peer_host_len; // where that starts in the peer's process; its bytes
+	uint32_t *peer_app; // the peer's application doorbell (futex)
+	uint32_t *peer_nic; // the peer NIC's doorbell (futex); its sleep word follows
+	uint8_t *rq;        // my VI's receive-queue header (my segment)
+	uint32_t peer_rq_len, rq_len; // slots of each queue
+	uint64_t *rq_head, *rq_tail, *rq_app; // the VI's head and tail of the peer's queue; RecvDone's count
+	int64_t *ring_len, *ring_head, *ring_n; // the posted receive descriptors' ring
+	int64_t *credits, *owed; // the device's MPI credits for the peer, and those owed to it
+} adimpi_via_link;
+
+// adimpi_via_state is via's links and the device's shape.
+typedef struct {
+	adimpi_via_link *links; // one per rank
+	uint32_t app_sleep;     // via.FastAppSleep
+	int32_t eager;          // the largest message sent eagerly, at most ADIMPI_FAST_INLINE
+	int64_t credits;        // per peer
+} adimpi_via_state;
+
 // The devices the fast path knows (adimpi_fast_state.kind), the index of
 // their pair of functions in fastpath.c's table.
-enum { ADIMPI_FAST_NETVM, ADIMPI_FAST_BIP, ADIMPI_FAST_FM, ADIMPI_FAST_DEVICES };
+enum { ADIMPI_FAST_NETVM, ADIMPI_FAST_BIP, ADIMPI_FAST_FM, ADIMPI_FAST_VIA, ADIMPI_FAST_DEVICES };
 
 typedef struct {
 	// open: the Go side found nothing that a fast message could overtake
@@ -106,7 +131,7 @@ typedef struct {
 	int32_t rank, size;
 	uint32_t ctx;        // MPI_COMM_WORLD's point-to-point context id
 	int32_t spin;        // polls of a ring before MPI_Recv calls into Go
-	int32_t kind;        // ADIMPI_FAST_NETVM, _BIP or _FM: whose state below is live
+	int32_t kind;        // ADIMPI_FAST_NETVM, _BIP, _FM or _VIA: whose state below is live
 	uint64_t sent, received; // messages the fast path moved (for tests and docs/c-abi.md)
 	uint32_t sig[ADIMPI_FAST_TYPES];  // a builtin datatype's signature code
 	uint32_t tsize[ADIMPI_FAST_TYPES]; // its size in bytes, 0: not on the fast path
@@ -115,6 +140,7 @@ typedef struct {
 	adimpi_netvm_state netvm;
 	adimpi_bip_state bip;
 	adimpi_fm_state fm;
+	adimpi_via_state via;
 } adimpi_fast_state;
 
 extern adimpi_fast_state adimpi_fast;

@@ -32,6 +32,8 @@ ADIMPI_HIDDEN int adimpi_bip_send(const void *, int, int, int, int);
 ADIMPI_HIDDEN int adimpi_bip_recv(void *, int, int, int, int, int *);
 ADIMPI_HIDDEN int adimpi_fm_send(const void *, int, int, int, int);
 ADIMPI_HIDDEN int adimpi_fm_recv(void *, int, int, int, int, int *);
+ADIMPI_HIDDEN int adimpi_via_send(const void *, int, int, int, int);
+ADIMPI_HIDDEN int adimpi_via_recv(void *, int, int, int, int, int *);
 
 // adimpi_bytes_of is the size of count elements of the builtin datatype
 // dt, or -1 when the fast path does not take the datatype; *sig is its

@@ -264,7 +264,7 @@ func TestCPrograms(t *testing.T) {
 // fastChecks are the checks of testdata/fastpath.c.
 var fastChecks = []string{"in-order", "unexpected-first", "any-source", "posted-first", "truncate-count", "ping-pong"}
 
-// TestCFastPath runs testdata/fastpath.c on netvm, bip and fm with the C
+// TestCFastPath runs testdata/fastpath.c on netvm, bip, fm and via with the C
 // fast path of MPI_Send and MPI_Recv on, off (ADIMPI_CFAST=off), and on but with
 // MPI_THREAD_MULTIPLE asked for, which must keep it off: every run must
 // pass the program's order and content checks, and the fast path must
@@ -275,12 +275,16 @@ var fastChecks = []string{"in-order", "unexpected-first", "any-source", "posted-
 // of credits every other message, so the C side and the Go side return,
 // take and spend each other's credits all the time, and a credit lost
 // (a hang) or returned twice (an overwritten packet: a wrong value) fails.
+// via runs once more with 8 credits per peer: a receive then leaves every
+// fourth message to the Go side (which sends the credit message), and a
+// sender runs short of credits often, so that the C side and the Go side
+// hand the receive queues and the credits back and forth all the time.
 func TestCFastPath(t *testing.T) {
 	t.Parallel()
 	dir, mpirun := setup(t)
 	env := libEnv(t, mpirun, dir)
 	counts := regexp.MustCompile(`rank (\d) fast sent (\d+) received (\d+)`)
-	for _, run1 := range []string{"netvm/on", "netvm/off", "netvm/multiple", "bip/on", "bip/off", "bip/multiple", "fm/on", "fm/off", "fm/multiple", "fm/slots2"} {
+	for _, run1 := range []string{"netvm/on", "netvm/off", "netvm/multiple", "bip/on", "bip/off", "bip/multiple", "fm/on", "fm/off", "fm/multiple", "fm/slots2", "via/on", "via/off", "via/multiple", "via/credits8"} {
 		dev, mode, _ := strings.Cut(run1, "/")
 		t.Run(run1, func(t *testing.T) {
 			parallel(t)
@@ -291,6 +295,8 @@ func TestCFastPath(t *testing.T) {
 				args, cfast = append(args, "multiple"), "on"
 			case "slots2":
 				args, cfast, mode = append([]string{"-device-opt", "slots=2"}, args...), "on", "on"
+			case "credits8":
+				args, cfast, mode = append([]string{"-device-opt", "credits=8"}, args...), "on", "on"
 			}
 			// A receive polls the ring longer than by default (about 0.5 ms
 			// here), so that on a loaded machine a partner's message still

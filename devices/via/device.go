@@ -169,6 +169,7 @@ type Device struct {
 	lostSeen   uint32   // the NIC's LostGen last handled
 	repost     []repost // receive buffers emptied, to post again (reposts)
 	repostNow  bool     // a peer waits for credits: post them in this Progress
+	settleErr  error    // what FastSettle met, for the next Progress to report
 	rma        rmaState // one-sided communication (rma.go)
 	rndvWrite  bool     // rndv=write: a contiguous receive buffer answers CTS on one host too
 	eagerItem  outItem  // Isend's eager message while put takes it
@@ -686,6 +687,10 @@ func (d *Device) put(p *peer, it *outItem) bool {
 // Progress takes completions from the CQ, flushes backlogs and returns
 // credits.
 func (d *Device) Progress() (bool, error) {
+	if err := d.settleErr; err != nil {
+		d.settleErr = nil
+		return true, err
+	}
 	did := d.nic.Help() // the NIC's pass on this thread (NIC.Help)
 	if len(d.repost) > 0 {
 		if err := d.reposts(); err != nil {
@@ -714,27 +719,8 @@ func (d *Device) Progress() (bool, error) {
 			}
 		}
 	}
-	for {
-		vi, recv, ok := d.cq.Done()
-		if !ok {
-			break
-		}
-		p := d.peers[vi.ID()]
-		if recv {
-			continue // receive queues report to no CQ
-		}
-		if desc := vi.SendDone(); desc != nil {
-			did = true
-			p.inSQ--
-			c := desc.User.(*sctx)
-			if c.slot >= 0 {
-				p.free = append(p.free, c.slot)
-			}
-			if f := c.onDone; f != nil {
-				c.onDone = nil
-				f(d.descErr(p, desc))
-			}
-		}
+	if d.sendsDone() {
+		did = true
 	}
 	if d.repostNow {
 		if err := d.reposts(); err != nil {
@@ -763,6 +749,33 @@ func (d *Device) Progress() (bool, error) {
 		d.checkPeers()
 	}
 	return did, nil
+}
+
+// sendsDone takes back the send descriptors the NIC has completed (their
+// CQ entries): it frees their send buffers and runs what waits on them.
+func (d *Device) sendsDone() (did bool) {
+	for {
+		vi, recv, ok := d.cq.Done()
+		if !ok {
+			return did
+		}
+		p := d.peers[vi.ID()]
+		if recv {
+			continue // receive queues report to no CQ
+		}
+		if desc := vi.SendDone(); desc != nil {
+			did = true
+			p.inSQ--
+			c := desc.User.(*sctx)
+			if c.slot >= 0 {
+				p.free = append(p.free, c.slot)
+			}
+			if f := c.onDone; f != nil {
+				c.onDone = nil
+				f(d.descErr(p, desc))
+			}
+		}
+	}
 }
 
 // reposts posts the receive buffers emptied since the last call again and
