@@ -18,7 +18,10 @@ import (
 // Mellor-Crummey and Scott's): a locker takes a ticket by adding to req and
 // waits for its turn in done, so locks are granted in the order asked and a
 // stream of shared lockers cannot starve an exclusive one. Shared tickets
-// count in the low 32 bits of each word, exclusive ones in the high 32.
+// count in the low 48 bits of each word, exclusive ones in the high 16:
+// the exclusive count may wrap (turns compare it modulo 2¹⁶, and fewer
+// lockers than that wait at once), the shared count carries into it only
+// after 2⁴⁸ shared locks of one window's rank.
 type winCtl struct {
 	mu       *uint32 // held while an accumulate is carried out on the window
 	rel      *uint32 // lock releases, modulo 2³²: the word sleeping lockers wait on
@@ -27,8 +30,12 @@ type winCtl struct {
 	done     *uint64 // lock tickets released
 }
 
-// exclTicket is one exclusive ticket in req and done.
-const exclTicket = 1 << 32
+// exclShift is where the exclusive count starts in req and done, and
+// exclTicket is one exclusive ticket.
+const (
+	exclShift  = 48
+	exclTicket = 1 << exclShift
+)
 
 func ctlOf(s *shm.Segment) *winCtl {
 	b := shm.HeaderSize
@@ -52,7 +59,7 @@ func (c *winCtl) turn(kind uint8, tk uint64) bool {
 	if kind == LockExclusive {
 		return d == tk
 	}
-	return d>>32 == tk>>32
+	return d>>exclShift == tk>>exclShift
 }
 
 // release releases a lock of kind and wakes the lockers asleep on it.

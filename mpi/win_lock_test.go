@@ -8,6 +8,48 @@ import (
 	"github.com/adimpi/adimpi/internal/shm"
 )
 
+// TestWinLockCounters: the lock's words hold more than 2³² shared tickets
+// without the shared count carrying into the exclusive one (a shared
+// locker after the carry waited for an exclusive count that never came:
+// beside a long-held shared lock, forever), and the exclusive count wraps
+// around its field with turns still granted in order.
+func TestWinLockCounters(t *testing.T) {
+	var mu, rel, sleepers uint32
+	var req, done uint64
+	c := &winCtl{mu: &mu, rel: &rel, sleepers: &sleepers, req: &req, done: &done}
+
+	req, done = 1<<32-1, 1<<32-1 // 2³²-1 shared locks taken and released
+	held := c.ticket(LockShared)
+	next := c.ticket(LockShared)
+	if !c.turn(LockShared, held) || !c.turn(LockShared, next) {
+		t.Fatalf("after 2³² shared locks a shared lock is not granted beside a held one (req %#x, done %#x)", req, done)
+	}
+	c.release(LockShared)
+	c.release(LockShared)
+
+	req, done = ^uint64(exclTicket-1), ^uint64(exclTicket-1) // the exclusive field full
+	x := c.ticket(LockExclusive)
+	if !c.turn(LockExclusive, x) {
+		t.Fatal("an exclusive lock is not granted on a free lock whose exclusive count is about to wrap")
+	}
+	s := c.ticket(LockShared)
+	if c.turn(LockShared, s) {
+		t.Fatal("a shared lock is granted beside an exclusive one across the exclusive count's wrap")
+	}
+	c.release(LockExclusive)
+	if !c.turn(LockShared, s) {
+		t.Fatalf("a shared lock is not granted after the exclusive count wrapped (req %#x, done %#x, ticket %#x)", req, done, s)
+	}
+	x2 := c.ticket(LockExclusive)
+	if c.turn(LockExclusive, x2) {
+		t.Fatal("an exclusive lock is granted while a shared one is held, after the wrap")
+	}
+	c.release(LockShared)
+	if !c.turn(LockExclusive, x2) {
+		t.Fatal("an exclusive lock is not granted once the shared one is released, after the wrap")
+	}
+}
+
 // TestWinLockFair: a shared lock asked for after an exclusive one that
 // waits behind a shared holder is not granted before the exclusive one (a
 // stream of shared lockers cannot starve an exclusive locker), while
