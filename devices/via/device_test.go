@@ -18,9 +18,18 @@ func (k kvs) Get(key string) (string, error) {
 	return k[key], nil
 }
 
+// wait runs d's progress until every request is done.
 func wait(t *testing.T, d *Device, rs ...*adi.Request) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	progressUntil(t, []*Device{d}, rs...)
+}
+
+// progressUntil runs the progress of every device in ds, which may be
+// ranks of one job in this process, until every request is done; a pass
+// in which none did anything sleeps on the first one's doorbell.
+func progressUntil(t *testing.T, ds []*Device, rs ...*adi.Request) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		done := true
 		for _, r := range rs {
@@ -32,11 +41,16 @@ func wait(t *testing.T, d *Device, rs ...*adi.Request) {
 		if time.Now().After(deadline) {
 			t.Fatal("requests did not complete")
 		}
-		seq := d.Seq()
-		if did, err := d.Progress(); err != nil {
-			t.Fatal(err)
-		} else if !did {
-			d.Sleep(seq, time.Millisecond)
+		seq, moved := ds[0].Seq(), false
+		for _, d := range ds {
+			did, err := d.Progress()
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved = moved || did
+		}
+		if !moved {
+			ds[0].Sleep(seq, time.Millisecond)
 		}
 	}
 }
