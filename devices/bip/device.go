@@ -1,6 +1,7 @@
 package bip
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -382,31 +383,55 @@ func putHdr(b []byte, h *hdr, credits uint32) {
 // SendShort writes an eager message straight into a peer's BIP queue, with
 // no request and no backlog entry, when nothing waits in the peer's
 // backlog, a credit is free and the peer shares this host
-// (adi.ShortSender): the path of a blocking MPI Send of a small message.
-// A peer on another host takes the request path, whose completion waits
-// until the frame is with the kernel.
+// (adi.ShortSender): the path of a blocking MPI Send of a small message,
+// and the first try of an eager Isend. The MPI-BIP header and the data go
+// straight into the slot (putEager), an 8-byte payload in one move. A peer
+// on another host takes the request path, whose completion waits until
+// the frame is with the kernel.
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	n := len(data)
-	if n > d.eager || peer < 0 || peer >= d.size {
+	if n > d.eager || uint(peer) >= uint(d.size) {
 		return false
 	}
 	p := d.pc[peer]
-	if len(p.backlog) > 0 || p.used-p.granted >= d.credit || d.ep.Remote(peer) || !d.ep.Alive(peer) {
+	if len(p.backlog) > 0 || p.used-p.granted >= d.credit {
 		return false
 	}
-	h := hdr{ctx: ctx, tag: int32(tag), sig: sig, size: uint64(n)}
+	e := d.ep
+	pe := e.peers[peer]
+	if pe.net != nil || !e.Alive(peer) {
+		return false
+	}
+	s := e.reserveShort(pe)
+	if s == nil {
+		return false
+	}
 	credits := p.consumed
-	ok, err := d.ep.TrySend(peer, msgEager, hdrSize+n, func(b []byte) {
-		putHdr(b, &h, credits)
+	b := s[qHdr : qHdr+hdrSize+n]
+	putEager(b, ctx, int32(tag), sig, uint64(n), credits)
+	if n == 8 {
+		// A word (a double, an int64) in one move rather than a call
+		// of memmove.
+		*(*[8]byte)(b[hdrSize:]) = *(*[8]byte)(data)
+	} else {
 		copy(b[hdrSize:], data)
-	})
-	if err != nil || !ok {
-		return false
 	}
+	e.publishShort(pe, s, msgEager, hdrSize+n)
 	p.used++
 	p.reported = credits
 	d.cnt.eager++
 	return true
+}
+
+// putEager writes the MPI-BIP header of an eager message into b: putHdr
+// with no send id, aux or flags, as five 8-byte stores.
+func putEager(b []byte, ctx uint32, tag int32, sig uint32, size uint64, credits uint32) {
+	_ = b[hdrSize-1]
+	binary.LittleEndian.PutUint64(b[0:], uint64(ctx)|uint64(uint32(tag))<<32) // hCtx, hTag
+	binary.LittleEndian.PutUint64(b[8:], uint64(sig))                         // hSig, hID
+	binary.LittleEndian.PutUint64(b[16:], size)                               // hSize
+	binary.LittleEndian.PutUint64(b[24:], uint64(credits))                    // hCredits, hAux
+	binary.LittleEndian.PutUint64(b[32:], 0)                                  // hFlags, padding
 }
 
 // CompletesUnderLock declares adi.LockedCompleter: the device completes
@@ -534,33 +559,101 @@ func (d *Device) CancelRecv(r *adi.Request) bool {
 	return d.eng.Withdraw(r)
 }
 
-// handle processes one MPI-BIP message from src (b valid only during the call).
+// drain consumes src's short messages, at most a queue's worth (so that
+// one busy sender cannot hold the others up), and reports whether there
+// was one. An eager message goes straight to eagerIn, with no call
+// through a function value; the others to handle.
+func (d *Device) drain(src int, p *pstate) bool {
+	e := d.ep
+	pe := e.peers[src]
+	k := 0
+	for ; k < e.opt.Queue; k++ {
+		s := e.peekShort(pe)
+		if s == nil {
+			break
+		}
+		n := int(qLen.Get(s))
+		if typ, b := qTag.Get(s), s[qHdr:qHdr+n]; typ != msgEager || !d.eagerIn(src, p, b) {
+			d.handle(src, typ, b)
+		}
+		e.consumeShort(pe, false)
+	}
+	return k > 0
+}
+
+// takeCredits reads the credits piggybacked on src's message b and counts
+// b against the credits this process owes src (unless it is an explicit
+// credit message, which uses the reserved slots).
+func (d *Device) takeCredits(p *pstate, b []byte, counted bool) {
+	if c := hCredits.Get(b); c-p.granted < 1<<31 {
+		p.granted = c
+	}
+	if counted {
+		p.consumed++
+	}
+}
+
+// eagerIn takes an eager message from src (b: the MPI-BIP header and the
+// data), every small message's path: the header is read in place and the
+// data copied straight into the matching receive, an 8-byte payload in one
+// move, or kept as an unexpected message. It reports false, having done
+// nothing, for a message whose header does not describe it (handle then
+// reports it).
+func (d *Device) eagerIn(src int, p *pstate, b []byte) bool {
+	if len(b) < hdrSize || hSize.Get(b) != uint64(len(b)-hdrSize) {
+		return false
+	}
+	d.takeCredits(p, b, true)
+	data := b[hdrSize:]
+	size, tag, sig := len(data), int(hTag.Get(b)), hSig.Get(b)
+	env := adi.Envelope{Context: hCtx.Get(b), Source: src, Tag: tag}
+	r := d.eng.Arrive(env)
+	if r == nil {
+		d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: append([]byte(nil), data...), Sig: sig})
+		return true
+	}
+	// The receive's buffer by pointer: Buffer's methods take it by value,
+	// a copy through the stack on the per-message path.
+	rb := &r.Buf
+	if rb.Type == nil {
+		d.complete(r, recv.Status(r, src, tag, size, 0))
+		return true
+	}
+	if sig != rb.Type.Signature() && d.mismatch(r, env, size, sig) {
+		return true
+	}
+	n := min(size, rb.Count*rb.Type.Size())
+	switch {
+	case n == 0:
+	case !rb.Type.Contiguous():
+		r.Buf.CopyIn(0, data[:n])
+	case n == 8:
+		*(*[8]byte)(rb.Mem) = *(*[8]byte)(data)
+	default:
+		copy(rb.Mem[:n], data)
+	}
+	if n == size {
+		d.complete(r, adi.Status{Source: src, Tag: tag, Bytes: n})
+	} else {
+		d.complete(r, recv.Status(r, src, tag, size, n))
+	}
+	return true
+}
+
+// handle processes one MPI-BIP message from src (b valid only during the
+// call) that eagerIn did not take.
 func (d *Device) handle(src int, typ uint32, b []byte) {
 	if len(b) < hdrSize {
 		d.fail(fmt.Errorf("bip: short message of %d bytes from rank %d: no MPI-BIP header", len(b), src))
 		return
 	}
 	p := d.pc[src]
-	if c := hCredits.Get(b); c-p.granted < 1<<31 {
-		p.granted = c
-	}
-	if typ != msgCredit {
-		p.consumed++
-	}
+	d.takeCredits(p, b, typ != msgCredit)
 	env := adi.Envelope{Context: hCtx.Get(b), Source: src, Tag: int(hTag.Get(b))}
 	sig, size, id := hSig.Get(b), int(hSize.Get(b)), hID.Get(b)
 	switch typ {
 	case msgEager:
-		data := b[hdrSize : hdrSize+size]
-		if r := d.eng.Arrive(env); r != nil {
-			if !d.mismatch(r, env, size, sig) {
-				n := min(size, r.Buf.Size())
-				r.Buf.CopyIn(0, data[:n])
-				d.complete(r, recv.Status(r, src, env.Tag, size, n))
-			}
-		} else {
-			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: append([]byte(nil), data...), Sig: sig})
-		}
+		d.fail(fmt.Errorf("bip: eager message from rank %d claims %d bytes of data in a short message of %d", src, size, len(b)))
 	case msgReq:
 		if r := d.eng.Arrive(env); r != nil {
 			d.matchLong(r, env, size, sig, id)
@@ -597,13 +690,17 @@ func (d *Device) fail(err error) {
 }
 
 // Progress drains every short-message queue, returns credits, flushes
-// backlogs and advances BIP's long operations.
+// backlogs and advances BIP's long operations. A peer's backlog is flushed
+// right after its queue is drained, whose messages bring the credits it
+// waits for, and before an explicit credit return, which the backlog's
+// messages may make needless (each carries the credits piggybacked).
 func (d *Device) Progress() (bool, error) {
 	did := false
 	for src, p := range d.pc {
-		// At most a queue's worth per pass, so that one busy sender
-		// cannot hold the others up.
-		for i := 0; i < d.ep.opt.Queue && d.ep.NextShort(src, d.handle); i++ {
+		if d.drain(src, p) {
+			did = true
+		}
+		if len(p.backlog) > 0 && d.flushBacklog(src, p) {
 			did = true
 		}
 		if p.consumed-p.reported >= d.credit/2 {
@@ -612,23 +709,19 @@ func (d *Device) Progress() (bool, error) {
 			}
 		}
 	}
-	for dest, p := range d.pc {
-		if len(p.backlog) > 0 && d.flushBacklog(dest, p) {
-			did = true
-		}
-	}
 	if d.ep.Progress() {
 		did = true
 	}
-	if d.release() {
+	if len(d.held) > 0 && d.release() {
 		did = true
 	}
-	if d.err != nil {
-		return true, d.err
-	}
-	if err := d.lost; err != nil {
+	if d.err != nil || d.lost != nil {
+		if d.err != nil {
+			return true, d.err
+		}
 		// A peer on another host is unreachable and no request carries
 		// the error: the job ends, as when a rank dies.
+		err := d.lost
 		d.lost = nil
 		return true, err
 	}
