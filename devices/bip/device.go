@@ -65,7 +65,8 @@ type outMsg struct {
 }
 
 type pstate struct {
-	*cursors // used, granted, consumed, reported: the peer's (bip.go), shared with C code (fastpath.go)
+	*cursors       // used, granted, consumed, reported: the peer's (bip.go), shared with C code (fastpath.go)
+	peer     *peer // the endpoint's link to it
 	backlog  []*outMsg
 	waitSlot []*lrecv // matched long receives waiting for a BIP long-receive slot
 	waitSend []*lsend // acknowledged sends waiting for a BIP long-send slot
@@ -157,7 +158,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.credit = uint32(o.Queue - reserved)
 	d.pc = make([]*pstate, cfg.Size)
 	for i := range d.pc {
-		d.pc[i] = &pstate{cursors: d.ep.peers[i].cursors}
+		d.pc[i] = &pstate{cursors: d.ep.peers[i].cursors, peer: d.ep.peers[i]}
 	}
 	d.sends = map[uint32]*lsend{}
 	d.ep.OnPeerGone = d.peerGone
@@ -398,7 +399,7 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 		return false
 	}
 	e := d.ep
-	pe := e.peers[peer]
+	pe := p.peer
 	if pe.net != nil || !e.Alive(peer) {
 		return false
 	}
@@ -559,26 +560,20 @@ func (d *Device) CancelRecv(r *adi.Request) bool {
 	return d.eng.Withdraw(r)
 }
 
-// drain consumes src's short messages, at most a queue's worth (so that
-// one busy sender cannot hold the others up), and reports whether there
-// was one. An eager message goes straight to eagerIn, with no call
-// through a function value; the others to handle.
-func (d *Device) drain(src int, p *pstate) bool {
+// drain consumes src's short messages, starting with s, the slot of the
+// first (peekShort), and at most a queue's worth (so that one busy sender
+// cannot hold the others up). An eager message goes straight to eagerIn,
+// with no call through a function value; the others to handle.
+func (d *Device) drain(src int, p *pstate, s []byte) {
 	e := d.ep
-	pe := e.peers[src]
-	k := 0
-	for ; k < e.opt.Queue; k++ {
-		s := e.peekShort(pe)
-		if s == nil {
-			break
-		}
+	for k := 0; s != nil && k < e.opt.Queue; k++ {
 		n := int(qLen.Get(s))
 		if typ, b := qTag.Get(s), s[qHdr:qHdr+n]; typ != msgEager || !d.eagerIn(src, p, b) {
 			d.handle(src, typ, b)
 		}
-		e.consumeShort(pe, false)
+		e.consumeShort(p.peer, false)
+		s = e.peekShort(p.peer)
 	}
-	return k > 0
 }
 
 // takeCredits reads the credits piggybacked on src's message b and counts
@@ -696,8 +691,10 @@ func (d *Device) fail(err error) {
 // messages may make needless (each carries the credits piggybacked).
 func (d *Device) Progress() (bool, error) {
 	did := false
+	e := d.ep
 	for src, p := range d.pc {
-		if d.drain(src, p) {
+		if s := e.peekShort(p.peer); s != nil {
+			d.drain(src, p, s)
 			did = true
 		}
 		if len(p.backlog) > 0 && d.flushBacklog(src, p) {
@@ -709,7 +706,15 @@ func (d *Device) Progress() (bool, error) {
 			}
 		}
 	}
-	if d.ep.Progress() {
+	if e.net != nil || len(e.sends) > 0 || len(e.recvs) > 0 {
+		if e.Progress() {
+			did = true
+		}
+	} else if e.live.Idle() && e.checkPeers() {
+		// Endpoint.Progress with no long operation and no network: the
+		// idle poll's liveness count, and now and then a look at the
+		// peers' processes.
+		e.runDone()
 		did = true
 	}
 	if len(d.held) > 0 && d.release() {
