@@ -111,6 +111,10 @@ type Device struct {
 
 	spare []*outMsg // backlog entries already put, for reuse (send)
 
+	// Unexpected eager messages already received, with their copy of the
+	// data, for reuse (keepEager, deliver).
+	unexpFree []*match.Message
+
 	cnt struct {
 		eager, long, creditWaits, creditMsgs, ackWaits int64
 	}
@@ -458,12 +462,41 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 		d.matchLong(r, m.Env, m.Size, m.Sig, id)
 		return
 	}
-	if d.mismatch(r, m.Env, m.Size, m.Sig) {
-		return
+	if !d.mismatch(r, m.Env, m.Size, m.Sig) {
+		n := min(m.Size, r.Buf.Size())
+		r.Buf.CopyIn(0, m.Data[:n])
+		d.complete(r, recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
 	}
-	n := min(m.Size, r.Buf.Size())
-	r.Buf.CopyIn(0, m.Data[:n])
-	d.complete(r, recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
+	if cap(m.Data) <= unexpPooled && len(d.unexpFree) < maxUnexpFree {
+		d.unexpFree = append(d.unexpFree, m) // delivered: nothing refers to it any more
+	}
+}
+
+// Unexpected eager messages of up to unexpPooled bytes keep their record
+// and their copy's memory for later ones once delivered, up to
+// maxUnexpFree of them: a stream of small messages that arrive before
+// their receives allocates nothing per message.
+const (
+	unexpPooled  = 256
+	maxUnexpFree = 256
+)
+
+// keepEager keeps an eager message that no posted receive matched, with a
+// copy of its data, as unexpected.
+func (d *Device) keepEager(env adi.Envelope, sig uint32, data []byte) {
+	var m *match.Message
+	var mem []byte
+	if k := len(d.unexpFree); k > 0 && len(data) <= unexpPooled {
+		m, d.unexpFree = d.unexpFree[k-1], d.unexpFree[:k-1]
+		mem = m.Data[:0]
+	} else {
+		m = new(match.Message)
+		if len(data) <= unexpPooled {
+			mem = make([]byte, 0, unexpPooled) // fits any message it may be reused for
+		}
+	}
+	*m = match.Message{Env: env, Size: len(data), Data: append(mem, data...), Sig: sig}
+	d.eng.AddUnexpected(m)
 }
 
 // mismatch completes r with ErrType when the message's type signature
@@ -604,7 +637,7 @@ func (d *Device) eagerIn(src int, p *pstate, b []byte) bool {
 	env := adi.Envelope{Context: hCtx.Get(b), Source: src, Tag: tag}
 	r := d.eng.Arrive(env)
 	if r == nil {
-		d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: append([]byte(nil), data...), Sig: sig})
+		d.keepEager(env, sig, data)
 		return true
 	}
 	// The receive's buffer by pointer: Buffer's methods take it by value,

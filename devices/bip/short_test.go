@@ -189,3 +189,56 @@ func TestCreditsKeepQueuesFromFilling(t *testing.T) {
 		})
 	}
 }
+
+// Small eager messages that arrive before their receives are kept as
+// unexpected messages whose records and copies are reused once delivered:
+// after the first few, such a stream allocates nothing per message, and
+// every receive gets its own message's bytes.
+func TestUnexpectedEagerAllocatesNothing(t *testing.T) {
+	devs := devJob(t, 2, nil)
+	snd, rcv := devs[0], devs[1]
+	out, in := make([]byte, 200), make([]byte, 200)
+	const burst = 5
+	reqs := make([]adi.Request, burst)
+	round := 0
+	stream := func() {
+		round++
+		for i := range burst {
+			n := []int{8, 0, 200, 1, 64}[i]
+			for j := range out[:n] {
+				out[j] = byte(round + i + j)
+			}
+			if !snd.SendShort(3, 1, i, 0, out[:n]) {
+				t.Fatal("SendShort did not send")
+			}
+			// Consumed now, before any receive is posted: unexpected.
+			if _, err := rcv.Progress(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range burst {
+			n := []int{8, 0, 200, 1, 64}[i]
+			reqs[i] = adi.Request{Op: adi.OpRecv, Context: 3, Peer: 0, Tag: i, Buf: adi.Bytes(in[:n])}
+			if err := rcv.Irecv(&reqs[i]); err != nil {
+				t.Fatal(err)
+			}
+			if !reqs[i].Done() || reqs[i].Status.Bytes != n {
+				t.Fatalf("receive %d: done %v, status %+v; want %d bytes at once", i, reqs[i].Done(), reqs[i].Status, n)
+			}
+			for j, b := range in[:n] {
+				if b != byte(round+i+j) {
+					t.Fatalf("round %d, message %d: byte %d is %d, want %d", round, i, j, b, byte(round+i+j))
+				}
+			}
+		}
+		for k := 0; k < 2; k++ {
+			if _, err := snd.Progress(); err != nil { // credits back
+				t.Fatal(err)
+			}
+		}
+	}
+	stream()
+	if a := testing.AllocsPerRun(50, stream); a != 0 {
+		t.Fatalf("%v allocations per burst of %d unexpected messages, want 0", a, burst)
+	}
+}
