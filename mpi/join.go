@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/adimpi/adimpi/adi"
-	"github.com/adimpi/adimpi/mpi/internal/interjob"
 	"github.com/adimpi/adimpi/internal/wire"
+	"github.com/adimpi/adimpi/mpi/internal/interjob"
 )
 
 // Communicators that span jobs. The devices wire up a fixed world at Init;
