@@ -269,16 +269,22 @@ func (d *Device) Counters() map[string]int64 {
 // waits before it, else through the backlog — else the three-message long
 // protocol.
 func (d *Device) Isend(r *adi.Request) error {
+	// The buffer by pointer: Buffer's methods take it by value, a copy
+	// through the stack on the per-message path.
+	rb := &r.Buf
+	n, sig := 0, uint32(0)
+	if rb.Type != nil {
+		n, sig = rb.Count*rb.Type.Size(), rb.Type.Signature()
+	}
+	eager := n <= d.eager && r.Mode != adi.ModeSync
+	if eager && (rb.Type == nil || rb.Type.Contiguous()) && d.SendShort(r.Context, r.Peer, r.Tag, sig, rb.Mem[:n]) {
+		r.Complete(adi.Status{Bytes: n}) // in the receiver's queue: done
+		return nil
+	}
 	if !d.ep.Alive(r.Peer) {
 		return d.ep.exited("send", r.Peer)
 	}
-	n := r.Buf.Size()
-	sig := r.Buf.Type.Signature()
-	if n <= d.eager && r.Mode != adi.ModeSync {
-		if r.Buf.Contiguous() && d.SendShort(r.Context, r.Peer, r.Tag, sig, r.Buf.Mem[:n]) {
-			r.Complete(adi.Status{Bytes: n}) // in the receiver's queue: done
-			return nil
-		}
+	if eager {
 		d.cnt.eager++
 		d.send(r.Peer, outMsg{typ: msgEager, h: hdr{ctx: r.Context, tag: int32(r.Tag), sig: sig, size: uint64(n)}, data: r.Buf, req: r})
 		return nil
