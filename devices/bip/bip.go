@@ -645,28 +645,43 @@ func (e *Endpoint) peekShort(p *peer) []byte {
 }
 
 // consumeShort frees the slot of p's message that peekShort returned:
-// it publishes the new head and rings the sender if it waits for space.
-// A strict head store is sequentially consistent, as the sender's
-// waitSpace flag needs (Dekker's pattern: the head's store and the
-// flag's load must not be reordered, or a sender blocked on a full queue
-// may sleep through its last wake-up). The MPI device, whose senders
-// never find a queue full within MPI-BIP's credits, publishes the head
-// with a release store instead, which does not wait for the stores
-// before it (the receive's data and status) to reach the cache.
+// takeShort, then publishHead.
 func (e *Endpoint) consumeShort(p *peer, strict bool) {
+	e.takeShort(p)
+	e.publishHead(p, strict)
+}
+
+// takeShort moves p's head past the message that peekShort returned,
+// without telling the sender yet (publishHead): a receiver draining several
+// messages tells it once.
+func (e *Endpoint) takeShort(p *peer) {
 	p.head++
 	if p.headAt += e.slotBytes; p.headAt == e.queueEnd {
 		p.headAt = e.offQueue
+	}
+	e.Stats.ShortRecv++
+}
+
+// publishHead tells p how far this process has consumed its messages (the
+// head word, or credits over the network) and rings p if it waits for
+// space. A strict head store is sequentially consistent, as the sender's
+// waitSpace flag needs (Dekker's pattern: the head's store and the flag's
+// load must not be reordered, or a sender blocked on a full queue may
+// sleep through its last wake-up). The MPI device, whose senders never
+// find a queue full within MPI-BIP's credits, publishes the head with a
+// release store instead, which does not wait for the stores before it
+// (the receive's data and status) to reach the cache.
+func (e *Endpoint) publishHead(p *peer, strict bool) {
+	if p.net != nil {
+		e.consumedNet(p)
+		return
 	}
 	if strict {
 		blkHead.Store(p.in, p.head)
 	} else {
 		order.StoreRelease64(blkHead.Ptr(p.in), p.head)
 	}
-	e.Stats.ShortRecv++
-	if p.net != nil {
-		e.consumedNet(p)
-	} else if blkWaitSpace.Load(p.in) != 0 {
+	if blkWaitSpace.Load(p.in) != 0 {
 		blkWaitSpace.Store(p.in, 0)
 		ring(p.doorbell, p.sleepers)
 	}

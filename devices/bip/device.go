@@ -601,8 +601,9 @@ func (d *Device) CancelRecv(r *adi.Request) bool {
 
 // drain consumes src's short messages, starting with s, the slot of the
 // first (peekShort), and at most a queue's worth (so that one busy sender
-// cannot hold the others up). An eager message goes straight to eagerIn,
-// with no call through a function value; the others to handle.
+// cannot hold the others up), and tells src once how far it got. An eager
+// message goes straight to eagerIn, with no call through a function value;
+// the others to handle.
 func (d *Device) drain(src int, p *pstate, s []byte) {
 	e := d.ep
 	for k := 0; s != nil && k < e.opt.Queue; k++ {
@@ -610,9 +611,10 @@ func (d *Device) drain(src int, p *pstate, s []byte) {
 		if typ, b := qTag.Get(s), s[qHdr:qHdr+n]; typ != msgEager || !d.eagerIn(src, p, b) {
 			d.handle(src, typ, b)
 		}
-		e.consumeShort(p.peer, false)
+		e.takeShort(p.peer)
 		s = e.peekShort(p.peer)
 	}
+	e.publishHead(p.peer, false)
 }
 
 // takeCredits reads the credits piggybacked on src's message b and counts
