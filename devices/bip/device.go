@@ -607,11 +607,21 @@ func (d *Device) CancelRecv(r *adi.Request) bool {
 func (d *Device) drain(src int, p *pstate, s []byte) {
 	e := d.ep
 	for k := 0; s != nil && k < e.opt.Queue; k++ {
+		posted := d.eng.Posted()
 		n := int(qLen.Get(s))
 		if typ, b := qTag.Get(s), s[qHdr:qHdr+n]; typ != msgEager || !d.eagerIn(src, p, b) {
 			d.handle(src, typ, b)
 		}
 		e.takeShort(p.peer)
+		if posted > 0 && d.eng.Posted() == 0 {
+			// The message took the last posted receive: the caller
+			// waits for nothing more, and returns at once rather than
+			// look at the next slot first. That slot's line, fetched
+			// for writing by a sender that streams (publishShort),
+			// would cost a cross-core fetch now and another when the
+			// sender writes it; the next Progress looks at it.
+			break
+		}
 		s = e.peekShort(p.peer)
 	}
 	e.publishHead(p.peer, false)

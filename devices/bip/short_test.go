@@ -242,3 +242,36 @@ func TestUnexpectedEagerAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per burst of %d unexpected messages, want 0", a, burst)
 	}
 }
+
+// A Progress whose message takes the last posted receive returns without
+// looking at the sender's next slot (the next Progress takes what is
+// there), while messages that no receive waits for are drained whole.
+func TestDrainStopsAtLastReceive(t *testing.T) {
+	devs := devJob(t, 2, nil)
+	snd, rcv := devs[0], devs[1]
+	word := make([]byte, 8)
+	for i := range 3 {
+		if !snd.SendShort(3, 1, i, 0, word) {
+			t.Fatal("SendShort did not send")
+		}
+	}
+	r := adi.Request{Op: adi.OpRecv, Context: 3, Peer: 0, Tag: 0, Buf: adi.Bytes(make([]byte, 8))}
+	if err := rcv.Irecv(&r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rcv.Progress(); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Done() {
+		t.Fatal("the receive of the first message did not complete")
+	}
+	if got, un := rcv.ep.Stats.ShortRecv, rcv.eng.Unexpected(); got != 1 || un != 0 {
+		t.Fatalf("after the Progress that completed the only receive: %d messages consumed, %d unexpected; want 1 and 0", got, un)
+	}
+	if _, err := rcv.Progress(); err != nil {
+		t.Fatal(err)
+	}
+	if got, un := rcv.ep.Stats.ShortRecv, rcv.eng.Unexpected(); got != 3 || un != 2 {
+		t.Fatalf("after a Progress with no receive posted: %d messages consumed, %d unexpected; want 3 and 2", got, un)
+	}
+}
