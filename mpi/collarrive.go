@@ -57,6 +57,25 @@ func (r *runtime) boardAllreduceArrive(b *board, op string, in, out []byte, red 
 	if own.Arrive(k) {
 		return r.arriveFold(b, op, k, out, red)
 	}
+	if err := r.arriveWait(b, op, k, n); err != nil {
+		return err
+	}
+	_, status := own.Released(k)
+	b.allPosted.Store(k)
+	if status != arriveDone {
+		return r.boardCheck(b, op, slot, n)
+	}
+	copy(out, own.ReleaseData()[:n])
+	return nil
+}
+
+// arriveWait waits until round k is released. After arriveLooks looks it
+// also looks at every process's post: the wait fails when a process is
+// gone, or, with n ≥ 0, when every process has posted k with counts that
+// differ from n (a process with another count may have taken another
+// path, and never arrive).
+func (r *runtime) arriveWait(b *board, op string, k uint64, n int) error {
+	own := b.own
 	var perr, cerr error
 	looks, next := 0, 0 // processes below next have posted k
 	cond := func() bool {
@@ -78,7 +97,9 @@ func (r *runtime) boardAllreduceArrive(b *board, op string, in, out []byte, red 
 		}
 		// Every process has posted k: the round is released soon,
 		// unless a process with another count took another path.
-		cerr = r.boardCheck(b, op, slot, n)
+		if n >= 0 {
+			cerr = r.boardCheck(b, op, int(k%2), n)
+		}
 		return cerr != nil
 	}
 	if err := r.boardAwait(b, cond); err != nil {
@@ -87,15 +108,21 @@ func (r *runtime) boardAllreduceArrive(b *board, op string, in, out []byte, red 
 	if perr != nil {
 		return named(op, perr)
 	}
-	if cerr != nil {
-		return cerr
+	return cerr
+}
+
+// arriveBarrier is MPI_Barrier on core-built board b in one arrival
+// round: post, arrive, and wait for the release unless this process's
+// arrival completes the round.
+func (r *runtime) arriveBarrier(b *board) error {
+	k := b.seq.Add(1)
+	b.own.PostQuiet(k)
+	if b.own.Arrive(k) {
+		b.own.Release(k, arriveDone)
+	} else if err := r.arriveWait(b, "MPI_Barrier", k, -1); err != nil {
+		return err
 	}
-	_, status := own.Released(k)
 	b.allPosted.Store(k)
-	if status != arriveDone {
-		return r.boardCheck(b, op, slot, n)
-	}
-	copy(out, own.ReleaseData()[:n])
 	return nil
 }
 

@@ -250,6 +250,9 @@ func (r *runtime) boardAwait(b *board, cond func() bool) error {
 
 // boardBarrier is MPI_Barrier: post, then wait for every post.
 func (r *runtime) boardBarrier(b *board) error {
+	if b.own != nil {
+		return r.arriveBarrier(b)
+	}
 	k := b.seq.Add(1)
 	b.BoardPost(k, false)
 	return r.boardWait(b, "MPI_Barrier", -1, k)
