@@ -244,7 +244,7 @@ func (r *runtime) boardYield(b *board, cond func() bool) error {
 	raised, slept := false, false
 	var err error
 	for i := 0; ; i++ {
-		if s := r.dev.Seq(); s != b.seen.Load() || slept || b.polls.Add(1)%boardProgressPolls == 0 || servingAgents.Load() > 0 {
+		if s := r.devSeq(); s != b.seen.Load() || slept || b.polls.Add(1)%boardProgressPolls == 0 || servingAgents.Load() > 0 {
 			b.seen.Store(s) // read before the pass: what arrives during it moves Seq again
 			if err = r.boardProgress(); err != nil {
 				break
@@ -270,6 +270,16 @@ func (r *runtime) boardYield(b *board, cond func() bool) error {
 		b.BoardWaiting(false)
 	}
 	return err
+}
+
+// devSeq is the device's sequence word, read from the device itself
+// rather than through the joinDev in front of it (which passes Seq on
+// unchanged): one call and one structure fewer in every crowded poll.
+func (r *runtime) devSeq() uint32 {
+	if r.raw != nil {
+		return r.raw.Seq()
+	}
+	return r.dev.Seq()
 }
 
 // boardProgressPolls is how many polls of a board's crowded waits
