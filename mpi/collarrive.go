@@ -21,6 +21,14 @@ import (
 // order (rank size-1 first, each lower rank's operand applied on the left)
 // is boardReduce's, which keeps a non-commutative operation's order.
 
+// arriving reports whether b's Barrier and small Allreduce take arrival
+// rounds: on a core-built board, when the job's ranks outnumber its cores
+// (an agreed answer, crowded, so every rank takes the same path). With a
+// core per rank a waiter polls on its own core, where reading every line
+// costs little and a round's chain of hand-offs (the count, the last
+// arriver's fold, the release) would add to the latency.
+func (r *runtime) arriving(b *board) bool { return b.own != nil && r.crowded(b) }
+
 // arriveMax is the most bytes per process an Allreduce passes in one
 // arrival round: what a member's line holds after the count word, and the
 // release line holds.

@@ -36,7 +36,10 @@ func arriveMembers(t *testing.T, n int) ([]*runtime, []*board) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs[p] = &runtime{dev: nullDevice{}, devName: "null", size: n, poll: time.Millisecond, spin: time.Hour}
+		// A job larger than the machine's cores: its boards are crowded
+		// (arriving), and this process's n members stand for some of its
+		// ranks.
+		rs[p] = &runtime{dev: nullDevice{}, devName: "null", size: goruntime.NumCPU() + 1, poll: time.Millisecond, spin: time.Hour}
 		bs[p] = &board{Board: ib, own: ib, rank: p, size: n}
 	}
 	for _, b := range bs {
@@ -116,6 +119,9 @@ func TestAllreduceArrive(t *testing.T) {
 			affine.apply(mapOf(p), want)
 		}
 		outs, errs := allreduceAll(rs, bs, affine, mapOf)
+		if ok, _ := bs[0].own.Released(bs[0].seq.Load()); !ok {
+			t.Fatalf("round %d: the Allreduce did not take an arrival round", round)
+		}
 		for p := range n {
 			if errs[p] != nil || !bytes.Equal(outs[p], want) {
 				t.Fatalf("round %d, member %d: %x, %v; want %x (rank 0's map applied last)", round, p, outs[p], errs[p], want)

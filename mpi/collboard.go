@@ -250,7 +250,7 @@ func (r *runtime) boardAwait(b *board, cond func() bool) error {
 
 // boardBarrier is MPI_Barrier: post, then wait for every post.
 func (r *runtime) boardBarrier(b *board) error {
-	if b.own != nil {
+	if r.arriving(b) {
 		return r.arriveBarrier(b)
 	}
 	k := b.seq.Add(1)
@@ -385,7 +385,7 @@ func (r *runtime) boardBcast(b *board, data []byte, root, total int) error {
 // the same order, so an Allreduce's results are bit-identical everywhere.
 func (r *runtime) boardReduce(b *board, op string, in, out []byte, red reducer, root int, all bool) error {
 	n := len(in)
-	if all && b.own != nil && n <= arriveMax {
+	if all && n <= arriveMax && r.arriving(b) {
 		return r.boardAllreduceArrive(b, op, in, out, red)
 	}
 	k := b.seq.Add(1)
