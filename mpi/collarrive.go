@@ -2,7 +2,9 @@ package mpi
 
 import (
 	"encoding/binary"
+	"unsafe"
 
+	"github.com/adimpi/adimpi/datatype"
 	iboard "github.com/adimpi/adimpi/internal/board"
 )
 
@@ -155,4 +157,34 @@ func (r *runtime) arriveFold(b *board, op string, k uint64, out []byte, red redu
 	own.Release(k, arriveDone)
 	b.allPosted.Store(k)
 	return nil
+}
+
+// allreduceSmall is Allreduce's way in to an arrival round for a small
+// vector of a predefined operation on a communicator whose board takes
+// arrival rounds: it leaves out the Buffer checks, the reducer look-up and
+// the packing that the general path (allreduceBuf) makes, each a few
+// cache misses on a turn that a context switch began cold. false: the
+// call is not one it serves (unchecked arguments included), and the
+// general path runs it.
+func allreduceSmall[T Numeric](c *Comm, send, recv []T, o *Op) (bool, error) {
+	r := live.Load()
+	if r == nil || c == nil || c.freed || o == nil || o.freed || o.user != nil || o.code == opMinloc || o.code == opMaxloc {
+		return false, nil
+	}
+	b := c.board
+	if b == nil || b.tail != nil || !r.native || len(send) == 0 || len(send) != len(recv) || !b.agreed || !r.arriving(b) {
+		return false, nil
+	}
+	t := datatype.Of[T]()
+	n := len(send) * t.Size()
+	if n > arriveMax {
+		return false, nil
+	}
+	fn := o.kernelFor(t)
+	if fn == nil {
+		return false, nil
+	}
+	in := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(send))), n)
+	out := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(recv))), n)
+	return true, r.boardAllreduceArrive(b, "MPI_Allreduce", in, out, reducer{o.commute, fn})
 }
