@@ -88,11 +88,12 @@ func (r *runtime) arriveWait(b *board, op string, k uint64, n int) error {
 	own := b.own
 	var perr, cerr error
 	looks, next := 0, 0 // processes below next have posted k
+	checked := false    // every count has been found equal to n
 	cond := func() bool {
 		if ok, _ := own.Released(k); ok {
 			return true
 		}
-		if looks++; looks < arriveLooks {
+		if looks++; looks < arriveLooks || checked {
 			return false
 		}
 		for ; next < b.size; next++ {
@@ -110,6 +111,7 @@ func (r *runtime) arriveWait(b *board, op string, k uint64, n int) error {
 		if n >= 0 {
 			cerr = r.boardCheck(b, op, int(k%2), n)
 		}
+		checked = cerr == nil
 		return cerr != nil
 	}
 	if err := r.boardAwait(b, cond); err != nil {
