@@ -59,6 +59,9 @@ const (
 	maxPiece  = 1 << 30
 	idlePolls = 256     // idle polls of Progress between two looks at the peers' processes
 	yieldSize = 1 << 20 // a rendezvous send this large makes an idle waiter yield (yield)
+	// shareStay is how long after its NIC's last piece of a shared
+	// transfer a sender with shared sends live stays up (Sleep).
+	shareStay = time.Millisecond
 	// maxHostMem bounds the NIC host memory the receive buffers take.
 	maxHostMem = 256 << 20
 )
@@ -953,16 +956,18 @@ func (d *Device) yield() bool {
 func (d *Device) Seq() uint32 { return d.nic.Seq() }
 
 // Sleep waits on the NIC's completion futex; but not while a peer of
-// this host reads one of this process's sends with the shared DMA and
-// the host has a core for every rank (stayUp): the waiter then returns
-// to its polling, whose progress moves its NIC's half of every transfer
-// as soon as the reader publishes it. A sleeping waiter leaves that to
-// its engine, which the reader's NIC must wake for every transfer and
-// which joins after its wake-up, when the reader has moved much of the
-// data alone; with the ranks outnumbering the cores, the core is worth
-// more to the others.
+// this host is reading this process's sends with the shared DMA (one of
+// them is live and the NIC copied a piece of a transfer within
+// shareStay) and the host has a core for every rank (stayUp): the waiter
+// then returns to its polling, whose progress moves its NIC's half of
+// every transfer as soon as the reader publishes it. A sleeping waiter
+// leaves that to its engine, which the reader's NIC must wake for every
+// transfer and which joins after its wake-up, when the reader has moved
+// much of the data alone. A send whose receiver has not come for
+// shareStay does not keep it up, and with the ranks outnumbering the
+// cores the core is worth more to the others.
 func (d *Device) Sleep(seq uint32, timeout time.Duration) {
-	if d.stayUp && d.liveShared.Load() > 0 {
+	if d.stayUp && d.liveShared.Load() > 0 && d.nic.sharing(shareStay) {
 		return
 	}
 	d.nic.Sleep(seq, timeout)

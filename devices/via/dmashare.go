@@ -232,7 +232,21 @@ func (n *NIC) shareHelp() (did bool) {
 			n.shared.target.Add(1)
 		}
 	}
+	if did {
+		n.sharedAt.Store(time.Now().UnixNano())
+	}
 	return did
+}
+
+// sharing reports whether a peer's shared transfer is open in this NIC's
+// memory, or this NIC copied a piece of one within the last d: a stream
+// of transfers is under way, whose next job comes soon.
+func (n *NIC) sharing(d time.Duration) bool {
+	if atomic.LoadUint32(n.self.u32(offShare)) > 0 {
+		return true
+	}
+	t := n.sharedAt.Load()
+	return t != 0 && time.Duration(time.Now().UnixNano()-t) < d
 }
 
 // regionBytes is this process's memory at [addr, addr+k) if it lies in

@@ -427,6 +427,10 @@ type NIC struct {
 	// shared counts the pieces of shared DMA transfers (dmashare.go) this
 	// NIC moved as the initiator and as the target.
 	shared struct{ init, target atomic.Int64 }
+	// sharedAt is when this NIC last copied a piece of a peer's shared
+	// transfer as its target (UnixNano; 0: never), for the MPI device's
+	// waiter (Device.Sleep).
+	sharedAt atomic.Int64
 }
 
 type span struct{ at, n int }
