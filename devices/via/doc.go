@@ -248,7 +248,8 @@
 // messages' RTSs arrive while the current reads move (DMPI's pipelining of
 // the handshake with the data), and the sender, which waits in its
 // progress, moves half of each contiguous read as the target NIC (above):
-// while a peer of its host reads such a send (64 KiB or more), the
+// while a peer of its host reads such sends (64 KiB or more) in a
+// stream (its NIC copied a piece within the last millisecond), the
 // sender's wait does not sleep, unless the host's ranks outnumber its
 // cores, so that it claims its pieces as soon as the reader publishes
 // them (a sleeping sender's engine had to be woken for every transfer).
