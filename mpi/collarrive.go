@@ -5,11 +5,11 @@ import (
 	"unsafe"
 
 	"github.com/adimpi/adimpi/datatype"
-	iboard "github.com/adimpi/adimpi/internal/board"
+	iboard "github.com/adimpi/adimpi/mpi/internal/board"
 )
 
 // An Allreduce of a few bytes on a core-built board in one arrival round
-// (internal/board: PostQuiet, Arrive, Release): every process writes its
+// (mpi/internal/board: PostQuiet, Arrive, Release): every process writes its
 // count and data into its own line and posts it, then counts its arrival;
 // the process whose arrival completes the round checks every count, folds
 // every line in rank order into its result and publishes the result in the

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	iboard "github.com/adimpi/adimpi/internal/board"
 	"github.com/adimpi/adimpi/internal/shm"
+	iboard "github.com/adimpi/adimpi/mpi/internal/board"
 )
 
 // arriveMembers makes n members of one core-built board in this process,

@@ -9,14 +9,14 @@ import (
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/datatype"
-	iboard "github.com/adimpi/adimpi/internal/board"
 	"github.com/adimpi/adimpi/internal/shm"
+	iboard "github.com/adimpi/adimpi/mpi/internal/board"
 )
 
 // A communicator's board channel. Every intracommunicator whose ranks
 // share a host, on any device, MPI_COMM_WORLD included, gets a board the
 // core builds: one
-// shared segment (internal/board) that the communicator's rank 0 exports
+// shared segment (mpi/internal/board) that the communicator's rank 0 exports
 // and every other rank maps, agreed by every rank at the communicator's
 // first blocking collective, so that all of them take the board paths from
 // the same collective on, or none does. Each board numbers its own rounds,
