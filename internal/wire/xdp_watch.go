@@ -12,8 +12,8 @@ import (
 // A socket in an epoll set carries a wait-queue entry, and every frame the
 // kernel puts on an AF_XDP socket's RX ring then runs epoll's callback
 // (locks taken with interrupts off, the ready list) — in copy mode inside
-// the sending host's kick, on the path of every message: 0.3 µs of a 3 µs
-// one-way time on the simulated cluster (docs/xdp.md). A rank that spins
+// the sending host's kick, on the path of every message (docs/xdp.md has
+// the measurement). A rank that spins
 // on the rings needs no callback, so the socket joins the set when a
 // waiter is about to sleep (sleep) and leaves it at the next idle poll
 // after the last waiter woke (idle), off the path of a message. Joining
