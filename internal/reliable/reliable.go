@@ -141,6 +141,7 @@ type Counters struct {
 	Forged              int64 // frames of the job whose tag was wrong
 	Stray               int64 // frames not for this rank or of another job
 	KeepProbes          int64 // keepalive probes sent to silent peers
+	Lent                int64 // data frames cut straight into memory the link lent (see Lender)
 }
 
 // Transport is one rank's end of the reliable transport.
@@ -148,6 +149,7 @@ type Transport struct {
 	cfg      Config
 	auth     *authenticator
 	placer   Placer
+	lender   Lender  // the link, when it lends memory for frames
 	peers    []*peer // by rank, made on first contact
 	active   []*peer
 	payload  int // bytes of payload a frame holds
@@ -211,6 +213,7 @@ func New(cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg, auth: newAuthenticator(cfg.Secret, cfg.TagPayload), peers: make([]*peer, cfg.Size),
 		payload: cfg.MTU - hdrLen - tagLen, ackBuf: make([]byte, hdrLen+tagLen)}
 	t.placer, _ = cfg.Handler.(Placer)
+	t.lender, _ = cfg.Link.(Lender)
 	t.inputFn = t.input
 	return t, nil
 }
@@ -575,6 +578,9 @@ const probeMin = 200 * time.Microsecond
 
 // lose forgets what was outstanding to a peer that is gone.
 func (t *Transport) lose(p *peer, err error) {
+	for s := p.una; s != p.next; s++ {
+		t.unlend(&p.slots[s%Window])
+	}
 	p.gone = err
 	p.queue = nil
 	p.una, p.sendNext, p.unsent = p.next, p.next, false

@@ -228,7 +228,11 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 		return nil, err
 	}
 	mtu := xdpMTU(ifc.MTU)
-	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: xdpFrames, FrameSize: 4096, Multi: mtu > xdpPiece}); err != nil {
+	// Most of the send half is lent, in runs of a frame of the MTU, to
+	// cut large messages straight into (reliable.Lender).
+	run := (mtu + 4095) / 4096
+	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: xdpFrames, FrameSize: 4096, Multi: mtu > xdpPiece,
+		LendRun: run, LendRuns: (xdpFrames/2 - xdpFrames/16) / run}); err != nil {
 		x.close()
 		return nil, err
 	}
@@ -408,7 +412,7 @@ func (x *xdpWire) counterMap() map[string]int64 {
 		"xdp_packets_in": r.PacketsIn, "xdp_packets_out": r.PacketsOut, "xdp_acks_out": r.AcksOut,
 		"xdp_retransmits": r.Retransmits, "xdp_timeouts": r.Timeouts, "xdp_duplicates": r.Duplicates,
 		"xdp_forged": r.Forged, "xdp_stray": r.Stray, "xdp_keepalives": r.KeepProbes,
-		"xdp_messages_in": r.FramesIn, "xdp_messages_out": r.FramesOut,
+		"xdp_messages_in": r.FramesIn, "xdp_messages_out": r.FramesOut, "xdp_lent": r.Lent,
 		"xdp_kicks": x.sock.Kicks, "xdp_rekicks": x.sock.Rekicks,
 	}
 	if st, err := x.sock.Stats(); err == nil {
@@ -445,3 +449,9 @@ func (l *xskLink) Flush() error {
 }
 
 func (l *xskLink) Receive(budget int, got func([][]byte)) int { return l.s.ReceivePieces(budget, got) }
+
+// The socket lends runs of its UMEM to build large frames in (reliable.Lender).
+func (l *xskLink) Lend() (int, []byte, bool) { return l.s.Lend() }
+func (l *xskLink) SendLent(id, n int) bool   { return l.s.SendLent(id, n) }
+func (l *xskLink) LentBusy(id int) bool      { return l.s.LentBusy(id) }
+func (l *xskLink) Return(id int)             { l.s.Return(id) }
