@@ -81,10 +81,12 @@
 //     called by CQ.Wait, the VIs' Wait calls and the MPI device's
 //     progress), as software VIA for NICs without VIA firmware (M-VIA)
 //     does the NIC's work in the kernel on behalf of the process that
-//     rang. The doorbell: a send of up to 32 KiB posted (doorbell=d1) on a
-//     VI of this host while no pass runs is executed by PostSend itself,
-//     after the VI's older entries (counter nic_inline); a send that finds
-//     no receive descriptor stays queued and the doorbell rings as usual.
+//     rang. The doorbell: a send of up to 32 KiB posted (doorbell=d1)
+//     while no pass runs is executed by PostSend itself, after the VI's
+//     older entries (counter nic_inline): on a VI of this host its data
+//     is copied, on one connected to another host its frame goes to the
+//     wire; a send that finds no receive descriptor stays queued and the
+//     doorbell rings as usual.
 //     While the application helps,
 //     the sleeping engine is not woken by this process's doorbells; it
 //     takes over when the application sleeps (NIC.Sleep hands back at

@@ -286,12 +286,16 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 		}
 		p.mac = mac
 	}
-	t.now = clock()
+	// The clock is read once the frames are with the kernel (settle), not
+	// before: on the XDP wire the kick runs the whole path to the peer,
+	// and a reading before it would delay every message by its cost.
+	first, armed := p.sendNext, p.rtoAt == 0
 	t.idle = false
 	m := outMsg{head: head, body: body, tok: tok}
 	if len(p.queue) == 0 && t.fragment(p, &m) {
 		t.transmit(p)
 		t.flush()
+		t.settle(p, first, armed)
 		t.cnt.FramesOut++
 		t.cnt.BytesOut += int64(len(body))
 		return true, nil
@@ -308,7 +312,23 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 	t.cnt.BytesOut += int64(len(body))
 	t.transmit(p)
 	t.flush()
+	t.settle(p, first, armed)
 	return false, nil
+}
+
+// settle reads the clock after a Send handed its frames to the link, and
+// dates what the Send did with it: the frames it sent (from first on) and,
+// when the Send started the retransmission timer (armed), the timer. Until
+// then they carry the time of the last turn.
+func (t *Transport) settle(p *peer, first uint32, armed bool) {
+	t.now = clock()
+	for s := first; s != p.sendNext; s++ {
+		p.slots[s%Window].sentAt = t.now
+	}
+	if armed && p.rtoAt != 0 {
+		p.rtoAt = t.now + at(p.rto)
+		p.progress = t.now
+	}
 }
 
 // Poll receives and delivers frames, acknowledges, retransmits and sends

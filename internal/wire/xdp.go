@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/adimpi/adimpi/internal/reliable"
 	"github.com/adimpi/adimpi/internal/xdpprog"
 	"github.com/adimpi/adimpi/internal/xsk"
@@ -72,6 +70,10 @@ type xdpWire struct {
 	logf func(format string, args ...any)
 	kvs  KVS
 	pfx  string
+
+	// watch puts the socket in the endpoint's epoll set while a waiter
+	// sleeps there.
+	watch *watch
 
 	// The device's goroutine holds mu while it polls or sends; the keeper
 	// goroutine takes it to Tick the transport while the device does not
@@ -168,10 +170,9 @@ func (e *Endpoint) openXDP(j Job, job uint64, secret []byte, addr netip.Addr) er
 		if err != nil {
 			e.cfg.Logf("wire: rank %d: the XDP wire is not available, using TCP: %v", j.Rank, err)
 		} else {
-			if err := unix.EpollCtl(e.ep, unix.EPOLL_CTL_ADD, x.sock.FD(), &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(x.sock.FD())}); err != nil {
-				x.close()
-				return fmt.Errorf("wire: epoll_ctl: %v", err)
-			}
+			// The socket joins the endpoint's epoll set only while a
+			// waiter sleeps (xdp_watch.go).
+			x.watch = &watch{ep: e.ep, fd: x.sock.FD()}
 			x.rank, x.logf = j.Rank, e.cfg.Logf
 			x.stop, x.done = make(chan struct{}), make(chan struct{})
 			go x.keep(e.Wake)
