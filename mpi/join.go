@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/adimpi/adimpi/adi"
-	"github.com/adimpi/adimpi/internal/interjob"
 	"github.com/adimpi/adimpi/internal/wire"
+	"github.com/adimpi/adimpi/mpi/internal/interjob"
 )
 
 // Communicators that span jobs. The devices wire up a fixed world at Init;
@@ -18,7 +18,7 @@ import (
 // rings or boards. The core therefore numbers such processes after its own
 // world (world size, size+1, ...) and sends every message of a
 // communicator that has any of them — its point-to-point and its
-// collective context — through the inter-job channel (internal/interjob),
+// collective context — through the inter-job channel (mpi/internal/interjob),
 // on every device alike. A communicator of one job's processes keeps its
 // device, so nothing changes for a program that never connects.
 //

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"slices"
 
-	"github.com/adimpi/adimpi/internal/interjob"
+	"github.com/adimpi/adimpi/mpi/internal/interjob"
 )
 
 // descLen is the room for one process's inter-job address (its
