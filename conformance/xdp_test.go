@@ -167,7 +167,8 @@ func TestCrossHostXDPLoss(t *testing.T) {
 // of the XDP wire's frames in 17 UMEM frames, a lost frame 64 KB of a
 // message): the stress programs, which check every byte and the order of
 // every message, pass on every device, and the wire counted
-// retransmissions.
+// retransmissions and cut large messages' frames straight into the UMEM
+// (xdp_lent), so that those frames were resent from there.
 func TestCrossHostXDPLossLargestMTU(t *testing.T) {
 	c, launch := startHostsMTU(t, crossHosts, 65000)
 	for _, h := range []string{"h1", "h2"} {
@@ -175,17 +176,21 @@ func TestCrossHostXDPLossLargestMTU(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	retx := 0
+	retx, lent := 0, 0
 	for _, dev := range []string{"netvm", "fm", "via", "bip"} {
 		t.Run(dev, func(t *testing.T) {
 			r := xdpJob(t, stress, dev, crossPlacements[0], launch, "thresholds", 0, 1, 2)
 			for rank := range 3 {
 				retx += max(xdpStat(r.stderr, rank, "xdp_retransmits"), 0)
+				lent += max(xdpStat(r.stderr, rank, "xdp_lent"), 0)
 			}
 		})
 	}
 	if retx == 0 && !t.Failed() {
 		t.Errorf("the jobs passed without a single retransmission: was the loss applied?")
+	}
+	if lent == 0 && !t.Failed() {
+		t.Errorf("no frame was cut straight into the UMEM (xdp_lent 0): large messages took the copying path")
 	}
 	noXDPLeft(t, c, "h1", "h2", "h3")
 }

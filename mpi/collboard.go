@@ -209,30 +209,8 @@ func (r *runtime) boardWait(b *board, op string, p int, k uint64) error {
 		}
 		return true
 	}
-	// When ranks outnumber cores one look does: the ranks it waits for
-	// are likely queued for this CPU (boardYield).
-	done := cond()
-	for i := 1; i < boardSpin && !done && r.poll > 0; i++ {
-		done = cond()
-	}
-	if !done {
-		// The waiting flag goes up only before the first sleep: a poster
-		// that sees it rings this process's doorbell, a cache miss and
-		// perhaps a system call on its way, which a waiter that is still
-		// polling does not need.
-		var err error
-		if b.own != nil {
-			err = r.boardSleep(b, cond)
-		} else {
-			raised := false
-			err = r.waitSleeping(cond, func() { b.BoardWaiting(true); raised = true })
-			if raised {
-				b.BoardWaiting(false)
-			}
-		}
-		if err != nil {
-			return err
-		}
+	if err := r.boardAwait(b, cond); err != nil {
+		return err
 	}
 	if perr != nil {
 		return named(op, perr)
@@ -243,8 +221,38 @@ func (r *runtime) boardWait(b *board, op string, p int, k uint64) error {
 	return nil
 }
 
+// boardAwait polls cond, then sleeps on b until cond holds, or the
+// progress engine fails.
+func (r *runtime) boardAwait(b *board, cond func() bool) error {
+	// When ranks outnumber cores one look does: the ranks it waits for
+	// are likely queued for this CPU (boardYield).
+	done := cond()
+	for i := 1; i < boardSpin && !done && r.poll > 0; i++ {
+		done = cond()
+	}
+	if done {
+		return nil
+	}
+	// The waiting flag goes up only before the first sleep: a poster that
+	// sees it rings this process's doorbell, a cache miss and perhaps a
+	// system call on its way, which a waiter that is still polling does
+	// not need.
+	if b.own != nil {
+		return r.boardSleep(b, cond)
+	}
+	raised := false
+	err := r.waitSleeping(cond, func() { b.BoardWaiting(true); raised = true })
+	if raised {
+		b.BoardWaiting(false)
+	}
+	return err
+}
+
 // boardBarrier is MPI_Barrier: post, then wait for every post.
 func (r *runtime) boardBarrier(b *board) error {
+	if r.arriving(b) {
+		return r.arriveBarrier(b)
+	}
 	k := b.seq.Add(1)
 	b.BoardPost(k, false)
 	return r.boardWait(b, "MPI_Barrier", -1, k)
@@ -377,6 +385,9 @@ func (r *runtime) boardBcast(b *board, data []byte, root, total int) error {
 // the same order, so an Allreduce's results are bit-identical everywhere.
 func (r *runtime) boardReduce(b *board, op string, in, out []byte, red reducer, root int, all bool) error {
 	n := len(in)
+	if all && n <= arriveMax && r.arriving(b) {
+		return r.boardAllreduceArrive(b, op, in, out, red)
+	}
 	k := b.seq.Add(1)
 	slot := int(k % 2)
 	if err := r.boardWait(b, op, -1, k-1); err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	iboard "github.com/adimpi/adimpi/internal/board"
+	iboard "github.com/adimpi/adimpi/mpi/internal/board"
 )
 
 // waitRecorder is an adi.Board whose BoardWaiting, raised before a board

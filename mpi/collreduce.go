@@ -271,6 +271,9 @@ func IallreduceBuf(c *Comm, send, recv Buffer, o *Op) (*Request, error) {
 // Allreduce combines every process's send with o into every process's recv
 // (MPI_Allreduce).
 func Allreduce[T Numeric](c *Comm, send, recv []T, o *Op) error {
+	if ok, err := allreduceSmall(c, send, recv, o); ok {
+		return c.raise(err)
+	}
 	return AllreduceBuf(c, sbuf(send), Slice(recv), o)
 }
 

@@ -496,3 +496,61 @@ func TestTestallInto(t *testing.T) {
 		t.Errorf("a window of owned requests tested to completion made %v allocations, want 0", allocs)
 	}
 }
+
+// shortCounter is nullDevice with immediate small sends (adi.ShortSender),
+// which it counts.
+type shortCounter struct {
+	nullDevice
+	sends, empty int
+}
+
+func (s *shortCounter) SendShort(_ uint32, _, _ int, _ uint32, data []byte) bool {
+	s.sends++
+	if len(data) == 0 {
+		s.empty++
+	}
+	return true
+}
+
+// TestEmptyMessagesTakeShortPath: a 0-byte Send and Recv (pingpong's 0 B
+// latency) take the same per-message path as an 8-byte one: the send is
+// handed to the device's SendShort whether the slice is nil or empty, the
+// receive's buffer passes the blocking calls' cheap argument test (no
+// p2pArgs), and neither allocates.
+func TestEmptyMessagesTakeShortPath(t *testing.T) {
+	dev := &shortCounter{}
+	r := &runtime{dev: dev, short: dev, devName: "null", size: 1, poll: 1, spin: 1}
+	r.world = newComm("MPI_COMM_WORLD", 0, 0, identity(1))
+	r.resume = make(chan struct{}, 1)
+	prev := live.Swap(r)
+	defer live.Store(prev)
+	w := r.world
+	for _, buf := range [][]byte{nil, {}, make([]byte, 8)[:0]} {
+		var b Buffer
+		sliceInto(&b, buf)
+		if !plainArgs(w, &b, 0, 1) {
+			t.Errorf("a receive into %#v is not plain: it takes p2pArgs", buf)
+		}
+		if err := Send(w, buf, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Recv(w, buf, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range [][]float64{nil, {}} {
+		if err := Send(w, f, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dev.sends != 5 || dev.empty != 5 {
+		t.Errorf("SendShort took %d sends (%d empty), want all 5 empty ones", dev.sends, dev.empty)
+	}
+	empty := []byte{}
+	if a := testing.AllocsPerRun(100, func() {
+		_ = Send(w, empty, 0, 1)
+		_, _ = Recv(w, empty, 0, 1)
+	}); a != 0 {
+		t.Errorf("a 0-byte Send and Recv allocate %v times, want 0", a)
+	}
+}

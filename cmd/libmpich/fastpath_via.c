@@ -19,7 +19,7 @@
 #define V adimpi_fast.via
 
 // via.FastEncoding (fastpath_via.go checks it).
-#define VIA_VI_HDR 128   // a VI's receive-queue header: rqTail u64 at 8, stalled u32 at 16, recvCQ u32 at 20
+#define VIA_VI_HDR 128   // a VI's receive-queue header: rqTail u64 at 8, stalled u32 at 16
 #define VIA_SLOT 128     // a slot: desc u64, nseg u32 at 8, cached u32 at 12, completion, segments
 #define VIA_COMP 16      // the completion: length u32, imm u32, status u32
 #define VIA_SEG0 32      // the first cached segment: addr u64, len u32, handle u32
@@ -61,8 +61,6 @@ int adimpi_via_send(const void *buf, int count, int datatype, int dest, int tag)
 		if (head == *l->rq_tail)
 			return 0; // no receive descriptor: the Go side's NIC waits for one
 	}
-	if (__atomic_load_n(U32(l->peer_rq, 20), __ATOMIC_RELAXED) != 0)
-		return 0; // the peer's queue reports to a CQ, whose entry the Go side appends
 	uint8_t *s = l->peer_rq + VIA_VI_HDR + (head % l->peer_rq_len) * VIA_SLOT;
 	uint64_t total = VIA_HDR + (uint64_t)n;
 	uint64_t addr = *U64(s, VIA_SEG0);

@@ -115,7 +115,11 @@ type Device struct {
 	unexp  map[*unexpMsg]struct{}  // eager messages still arriving into a temporary buffer
 	nextID uint32
 
-	cnt struct{ eager, rndv, multi, writes, scatters, bulk, netWrites int64 }
+	// Traffic counters; short and shortIn count the messages of one
+	// packet that SendShort wrote straight into a region and that eagerIn
+	// took straight into a posted receive: every small message's path,
+	// empty ones included.
+	cnt struct{ eager, rndv, multi, writes, scatters, bulk, netWrites, short, shortIn int64 }
 }
 
 // outMsg is an MPI message not yet wholly in packets.
@@ -231,6 +235,8 @@ func (d *Device) Counters() map[string]int64 {
 		"rendezvous_receives": int64(len(d.recvs)),
 		"backlog":             int64(d.queued),
 		"eager_messages":      d.cnt.eager,
+		"short_sends":         d.cnt.short,
+		"short_receives":      d.cnt.shortIn,
 		"rendezvous_messages": d.cnt.rndv,
 		"multi_messages":      d.cnt.multi,
 		"remote_writes":       d.cnt.writes,
@@ -336,13 +342,16 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 	h := (*[mpiHeader]byte)(pkt[HeaderSize:])
 	*h = [mpiHeader]byte{}
 	putHeader(h, kEager, ctx, tag, sig, n, 0, 0)
-	if body := pkt[HeaderSize+mpiHeader:]; n == 8 {
+	switch body := pkt[HeaderSize+mpiHeader:]; n {
+	case 0: // an empty message: the header is all of it
+	case 8:
 		*(*[8]byte)(body) = *(*[8]byte)(data) // a word in one move, no memmove call
-	} else {
+	default:
 		copy(body[:n], data)
 	}
 	d.e.handShort(p, pkt, hMPI, mpiHeader+n)
 	d.cnt.eager++
+	d.cnt.short++
 	return true
 }
 
@@ -941,6 +950,7 @@ func (d *Device) eagerIn(src int, h []byte) bool {
 	default:
 		copy(rb.Mem[:n], data)
 	}
+	d.cnt.shortIn++
 	if n == size {
 		r.Complete(adi.Status{Source: src, Tag: tag, Bytes: n})
 	} else {

@@ -17,6 +17,10 @@ import (
 type matched struct {
 	d   *Device
 	eng match.Engine
+	// inlineIn counts the eager messages that eagerIn wrote from their
+	// slot straight into a posted receive (inline_receives): every small
+	// message's path, empty ones included.
+	inlineIn int64
 }
 
 // send starts a send: eager when small (and not synchronous), else RTS.
@@ -134,10 +138,12 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 		if rb.Type != nil {
 			n = min(size, rb.Count*rb.Type.Size())
 		}
-		if n == inlineMax && n == size && p.net == nil && rb.Type.Contiguous() {
-			// A whole word in the slot (inline): straight into the
-			// receive, without the ring's staging copy.
-			binary.LittleEndian.PutUint64(rb.Mem[:inlineMax], c.addr)
+		if n == size && size <= inlineMax && p.net == nil && (n == 0 || rb.Type.Contiguous()) {
+			// The whole message in the slot (inline), empty ones too:
+			// straight into the receive, without the ring's staging copy
+			// (payload) or the consume that has nothing to free.
+			inlineInto(rb.Mem, n, c.addr)
+			m.inlineIn++
 			r.Complete(adi.Status{Source: p.rank, Tag: env.Tag, Bytes: n})
 			return // an inline payload holds nothing of the eager ring (consume)
 		}
@@ -163,6 +169,21 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 		m.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: data, Sig: c.id})
 	}
 	p.consume(c)
+}
+
+// inlineInto writes the first n bytes (at most inlineMax) of an inline
+// payload, the slot's little-endian word w, into mem: a word in one store,
+// nothing for an empty message, else through a staging word.
+func inlineInto(mem []byte, n int, w uint64) {
+	switch n {
+	case 0:
+	case inlineMax:
+		binary.LittleEndian.PutUint64(mem[:inlineMax], w)
+	default:
+		var b [inlineMax]byte
+		binary.LittleEndian.PutUint64(b[:], w)
+		copy(mem[:n], b[:n])
+	}
 }
 
 // rtsIn matches an RTS: a posted receive answers it with CTS, else it waits
@@ -191,6 +212,7 @@ func (m *matched) peerGone(p *peer, fail func(*adi.Request)) {
 func (m *matched) counters(c map[string]int64) {
 	c["posted_receives"] = int64(m.eng.Posted())
 	c["unexpected_messages"] = int64(m.eng.Unexpected())
+	c["inline_receives"] = m.inlineIn
 }
 
 // mismatch checks a matched message's type signature code against the

@@ -61,7 +61,7 @@ type protocol interface {
 
 // protocolCounters are the counters of either protocol; Counters reports
 // all of them whichever runs, so that runs can be compared.
-var protocolCounters = []string{"posted_receives", "unexpected_messages",
+var protocolCounters = []string{"posted_receives", "unexpected_messages", "inline_receives",
 	"mpin_waiting_sends", "mpin_unmatched_rtrs", "mpin_held_receives", "mpin_open_rtrs"}
 
 // peer is one process of the job (this one too) as this process sees it.

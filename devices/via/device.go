@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -58,6 +59,9 @@ const (
 	maxPiece  = 1 << 30
 	idlePolls = 256     // idle polls of Progress between two looks at the peers' processes
 	yieldSize = 1 << 20 // a rendezvous send this large makes an idle waiter yield (yield)
+	// shareStay is how long after its NIC's last piece of a shared
+	// transfer a sender with shared sends live stays up (Sleep).
+	shareStay = time.Millisecond
 	// maxHostMem bounds the NIC host memory the receive buffers take.
 	maxHostMem = 256 << 20
 )
@@ -143,10 +147,11 @@ type rvRecv struct {
 }
 
 type rvSend struct {
-	big bool // counted in liveBig
-	req *adi.Request
-	p   *peer
-	h   MemHandle
+	big    bool // counted in liveBig
+	shared bool // counted in liveShared
+	req    *adi.Request
+	p      *peer
+	h      MemHandle
 }
 
 // Device is MPI over VIA. Create it through the adi registry (-device via).
@@ -164,6 +169,12 @@ type Device struct {
 	recvs      map[uint32]*rvRecv
 	liveSends  int // rendezvous sends not complete yet
 	liveBig    int // of which of at least yieldSize bytes
+	// liveShared counts the rendezvous sends whose data a peer of this
+	// host reads with the shared DMA, which this process's NIC helps
+	// move (dmashare.go); while there are any, Sleep does not sleep
+	// (stayUp). Read without the core's lock.
+	liveShared atomic.Int32
+	stayUp     bool // no more ranks on this host than cores: see Sleep
 	rc         regCache
 	live       *liveness.Peers
 	lostSeen   uint32   // the NIC's LostGen last handled
@@ -190,6 +201,13 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.eager, d.credits, d.rc.limit = v.Int("eager"), v.Int("credits"), v.Int("regcache")
 	d.rma.off = v.String("rma") == "off"
 	d.rndvWrite = v.String("rndv") == "write"
+	local := 0
+	for r := 0; r < d.size; r++ {
+		if cfg.Hosts == nil || cfg.Hosts[r] == cfg.Hosts[d.rank] {
+			local++
+		}
+	}
+	d.stayUp = local <= runtime.NumCPU()
 	d.slot = (hdrSize + d.eager + 63) &^ 63
 	o.MaxVIs, o.RecvQueue, o.MaxCQs = d.size, d.credits, 1
 	// The receive buffers live in the NIC's host memory, which the NICs
@@ -399,6 +417,9 @@ func (d *Device) Isend(r *adi.Request) error {
 	d.liveSends++
 	if s.big = n >= yieldSize; s.big {
 		d.liveBig++
+	}
+	if s.shared = h.addr != 0 && n >= shareMin && p.where == "" && p.rank != d.rank && !d.rndvWrite && d.nic.o.SharedDMA; s.shared {
+		d.liveShared.Add(1)
 	}
 	d.post(p, &outItem{h: h, owner: r})
 	return nil
@@ -727,6 +748,7 @@ func (d *Device) Progress() (bool, error) {
 			return true, err
 		}
 	}
+	flushed := false
 	for _, p := range d.peers {
 		for len(p.out) > 0 && d.put(p, p.out[0]) {
 			p.out[0] = nil
@@ -734,13 +756,20 @@ func (d *Device) Progress() (bool, error) {
 			did = true
 		}
 		if len(p.data) > 0 && d.flushData(p) {
-			did = true
+			did, flushed = true, true
 		}
 		if p.owed >= d.credits/2 && p.credits >= 1 && d.alive(p) && len(p.free) > 0 {
 			d.cnt.credit++
 			d.put(p, &outItem{h: hdr{typ: mCredit}})
 			did = true
 		}
+	}
+	// The doorbell of an idle NIC executed the posted RDMA reads on this
+	// thread (NIC.inline, with the DONE behind them): a read that is done
+	// completes its receive now, not one progress call later, which a
+	// ping-pong pays on every message.
+	if flushed {
+		d.sendsDone()
 	}
 	if did {
 		d.live.Busy()
@@ -897,6 +926,9 @@ func (d *Device) sendDone(s *rvSend, err error, n int) {
 	if s.big {
 		d.liveBig--
 	}
+	if s.shared {
+		d.liveShared.Add(-1)
+	}
 	if s.req.Done() {
 		return
 	}
@@ -923,8 +955,21 @@ func (d *Device) yield() bool {
 // Seq is the NIC's completion word.
 func (d *Device) Seq() uint32 { return d.nic.Seq() }
 
-// Sleep waits on the NIC's completion futex.
+// Sleep waits on the NIC's completion futex; but not while a peer of
+// this host is reading this process's sends with the shared DMA (one of
+// them is live and the NIC copied a piece of a transfer within
+// shareStay) and the host has a core for every rank (stayUp): the waiter
+// then returns to its polling, whose progress moves its NIC's half of
+// every transfer as soon as the reader publishes it. A sleeping waiter
+// leaves that to its engine, which the reader's NIC must wake for every
+// transfer and which joins after its wake-up, when the reader has moved
+// much of the data alone. A send whose receiver has not come for
+// shareStay does not keep it up, and with the ranks outnumbering the
+// cores the core is worth more to the others.
 func (d *Device) Sleep(seq uint32, timeout time.Duration) {
+	if d.stayUp && d.liveShared.Load() > 0 && d.nic.sharing(shareStay) {
+		return
+	}
 	d.nic.Sleep(seq, timeout)
 	d.live.Slept()
 }
@@ -1014,6 +1059,9 @@ func (d *Device) failPeer(p *peer, err error) {
 			d.liveSends--
 			if s.big {
 				d.liveBig--
+			}
+			if s.shared {
+				d.liveShared.Add(-1)
 			}
 			fail(s.req)
 		}

@@ -18,7 +18,8 @@ import (
 // one end of an RDMA transfer. The initiator publishes the transfer as a
 // job in the job line of the target's VI (in the target NIC's memory),
 // counts it in the target's offShare word and rings the target's
-// doorbell; then both NICs claim pieces (sharePiece bytes) with an atomic
+// doorbell; then both NICs claim pieces (sharePiece: smaller towards the
+// end) with an atomic
 // operation on the job's claim word and copy them, the initiator with
 // process_vm_readv/writev on the target's memory, the target the other
 // way round on the initiator's. The initiator completes the descriptor
@@ -32,7 +33,7 @@ import (
 // The job line (jobOff into the target's VI header, one cache line):
 // state u32 (generation<<2 | direction; direction 0: no job), the
 // initiator's pid u32, the target's address u64, the initiator's address
-// u64, length u64, piece u32, the target's memory handle u32, the claim
+// u64, length u64, a reserved u32, the target's memory handle u32, the claim
 // word u64 (generation<<40 | next offset), the bytes copied u64 and the
 // piece to redo u64 (offset+1; 0: none). The initiator writes the claim
 // word first, then the fields, then the state: a target that read a
@@ -49,7 +50,6 @@ const (
 	jTAddr    = 8
 	jIAddr    = 16
 	jLen      = 24
-	jPiece    = 32
 	jHandle   = 36
 	jNext     = 40
 	jCopied   = 48
@@ -61,14 +61,44 @@ const (
 	offMask   = 1<<offBits - 1
 )
 
-// sharePiece is the piece size of a shared transfer of n bytes: an eighth
-// of it in multiples of 16 KiB within [sharePieceMin, sharePieceMax], so
-// that a transfer is at least two pieces and the NIC that copies the last
-// one keeps the other waiting for about an eighth of the copy at most.
-func sharePiece(n uint64) uint64 {
+// sharePiece is the piece of a shared transfer of n bytes that starts at
+// offset off: a quarter of what is left from off, in multiples of 16 KiB
+// within [sharePieceMin, sharePieceMax] (and no more than is left). The
+// pieces shrink towards the end of the transfer (guided scheduling), so
+// that the NIC that copies the last piece keeps the other waiting for a
+// small piece's copy, not an eighth of the transfer; both NICs compute a
+// piece from its offset alone.
+func sharePiece(n, off uint64) uint64 {
 	const unit = 16 << 10
-	p := (n/8 + unit - 1) &^ (unit - 1)
-	return min(max(p, sharePieceMin), sharePieceMax)
+	left := n - off
+	p := (left/4 + unit - 1) &^ (unit - 1)
+	return min(max(p, sharePieceMin), sharePieceMax, left)
+}
+
+// sharePieces is how many pieces a shared transfer of n bytes has.
+func sharePieces(n uint64) int {
+	k := 0
+	for off := uint64(0); off < n; off += sharePiece(n, off) {
+		k++
+	}
+	return k
+}
+
+// shareClaim claims the next piece of the job of generation gen whose
+// claim word is w: its offset and length, or ok false when the job has no
+// piece left or is not gen's any more.
+func shareClaim(w *uint64, gen, size uint64) (off, k uint64, ok bool) {
+	for {
+		c := atomic.LoadUint64(w)
+		off = c & offMask
+		if c>>offBits != gen || off >= size {
+			return 0, 0, false
+		}
+		k = sharePiece(size, off)
+		if atomic.CompareAndSwapUint64(w, c, c+k) {
+			return off, k, true
+		}
+	}
 }
 
 // shareDMA moves an RDMA transfer of vi jointly with the target NIC p: the
@@ -89,13 +119,11 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 	if gen == 0 {
 		gen = 1
 	}
-	piece := sharePiece(size)
 	atomic.StoreUint64(p.u64(j+jNext), gen<<offBits) // stale claims fail from here on
 	atomic.StoreUint32(p.u32(j+jPid), uint32(n.self.pid))
 	atomic.StoreUint64(p.u64(j+jTAddr), remote.Addr)
 	atomic.StoreUint64(p.u64(j+jIAddr), Addr(local))
 	atomic.StoreUint64(p.u64(j+jLen), size)
-	atomic.StoreUint32(p.u32(j+jPiece), uint32(piece))
 	atomic.StoreUint32(p.u32(j+jHandle), uint32(h))
 	atomic.StoreUint64(p.u64(j+jCopied), 0)
 	atomic.StoreUint64(p.u64(j+jRedo), 0)
@@ -119,8 +147,7 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 		atomic.StoreUint32(p.u32(j+jState), uint32(gen)<<2)
 		atomic.AddUint32(p.u32(offShare), ^uint32(0))
 	}()
-	move := func(off uint64) error {
-		k := min(piece, size-off)
+	move := func(off, k uint64) error {
 		err := vmCopy(p.pid, local[off:off+k], remote.Addr+off, dir == dirToTarg)
 		if err == nil {
 			atomic.AddUint64(p.u64(j+jCopied), k)
@@ -128,11 +155,11 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 		return err
 	}
 	for {
-		off := atomic.AddUint64(p.u64(j+jNext), piece) - piece - gen<<offBits
-		if off >= size {
+		off, k, ok := shareClaim(p.u64(j+jNext), gen, size)
+		if !ok {
 			break
 		}
-		if err := move(off); err != nil {
+		if err := move(off, k); err != nil {
 			return true, err
 		}
 		n.shared.init.Add(1)
@@ -141,7 +168,7 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 	var since time.Time
 	for i := 0; atomic.LoadUint64(p.u64(j+jCopied)) < size; i++ {
 		if redo := atomic.LoadUint64(p.u64(j + jRedo)); redo != 0 {
-			if err := move(redo - 1); err != nil {
+			if err := move(redo-1, sharePiece(size, redo-1)); err != nil {
 				return true, err
 			}
 			atomic.StoreUint64(p.u64(j+jRedo), 0)
@@ -188,17 +215,14 @@ func (n *NIC) shareHelp() (did bool) {
 		taddr := atomic.LoadUint64(n.self.u64(j + jTAddr))
 		iaddr := atomic.LoadUint64(n.self.u64(j + jIAddr))
 		size := atomic.LoadUint64(n.self.u64(j + jLen))
-		piece := uint64(atomic.LoadUint32(n.self.u32(j + jPiece)))
 		h := MemHandle(atomic.LoadUint32(n.self.u32(j + jHandle)))
 		for atomic.LoadUint64(n.self.u64(j+jRedo)) == 0 {
-			w := atomic.LoadUint64(n.self.u64(j + jNext))
-			off := w & offMask
-			if w>>offBits != gen || off >= size || !atomic.CompareAndSwapUint64(n.self.u64(j+jNext), w, w+piece) {
+			off, k, ok := shareClaim(n.self.u64(j+jNext), gen, size)
+			if !ok {
 				break
 			}
 			// The claim stands: the fields read before it are this job's.
 			did = true
-			k := min(piece, size-off)
 			mem := n.regionBytes(h, taddr+off, k)
 			if mem == nil || vmCopy(pid, mem, iaddr+off, dir == dirToInit) != nil {
 				atomic.StoreUint64(n.self.u64(j+jRedo), off+1) // the initiator copies it
@@ -208,7 +232,21 @@ func (n *NIC) shareHelp() (did bool) {
 			n.shared.target.Add(1)
 		}
 	}
+	if did {
+		n.sharedAt.Store(time.Now().UnixNano())
+	}
 	return did
+}
+
+// sharing reports whether a peer's shared transfer is open in this NIC's
+// memory, or this NIC copied a piece of one within the last d: a stream
+// of transfers is under way, whose next job comes soon.
+func (n *NIC) sharing(d time.Duration) bool {
+	if atomic.LoadUint32(n.self.u32(offShare)) > 0 {
+		return true
+	}
+	t := n.sharedAt.Load()
+	return t != 0 && time.Duration(time.Now().UnixNano()-t) < d
 }
 
 // regionBytes is this process's memory at [addr, addr+k) if it lies in

@@ -101,8 +101,7 @@ func sharedDMA(t *testing.T, on bool) {
 		if c.op == OpRDMAWrite && (dst[4] != 0 || dst[5+c.size] != 0) {
 			t.Fatalf("op %d, %d bytes: the write went outside its range", c.op, c.size)
 		}
-		p := sharePiece(uint64(c.size))
-		pieces += int64((uint64(c.size) + p - 1) / p)
+		pieces += int64(sharePieces(uint64(c.size)))
 		for i := range src {
 			src[i] = byte(i*7 + i>>13)
 		}
@@ -140,5 +139,35 @@ func TestSharedDMAProtection(t *testing.T) {
 	}
 	if c := a.Counters(); c["nic_shared_init"] != 0 {
 		t.Fatalf("%d pieces moved for a refused transfer", c["nic_shared_init"])
+	}
+}
+
+// TestSharePieces: the pieces of a shared transfer cover it exactly, in
+// order, and shrink towards its end, so that the last piece (the one the
+// other NIC may wait for) is at most sharePieceMin; none is larger than
+// sharePieceMax. With pieces of an eighth of the transfer, the last piece
+// of 1 MiB was 128 KiB.
+func TestSharePieces(t *testing.T) {
+	for _, n := range []uint64{shareMin, shareMin + 1, 100 << 10, 1 << 20, 1<<20 + 3, 3<<20 + 12345, 8 << 20, 64 << 20} {
+		var off, last uint64
+		prev := uint64(sharePieceMax)
+		for k := 0; off < n; k++ {
+			p := sharePiece(n, off)
+			if p == 0 || p > prev || p > sharePieceMax {
+				t.Fatalf("%d bytes: piece %d at %d is %d bytes after one of %d", n, k, off, p, prev)
+			}
+			if p < sharePieceMin && off+p != n {
+				t.Fatalf("%d bytes: piece %d at %d is %d bytes, below the minimum before the end", n, k, off, p)
+			}
+			prev, last = p, p
+			off += p
+		}
+		if off != n {
+			t.Fatalf("%d bytes: the pieces cover %d", n, off)
+		}
+		if last > sharePieceMin {
+			t.Fatalf("%d bytes: the last piece is %d bytes, more than %d", n, last, sharePieceMin)
+		}
+		t.Logf("%d bytes: %d pieces", n, sharePieces(n))
 	}
 }

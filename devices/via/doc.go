@@ -81,10 +81,12 @@
 //     called by CQ.Wait, the VIs' Wait calls and the MPI device's
 //     progress), as software VIA for NICs without VIA firmware (M-VIA)
 //     does the NIC's work in the kernel on behalf of the process that
-//     rang. The doorbell: a send of up to 32 KiB posted (doorbell=d1) on a
-//     VI of this host while no pass runs is executed by PostSend itself,
-//     after the VI's older entries (counter nic_inline); a send that finds
-//     no receive descriptor stays queued and the doorbell rings as usual.
+//     rang. The doorbell: a send of up to 32 KiB posted (doorbell=d1)
+//     while no pass runs is executed by PostSend itself, after the VI's
+//     older entries (counter nic_inline): on a VI of this host its data
+//     is copied, on one connected to another host its frame goes to the
+//     wire; a send that finds no receive descriptor stays queued and the
+//     doorbell rings as usual.
 //     While the application helps,
 //     the sleeping engine is not woken by this process's doorbells; it
 //     takes over when the application sleeps (NIC.Sleep hands back at
@@ -103,7 +105,9 @@
 //     requester's and the responder's DMA engines of a real NIC each
 //     carry one end of it. The initiator publishes the transfer as a job
 //     in the target VI's header (NIC memory of the target) and both claim
-//     pieces of an eighth of it (32–512 KiB) with an atomic operation on
+//     pieces of it (a quarter of what is left, 32–512 KiB, so that the
+//     last pieces are small and neither NIC waits long for the other's
+//     last one) with an atomic operation on
 //     the job's claim word, each copying its pieces with
 //     process_vm_readv/writev on the other's memory; the descriptor
 //     completes when every piece is in place. The target's part runs in
@@ -245,7 +249,14 @@
 // the credits it returns) the moment the data is in: in a stream the next
 // messages' RTSs arrive while the current reads move (DMPI's pipelining of
 // the handshake with the data), and the sender, which waits in its
-// progress, moves half of each contiguous read as the target NIC (above). Otherwise
+// progress, moves half of each contiguous read as the target NIC (above):
+// while a peer of its host reads such sends (64 KiB or more) in a
+// stream (its NIC copied a piece within the last millisecond), the
+// sender's wait does not sleep, unless the host's ranks outnumber its
+// cores, so that it claims its pieces as soon as the reader publishes
+// them (a sleeping sender's engine had to be woken for every transfer).
+// A read that the doorbell ran on the receiver's thread completes its
+// receive in the same progress call. Otherwise
 // (a peer on another host, where a read is a request frame and the data's
 // return; rndv=write; a send buffer that is not contiguous) the receiver
 // answers CTS with its registered buffer, into which the sender RDMA-writes

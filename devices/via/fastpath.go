@@ -1,6 +1,9 @@
 package via
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // This file opens the receive queues of the VIs connected on this host to
 // a fast path written in C (cmd/libmpich): a C program's small blocking
@@ -48,6 +51,23 @@ type FastLink struct {
 	RQHead, RQTail, RQApp, RingLen, RingHead, RingN, Credits, Owed unsafe.Pointer
 }
 
+// fastPeer reports whether C code may complete vi's peer's receive
+// descriptors as the inline doorbell does: vi is connected to a VI on
+// this host whose descriptors are cached in their slots (AT2 or AT3 with
+// desccache on) and whose receive queue reports to no CQ, so that a
+// completion is the slot's alone and not also a CQ entry, which only the
+// Go side appends. A VI's CQs are fixed when it is created, before a peer
+// can connect to it, so the answer holds for the connection's life and
+// the C side need not read the peer's VI header on every send (a cache
+// line its owner writes on every repost).
+func (vi *VI) fastPeer() bool {
+	pv := vi.peer
+	if vi.net != nil || pv == nil || pv.o.AT == AT1 || !pv.o.DescCache {
+		return false
+	}
+	return atomic.LoadUint32(pv.u32(pv.viOff(vi.peerVI)+20)) == 0
+}
+
 // FastAppSleep is the distance from a segment's application doorbell to
 // the count of its sleepers.
 const FastAppSleep = offAppSleep - offAppBell
@@ -56,9 +76,10 @@ const FastAppSleep = offAppSleep - offAppBell
 func (d *Device) FastShape() (eager, credits int) { return d.eager, d.credits }
 
 // FastLink returns the link to rank for the C fast path, false when there
-// is none: rank is this process, runs on another host, or its receive
+// is none: rank is this process, runs on another host, its receive
 // queue's descriptors are not cached in its slots in the form this
-// process's NIC executes them (AT2 or AT3 with desccache on, host memory).
+// process's NIC executes them (AT2 or AT3 with desccache on, host memory),
+// or its receive queue reports to a CQ (fastPeer).
 func (d *Device) FastLink(rank int) (FastLink, bool) {
 	if rank == d.rank || rank < 0 || rank >= len(d.peers) {
 		return FastLink{}, false
@@ -67,7 +88,7 @@ func (d *Device) FastLink(rank int) (FastLink, bool) {
 	vi := p.vi
 	pv := vi.peer
 	n := d.nic
-	if vi.net != nil || pv == nil || pv.hostVA == 0 || pv.o.AT == AT1 || !pv.o.DescCache || n.o.AT == AT1 || !n.o.DescCache {
+	if !vi.fastPeer() || pv.hostVA == 0 || n.o.AT == AT1 || !n.o.DescCache {
 		return FastLink{}, false
 	}
 	base := func(v *view) uintptr { return uintptr(unsafe.Pointer(&v.seg.Mem[0])) }

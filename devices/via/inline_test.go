@@ -146,3 +146,54 @@ func TestBusyNotOnWire(t *testing.T) {
 		t.Fatalf("received %q", dst)
 	}
 }
+
+// TestFastPeer: the C fast path completes a peer's receive descriptors
+// only when the peer's receive queue reports to no CQ (a completion there
+// is also a CQ entry, which only the Go side appends), its descriptors
+// are cached in their slots, and it is on this host; FastLink decides it
+// once, from the peer's VI header, for the connection's life.
+func TestFastPeer(t *testing.T) {
+	n, err := OpenNIC(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	cq, err := n.CreateCQ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := n.CreateVI(cq, nil) // its receive queue reports to no CQ
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := n.CreateVI(nil, cq) // its receive queue reports to cq
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.fastPeer() || b.fastPeer() {
+		t.Fatal("fastPeer true for a VI not connected")
+	}
+	if err := a.Connect(n.Address(), b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Connect(n.Address(), a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if a.fastPeer() {
+		t.Error("fastPeer true toward a receive queue that reports to a CQ")
+	}
+	if !b.fastPeer() {
+		t.Error("fastPeer false toward a receive queue without a CQ, on this host, descriptors cached")
+	}
+
+	o := DefaultOptions()
+	o.DescCache = false
+	_, c, _, _ := loop(t, o, false)
+	if c.fastPeer() {
+		t.Error("fastPeer true toward a NIC without the descriptor cache")
+	}
+	_, _, d, _, _, _ := hostPair(t, DefaultOptions())
+	if d.fastPeer() {
+		t.Error("fastPeer true toward a VI on another host")
+	}
+}

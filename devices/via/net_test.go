@@ -3,6 +3,7 @@ package via
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -457,5 +458,43 @@ func earlyConnectRace(t *testing.T, where string) {
 		if d.Err() != nil || d.Imm != uint32(k) {
 			t.Fatalf("receive descriptor %d got message %d (%v), want message %d: a frame overtook those kept before the connection", k, d.Imm, d.Err(), k)
 		}
+	}
+}
+
+// TestNetInline: a send posted on a VI connected to another host while no
+// engine pass runs goes to the wire from PostSend itself (nic_inline, and
+// the frame counted out before PostSend returns), not at the next pass,
+// and arrives whole; its completion comes with the peer's acknowledgement.
+func TestNetInline(t *testing.T) {
+	na, nb, a, b, ca, cb := hostPair(t, DefaultOptions())
+	src, dst := pattern(64, 3), make([]byte, 64)
+	ha, hb := reg(t, na, src), reg(t, nb, dst)
+	r := &Descriptor{DS: []DataSegment{Seg(hb, dst)}}
+	if err := b.PostRecv(r); err != nil {
+		t.Fatal(err)
+	}
+	// The engine's passes after the connection are over once it sleeps;
+	// a pass running at the post would take the send itself.
+	deadline := time.Now().Add(10 * time.Second)
+	for atomic.LoadUint32(na.self.u32(offNICSleep)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not go to sleep in 10 s")
+		}
+		runtime.Gosched()
+	}
+	c0 := na.Counters()
+	if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(ha, src)}}); err != nil {
+		t.Fatal(err)
+	}
+	c1 := na.Counters()
+	if c1["nic_inline"]-c0["nic_inline"] != 1 || c1["wire_frames_out"]-c0["wire_frames_out"] != 1 {
+		t.Fatalf("PostSend: nic_inline +%d, wire_frames_out +%d; want the send's frame sent by the doorbell (+1, +1)",
+			c1["nic_inline"]-c0["nic_inline"], c1["wire_frames_out"]-c0["wire_frames_out"])
+	}
+	if got := cqWait(t, cb, b, true); got != r || r.Length != 64 || !bytes.Equal(dst, src) {
+		t.Fatalf("receive: descriptor %p (want %p), length %d, data equal %v", got, r, r.Length, bytes.Equal(dst, src))
+	}
+	if d := cqWait(t, ca, a, false); d == nil || d.Err() != nil {
+		t.Fatalf("send completion: %v", d)
 	}
 }

@@ -255,13 +255,18 @@ type view struct {
 // sleeps.
 const hitBatch = 64
 
-// countHit counts a hit in v's translation cache.
-func (v *view) countHit() {
-	if v.self != nil {
-		atomic.AddUint64(v.u64(offTLBHits), 1)
+// countHits counts k hits in v's translation cache: a translation adds
+// its hits once, not one atomic add per page (a 1 MiB transfer is 256
+// pages on each side).
+func (v *view) countHits(k uint64) {
+	if k == 0 {
 		return
 	}
-	if v.hits++; v.hits == hitBatch {
+	if v.self != nil {
+		atomic.AddUint64(v.u64(offTLBHits), k)
+		return
+	}
+	if v.hits += k; v.hits >= hitBatch {
 		v.flushHits()
 	}
 }
@@ -422,6 +427,10 @@ type NIC struct {
 	// shared counts the pieces of shared DMA transfers (dmashare.go) this
 	// NIC moved as the initiator and as the target.
 	shared struct{ init, target atomic.Int64 }
+	// sharedAt is when this NIC last copied a piece of a peer's shared
+	// transfer as its target (UnixNano; 0: never), for the MPI device's
+	// waiter (Device.Sleep).
+	sharedAt atomic.Int64
 }
 
 type span struct{ at, n int }
@@ -756,6 +765,8 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 	}
 	first := base &^ (pageSize - 1)
 	start := len(out)
+	hits := uint64(0)
+	defer func() { v.countHits(hits) }()
 	var host []uint64 // AT1: the range's host table entries, read in one DMA
 	run := &v.run     // AT3: the entries the last miss read
 	run.n = 0
@@ -786,7 +797,7 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 			vpn := (first >> 12) + pg
 			f, hit := v.cacheLookup(vpn)
 			if hit {
-				v.countHit()
+				hits++
 			} else {
 				atomic.AddUint64(v.u64(offTLBMisses), 1)
 				if !run.has(pg) {

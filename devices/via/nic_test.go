@@ -310,3 +310,40 @@ func TestSlotLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestTLBHitCount: a translation counts its cache hits once per call (not
+// one atomic add per page), and the count stays exact: in the NIC's own
+// cache at once, and in a peer's cache (translated by this process's
+// engine) once the engine flushes what it counted, as it does before it
+// sleeps.
+func TestTLBHitCount(t *testing.T) {
+	a, b, _, _, _ := pair(t, DefaultOptions())
+	buf := make([]byte, 16*pageSize)
+	h, err := b.RegisterMem(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := a.importView(b.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		v    *view
+	}{{"own", b.self}, {"peer", pv}} {
+		before := b.Counters()
+		for i := 0; i < 3; i++ {
+			if _, err := c.v.nicTranslate(h, Addr(buf), uint64(len(buf)), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.eng.mu.Lock()
+		a.flushHits()
+		a.eng.mu.Unlock()
+		after := b.Counters()
+		hits, misses := after["tlb_hits"]-before["tlb_hits"], after["tlb_misses"]-before["tlb_misses"]
+		if hits+misses != 48 || hits < 32 {
+			t.Fatalf("%s: 3 translations of 16 pages counted %d hits and %d misses", c.name, hits, misses)
+		}
+	}
+}

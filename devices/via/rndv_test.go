@@ -2,6 +2,7 @@ package via
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -179,5 +180,122 @@ func TestDoneFollowsReads(t *testing.T) {
 			t.Fatalf("round %d: send %v", round, s.Status.Err)
 		}
 		clear(dst)
+	}
+}
+
+// TestReadCompletesInPlace: a receive whose RDMA read the doorbell ran on
+// the receiver's thread (NIC.inline, when the DONE behind it was posted)
+// is complete when that progress call returns. Before, its completion
+// waited for the next progress call, which a ping-pong paid on every
+// message. Rounds in which the engine goroutine took the read instead
+// (it held the NIC's lock at the doorbell) prove nothing and are not
+// counted; most rounds run it inline.
+func TestReadCompletesInPlace(t *testing.T) {
+	ds := devicePair(t, nil)
+	const n = 1 << 20
+	src, dst := make([]byte, n), make([]byte, n)
+	for i := range src {
+		src[i] = byte(i*5 + 1)
+	}
+	inlineRounds := 0
+	for round := 0; round < 8; round++ {
+		r := &adi.Request{Op: adi.OpRecv, Peer: 0, Tag: 5, Buf: adi.Bytes(dst)}
+		s := &adi.Request{Op: adi.OpSend, Peer: 1, Tag: 5, Buf: adi.Bytes(src)}
+		if err := ds[1].Irecv(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := ds[0].Isend(s); err != nil {
+			t.Fatal(err)
+		}
+		reads := ds[1].cnt.rndvReads
+		deadline := time.Now().Add(20 * time.Second)
+		for ds[1].cnt.rndvReads == reads {
+			if time.Now().After(deadline) {
+				t.Fatal("the RTS did not arrive")
+			}
+			before := ds[1].nic.cnt.inline.Load()
+			if _, err := ds[1].Progress(); err != nil {
+				t.Fatal(err)
+			}
+			if ds[1].cnt.rndvReads != reads && ds[1].nic.cnt.inline.Load()-before >= 2 {
+				// This call matched the RTS and ran the read and the DONE.
+				inlineRounds++
+				if !r.Done() {
+					t.Fatalf("round %d: the read ran in this progress call, but the receive is not complete", round)
+				}
+			}
+		}
+		progressUntil(t, ds[:], r, s)
+		if r.Status.Err != nil || s.Status.Err != nil || string(dst) != string(src) {
+			t.Fatalf("round %d: receive %+v, send %+v, or wrong data", round, r.Status, s.Status)
+		}
+		clear(dst)
+	}
+	if inlineRounds == 0 {
+		t.Fatal("no round ran its read at the doorbell on the receiver's thread")
+	}
+}
+
+// TestSenderStaysUp: while a peer of this host is reading this process's
+// large sends with the shared DMA (a send is live and the sender's NIC
+// copied a piece of a transfer within shareStay), the sender's Sleep
+// returns at once: the waiter keeps polling and moves its NIC's half of
+// every transfer. It sleeps when the reader has not come for shareStay,
+// when the ranks outnumber the cores, and once no such send is live.
+// Before, the sender slept, and the reader's NIC had to wake its engine
+// for every transfer of a stream.
+func TestSenderStaysUp(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("SKIPPED: the device stays up only with a core per rank; this machine has one core")
+	}
+	ds := devicePair(t, nil)
+	const n = 1 << 20
+	src, dst := make([]byte, n), make([]byte, n)
+	asleep := func(d *Device) time.Duration {
+		t0 := time.Now()
+		d.Sleep(d.Seq(), 200*time.Millisecond)
+		return time.Since(t0)
+	}
+	s := &adi.Request{Op: adi.OpSend, Peer: 1, Tag: 6, Buf: adi.Bytes(src)}
+	if err := ds[0].Isend(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := ds[0].liveShared.Load(); got != 1 {
+		t.Fatalf("%d shared sends after a 1 MiB send to a rank of this host, want 1", got)
+	}
+	for i := 0; i < 3; i++ { // the RTS's completion taken: nothing is left to wake a Sleep
+		if _, err := ds[0].Progress(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No piece copied yet (the receiver has not come): the sender sleeps.
+	if d := asleep(ds[0]); d < 150*time.Millisecond {
+		t.Fatalf("before any shared piece the sender slept only %v of 200ms", d)
+	}
+	// As just after its NIC copied a piece of a transfer: it stays up.
+	// (The time is set ahead, so that the check does not depend on how
+	// soon this goroutine runs again on a loaded machine.)
+	ds[0].nic.sharedAt.Store(time.Now().Add(time.Hour).UnixNano())
+	if d := asleep(ds[0]); d > 100*time.Millisecond {
+		t.Fatalf("the sender of a shared transfer slept %v", d)
+	}
+	ds[0].stayUp = false // as with more ranks than cores
+	if d := asleep(ds[0]); d < 150*time.Millisecond {
+		t.Fatalf("with more ranks than cores the sender slept only %v of 200ms", d)
+	}
+	ds[0].stayUp = true
+	r := &adi.Request{Op: adi.OpRecv, Peer: 0, Tag: 6, Buf: adi.Bytes(dst)}
+	if err := ds[1].Irecv(r); err != nil {
+		t.Fatal(err)
+	}
+	progressUntil(t, ds[:], r, s)
+	if r.Status.Err != nil || s.Status.Err != nil {
+		t.Fatalf("receive %+v, send %+v", r.Status, s.Status)
+	}
+	if got := ds[0].liveShared.Load(); got != 0 {
+		t.Fatalf("%d shared sends after the send completed, want 0", got)
+	}
+	if d := asleep(ds[0]); d < 150*time.Millisecond {
+		t.Fatalf("with no shared send left the sender slept only %v of 200ms", d)
 	}
 }

@@ -316,14 +316,17 @@ func (vi *VI) PostSend(d *Descriptor) error {
 const inlineMax = 1 << 15
 
 // inline is the doorbell of an idle NIC: when no engine pass runs, a send
-// descriptor on a VI of this host is executed at once, on the posting
-// thread, as software VIA does the NIC's work in the kernel on behalf of
-// the process that rang (see doc.go). The descriptor went through the
-// send queue like any other, and the VI's older entries go first. It
-// reports whether nothing is left for the engine, so that the doorbell
-// need not wake it.
+// descriptor is executed at once, on the posting thread, as software VIA
+// does the NIC's work in the kernel on behalf of the process that rang
+// (see doc.go). The descriptor went through the send queue like any
+// other, and the VI's older entries go first. On a VI connected to
+// another host its frames go to the wire here, where they would wait for
+// the waiter's next pass (after MPI_Send returned and the next call began
+// to wait) — on the path of every message across hosts. It reports
+// whether nothing is left for the engine, so that the doorbell need not
+// wake it.
 func (n *NIC) inline(vi *VI, d *Descriptor) bool {
-	if n.o.Doorbell != D1 || vi.net != nil || d.Op() != OpSend || d.Length > inlineMax || !n.eng.mu.TryLock() {
+	if n.o.Doorbell != D1 || d.Op() != OpSend || d.Length > inlineMax || !n.eng.mu.TryLock() {
 		return false
 	}
 	// The doorbell's work is the application assisting the engine, as
@@ -333,9 +336,11 @@ func (n *NIC) inline(vi *VI, d *Descriptor) bool {
 	if n.helps++; n.helps%64 == 0 || n.eng.lastAssist.Load() == 0 {
 		n.eng.lastAssist.Store(time.Now().UnixNano())
 	}
-	e0 := n.cnt.executed.Load()
+	// Counted as taken up, not as completed: a send to another host
+	// completes later, with the peer's acknowledgement.
+	t0 := n.cnt.taken.Load()
 	_, stalled := n.runD1(vi)
-	n.cnt.inline.Add(n.cnt.executed.Load() - e0)
+	n.cnt.inline.Add(n.cnt.taken.Load() - t0)
 	n.eng.mu.Unlock()
 	return !stalled
 }

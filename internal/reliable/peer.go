@@ -58,7 +58,9 @@ func (p *peer) blocked() bool { return int(p.next-p.una) >= min(Window, p.credit
 
 // slot is a data frame kept until it is acknowledged.
 type slot struct {
-	buf    []byte // the plain frame: header and payload
+	buf    []byte // the plain frame: header and payload (own, or lent: see lend.go)
+	own    []byte // the transport's buffer of the slot
+	lent   int    // 1 + the id of the link's buffer buf is, or 0
 	n      int
 	sent   bool  // handed to the link at least once
 	sacked bool  // the peer holds it (selective acknowledgement)
@@ -100,10 +102,14 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 			return false
 		}
 		sl := &p.slots[p.next%Window]
-		if sl.buf == nil {
-			sl.buf = make([]byte, t.cfg.MTU)
+		t.unlend(sl) // acknowledged Window frames ago
+		f := t.lendFrame(sl, m)
+		if f == nil {
+			if sl.own == nil {
+				sl.own = make([]byte, t.cfg.MTU)
+			}
+			f = sl.own
 		}
-		f := sl.buf
 		h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kindData, seq: p.next}
 		n := 0
 		if !m.started {
@@ -123,7 +129,7 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 		copy(f[offDst:offDst+6], p.mac)
 		copy(f[offSrc:offSrc+6], t.cfg.MAC)
 		h.put(f)
-		*sl = slot{buf: f, n: hdrLen + n}
+		*sl = slot{buf: f, own: sl.own, lent: sl.lent, n: hdrLen + n}
 		p.next++
 		p.unsent = true
 		t.arm(p)
@@ -160,13 +166,26 @@ func (p *peer) sackBits() sackMap {
 // frame, a retransmission too, carries the latest acknowledgements, tags
 // it and hands it to the link; false means the link has no room.
 func (t *Transport) emit(p *peer, f []byte) bool {
+	t.restamp(p, f)
+	return t.cfg.Link.Send(f[:len(f)+tagLen])
+}
+
+// restamp is emit's stamping and tagging of f, in place.
+func (t *Transport) restamp(p *peer, f []byte) {
 	le := binary.LittleEndian
 	le.PutUint32(f[offAck:], p.expect)
 	sack := p.sackBits()
 	sack.put(f)
 	le.PutUint16(f[offWindow:], uint16(t.cfg.RecvWindow))
 	t.auth.sign(f[:len(f)+tagLen], len(f))
-	return t.cfg.Link.Send(f[:len(f)+tagLen])
+}
+
+// emitSlot emits the data frame of slot sl, from a lent buffer in place.
+func (t *Transport) emitSlot(p *peer, sl *slot) bool {
+	if sl.lent != 0 {
+		return t.emitLent(p, sl)
+	}
+	return t.emit(p, sl.buf[:sl.n])
 }
 
 // transmit hands the frames not yet sent to the link, in order, until it
@@ -174,7 +193,7 @@ func (t *Transport) emit(p *peer, f []byte) bool {
 func (t *Transport) transmit(p *peer) {
 	for ; p.sendNext != p.next; p.sendNext++ {
 		sl := &p.slots[p.sendNext%Window]
-		if !t.emit(p, sl.buf[:sl.n]) {
+		if !t.emitSlot(p, sl) {
 			p.unsent = true
 			return
 		}
@@ -199,7 +218,7 @@ func (t *Transport) arm(p *peer) {
 
 // resend hands a kept frame to the link again.
 func (t *Transport) resend(p *peer, sl *slot) {
-	if t.emit(p, sl.buf[:sl.n]) {
+	if t.emitSlot(p, sl) {
 		t.cnt.PacketsOut++
 		t.cnt.Retransmits++
 		sl.sentAt, sl.retx = t.now, true
@@ -387,6 +406,7 @@ func (t *Transport) acked(p *peer, h *header) {
 			sl := &p.slots[s%Window]
 			p.rackAt = max(p.rackAt, sl.sentAt)
 			sl.sent = false
+			t.unlend(sl)
 		}
 		p.una = h.ack
 		p.probed = false

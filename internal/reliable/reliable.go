@@ -141,6 +141,7 @@ type Counters struct {
 	Forged              int64 // frames of the job whose tag was wrong
 	Stray               int64 // frames not for this rank or of another job
 	KeepProbes          int64 // keepalive probes sent to silent peers
+	Lent                int64 // data frames cut straight into memory the link lent (see Lender)
 }
 
 // Transport is one rank's end of the reliable transport.
@@ -148,6 +149,7 @@ type Transport struct {
 	cfg      Config
 	auth     *authenticator
 	placer   Placer
+	lender   Lender  // the link, when it lends memory for frames
 	peers    []*peer // by rank, made on first contact
 	active   []*peer
 	payload  int // bytes of payload a frame holds
@@ -211,6 +213,7 @@ func New(cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg, auth: newAuthenticator(cfg.Secret, cfg.TagPayload), peers: make([]*peer, cfg.Size),
 		payload: cfg.MTU - hdrLen - tagLen, ackBuf: make([]byte, hdrLen+tagLen)}
 	t.placer, _ = cfg.Handler.(Placer)
+	t.lender, _ = cfg.Link.(Lender)
 	t.inputFn = t.input
 	return t, nil
 }
@@ -283,12 +286,16 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 		}
 		p.mac = mac
 	}
-	t.now = clock()
+	// The clock is read once the frames are with the kernel (settle), not
+	// before: on the XDP wire the kick runs the whole path to the peer,
+	// and a reading before it would delay every message by its cost.
+	first, armed := p.sendNext, p.rtoAt == 0
 	t.idle = false
 	m := outMsg{head: head, body: body, tok: tok}
 	if len(p.queue) == 0 && t.fragment(p, &m) {
 		t.transmit(p)
 		t.flush()
+		t.settle(p, first, armed)
 		t.cnt.FramesOut++
 		t.cnt.BytesOut += int64(len(body))
 		return true, nil
@@ -305,7 +312,23 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 	t.cnt.BytesOut += int64(len(body))
 	t.transmit(p)
 	t.flush()
+	t.settle(p, first, armed)
 	return false, nil
+}
+
+// settle reads the clock after a Send handed its frames to the link, and
+// dates what the Send did with it: the frames it sent (from first on) and,
+// when the Send started the retransmission timer (armed), the timer. Until
+// then they carry the time of the last turn.
+func (t *Transport) settle(p *peer, first uint32, armed bool) {
+	t.now = clock()
+	for s := first; s != p.sendNext; s++ {
+		p.slots[s%Window].sentAt = t.now
+	}
+	if armed && p.rtoAt != 0 {
+		p.rtoAt = t.now + at(p.rto)
+		p.progress = t.now
+	}
 }
 
 // Poll receives and delivers frames, acknowledges, retransmits and sends
@@ -555,6 +578,9 @@ const probeMin = 200 * time.Microsecond
 
 // lose forgets what was outstanding to a peer that is gone.
 func (t *Transport) lose(p *peer, err error) {
+	for s := p.una; s != p.next; s++ {
+		t.unlend(&p.slots[s%Window])
+	}
 	p.gone = err
 	p.queue = nil
 	p.una, p.sendNext, p.unsent = p.next, p.next, false

@@ -826,3 +826,38 @@ func (o *orderSink) Frame(peer int, head, body []byte) {
 }
 func (o *orderSink) Sent(tok any)             {}
 func (o *orderSink) Lost(peer int, err error) {}
+
+// kickTimer is a link that notes the time of its last Flush (the kick).
+type kickTimer struct {
+	*end
+	at int64
+}
+
+func (k *kickTimer) Flush() error { k.at = clock(); return nil }
+
+// TestSendDatesAfterKick: Send reads the clock after the link took its
+// frames (the kick), not before it, where the reading would delay the
+// message, and dates the frames and the retransmission timer it starts
+// with that reading, not with the time of the transport's last turn,
+// which may be long past (a rank that computed since).
+func TestSendDatesAfterKick(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	k := &kickTimer{end: &end{in: &pipe{rng: rng}, out: &pipe{rng: rng}}}
+	a, err := New(Config{Rank: 0, Size: 2, Job: 42, Secret: testSecret, MAC: mac(0),
+		Resolve: func(p int) (net.HardwareAddr, error) { return mac(p), nil },
+		Handler: &sink{t: t, next: map[int]int{}}, Link: k, MinRTO: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.now = 1 // the last turn, long ago
+	if _, err := a.Send(1, []byte("head"), []byte("body"), nil); err != nil {
+		t.Fatal(err)
+	}
+	p := a.peers[1]
+	if sl := p.slots[0]; !sl.sent || sl.sentAt < k.at {
+		t.Fatalf("the frame is dated %d, before the kick (%d): sent %v", sl.sentAt, k.at, sl.sent)
+	}
+	if p.progress < k.at || p.rtoAt != p.progress+at(a.cfg.MinRTO) {
+		t.Fatalf("the retransmission timer runs from %d to %d; want from the kick (%d) on", p.progress, p.rtoAt, k.at)
+	}
+}

@@ -329,6 +329,9 @@ func (e *Endpoint) disarmWrite(c *conn) {
 // connections.
 func (e *Endpoint) Poll() bool {
 	busy := e.x != nil && e.x.poll() // the AF_XDP socket's rings, if any
+	if e.x != nil && !busy {
+		e.x.watch.idle() // out of the epoll set once no waiter sleeps
+	}
 	e.polls++
 	if len(e.ready) <= directMax && len(e.ready) == len(e.conns) && e.polls%epollEvery != 0 && !e.kick.Load() && !e.writing() {
 		return e.pollDirect() || busy
@@ -671,8 +674,14 @@ func (e *Endpoint) Wait(d time.Duration) { e.wait(d, e.wevents) }
 // wait is Wait with its own event buffer (waiters may wait at once); it
 // reports whether an event ended it.
 func (e *Endpoint) wait(d time.Duration, evs []unix.EpollEvent) bool {
-	if e.x != nil {
-		d = e.x.waitFor(d)
+	if x := e.x; x != nil {
+		d = x.waitFor(d)
+		// The AF_XDP socket is in the epoll set only while someone sleeps
+		// (xdp_watch.go); if it cannot join, the wait is a short one.
+		if !x.watch.sleep() {
+			d = min(d, time.Millisecond)
+		}
+		defer x.watch.wake()
 	}
 	ms := int((d + time.Millisecond - 1) / time.Millisecond)
 	n, _ := unix.EpollWait(e.ep, evs, ms)

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/adimpi/adimpi/internal/reliable"
 	"github.com/adimpi/adimpi/internal/xdpprog"
 	"github.com/adimpi/adimpi/internal/xsk"
@@ -72,6 +70,10 @@ type xdpWire struct {
 	logf func(format string, args ...any)
 	kvs  KVS
 	pfx  string
+
+	// watch puts the socket in the endpoint's epoll set while a waiter
+	// sleeps there.
+	watch *watch
 
 	// The device's goroutine holds mu while it polls or sends; the keeper
 	// goroutine takes it to Tick the transport while the device does not
@@ -168,10 +170,9 @@ func (e *Endpoint) openXDP(j Job, job uint64, secret []byte, addr netip.Addr) er
 		if err != nil {
 			e.cfg.Logf("wire: rank %d: the XDP wire is not available, using TCP: %v", j.Rank, err)
 		} else {
-			if err := unix.EpollCtl(e.ep, unix.EPOLL_CTL_ADD, x.sock.FD(), &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(x.sock.FD())}); err != nil {
-				x.close()
-				return fmt.Errorf("wire: epoll_ctl: %v", err)
-			}
+			// The socket joins the endpoint's epoll set only while a
+			// waiter sleeps (xdp_watch.go).
+			x.watch = &watch{ep: e.ep, fd: x.sock.FD()}
 			x.rank, x.logf = j.Rank, e.cfg.Logf
 			x.stop, x.done = make(chan struct{}), make(chan struct{})
 			go x.keep(e.Wake)
@@ -227,7 +228,11 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 		return nil, err
 	}
 	mtu := xdpMTU(ifc.MTU)
-	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: xdpFrames, FrameSize: 4096, Multi: mtu > xdpPiece}); err != nil {
+	// Most of the send half is lent, in runs of a frame of the MTU, to
+	// cut large messages straight into (reliable.Lender).
+	run := (mtu + 4095) / 4096
+	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: xdpFrames, FrameSize: 4096, Multi: mtu > xdpPiece,
+		LendRun: run, LendRuns: (xdpFrames/2 - xdpFrames/16) / run}); err != nil {
 		x.close()
 		return nil, err
 	}
@@ -407,7 +412,7 @@ func (x *xdpWire) counterMap() map[string]int64 {
 		"xdp_packets_in": r.PacketsIn, "xdp_packets_out": r.PacketsOut, "xdp_acks_out": r.AcksOut,
 		"xdp_retransmits": r.Retransmits, "xdp_timeouts": r.Timeouts, "xdp_duplicates": r.Duplicates,
 		"xdp_forged": r.Forged, "xdp_stray": r.Stray, "xdp_keepalives": r.KeepProbes,
-		"xdp_messages_in": r.FramesIn, "xdp_messages_out": r.FramesOut,
+		"xdp_messages_in": r.FramesIn, "xdp_messages_out": r.FramesOut, "xdp_lent": r.Lent,
 		"xdp_kicks": x.sock.Kicks, "xdp_rekicks": x.sock.Rekicks,
 	}
 	if st, err := x.sock.Stats(); err == nil {
@@ -444,3 +449,9 @@ func (l *xskLink) Flush() error {
 }
 
 func (l *xskLink) Receive(budget int, got func([][]byte)) int { return l.s.ReceivePieces(budget, got) }
+
+// The socket lends runs of its UMEM to build large frames in (reliable.Lender).
+func (l *xskLink) Lend() (int, []byte, bool) { return l.s.Lend() }
+func (l *xskLink) SendLent(id, n int) bool   { return l.s.SendLent(id, n) }
+func (l *xskLink) LentBusy(id int) bool      { return l.s.LentBusy(id) }
+func (l *xskLink) Return(id int)             { l.s.Return(id) }

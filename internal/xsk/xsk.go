@@ -45,6 +45,10 @@ type Config struct {
 	// longer than a UMEM frame (a jumbo frame) is sent with SendFrame and
 	// received whole through Receive, gathered from its pieces.
 	Multi bool
+	// LendRuns runs of LendRun contiguous send frames are set aside, from
+	// the top of the send half, for Lend (see lend.go); the rest of the
+	// send half serves SendFrame.
+	LendRun, LendRuns int
 }
 
 // Socket is an open AF_XDP socket with its UMEM and rings.
@@ -61,6 +65,7 @@ type Socket struct {
 	multi     bool
 	gather    []byte   // the pieces of a received frame that spans several, for Receive
 	pieces    [][]byte // the pieces of the frame ReceivePieces is taking
+	lend      lender   // the runs of send frames Lend gives out
 	// ZeroCopy reports whether the bind is zero-copy.
 	ZeroCopy bool
 	// Kicks counts the sendto calls that woke the kernel's transmit path,
@@ -79,6 +84,9 @@ func Open(cfg Config) (*Socket, error) {
 	}
 	if cfg.Frames < 4 || cfg.Frames&(cfg.Frames-1) != 0 || (cfg.FrameSize != 2048 && cfg.FrameSize != 4096) {
 		return nil, fmt.Errorf("xsk: %d frames of %d bytes: want a power of two of 2048 or 4096", cfg.Frames, cfg.FrameSize)
+	}
+	if cfg.LendRun < 0 || cfg.LendRuns < 0 || cfg.LendRun*cfg.LendRuns > cfg.Frames/2-cfg.Frames/16 || (cfg.LendRun > 1 && !cfg.Multi) {
+		return nil, fmt.Errorf("xsk: %d runs of %d frames to lend do not fit %d frames (or need Multi)", cfg.LendRuns, cfg.LendRun, cfg.Frames)
 	}
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -132,9 +140,11 @@ func (s *Socket) setup(cfg Config) error {
 		*s.fill.addr(p + i) = uint64(i) * s.frameSize
 	}
 	atomic.StoreUint32(s.fill.producer, p+half)
-	for i := uint32(cfg.Frames) - 1; i >= half; i-- {
+	lent := uint32(cfg.LendRun * cfg.LendRuns)
+	for i := uint32(cfg.Frames) - lent - 1; i >= half; i-- {
 		s.freeTX = append(s.freeTX, uint64(i)*s.frameSize)
 	}
+	s.lend.init(uint64(uint32(cfg.Frames)-lent)*s.frameSize, cfg.LendRun, cfg.LendRuns, s.frameSize)
 	return s.bind(cfg)
 }
 
@@ -272,7 +282,14 @@ func (s *Socket) Kick() error {
 		return nil
 	}
 	s.Kicks++
-	err := unix.Sendto(s.fd, nil, unix.MSG_DONTWAIT, nil)
+	// A raw system call: with MSG_DONTWAIT it does not block, and the
+	// runtime's bookkeeping around a blocking one is on the path of every
+	// message.
+	_, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	var err error
+	if errno != 0 {
+		err = errno
+	}
 	switch err {
 	case nil:
 		return nil
@@ -283,8 +300,9 @@ func (s *Socket) Kick() error {
 	return fmt.Errorf("xsk: kicking the transmit path: %w", err)
 }
 
-// Completed calls done with every send frame the kernel has finished with,
-// and reports how many there were.
+// Completed calls done with every send frame the kernel has finished with
+// (a lent run's frames it keeps: see Return), and reports how many there
+// were.
 func (s *Socket) Completed(done func(addr uint64)) int {
 	n := s.comp.ready()
 	if n == 0 {
@@ -292,7 +310,12 @@ func (s *Socket) Completed(done func(addr uint64)) int {
 	}
 	c := atomic.LoadUint32(s.comp.consumer)
 	for i := range n {
-		done(*s.comp.addr(c + i) &^ (s.frameSize - 1))
+		addr := *s.comp.addr(c + i) &^ (s.frameSize - 1)
+		if addr >= s.lend.base && s.lend.runs > 0 {
+			s.lend.completed(addr)
+			continue
+		}
+		done(addr)
 	}
 	atomic.StoreUint32(s.comp.consumer, c+n)
 	s.inTX -= int(n)

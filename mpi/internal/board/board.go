@@ -33,7 +33,8 @@ import (
 )
 
 // Layout of a segment for n members, after the segment's own header: the
-// doorbell's line, every member's two lines from linesOff on (member p's
+// doorbell's line (which also holds the arrival count, Arrive), the release
+// line (Release), every member's two lines from linesOff on (member p's
 // at linesOff+128p, a 128-byte-aligned pair that an adjacent-line prefetch
 // keeps to one member), every member's identity line (its process id and
 // probe address), then past the next page boundary every member's two slots,
@@ -41,17 +42,30 @@ import (
 // same offset in every member's slot, which a fold and a copy-out read one
 // member after another, then falls in different cache sets instead of one.
 const (
-	lineSize = 64
-	offBell  = 0 // u32: the board's doorbell, bumped by every ring
-	linesOff = lineSize + (shm.HeaderSize+lineSize)%(2*lineSize)
-	seqOff   = 0 // u64 in each line: the last round of the line's parity posted
-	waitOff  = 8 // u32 in each line: non-zero while the member may sleep
-	dataOff  = 16
-	inline   = lineSize - dataOff // the line's data bytes
-	pidOff   = 0                  // u64 in an identity line: the member's process id, once it has mapped the segment
-	probeOff = 8                  // u64 in an identity line: the address of the member's probe word
-	pageSize = 4096
+	lineSize   = 64
+	offBell    = 0 // u32: the board's doorbell, bumped by every ring
+	offArrive  = 8 // u64: the round of the latest arrival (above arriveBits) and how many members have arrived at it
+	offRelease = lineSize
+	linesOff   = 2*lineSize + (shm.HeaderSize+2*lineSize)%(2*lineSize)
+	seqOff     = 0 // u64 in each line: the last round of the line's parity posted
+	waitOff    = 8 // u32 in each line: non-zero while the member may sleep
+	dataOff    = 16
+	inline     = lineSize - dataOff // the line's data bytes
+	pidOff     = 0                  // u64 in an identity line: the member's process id, once it has mapped the segment
+	probeOff   = 8                  // u64 in an identity line: the address of the member's probe word
+	pageSize   = 4096
+	// In the release line: the last round released (u64), its status
+	// (u32) and ReleaseSize result bytes.
+	relStatusOff = 8
+	relDataOff   = 16
+	arriveBits   = 24 // the bits of an arrival word that count members
 )
+
+// LineData is how many data bytes a member's line holds (BoardLine).
+const LineData = inline
+
+// ReleaseSize is how many result bytes a release carries (ReleaseData).
+const ReleaseSize = lineSize - relDataOff
 
 // SlotSize is the size of each slot: an Allreduce of 1 MiB passes through
 // the slots in one segment.
@@ -269,3 +283,65 @@ func (b *Board) Sleep(seq uint32, timeout time.Duration) {
 }
 
 var _ adi.Board = (*Board)(nil)
+
+// The arrival rounds. A round that needs one member to act once every
+// member has arrived (a small Allreduce: fold every member's line) uses
+// one shared count instead of every member looking at every other's
+// line: each member posts its line (PostQuiet), then Arrive; the one
+// whose arrival completes the count acts and publishes the outcome in the
+// release line (Release), where every other member waits for it
+// (Released). Where ranks outnumber cores each member's turn on a CPU
+// then touches its own line, the count and the release line, not n lines.
+
+// PostQuiet publishes k in this member's sequence word without looking at
+// the others or ringing: for arrival rounds, whose Release rings.
+func (b *Board) PostQuiet(k uint64) { atomic.StoreUint64(b.word(b.rank, k), k) }
+
+// Arrive counts this member's arrival at round k and reports whether it
+// completes the round: every member has arrived (and, each having posted
+// before it arrived, posted k). Exactly one member's Arrive of a round
+// returns true. The count word carries its round, so a round that some
+// members left early (an error) leaves no count behind for the next.
+func (b *Board) Arrive(k uint64) bool {
+	w := u64(b.mem, offArrive)
+	tag := k << arriveBits
+	for {
+		old := atomic.LoadUint64(w)
+		next := tag | 1
+		if old>>arriveBits == k&(1<<(64-arriveBits)-1) {
+			next = old + 1
+		}
+		if atomic.CompareAndSwapUint64(w, old, next) {
+			return int(next&(1<<arriveBits-1)) == b.n
+		}
+	}
+}
+
+// ReleaseData returns the release line's result bytes, which the member
+// that completes a round writes before Release and the others read after
+// Released.
+func (b *Board) ReleaseData() []byte {
+	return b.mem[offRelease+relDataOff : offRelease+lineSize : offRelease+lineSize]
+}
+
+// Release publishes round k's status (and the ReleaseData written before
+// it) and rings the doorbell if a member may sleep.
+func (b *Board) Release(k uint64, status uint32) {
+	atomic.StoreUint32(u32(b.mem, offRelease+relStatusOff), status)
+	atomic.StoreUint64(u64(b.mem, offRelease), k)
+	for p := range b.pids {
+		if p != b.rank && atomic.LoadUint32(b.flag(p, k)) != 0 {
+			b.ring()
+			return
+		}
+	}
+}
+
+// Released reports whether round k (or a later one) has been released,
+// and the status it was released with.
+func (b *Board) Released(k uint64) (bool, uint32) {
+	if atomic.LoadUint64(u64(b.mem, offRelease)) < k {
+		return false, 0
+	}
+	return true, atomic.LoadUint32(u32(b.mem, offRelease+relStatusOff))
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -220,6 +221,11 @@ func TestLinesShareAPage(t *testing.T) {
 	}
 	bell := uintptr(unsafe.Pointer(b.bell()))
 	spans = append(spans, span{"doorbell", bell, bell + lineSize})
+	rel := addr(b.ReleaseData()) - relDataOff
+	spans = append(spans, span{"release line", rel, rel + lineSize})
+	if arrive := uintptr(unsafe.Pointer(u64(b.mem, offArrive))); arrive < bell || arrive+8 > bell+lineSize || arrive%8 != 0 {
+		t.Errorf("the arrival count at offset %d is not an aligned word of the doorbell's line", arrive-base)
+	}
 	for i, x := range spans {
 		if x.lo < base+shm.HeaderSize || x.hi > base+uintptr(len(b.seg.Mem)) {
 			t.Errorf("%s lies outside the board [%d, %d)", x.what, x.lo-base, x.hi-base)
@@ -229,5 +235,92 @@ func TestLinesShareAPage(t *testing.T) {
 				t.Errorf("%s [%d, %d) overlaps %s [%d, %d)", x.what, x.lo-base, x.hi-base, y.what, y.lo-base, y.hi-base)
 			}
 		}
+	}
+}
+
+// TestArriveOneLast: of n members arriving at once at a round, exactly one
+// learns that it completes it, and only once all n have arrived, round
+// after round; a round that some members left (an error) leaves no count
+// for the next. Every member then sees the release and its data.
+func TestArriveOneLast(t *testing.T) {
+	const n = 5
+	m := members(t, n)
+	k := uint64(0)
+	for range 300 {
+		k++
+		var lasts, arrived atomic.Int32
+		var wg sync.WaitGroup
+		for p := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				m[p].PostQuiet(k)
+				arrived.Add(1)
+				if !m[p].Arrive(k) {
+					for ok, _ := m[p].Released(k); !ok; ok, _ = m[p].Released(k) {
+						runtime.Gosched()
+					}
+					ok, st := m[p].Released(k)
+					if got := m[p].ReleaseData()[0]; !ok || st != 7 || got != byte(k) {
+						t.Errorf("round %d, member %d: released %v status %d data %d, want status 7 data %d", k, p, ok, st, got, byte(k))
+					}
+					return
+				}
+				lasts.Add(1)
+				// Every member adds to arrived before its Arrive.
+				if got := arrived.Load(); got != n {
+					t.Errorf("round %d: member %d completed the round with %d of %d arrived", k, p, got, n)
+				}
+				for q := range n {
+					if ok, _ := m[p].BoardPosted(q, k); !ok {
+						t.Errorf("round %d: member %d completed it before member %d posted", k, p, q)
+					}
+				}
+				m[p].ReleaseData()[0] = byte(k)
+				m[p].Release(k, 7)
+			}()
+		}
+		wg.Wait()
+		if got := lasts.Load(); got != 1 {
+			t.Fatalf("round %d: %d members completed it, want 1", k, got)
+		}
+		if k%50 == 0 {
+			// A round that n-1 members reached and one never did.
+			k++
+			for p := range n - 1 {
+				if m[p].Arrive(k) {
+					t.Fatalf("round %d completed with %d of %d members", k, p+1, n)
+				}
+			}
+		}
+	}
+}
+
+// TestReleaseWakesSleeper: a member asleep on the doorbell with its flag
+// up wakes at the release of the round it waits for.
+func TestReleaseWakesSleeper(t *testing.T) {
+	a, b := pair(t)
+	done := make(chan struct{})
+	b.BoardWaiting(true)
+	go func() {
+		defer close(done)
+		for {
+			bell := b.Bell()
+			if ok, _ := b.Released(1); ok {
+				break
+			}
+			b.Sleep(bell, 10*time.Second)
+		}
+		b.BoardWaiting(false)
+	}()
+	before := a.Bell()
+	t0 := time.Now()
+	a.Release(1, 1)
+	<-done
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("the sleeper woke after %v", d)
+	}
+	if a.Bell() == before {
+		t.Fatal("the release did not ring the doorbell with a member's flag up")
 	}
 }
