@@ -224,7 +224,7 @@ func (n *NIC) shareHelp() (did bool) {
 		size := atomic.LoadUint64(n.self.u64(j + jLen))
 		h := MemHandle(atomic.LoadUint32(n.self.u32(j + jHandle)))
 		if dir == dirStaged {
-			if n.stageHelp(j, gen, taddr, size, h) {
+			if n.stageHelp(j, gen, taddr, size, h, pid, iaddr) {
 				did = true
 			}
 			continue

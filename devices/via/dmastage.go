@@ -34,7 +34,10 @@ import (
 // target computes outside MPI, sleeps, or lost its core), the initiator
 // claims the next chunks itself and reads them with process_vm_readv, as
 // the shared DMA does, so a staged read never waits for an absent target;
-// the target's chunks already claimed still come, one copy each.
+// the target's chunks already claimed still come, one copy each. In the
+// same way a target that finds the next buffer still full for stageSpin
+// polls writes that chunk straight into the initiator's memory
+// (process_vm_writev), so it never waits for a lagging initiator either.
 const (
 	stageChunk = 32 << 10 // a chunk: small enough that the copies overlap well, large enough that its hand-over is cheap
 	stageSlots = 8        // chunks in flight: the target may run this far ahead
@@ -44,7 +47,7 @@ const (
 	// copies the next chunk itself; stageSpin is how many polls the
 	// target makes for an empty buffer before it returns to its wait.
 	stageIdle = 5 * time.Microsecond
-	stageSpin = 1 << 14
+	stageSpin = 1 << 10
 	dirStaged = 3 // job direction: a staged RDMA read (target memory → initiator memory)
 )
 
@@ -88,9 +91,20 @@ func stageClaim(w *uint64, c, size uint64) uint64 {
 func (n *NIC) stageRead(p *view, j uint32, gen uint64, local []byte, remote shm.RemoteSeg) error {
 	size := uint64(len(local))
 	claim := p.u64(j + jNext)
+	copied := p.u64(j + jCopied) // the target's chunks written straight into local
 	var got uint64
 	var idleSince int64
-	for i := 0; got < size; i++ {
+	for i := 0; got+atomic.LoadUint64(copied) < size; i++ {
+		if redo := atomic.LoadUint64(p.u64(j + jRedo)); redo != 0 {
+			off := redo - 1
+			k := min(stageChunk, size-off)
+			if err := vmCopy(p.pid, local[off:off+k], remote.Addr+off, false); err != nil {
+				return err
+			}
+			got += k
+			atomic.StoreUint64(p.u64(j+jRedo), 0)
+			continue
+		}
 		moved := false
 		for s := range uint64(stageSlots) {
 			st := atomic.LoadUint64(p.stageState(s))
@@ -146,37 +160,50 @@ func (n *NIC) stageRead(p *view, j uint32, gen uint64, local []byte, remote shm.
 
 // stageHelp is the target's part of staged job j of generation gen: it
 // copies chunks of its registered memory [taddr, taddr+size) of region h
-// into its staging buffers while buffers are empty, and returns when the
-// job has no chunk left or the initiator has not emptied a buffer for
-// stageSpin polls. It reports whether it staged anything. The caller
-// holds n.eng.mu.
-func (n *NIC) stageHelp(j uint32, gen, taddr, size uint64, h MemHandle) (did bool) {
+// into its staging buffers as buffers are empty, until the job has no
+// chunk left. When the initiator has not emptied the next buffer for
+// stageSpin polls (it lost its core, or copies more slowly), the chunk
+// goes straight into the initiator's memory at iaddr of process pid
+// (process_vm_writev, counted in the job's copied word), as the shared
+// DMA moves it, so that the target never waits on a lagging initiator.
+// It reports whether it moved anything. The caller holds n.eng.mu.
+func (n *NIC) stageHelp(j uint32, gen, taddr, size uint64, h MemHandle, pid int, iaddr uint64) (did bool) {
 	mem := n.regionBytes(h, taddr, size)
 	if mem == nil || n.lay.stage == 0 {
 		return false // the initiator copies it all
 	}
 	claim := n.self.u64(j + jNext)
-	for spins := 0; ; {
+	for spins := 0; atomic.LoadUint64(n.self.u64(j+jRedo)) == 0; {
 		c := atomic.LoadUint64(claim)
 		off := c & offMask
 		if c>>offBits != gen || off >= size {
 			return did
 		}
 		s := off / stageChunk % stageSlots
+		direct := false
 		if atomic.LoadUint64(n.self.stageState(s)) != 0 {
-			if spins++; spins > stageSpin {
-				return did
+			if spins++; spins < stageSpin {
+				continue
 			}
-			continue
+			direct = true // the initiator lags: write this chunk into its memory
 		}
 		k := stageClaim(claim, c, size)
 		if k == 0 {
 			continue
 		}
 		// The claim stands: the fields read before it are this job's.
+		spins, did = 0, true
+		n.shared.target.Add(1)
+		if direct {
+			if vmCopy(pid, mem[off:off+k], iaddr+off, true) != nil {
+				atomic.StoreUint64(n.self.u64(j+jRedo), off+1) // the initiator reads it
+				return did
+			}
+			atomic.AddUint64(n.self.u64(j+jCopied), k)
+			continue
+		}
 		copy(n.self.stageBuf(s)[:k], mem[off:off+k])
 		atomic.StoreUint64(n.self.stageState(s), gen<<32|(off/stageChunk+1))
-		n.shared.target.Add(1)
-		spins, did = 0, true
 	}
+	return did
 }
