@@ -21,6 +21,7 @@ type options struct {
 	listDevices   bool
 	deviceHelp    bool
 	asyncProgress bool
+	keepRseq      bool
 	usize         int // -usize: MPI_UNIVERSE_SIZE
 	help          bool
 	version       bool
@@ -88,6 +89,7 @@ func newFlagSet(o *options, a *appOptions, first bool) *pflag.FlagSet {
 	fs.BoolVar(&o.listDevices, "list-devices", false, "print the names of the available devices, one per line, and exit")
 	fs.BoolVar(&o.deviceHelp, "device-help", false, "print the -device-opt keys of the device (-device) with their defaults, ranges and meaning, and exit")
 	fs.BoolVar(&o.asyncProgress, "async-progress", false, "ask ranks to run an asynchronous progress thread (sets ADIMPI_ASYNC_PROGRESS=1)")
+	fs.BoolVar(&o.keepRseq, "keep-rseq", false, "leave glibc's per-thread rseq registration on (by default ranks get GLIBC_TUNABLES=glibc.pthread.rseq=0)")
 	fs.IntVar(&o.usize, "usize", 0, "MPI_UNIVERSE_SIZE: how many processes the job may have, spawned ones included (default: the number of ranks)")
 	fs.BoolVar(&o.version, "version", false, "print mpirun's version and exit")
 	fs.BoolVarP(&o.help, "help", "h", false, "show this help and exit")

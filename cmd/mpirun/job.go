@@ -58,6 +58,7 @@ type job struct {
 	timeout       time.Duration
 	timeoutStacks bool
 	asyncProgress bool
+	keepRseq      bool // leave glibc's rseq registration on (rseq.go)
 	stdout        *lineSink
 	stderr        *lineSink
 	started       func()   // called once every rank has started (or failed to)
@@ -624,6 +625,9 @@ func (j *job) environ(r int) []string {
 	}
 	if a.libDir != "" {
 		env = withLibraryDir(env, a.libDir)
+	}
+	if !j.keepRseq {
+		env = withoutRseq(env)
 	}
 	return env
 }

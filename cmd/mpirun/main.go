@@ -141,6 +141,9 @@ Environment set for every rank (in addition to mpirun's own environment,
   ADIMPI_WIRE         the -wire kind (tcp or xdp), when given
   ADIMPI_JOB_SECRET   the job's secret (32 random bytes, hex), with which
                       ranks authenticate their connections to each other
+  GLIBC_TUNABLES      gains glibc.pthread.rseq=0 unless it names that tunable
+                      or -keep-rseq is given: the kernel then keeps no rseq
+                      area per thread up to date at every context switch
 Setting ADIMPI_PMI_DEBUG=1 makes every rank log its PMI traffic to stderr.
 
 Standard input goes to rank 0 only; the other ranks read /dev/null.
@@ -316,6 +319,7 @@ func mpirun(args []string, stdout, stderr io.Writer) int {
 		timeout:       o.timeout,
 		timeoutStacks: o.timeoutStacks,
 		asyncProgress: o.asyncProgress,
+		keepRseq:      o.keepRseq,
 		stdout:        &lineSink{w: stdout},
 		stderr:        &lineSink{w: stderr},
 		secret:        secret,

@@ -408,7 +408,7 @@ func TestKilledBySignal(t *testing.T) {
 }
 
 func TestEnvironment(t *testing.T) {
-	res := run(t, nil, []string{"PMI_PORT=1.2.3.4:5", "ADIMPI_DEVICE_OPT=c=3, a=0"},
+	res := run(t, nil, []string{"PMI_PORT=1.2.3.4:5", "ADIMPI_DEVICE_OPT=c=3, a=0", "GLIBC_TUNABLES=glibc.malloc.arena_max=2"},
 		"--np=2", "-device-opt", "a=1", "--device-opt=b=x=y", "-async-progress", "-tag-output",
 		rankprogBin, "env", "-np", "7", "--", "-x")
 	if res.code != 0 {
@@ -418,10 +418,20 @@ func TestEnvironment(t *testing.T) {
 		"[1] rank 1 PMI_FD=3", "[1] rank 1 PMI_RANK=1", "[0] rank 0 PMI_SIZE=2",
 		"[0] rank 0 ADIMPI_DEVICE=netvm", "[0] rank 0 ADIMPI_DEVICE_OPT=c=3,a=0,a=1,b=x=y",
 		"[1] rank 1 ADIMPI_ASYNC_PROGRESS=1", `[0] rank 0 args=["-np" "7" "--" "-x"]`,
+		"[1] rank 1 GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.pthread.rseq=0",
 	} {
 		if !slices.Contains(lines(res.stdout), want) {
 			t.Errorf("missing %q: %v", want, res)
 		}
+	}
+	// -keep-rseq, or a GLIBC_TUNABLES that names the tunable, leaves it be.
+	res = run(t, nil, []string{"GLIBC_TUNABLES=glibc.pthread.rseq=1"}, "-np", "1", rankprogBin, "env")
+	if !slices.Contains(lines(res.stdout), "rank 0 GLIBC_TUNABLES=glibc.pthread.rseq=1") {
+		t.Errorf("the user's rseq tunable was not kept: %v", res)
+	}
+	res = run(t, nil, []string{"GLIBC_TUNABLES=x=1"}, "-np", "1", "-keep-rseq", rankprogBin, "env")
+	if !slices.Contains(lines(res.stdout), "rank 0 GLIBC_TUNABLES=x=1") {
+		t.Errorf("-keep-rseq changed GLIBC_TUNABLES: %v", res)
 	}
 }
 

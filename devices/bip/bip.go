@@ -161,6 +161,7 @@ type Endpoint struct {
 	blockSize  int
 	offStage   int
 	offQueue   int
+	queueEnd   int // offQueue + Queue slots: where a queue's slots end in a block
 	slotBytes  int
 
 	sends  []*LongSend // started, not complete
@@ -316,6 +317,7 @@ func newEndpoint(rank, size int, kvs adi.KVS, o Options, hosts []int) (*Endpoint
 	e.slotBytes = (qHdr + o.Short + 63) &^ 63
 	e.offStage = blkSlots + o.MaxLong*slotDesc
 	e.offQueue = e.offStage + o.MaxLong*2*o.Chunk
+	e.queueEnd = e.offQueue + o.Queue*e.slotBytes
 	e.blockSize = (e.offQueue + o.Queue*e.slotBytes + 63) &^ 63
 	var err error
 	e.seg, err = shm.Export(fmt.Sprintf("adimpi-bip-%d", rank), offPeers+size*e.blockSize)
@@ -505,44 +507,72 @@ func (e *Endpoint) TrySend(dest int, tag uint32, n int, fill func(p []byte)) (bo
 	if p.net != nil {
 		return e.trySendNet(p, tag, n, fill)
 	}
-	q := e.opt.Queue
-	if p.tail-p.seenHead >= uint64(q) {
-		// Full as far as the last look at the reader's head went: look
-		// again, and if it is full, ask the reader to ring us when it
-		// consumes, then look once more (it may have consumed in between).
+	s := e.reserveShort(p)
+	if s == nil {
+		return false, nil
+	}
+	if n > 0 && fill != nil {
+		fill(s[qHdr : qHdr+n])
+	}
+	e.publishShort(p, s, tag, n)
+	return true, nil
+}
+
+// reserveShort returns the slot of the next short message to p, a peer on
+// this host, for the caller to fill from qHdr on and hand to
+// publishShort, or nil when p's queue is full. The reader's head word is
+// read only when the queue looks full by the value last read; if it is
+// full, the reader is asked to ring when it consumes (waitSpace), and the
+// head is read once more, since it may have consumed in between.
+func (e *Endpoint) reserveShort(p *peer) []byte {
+	q := uint64(e.opt.Queue)
+	if p.tail-p.seenHead >= q {
 		headp := blkHead.Ptr(p.out)
 		p.seenHead = atomic.LoadUint64(headp)
-		if p.tail-p.seenHead >= uint64(q) {
+		if p.tail-p.seenHead >= q {
 			blkWaitSpace.Store(p.out, 1)
 			p.seenHead = atomic.LoadUint64(headp)
-			if p.tail-p.seenHead >= uint64(q) {
+			if p.tail-p.seenHead >= q {
 				e.Stats.QueueFull++
-				return false, nil
+				return nil
 			}
 		}
 	}
 	if p.tailAt == 0 {
 		p.tailAt = e.offQueue
 	}
-	s := p.out[p.tailAt:][:e.slotBytes]
+	return p.out[p.tailAt:][:e.slotBytes]
+}
+
+// prefetchAhead is how many slots ahead of the one it writes a sender
+// fetches the slot's first line for writing: the time a cross-core fetch
+// takes, at the pace a window of small sends fills slots.
+const prefetchAhead = 4
+
+// publishShort hands slot s, which reserveShort returned and the caller
+// filled with n payload bytes, to the reader as a short message with tag,
+// and rings p's doorbell. The slot's sequence word is stored last with a
+// release store: a sequentially consistent one (an XCHG) would wait for
+// the slot's line to come back from the reader, who read it a lap ago.
+// That wait happens instead, off the sender's path, for the line
+// prefetchAhead slots on, fetched for writing before the doorbell's atomic
+// add (which does wait for this slot's stores).
+func (e *Endpoint) publishShort(p *peer, s []byte, tag uint32, n int) {
 	qLen.Set(s, uint32(n))
 	qTag.Set(s, tag)
-	if n > 0 && fill != nil {
-		fill(s[qHdr : qHdr+n])
-	}
 	p.tail++
-	if p.tailAt += e.slotBytes; p.tailAt == e.offQueue+q*e.slotBytes {
+	if p.tailAt += e.slotBytes; p.tailAt == e.queueEnd {
 		p.tailAt = e.offQueue
 	}
-	qSeq.Store(s, p.tail)
+	order.StoreRelease64(qSeq.Ptr(s), p.tail)
 	e.Stats.ShortSent++
 	e.Stats.BytesSent += int64(n)
-	// The next slot's line, which the receiver read last, is fetched for
-	// writing while the doorbell's atomic add completes: the next short
-	// send of a stream then finds it owned.
-	order.PrefetchW(unsafe.Pointer(&p.out[p.tailAt]))
+	ahead := p.tailAt + (prefetchAhead-1)*e.slotBytes
+	if ahead >= e.queueEnd {
+		ahead -= e.queueEnd - e.offQueue
+	}
+	order.PrefetchW(unsafe.Pointer(&p.out[ahead]))
 	ring(p.doorbell, p.sleepers)
-	return true, nil
 }
 
 // SendShort sends a short message, blocking while dest's queue is full:
@@ -590,29 +620,71 @@ func (e *Endpoint) NextShort(src int, fn func(src int, tag uint32, msg []byte)) 
 }
 
 func (e *Endpoint) next(p *peer, fn func(src int, tag uint32, msg []byte)) bool {
-	if p.headAt == 0 {
-		p.headAt = e.offQueue
-	}
-	s := p.in[p.headAt:][:e.slotBytes]
-	if qSeq.Load(s) != p.head+1 {
+	s := e.peekShort(p)
+	if s == nil {
 		return false
 	}
 	n := int(qLen.Get(s))
 	tag := qTag.Get(s)
 	fn(p.rank, tag, s[qHdr:qHdr+n])
-	p.head++
-	if p.headAt += e.slotBytes; p.headAt == e.offQueue+e.opt.Queue*e.slotBytes {
+	e.consumeShort(p, true)
+	return true
+}
+
+// peekShort returns the slot of p's next short message, or nil when it has
+// not arrived.
+func (e *Endpoint) peekShort(p *peer) []byte {
+	if p.headAt == 0 {
 		p.headAt = e.offQueue
 	}
-	blkHead.Store(p.in, p.head)
+	s := p.in[p.headAt:][:e.slotBytes]
+	if qSeq.Load(s) != p.head+1 {
+		return nil
+	}
+	return s
+}
+
+// consumeShort frees the slot of p's message that peekShort returned:
+// takeShort, then publishHead.
+func (e *Endpoint) consumeShort(p *peer, strict bool) {
+	e.takeShort(p)
+	e.publishHead(p, strict)
+}
+
+// takeShort moves p's head past the message that peekShort returned,
+// without telling the sender yet (publishHead): a receiver draining several
+// messages tells it once.
+func (e *Endpoint) takeShort(p *peer) {
+	p.head++
+	if p.headAt += e.slotBytes; p.headAt == e.queueEnd {
+		p.headAt = e.offQueue
+	}
 	e.Stats.ShortRecv++
+}
+
+// publishHead tells p how far this process has consumed its messages (the
+// head word, or credits over the network) and rings p if it waits for
+// space. A strict head store is sequentially consistent, as the sender's
+// waitSpace flag needs (Dekker's pattern: the head's store and the flag's
+// load must not be reordered, or a sender blocked on a full queue may
+// sleep through its last wake-up). The MPI device, whose senders never
+// find a queue full within MPI-BIP's credits, publishes the head with a
+// release store instead, which does not wait for the stores before it
+// (the receive's data and status) to reach the cache.
+func (e *Endpoint) publishHead(p *peer, strict bool) {
 	if p.net != nil {
 		e.consumedNet(p)
-	} else if blkWaitSpace.Load(p.in) != 0 {
+		return
+	}
+	if strict {
+		blkHead.Store(p.in, p.head)
+	} else {
+		order.StoreRelease64(blkHead.Ptr(p.in), p.head)
+	}
+	if blkWaitSpace.Load(p.in) != 0 {
 		blkWaitSpace.Store(p.in, 0)
 		ring(p.doorbell, p.sleepers)
 	}
-	return true
 }
 
 // RecvShort blocks until a short message from src (or AnySource = -2)

@@ -1,6 +1,7 @@
 package bip
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -64,7 +65,8 @@ type outMsg struct {
 }
 
 type pstate struct {
-	*cursors // used, granted, consumed, reported: the peer's (bip.go), shared with C code (fastpath.go)
+	*cursors       // used, granted, consumed, reported: the peer's (bip.go), shared with C code (fastpath.go)
+	peer     *peer // the endpoint's link to it
 	backlog  []*outMsg
 	waitSlot []*lrecv // matched long receives waiting for a BIP long-receive slot
 	waitSend []*lsend // acknowledged sends waiting for a BIP long-send slot
@@ -108,6 +110,10 @@ type Device struct {
 	held []heldCompletion
 
 	spare []*outMsg // backlog entries already put, for reuse (send)
+
+	// Unexpected eager messages already received, with their copy of the
+	// data, for reuse (keepEager, deliver).
+	unexpFree []*match.Message
 
 	cnt struct {
 		eager, long, creditWaits, creditMsgs, ackWaits int64
@@ -156,7 +162,7 @@ func (d *Device) Init(cfg adi.Config) error {
 	d.credit = uint32(o.Queue - reserved)
 	d.pc = make([]*pstate, cfg.Size)
 	for i := range d.pc {
-		d.pc[i] = &pstate{cursors: d.ep.peers[i].cursors}
+		d.pc[i] = &pstate{cursors: d.ep.peers[i].cursors, peer: d.ep.peers[i]}
 	}
 	d.sends = map[uint32]*lsend{}
 	d.ep.OnPeerGone = d.peerGone
@@ -263,16 +269,22 @@ func (d *Device) Counters() map[string]int64 {
 // waits before it, else through the backlog — else the three-message long
 // protocol.
 func (d *Device) Isend(r *adi.Request) error {
+	// The buffer by pointer: Buffer's methods take it by value, a copy
+	// through the stack on the per-message path.
+	rb := &r.Buf
+	n, sig := 0, uint32(0)
+	if rb.Type != nil {
+		n, sig = rb.Count*rb.Type.Size(), rb.Type.Signature()
+	}
+	eager := n <= d.eager && r.Mode != adi.ModeSync
+	if eager && (rb.Type == nil || rb.Type.Contiguous()) && d.SendShort(r.Context, r.Peer, r.Tag, sig, rb.Mem[:n]) {
+		r.Complete(adi.Status{Bytes: n}) // in the receiver's queue: done
+		return nil
+	}
 	if !d.ep.Alive(r.Peer) {
 		return d.ep.exited("send", r.Peer)
 	}
-	n := r.Buf.Size()
-	sig := r.Buf.Type.Signature()
-	if n <= d.eager && r.Mode != adi.ModeSync {
-		if r.Buf.Contiguous() && d.SendShort(r.Context, r.Peer, r.Tag, sig, r.Buf.Mem[:n]) {
-			r.Complete(adi.Status{Bytes: n}) // in the receiver's queue: done
-			return nil
-		}
+	if eager {
 		d.cnt.eager++
 		d.send(r.Peer, outMsg{typ: msgEager, h: hdr{ctx: r.Context, tag: int32(r.Tag), sig: sig, size: uint64(n)}, data: r.Buf, req: r})
 		return nil
@@ -382,31 +394,55 @@ func putHdr(b []byte, h *hdr, credits uint32) {
 // SendShort writes an eager message straight into a peer's BIP queue, with
 // no request and no backlog entry, when nothing waits in the peer's
 // backlog, a credit is free and the peer shares this host
-// (adi.ShortSender): the path of a blocking MPI Send of a small message.
-// A peer on another host takes the request path, whose completion waits
-// until the frame is with the kernel.
+// (adi.ShortSender): the path of a blocking MPI Send of a small message,
+// and the first try of an eager Isend. The MPI-BIP header and the data go
+// straight into the slot (putEager), an 8-byte payload in one move. A peer
+// on another host takes the request path, whose completion waits until
+// the frame is with the kernel.
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	n := len(data)
-	if n > d.eager || peer < 0 || peer >= d.size {
+	if n > d.eager || uint(peer) >= uint(d.size) {
 		return false
 	}
 	p := d.pc[peer]
-	if len(p.backlog) > 0 || p.used-p.granted >= d.credit || d.ep.Remote(peer) || !d.ep.Alive(peer) {
+	if len(p.backlog) > 0 || p.used-p.granted >= d.credit {
 		return false
 	}
-	h := hdr{ctx: ctx, tag: int32(tag), sig: sig, size: uint64(n)}
+	e := d.ep
+	pe := p.peer
+	if pe.net != nil || !e.Alive(peer) {
+		return false
+	}
+	s := e.reserveShort(pe)
+	if s == nil {
+		return false
+	}
 	credits := p.consumed
-	ok, err := d.ep.TrySend(peer, msgEager, hdrSize+n, func(b []byte) {
-		putHdr(b, &h, credits)
+	b := s[qHdr : qHdr+hdrSize+n]
+	putEager(b, ctx, int32(tag), sig, uint64(n), credits)
+	if n == 8 {
+		// A word (a double, an int64) in one move rather than a call
+		// of memmove.
+		*(*[8]byte)(b[hdrSize:]) = *(*[8]byte)(data)
+	} else {
 		copy(b[hdrSize:], data)
-	})
-	if err != nil || !ok {
-		return false
 	}
+	e.publishShort(pe, s, msgEager, hdrSize+n)
 	p.used++
 	p.reported = credits
 	d.cnt.eager++
 	return true
+}
+
+// putEager writes the MPI-BIP header of an eager message into b: putHdr
+// with no send id, aux or flags, as five 8-byte stores.
+func putEager(b []byte, ctx uint32, tag int32, sig uint32, size uint64, credits uint32) {
+	_ = b[hdrSize-1]
+	binary.LittleEndian.PutUint64(b[0:], uint64(ctx)|uint64(uint32(tag))<<32) // hCtx, hTag
+	binary.LittleEndian.PutUint64(b[8:], uint64(sig))                         // hSig, hID
+	binary.LittleEndian.PutUint64(b[16:], size)                               // hSize
+	binary.LittleEndian.PutUint64(b[24:], uint64(credits))                    // hCredits, hAux
+	binary.LittleEndian.PutUint64(b[32:], 0)                                  // hFlags, padding
 }
 
 // CompletesUnderLock declares adi.LockedCompleter: the device completes
@@ -432,12 +468,41 @@ func (d *Device) deliver(r *adi.Request, m *match.Message) {
 		d.matchLong(r, m.Env, m.Size, m.Sig, id)
 		return
 	}
-	if d.mismatch(r, m.Env, m.Size, m.Sig) {
-		return
+	if !d.mismatch(r, m.Env, m.Size, m.Sig) {
+		n := min(m.Size, r.Buf.Size())
+		r.Buf.CopyIn(0, m.Data[:n])
+		d.complete(r, recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
 	}
-	n := min(m.Size, r.Buf.Size())
-	r.Buf.CopyIn(0, m.Data[:n])
-	d.complete(r, recv.Status(r, m.Env.Source, m.Env.Tag, m.Size, n))
+	if cap(m.Data) <= unexpPooled && len(d.unexpFree) < maxUnexpFree {
+		d.unexpFree = append(d.unexpFree, m) // delivered: nothing refers to it any more
+	}
+}
+
+// Unexpected eager messages of up to unexpPooled bytes keep their record
+// and their copy's memory for later ones once delivered, up to
+// maxUnexpFree of them: a stream of small messages that arrive before
+// their receives allocates nothing per message.
+const (
+	unexpPooled  = 256
+	maxUnexpFree = 256
+)
+
+// keepEager keeps an eager message that no posted receive matched, with a
+// copy of its data, as unexpected.
+func (d *Device) keepEager(env adi.Envelope, sig uint32, data []byte) {
+	var m *match.Message
+	var mem []byte
+	if k := len(d.unexpFree); k > 0 && len(data) <= unexpPooled {
+		m, d.unexpFree = d.unexpFree[k-1], d.unexpFree[:k-1]
+		mem = m.Data[:0]
+	} else {
+		m = new(match.Message)
+		if len(data) <= unexpPooled {
+			mem = make([]byte, 0, unexpPooled) // fits any message it may be reused for
+		}
+	}
+	*m = match.Message{Env: env, Size: len(data), Data: append(mem, data...), Sig: sig}
+	d.eng.AddUnexpected(m)
 }
 
 // mismatch completes r with ErrType when the message's type signature
@@ -534,33 +599,109 @@ func (d *Device) CancelRecv(r *adi.Request) bool {
 	return d.eng.Withdraw(r)
 }
 
-// handle processes one MPI-BIP message from src (b valid only during the call).
+// drain consumes src's short messages, starting with s, the slot of the
+// first (peekShort), and at most a queue's worth (so that one busy sender
+// cannot hold the others up), and tells src once how far it got. An eager
+// message goes straight to eagerIn, with no call through a function value;
+// the others to handle.
+func (d *Device) drain(src int, p *pstate, s []byte) {
+	e := d.ep
+	for k := 0; s != nil && k < e.opt.Queue; k++ {
+		posted := d.eng.Posted()
+		n := int(qLen.Get(s))
+		if typ, b := qTag.Get(s), s[qHdr:qHdr+n]; typ != msgEager || !d.eagerIn(src, p, b) {
+			d.handle(src, typ, b)
+		}
+		e.takeShort(p.peer)
+		if posted > 0 && d.eng.Posted() == 0 {
+			// The message took the last posted receive: the caller
+			// waits for nothing more, and returns at once rather than
+			// look at the next slot first. That slot's line, fetched
+			// for writing by a sender that streams (publishShort),
+			// would cost a cross-core fetch now and another when the
+			// sender writes it; the next Progress looks at it.
+			break
+		}
+		s = e.peekShort(p.peer)
+	}
+	e.publishHead(p.peer, false)
+}
+
+// takeCredits reads the credits piggybacked on src's message b and counts
+// b against the credits this process owes src (unless it is an explicit
+// credit message, which uses the reserved slots).
+func (d *Device) takeCredits(p *pstate, b []byte, counted bool) {
+	if c := hCredits.Get(b); c-p.granted < 1<<31 {
+		p.granted = c
+	}
+	if counted {
+		p.consumed++
+	}
+}
+
+// eagerIn takes an eager message from src (b: the MPI-BIP header and the
+// data), every small message's path: the header is read in place and the
+// data copied straight into the matching receive, an 8-byte payload in one
+// move, or kept as an unexpected message. It reports false, having done
+// nothing, for a message whose header does not describe it (handle then
+// reports it).
+func (d *Device) eagerIn(src int, p *pstate, b []byte) bool {
+	if len(b) < hdrSize || hSize.Get(b) != uint64(len(b)-hdrSize) {
+		return false
+	}
+	d.takeCredits(p, b, true)
+	data := b[hdrSize:]
+	size, tag, sig := len(data), int(hTag.Get(b)), hSig.Get(b)
+	env := adi.Envelope{Context: hCtx.Get(b), Source: src, Tag: tag}
+	r := d.eng.Arrive(env)
+	if r == nil {
+		d.keepEager(env, sig, data)
+		return true
+	}
+	// The receive's buffer by pointer: Buffer's methods take it by value,
+	// a copy through the stack on the per-message path.
+	rb := &r.Buf
+	if rb.Type == nil {
+		d.complete(r, recv.Status(r, src, tag, size, 0))
+		return true
+	}
+	if sig != rb.Type.Signature() && d.mismatch(r, env, size, sig) {
+		return true
+	}
+	n := min(size, rb.Count*rb.Type.Size())
+	switch {
+	case n == 0:
+	case !rb.Type.Contiguous():
+		r.Buf.CopyIn(0, data[:n])
+	case n == 8:
+		*(*[8]byte)(rb.Mem) = *(*[8]byte)(data)
+	default:
+		copy(rb.Mem[:n], data)
+	}
+	if n == size && (d.ep.net == nil || d.ep.net.pending == 0) {
+		// complete's common case, written out: it is too large to be
+		// inlined, and this is every small message's completion.
+		r.Complete(adi.Status{Source: src, Tag: tag, Bytes: n})
+	} else {
+		d.complete(r, recv.Status(r, src, tag, size, n))
+	}
+	return true
+}
+
+// handle processes one MPI-BIP message from src (b valid only during the
+// call) that eagerIn did not take.
 func (d *Device) handle(src int, typ uint32, b []byte) {
 	if len(b) < hdrSize {
 		d.fail(fmt.Errorf("bip: short message of %d bytes from rank %d: no MPI-BIP header", len(b), src))
 		return
 	}
 	p := d.pc[src]
-	if c := hCredits.Get(b); c-p.granted < 1<<31 {
-		p.granted = c
-	}
-	if typ != msgCredit {
-		p.consumed++
-	}
+	d.takeCredits(p, b, typ != msgCredit)
 	env := adi.Envelope{Context: hCtx.Get(b), Source: src, Tag: int(hTag.Get(b))}
 	sig, size, id := hSig.Get(b), int(hSize.Get(b)), hID.Get(b)
 	switch typ {
 	case msgEager:
-		data := b[hdrSize : hdrSize+size]
-		if r := d.eng.Arrive(env); r != nil {
-			if !d.mismatch(r, env, size, sig) {
-				n := min(size, r.Buf.Size())
-				r.Buf.CopyIn(0, data[:n])
-				d.complete(r, recv.Status(r, src, env.Tag, size, n))
-			}
-		} else {
-			d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: append([]byte(nil), data...), Sig: sig})
-		}
+		d.fail(fmt.Errorf("bip: eager message from rank %d claims %d bytes of data in a short message of %d", src, size, len(b)))
 	case msgReq:
 		if r := d.eng.Arrive(env); r != nil {
 			d.matchLong(r, env, size, sig, id)
@@ -597,13 +738,19 @@ func (d *Device) fail(err error) {
 }
 
 // Progress drains every short-message queue, returns credits, flushes
-// backlogs and advances BIP's long operations.
+// backlogs and advances BIP's long operations. A peer's backlog is flushed
+// right after its queue is drained, whose messages bring the credits it
+// waits for, and before an explicit credit return, which the backlog's
+// messages may make needless (each carries the credits piggybacked).
 func (d *Device) Progress() (bool, error) {
 	did := false
+	e := d.ep
 	for src, p := range d.pc {
-		// At most a queue's worth per pass, so that one busy sender
-		// cannot hold the others up.
-		for i := 0; i < d.ep.opt.Queue && d.ep.NextShort(src, d.handle); i++ {
+		if s := e.peekShort(p.peer); s != nil {
+			d.drain(src, p, s)
+			did = true
+		}
+		if len(p.backlog) > 0 && d.flushBacklog(src, p) {
 			did = true
 		}
 		if p.consumed-p.reported >= d.credit/2 {
@@ -612,23 +759,27 @@ func (d *Device) Progress() (bool, error) {
 			}
 		}
 	}
-	for dest, p := range d.pc {
-		if len(p.backlog) > 0 && d.flushBacklog(dest, p) {
+	if e.net != nil || len(e.sends) > 0 || len(e.recvs) > 0 {
+		if e.Progress() {
 			did = true
 		}
-	}
-	if d.ep.Progress() {
+	} else if e.live.Idle() && e.checkPeers() {
+		// Endpoint.Progress with no long operation and no network: the
+		// idle poll's liveness count, and now and then a look at the
+		// peers' processes.
+		e.runDone()
 		did = true
 	}
-	if d.release() {
+	if len(d.held) > 0 && d.release() {
 		did = true
 	}
-	if d.err != nil {
-		return true, d.err
-	}
-	if err := d.lost; err != nil {
+	if d.err != nil || d.lost != nil {
+		if d.err != nil {
+			return true, d.err
+		}
 		// A peer on another host is unreachable and no request carries
 		// the error: the job ends, as when a rank dies.
+		err := d.lost
 		d.lost = nil
 		return true, err
 	}

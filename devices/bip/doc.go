@@ -88,7 +88,10 @@
 //     when nothing waits for credit before it, is written straight into
 //     the peer's queue with no request or backlog entry
 //     (adi.ShortSender), and the device completes requests only inside
-//     the core's calls (adi.LockedCompleter). BIP only stops a sender whose queue is full, so MPI-BIP
+//     the core's calls (adi.LockedCompleter); Progress hands each eager
+//     message straight from its queue slot to the matched receive, or
+//     keeps a copy as unexpected (small ones reusing the memory of
+//     those already delivered). BIP only stops a sender whose queue is full, so MPI-BIP
 //     adds credit-based flow control above it: a sender has Queue−2
 //     credits per receiver, the receiver returns them as it consumes —
 //     piggybacked on every message it sends back, or in an explicit credit

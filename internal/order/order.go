@@ -13,7 +13,8 @@
 // process stores to (Dekker's pattern, a doorbell's sleeper count) still
 // needs a sequentially consistent operation in between.
 //
-// Under the race detector, and on other architectures, StoreRelease32 is
-// atomic.StoreUint32 (the detector does not see stores made in assembly),
-// and PrefetchW does nothing.
+// Under the race detector, and on other architectures, StoreRelease32 and
+// StoreRelease64 are atomic.StoreUint32 and atomic.StoreUint64 (the
+// detector does not see stores made in assembly), and PrefetchW does
+// nothing.
 package order

@@ -10,6 +10,11 @@ import "unsafe"
 //go:noescape
 func StoreRelease32(p *uint32, v uint32)
 
+// StoreRelease64 is StoreRelease32 for a 64-bit word (p 8-byte aligned).
+//
+//go:noescape
+func StoreRelease64(p *uint64, v uint64)
+
 // PrefetchW starts fetching the cache line at p for writing (exclusive),
 // without waiting for it: a later store into the line then finds it owned.
 //

@@ -9,6 +9,13 @@ TEXT ·StoreRelease32(SB), NOSPLIT, $0-12
 	MOVL BX, (AX)
 	RET
 
+// func StoreRelease64(p *uint64, v uint64)
+TEXT ·StoreRelease64(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ v+8(FP), BX
+	MOVQ BX, (AX)
+	RET
+
 // func PrefetchW(p unsafe.Pointer)
 TEXT ·PrefetchW(SB), NOSPLIT, $0-8
 	MOVQ p+0(FP), AX

@@ -42,6 +42,39 @@ func TestStoreReleasePublishes(t *testing.T) {
 	}
 }
 
+// StoreRelease64 publishes as StoreRelease32 does.
+func TestStoreRelease64Publishes(t *testing.T) {
+	const rounds = 20000
+	var data [8]uint64
+	var flag uint64
+	done := make(chan error)
+	go func() {
+		for i := uint64(1); i <= rounds; i++ {
+			for atomic.LoadUint64(&flag) != i<<32 {
+			}
+			for k := range data {
+				if got := atomic.LoadUint64(&data[k]); got != i {
+					done <- fmt.Errorf("round %d: word %d is %d", i, k, got)
+					return
+				}
+			}
+			atomic.StoreUint64(&flag, i<<32|1) // the writer may go on
+		}
+		done <- nil
+	}()
+	for i := uint64(1); i <= rounds; i++ {
+		for k := range data {
+			atomic.StoreUint64(&data[k], i)
+		}
+		StoreRelease64(&flag, i<<32) // the high half: a 32-bit store would not make it
+		for atomic.LoadUint64(&flag) != i<<32|1 {
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // StoreRelease32 writes the value, and PrefetchW leaves memory as it was.
 func TestStoreAndPrefetch(t *testing.T) {
 	buf := make([]uint32, 32)

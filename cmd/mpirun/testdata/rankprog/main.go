@@ -85,7 +85,7 @@ func main() {
 	case "nofinalize":
 		os.Exit(0)
 	case "env":
-		for _, k := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS", "MPIRUN_TEST_A", "MPIRUN_TEST_B"} {
+		for _, k := range []string{"PMI_FD", "PMI_RANK", "PMI_SIZE", "ADIMPI_APPNUM", "ADIMPI_DEVICE", "ADIMPI_DEVICE_OPT", "ADIMPI_ASYNC_PROGRESS", "MPIRUN_TEST_A", "MPIRUN_TEST_B", "GLIBC_TUNABLES"} {
 			fmt.Printf("rank %d %s=%s\n", rank, k, os.Getenv(k))
 		}
 		wd, err := os.Getwd()
