@@ -40,7 +40,7 @@ import (
 // (process_vm_writev), so it never waits for a lagging initiator either.
 const (
 	stageChunk = 32 << 10 // a chunk: small enough that the copies overlap well, large enough that its hand-over is cheap
-	stageSlots = 8        // chunks in flight: the target may run this far ahead
+	stageSlots = 16       // chunks in flight: the target may run this far ahead of a lagging initiator
 	stageHdr   = 4096     // owner word, then a state line per buffer
 	stageBytes = stageHdr + stageSlots*stageChunk
 	// stageIdle is how long the initiator waits for a chunk before it

@@ -120,7 +120,7 @@
 //     nic_shared_target count the pieces each end moved.
 //   - Staged RDMA reads (dmastage.go): such a read goes instead as a real
 //     NIC pair moves it, when the target NIC's staging buffers are free
-//     (eight 32 KiB buffers in its NIC memory, one transfer at a time):
+//     (sixteen 32 KiB buffers in its NIC memory, one transfer at a time):
 //     the target's NIC copies chunks of the registered source from its
 //     host memory into the buffers, and the initiator's NIC copies each,
 //     as it arrives, into the registered destination in its host memory.
