@@ -10,21 +10,10 @@
 #
 #	bash devices/via/testdata/netpipe-ab.sh
 #	MAIN=/path/to/other/tree ROUNDS=7 bash devices/via/testdata/netpipe-ab.sh
-set -eu
-rounds=${ROUNDS:-5}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-lib() { # tree out: adimpi's libmpich.so.12 from tree into out
-	(cd "$1" && go build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,libmpich.so.12 -o "$2/libmpich.so.12" ./cmd/libmpich)
-}
-go build -o "$dir/mpirun" ./cmd/mpirun
+. devices/via/testdata/netpipe-lib.sh
 go build -o "$dir/mpibench" ./cmd/mpibench
-lib . "$dir/via"
-targets="via"
 if [ -n "${MAIN:-}" ]; then
-	lib "$MAIN" "$dir/via-main"
 	(cd "$MAIN" && go build -o "$dir/mpibench-main" ./cmd/mpibench && go build -o "$dir/mpirun-main" ./cmd/mpirun)
-	targets="via via-main"
 fi
 np=(/usr/bin/NPmpich2 -l 8 -u 8 -p 0 -n 2000 -o /dev/null)
 lat() { awk '/ 8 bytes .* usec/ { print $(NF-1); exit }'; }
@@ -43,12 +32,7 @@ for r in $(seq "$rounds"); do
 	[ -n "$v" ] && echo "mpich netpipe $v" >>"$dir/all" || echo "round $r: mpich netpipe failed" >&2
 done
 uptime
-awk '
-function median(s,   n, i, j, t, a) {
-	n = split(s, a, " ")
-	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk "$median"'
 { v[$1 " " $2] = v[$1 " " $2] " " $3; seen[$1] = 1 }
 END {
 	m = median(v["mpich netpipe"])

@@ -10,20 +10,7 @@
 #
 #	bash devices/via/testdata/netpipe-peak.sh
 #	MAIN=/path/to/other/tree ROUNDS=7 bash devices/via/testdata/netpipe-peak.sh
-set -eu
-rounds=${ROUNDS:-5}
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-lib() { # tree out: adimpi's libmpich.so.12 from tree into out
-	(cd "$1" && go build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,libmpich.so.12 -o "$2/libmpich.so.12" ./cmd/libmpich)
-}
-go build -o "$dir/mpirun" ./cmd/mpirun
-lib . "$dir/via"
-targets="via"
-if [ -n "${MAIN:-}" ]; then
-	lib "$MAIN" "$dir/via-main"
-	targets="via via-main"
-fi
+. devices/via/testdata/netpipe-lib.sh
 np=(/usr/bin/NPmpich2 -l 65536 -u 1048576 -p 0 -n 50 -o /dev/null)
 # NetPIPE's lines: "  8: 1048576 bytes 50 times --> 123456.78 Mbps in 68.00 usec";
 # MB/s = Mbps / 8. Prints "peak MB/s" and "1 MiB MB/s".
@@ -40,12 +27,7 @@ for r in $(seq "$rounds"); do
 	done
 done
 uptime
-awk '
-function median(s,   n, i, j, t, a) {
-	n = split(s, a, " ")
-	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk "$median"'
 { p[$1] = p[$1] " " $2; m[$1] = m[$1] " " $3; seen[$1] = 1 }
 END {
 	mp = median(p["mpich"])
