@@ -413,7 +413,7 @@ func (d *Device) Progress() (bool, error) {
 	// alone, up to fullScanEvery passes in a row.
 	fast := false
 	if g := d.pred.guess(); g >= 0 && d.backlogged == 0 && d.pred.skipped < fullScanEvery {
-		if p := d.peers[g]; p.net == nil {
+		if p := d.peers[g]; p.net == nil && p.link.ready() {
 			n, err := d.drain(p)
 			if err != nil {
 				return true, err
@@ -432,8 +432,11 @@ func (d *Device) Progress() (bool, error) {
 			if len(p.backlog) > 0 && d.flush(p) {
 				did = true
 			}
-			if p.net != nil || d.tookLast {
-				continue // after the last posted receive, the rings wait (drain)
+			if p.net != nil || d.tookLast || !p.link.ready() {
+				// Empty (ready, inlined: drain's call only for a
+				// message), or left for the next Progress once the
+				// last posted receive is taken (drain).
+				continue
 			}
 			n, err := d.drain(p)
 			if err != nil {
@@ -444,7 +447,9 @@ func (d *Device) Progress() (bool, error) {
 			}
 		}
 	}
-	d.proto.poll()
+	if d.matched == nil {
+		d.proto.poll() // the matched protocol's has nothing to do: no call
+	}
 	if len(d.offerQ) > 0 && d.takeOver() {
 		did = true
 	}
