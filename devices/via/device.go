@@ -185,7 +185,7 @@ type Device struct {
 	rndvWrite  bool     // rndv=write: a contiguous receive buffer answers CTS on one host too
 	eagerItem  outItem  // Isend's eager message while put takes it
 
-	cnt struct{ eager, rndv, credit, backlogged, rndvReads, rndvWrites int64 }
+	cnt struct{ eager, rndv, credit, backlogged, rndvReads, rndvWrites, yields int64 }
 }
 
 // Init opens the NIC, creates one VI per peer (and one connected to itself),
@@ -360,6 +360,7 @@ func (d *Device) Counters() map[string]int64 {
 	c["eager_messages"] = d.cnt.eager
 	c["rendezvous_messages"] = d.cnt.rndv
 	c["credit_messages"] = d.cnt.credit
+	c["idle_yields"] = d.cnt.yields
 	c["backlogged_items"] = d.cnt.backlogged
 	c["rendezvous_reads"], c["rendezvous_writes"] = d.cnt.rndvReads, d.cnt.rndvWrites
 	c["regcache_hits"] = d.rc.hits
@@ -773,7 +774,7 @@ func (d *Device) Progress() (bool, error) {
 	}
 	if did {
 		d.live.Busy()
-	} else if (d.nic.Busy() || d.liveBig > 0) && d.yield() {
+	} else if (d.nic.Busy() || d.liveBig > 0 && !d.staysUp()) && d.yield() {
 	} else if d.live.Idle() {
 		d.checkPeers()
 	}
@@ -943,13 +944,26 @@ func (d *Device) sendDone(s *rvSend, err error, n int) {
 // data moves for it: this process's NIC has work, or a rendezvous send of
 // at least yieldSize bytes is under way, whose data the receiver's NIC
 // reads on the receiver's thread. Those threads need a core too, and with
-// two cores a polling waiter would keep them off it. Shorter sends do not
+// two cores a polling waiter would keep them off it (unless it stays up to
+// move its NIC's part of them, staysUp). Shorter sends do not
 // yield: their DONEs come soon, and a yield under load can cost a time
 // slice before the sender sees one and posts its next RTS. It reports
 // false, so that the idle bookkeeping goes on.
 func (d *Device) yield() bool {
+	d.cnt.yields++
 	syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 	return false
+}
+
+// staysUp reports whether a waiter stays on its core for the shared
+// transfers of its sends (see Sleep): a peer of this host reads one of
+// them, this process's NIC moves its part (dmashare.go, dmastage.go), and
+// the host has a core for every rank. Such a waiter neither sleeps nor
+// yields: a yield on a host that other jobs load hands the core to one of
+// them for the rest of its time slice, while the reader waits for this
+// NIC's chunks.
+func (d *Device) staysUp() bool {
+	return d.stayUp && d.liveShared.Load() > 0 && d.nic.sharing(shareStay)
 }
 
 // Seq is the NIC's completion word.
@@ -967,7 +981,7 @@ func (d *Device) Seq() uint32 { return d.nic.Seq() }
 // shareStay does not keep it up, and with the ranks outnumbering the
 // cores the core is worth more to the others.
 func (d *Device) Sleep(seq uint32, timeout time.Duration) {
-	if d.stayUp && d.liveShared.Load() > 0 && d.nic.sharing(shareStay) {
+	if d.staysUp() {
 		return
 	}
 	d.nic.Sleep(seq, timeout)

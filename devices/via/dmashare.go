@@ -127,7 +127,11 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 	atomic.StoreUint32(p.u32(j+jHandle), uint32(h))
 	atomic.StoreUint64(p.u64(j+jCopied), 0)
 	atomic.StoreUint64(p.u64(j+jRedo), 0)
-	atomic.StoreUint32(p.u32(j+jState), uint32(gen)<<2|dir)
+	state := dir
+	if dir == dirToInit && stageTake(p) {
+		state = dirStaged // dmastage.go
+	}
+	atomic.StoreUint32(p.u32(j+jState), uint32(gen)<<2|state)
 	atomic.AddUint32(p.u32(offShare), 1)
 	// The target's engine is rung only while its application sleeps: an
 	// application that waits in progress finds the job in its next Help,
@@ -147,6 +151,9 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 		atomic.StoreUint32(p.u32(j+jState), uint32(gen)<<2)
 		atomic.AddUint32(p.u32(offShare), ^uint32(0))
 	}()
+	if state == dirStaged {
+		return true, n.stageRead(p, j, gen, local, remote)
+	}
 	move := func(off, k uint64) error {
 		err := vmCopy(p.pid, local[off:off+k], remote.Addr+off, dir == dirToTarg)
 		if err == nil {
@@ -216,6 +223,12 @@ func (n *NIC) shareHelp() (did bool) {
 		iaddr := atomic.LoadUint64(n.self.u64(j + jIAddr))
 		size := atomic.LoadUint64(n.self.u64(j + jLen))
 		h := MemHandle(atomic.LoadUint32(n.self.u32(j + jHandle)))
+		if dir == dirStaged {
+			if n.stageHelp(j, gen, taddr, size, h, pid, iaddr) {
+				did = true
+			}
+			continue
+		}
 		for atomic.LoadUint64(n.self.u64(j+jRedo)) == 0 {
 			off, k, ok := shareClaim(n.self.u64(j+jNext), gen, size)
 			if !ok {

@@ -118,6 +118,21 @@
 //     initiator moves it all; a piece the target's kernel refuses goes
 //     back to the initiator. Counters nic_shared_init and
 //     nic_shared_target count the pieces each end moved.
+//   - Staged RDMA reads (dmastage.go): such a read goes instead as a real
+//     NIC pair moves it, when the target NIC's staging buffers are free
+//     (sixteen 32 KiB buffers in its NIC memory, one transfer at a time):
+//     the target's NIC copies chunks of the registered source from its
+//     host memory into the buffers, and the initiator's NIC copies each,
+//     as it arrives, into the registered destination in its host memory.
+//     Both are plain copies of a process's own memory into or out of the
+//     shared segment, with no system call and no pinning of another
+//     process's 4 KiB pages (which cost process_vm_readv/writev more than
+//     the copy), one chunk apart on two cores. Neither end waits for the
+//     other: an initiator that receives nothing for 5 µs reads the next
+//     chunks itself (process_vm_readv), a target that finds the next
+//     buffer still full writes that chunk straight into the initiator's
+//     memory (process_vm_writev). The same counters count the chunks.
+//     RDMA writes keep the shared DMA.
 //   - Completions: the NIC writes a receive descriptor's completion into
 //     its receive-queue slot in the owning NIC's memory, not into the
 //     Descriptor (Go memory of another process, which only the kernel
@@ -210,7 +225,8 @@
 //	              work queue associated with the CQ
 //	dmashare=on   an RDMA read or write on one host of 64 KiB or more,
 //	              contiguous on both sides, is moved by both NICs, the
-//	              initiator's and the target's (above) [default]
+//	              initiator's and the target's (above; a read through the
+//	              target's staging buffers) [default]
 //	dmashare=off  the initiator's NIC moves it alone
 //	timers=on     time posts, descriptor executions and CQ checks (one in
 //	              16; counters host_post_ns, nic_exec_ns, cq_done_ns) [off:
@@ -249,12 +265,14 @@
 // the credits it returns) the moment the data is in: in a stream the next
 // messages' RTSs arrive while the current reads move (DMPI's pipelining of
 // the handshake with the data), and the sender, which waits in its
-// progress, moves half of each contiguous read as the target NIC (above):
-// while a peer of its host reads such sends (64 KiB or more) in a
-// stream (its NIC copied a piece within the last millisecond), the
-// sender's wait does not sleep, unless the host's ranks outnumber its
-// cores, so that it claims its pieces as soon as the reader publishes
-// them (a sleeping sender's engine had to be woken for every transfer).
+// progress, moves its part of each contiguous read as the target NIC
+// (above: it stages the chunks of a staged read): while a peer of its
+// host reads such sends (64 KiB or more) in a stream (its NIC copied a
+// piece within the last millisecond), the sender's wait neither sleeps
+// nor yields its core, unless the host's ranks outnumber its cores, so
+// that it claims its pieces as soon as the reader publishes them (a
+// sleeping sender's engine had to be woken for every transfer, and a
+// yield on a loaded host gave the core to another job).
 // A read that the doorbell ran on the receiver's thread completes its
 // receive in the same progress call. Otherwise
 // (a peer on another host, where a read is a request frame and the data's

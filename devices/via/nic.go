@@ -166,6 +166,7 @@ const (
 	offDesign    = shm.HeaderSize + 192 // u64: Options.designWord
 	offProbe     = shm.HeaderSize + 200 // u64: remote-write permission probe
 	offHostVA    = shm.HeaderSize + 208 // u64: the host memory's address in the NIC's process
+	offStage     = shm.HeaderSize + 216 // u32: the staging buffers' offset in the segment (dmastage.go); 0: none
 	offAppSleep  = shm.HeaderSize + 256 // u32: application waiters sleeping (a line that only sleepers write)
 	offLayout    = shm.HeaderSize + 320 // layout words (u32 each)
 	offTables    = shm.HeaderSize + 384
@@ -191,7 +192,7 @@ type layout struct {
 	at3, tlbSize         uint32
 	total                uint32
 	host                 uint32 // host memory (AllocHostMem): [host, total)
-	_                    uint32
+	stage                uint32 // the staging buffers (dmastage.go), 0: none; peers read it from offStage
 }
 
 func makeLayout(o Options) layout {
@@ -221,6 +222,10 @@ func makeLayout(o Options) layout {
 		off = (off + 63) &^ 63
 		l.at3, l.tlbSize = off, uint32(o.TLBSize)
 		off += l.tlbSize * cacheEntry
+	}
+	if o.SharedDMA {
+		l.stage = (off + pageSize - 1) &^ (pageSize - 1)
+		off = l.stage + stageBytes
 	}
 	l.host = (off + pageSize - 1) &^ (pageSize - 1)
 	l.total = l.host + (uint32(o.HostMem)+pageSize-1)&^(pageSize-1)
@@ -457,6 +462,7 @@ func OpenNIC(o Options) (*NIC, error) {
 	n.views[viewKey{n.self.pid, seg.FD}] = n.self
 	copy((*[16]uint32)(unsafe.Pointer(&seg.Mem[offLayout]))[:], lay.words())
 	atomic.StoreUint64(seg.Uint64(offDesign), o.designWord())
+	atomic.StoreUint32(seg.Uint32(offStage), lay.stage)
 	if lay.total > lay.host {
 		atomic.StoreUint64(seg.Uint64(offHostVA), uint64(uintptr(unsafe.Pointer(&seg.Mem[lay.host]))))
 	}

@@ -299,3 +299,47 @@ func TestSenderStaysUp(t *testing.T) {
 		t.Fatalf("with no shared send left the sender slept only %v of 200ms", d)
 	}
 }
+
+// TestSenderDoesNotYield: a waiter whose 1 MiB send a peer of this host
+// reads with the shared DMA, in a stream (its NIC moved a chunk lately),
+// polls without giving its core away, so that it moves its NIC's chunks
+// as soon as the reader publishes them; with more ranks than cores it
+// yields as before. Before, every idle poll of such a sender called
+// sched_yield, which on a host loaded by other jobs handed the core to one
+// of them for the rest of its time slice.
+func TestSenderDoesNotYield(t *testing.T) {
+	ds := devicePair(t, nil)
+	const n = 1 << 20
+	src, dst := make([]byte, n), make([]byte, n)
+	s := &adi.Request{Op: adi.OpSend, Peer: 1, Tag: 6, Buf: adi.Bytes(src)}
+	if err := ds[0].Isend(s); err != nil {
+		t.Fatal(err)
+	}
+	idle := func() int64 { // yields over 10 idle polls
+		y0 := ds[0].cnt.yields
+		for i := 0; i < 10; i++ {
+			if _, err := ds[0].Progress(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ds[0].cnt.yields - y0
+	}
+	idle() // the RTS's completion taken
+	ds[0].stayUp = true
+	ds[0].nic.sharedAt.Store(time.Now().Add(time.Hour).UnixNano()) // in a stream (see TestSenderStaysUp)
+	if y := idle(); y != 0 {
+		t.Fatalf("a sender in a stream of shared transfers yielded %d times in 10 idle polls", y)
+	}
+	ds[0].stayUp = false // as with more ranks than cores
+	if y := idle(); y == 0 {
+		t.Fatal("with more ranks than cores the sender of 1 MiB did not yield")
+	}
+	r := &adi.Request{Op: adi.OpRecv, Peer: 0, Tag: 6, Buf: adi.Bytes(dst)}
+	if err := ds[1].Irecv(r); err != nil {
+		t.Fatal(err)
+	}
+	progressUntil(t, ds[:], r, s)
+	if r.Status.Err != nil || s.Status.Err != nil {
+		t.Fatalf("receive %+v, send %+v", r.Status, s.Status)
+	}
+}

@@ -176,6 +176,10 @@ func (n *NIC) importView(addr string) (*view, error) {
 	}
 	v.o = n.o
 	v.o.TLBSize = int(v.lay.tlbSize)
+	v.lay.stage = atomic.LoadUint32(seg.Uint32(offStage))
+	if uint64(v.lay.stage)+stageBytes > uint64(len(seg.Mem)) {
+		v.lay.stage = 0
+	}
 	if v.lay.total > v.lay.host {
 		v.hostVA = atomic.LoadUint64(seg.Uint64(offHostVA))
 	}
