@@ -2,9 +2,11 @@ package fm
 
 import (
 	"testing"
+	"time"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/aditest"
+	"github.com/adimpi/adimpi/datatype"
 )
 
 // TestSmallMessagesShort: a blocking send's small message into a posted

@@ -2,9 +2,11 @@ package netvm
 
 import (
 	"testing"
+	"time"
 
 	"github.com/adimpi/adimpi/adi"
 	"github.com/adimpi/adimpi/adi/aditest"
+	"github.com/adimpi/adimpi/datatype"
 )
 
 // TestSmallMessagesInline: a blocking send's small message (SendShort)
