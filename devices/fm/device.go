@@ -895,7 +895,7 @@ func (d *Device) handle(e *Endpoint, s *Stream) {
 // reports false, having done nothing, for any other packet.
 func (d *Device) eagerPacket(s *Stream) bool {
 	h := s.pkt[s.pos:]
-	if !d.eagerIn(s.src, h) {
+	if ok, _ := d.eagerIn(s.src, h); !ok {
 		return false
 	}
 	s.pos, s.taken = len(s.pkt), s.taken+len(h)
@@ -907,15 +907,25 @@ func (d *Device) eagerPacket(s *Stream) bool {
 // is read in place and the data copied straight into the matching receive
 // (or kept as an unexpected message), with no per-message state. Extract
 // calls it for every one-packet message of the MPI handler. It reports
-// false, having done nothing, for any other message.
-func (d *Device) eagerIn(src int, h []byte) bool {
+// false, having done nothing, for any other message; and last, whether the
+// message took the last posted receive: Extract then returns at once,
+// without reading the sender's next packet slot, whose line the sender has
+// fetched for writing, so that the waiter whose receive this was returns
+// without a cross-core fetch on its way (and the sender's next write
+// without another). What is left, from this sender or the others, waits
+// for the next Extract, in order, as if it had arrived a moment later (the
+// others' too: an ANY_SOURCE receive posted next still finds the messages
+// that arrived first); an Extract stops early only by completing a
+// receive, so that with no receive posted each one takes everything that
+// arrived.
+func (d *Device) eagerIn(src int, h []byte) (ok, last bool) {
 	if len(h) < mpiHeader || h[0] != kEager {
-		return false
+		return false, false
 	}
 	data := h[mpiHeader:]
 	size := int(binary.LittleEndian.Uint64(h[16:]))
 	if size != len(data) {
-		return false
+		return false, false
 	}
 	tag := int(int32(binary.LittleEndian.Uint32(h[8:])))
 	env := adi.Envelope{Context: binary.LittleEndian.Uint32(h[4:]), Source: src, Tag: tag}
@@ -926,10 +936,10 @@ func (d *Device) eagerIn(src int, h []byte) bool {
 		// tracks messages still arriving).
 		um := &unexpMsg{src: src, tag: tag, size: size, data: append([]byte(nil), data...), done: true}
 		d.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: um.data, Handle: um, Sig: sig})
-		return true
+		return true, false
 	}
 	if t := r.Buf.Type; sig != t.Signature() && d.mismatch(r, env, size, sig, 0) {
-		return true
+		return true, false
 	}
 	// The receive's size from its fields by pointer: Buffer.Size takes
 	// the Buffer by value, a copy through the stack whose wide stores the
@@ -956,7 +966,7 @@ func (d *Device) eagerIn(src int, h []byte) bool {
 	} else {
 		r.Complete(recv.Status(r, src, tag, size, n))
 	}
-	return true
+	return true, d.eng.Posted() == 0
 }
 
 // header handles an MPI header; it reports whether data follows for st.

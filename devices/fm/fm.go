@@ -891,11 +891,16 @@ func (e *Endpoint) Extract() (int, error) {
 				// A whole MPI message in one packet, every small
 				// message's: handed straight to the device.
 				p.busy = true
-				ok := e.mpi.eagerIn(p.rank, h[HeaderSize:HeaderSize+plen])
+				ok, last := e.mpi.eagerIn(p.rank, h[HeaderSize:HeaderSize+plen])
 				p.busy = false
 				if ok {
 					e.consumed(p, h)
 					n++
+					if last {
+						// What else arrived, from p or the others,
+						// waits for the next Extract (Device.eagerIn).
+						return n, nil
+					}
 					continue
 				}
 			}

@@ -124,8 +124,16 @@ func (m *matched) handle(p *peer, c *ctl) error {
 }
 
 // eagerIn matches an eager message: into a posted receive, or copied out of
-// the ring to wait as an unexpected message.
-func (m *matched) eagerIn(p *peer, c *ctl) {
+// the ring to wait as an unexpected message. It reports whether the message
+// took the last posted receive: the device's drain then stops before the
+// sender's next slot, whose line the sender has fetched for writing
+// (prefetchAhead), so that the waiter whose receive this was returns
+// without a cross-core fetch on its way, and the sender's next write
+// without another. It is safe: what is left in the ring waits for the next
+// Progress, in order, as if it had arrived a moment later, and a drain
+// stops early only by completing a receive, so that with no receive
+// posted every drain empties the ring.
+func (m *matched) eagerIn(p *peer, c *ctl) bool {
 	d := m.d
 	env := adi.Envelope{Context: c.ctx, Source: p.rank, Tag: int(c.tag)}
 	size := int(c.n)
@@ -145,7 +153,7 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 			inlineInto(rb.Mem, n, c.addr)
 			m.inlineIn++
 			r.Complete(adi.Status{Source: p.rank, Tag: env.Tag, Bytes: n})
-			return // an inline payload holds nothing of the eager ring (consume)
+			return m.eng.Posted() == 0 // an inline payload holds nothing of the eager ring (consume)
 		}
 		a, b := p.payload(c)
 		k := min(n, len(a))
@@ -162,6 +170,8 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 		} else {
 			r.Complete(recv.Status(r, p.rank, env.Tag, size, n))
 		}
+		p.consume(c)
+		return m.eng.Posted() == 0
 	} else if r == nil {
 		a, b := p.payload(c)
 		data := make([]byte, size)
@@ -169,6 +179,7 @@ func (m *matched) eagerIn(p *peer, c *ctl) {
 		m.eng.AddUnexpected(&match.Message{Env: env, Size: size, Data: data, Sig: c.id})
 	}
 	p.consume(c)
+	return false
 }
 
 // inlineInto writes the first n bytes (at most inlineMax) of an inline

@@ -118,6 +118,7 @@ type Device struct {
 	stalled    bool                // the last offered stream was taken over and no live stream moved since
 	live       *liveness.Peers     // which peers are alive: same-host ones by their process, others by their connection
 	in         ctl                 // the control message being handled (a field: handing a local to the protocol would allocate it)
+	tookLast   bool                // drain stopped at an eager message that took the last posted receive
 	backlogged int                 // peers whose backlog holds messages
 	predict    bool                // option predict: guess the next sender, poll its ring first (predict.go)
 	pred       predictor
@@ -412,7 +413,7 @@ func (d *Device) Progress() (bool, error) {
 	// alone, up to fullScanEvery passes in a row.
 	fast := false
 	if g := d.pred.guess(); g >= 0 && d.backlogged == 0 && d.pred.skipped < fullScanEvery {
-		if p := d.peers[g]; p.net == nil {
+		if p := d.peers[g]; p.net == nil && p.link.ready() {
 			n, err := d.drain(p)
 			if err != nil {
 				return true, err
@@ -426,11 +427,15 @@ func (d *Device) Progress() (bool, error) {
 		d.pred.fast++
 	} else {
 		d.pred.skipped = 0
+		d.tookLast = false
 		for _, p := range d.peers {
 			if len(p.backlog) > 0 && d.flush(p) {
 				did = true
 			}
-			if p.net != nil {
+			if p.net != nil || d.tookLast || !p.link.ready() {
+				// Empty (ready, inlined: drain's call only for a
+				// message), or left for the next Progress once the
+				// last posted receive is taken (drain).
 				continue
 			}
 			n, err := d.drain(p)
@@ -442,7 +447,9 @@ func (d *Device) Progress() (bool, error) {
 			}
 		}
 	}
-	d.proto.poll()
+	if d.matched == nil {
+		d.proto.poll() // the matched protocol's has nothing to do: no call
+	}
 	if len(d.offerQ) > 0 && d.takeOver() {
 		did = true
 	}
@@ -456,6 +463,9 @@ func (d *Device) Progress() (bool, error) {
 
 // drain handles every control message that p's ring holds and reports how
 // many there were; with prediction on it tells the predictor who sent them.
+// It stops early, setting tookLast, once an eager message takes the last
+// posted receive (matched.eagerIn): the rest of p's ring, and the other
+// rings, wait for the next Progress.
 func (d *Device) drain(p *peer) (int, error) {
 	if p.rank == d.rank && p.link.cur.outTail == p.link.cur.inHead {
 		return 0, nil // this process's own ring, which it writes itself: empty
@@ -467,7 +477,13 @@ func (d *Device) drain(p *peer) (int, error) {
 			d.pred.observe(p.rank)
 		}
 		if c.typ == ctlEager && d.matched != nil {
-			d.matched.eagerIn(p, c) // the stream of small messages: no dispatch
+			// The stream of small messages: no dispatch. Once the last
+			// posted receive is taken, the next slot is left for the
+			// next Progress (eagerIn).
+			if d.matched.eagerIn(p, c) {
+				d.tookLast = true
+				return n + 1, nil
+			}
 		} else if err := d.proto.handle(p, c); err != nil {
 			return n, err
 		}

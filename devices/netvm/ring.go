@@ -278,6 +278,15 @@ func (l *shmRing) putSmall(ctx uint32, tag int32, sig uint32, data []byte) bool 
 	return true
 }
 
+// ready reports whether the next control message has arrived: next's look
+// at its slot's lap alone, small enough to be inlined into the idle poll,
+// which a waiter repeats until its message is there, so that each round of
+// it is short and the message is seen sooner.
+func (l *shmRing) ready() bool {
+	h := l.cur.inHead
+	return slotTyp.Load(l.in[(h%ringSlots)*slotSize:])>>8 == slotWord(0, h)>>8
+}
+
 func (l *shmRing) next(c *ctl) bool {
 	s := l.in[(l.cur.inHead%ringSlots)*slotSize:][:slotSize]
 	w := slotTyp.Load(s)
