@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -271,12 +272,17 @@ func TestSleepWakeAcrossHosts(t *testing.T) {
 				return nil
 			}
 			before := e.net.Counters()
+			t0 := time.Now()
 			e.Sleep(seq, time.Second)
+			slept := time.Since(t0)
 			after := e.net.Counters()
 			if after.Relayed != before.Relayed {
 				return fmt.Errorf("rank %d: a receive was woken through a relay goroutine, not by the wire (message %d)", r, want)
 			}
-			if e.Seq() == seq && after.Woken == before.Woken {
+			// A Sleep may also return early with nothing moved (a signal
+			// interrupts the wait: Go preempts threads with SIGURG); only
+			// one that lasted its timeout missed a wake-up.
+			if e.Seq() == seq && after.Woken == before.Woken && slept >= time.Second/2 {
 				return fmt.Errorf("rank %d: a receive slept until its 1 s timeout (message %d)", r, want)
 			}
 		}
@@ -318,9 +324,15 @@ func TestSleepWakeAcrossHosts(t *testing.T) {
 			errs <- nil
 		}()
 	}
+	// Both goroutines end (a partner gone makes the other's wait time
+	// out) before the endpoints are closed under them.
+	var failed []error
 	for range es {
 		if err := <-errs; err != nil {
-			t.Fatal(err)
+			failed = append(failed, err)
 		}
+	}
+	if len(failed) > 0 {
+		t.Fatal(errors.Join(failed...))
 	}
 }
