@@ -130,6 +130,8 @@ func (n *NIC) shareDMA(vi *VI, p *view, dir uint32, local []byte, remote shm.Rem
 	state := dir
 	if dir == dirToInit && stageTake(p) {
 		state = dirStaged // dmastage.go
+	} else if dir == dirToInit && p.lay.stage != 0 {
+		n.stageCnt.busy.Add(1)
 	}
 	atomic.StoreUint32(p.u32(j+jState), uint32(gen)<<2|state)
 	atomic.AddUint32(p.u32(offShare), 1)

@@ -123,3 +123,32 @@ func TestStagedReadsCross(t *testing.T) {
 		t.Fatal("crossed staged reads moved the wrong bytes")
 	}
 }
+
+// TestStageIdle: how long the initiator of a staged read waits with no
+// chunk arriving before it reads chunks itself (process_vm_readv) depends
+// on what it knows of the target: a target whose application sleeps is
+// not waited for (its engine joins after a wake-up); an awake one gets
+// stageStart for its first chunk, longer than its claim and first copy
+// take; one that has claimed a chunk of the transfer is copying and gets
+// stageWait. Before, every case waited 5 µs, and in NetPIPE's ping-pong
+// the awake sender's first chunk came after 5–10 µs in most transfers, so
+// the reader read one chunk or more itself in nearly every transfer
+// (docs/via-bandwidth.md).
+func TestStageIdle(t *testing.T) {
+	a, b, _, _, _ := pair(t, DefaultOptions())
+	pb := b.self // the target's NIC memory (the initiator maps the same segment)
+	if got := a.stageIdle(pb, false, false); got != stageStart || got < 10*time.Microsecond {
+		t.Fatalf("awake target, no chunk yet: waits %v, want stageStart (%v, at least 10µs)", got, stageStart)
+	}
+	if got := a.stageIdle(pb, true, false); got != stageWait || got < stageStart {
+		t.Fatalf("target copying: waits %v, want stageWait (%v)", got, stageWait)
+	}
+	if got := a.stageIdle(pb, false, true); got != 0 {
+		t.Fatalf("target asleep at the publication: waits %v, want 0", got)
+	}
+	atomic.AddUint32(b.self.u32(offAppSleep), 1)
+	defer atomic.AddUint32(b.self.u32(offAppSleep), ^uint32(0))
+	if got := a.stageIdle(pb, false, false); got != 0 {
+		t.Fatalf("target's application asleep now: waits %v, want 0", got)
+	}
+}

@@ -432,6 +432,12 @@ type NIC struct {
 	// shared counts the pieces of shared DMA transfers (dmashare.go) this
 	// NIC moved as the initiator and as the target.
 	shared struct{ init, target atomic.Int64 }
+	// stage counts staged reads' chunks (dmastage.go): copied out of the
+	// staging buffers (staged), read by the initiator itself before the
+	// target staged any chunk of the transfer (early) or after (late),
+	// written straight by a target whose next buffer stayed full
+	// (direct), and staged reads that found the buffers taken (busy).
+	stageCnt struct{ staged, early, late, direct, busy atomic.Int64 }
 	// sharedAt is when this NIC last copied a piece of a peer's shared
 	// transfer as its target (UnixNano; 0: never), for the MPI device's
 	// waiter (Device.Sleep).
