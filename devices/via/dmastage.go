@@ -43,17 +43,12 @@ const (
 	stageSlots = 16       // chunks in flight: the target may run this far ahead of a lagging initiator
 	stageHdr   = 4096     // owner word, then a state line per buffer
 	stageBytes = stageHdr + stageSlots*stageChunk
-	// How long the initiator waits with no chunk arriving before it
-	// copies the next chunk itself (stageIdle): stageStart for the first
-	// chunk from a target whose application was awake when the job was
-	// published (it finds the job in its next progress call, and its
-	// first chunk, claim to hand-over, takes several microseconds), and
-	// stageWait once the target has claimed a chunk of the transfer (it is
-	// copying: only a target that lost its core for that long is taken
-	// over). A target whose application slept at the publication is
-	// joined by its engine after a wake-up: the initiator starts at once.
-	stageStart = 15 * time.Microsecond
-	stageWait  = 25 * time.Microsecond
+	// stageIdle is how long the initiator waits for a chunk before it
+	// copies the next chunk itself. A longer wait for a target that is
+	// awake or already copying (15 and 25 µs) was tried and measured
+	// worse in NetPIPE (docs/via-bandwidth.md): the initiator's own chunk
+	// read while the target is late is work done in parallel.
+	stageIdle = 5 * time.Microsecond
 	// stageSpin is how many polls the target makes for an empty buffer
 	// before it writes the chunk straight into the initiator's memory.
 	stageSpin = 1 << 10
@@ -81,20 +76,6 @@ func stageTake(p *view) bool {
 	return true
 }
 
-// stageIdle is how long the initiator of a staged read from p waits with
-// no chunk arriving before it reads the next chunk itself: running, the
-// target has claimed a chunk of the transfer; asleep, the target's
-// application slept when the job was published.
-func (n *NIC) stageIdle(p *view, running, asleep bool) time.Duration {
-	switch {
-	case running:
-		return stageWait
-	case asleep || atomic.LoadUint32(p.u32(offAppSleep)) > 0:
-		return 0
-	}
-	return stageStart
-}
-
 // stageClaim claims the chunk of a staged job of generation gen whose
 // claim word is w at offset off (read in c): its length, or 0 when c is
 // stale.
@@ -118,9 +99,6 @@ func (n *NIC) stageRead(p *view, j uint32, gen uint64, local []byte, remote shm.
 	var got uint64
 	var idleSince int64
 	started := false // a chunk of the target's has come
-	running := false // the target claimed a chunk since the start: it is copying
-	asleep := atomic.LoadUint32(p.u32(offAppSleep)) > 0
-	seen := atomic.LoadUint64(claim)
 	for i := 0; got+atomic.LoadUint64(copied) < size; i++ {
 		if redo := atomic.LoadUint64(p.u64(j + jRedo)); redo != 0 {
 			off := redo - 1
@@ -143,7 +121,7 @@ func (n *NIC) stageRead(p *view, j uint32, gen uint64, local []byte, remote shm.
 			copy(local[off:off+k], p.stageBuf(s)[:k])
 			atomic.StoreUint64(p.stageState(s), 0)
 			got += k
-			moved, started, running = true, true, true
+			moved, started = true, true
 			n.stageCnt.staged.Add(1)
 		}
 		if moved {
@@ -159,23 +137,16 @@ func (n *NIC) stageRead(p *view, j uint32, gen uint64, local []byte, remote shm.
 			continue // the clock costs more than a poll
 		}
 		now := time.Now().UnixNano()
-		c := atomic.LoadUint64(claim)
-		if c != seen {
-			// The target claimed chunks since the last look: it runs, and
-			// its chunks are on their way.
-			seen, running, idleSince = c, true, now
-			continue
-		}
 		if idleSince == 0 {
 			idleSince = now
 			continue
 		}
-		if time.Duration(now-idleSince) < n.stageIdle(p, running, asleep) {
+		if time.Duration(now-idleSince) < stageIdle {
 			continue
 		}
+		c := atomic.LoadUint64(claim)
 		if off := c & offMask; c>>offBits == gen && off < size {
 			if k := stageClaim(claim, c, size); k > 0 {
-				seen = c + k
 				if err := vmCopy(p.pid, local[off:off+k], remote.Addr+off, false); err != nil {
 					return err // the buffers stay taken: a chunk of the target's may still come
 				}

@@ -128,11 +128,9 @@
 //     shared segment, with no system call and no pinning of another
 //     process's 4 KiB pages (which cost process_vm_readv/writev more than
 //     the copy), one chunk apart on two cores. Neither end waits for the
-//     other for long: an initiator that receives nothing reads the next
-//     chunks itself (process_vm_readv) — at once when the target's
-//     application sleeps, after 15 µs for the first chunk of an awake
-//     target, after 25 µs once the target has claimed a chunk (it is
-//     copying) — and a target that finds the next buffer still full
+//     other: an initiator that receives nothing for 5 µs reads the next
+//     chunks itself (process_vm_readv), and a target that finds the next
+//     buffer still full
 //     writes that chunk straight into the initiator's memory
 //     (process_vm_writev). The same counters count the chunks, and
 //     nic_stage_staged, nic_stage_early, nic_stage_late, nic_stage_direct
