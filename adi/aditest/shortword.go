@@ -61,3 +61,54 @@ func ShortWords(t *testing.T, newDev adi.Factory, counts ...string) {
 		}
 	}
 }
+
+// StopsAtLastReceive sends two small messages from rank 0 and one from
+// rank 1 of a fresh three-rank job to rank 2 with SendShort, then receives
+// them one by one: once a message takes the last posted receive, the
+// device's Progress must leave the rest where it waits (the sender's next
+// slot, whose line the sender fetches for writing, and the other senders'
+// queues) for the next Progress, so that no message has been moved to the
+// unexpected queue (counter unexpected_messages) and an ANY_SOURCE receive
+// posted next takes the earlier message of the first sender.
+func StopsAtLastReceive(t *testing.T, newDev adi.Factory) {
+	j := Start(t, newDev, 3, nil)
+	rx := j.Devs[2]
+	sig := datatype.Byte.Signature()
+	for _, s := range []struct {
+		from int
+		data string
+	}{{0, "first..."}, {0, "second.."}, {1, "third..."}} {
+		if !j.Devs[s.from].(adi.ShortSender).SendShort(7, 2, 3, sig, []byte(s.data)) {
+			t.Fatalf("SendShort from %d refused a small message to an empty queue", s.from)
+		}
+	}
+	recvFrom := func(src int) ([]byte, adi.Status) {
+		got := make([]byte, 8)
+		r := &adi.Request{Op: adi.OpRecv, Context: 7, Peer: src, Tag: 3, Buf: adi.Bytes(got)}
+		if err := rx.Irecv(r); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !r.Done() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the receive from %d did not complete", src)
+			}
+			if _, err := rx.Progress(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got, r.Status
+	}
+	if got, st := recvFrom(0); string(got) != "first..." || st.Source != 0 {
+		t.Fatalf("receive from 0: %q from %d, want %q from 0", got, st.Source, "first...")
+	}
+	if u := rx.Counters()["unexpected_messages"]; u != 0 {
+		t.Errorf("after the receive, %d unexpected messages, want 0: Progress went on past the message that took the last posted receive", u)
+	}
+	if got, st := recvFrom(adi.AnySource); string(got) != "second.." || st.Source != 0 {
+		t.Errorf("ANY_SOURCE receive: %q from %d, want %q from 0 (the earlier message of the first sender)", got, st.Source, "second..")
+	}
+	if got, st := recvFrom(1); string(got) != "third..." || st.Source != 1 {
+		t.Errorf("receive from 1: %q from %d, want %q from 1", got, st.Source, "third...")
+	}
+}
