@@ -81,14 +81,7 @@ func sharedDMA(t *testing.T, on bool) {
 			want = append([]byte(nil), remote...)
 		}
 		d := &Descriptor{Control: c.op, RemoteHandle: hb, RemoteAddr: Addr(remote), DS: []DataSegment{Seg(ha, local)}}
-		if err := va.PostSend(d); err != nil {
-			t.Fatal(err)
-		}
-		for got := (*Descriptor)(nil); got == nil; got = va.SendDone() {
-			if _, _, err := cq.Wait(10 * time.Second); err != nil {
-				t.Fatal(err)
-			}
-		}
+		postWait(t, va, cq, d)
 		if err := d.Err(); err != nil {
 			t.Fatalf("op %d, %d bytes: %v", c.op, c.size, err)
 		}
@@ -131,14 +124,7 @@ func TestSharedDMAProtection(t *testing.T) {
 	src, dst := make([]byte, 1<<20), make([]byte, 1<<20)
 	ha, hb := reg(t, a, src), reg(t, b, dst)
 	d := &Descriptor{Control: OpRDMAWrite, RemoteHandle: hb, RemoteAddr: Addr(dst[1:]), DS: []DataSegment{Seg(ha, src)}}
-	if err := va.PostSend(d); err != nil {
-		t.Fatal(err)
-	}
-	for got := (*Descriptor)(nil); got == nil; got = va.SendDone() {
-		if _, _, err := cq.Wait(10 * time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	postWait(t, va, cq, d)
 	if d.Status&StatusProtectionError == 0 {
 		t.Fatalf("status %#x, want a protection error", d.Status)
 	}
@@ -174,5 +160,19 @@ func TestSharePieces(t *testing.T) {
 			t.Fatalf("%d bytes: the last piece is %d bytes, more than %d", n, last, sharePieceMin)
 		}
 		t.Logf("%d bytes: %d pieces", n, sharePieces(n))
+	}
+}
+
+// postWait posts send-queue descriptor d on vi and waits until vi's send
+// queue hands back a completed descriptor.
+func postWait(t *testing.T, vi *VI, cq *CQ, d *Descriptor) {
+	t.Helper()
+	if err := vi.PostSend(d); err != nil {
+		t.Fatal(err)
+	}
+	for got := (*Descriptor)(nil); got == nil; got = vi.SendDone() {
+		if _, _, err := cq.Wait(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -41,14 +41,7 @@ func TestStagedRead(t *testing.T) {
 			clear(dst)
 			remote, local := src[5:5+size], dst[7:7+size]
 			d := &Descriptor{Control: OpRDMARead, RemoteHandle: hb, RemoteAddr: Addr(remote), DS: []DataSegment{Seg(ha, local)}}
-			if err := va.PostSend(d); err != nil {
-				t.Fatal(err)
-			}
-			for got := (*Descriptor)(nil); got == nil; got = va.SendDone() {
-				if _, _, err := cq.Wait(10 * time.Second); err != nil {
-					t.Fatal(err)
-				}
-			}
+			postWait(t, va, cq, d)
 			if err := d.Err(); err != nil {
 				t.Fatalf("%d bytes: %v", size, err)
 			}
