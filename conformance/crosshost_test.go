@@ -123,7 +123,7 @@ func crossBin(t *testing.T, name string) string {
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
-	pkg := map[string]string{"netcluster": "cmd/netcluster", "drill": "conformance/drill"}[name]
+	pkg := map[string]string{"netcluster": "cmd/netcluster", "drill": "conformance/drill", "mpibench": "cmd/mpibench"}[name]
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/adimpi/adimpi/"+pkg).CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}

@@ -214,3 +214,34 @@ func TestCrossHostXDPDrill(t *testing.T) {
 		}
 	}
 }
+
+// TestCrossHostXDPFullFrames streams 4 MiB messages (mpibench bw, 64 in
+// flight) over the XDP wire on links of MTU 65000 with the devices that
+// cut a large message into pieces of their own, netvm (1 MiB chunks) and
+// bip (128 KiB): the pieces must fill their Ethernet frames, so that the
+// sender's short frames that end a message of several frames (xdp_tails)
+// are few against its full frames (xdp_lent). Pieces of 1 MiB and 128 KiB
+// ended in one short frame each: a sixteenth and a half of the full ones.
+func TestCrossHostXDPFullFrames(t *testing.T) {
+	c, launch := startHostsMTU(t, 2, 65000)
+	bench := crossBin(t, "mpibench")
+	for _, dev := range []string{"netvm", "bip"} {
+		t.Run(dev, func(t *testing.T) {
+			jobs <- struct{}{}
+			r := runJob(bench, dev, nil, 2, []string{"bw", "--min-size", "4194304", "--max-size", "4194304", "--iters", "2", "--reps", "1"},
+				append(append([]string(nil), launch...), xdpArgs...)...)
+			<-jobs
+			if r.err != nil {
+				t.Fatalf("%s: %v\n%s", r.command(), r.err, indent(r.stderr))
+			}
+			lent, tails := xdpStat(r.stderr, 0, "xdp_lent"), xdpStat(r.stderr, 0, "xdp_tails")
+			if lent < 64*64 || tails < 0 {
+				t.Fatalf("rank 0 cut %d full frames into the UMEM (xdp_lent), %d tails: want the counters of 128 messages of 4 MiB\n%s", lent, tails, indent(r.stderr))
+			}
+			if tails > lent/64 {
+				t.Errorf("rank 0 sent %d short frames ending a message of several (xdp_tails) against %d full frames: the pieces do not fill their frames", tails, lent)
+			}
+		})
+	}
+	noXDPLeft(t, c, "h1", "h2")
+}

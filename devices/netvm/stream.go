@@ -14,7 +14,9 @@ import "fmt"
 func (d *Device) putChunks(p *peer, m *outMsg) bool {
 	chunk := d.chunk
 	if p.net != nil {
-		chunk = netChunk
+		// Over the XDP wire, chunks that fill their frames: 1 MiB
+		// chunks each ended in a short frame.
+		chunk = p.net.ep.ChunkSize(p.rank, headLen, netChunk)
 	}
 	for m.total > 0 {
 		k := min(m.total, chunk)

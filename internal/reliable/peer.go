@@ -123,6 +123,9 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 		n += k
 		if m.off == len(m.body) {
 			h.flags |= flagLast
+			if h.flags&flagFirst == 0 && n < t.payload {
+				t.cnt.Tails++
+			}
 		}
 		h.plen = n
 		t.stamp(p, &h)

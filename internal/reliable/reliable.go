@@ -142,6 +142,7 @@ type Counters struct {
 	Stray               int64 // frames not for this rank or of another job
 	KeepProbes          int64 // keepalive probes sent to silent peers
 	Lent                int64 // data frames cut straight into memory the link lent (see Lender)
+	Tails               int64 // short frames that ended a message of several frames (see FillSize)
 }
 
 // Transport is one rank's end of the reliable transport.
@@ -314,6 +315,21 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 	t.flush()
 	t.settle(p, first, armed)
 	return false, nil
+}
+
+// FillSize is the body size, at most want, of a message with a head of
+// head bytes that fills its frames exactly (the first carries the head):
+// a device that cuts a large transfer into messages of this size sends
+// full frames only, and one short frame at the transfer's end, where
+// pieces of want bytes would each end in a short frame that costs the
+// link as much per frame as a full one. It is want when want does not
+// fill one frame.
+func (t *Transport) FillSize(head, want int) int {
+	k := (head + want) / t.payload
+	if k == 0 {
+		return want
+	}
+	return k*t.payload - head
 }
 
 // settle reads the clock after a Send handed its frames to the link, and

@@ -145,6 +145,18 @@ func (x *xdpWire) send(peer int, head, body []byte, tok any) (bool, error) {
 	return x.tr.Send(peer, head, body, tok)
 }
 
+// ChunkSize is the size, at most want, of the pieces in which a device
+// should send a large transfer to peer in messages with a head of head
+// bytes: on the XDP wire, pieces that fill their Ethernet frames exactly
+// (reliable.Transport.FillSize), so that only the transfer's last piece
+// ends in a short frame; on the TCP wire, a byte stream, want itself.
+func (e *Endpoint) ChunkSize(peer, head, want int) int {
+	if e.x != nil && e.x.reaches(peer) {
+		return e.x.tr.FillSize(head, want)
+	}
+	return want
+}
+
 func (x *xdpWire) pending() int {
 	if !x.inPoll {
 		x.mu.Lock()
@@ -412,7 +424,7 @@ func (x *xdpWire) counterMap() map[string]int64 {
 		"xdp_packets_in": r.PacketsIn, "xdp_packets_out": r.PacketsOut, "xdp_acks_out": r.AcksOut,
 		"xdp_retransmits": r.Retransmits, "xdp_timeouts": r.Timeouts, "xdp_duplicates": r.Duplicates,
 		"xdp_forged": r.Forged, "xdp_stray": r.Stray, "xdp_keepalives": r.KeepProbes,
-		"xdp_messages_in": r.FramesIn, "xdp_messages_out": r.FramesOut, "xdp_lent": r.Lent,
+		"xdp_messages_in": r.FramesIn, "xdp_messages_out": r.FramesOut, "xdp_lent": r.Lent, "xdp_tails": r.Tails,
 		"xdp_kicks": x.sock.Kicks, "xdp_rekicks": x.sock.Rekicks,
 	}
 	if st, err := x.sock.Stats(); err == nil {
