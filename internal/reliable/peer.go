@@ -41,7 +41,7 @@ type peer struct {
 	stash   [Window]stashed
 	stashed int
 	ackOwed int   // frames delivered since the last acknowledgement sent
-	owedAt  int64 // when the first of them was delivered (clock)
+	owedAt  int64 // when the last of them was delivered in order, or the first came early (clock)
 	ackNow  bool  // a duplicate or early frame came: acknowledge at once
 	early   int   // early frames since the last frame delivered in order
 	asm     reassembly
@@ -495,9 +495,9 @@ func (t *Transport) data(p *peer, h *header, hdr []byte, payload [][]byte) {
 		}
 		t.earlyAck(p, h.seq)
 	default:
-		if p.ackOwed == 0 {
-			p.owedAt = t.now
-		}
+		// The delay runs from the last frame: while a stream keeps coming
+		// it is acknowledged every ackEvery frames, not every ackDelay.
+		p.owedAt = t.now
 		p.expect++
 		p.ackOwed++
 		p.early = 0

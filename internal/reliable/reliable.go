@@ -111,15 +111,17 @@ const Window = 256
 // them even while more keep coming.
 const ackEvery = 32
 
-// ackDelay is how long a receiver whose link has run dry waits for more
-// frames before it acknowledges fewer than ackEvery on their own: frames
-// come in bursts (the kernel sends at most 32 descriptors per kick), and
-// an acknowledgement after every burst cost as many frames through the
-// kernel as a third of the data. The acknowledgements that matter come at
-// once all the same: those of early or duplicate frames (the sender's loss
-// detection) and those riding on data going the other way (a reply). It
-// stays well below the sender's tail-loss probe (probeMin, two round
-// trips).
+// ackDelay is how long a receiver whose link has run dry waits after the
+// last frame it took before it acknowledges fewer than ackEvery on their
+// own. Frames come in bursts (the kernel sends at most 32 descriptors per
+// kick), and an acknowledgement after every burst cost as many frames
+// through the kernel as a third of the data; the wait runs from the last
+// frame, not the first owed, so that a stream whose bursts come closer
+// together than this is acknowledged every ackEvery frames. The
+// acknowledgements that matter come at once all the same: those of early
+// or duplicate frames (the sender's loss detection) and those riding on
+// data going the other way (a reply). It stays well below the sender's
+// tail-loss probe (probeMin, two round trips).
 const ackDelay = 50 * time.Microsecond
 
 // MaxHead is the largest head a message may have: it travels in the first
