@@ -240,11 +240,9 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 		return nil, err
 	}
 	mtu := xdpMTU(ifc.MTU)
-	// Most of the send half is lent, in runs of a frame of the MTU, to
-	// cut large messages straight into (reliable.Lender).
-	run := (mtu + 4095) / 4096
+	run, runs, window := xdpSizes(mtu)
 	if x.sock, err = xsk.Open(xsk.Config{Ifindex: ifc.Index, Queue: 0, Frames: xdpFrames, FrameSize: 4096, Multi: mtu > xdpPiece,
-		LendRun: run, LendRuns: (xdpFrames/2 - xdpFrames/16) / run}); err != nil {
+		LendRun: run, LendRuns: runs}); err != nil {
 		x.close()
 		return nil, err
 	}
@@ -267,15 +265,29 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 		},
 		Handler: j.Handler, Link: link,
 		MTU: mtu, PlaceMin: PlaceMin, DeadAfter: dead, TagPayload: whole,
-		// What the receive half of the UMEM holds, in frames of the MTU,
-		// each in pieces of a UMEM frame less the kernel's headroom.
-		RecvWindow: xdpFrames / 2 / ((mtu + xdpPiece - 1) / xdpPiece),
+		RecvWindow: window,
 	})
 	if err != nil {
 		x.close()
 		return nil, err
 	}
 	return x, nil
+}
+
+// xdpSizes are the UMEM's lent runs for frames of mtu bytes (each run a
+// frame's worth of UMEM frames, how many) and the window this rank
+// grants its peers. Most of the send half is lent, to cut large messages
+// straight into (reliable.Lender). The window is what the receive half
+// holds, in frames of the MTU each in pieces of a UMEM frame less the
+// kernel's headroom, and no more than the lent runs: the peers run the
+// same sizes, and a sender granted more frames than it has runs copies
+// the frames beyond them the slow way, round after round while the
+// window stays full.
+func xdpSizes(mtu int) (run, runs, window int) {
+	run = (mtu + 4095) / 4096
+	runs = (xdpFrames/2 - xdpFrames/16) / run
+	window = min(xdpFrames/2/((mtu+xdpPiece-1)/xdpPiece), runs)
+	return run, runs, window
 }
 
 // xdpMTU is the largest frame the XDP wire sends on an interface of MTU
