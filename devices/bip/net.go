@@ -452,22 +452,22 @@ func (e *Endpoint) nextData(s *LongSend) ([]byte, int, bool) {
 			return nil, 0, false
 		}
 		e.Stats.RemoteWrites++
-		return s.buf.Mem[s.off : s.off+min(e.netChunk(s.peer), s.n-s.off)], -1, true
+		return s.buf.Mem[s.off : s.off+min(e.dataChunk(s.peer), s.n-s.off)], -1, true
 	default:
 		if ns.unsent[stage] {
 			return nil, 0, false
 		}
-		body := ns.stageBuf(stage, netChunk)[:min(e.netChunk(s.peer), s.n-s.off)]
+		body := ns.stageBuf(stage, netChunk)[:min(e.dataChunk(s.peer), s.n-s.off)]
 		s.buf.CopyOut(s.off, body)
 		e.Stats.RemoteWrites++
 		return body, stage, true
 	}
 }
 
-// netChunk is the size of long data frames to p, at most netChunk: over
+// dataChunk is the size of long data frames to p, at most netChunk: over
 // the XDP wire, a size that fills the Ethernet frames exactly (128 KiB
 // took two full frames and a short third).
-func (e *Endpoint) netChunk(p *peer) int { return e.net.ep.ChunkSize(p.rank, netHead, netChunk) }
+func (e *Endpoint) dataChunk(p *peer) int { return e.net.ep.ChunkSize(p.rank, netHead, netChunk) }
 
 func (ns *netSend) stageBuf(i, size int) []byte {
 	if ns.stage[i] == nil {
