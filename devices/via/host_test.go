@@ -96,3 +96,53 @@ func TestHelpExecutes(t *testing.T) {
 		t.Fatalf("%d sends executed, %d of them by Help and %d at the doorbell; want %d, most on this thread", c["nic_executed"], c["nic_helped"], c["nic_inline"], rounds)
 	}
 }
+
+// TestIdleHelpKeepsEngineAsleep: an application that waits in Help with
+// nothing to run (a receive not yet arrived) counts as assisting, so that
+// after it slept once (Sleep hands the engine the NIC) the engine goes
+// back to its assisted sleep and the application's next posts neither
+// wake it nor race it for the lock. Before, only a Help that ran a pass
+// counted: an engine woken by a Sleep that took the next descriptor first
+// stayed awake, was woken by every post and ran the transfers on threads
+// of their own beside the spinning application (the slow mode of NetPIPE
+// on via, docs/via-bandwidth.md, session 9).
+func TestIdleHelpKeepsEngineAsleep(t *testing.T) {
+	n, a, b, cq := loop(t, DefaultOptions(), true)
+	buf := make([]byte, 64)
+	h := reg(t, n, buf)
+	r := &Descriptor{DS: []DataSegment{Seg(h, buf[8:16])}}
+	s := &Descriptor{Control: OpSend, DS: []DataSegment{Seg(h, buf[:8])}}
+	const rounds = 200
+	for i := 0; i < rounds; i++ {
+		n.Sleep(n.Seq(), time.Microsecond) // the engine takes over
+		for k := 0; k < 256; k++ {
+			n.Help() // waiting, nothing to run
+		}
+		if !n.assisted() {
+			t.Fatalf("round %d: the application polled Help 256 times after a Sleep, but the engine does not count it as assisting", i)
+		}
+		if err := b.PostRecv(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PostSend(s); err != nil {
+			t.Fatal(err)
+		}
+		for got := 0; got < 2; {
+			n.Help()
+			vi, recv, ok := cq.Done()
+			if !ok {
+				continue
+			}
+			if recv {
+				vi.RecvDone()
+			} else {
+				vi.SendDone()
+			}
+			got++
+		}
+	}
+	c := n.Counters()
+	if by := c["nic_helped"] + c["nic_inline"]; by < rounds*9/10 {
+		t.Errorf("%d of %d sends executed on the application's thread (Help or the doorbell); want nearly all", by, c["nic_executed"])
+	}
+}

@@ -408,6 +408,7 @@ type NIC struct {
 	toRing    []*view       // engine only: applications to wake after a descriptor
 	rsegBuf   []DataSegment // engine only: a receive descriptor's cached segments
 	helps     uint32        // passes run by Help (under eng.mu)
+	polls     atomic.Uint32 // Help calls that found nothing to run (see Help)
 	batch     batch         // engine only: sends moved together
 
 	// eng is the engine's turn: whoever holds mu runs a pass (the engine

@@ -691,7 +691,20 @@ func (n *NIC) Help() bool {
 	if n.port.Load() != nil {
 		return n.Assist()
 	}
-	if !n.Busy() && atomic.LoadUint32(n.self.u32(offShare)) == 0 || !n.eng.mu.TryLock() {
+	if !n.Busy() && atomic.LoadUint32(n.self.u32(offShare)) == 0 {
+		// Nothing to run, but the application is here and runs the
+		// next pass: it keeps the engine in its assisted sleep. Else an
+		// engine that took one descriptor first (after a Sleep woke it)
+		// stayed awake, was woken by every post of this process and ran
+		// the transfers on a third and fourth thread for two cores,
+		// holding eng.mu while the application spun beside it: the slow
+		// mode of docs/via-bandwidth.md (session 9).
+		if n.polls.Add(1)%64 == 0 || n.eng.lastAssist.Load() == 0 {
+			n.eng.lastAssist.Store(time.Now().UnixNano())
+		}
+		return false
+	}
+	if !n.eng.mu.TryLock() {
 		return false
 	}
 	defer n.eng.mu.Unlock()
