@@ -2,6 +2,8 @@ package via
 
 import (
 	"bytes"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -144,5 +146,36 @@ func TestIdleHelpKeepsEngineAsleep(t *testing.T) {
 	c := n.Counters()
 	if by := c["nic_helped"] + c["nic_inline"]; by < rounds*9/10 {
 		t.Errorf("%d of %d sends executed on the application's thread (Help or the doorbell); want nearly all", by, c["nic_executed"])
+	}
+}
+
+// TestEngineStaysAssistedAfterPreemption: an application that assisted
+// and then lost its core for longer than assistedFor (a loaded host)
+// finds its engine, once the engine has looked at the posted work, back in
+// the assisted sleep that the application's own posts do not interrupt.
+// Before, the engine fell back to the plain sleep, and each of the
+// application's next posts woke it: a thread that took a core from one of
+// the ranks in mid-transfer (docs/via-bandwidth.md, session 9).
+func TestEngineStaysAssistedAfterPreemption(t *testing.T) {
+	n, _, _, _ := loop(t, DefaultOptions(), true)
+	sleep := n.self.u32(offNICSleep)
+	for i := 0; i < 5; i++ {
+		for k := 0; k < 256; k++ {
+			n.Help() // waiting, nothing to run: assisting
+		}
+		// The application is away (preempted) for longer than assistedFor.
+		time.Sleep(3 * assistedFor)
+		// The engine's assisted sleep timed out; it ran a pass and sleeps
+		// again. Wait for that without assisting.
+		deadline := time.Now().Add(5 * time.Second)
+		for n.assisted() || atomic.LoadUint32(sleep) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the engine did not go back to sleep within 5 s")
+			}
+			runtime.Gosched()
+		}
+		if m := atomic.LoadUint32(sleep); m != sleepAssisted {
+			t.Fatalf("round %d: the engine sleeps in mode %d after the application was away for %v; want the assisted sleep (%d), which the application's posts do not interrupt", i, m, 3*assistedFor, sleepAssisted)
+		}
 	}
 }

@@ -795,9 +795,17 @@ func (n *NIC) engine() {
 		// peer on this host whose receive descriptor a stalled send waits
 		// for rings the futex alone, so a stalled engine looks again soon.
 		// While the application assists (net.go), the network is its.
+		// On one host an application that assisted within assistRecent
+		// keeps the engine in its assisted sleep, which its own posts do
+		// not interrupt: under load the application loses its core for
+		// longer than assistedFor, and an engine that fell back to the
+		// plain sleep was then woken by each of its next posts, each
+		// wake-up a thread that took a core from a rank in mid-transfer.
+		// The assisted sleep's timeout still brings the engine to the
+		// posted work within assistedFor of the application's last help.
 		port := n.port.Load()
 		mode := uint32(1)
-		help := n.assisted()
+		help := n.assisted() || port == nil && n.assistedWithin(assistRecent)
 		switch {
 		case help:
 			mode = sleepAssisted
@@ -823,6 +831,18 @@ func (n *NIC) engine() {
 		atomic.StoreUint32(sleep, 0)
 		idle = 0
 	}
+}
+
+// assistRecent is how long after an application's last assist the idle
+// engine of a NIC without a network port keeps sleeping as an assisted
+// one (see engine).
+const assistRecent = 100 * time.Millisecond
+
+// assistedWithin reports whether an application assisted the engine
+// within d.
+func (n *NIC) assistedWithin(d time.Duration) bool {
+	t := n.eng.lastAssist.Load()
+	return t != 0 && time.Duration(time.Now().UnixNano()-t) < d
 }
 
 // pass is one turn of the engine: the doorbell queues, then the network;
