@@ -438,7 +438,7 @@ type NIC struct {
 	// target staged any chunk of the transfer (early) or after (late),
 	// written straight by a target whose next buffer stayed full
 	// (direct), and staged reads that found the buffers taken (busy).
-	stageCnt struct{ staged, early, late, direct, busy atomic.Int64 }
+	stageCnt struct{ staged, early, late, direct, busy, reads atomic.Int64 }
 	// sharedAt is when this NIC last copied a piece of a peer's shared
 	// transfer as its target (UnixNano; 0: never), for the MPI device's
 	// waiter (Device.Sleep).

@@ -1370,6 +1370,7 @@ func (n *NIC) Counters() map[string]int64 {
 		"nic_stage_late":       n.stageCnt.late.Load(),
 		"nic_stage_direct":     n.stageCnt.direct.Load(),
 		"nic_stage_busy":       n.stageCnt.busy.Load(),
+		"nic_stage_reads":      n.stageCnt.reads.Load(),
 		"host_post_ns":         n.cnt.postNs.Load(),
 		"nic_exec_ns":          n.cnt.execNs.Load(),
 		"cq_done_ns":           n.cnt.cqNs.Load(),
