@@ -33,9 +33,9 @@ import (
 // (copies it out, stores 0). When nothing has arrived for stageIdle (the
 // target computes outside MPI, sleeps, or lost its core), the initiator
 // claims the next chunks itself, a run at a time (stageRun), and reads
-// them with process_vm_readv, as
-// the shared DMA does, so a staged read never waits for an absent target;
-// the target's chunks already claimed still come, one copy each. In the
+// them with process_vm_readv, as the shared DMA does, so a staged read
+// never waits for an absent target; the target's chunks already claimed
+// still come, one copy each. In the
 // same way a target that finds the next buffer still full for stageSpin
 // polls writes that chunk straight into the initiator's memory
 // (process_vm_writev), so it never waits for a lagging initiator either.
