@@ -222,20 +222,32 @@ func parse(f []byte) header {
 	return h
 }
 
-// put writes h into frame f, but for the acknowledgements, the credits and
-// the flagSack bit, which the frame gets at each emission (restamp).
-func (h *header) put(f []byte) {
+// putHeader writes a frame's header into f: start, the first offKind
+// bytes, which are the same in every frame to a peer (see frameStart),
+// and the fields of this frame; the acknowledgements, the credits and the
+// flagSack bit the frame gets at each emission (restamp).
+func putHeader(f []byte, start *[offKind]byte, kind, flags byte, seq uint32, plen, head, total int) {
 	le := binary.LittleEndian
-	binary.BigEndian.PutUint16(f[offType:], EtherType)
-	le.PutUint64(f[offJob:], h.job)
-	le.PutUint32(f[offTo:], uint32(h.to))
-	le.PutUint32(f[offFrom:], uint32(h.from))
-	f[offKind], f[offFlags] = h.kind, h.flags
-	le.PutUint32(f[offSeq:], h.seq)
-	le.PutUint16(f[offLen:], uint16(h.plen))
-	le.PutUint16(f[offHead:], uint16(h.head))
+	copy(f[:offKind], start[:])
+	f[offKind], f[offFlags] = kind, flags
+	le.PutUint32(f[offSeq:], seq)
+	le.PutUint16(f[offLen:], uint16(plen))
+	le.PutUint16(f[offHead:], uint16(head))
 	le.PutUint16(f[offHead+2:], 0)
-	le.PutUint32(f[offTotal:], uint32(h.total))
+	le.PutUint32(f[offTotal:], uint32(total))
+}
+
+// frameStart is the start of every frame from rank from of job to rank
+// to at MAC address dst: the Ethernet header, the job and both ranks.
+func frameStart(dst, src []byte, job uint64, to, from int) (b [offKind]byte) {
+	le := binary.LittleEndian
+	copy(b[offDst:], dst)
+	copy(b[offSrc:], src)
+	binary.BigEndian.PutUint16(b[offType:], EtherType)
+	le.PutUint64(b[offJob:], job)
+	le.PutUint32(b[offTo:], uint32(to))
+	le.PutUint32(b[offFrom:], uint32(from))
+	return b
 }
 
 // sackMap is a selective acknowledgement: bit i says that the frame

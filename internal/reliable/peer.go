@@ -46,6 +46,9 @@ type peer struct {
 	early   int   // early frames since the last frame delivered in order
 	asm     reassembly
 
+	hdr     [offKind]byte // the start of every frame to the peer (see start)
+	started bool
+
 	// The header tag's state after the fixed start of the frames to the
 	// peer and of those from it (see sipPrefix).
 	txTag, rxTag sipPrefix
@@ -114,11 +117,11 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 			}
 			f = sl.own
 		}
-		h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kindData, seq: p.next}
-		n := 0
+		var flags byte
+		n, head, total := 0, 0, 0
 		if !m.started {
-			h.flags = flagFirst
-			h.head, h.total = len(m.head), len(m.head)+len(m.body)
+			flags = flagFirst
+			head, total = len(m.head), len(m.head)+len(m.body)
 			n = copy(f[hdrLen:hdrLen+t.payload], m.head)
 			m.started = true
 		}
@@ -126,20 +129,27 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 		m.off += k
 		n += k
 		if m.off == len(m.body) {
-			h.flags |= flagLast
+			flags |= flagLast
 		}
-		h.plen = n
-		copy(f[offDst:offDst+6], p.mac)
-		copy(f[offSrc:offSrc+6], t.cfg.MAC)
-		h.put(f)
+		putHeader(f, t.start(p), kindData, flags, p.next, n, head, total)
 		*sl = slot{buf: f, own: sl.own, lent: sl.lent, n: hdrLen + n}
 		p.next++
 		p.unsent = true
 		t.arm(p)
-		if h.flags&flagLast != 0 {
+		if flags&flagLast != 0 {
 			return true
 		}
 	}
+}
+
+// start is the start of every frame to p (see frameStart), made once its
+// MAC address is known.
+func (t *Transport) start(p *peer) *[offKind]byte {
+	if !p.started {
+		p.hdr = frameStart(p.mac, t.cfg.MAC, t.cfg.Job, p.rank, t.cfg.Rank)
+		p.started = true
+	}
+	return &p.hdr
 }
 
 func (p *peer) sackBits() sackMap {
@@ -259,10 +269,7 @@ func (t *Transport) sendAck(p *peer) {
 // keepalive probe, a goodbye).
 func (t *Transport) control(p *peer, kind, flags byte) bool {
 	f := t.ackBuf
-	h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kind, flags: flags}
-	copy(f[offDst:offDst+6], p.mac)
-	copy(f[offSrc:offSrc+6], t.cfg.MAC)
-	h.put(f)
+	putHeader(f, t.start(p), kind, flags, 0, 0, 0, 0)
 	if !t.emit(p, f[:hdrLen]) {
 		return false
 	}
