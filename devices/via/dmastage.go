@@ -32,9 +32,10 @@ import (
 // state word holds the job's generation and k+1; the initiator empties it
 // (copies it out, stores 0). When nothing has arrived for stageIdle (the
 // target computes outside MPI, sleeps, or lost its core), the initiator
-// claims the next chunks itself and reads them with process_vm_readv, as
-// the shared DMA does, so a staged read never waits for an absent target;
-// the target's chunks already claimed still come, one copy each. In the
+// claims the next chunks itself, a run at a time (stageRun), and reads
+// them with process_vm_readv, as the shared DMA does, so a staged read
+// never waits for an absent target; the target's chunks already claimed
+// still come, one copy each. In the
 // same way a target that finds the next buffer still full for stageSpin
 // polls writes that chunk straight into the initiator's memory
 // (process_vm_writev), so it never waits for a lagging initiator either.
@@ -49,6 +50,8 @@ const (
 	// worse in NetPIPE (docs/via-bandwidth.md): the initiator's own chunk
 	// read while the target is late is work done in parallel.
 	stageIdle = 5 * time.Microsecond
+	// stageRunMax bounds the initiator's own reads (stageRun).
+	stageRunMax = 256 << 10
 	// stageSpin is how many polls the target makes for an empty buffer
 	// before it writes the chunk straight into the initiator's memory.
 	stageSpin = 1 << 10
@@ -76,15 +79,28 @@ func stageTake(p *view) bool {
 	return true
 }
 
-// stageClaim claims the chunk of a staged job of generation gen whose
-// claim word is w at offset off (read in c): its length, or 0 when c is
-// stale.
-func stageClaim(w *uint64, c, size uint64) uint64 {
-	k := min(stageChunk, size-c&offMask)
+// stageClaim claims up to max bytes (whole chunks, or what is left) of a
+// staged job of size bytes whose claim word is w, at the offset read in
+// c: their length, or 0 when c is stale.
+func stageClaim(w *uint64, c, size, max uint64) uint64 {
+	k := min(max, size-c&offMask)
 	if !atomic.CompareAndSwapUint64(w, c, c+k) {
 		return 0
 	}
 	return k
+}
+
+// stageRun is how much of a staged read of size bytes the initiator claims
+// at offset off when it reads itself: a quarter of what is left, in whole
+// chunks, within [stageChunk, stageRunMax]. One process_vm_readv of many
+// pages costs less per page than several of one chunk each, and reading
+// itself is what the initiator
+// does while the target is absent; the run shrinks towards the end, so
+// that a target that comes back does not wait long for the initiator's
+// last run.
+func stageRun(size, off uint64) uint64 {
+	r := (size - off) / 4 &^ (stageChunk - 1)
+	return min(max(r, stageChunk), stageRunMax)
 }
 
 // stageRead is the initiator's part of a staged read of job line j (of
@@ -146,16 +162,18 @@ func (n *NIC) stageRead(p *view, j uint32, gen uint64, local []byte, remote shm.
 		}
 		c := atomic.LoadUint64(claim)
 		if off := c & offMask; c>>offBits == gen && off < size {
-			if k := stageClaim(claim, c, size); k > 0 {
+			if k := stageClaim(claim, c, size, stageRun(size, off)); k > 0 {
 				if err := vmCopy(p.pid, local[off:off+k], remote.Addr+off, false); err != nil {
 					return err // the buffers stay taken: a chunk of the target's may still come
 				}
 				got += k
-				n.shared.init.Add(1)
+				n.stageCnt.reads.Add(1)
+				chunks := int64((k + stageChunk - 1) / stageChunk)
+				n.shared.init.Add(chunks)
 				if started {
-					n.stageCnt.late.Add(1)
+					n.stageCnt.late.Add(chunks)
 				} else {
-					n.stageCnt.early.Add(1)
+					n.stageCnt.early.Add(chunks)
 				}
 			}
 			continue
@@ -198,7 +216,7 @@ func (n *NIC) stageHelp(j uint32, gen, taddr, size uint64, h MemHandle, pid int,
 			}
 			direct = true // the initiator lags: write this chunk into its memory
 		}
-		k := stageClaim(claim, c, size)
+		k := stageClaim(claim, c, size, stageChunk)
 		if k == 0 {
 			continue
 		}

@@ -129,7 +129,8 @@
 //     process's 4 KiB pages (which cost process_vm_readv/writev more than
 //     the copy), one chunk apart on two cores. Neither end waits for the
 //     other: an initiator that receives nothing for 5 µs reads the next
-//     chunks itself (process_vm_readv), and a target that finds the next
+//     chunks itself (process_vm_readv, a quarter of what is left at a
+//     time, up to 256 KiB, counted in nic_stage_reads), and a target that finds the next
 //     buffer still full
 //     writes that chunk straight into the initiator's memory
 //     (process_vm_writev). The same counters count the chunks, and

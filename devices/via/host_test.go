@@ -2,6 +2,8 @@ package via
 
 import (
 	"bytes"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -94,5 +96,86 @@ func TestHelpExecutes(t *testing.T) {
 	c := n.Counters()
 	if c["nic_executed"] != rounds || c["nic_helped"]+c["nic_inline"] < rounds/2 {
 		t.Fatalf("%d sends executed, %d of them by Help and %d at the doorbell; want %d, most on this thread", c["nic_executed"], c["nic_helped"], c["nic_inline"], rounds)
+	}
+}
+
+// TestIdleHelpKeepsEngineAsleep: an application that waits in Help with
+// nothing to run (a receive not yet arrived) counts as assisting, so that
+// after it slept once (Sleep hands the engine the NIC) the engine goes
+// back to its assisted sleep and the application's next posts neither
+// wake it nor race it for the lock. Before, only a Help that ran a pass
+// counted: an engine woken by a Sleep that took the next descriptor first
+// stayed awake, was woken by every post and ran the transfers on threads
+// of their own beside the spinning application (the slow mode of NetPIPE
+// on via, docs/via-bandwidth.md, session 9).
+func TestIdleHelpKeepsEngineAsleep(t *testing.T) {
+	n, a, b, cq := loop(t, DefaultOptions(), true)
+	buf := make([]byte, 64)
+	h := reg(t, n, buf)
+	r := &Descriptor{DS: []DataSegment{Seg(h, buf[8:16])}}
+	s := &Descriptor{Control: OpSend, DS: []DataSegment{Seg(h, buf[:8])}}
+	const rounds = 200
+	for i := 0; i < rounds; i++ {
+		n.Sleep(n.Seq(), time.Microsecond) // the engine takes over
+		for k := 0; k < 256; k++ {
+			n.Help() // waiting, nothing to run
+		}
+		if !n.assisted() {
+			t.Fatalf("round %d: the application polled Help 256 times after a Sleep, but the engine does not count it as assisting", i)
+		}
+		if err := b.PostRecv(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PostSend(s); err != nil {
+			t.Fatal(err)
+		}
+		for got := 0; got < 2; {
+			n.Help()
+			vi, recv, ok := cq.Done()
+			if !ok {
+				continue
+			}
+			if recv {
+				vi.RecvDone()
+			} else {
+				vi.SendDone()
+			}
+			got++
+		}
+	}
+	c := n.Counters()
+	if by := c["nic_helped"] + c["nic_inline"]; by < rounds*9/10 {
+		t.Errorf("%d of %d sends executed on the application's thread (Help or the doorbell); want nearly all", by, c["nic_executed"])
+	}
+}
+
+// TestEngineStaysAssistedAfterPreemption: an application that assisted
+// and then lost its core for longer than assistedFor (a loaded host)
+// finds its engine, once the engine has looked at the posted work, back in
+// the assisted sleep that the application's own posts do not interrupt.
+// Before, the engine fell back to the plain sleep, and each of the
+// application's next posts woke it: a thread that took a core from one of
+// the ranks in mid-transfer (docs/via-bandwidth.md, session 9).
+func TestEngineStaysAssistedAfterPreemption(t *testing.T) {
+	n, _, _, _ := loop(t, DefaultOptions(), true)
+	sleep := n.self.u32(offNICSleep)
+	for i := 0; i < 5; i++ {
+		for k := 0; k < 256; k++ {
+			n.Help() // waiting, nothing to run: assisting
+		}
+		// The application is away (preempted) for longer than assistedFor.
+		time.Sleep(3 * assistedFor)
+		// The engine's assisted sleep timed out; it ran a pass and sleeps
+		// again. Wait for that without assisting.
+		deadline := time.Now().Add(5 * time.Second)
+		for n.assisted() || atomic.LoadUint32(sleep) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the engine did not go back to sleep within 5 s")
+			}
+			runtime.Gosched()
+		}
+		if m := atomic.LoadUint32(sleep); m != sleepAssisted {
+			t.Fatalf("round %d: the engine sleeps in mode %d after the application was away for %v; want the assisted sleep (%d), which the application's posts do not interrupt", i, m, 3*assistedFor, sleepAssisted)
+		}
 	}
 }

@@ -408,6 +408,7 @@ type NIC struct {
 	toRing    []*view       // engine only: applications to wake after a descriptor
 	rsegBuf   []DataSegment // engine only: a receive descriptor's cached segments
 	helps     uint32        // passes run by Help (under eng.mu)
+	polls     atomic.Uint32 // Help calls that found nothing to run (see Help)
 	batch     batch         // engine only: sends moved together
 
 	// eng is the engine's turn: whoever holds mu runs a pass (the engine
@@ -437,7 +438,7 @@ type NIC struct {
 	// target staged any chunk of the transfer (early) or after (late),
 	// written straight by a target whose next buffer stayed full
 	// (direct), and staged reads that found the buffers taken (busy).
-	stageCnt struct{ staged, early, late, direct, busy atomic.Int64 }
+	stageCnt struct{ staged, early, late, direct, busy, reads atomic.Int64 }
 	// sharedAt is when this NIC last copied a piece of a peer's shared
 	// transfer as its target (UnixNano; 0: never), for the MPI device's
 	// waiter (Device.Sleep).

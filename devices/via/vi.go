@@ -691,7 +691,20 @@ func (n *NIC) Help() bool {
 	if n.port.Load() != nil {
 		return n.Assist()
 	}
-	if !n.Busy() && atomic.LoadUint32(n.self.u32(offShare)) == 0 || !n.eng.mu.TryLock() {
+	if !n.Busy() && atomic.LoadUint32(n.self.u32(offShare)) == 0 {
+		// Nothing to run, but the application is here and runs the
+		// next pass: it keeps the engine in its assisted sleep. Else an
+		// engine that took one descriptor first (after a Sleep woke it)
+		// stayed awake, was woken by every post of this process and ran
+		// the transfers on a third and fourth thread for two cores,
+		// holding eng.mu while the application spun beside it: the slow
+		// mode of docs/via-bandwidth.md (session 9).
+		if n.polls.Add(1)%64 == 0 || n.eng.lastAssist.Load() == 0 {
+			n.eng.lastAssist.Store(time.Now().UnixNano())
+		}
+		return false
+	}
+	if !n.eng.mu.TryLock() {
 		return false
 	}
 	defer n.eng.mu.Unlock()
@@ -782,9 +795,17 @@ func (n *NIC) engine() {
 		// peer on this host whose receive descriptor a stalled send waits
 		// for rings the futex alone, so a stalled engine looks again soon.
 		// While the application assists (net.go), the network is its.
+		// On one host an application that assisted within assistRecent
+		// keeps the engine in its assisted sleep, which its own posts do
+		// not interrupt: under load the application loses its core for
+		// longer than assistedFor, and an engine that fell back to the
+		// plain sleep was then woken by each of its next posts, each
+		// wake-up a thread that took a core from a rank in mid-transfer.
+		// The assisted sleep's timeout still brings the engine to the
+		// posted work within assistedFor of the application's last help.
 		port := n.port.Load()
 		mode := uint32(1)
-		help := n.assisted()
+		help := n.assisted() || port == nil && n.assistedWithin(assistRecent)
 		switch {
 		case help:
 			mode = sleepAssisted
@@ -810,6 +831,18 @@ func (n *NIC) engine() {
 		atomic.StoreUint32(sleep, 0)
 		idle = 0
 	}
+}
+
+// assistRecent is how long after an application's last assist the idle
+// engine of a NIC without a network port keeps sleeping as an assisted
+// one (see engine).
+const assistRecent = 100 * time.Millisecond
+
+// assistedWithin reports whether an application assisted the engine
+// within d.
+func (n *NIC) assistedWithin(d time.Duration) bool {
+	t := n.eng.lastAssist.Load()
+	return t != 0 && time.Duration(time.Now().UnixNano()-t) < d
 }
 
 // pass is one turn of the engine: the doorbell queues, then the network;
@@ -1337,6 +1370,7 @@ func (n *NIC) Counters() map[string]int64 {
 		"nic_stage_late":       n.stageCnt.late.Load(),
 		"nic_stage_direct":     n.stageCnt.direct.Load(),
 		"nic_stage_busy":       n.stageCnt.busy.Load(),
+		"nic_stage_reads":      n.stageCnt.reads.Load(),
 		"host_post_ns":         n.cnt.postNs.Load(),
 		"nic_exec_ns":          n.cnt.execNs.Load(),
 		"cq_done_ns":           n.cnt.cqNs.Load(),
