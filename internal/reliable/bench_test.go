@@ -1,6 +1,7 @@
 package reliable
 
 import (
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -66,18 +67,22 @@ func (e *fastEnd) Receive(budget int, got func([][]byte)) int {
 // BenchmarkPingPong8 times a round trip of an 8-byte message between two
 // transports: what the transport adds to the XDP wire's latency, twice.
 func BenchmarkPingPong8(b *testing.B) {
-	a, c, _, hc := benchPair(b, 9014)
-	head := make([]byte, 32)
-	body := make([]byte, 8)
-	b.ResetTimer()
-	for range b.N {
-		a.Send(1, head, body, nil)
-		for hc.n == 0 {
-			c.Poll()
-		}
-		hc.n = 0
-		c.Send(0, head, body, nil)
-		a.Poll()
+	for _, mtu := range []int{9014, 65014} {
+		b.Run(fmt.Sprintf("mtu=%d", mtu), func(b *testing.B) {
+			a, c, _, hc := benchPair(b, mtu)
+			head := make([]byte, 32)
+			body := make([]byte, 8)
+			b.ResetTimer()
+			for range b.N {
+				a.Send(1, head, body, nil)
+				for hc.n == 0 {
+					c.Poll()
+				}
+				hc.n = 0
+				c.Send(0, head, body, nil)
+				a.Poll()
+			}
+		})
 	}
 }
 

@@ -45,6 +45,13 @@ type peer struct {
 	ackNow  bool  // a duplicate or early frame came: acknowledge at once
 	early   int   // early frames since the last frame delivered in order
 	asm     reassembly
+
+	hdr     [offKind]byte // the start of every frame to the peer (see start)
+	started bool
+
+	// The header tag's state after the fixed start of the frames to the
+	// peer and of those from it (see sipPrefix).
+	txTag, rxTag sipPrefix
 }
 
 // owes reports whether something to p is not yet acknowledged: frames in
@@ -110,11 +117,11 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 			}
 			f = sl.own
 		}
-		h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kindData, seq: p.next}
-		n := 0
+		var flags byte
+		n, head, total := 0, 0, 0
 		if !m.started {
-			h.flags = flagFirst
-			h.head, h.total = len(m.head), len(m.head)+len(m.body)
+			flags = flagFirst
+			head, total = len(m.head), len(m.head)+len(m.body)
 			n = copy(f[hdrLen:hdrLen+t.payload], m.head)
 			m.started = true
 		}
@@ -122,32 +129,30 @@ func (t *Transport) fragment(p *peer, m *outMsg) bool {
 		m.off += k
 		n += k
 		if m.off == len(m.body) {
-			h.flags |= flagLast
-			if h.flags&flagFirst == 0 && n < t.payload {
+			flags |= flagLast
+			if flags&flagFirst == 0 && n < t.payload {
 				t.cnt.Tails++
 			}
 		}
-		h.plen = n
-		t.stamp(p, &h)
-		copy(f[offDst:offDst+6], p.mac)
-		copy(f[offSrc:offSrc+6], t.cfg.MAC)
-		h.put(f)
+		putHeader(f, t.start(p), kindData, flags, p.next, n, head, total)
 		*sl = slot{buf: f, own: sl.own, lent: sl.lent, n: hdrLen + n}
 		p.next++
 		p.unsent = true
 		t.arm(p)
-		if h.flags&flagLast != 0 {
+		if flags&flagLast != 0 {
 			return true
 		}
 	}
 }
 
-// stamp puts the receive state of p into a header: the cumulative and the
-// selective acknowledgement and the credits.
-func (t *Transport) stamp(p *peer, h *header) {
-	h.ack = p.expect
-	h.sack = p.sackBits()
-	h.window = t.cfg.RecvWindow
+// start is the start of every frame to p (see frameStart), made once its
+// MAC address is known.
+func (t *Transport) start(p *peer) *[offKind]byte {
+	if !p.started {
+		p.hdr = frameStart(p.mac, t.cfg.MAC, t.cfg.Job, p.rank, t.cfg.Rank)
+		p.started = true
+	}
+	return &p.hdr
 }
 
 func (p *peer) sackBits() sackMap {
@@ -173,14 +178,23 @@ func (t *Transport) emit(p *peer, f []byte) bool {
 	return t.cfg.Link.Send(f[:len(f)+tagLen])
 }
 
-// restamp is emit's stamping and tagging of f, in place.
+// restamp is emit's stamping and tagging of f, in place: the cumulative
+// acknowledgement, the credits and, when early frames are held, the
+// selective acknowledgement with flagSack (without it the frame's
+// selective acknowledgement is empty, and its bytes are neither written
+// nor read).
 func (t *Transport) restamp(p *peer, f []byte) {
 	le := binary.LittleEndian
 	le.PutUint32(f[offAck:], p.expect)
-	sack := p.sackBits()
-	sack.put(f)
 	le.PutUint16(f[offWindow:], uint16(t.cfg.RecvWindow))
-	t.auth.sign(f[:len(f)+tagLen], len(f))
+	f[offFlags] &^= flagSack
+	if p.stashed > 0 {
+		if sack := p.sackBits(); !sack.zero() {
+			f[offFlags] |= flagSack
+			sack.put(f)
+		}
+	}
+	t.auth.sign(f[:len(f)+tagLen], len(f), &p.txTag)
 }
 
 // emitSlot emits the data frame of slot sl, from a lent buffer in place.
@@ -258,11 +272,7 @@ func (t *Transport) sendAck(p *peer) {
 // keepalive probe, a goodbye).
 func (t *Transport) control(p *peer, kind, flags byte) bool {
 	f := t.ackBuf
-	h := header{job: t.cfg.Job, to: p.rank, from: t.cfg.Rank, kind: kind, flags: flags}
-	t.stamp(p, &h)
-	copy(f[offDst:offDst+6], p.mac)
-	copy(f[offSrc:offSrc+6], t.cfg.MAC)
-	h.put(f)
+	putHeader(f, t.start(p), kind, flags, 0, 0, 0, 0)
 	if !t.emit(p, f[:hdrLen]) {
 		return false
 	}
@@ -294,7 +304,13 @@ func (t *Transport) input(pieces [][]byte) {
 		return
 	}
 	n := hdrLen + int(le.Uint16(f[offLen:])) + tagLen
-	if n > size || !t.verify(f, pieces, n) {
+	// The tag's prefix state of the peer the frame names (its tag is not
+	// checked yet: the state only saves work, see sipPrefix).
+	var pre *sipPrefix
+	if from := le.Uint32(f[offFrom:]); from < uint32(len(t.peers)) && t.peers[from] != nil {
+		pre = &t.peers[from].rxTag
+	}
+	if n > size || !t.verify(f, pieces, n, pre) {
 		t.cnt.Forged++
 		return
 	}
@@ -341,14 +357,15 @@ func (t *Transport) inPlace(f []byte) bool {
 }
 
 // verify checks the tag of the frame of n bytes (tag included) whose first
-// piece is f; pieces, when not nil, are all its pieces (two or more).
-func (t *Transport) verify(f []byte, pieces [][]byte, n int) bool {
+// piece is f; pieces, when not nil, are all its pieces (two or more). pre
+// is the prefix state of the peer the frame names, or nil.
+func (t *Transport) verify(f []byte, pieces [][]byte, n int, pre *sipPrefix) bool {
 	if pieces == nil {
-		return t.auth.verify(f[:n])
+		return t.auth.verify(f[:n], pre)
 	}
 	// The tag covers the header only (else the frame was taken whole).
 	copyOut(t.tag[:], pieces, n-tagLen)
-	return t.auth.verifyHeader(f[:hdrLen], t.tag[:])
+	return t.auth.verifyHeader(f[:hdrLen], t.tag[:], pre)
 }
 
 // payloadOf is the payload of plen bytes of a frame, as slices of the

@@ -489,8 +489,14 @@ func (t *Transport) turn() bool {
 	if ackNext != 0 && (next == 0 || ackNext < next) {
 		next = ackNext
 	}
-	t.deadline.Store(next)
-	t.ackDue.Store(ackNext)
+	// An atomic store is a locked instruction here; most turns leave the
+	// timers as they were.
+	if t.deadline.Load() != next {
+		t.deadline.Store(next)
+	}
+	if t.ackDue.Load() != ackNext {
+		t.ackDue.Store(ackNext)
+	}
 	return busy
 }
 

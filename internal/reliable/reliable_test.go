@@ -278,7 +278,7 @@ func TestStrangers(t *testing.T) {
 			retag := func(auth *authenticator, change func(f []byte)) []byte {
 				f := append([]byte(nil), good...)
 				change(f)
-				auth.sign(f, len(f)-tagLen)
+				auth.sign(f, len(f)-tagLen, nil)
 				return f
 			}
 			forged := retag(newAuthenticator([]byte("another secret, another job...."), whole), func([]byte) {})
@@ -299,12 +299,78 @@ func TestStrangers(t *testing.T) {
 			if sb.next[0] != 0 || c.Forged != int64(wantForged) || c.Stray != 2 || c.PacketsIn != 0 {
 				t.Fatalf("delivered %d; counters %+v: want nothing delivered, %d forged, 2 stray", sb.next[0], c, wantForged)
 			}
+			strangers := ab.q[:0:0]
+			strangers = append(strangers, forged, otherJob, otherRank, tampered)
 			ab.q = [][]byte{good}
 			b.Poll()
 			if sb.next[0] != 1 {
 				t.Fatalf("the genuine frame was not delivered after the strangers")
 			}
+			// Again, now that rank 1 keeps rank 0's tag prefix state: a
+			// frame naming rank 0 with another prefix is not checked
+			// against it.
+			ab.q = strangers
+			b.Poll()
+			if c := b.Counters(); c.Forged != 2+int64(wantForged) || c.Stray != 4 || c.PacketsIn != 1 {
+				t.Fatalf("strangers after a genuine frame: counters %+v: want %d forged, 4 stray", c, 2+wantForged)
+			}
 		})
+	}
+}
+
+// TestTamperedSack has rank 1 hold early frames behind a hole, so that
+// its acknowledgement carries a selective acknowledgement (flagSack and
+// the bitmap, under the tag). A copy with a bit of the bitmap changed, and
+// one with flagSack cleared (which would hide the bitmap), are counted as
+// forged and change nothing at rank 0; the genuine acknowledgement marks
+// the held frames and has the hole sent again.
+func TestTamperedSack(t *testing.T) {
+	a, b, _, sb, ab, ba := pair(t, 0, 0, 0, 1)
+	ab.full, ba.full = 0, 0
+	for i := range 4 { // content(0, i) of 0, 1, 8 and 1000 bytes: a frame each
+		body := content(0, i)
+		head := append(binary.LittleEndian.AppendUint64(nil, uint64(i)), body[:min(len(body), 20)]...)
+		if _, err := a.Send(1, head, body, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ab.q = ab.q[1:] // frame 0 lost: 1-3 come early
+	b.Poll()
+	if len(ba.q) == 0 {
+		t.Fatal("rank 1 sent no acknowledgement of early frames")
+	}
+	ack := ba.q[len(ba.q)-1]
+	ba.q = nil
+	if h := parse(ack); ack[offFlags]&flagSack == 0 || h.sack.zero() {
+		t.Fatalf("the acknowledgement of early frames has no selective acknowledgement (flags %#x)", ack[offFlags])
+	}
+	p := a.peers[1]
+	flipped := append([]byte(nil), ack...)
+	flipped[offSack] ^= 1 << 3 // claims frame 4, never sent
+	flipped[offSack] ^= 1 << 0 // and denies frame 1
+	hidden := append([]byte(nil), ack...)
+	hidden[offFlags] &^= flagSack
+	ba.q = [][]byte{flipped, hidden}
+	a.Poll()
+	if c := a.Counters(); c.Forged != 2 || c.PacketsIn != 0 || c.Retransmits != 0 {
+		t.Fatalf("tampered acknowledgements: counters %+v, want 2 forged, none taken in", c)
+	}
+	for s := range 4 {
+		if p.slots[s].sacked {
+			t.Fatalf("frame %d marked held by a tampered acknowledgement", s)
+		}
+	}
+	ba.q = [][]byte{ack}
+	a.Poll()
+	if c := a.Counters(); c.PacketsIn != 1 || c.Forged != 2 || !p.slots[1].sacked || !p.slots[3].sacked {
+		t.Fatalf("genuine acknowledgement: counters %+v, held %v %v %v", c, p.slots[1].sacked, p.slots[2].sacked, p.slots[3].sacked)
+	}
+	if c := a.Counters(); c.Retransmits != 1 {
+		t.Fatalf("the hole behind three held frames was not sent again: counters %+v", c)
+	}
+	b.Poll()
+	if sb.next[0] != 4 {
+		t.Fatalf("%d of 4 delivered after the hole was sent again", sb.next[0])
 	}
 }
 

@@ -64,7 +64,9 @@ type xdpWire struct {
 	sock *xsk.Socket
 	tr   *reliable.Transport
 	macs map[int]net.HardwareAddr // peers reached over XDP
-	tcp  map[int]bool             // peers reached over TCP
+	// way is, by rank, how frames reach the peer once asked (reaches):
+	// wayXDP or wayTCP; a slice, as it is read at every Send.
+	way  []uint8
 	hw   net.HardwareAddr
 	rank int
 	logf func(format string, args ...any)
@@ -79,10 +81,15 @@ type xdpWire struct {
 	// goroutine takes it to Tick the transport while the device does not
 	// poll (see keep).
 	mu     sync.Mutex
-	inPoll bool          // the device's goroutine holds mu in poll
-	polls  atomic.Uint64 // the device's polls so far (a count, not a time: the clock costs more than a poll)
-	stop   chan struct{}
-	done   chan struct{}
+	inPoll bool // the device's goroutine holds mu in poll
+	// unpolled is set by the keeper at each look and cleared by the
+	// device's next poll: still set at the next look, the device has not
+	// polled meanwhile. A poll only reads it, but once a look: an atomic
+	// store is a locked instruction, and polls come every few hundred
+	// nanoseconds while a rank waits.
+	unpolled atomic.Bool
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 // keepEvery is how often the keeper looks whether the device polls.
@@ -100,7 +107,6 @@ func (x *xdpWire) keep(wake func()) {
 	defer close(x.done)
 	tk := time.NewTicker(keepEvery)
 	defer tk.Stop()
-	seen := x.polls.Load()
 	for {
 		select {
 		case <-x.stop:
@@ -108,8 +114,7 @@ func (x *xdpWire) keep(wake func()) {
 		case <-tk.C:
 		}
 		// The device polled since the last tick: it does the work.
-		if n := x.polls.Load(); n != seen {
-			seen = n
+		if !x.unpolled.Swap(true) {
 			continue
 		}
 		if !x.mu.TryLock() {
@@ -128,7 +133,9 @@ func (x *xdpWire) keep(wake func()) {
 func (x *xdpWire) poll() bool {
 	x.mu.Lock()
 	x.inPoll = true
-	x.polls.Store(x.polls.Load() + 1) // one writer (under mu): no locked add
+	if x.unpolled.Load() {
+		x.unpolled.Store(false)
+	}
 	busy := x.tr.Poll()
 	x.inPoll = false
 	x.mu.Unlock()
@@ -187,6 +194,7 @@ func (e *Endpoint) openXDP(j Job, job uint64, secret []byte, addr netip.Addr) er
 			x.watch = &watch{ep: e.ep, fd: x.sock.FD()}
 			x.rank, x.logf = j.Rank, e.cfg.Logf
 			x.stop, x.done = make(chan struct{}), make(chan struct{})
+			x.unpolled.Store(true) // until the device's first poll
 			go x.keep(e.Wake)
 			e.x = x
 			how = x.mac().String()
@@ -235,7 +243,7 @@ func newXDP(j Job, job uint64, secret []byte, addr netip.Addr) (*xdpWire, error)
 	default:
 		return nil, fmt.Errorf("%s=%q: want header or frame", EnvXDPTag, v)
 	}
-	x := &xdpWire{macs: map[int]net.HardwareAddr{}, tcp: map[int]bool{}, hw: ifc.HardwareAddr, kvs: j.KVS, pfx: j.Prefix}
+	x := &xdpWire{macs: map[int]net.HardwareAddr{}, way: make([]uint8, j.Size), hw: ifc.HardwareAddr, kvs: j.KVS, pfx: j.Prefix}
 	if x.prog, err = xdpprog.Attach(ifc.Index, 1, job, generic); err != nil {
 		return nil, err
 	}
@@ -332,24 +340,28 @@ func interfaceOf(addr netip.Addr) (*net.Interface, error) {
 
 func (x *xdpWire) mac() net.HardwareAddr { return x.hw }
 
+// How frames reach a peer (xdpWire.way).
+const (
+	wayUnknown = iota
+	wayXDP
+	wayTCP
+)
+
 // reaches reports whether frames to peer go over the XDP wire: the peer
 // published a MAC address. It asks the key-value space once per peer.
 func (x *xdpWire) reaches(peer int) bool {
-	if x.macs[peer] != nil {
-		return true
+	if w := x.way[peer]; w != wayUnknown {
+		return w == wayXDP
 	}
-	if x.tcp[peer] {
-		return false
-	}
+	x.way[peer] = wayTCP
 	v, err := x.kvs.Get(xdpKey(x.pfx, peer))
 	if err == nil {
 		if m, err := net.ParseMAC(v); err == nil && len(m) == 6 {
 			x.macs[peer] = m
-			return true
+			x.way[peer] = wayXDP
 		}
 	}
-	x.tcp[peer] = true
-	return false
+	return x.way[peer] == wayXDP
 }
 
 func (x *xdpWire) close() {
