@@ -691,6 +691,7 @@ func (n *NIC) recvConsumed(vi *VI, d *Descriptor, st uint32) {
 	if d != nil {
 		atomic.StoreUint32(&d.Status, st)
 	}
+	n.recvsDone++
 	if cq := atomic.LoadUint32(n.self.u32(off + 20)); cq != 0 && n.o.CQ == CQ1 {
 		n.self.cqAppend(cq, vi.id, true)
 	}
@@ -853,7 +854,16 @@ func (n *NIC) pollNet(p *netPort, idle bool) bool {
 	if len(n.early) > 0 {
 		n.replayEarly()
 	}
-	for i := 0; i < 16 && p.ep.Poll(); i++ {
+	// The endpoint is polled again while a poll finds frames (a burst),
+	// but not after one completed a receive descriptor: its waiter takes
+	// the completion now, and another look at the rings and sockets would
+	// delay it (and a ping-pong's answer) for nothing.
+	recvs := n.recvsDone
+	for i := 0; i < 16 && n.recvsDone == recvs; i++ {
+		n.cnt.netPolls.Add(1)
+		if !p.ep.Poll() {
+			break
+		}
 		did = true
 	}
 	for _, vi := range *n.remote.Load() {

@@ -383,6 +383,89 @@ func TestNetAssist(t *testing.T) {
 	}
 }
 
+// TestNetEngineOffWhileAssisted: while the application assists, the engine
+// of a NIC on the wire that wakes at its sleep's timeout goes back to sleep
+// without a pass of its own (nic_engine_passes): a pass, and the spin
+// after it, would take a core from the ranks and the lock from the
+// waiter's next pass. Before, every timeout (assistedFor) ran a pass and
+// the spin after it.
+func TestNetEngineOffWhileAssisted(t *testing.T) {
+	na, _, _, _, _, _ := hostPair(t, DefaultOptions())
+	// The engine's passes after the connection are over once it sleeps in
+	// the mode the assists set.
+	deadline := time.Now().Add(10 * time.Second)
+	for atomic.LoadUint32(na.self.u32(offNICSleep)) != sleepAssisted {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not go to sleep leaving the network to the assists in 10 s")
+		}
+		na.Assist()
+	}
+	const span = 20 * assistedFor
+	p0 := na.Counters()["nic_engine_passes"]
+	for start := time.Now(); time.Since(start) < span; {
+		na.Assist()
+	}
+	passes := na.Counters()["nic_engine_passes"] - p0
+	t.Logf("%v of assists: the engine ran %d passes", span, passes)
+	// A few may come from an assist loop that lost its core for longer
+	// than assistedFor on a loaded host.
+	if passes > int64(span/assistedFor) {
+		t.Errorf("the engine ran %d passes of its own in %v while the application assisted", passes, span)
+	}
+}
+
+// TestNetAssistOnePoll: the waiter's pass whose endpoint poll completes
+// its receive descriptor returns with it, without polling the endpoint
+// again (wire_polls), and an 8-byte ping-pong's round trips do so too.
+func TestNetAssistOnePoll(t *testing.T) {
+	na, nb, a, b, _, _ := hostPair(t, DefaultOptions())
+	src, dst := pattern(8, 5), make([]byte, 8)
+	ha, hb := reg(t, na, src), reg(t, nb, dst)
+	const rounds = 50
+	for i := 0; i < rounds; i++ {
+		r := &Descriptor{DS: []DataSegment{Seg(hb, dst)}}
+		if err := b.PostRecv(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(ha, src)}}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c0 := nb.Counters()
+			nb.Assist()
+			c1 := nb.Counters()
+			if got := b.RecvDone(); got != nil {
+				// The engine's own pass may have taken the frame (it
+				// runs until it sees the first assist; the waiter's
+				// pass then found the lock taken and polled nothing):
+				// only the waiter's pass is judged; and not in the
+				// first round, whose polls also accept the peer's
+				// connection.
+				if i > 0 && c1["nic_engine_passes"] == c0["nic_engine_passes"] && c1["wire_frames_in"] > c0["wire_frames_in"] {
+					if polls := c1["wire_polls"] - c0["wire_polls"]; polls > 1 {
+						t.Fatalf("round %d: the pass that completed the receive polled the endpoint %d times, want 1", i, polls)
+					}
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no receive completion in 10 s", i)
+			}
+		}
+		for d := a.SendDone(); d == nil; d = a.SendDone() {
+			na.Assist()
+			nb.Assist() // the acknowledgement leaves with b's idle pass
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no send completion in 10 s", i)
+			}
+		}
+		if !bytes.Equal(dst, src) {
+			t.Fatalf("round %d: received %v, want %v", i, dst, src)
+		}
+	}
+}
+
 // TestNetEarlyFramesConnectRace: frames that came before the VI was
 // connected go first even when the application connects the VI while the
 // NIC is handling the next frame (between its look for the frame's VI and

@@ -400,6 +400,10 @@ type NIC struct {
 	stage    []byte       // engine only: packs small pieces into frames
 	early    []earlyFrame // engine only: frames for VIs not connected yet
 
+	// recvsDone counts the receive descriptors completed from the wire
+	// (engine only; net.go pollNet).
+	recvsDone uint64
+
 	liov      []unix.Iovec // engine only: reused by scatter
 	riov      []unix.RemoteIovec
 	physBuf   []shm.RemoteSeg // engine only: reused by execute
@@ -426,6 +430,7 @@ type NIC struct {
 		recvPosts, postNs, execNs, cqNs, cqCalls                                                   atomic.Int64
 		helped, inline, hostCopies, kernelWrites                                                   atomic.Int64
 		framesOut, framesIn, held, naks                                                            atomic.Int64 // the wire (net.go)
+		enginePasses, netPolls                                                                     atomic.Int64 // the engine goroutine's own passes; endpoint polls (net.go)
 	}
 	postT, execT sampler // the timers of postNs, execNs
 

@@ -735,24 +735,29 @@ func (n *NIC) engine() {
 	idle := 0
 	for !n.closed.Load() {
 		seq := atomic.LoadUint32(bell)
-		if n.port.Load() == nil && n.assisted() {
-			// The application runs the passes (Help). The engine stays
-			// off their lock: a host this busy preempts threads, and an
-			// engine preempted while holding it would stop the
-			// application's passes for a time slice. It looks again when
-			// the application sleeps (Sleep wakes it), a peer rings, or
-			// assistedFor passes.
+		if n.assisted() {
+			// The application runs the passes (Help, or Assist across
+			// hosts). The engine stays off their lock and off the
+			// cores: a host this busy preempts threads, an engine
+			// preempted while holding the lock would stop the
+			// application's passes for a time slice, and one that
+			// polls and spins beside the ranks takes a core from them.
+			// It looks again when the application sleeps (Sleep wakes
+			// it), a peer rings, or assistedFor passes. Across hosts
+			// (Assist polls the network whatever it finds) it runs a
+			// pass only once the application has stopped assisting.
 			atomic.StoreUint32(sleep, sleepAssisted)
 			if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
 				n.cnt.sleeps.Add(1)
 				_ = shm.FutexWait(bell, seq, assistedFor)
 			}
 			atomic.StoreUint32(sleep, 0)
-			if atomic.LoadUint32(bell) != seq {
+			if atomic.LoadUint32(bell) != seq || n.port.Load() != nil {
 				continue
 			}
 		}
 		n.eng.mu.Lock()
+		n.cnt.enginePasses.Add(1)
 		did, stalled := n.pass(false)
 		n.eng.mu.Unlock()
 		if did {
@@ -769,6 +774,7 @@ func (n *NIC) engine() {
 		// Acks still owed leave before the engine sleeps, and the hits
 		// counted in peers' translation caches are added to theirs.
 		n.eng.mu.Lock()
+		n.cnt.enginePasses.Add(1)
 		did, stalled = n.pass(true)
 		n.flushHits()
 		n.eng.mu.Unlock()
@@ -1311,7 +1317,10 @@ func readRemote(pid int, remote []shm.RemoteSeg, local [][]byte) error {
 // descriptor (nic_exec_ns over nic_executed) and in CQ checks (cq_done_ns
 // over cq_done_calls), and (AT3) the hits and misses of this NIC's
 // translation cache, and the frames its network port sent and received,
-// held for want of a receive descriptor, and the naks it sent.
+// held for want of a receive descriptor, and the naks it sent; the passes
+// the engine goroutine ran itself (nic_engine_passes, not the
+// application's Help or Assist), and the polls of the network endpoint
+// (wire_polls).
 func (n *NIC) Counters() map[string]int64 {
 	return map[string]int64{
 		"nic_posts":            n.cnt.posts.Load(),
@@ -1348,6 +1357,8 @@ func (n *NIC) Counters() map[string]int64 {
 		"wire_frames_in":       n.cnt.framesIn.Load(),
 		"wire_held_frames":     n.cnt.held.Load(),
 		"wire_naks":            n.cnt.naks.Load(),
+		"nic_engine_passes":    n.cnt.enginePasses.Load(),
+		"wire_polls":           n.cnt.netPolls.Load(),
 	}
 }
 
