@@ -403,6 +403,10 @@ type NIC struct {
 	// recvsDone counts the receive descriptors completed from the wire
 	// (engine only; net.go pollNet).
 	recvsDone uint64
+	// head is the frame head netSend fills (engine only), headBusy
+	// while a Send uses it.
+	head     [fhSize]byte
+	headBusy bool
 
 	liov      []unix.Iovec // engine only: reused by scatter
 	riov      []unix.RemoteIovec
