@@ -129,7 +129,8 @@ type netVI struct {
 	rx       netRx    // the peer's descriptor being received
 	held     []heldFrame
 
-	holding  atomic.Bool // held frames wait for a receive descriptor (PostRecv rings)
+	holding  atomic.Bool   // held frames wait for a receive descriptor (PostRecv rings)
+	recvs    atomic.Uint64 // receive descriptors completed (after their status), for RecvDone's look without the lock
 	lost     atomic.Pointer[lostErr]
 	posted   atomic.Uint64 // send-queue descriptors posted
 	executed atomic.Uint64 // of them, those the engine has put on the wire (or failed)
@@ -723,6 +724,7 @@ func (n *NIC) recvConsumed(vi *VI, d *Descriptor, st uint32) {
 	if d != nil {
 		atomic.StoreUint32(&d.Status, st)
 	}
+	vi.net.recvs.Add(1)
 	n.recvsDone++
 	if cq := atomic.LoadUint32(n.self.u32(off + 20)); cq != 0 && n.o.CQ == CQ1 {
 		n.self.cqAppend(cq, vi.id, true)
