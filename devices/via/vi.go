@@ -747,14 +747,17 @@ func (n *NIC) engine() {
 			// It looks again when the application sleeps (Sleep wakes
 			// it), a peer rings, or assistedFor passes. Across hosts
 			// (Assist polls the network whatever it finds) it runs a
-			// pass only once the application has stopped assisting.
+			// pass only once the application has stopped assisting, or
+			// for posted descriptors not taken up yet (a doorbell of
+			// this process rang it in vain), which would otherwise
+			// wait for the application's next poll.
 			atomic.StoreUint32(sleep, sleepAssisted)
 			if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
 				n.cnt.sleeps.Add(1)
 				_ = shm.FutexWait(bell, seq, assistedFor)
 			}
 			atomic.StoreUint32(sleep, 0)
-			if atomic.LoadUint32(bell) != seq || n.port.Load() != nil {
+			if atomic.LoadUint32(bell) != seq || n.port.Load() != nil && !n.Busy() {
 				continue
 			}
 		}
