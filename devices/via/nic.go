@@ -403,6 +403,7 @@ type NIC struct {
 	// recvsDone counts the receive descriptors completed from the wire
 	// (engine only; net.go pollNet).
 	recvsDone uint64
+	asleep    assistedSleeper // the engine's sleep while the application assists (vi.go)
 	// head is the frame head netSend fills (engine only), headBusy
 	// while a Send uses it.
 	head     [fhSize]byte
@@ -494,6 +495,7 @@ func OpenNIC(o Options) (*NIC, error) {
 	n.visSnap.Store(&none)
 	n.remote.Store(&none)
 	n.eng.byVI = map[*VI]bool{}
+	n.asleep.wake = make(chan struct{}, 1)
 	n.postT.on, n.execT.on = o.Timers, o.Timers
 	go n.engine()
 	return n, nil
@@ -514,6 +516,7 @@ func (n *NIC) Close() error {
 		return nil
 	}
 	n.self.ringNIC()
+	n.wakeEngine()
 	<-n.done
 	n.viewMu.Lock()
 	defer n.viewMu.Unlock()

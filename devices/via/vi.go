@@ -612,7 +612,7 @@ func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
 	if n.eng.lastAssist.Swap(0) != 0 && atomic.LoadUint32(n.self.u32(offNICSleep)) == sleepAssisted {
 		// The engine takes the network back: wake it into epoll.
 		atomic.AddUint32(n.self.u32(offNICBell), 1)
-		_ = shm.FutexWake(n.self.u32(offNICBell), 1)
+		n.wakeEngine()
 	}
 	sl := n.self.u32(offAppSleep)
 	atomic.AddUint32(sl, 1)
@@ -620,6 +620,44 @@ func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
 		_ = shm.FutexWait(n.self.u32(offAppBell), seq, timeout)
 	}
 	atomic.AddUint32(sl, ^uint32(0))
+}
+
+// assistedSleep is the engine's sleep while the application assists: at
+// most assistedFor, or until Sleep or Close wakes it (wakeEngine). It
+// parks the goroutine on a Go timer rather than in a futex system call:
+// the runtime's monitor takes the processor of a goroutine blocked in a
+// system call for more than a few microseconds and then polls every 20 µs
+// for a millisecond, so a futex sleep renewed every assistedFor kept it
+// polling without end, each of its wake-ups taking a core from a spinning
+// rank for a moment. Peers' rings do not end this sleep; while the
+// application assists its passes serve them.
+func (n *NIC) assistedSleep() {
+	a := &n.asleep
+	if a.timer == nil {
+		a.timer = time.NewTimer(assistedFor)
+	} else {
+		a.timer.Reset(assistedFor)
+	}
+	select {
+	case <-a.timer.C:
+	case <-a.wake:
+		a.timer.Stop()
+	}
+}
+
+// assistedSleeper is what assistedSleep waits on.
+type assistedSleeper struct {
+	wake  chan struct{} // wakeEngine's token
+	timer *time.Timer   // engine only
+}
+
+// wakeEngine ends the engine's assistedSleep, now or when it next sleeps
+// so.
+func (n *NIC) wakeEngine() {
+	select {
+	case n.asleep.wake <- struct{}{}:
+	default:
+	}
 }
 
 // completed reports whether a CQ holds an entry or the oldest descriptor
@@ -754,7 +792,7 @@ func (n *NIC) engine() {
 			atomic.StoreUint32(sleep, sleepAssisted)
 			if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
 				n.cnt.sleeps.Add(1)
-				_ = shm.FutexWait(bell, seq, assistedFor)
+				n.assistedSleep()
 			}
 			atomic.StoreUint32(sleep, 0)
 			if atomic.LoadUint32(bell) != seq || n.port.Load() != nil && !n.Busy() {
@@ -807,7 +845,7 @@ func (n *NIC) engine() {
 			n.cnt.sleeps.Add(1)
 			switch {
 			case help:
-				_ = shm.FutexWait(bell, seq, assistedFor)
+				n.assistedSleep()
 			case port != nil && stalled:
 				port.ep.Wait(time.Millisecond)
 			case port != nil:
