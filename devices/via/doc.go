@@ -90,7 +90,10 @@
 //     While the application helps,
 //     the sleeping engine is not woken by this process's doorbells; it
 //     takes over when the application sleeps (NIC.Sleep hands back at
-//     once) or stops helping for a millisecond. An idle engine polls for
+//     once) or stops helping for a millisecond; a NIC on the wire runs no
+//     pass of its own until then (counter nic_engine_passes), which
+//     would take a core from the ranks and the lock from the
+//     application's next pass. An idle engine polls for
 //     Options.Spin, yielding the CPU, then sleeps on its doorbell futex.
 //   - DMA: a NIC writes host memory of another process either through the
 //     kernel (process_vm_writev, consecutive sends of one VI, up to 32,

@@ -123,12 +123,14 @@ type netVI struct {
 	// Engine only.
 	seq      uint32   // the next send-queue descriptor's number
 	inflight []*netOp // sent, not yet completed, in order
+	free     []*netOp // retired records, for the next descriptors (as a NIC keeps its own)
 	rxDone   uint32   // the peer's descriptors this NIC has finished
 	ackSent  uint32   // the last rxDone the peer was told
 	rx       netRx    // the peer's descriptor being received
 	held     []heldFrame
 
-	holding  atomic.Bool // held frames wait for a receive descriptor (PostRecv rings)
+	holding  atomic.Bool   // held frames wait for a receive descriptor (PostRecv rings)
+	recvs    atomic.Uint64 // receive descriptors completed (after their status), for RecvDone's look without the lock
 	lost     atomic.Pointer[lostErr]
 	posted   atomic.Uint64 // send-queue descriptors posted
 	executed atomic.Uint64 // of them, those the engine has put on the wire (or failed)
@@ -250,7 +252,16 @@ func (n *NIC) netSend(ep *wire.Endpoint, vi *VI, h *fhead, body []byte, tok any)
 	nv := vi.net
 	h.src, h.dst, h.ack = uint32(vi.id), uint32(vi.peerVI), nv.rxDone
 	nv.ackSent = nv.rxDone
-	var head [fhSize]byte
+	// The head goes in the NIC's buffer (an array on the stack escapes
+	// through the endpoint's interface: an allocation per frame), or in a
+	// new one if a Send of the endpoint's own calls back into netSend.
+	head := &n.head
+	if n.headBusy {
+		head = new([fhSize]byte)
+	} else {
+		n.headBusy = true
+		defer func() { n.headBusy = false }()
+	}
 	h.put(head[:])
 	sent, err := ep.Send(nv.rank, head[:], body, tok)
 	n.cnt.framesOut.Add(1)
@@ -287,12 +298,13 @@ func (n *NIC) executeNet(vi *VI, e *sendEntry) {
 	for _, p := range local {
 		total += len(p)
 	}
-	o := &netOp{d: e.d, seq: nv.seq, op: op, total: uint32(total), st: StatusDone}
+	o := nv.newOp()
+	*o = netOp{d: e.d, seq: nv.seq, op: op, total: uint32(total), st: StatusDone, local: o.local[:0]}
 	nv.seq++
 	nv.inflight = append(nv.inflight, o)
 	h := fhead{seq: o.seq, ctl: e.ctl, imm: e.imm, total: uint32(total), handle: uint32(e.rh), addr: e.raddr}
 	if op == OpRDMARead {
-		o.local = append([][]byte(nil), local...)
+		o.local = append(o.local, local...)
 		h.kind, h.flags = kReadReq, fLast
 		n.netSend(port.ep, vi, &h, nil, nil)
 		n.cnt.rdmaR.Add(1)
@@ -523,12 +535,33 @@ func (n *NIC) retire(vi *VI) {
 	for k < len(nv.inflight) && nv.inflight[k].acked && nv.inflight[k].unsent == 0 {
 		o := nv.inflight[k]
 		n.complete(vi, o.d, o.total, o.st)
-		nv.inflight[k] = nil
+		clear(o.local)
+		*o = netOp{local: o.local[:0]}
+		nv.free = append(nv.free, o)
 		k++
 	}
 	if k > 0 {
-		nv.inflight = nv.inflight[k:]
+		// Moved down rather than resliced: the array is reused, and
+		// a sender's next descriptor allocates nothing.
+		m := copy(nv.inflight, nv.inflight[k:])
+		clear(nv.inflight[m:])
+		nv.inflight = nv.inflight[:m]
 	}
+}
+
+// newOp returns a retired operation record of nv for reuse, or a new one.
+// A record is retired only once the peer acknowledged its descriptor and
+// the endpoint returned every frame body referencing it (retire), so no
+// Sent callback names it any more.
+func (nv *netVI) newOp() *netOp {
+	k := len(nv.free)
+	if k == 0 {
+		return new(netOp)
+	}
+	o := nv.free[k-1]
+	nv.free[k-1] = nil
+	nv.free = nv.free[:k-1]
+	return o
 }
 
 // netSent is Handler.Sent: a frame body referencing a descriptor's memory
@@ -691,6 +724,8 @@ func (n *NIC) recvConsumed(vi *VI, d *Descriptor, st uint32) {
 	if d != nil {
 		atomic.StoreUint32(&d.Status, st)
 	}
+	vi.net.recvs.Add(1)
+	n.recvsDone++
 	if cq := atomic.LoadUint32(n.self.u32(off + 20)); cq != 0 && n.o.CQ == CQ1 {
 		n.self.cqAppend(cq, vi.id, true)
 	}
@@ -853,7 +888,16 @@ func (n *NIC) pollNet(p *netPort, idle bool) bool {
 	if len(n.early) > 0 {
 		n.replayEarly()
 	}
-	for i := 0; i < 16 && p.ep.Poll(); i++ {
+	// The endpoint is polled again while a poll finds frames (a burst),
+	// but not after one completed a receive descriptor: its waiter takes
+	// the completion now, and another look at the rings and sockets would
+	// delay it (and a ping-pong's answer) for nothing.
+	recvs := n.recvsDone
+	for i := 0; i < 16 && n.recvsDone == recvs; i++ {
+		n.cnt.netPolls.Add(1)
+		if !p.ep.Poll() {
+			break
+		}
 		did = true
 	}
 	for _, vi := range *n.remote.Load() {

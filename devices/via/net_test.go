@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -383,6 +384,182 @@ func TestNetAssist(t *testing.T) {
 	}
 }
 
+// TestNetEngineOffWhileAssisted: while the application assists, the engine
+// of a NIC on the wire that wakes at its sleep's timeout goes back to sleep
+// without a pass of its own (nic_engine_passes): a pass, and the spin
+// after it, would take a core from the ranks and the lock from the
+// waiter's next pass. Before, every timeout (assistedFor) ran a pass and
+// the spin after it.
+func TestNetEngineOffWhileAssisted(t *testing.T) {
+	na, _, _, _, _, _ := hostPair(t, DefaultOptions())
+	// The engine's passes after the connection are over once it sleeps in
+	// the mode the assists set.
+	deadline := time.Now().Add(10 * time.Second)
+	for atomic.LoadUint32(na.self.u32(offNICSleep)) != sleepAssisted {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not go to sleep leaving the network to the assists in 10 s")
+		}
+		na.Assist()
+	}
+	// The last assist is dated ahead, so that the engine sees the
+	// application assisting for the whole span however this goroutine is
+	// scheduled; the span is the engine's to wake up in, 20 times.
+	const span = 20 * assistedFor
+	p0 := na.Counters()["nic_engine_passes"]
+	na.eng.lastAssist.Store(time.Now().Add(time.Hour).UnixNano())
+	time.Sleep(span)
+	na.eng.lastAssist.Store(time.Now().UnixNano())
+	passes := na.Counters()["nic_engine_passes"] - p0
+	t.Logf("%v of assists: the engine ran %d passes", span, passes)
+	if passes != 0 {
+		t.Errorf("the engine ran %d passes of its own in %v while the application assisted", passes, span)
+	}
+}
+
+// TestNetEngineSleepNoSyscall: the engine sleeping while the application
+// assists is parked in the Go scheduler, not blocked in a system call: the
+// runtime's monitor takes the processor of a goroutine in a system call
+// and then polls every 20 µs, so a futex sleep renewed every assistedFor
+// kept it waking up beside the spinning ranks (the 90th percentile of
+// via's ping-pong across hosts). The goroutine dump shows each goroutine's
+// state.
+func TestNetEngineSleepNoSyscall(t *testing.T) {
+	na, _, _, _, _, _ := hostPair(t, DefaultOptions())
+	deadline := time.Now().Add(10 * time.Second)
+	for atomic.LoadUint32(na.self.u32(offNICSleep)) != sleepAssisted {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not go to sleep leaving the network to the assists in 10 s")
+		}
+		na.Assist()
+	}
+	na.eng.lastAssist.Store(time.Now().Add(time.Hour).UnixNano())
+	defer na.eng.lastAssist.Store(time.Now().UnixNano())
+	// Its state over a few of its wake-ups (between two sleeps it runs).
+	// Neither NIC's engine sleeps in a futex: both have a network port,
+	// and the other's, not assisted, sleeps in the endpoint's epoll.
+	buf := make([]byte, 1<<20)
+	seen := 0
+	for start := time.Now(); time.Since(start) < 5*assistedFor; {
+		dump := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(dump, "\n\n") {
+			if !strings.Contains(g, "(*NIC).engine(") {
+				continue
+			}
+			if strings.Contains(g, "FutexWait") {
+				t.Fatalf("the engine sleeps in a system call while the application assists:\n%s", g)
+			}
+			if strings.Contains(g, "(*NIC).assistedSleep(") {
+				seen++
+			}
+		}
+		runtime.Gosched()
+	}
+	if seen == 0 {
+		t.Fatal("the engine was never seen in its sleep while assisted in 5 assistedFor")
+	}
+}
+
+// TestNetEngineTakesPostedWhileAssisted: a send posted while the
+// application assists, whose doorbell leaves the engine asleep (doorbell=d2
+// is never executed at the post), is taken up by the engine at its next
+// wake-up (NIC.Busy turns false) even if the application does not poll
+// again, as before the engine stayed asleep through its wake-ups while
+// assisted; then it arrives whole.
+func TestNetEngineTakesPostedWhileAssisted(t *testing.T) {
+	o := DefaultOptions()
+	o.Doorbell = D2
+	na, nb, a, b, _, _ := hostPair(t, o)
+	src, dst := pattern(8, 9), make([]byte, 8)
+	ha, hb := reg(t, na, src), reg(t, nb, dst)
+	r := &Descriptor{DS: []DataSegment{Seg(hb, dst)}}
+	if err := b.PostRecv(r); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for atomic.LoadUint32(na.self.u32(offNICSleep)) != sleepAssisted {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not go to sleep leaving the network to the assists in 10 s")
+		}
+		na.Assist()
+	}
+	// The application counts as assisting throughout (its last assist
+	// dated ahead), and polls no more.
+	na.eng.lastAssist.Store(time.Now().Add(time.Hour).UnixNano())
+	defer na.eng.lastAssist.Store(time.Now().UnixNano())
+	if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(ha, src)}}); err != nil {
+		t.Fatal(err)
+	}
+	for na.Busy() {
+		if time.Now().After(deadline) {
+			t.Fatal("the send posted while the application assisted was not taken up in 10 s without its polls")
+		}
+		runtime.Gosched()
+	}
+	// The endpoints' connection may still need their polls.
+	for b.RecvDone() == nil {
+		na.Assist()
+		nb.Assist()
+		if time.Now().After(deadline) {
+			t.Fatal("no receive completion in 10 s")
+		}
+	}
+	if !bytes.Equal(dst, src) {
+		t.Fatalf("received %v, want %v", dst, src)
+	}
+}
+
+// TestNetAssistOnePoll: the waiter's pass whose endpoint poll completes
+// its receive descriptor returns with it, without polling the endpoint
+// again (wire_polls), and an 8-byte ping-pong's round trips do so too.
+func TestNetAssistOnePoll(t *testing.T) {
+	na, nb, a, b, _, _ := hostPair(t, DefaultOptions())
+	src, dst := pattern(8, 5), make([]byte, 8)
+	ha, hb := reg(t, na, src), reg(t, nb, dst)
+	const rounds = 50
+	for i := 0; i < rounds; i++ {
+		r := &Descriptor{DS: []DataSegment{Seg(hb, dst)}}
+		if err := b.PostRecv(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(ha, src)}}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c0 := nb.Counters()
+			nb.Assist()
+			c1 := nb.Counters()
+			if got := b.RecvDone(); got != nil {
+				// The engine's own pass may have taken the frame (it
+				// runs until it sees the first assist; the waiter's
+				// pass then found the lock taken and polled nothing):
+				// only the waiter's pass is judged; and not in the
+				// first round, whose polls also accept the peer's
+				// connection.
+				if i > 0 && c1["nic_engine_passes"] == c0["nic_engine_passes"] && c1["wire_frames_in"] > c0["wire_frames_in"] {
+					if polls := c1["wire_polls"] - c0["wire_polls"]; polls > 1 {
+						t.Fatalf("round %d: the pass that completed the receive polled the endpoint %d times, want 1", i, polls)
+					}
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no receive completion in 10 s", i)
+			}
+		}
+		for d := a.SendDone(); d == nil; d = a.SendDone() {
+			na.Assist()
+			nb.Assist() // the acknowledgement leaves with b's idle pass
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no send completion in 10 s", i)
+			}
+		}
+		if !bytes.Equal(dst, src) {
+			t.Fatalf("round %d: received %v, want %v", i, dst, src)
+		}
+	}
+}
+
 // TestNetEarlyFramesConnectRace: frames that came before the VI was
 // connected go first even when the application connects the VI while the
 // NIC is handling the next frame (between its look for the frame's VI and
@@ -496,5 +673,59 @@ func TestNetInline(t *testing.T) {
 	}
 	if d := cqWait(t, ca, a, false); d == nil || d.Err() != nil {
 		t.Fatalf("send completion: %v", d)
+	}
+}
+
+// TestNetRoundTripAllocs: an 8-byte round trip between VIs on two hosts,
+// posted, carried by the waiters' assists and completed, allocates
+// nothing in the NICs once their queues have gone round: the operation
+// record of a send descriptor is reused once the peer acknowledged it,
+// the in-flight list keeps its array, and the frame head is the NIC's.
+func TestNetRoundTripAllocs(t *testing.T) {
+	na, nb, a, b, _, _ := hostPair(t, DefaultOptions())
+	src, dst, back := pattern(8, 5), make([]byte, 8), make([]byte, 8)
+	ha, hb, hback := reg(t, na, src), reg(t, nb, dst), reg(t, na, back)
+	rb := &Descriptor{DS: []DataSegment{Seg(hb, dst)}}
+	ra := &Descriptor{DS: []DataSegment{Seg(hback, back)}}
+	sa := &Descriptor{Control: OpSend, DS: []DataSegment{Seg(ha, src)}}
+	sb := &Descriptor{Control: OpSend, DS: []DataSegment{Seg(hb, dst)}}
+	var err error
+	post := func(vi *VI, d *Descriptor, send bool) {
+		if err == nil && send {
+			err = vi.PostSend(d)
+		} else if err == nil {
+			err = vi.PostRecv(d)
+		}
+	}
+	wait := func(done func() bool) {
+		for deadline := time.Now().Add(10 * time.Second); err == nil && !done(); {
+			na.Assist()
+			nb.Assist()
+			if time.Now().After(deadline) {
+				err = errors.New("no completion in 10 s")
+			}
+		}
+	}
+	round := func() {
+		post(b, rb, false)
+		post(a, ra, false)
+		post(a, sa, true)
+		wait(func() bool { return b.RecvDone() != nil })
+		post(b, sb, true)
+		wait(func() bool { return a.RecvDone() != nil })
+		wait(func() bool { return a.SendDone() != nil })
+		wait(func() bool { return b.SendDone() != nil })
+	}
+	// Every send-queue slot is used once first (its segment list is
+	// allocated at its first post).
+	for i := 0; i < DefaultOptions().SendQueue+10; i++ {
+		round()
+	}
+	allocs := testing.AllocsPerRun(100, round)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Errorf("a round trip across hosts allocated %v times", allocs)
 	}
 }

@@ -326,9 +326,10 @@ func (v *view) wakeApp() {
 // epoll, not on the doorbell futex.
 const sleepEpoll = 2
 
-// sleepAssisted in offNICSleep: the engine sleeps on the futex while this
-// process's application assists it (NIC.Assist): rings from this process
-// do not wake it, the application runs the pass itself.
+// sleepAssisted in offNICSleep: the engine sleeps while this process's
+// application assists it (NIC.Help, NIC.Assist): rings from this process
+// do not wake it, the application runs the pass itself; peers' rings
+// wake it only once the application is away (see NIC.engine).
 const sleepAssisted = 3
 
 // ringNIC rings the NIC's doorbell word, and wakes its engine: from the
@@ -400,6 +401,15 @@ type NIC struct {
 	stage    []byte       // engine only: packs small pieces into frames
 	early    []earlyFrame // engine only: frames for VIs not connected yet
 
+	// recvsDone counts the receive descriptors completed from the wire
+	// (engine only; net.go pollNet).
+	recvsDone uint64
+	asleep    assistedSleeper // the engine's sleep while the application assists (vi.go)
+	// head is the frame head netSend fills (engine only), headBusy
+	// while a Send uses it.
+	head     [fhSize]byte
+	headBusy bool
+
 	liov      []unix.Iovec // engine only: reused by scatter
 	riov      []unix.RemoteIovec
 	physBuf   []shm.RemoteSeg // engine only: reused by execute
@@ -427,6 +437,7 @@ type NIC struct {
 		recvPosts, postNs, execNs, cqNs, cqCalls                                                   atomic.Int64
 		helped, inline, hostCopies, kernelWrites                                                   atomic.Int64
 		framesOut, framesIn, held, naks                                                            atomic.Int64 // the wire (net.go)
+		enginePasses, netPolls                                                                     atomic.Int64 // the engine goroutine's own passes; endpoint polls (net.go)
 	}
 	postT, execT sampler // the timers of postNs, execNs
 
@@ -486,6 +497,7 @@ func OpenNIC(o Options) (*NIC, error) {
 	n.visSnap.Store(&none)
 	n.remote.Store(&none)
 	n.eng.byVI = map[*VI]bool{}
+	n.asleep.wake = make(chan struct{}, 1)
 	n.postT.on, n.execT.on = o.Timers, o.Timers
 	go n.engine()
 	return n, nil
@@ -506,6 +518,7 @@ func (n *NIC) Close() error {
 		return nil
 	}
 	n.self.ringNIC()
+	n.wakeEngine()
 	<-n.done
 	n.viewMu.Lock()
 	defer n.viewMu.Unlock()

@@ -416,9 +416,11 @@ func (vi *VI) SendDone() *Descriptor {
 //
 // A poll that finds nothing costs no lock: on a VI connected on this host
 // the completion of the oldest posted descriptor appears in its
-// receive-queue slot, which is read first.
+// receive-queue slot, which is read first; on one connected to another
+// host the NIC counts the descriptors it completed, against those
+// returned.
 func (vi *VI) RecvDone() *Descriptor {
-	if vi.net == nil && !vi.recvReady() {
+	if vi.net == nil && !vi.recvReady() || vi.net != nil && vi.net.recvs.Load() == vi.rqApp.Load() {
 		return nil
 	}
 	vi.mu.Lock()
@@ -610,6 +612,7 @@ func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
 	if n.eng.lastAssist.Swap(0) != 0 && atomic.LoadUint32(n.self.u32(offNICSleep)) == sleepAssisted {
 		// The engine takes the network back: wake it into epoll.
 		atomic.AddUint32(n.self.u32(offNICBell), 1)
+		n.wakeEngine()
 		_ = shm.FutexWake(n.self.u32(offNICBell), 1)
 	}
 	sl := n.self.u32(offAppSleep)
@@ -618,6 +621,44 @@ func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
 		_ = shm.FutexWait(n.self.u32(offAppBell), seq, timeout)
 	}
 	atomic.AddUint32(sl, ^uint32(0))
+}
+
+// assistedSleep is the engine's sleep while the application assists: at
+// most assistedFor, or until Sleep or Close wakes it (wakeEngine). It
+// parks the goroutine on a Go timer rather than in a futex system call:
+// the runtime's monitor takes the processor of a goroutine blocked in a
+// system call for more than a few microseconds and then polls every 20 µs
+// for a millisecond, so a futex sleep renewed every assistedFor kept it
+// polling without end, each of its wake-ups taking a core from a spinning
+// rank for a moment. Peers' rings do not end this sleep; while the
+// application assists its passes serve them.
+func (n *NIC) assistedSleep() {
+	a := &n.asleep
+	if a.timer == nil {
+		a.timer = time.NewTimer(assistedFor)
+	} else {
+		a.timer.Reset(assistedFor)
+	}
+	select {
+	case <-a.timer.C:
+	case <-a.wake:
+		a.timer.Stop()
+	}
+}
+
+// assistedSleeper is what assistedSleep waits on.
+type assistedSleeper struct {
+	wake  chan struct{} // wakeEngine's token
+	timer *time.Timer   // engine only
+}
+
+// wakeEngine ends the engine's assistedSleep, now or when it next sleeps
+// so.
+func (n *NIC) wakeEngine() {
+	select {
+	case n.asleep.wake <- struct{}{}:
+	default:
+	}
 }
 
 // completed reports whether a CQ holds an entry or the oldest descriptor
@@ -748,24 +789,32 @@ func (n *NIC) engine() {
 	idle := 0
 	for !n.closed.Load() {
 		seq := atomic.LoadUint32(bell)
-		if n.port.Load() == nil && n.assisted() {
-			// The application runs the passes (Help). The engine stays
-			// off their lock: a host this busy preempts threads, and an
-			// engine preempted while holding it would stop the
-			// application's passes for a time slice. It looks again when
-			// the application sleeps (Sleep wakes it), a peer rings, or
-			// assistedFor passes.
+		if n.assisted() {
+			// The application runs the passes (Help, or Assist across
+			// hosts). The engine stays off their lock and off the
+			// cores: a host this busy preempts threads, an engine
+			// preempted while holding the lock would stop the
+			// application's passes for a time slice, and one that
+			// polls and spins beside the ranks takes a core from them.
+			// It looks again when the application sleeps (Sleep wakes
+			// it), a peer rings, or assistedFor passes. Across hosts
+			// (Assist polls the network whatever it finds) it runs a
+			// pass only once the application has stopped assisting, or
+			// for posted descriptors not taken up yet (a doorbell of
+			// this process rang it in vain), which would otherwise
+			// wait for the application's next poll.
 			atomic.StoreUint32(sleep, sleepAssisted)
 			if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
 				n.cnt.sleeps.Add(1)
-				_ = shm.FutexWait(bell, seq, assistedFor)
+				n.assistedSleep()
 			}
 			atomic.StoreUint32(sleep, 0)
-			if atomic.LoadUint32(bell) != seq {
+			if atomic.LoadUint32(bell) != seq || n.port.Load() != nil && !n.Busy() {
 				continue
 			}
 		}
 		n.eng.mu.Lock()
+		n.cnt.enginePasses.Add(1)
 		did, stalled := n.pass(false)
 		n.eng.mu.Unlock()
 		if did {
@@ -782,6 +831,7 @@ func (n *NIC) engine() {
 		// Acks still owed leave before the engine sleeps, and the hits
 		// counted in peers' translation caches are added to theirs.
 		n.eng.mu.Lock()
+		n.cnt.enginePasses.Add(1)
 		did, stalled = n.pass(true)
 		n.flushHits()
 		n.eng.mu.Unlock()
@@ -816,8 +866,12 @@ func (n *NIC) engine() {
 		if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
 			n.cnt.sleeps.Add(1)
 			switch {
-			case help:
+			case help && port == nil && !n.assisted():
+				// The application assisted lately but is away: a
+				// peer's ring (the futex) must still wake the engine.
 				_ = shm.FutexWait(bell, seq, assistedFor)
+			case help:
+				n.assistedSleep()
 			case port != nil && stalled:
 				port.ep.Wait(time.Millisecond)
 			case port != nil:
@@ -1344,7 +1398,10 @@ func readRemote(pid int, remote []shm.RemoteSeg, local [][]byte) error {
 // descriptor (nic_exec_ns over nic_executed) and in CQ checks (cq_done_ns
 // over cq_done_calls), and (AT3) the hits and misses of this NIC's
 // translation cache, and the frames its network port sent and received,
-// held for want of a receive descriptor, and the naks it sent.
+// held for want of a receive descriptor, and the naks it sent; the passes
+// the engine goroutine ran itself (nic_engine_passes, not the
+// application's Help or Assist), and the polls of the network endpoint
+// (wire_polls).
 func (n *NIC) Counters() map[string]int64 {
 	return map[string]int64{
 		"nic_posts":            n.cnt.posts.Load(),
@@ -1382,6 +1439,8 @@ func (n *NIC) Counters() map[string]int64 {
 		"wire_frames_in":       n.cnt.framesIn.Load(),
 		"wire_held_frames":     n.cnt.held.Load(),
 		"wire_naks":            n.cnt.naks.Load(),
+		"nic_engine_passes":    n.cnt.enginePasses.Load(),
+		"wire_polls":           n.cnt.netPolls.Load(),
 	}
 }
 
