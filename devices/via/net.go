@@ -674,6 +674,11 @@ func (n *NIC) takeRecv(vi *VI, rx *netRx) bool {
 		}
 		segs = fetched
 	}
+	// Only the memory the message fills is translated, as a NIC
+	// translates the pages it writes: an 8-byte message into a 16 KiB
+	// buffer looks up one page, not five. A shorter buffer is translated
+	// whole, and rxBegin finds the length error.
+	segs = trimDS(segs, uint64(rx.total))
 	phys, err := n.self.translateSegs(segs, n.physBuf[:0])
 	n.physBuf = phys
 	if err == nil {
@@ -683,6 +688,19 @@ func (n *NIC) takeRecv(vi *VI, rx *netRx) bool {
 		rx.st |= StatusProtectionError
 	}
 	return true
+}
+
+// trimDS cuts a scatter list (a copy the caller owns) to its first size
+// bytes; a list that holds fewer stays whole.
+func trimDS(segs []DataSegment, size uint64) []DataSegment {
+	for i := range segs {
+		if uint64(segs[i].Len) >= size {
+			segs[i].Len = uint32(size)
+			return segs[:i+1]
+		}
+		size -= uint64(segs[i].Len)
+	}
+	return segs
 }
 
 // rxEnd completes the descriptor being received: the consumed receive

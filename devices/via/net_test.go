@@ -729,3 +729,43 @@ func TestNetRoundTripAllocs(t *testing.T) {
 		t.Errorf("a round trip across hosts allocated %v times", allocs)
 	}
 }
+
+// TestNetRecvTranslatesUsed: a message across hosts translates only the
+// part of the receive descriptor it fills: 8 bytes into a five-page buffer
+// look up one page in the receiving NIC's translation cache, not five;
+// a message longer than the buffer still completes with a length error.
+func TestNetRecvTranslatesUsed(t *testing.T) {
+	na, nb, a, b, ca, cb := hostPair(t, DefaultOptions())
+	src, dst := pattern(8, 1), make([]byte, 5*pageSize)
+	ha, hb := reg(t, na, src), reg(t, nb, dst)
+	for i := 0; i < 2; i++ {
+		c0 := nb.Counters()
+		r := &Descriptor{DS: []DataSegment{Seg(hb, dst[:2*pageSize]), Seg(hb, dst[2*pageSize:])}}
+		if err := b.PostRecv(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(ha, src)}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := cqWait(t, cb, b, true); got != r || r.Err() != nil || r.Length != 8 || !bytes.Equal(dst[:8], src) {
+			t.Fatalf("receive %d: descriptor %p (want %p), err %v, length %d", i, got, r, r.Err(), r.Length)
+		}
+		cqWait(t, ca, a, false)
+		c1 := nb.Counters()
+		if looks := c1["tlb_hits"] + c1["tlb_misses"] - c0["tlb_hits"] - c0["tlb_misses"]; looks != 1 {
+			t.Fatalf("receive %d: %d translation lookups for an 8-byte message, want 1", i, looks)
+		}
+	}
+	big := pattern(3*pageSize, 2)
+	hbig := reg(t, na, big)
+	r := &Descriptor{DS: []DataSegment{Seg(hb, dst[:2*pageSize])}}
+	if err := b.PostRecv(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(hbig, big)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cqWait(t, cb, b, true); got != r || r.Status&StatusLengthError == 0 {
+		t.Fatalf("a message longer than the buffer: status %#x, want a length error", r.Status)
+	}
+}

@@ -249,8 +249,43 @@ type view struct {
 	hostVA uint64
 	// hits are translation-cache hits in v's cache by this process's
 	// engine not yet added to v's counter (a peer's view; under eng.mu).
-	hits uint64
-	run  tlbRun // AT3: nicTranslate's entries read by its last miss (engine only)
+	hits    uint64
+	run     tlbRun       // AT3: nicTranslate's entries read by its last miss (engine only)
+	last    [2]lastXlate // AT3, the NIC's own view: its last one-page translations (engine only)
+	lastUse int          // the entry used last (a fill replaces the other)
+}
+
+// lastXlate is an entry of the NIC's last-translation registers (AT3): the
+// region and page of a recent translation that stayed within one page,
+// with its frame and the region's bounds, so that the next one of the same
+// page skips the region entry and the cache's seqlock, as a NIC keeps the
+// last entries of its translation cache at hand. Two entries, the older
+// replaced: a ping-pong's sends reuse one page while its receives rotate
+// through the posted buffers. They hold only for the NIC's own memory:
+// DeregisterMem of this process clears them (gen), where a peer's
+// deregistration would not be seen.
+type lastXlate struct {
+	h            MemHandle // 0: empty
+	vpn, frame   uint64
+	base, length uint64
+	gen          uint64 // the NIC's xlateGen when filled
+}
+
+// lastHit returns the frame of (h, addr, n) from the registers when they
+// hold it (n > 0, within one page).
+func (v *view) lastHit(h MemHandle, addr, n uint64) (uint64, bool) {
+	vpn := addr >> 12
+	if n == 0 || (addr+n-1)>>12 != vpn {
+		return 0, false
+	}
+	for i := range v.last {
+		r := &v.last[i]
+		if r.h == h && r.vpn == vpn && r.h != 0 && addr >= r.base && addr+n <= r.base+r.length && r.gen == v.self.xlateGen.Load() {
+			v.lastUse = i
+			return r.frame, true
+		}
+	}
+	return 0, false
 }
 
 // hitBatch is how many hits in a peer's translation cache an engine
@@ -418,6 +453,7 @@ type NIC struct {
 	toRing    []*view       // engine only: applications to wake after a descriptor
 	rsegBuf   []DataSegment // engine only: a receive descriptor's cached segments
 	helps     uint32        // passes run by Help (under eng.mu)
+	xlateGen  atomic.Uint64 // moved by DeregisterMem: the last-translation register is stale (lastXlate)
 	polls     atomic.Uint32 // Help calls that found nothing to run (see Help)
 	batch     batch         // engine only: sends moved together
 
@@ -634,6 +670,7 @@ func (n *NIC) DeregisterMem(h MemHandle) error {
 	idx := int(h) - 1
 	atomic.StoreUint32(n.self.u32(n.lay.regions+uint32(idx)*regionSize), 0)
 	n.regs[idx].Store(nil)
+	n.xlateGen.Add(1) // the last-translation register may hold this region
 	if n.o.AT == AT3 {
 		for i := range r.pages {
 			n.self.cacheInvalidate((r.first >> 12) + uint64(i))
@@ -782,6 +819,16 @@ func (v *view) cacheInvalidate(vpn uint64) {
 // table by DMA), AT1 (only for RDMA targets, which the initiator's host
 // cannot translate) from v's host table, the range's entries in one DMA.
 func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([]shm.RemoteSeg, error) {
+	if v.self != nil {
+		if frame, ok := v.lastHit(h, addr, n); ok {
+			v.countHits(1)
+			return append(out, shm.RemoteSeg{Addr: frame + addr&(pageSize-1), Len: n}), nil
+		}
+	}
+	var gen uint64
+	if v.self != nil {
+		gen = v.self.xlateGen.Load() // before the region is read: a deregistration after it is not missed
+	}
 	np, base, length, table, ok := v.regionEntry(h)
 	if !ok {
 		return out, fmt.Errorf("memory handle %d is not registered at the peer", h)
@@ -824,6 +871,10 @@ func (v *view) nicTranslate(h MemHandle, addr, n uint64, out []shm.RemoteSeg) ([
 			f, hit := v.cacheLookup(vpn)
 			if hit {
 				hits++
+				if v.self != nil && k == n && in+k <= pageSize {
+					v.lastUse ^= 1 // the older entry goes
+					v.last[v.lastUse] = lastXlate{h: h, vpn: addr >> 12, frame: f, base: base, length: length, gen: gen}
+				}
 			} else {
 				atomic.AddUint64(v.u64(offTLBMisses), 1)
 				if !run.has(pg) {

@@ -347,3 +347,59 @@ func TestTLBHitCount(t *testing.T) {
 		}
 	}
 }
+
+// TestLastTranslation: a translation within one page of the NIC's own
+// memory that repeats the last one is served by the last-translation
+// register, without the translation cache (an entry invalidated behind its
+// back still counts a hit, not a miss), and DeregisterMem clears the
+// register: a region registered again under the same handle translates to
+// its own pages, and the old range fails.
+func TestLastTranslation(t *testing.T) {
+	_, b, _, _, _ := pair(t, DefaultOptions())
+	buf := make([]byte, 2*pageSize)
+	h, err := b.RegisterMem(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two pages (a send buffer's and a receive buffer's), each translated
+	// twice: a miss, then a cache hit that fills a register.
+	addr, other := Addr(buf)+100, Addr(buf)+pageSize+100
+	for _, a := range []uint64{addr, addr, other, other} {
+		out, err := b.self.nicTranslate(h, a, 8, nil)
+		if err != nil || len(out) != 1 || out[0].Addr != a || out[0].Len != 8 {
+			t.Fatalf("translation of %#x: %v %v", a, out, err)
+		}
+	}
+	b.self.cacheInvalidate(addr >> 12)
+	b.self.cacheInvalidate(other >> 12)
+	before := b.Counters()
+	for _, a := range []uint64{addr, other, addr} {
+		out, err := b.self.nicTranslate(h, a, 8, nil)
+		if err != nil || len(out) != 1 || out[0].Addr != a {
+			t.Fatalf("repeated translation of %#x: %v %v", a, out, err)
+		}
+	}
+	after := b.Counters()
+	if hits, misses := after["tlb_hits"]-before["tlb_hits"], after["tlb_misses"]-before["tlb_misses"]; hits != 3 || misses != 0 {
+		t.Fatalf("the repeated one-page translations went to the cache: %d hits, %d misses (want 3, 0)", hits, misses)
+	}
+	if err := b.DeregisterMem(h); err != nil {
+		t.Fatal(err)
+	}
+	buf2 := make([]byte, 2*pageSize)
+	h2, err := b.RegisterMem(buf2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.self.nicTranslate(h2, addr, 8, nil); h2 == h && err == nil {
+		t.Fatal("the deregistered range still translates under its reused handle")
+	}
+	addr2 := Addr(buf2) + 100
+	for i := 0; i < 2; i++ {
+		out, err := b.self.nicTranslate(h2, addr2, 8, nil)
+		if err != nil || len(out) != 1 || out[0].Addr != addr2 {
+			t.Fatalf("new region, translation %d: %v %v (want %#x)", i, out, err, addr2)
+		}
+	}
+	_ = buf[0] // buf stays allocated until here: addr must not be reused by buf2
+}
