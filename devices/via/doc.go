@@ -216,9 +216,12 @@
 //	              DMA (process_vm_readv), with those of the transfer's next
 //	              pages (up to 64 entries in one DMA), which fill the cache
 //	              too: a transfer beyond the cache's reach misses on every
-//	              page but pays one DMA per 64. Counters tlb_hits /
-//	              tlb_misses (pages) / tlb_reads (DMAs) [default,
-//	              tlbsize=1024]
+//	              page but pays one DMA per 64. In front of the cache,
+//	              two registers hold the NIC's last one-page translations
+//	              of its own memory (a ping-pong's send buffer and latest
+//	              receive buffer), cleared by deregistration. Counters
+//	              tlb_hits / tlb_misses (pages) / tlb_reads (DMAs)
+//	              [default, tlbsize=1024]
 //	tlbsize=N     at3 cache entries
 //	desccache=on  posting copies what the NIC needs (buffer addresses and
 //	              sizes, control, where the status goes) into NIC memory: a

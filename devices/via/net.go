@@ -1003,6 +1003,12 @@ const ackPeek = 8
 // long, instead of in epoll).
 const assistedFor = time.Millisecond
 
+// assistedMax bounds the engine's assisted sleep across hosts, which
+// grows while the application keeps assisting (engine): an application
+// that stops assisting without Sleep (it computes) has its network taken
+// over within this, as the wire's keeper looks at an idle endpoint.
+const assistedMax = 8 * time.Millisecond
+
 // assisted reports whether an application assisted the engine lately.
 func (n *NIC) assisted() bool {
 	t := n.eng.lastAssist.Load()

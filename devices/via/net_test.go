@@ -416,6 +416,41 @@ func TestNetEngineOffWhileAssisted(t *testing.T) {
 	}
 }
 
+// TestNetEngineFewWakeups: while the application keeps assisting, the
+// engine of a NIC on the wire wakes up ever more rarely (its sleep doubles
+// up to assistedMax), each wake-up being a thread that takes a core from a
+// spinning rank; before, it woke every assistedFor. When the application
+// sleeps (NIC.Sleep) the engine is woken at once and takes the network.
+func TestNetEngineFewWakeups(t *testing.T) {
+	na, _, _, _, _, _ := hostPair(t, DefaultOptions())
+	deadline := time.Now().Add(10 * time.Second)
+	for atomic.LoadUint32(na.self.u32(offNICSleep)) != sleepAssisted {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not go to sleep leaving the network to the assists in 10 s")
+		}
+		na.Assist()
+	}
+	const span = 40 * assistedFor
+	s0 := na.Counters()["nic_sleeps"]
+	na.eng.lastAssist.Store(time.Now().Add(time.Hour).UnixNano())
+	time.Sleep(span)
+	wakes := na.Counters()["nic_sleeps"] - s0
+	t.Logf("%v of assists: the engine slept %d times", span, wakes)
+	if wakes > int64(span/assistedMax)+5 {
+		t.Errorf("the engine woke %d times in %v of assists (every assistedFor: %d; want at most %d)", wakes, span, span/assistedFor, int64(span/assistedMax)+5)
+	}
+	// The application sleeps: the engine leaves its long sleep at once
+	// and sleeps in the endpoint's epoll.
+	seq := na.Seq()
+	go na.Sleep(seq, 10*time.Millisecond)
+	for atomic.LoadUint32(na.self.u32(offNICSleep)) != sleepEpoll {
+		if time.Now().After(deadline.Add(span)) {
+			t.Fatal("the engine did not take the network after the application slept")
+		}
+		runtime.Gosched()
+	}
+}
+
 // TestNetEngineSleepNoSyscall: the engine sleeping while the application
 // assists is parked in the Go scheduler, not blocked in a system call: the
 // runtime's monitor takes the processor of a goroutine in a system call

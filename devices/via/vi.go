@@ -624,7 +624,8 @@ func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
 }
 
 // assistedSleep is the engine's sleep while the application assists: at
-// most assistedFor, or until Sleep or Close wakes it (wakeEngine). It
+// most d, or until Sleep or Close wakes it (wakeEngine); it reports
+// whether the timeout ended it. It
 // parks the goroutine on a Go timer rather than in a futex system call:
 // the runtime's monitor takes the processor of a goroutine blocked in a
 // system call for more than a few microseconds and then polls every 20 µs
@@ -632,17 +633,19 @@ func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
 // polling without end, each of its wake-ups taking a core from a spinning
 // rank for a moment. Peers' rings do not end this sleep; while the
 // application assists its passes serve them.
-func (n *NIC) assistedSleep() {
+func (n *NIC) assistedSleep(d time.Duration) bool {
 	a := &n.asleep
 	if a.timer == nil {
-		a.timer = time.NewTimer(assistedFor)
+		a.timer = time.NewTimer(d)
 	} else {
-		a.timer.Reset(assistedFor)
+		a.timer.Reset(d)
 	}
 	select {
 	case <-a.timer.C:
+		return true
 	case <-a.wake:
 		a.timer.Stop()
+		return false
 	}
 }
 
@@ -650,6 +653,7 @@ func (n *NIC) assistedSleep() {
 type assistedSleeper struct {
 	wake  chan struct{} // wakeEngine's token
 	timer *time.Timer   // engine only
+	next  time.Duration // engine only: the next assisted sleep across hosts (0: assistedFor)
 }
 
 // wakeEngine ends the engine's assistedSleep, now or when it next sleeps
@@ -803,12 +807,26 @@ func (n *NIC) engine() {
 			// for posted descriptors not taken up yet (a doorbell of
 			// this process rang it in vain), which would otherwise
 			// wait for the application's next poll.
+			// Across hosts a sleep that ends at its timeout with the
+			// application still assisting makes the next one twice as
+			// long (up to assistedMax): each wake-up is a thread put on
+			// a core that a spinning rank holds, and a ping-pong's
+			// ranks assist without end.
 			atomic.StoreUint32(sleep, sleepAssisted)
+			d, timedOut := assistedFor, false
+			if n.port.Load() != nil {
+				d = max(n.asleep.next, assistedFor)
+			}
 			if atomic.LoadUint32(bell) == seq && !n.closed.Load() {
 				n.cnt.sleeps.Add(1)
-				n.assistedSleep()
+				timedOut = n.assistedSleep(d)
 			}
 			atomic.StoreUint32(sleep, 0)
+			if timedOut && atomic.LoadUint32(bell) == seq && n.assisted() {
+				n.asleep.next = min(2*d, assistedMax)
+			} else {
+				n.asleep.next = assistedFor
+			}
 			if atomic.LoadUint32(bell) != seq || n.port.Load() != nil && !n.Busy() {
 				continue
 			}
@@ -871,7 +889,7 @@ func (n *NIC) engine() {
 				// peer's ring (the futex) must still wake the engine.
 				_ = shm.FutexWait(bell, seq, assistedFor)
 			case help:
-				n.assistedSleep()
+				n.assistedSleep(assistedFor)
 			case port != nil && stalled:
 				port.ep.Wait(time.Millisecond)
 			case port != nil:
