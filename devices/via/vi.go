@@ -808,10 +808,13 @@ func (n *NIC) engine() {
 			// this process rang it in vain), which would otherwise
 			// wait for the application's next poll.
 			// Across hosts a sleep that ends at its timeout with the
-			// application still assisting makes the next one twice as
-			// long (up to assistedMax): each wake-up is a thread put on
-			// a core that a spinning rank holds, and a ping-pong's
-			// ranks assist without end.
+			// application still assisting and nothing posted for the
+			// engine makes the next one twice as long (up to
+			// assistedMax): each wake-up is a thread put on a core that
+			// a spinning rank holds, and a ping-pong's ranks assist
+			// without end. Posted work found at a wake-up (RDMA,
+			// which the doorbell leaves to a pass) brings the sleep
+			// back to assistedFor.
 			atomic.StoreUint32(sleep, sleepAssisted)
 			d, timedOut := assistedFor, false
 			if n.port.Load() != nil {
@@ -822,7 +825,7 @@ func (n *NIC) engine() {
 				timedOut = n.assistedSleep(d)
 			}
 			atomic.StoreUint32(sleep, 0)
-			if timedOut && atomic.LoadUint32(bell) == seq && n.assisted() {
+			if timedOut && atomic.LoadUint32(bell) == seq && n.assisted() && !n.Busy() {
 				n.asleep.next = min(2*d, assistedMax)
 			} else {
 				n.asleep.next = assistedFor
