@@ -834,6 +834,7 @@ func (n *NIC) engine() {
 				continue
 			}
 		}
+		n.asleep.next = assistedFor // the engine takes the network: its next assisted sleep starts short
 		n.eng.mu.Lock()
 		n.cnt.enginePasses.Add(1)
 		did, stalled := n.pass(false)
