@@ -554,3 +554,33 @@ func TestEmptyMessagesTakeShortPath(t *testing.T) {
 		t.Errorf("a 0-byte Send and Recv allocate %v times, want 0", a)
 	}
 }
+
+// shortRefuser is nullDevice whose SendShort refuses every message, as a
+// device does for a peer on another host; it counts the refusals.
+type shortRefuser struct {
+	nullDevice
+	asked int
+}
+
+func (s *shortRefuser) SendShort(uint32, int, int, uint32, []byte) bool {
+	s.asked++
+	return false
+}
+
+// TestSendAsksShortOnce: a Send that the device's SendShort refuses goes
+// to a request at once; it asks SendShort once, not again on the way (each
+// ask a hold of the lock before the message leaves).
+func TestSendAsksShortOnce(t *testing.T) {
+	dev := &shortRefuser{}
+	r := &runtime{dev: dev, short: dev, devName: "null", size: 1, poll: 1, spin: 1}
+	r.world = newComm("MPI_COMM_WORLD", 0, 0, identity(1))
+	r.resume = make(chan struct{}, 1)
+	prev := live.Swap(r)
+	defer live.Store(prev)
+	if err := Send(r.world, []float64{1}, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if dev.asked != 1 {
+		t.Errorf("Send asked SendShort %d times, want 1", dev.asked)
+	}
+}

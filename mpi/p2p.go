@@ -573,7 +573,12 @@ func Send[T Numeric](c *Comm, buf []T, dest, tag int) error {
 	if sendShort(c, dest, tag, t.Signature(), unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), len(buf)*t.Size())) {
 		return nil
 	}
-	return SendBuf(c, Slice(buf), dest, tag)
+	// The device refused the short path (a peer on another host, a full
+	// ring): straight to the request, not through SendBuf, which would
+	// ask it again under another hold of the lock.
+	b := Slice(buf)
+	var st Status
+	return blockingCall("MPI_Send", c, &b, dest, tag, false, adi.ModeStandard, &st)
 }
 
 // Ssend sends buf synchronously: it returns once the matching receive has started.

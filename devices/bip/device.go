@@ -763,6 +763,19 @@ func (d *Device) Progress() (bool, error) {
 		if e.Progress() {
 			did = true
 		}
+		if e.TookShortNet() {
+			// The network put a message in a queue that the loop above
+			// has passed: take it in this pass, not the next (a whole
+			// poll of the network later, on every small message's path).
+			for src, p := range d.pc {
+				if p.peer.net == nil {
+					continue
+				}
+				if s := e.peekShort(p.peer); s != nil {
+					d.drain(src, p, s)
+				}
+			}
+		}
 	} else if e.live.Idle() && e.checkPeers() {
 		// Endpoint.Progress with no long operation and no network: the
 		// idle poll's liveness count, and now and then a look at the

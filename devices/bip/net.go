@@ -84,6 +84,7 @@ type netSide struct {
 	pool    []*shortBuf // bodies of short messages
 	pending int         // frames the endpoint queued and has not yet sent whole (to peers not lost)
 	did     bool        // the last poll handled a frame or finished a queued one
+	shortIn bool        // a short message was placed in a queue since TookShortNet last looked
 	lost    bool        // some peer's netPeer.lost is new: Progress fails what depends on it
 }
 
@@ -656,7 +657,20 @@ func (e *Endpoint) placeShort(p *peer, f netFrame, head, body []byte) error {
 	copy(s[qHdr:], payload)
 	rp.arrived++
 	qSeq.Store(s, rp.arrived)
+	e.net.shortIn = true
 	return nil
+}
+
+// TookShortNet reports whether the network placed a short message in this
+// endpoint's queues since it was last asked: a caller that looked at its
+// queues before polling the network (Progress) looks again, rather than
+// find the message only at its next poll.
+func (e *Endpoint) TookShortNet() bool {
+	if e.net == nil || !e.net.shortIn {
+		return false
+	}
+	e.net.shortIn = false
+	return true
 }
 
 // Remote reports whether rank runs on another host, reached over the

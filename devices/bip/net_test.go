@@ -274,3 +274,45 @@ func firstErr(err error, then func() error) error {
 	}
 	return then()
 }
+
+// A short message from another host completes its posted receive in the
+// Progress that reads its frame: the device looks at its queues again once
+// the network has placed one there, instead of finding it a whole poll
+// later (a poll of the network on every small message's path).
+func TestShortFromNetSamePass(t *testing.T) {
+	t.Setenv(wire.EnvAddr, "127.0.0.1")
+	j := aditest.Start(t, pretendHosts(func(r int) int { return r }), 2, nil)
+	msg := []byte("8 bytes!")
+	got := make([]byte, len(msg))
+	send := &adi.Request{Op: adi.OpSend, Context: 1, Peer: 1, Tag: 3, Buf: adi.Bytes(msg)}
+	recv := &adi.Request{Op: adi.OpRecv, Context: 1, Peer: 0, Tag: 3, Buf: adi.Bytes(got)}
+	d := j.Devs[1]
+	if err := d.Irecv(recv); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- firstErr(j.Devs[0].Isend(send), func() error { return pollUntil(j.Devs[0], send.Done) })
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	framesIn := d.Counters()["wire_frames_in"]
+	for !recv.Done() {
+		if time.Now().After(deadline) {
+			t.Fatal("the receive is not done after 10 s")
+		}
+		if _, err := d.Progress(); err != nil {
+			t.Fatal(err)
+		}
+		now := d.Counters()["wire_frames_in"]
+		if recv.Done() && now == framesIn {
+			t.Fatalf("the receive completed in a Progress that read no frame (frames in %d): its frame was read by an earlier one", now)
+		}
+		framesIn = now
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if recv.Status.Err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("receive: %+v, got %q", recv.Status, got)
+	}
+}

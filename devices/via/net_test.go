@@ -369,6 +369,7 @@ func TestNetAssist(t *testing.T) {
 		echo <- nil
 	}()
 	s0 := na.Counters()["nic_sleeps"] + nb.Counters()["nic_sleeps"]
+	start := time.Now()
 	for i := 0; i < rounds; i++ {
 		if err := exchange(a, ca, ha, bufA, true); err != nil {
 			t.Fatalf("round %d: %v", i, err)
@@ -378,9 +379,14 @@ func TestNetAssist(t *testing.T) {
 		t.Fatal(err)
 	}
 	sleeps := na.Counters()["nic_sleeps"] + nb.Counters()["nic_sleeps"] - s0
-	t.Logf("%d round trips: the engines slept %d times", rounds, sleeps)
-	if sleeps > rounds/2 {
-		t.Errorf("the engines slept %d times in %d round trips: the frames woke them instead of being carried by the waiting applications", sleeps, rounds)
+	// An assisted engine's sleep ends at its timeout (assistedFor) too,
+	// and a loaded machine stretches the run: those sleeps are allowed;
+	// a frame's wake-up per round trip is not.
+	elapsed := time.Since(start)
+	allowed := int64(rounds/2) + 2*int64(elapsed/assistedFor+1)
+	t.Logf("%d round trips in %v: the engines slept %d times (allowed %d)", rounds, elapsed, sleeps, allowed)
+	if sleeps > allowed {
+		t.Errorf("the engines slept %d times in %d round trips (%v; allowed %d): the frames woke them instead of being carried by the waiting applications", sleeps, rounds, elapsed, allowed)
 	}
 }
 

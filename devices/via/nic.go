@@ -462,6 +462,7 @@ type NIC struct {
 	eng struct {
 		mu         sync.Mutex
 		lastAssist atomic.Int64 // UnixNano of an application's last Assist (net.go); 0: none since it slept
+		recent     atomic.Int64 // tests only: the span recentAssist returns, in ns; 0: assistRecent
 		byVI       map[*VI]bool // D2: VIs in d2
 		d2         []*VI        // D2: VIs with dispatched entries, in order of first arrival
 		idleAt     int64        // nanotime since which passes found nothing to do (net.go ackDue); 0: busy

@@ -877,7 +877,7 @@ func (n *NIC) engine() {
 		// posted work within assistedFor of the application's last help.
 		port := n.port.Load()
 		mode := uint32(1)
-		help := n.assisted() || port == nil && n.assistedWithin(assistRecent)
+		help := n.assisted() || port == nil && n.assistedWithin(n.recentAssist())
 		switch {
 		case help:
 			mode = sleepAssisted
@@ -913,6 +913,16 @@ func (n *NIC) engine() {
 // engine of a NIC without a network port keeps sleeping as an assisted
 // one (see engine).
 const assistRecent = 100 * time.Millisecond
+
+// recentAssist is assistRecent, or the span a test set in
+// n.eng.recent so that a loaded machine cannot stretch a preemption past
+// it.
+func (n *NIC) recentAssist() time.Duration {
+	if d := n.eng.recent.Load(); d != 0 {
+		return time.Duration(d)
+	}
+	return assistRecent
+}
 
 // assistedWithin reports whether an application assisted the engine
 // within d.
