@@ -158,6 +158,19 @@ type CrossHost interface {
 	CrossHost() bool
 }
 
+// Drainer is an optional device capability, for a device whose own engine
+// (a thread of its simulated NIC) may still have to put messages on the
+// network after their requests completed. MPI_Finalize waits, making
+// progress, until Drained reports true before the job's final barrier
+// outside MPI: that barrier holds the process manager's connection, which
+// the engine may need to finish (the lookup of a peer's address), and a
+// peer may wait for those messages to leave the barrier.
+type Drainer interface {
+	// Drained reports whether every message handed to the device's
+	// engine has been carried out to the network.
+	Drained() bool
+}
+
 // OptionHelper is an optional device capability: a description of the
 // device's -device-opt keys, one line per key ("  key=default\t(range)
 // help"), for a launcher's help output. A fresh, uninitialised device

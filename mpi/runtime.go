@@ -29,6 +29,7 @@ type runtime struct {
 	mu          devLock // serialises every call into the device (devlock.go)
 	dev         adi.Device
 	short       adi.ShortSender // dev's immediate small sends, if it has them
+	drain       adi.Drainer     // dev's engine, which MPI_Finalize lets drain (adi.Drainer), if it has one
 	raw         adi.Device      // the job's device behind dev's joinDev (wrapJoin), for hot
 	rawShort    adi.ShortSender // likewise for short
 	heldOK      bool            // dev is an adi.LockedCompleter: blocking calls may set Request.Held
@@ -146,6 +147,7 @@ func InitWith(o Options) error {
 		return errorf(ErrOther, "MPI_Init", "%v", err)
 	}
 	r.short, _ = r.dev.(adi.ShortSender)
+	r.drain, _ = r.dev.(adi.Drainer)
 	_, r.heldOK = r.dev.(adi.LockedCompleter)
 	if err := r.dev.Init(adi.Config{Rank: r.rank, Size: r.size, KVS: client, Options: opts, Hosts: r.hosts}); err != nil {
 		e := errorf(ErrOther, "MPI_Init", "%v", deviceError(name, err))
@@ -250,6 +252,13 @@ func Finalize() error {
 	}
 	if err := r.finalBarrier(); err != nil {
 		return err
+	}
+	if r.drain != nil {
+		// The engine may still be sending this rank's last barrier
+		// message, and need the process manager to find its peer.
+		if err := r.waitFor(r.drain.Drained); err != nil {
+			return err
+		}
 	}
 	if err := r.pmi.Barrier(); err != nil {
 		// The other ranks wait in their barrier for this one: end the job

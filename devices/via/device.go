@@ -706,6 +706,11 @@ func (d *Device) put(p *peer, it *outItem) bool {
 	return true
 }
 
+// Drained reports whether the NIC has carried out every send descriptor
+// this device posted (adi.Drainer): its engine sends on its own thread,
+// and may need the process manager to find a peer on another host.
+func (d *Device) Drained() bool { return d.nic.Drained() }
+
 // Progress takes completions from the CQ, flushes backlogs and returns
 // credits.
 func (d *Device) Progress() (bool, error) {

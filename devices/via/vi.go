@@ -771,6 +771,20 @@ func (n *NIC) Help() bool {
 // waiter would give its core away.
 func (n *NIC) Busy() bool { return n.cnt.taken.Load() < n.cnt.posts.Load() }
 
+// Drained reports whether every send descriptor posted to this NIC has
+// been carried out (to another host: its frames handed to the network),
+// with no pass running that may still be carrying one out.
+func (n *NIC) Drained() bool {
+	if n.Busy() || !n.eng.mu.TryLock() {
+		return false
+	}
+	defer n.eng.mu.Unlock()
+	n.central.mu.Lock()
+	queued := len(n.central.q)
+	n.central.mu.Unlock()
+	return !n.Busy() && queued == 0 && len(n.eng.d2) == 0
+}
+
 // Yield gives the CPU away for a moment while waiting: to the engine if it
 // has work (it is another thread, which may need this very core), else to
 // other goroutines.
