@@ -728,10 +728,11 @@ func (n *NIC) rxEnd(vi *VI) {
 	*rx = netRx{pieces: rx.pieces[:0]}
 }
 
-// recvConsumed advances vi's receive queue past its head descriptor d,
-// then writes d's status and (CQ1) appends the receive CQ's entry. The
-// queue moves first: once the status is visible (CQ2 polls it) the
-// application may repost d, into the slot the head leaves.
+// recvConsumed advances vi's receive queue past its head descriptor d
+// (and the count RecvDone looks at), then writes d's status and (CQ1)
+// appends the receive CQ's entry. The queue moves first: once the status
+// is visible (CQ2 polls it) the application may repost d, into the slot
+// the head leaves.
 func (n *NIC) recvConsumed(vi *VI, d *Descriptor, st uint32) {
 	off := n.self.viOff(vi.id)
 	h := atomic.LoadUint64(n.self.u64(off))
@@ -739,10 +740,14 @@ func (n *NIC) recvConsumed(vi *VI, d *Descriptor, st uint32) {
 	vi.rqDesc[h%uint64(len(vi.rqDesc))] = nil
 	vi.mu.Unlock()
 	atomic.StoreUint64(n.self.u64(off), h+1)
+	// Counted before the status is stored: a waiter that sees the status
+	// (CQ2, or Done on the descriptor) and then calls RecvDone must find
+	// the count moved, or RecvDone's look without the lock returns nil
+	// for a completed descriptor (TestNetRepostRace, 1 run in 10-20).
+	vi.net.recvs.Add(1)
 	if d != nil {
 		atomic.StoreUint32(&d.Status, st)
 	}
-	vi.net.recvs.Add(1)
 	n.recvsDone++
 	if cq := atomic.LoadUint32(n.self.u32(off + 20)); cq != 0 && n.o.CQ == CQ1 {
 		n.self.cqAppend(cq, vi.id, true)

@@ -448,7 +448,12 @@ func TestNetEngineFewWakeups(t *testing.T) {
 	// The application sleeps: the engine leaves its long sleep at once
 	// and sleeps in the endpoint's epoll.
 	seq := na.Seq()
-	go na.Sleep(seq, 10*time.Millisecond)
+	slept := make(chan struct{})
+	defer func() { <-slept }() // out of Sleep before the NIC closes
+	go func() {
+		defer close(slept)
+		na.Sleep(seq, 10*time.Millisecond)
+	}()
 	for atomic.LoadUint32(na.self.u32(offNICSleep)) != sleepEpoll {
 		if time.Now().After(deadline.Add(span)) {
 			t.Fatal("the engine did not take the network after the application slept")
