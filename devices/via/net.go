@@ -264,7 +264,7 @@ func (n *NIC) netSend(ep *wire.Endpoint, vi *VI, h *fhead, body []byte, tok any)
 	}
 	h.put(head[:])
 	sent, err := ep.Send(nv.rank, head[:], body, tok)
-	n.cnt.framesOut.Add(1)
+	n.pc.framesOut++
 	if err != nil {
 		n.netBreak(nv.rank, err)
 	}
@@ -307,17 +307,17 @@ func (n *NIC) executeNet(vi *VI, e *sendEntry) {
 		o.local = append(o.local, local...)
 		h.kind, h.flags = kReadReq, fLast
 		n.netSend(port.ep, vi, &h, nil, nil)
-		n.cnt.rdmaR.Add(1)
+		n.pc.rdmaR++
 		return
 	}
 	if op == OpRDMAWrite {
-		n.cnt.rdmaW.Add(1)
+		n.pc.rdmaW++
 	} else {
-		n.cnt.sends.Add(1)
+		n.pc.sends++
 	}
 	h.kind = kData
 	n.sendData(port.ep, vi, &h, local, o)
-	n.cnt.bytes.Add(int64(total))
+	n.pc.bytes += int64(total)
 }
 
 // sendData sends the pieces as data frames of h's descriptor (or, with o
@@ -405,7 +405,7 @@ func (n *NIC) netFrame(peer int, head, body []byte) {
 	if !ok {
 		return
 	}
-	n.cnt.framesIn.Add(1)
+	n.pc.framesIn++
 	// The VI is looked up before the kept frames are replayed: the
 	// application may connect it at any moment (ConnectRemote), and a
 	// frame found connected must not overtake the frames kept while it
@@ -917,7 +917,7 @@ func (n *NIC) pollNet(p *netPort, idle bool) bool {
 	// delay it (and a ping-pong's answer) for nothing.
 	recvs := n.recvsDone
 	for i := 0; i < 16 && n.recvsDone == recvs; i++ {
-		n.cnt.netPolls.Add(1)
+		n.pc.netPolls++
 		if !p.ep.Poll() {
 			break
 		}

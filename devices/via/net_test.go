@@ -505,6 +505,49 @@ func TestNetEngineSleepNoSyscall(t *testing.T) {
 	}
 }
 
+// TestEngineNeverWaitsForLock: an engine woken while the application
+// holds the engine's lock (it runs the pass itself: Help, Assist, the
+// doorbell) does not park on the lock, whose Unlock would then wake it
+// (a futex call and a thread put on a core, on the application's path);
+// it leaves the pass to the holder, and runs its own once the lock is free.
+func TestEngineNeverWaitsForLock(t *testing.T) {
+	na, _, _, _, _, _ := hostPair(t, DefaultOptions())
+	deadline := time.Now().Add(10 * time.Second)
+	for atomic.LoadUint32(na.self.u32(offNICSleep)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not go to sleep in 10 s")
+		}
+		runtime.Gosched()
+	}
+	na.eng.mu.Lock() // the application in its pass
+	na.eng.lastAssist.Store(0)
+	busy0, passes0 := na.cnt.lockBusy.Load(), na.cnt.enginePasses.Load()
+	na.self.ringNIC()
+	buf := make([]byte, 1<<20)
+	for na.cnt.lockBusy.Load() < busy0+3 {
+		if time.Now().After(deadline) {
+			na.eng.mu.Unlock()
+			t.Fatal("the engine, rung, did not come to the lock in 10 s")
+		}
+		dump := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(dump, "\n\n") {
+			if strings.Contains(g, "(*NIC).engine(") && (strings.Contains(g, "lockSlow") || strings.Contains(g, "SemacquireMutex")) {
+				na.eng.mu.Unlock()
+				t.Fatalf("the engine waits on the lock the application holds:\n%s", g)
+			}
+		}
+		runtime.Gosched()
+	}
+	na.eng.mu.Unlock()
+	na.self.ringNIC()
+	for na.cnt.enginePasses.Load() == passes0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine ran no pass of its own in 10 s once the lock was free")
+		}
+		runtime.Gosched()
+	}
+}
+
 // TestNetEngineTakesPostedWhileAssisted: a send posted while the
 // application assists, whose doorbell leaves the engine asleep (doorbell=d2
 // is never executed at the post), is taken up by the engine at its next
