@@ -264,7 +264,7 @@ func (n *NIC) netSend(ep *wire.Endpoint, vi *VI, h *fhead, body []byte, tok any)
 	}
 	h.put(head[:])
 	sent, err := ep.Send(nv.rank, head[:], body, tok)
-	n.cnt.framesOut.Add(1)
+	n.pc.framesOut++
 	if err != nil {
 		n.netBreak(nv.rank, err)
 	}
@@ -307,17 +307,17 @@ func (n *NIC) executeNet(vi *VI, e *sendEntry) {
 		o.local = append(o.local, local...)
 		h.kind, h.flags = kReadReq, fLast
 		n.netSend(port.ep, vi, &h, nil, nil)
-		n.cnt.rdmaR.Add(1)
+		n.pc.rdmaR++
 		return
 	}
 	if op == OpRDMAWrite {
-		n.cnt.rdmaW.Add(1)
+		n.pc.rdmaW++
 	} else {
-		n.cnt.sends.Add(1)
+		n.pc.sends++
 	}
 	h.kind = kData
 	n.sendData(port.ep, vi, &h, local, o)
-	n.cnt.bytes.Add(int64(total))
+	n.pc.bytes += int64(total)
 }
 
 // sendData sends the pieces as data frames of h's descriptor (or, with o
@@ -405,7 +405,7 @@ func (n *NIC) netFrame(peer int, head, body []byte) {
 	if !ok {
 		return
 	}
-	n.cnt.framesIn.Add(1)
+	n.pc.framesIn++
 	// The VI is looked up before the kept frames are replayed: the
 	// application may connect it at any moment (ConnectRemote), and a
 	// frame found connected must not overtake the frames kept while it
@@ -728,10 +728,11 @@ func (n *NIC) rxEnd(vi *VI) {
 	*rx = netRx{pieces: rx.pieces[:0]}
 }
 
-// recvConsumed advances vi's receive queue past its head descriptor d,
-// then writes d's status and (CQ1) appends the receive CQ's entry. The
-// queue moves first: once the status is visible (CQ2 polls it) the
-// application may repost d, into the slot the head leaves.
+// recvConsumed advances vi's receive queue past its head descriptor d
+// (and the count RecvDone looks at), then writes d's status and (CQ1)
+// appends the receive CQ's entry. The queue moves first: once the status
+// is visible (CQ2 polls it) the application may repost d, into the slot
+// the head leaves.
 func (n *NIC) recvConsumed(vi *VI, d *Descriptor, st uint32) {
 	off := n.self.viOff(vi.id)
 	h := atomic.LoadUint64(n.self.u64(off))
@@ -739,10 +740,14 @@ func (n *NIC) recvConsumed(vi *VI, d *Descriptor, st uint32) {
 	vi.rqDesc[h%uint64(len(vi.rqDesc))] = nil
 	vi.mu.Unlock()
 	atomic.StoreUint64(n.self.u64(off), h+1)
+	// Counted before the status is stored: a waiter that sees the status
+	// (CQ2, or Done on the descriptor) and then calls RecvDone must find
+	// the count moved, or RecvDone's look without the lock returns nil
+	// for a completed descriptor (TestNetRepostRace, 1 run in 10-20).
+	vi.net.recvs.Add(1)
 	if d != nil {
 		atomic.StoreUint32(&d.Status, st)
 	}
-	vi.net.recvs.Add(1)
 	n.recvsDone++
 	if cq := atomic.LoadUint32(n.self.u32(off + 20)); cq != 0 && n.o.CQ == CQ1 {
 		n.self.cqAppend(cq, vi.id, true)
@@ -912,7 +917,7 @@ func (n *NIC) pollNet(p *netPort, idle bool) bool {
 	// delay it (and a ping-pong's answer) for nothing.
 	recvs := n.recvsDone
 	for i := 0; i < 16 && n.recvsDone == recvs; i++ {
-		n.cnt.netPolls.Add(1)
+		n.pc.netPolls++
 		if !p.ep.Poll() {
 			break
 		}

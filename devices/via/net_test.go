@@ -448,7 +448,12 @@ func TestNetEngineFewWakeups(t *testing.T) {
 	// The application sleeps: the engine leaves its long sleep at once
 	// and sleeps in the endpoint's epoll.
 	seq := na.Seq()
-	go na.Sleep(seq, 10*time.Millisecond)
+	slept := make(chan struct{})
+	defer func() { <-slept }() // out of Sleep before the NIC closes
+	go func() {
+		defer close(slept)
+		na.Sleep(seq, 10*time.Millisecond)
+	}()
 	for atomic.LoadUint32(na.self.u32(offNICSleep)) != sleepEpoll {
 		if time.Now().After(deadline.Add(span)) {
 			t.Fatal("the engine did not take the network after the application slept")
@@ -497,6 +502,49 @@ func TestNetEngineSleepNoSyscall(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Fatal("the engine was never seen in its sleep while assisted in 5 assistedFor")
+	}
+}
+
+// TestEngineNeverWaitsForLock: an engine woken while the application
+// holds the engine's lock (it runs the pass itself: Help, Assist, the
+// doorbell) does not park on the lock, whose Unlock would then wake it
+// (a futex call and a thread put on a core, on the application's path);
+// it leaves the pass to the holder, and runs its own once the lock is free.
+func TestEngineNeverWaitsForLock(t *testing.T) {
+	na, _, _, _, _, _ := hostPair(t, DefaultOptions())
+	deadline := time.Now().Add(10 * time.Second)
+	for atomic.LoadUint32(na.self.u32(offNICSleep)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not go to sleep in 10 s")
+		}
+		runtime.Gosched()
+	}
+	na.eng.mu.Lock() // the application in its pass
+	na.eng.lastAssist.Store(0)
+	busy0, passes0 := na.cnt.lockBusy.Load(), na.cnt.enginePasses.Load()
+	na.self.ringNIC()
+	buf := make([]byte, 1<<20)
+	for na.cnt.lockBusy.Load() < busy0+3 {
+		if time.Now().After(deadline) {
+			na.eng.mu.Unlock()
+			t.Fatal("the engine, rung, did not come to the lock in 10 s")
+		}
+		dump := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(dump, "\n\n") {
+			if strings.Contains(g, "(*NIC).engine(") && (strings.Contains(g, "lockSlow") || strings.Contains(g, "SemacquireMutex")) {
+				na.eng.mu.Unlock()
+				t.Fatalf("the engine waits on the lock the application holds:\n%s", g)
+			}
+		}
+		runtime.Gosched()
+	}
+	na.eng.mu.Unlock()
+	na.self.ringNIC()
+	for na.cnt.enginePasses.Load() == passes0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine ran no pass of its own in 10 s once the lock was free")
+		}
+		runtime.Gosched()
 	}
 }
 

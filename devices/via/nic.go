@@ -470,11 +470,22 @@ type NIC struct {
 	}
 
 	cnt struct {
-		posts, taken, executed, kernel, fetches, stalls, sleeps, polls, bytes, rdmaW, rdmaR, sends atomic.Int64
-		recvPosts, postNs, execNs, cqNs, cqCalls                                                   atomic.Int64
-		helped, inline, hostCopies, kernelWrites                                                   atomic.Int64
-		framesOut, framesIn, held, naks                                                            atomic.Int64 // the wire (net.go)
-		enginePasses, netPolls                                                                     atomic.Int64 // the engine goroutine's own passes; endpoint polls (net.go)
+		posts, taken, executed, kernel, fetches, stalls, sleeps atomic.Int64
+		recvPosts, postNs, execNs, cqNs, cqCalls                atomic.Int64
+		hostCopies, kernelWrites                                atomic.Int64
+		held, naks                                              atomic.Int64 // the wire (net.go)
+		enginePasses                                            atomic.Int64 // the engine goroutine's own passes
+		lockBusy                                                atomic.Int64 // passes the engine left to the lock's holder (engine)
+	}
+	// pc are the counters only a pass moves, under eng.mu, which
+	// Counters takes to read them: plain adds, where a locked add in
+	// every poll of a waiter and several per message held up its
+	// loop and each message's way through the NIC.
+	pc struct {
+		polls, bytes, rdmaW, rdmaR, sends int64
+		helped, inline                    int64
+		framesOut, framesIn               int64 // the wire (net.go)
+		netPolls                          int64 // endpoint polls (net.go)
 	}
 	postT, execT sampler // the timers of postNs, execNs
 

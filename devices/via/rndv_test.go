@@ -213,11 +213,11 @@ func TestReadCompletesInPlace(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatal("the RTS did not arrive")
 			}
-			before := ds[1].nic.cnt.inline.Load()
+			before := ds[1].nic.passCount(&ds[1].nic.pc.inline)
 			if _, err := ds[1].Progress(); err != nil {
 				t.Fatal(err)
 			}
-			if ds[1].cnt.rndvReads != reads && ds[1].nic.cnt.inline.Load()-before >= 2 {
+			if ds[1].cnt.rndvReads != reads && ds[1].nic.passCount(&ds[1].nic.pc.inline)-before >= 2 {
 				// This call matched the RTS and ran the read and the DONE.
 				inlineRounds++
 				if !r.Done() {

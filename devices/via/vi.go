@@ -344,7 +344,7 @@ func (n *NIC) inline(vi *VI, d *Descriptor) bool {
 	// completes later, with the peer's acknowledgement.
 	t0 := n.cnt.taken.Load()
 	_, stalled := n.runD1(vi)
-	n.cnt.inline.Add(n.cnt.taken.Load() - t0)
+	n.pc.inline += n.cnt.taken.Load() - t0
 	n.eng.mu.Unlock()
 	return !stalled
 }
@@ -760,7 +760,7 @@ func (n *NIC) Help() bool {
 	}
 	e0 := n.cnt.executed.Load()
 	did, _ := n.pass(false)
-	n.cnt.helped.Add(n.cnt.executed.Load() - e0)
+	n.pc.helped += n.cnt.executed.Load() - e0
 	return did
 }
 
@@ -849,7 +849,18 @@ func (n *NIC) engine() {
 			}
 		}
 		n.asleep.next = assistedFor // the engine takes the network: its next assisted sleep starts short
-		n.eng.mu.Lock()
+		// The engine never waits for the lock: a holder is the
+		// application running the pass itself (Help, Assist, the
+		// doorbell), and an engine parked on the mutex made the
+		// holder's Unlock wake it, a futex call and a thread put on a
+		// core, on the path of the application's message
+		// (TestEngineNeverWaitsForLock). It looks again instead; by
+		// then the holder has marked its assist.
+		if !n.eng.mu.TryLock() {
+			n.cnt.lockBusy.Add(1)
+			runtime.Gosched()
+			continue
+		}
 		n.cnt.enginePasses.Add(1)
 		did, stalled := n.pass(false)
 		n.eng.mu.Unlock()
@@ -866,7 +877,11 @@ func (n *NIC) engine() {
 		}
 		// Acks still owed leave before the engine sleeps, and the hits
 		// counted in peers' translation caches are added to theirs.
-		n.eng.mu.Lock()
+		if !n.eng.mu.TryLock() {
+			n.cnt.lockBusy.Add(1)
+			runtime.Gosched()
+			continue
+		}
 		n.cnt.enginePasses.Add(1)
 		did, stalled = n.pass(true)
 		n.flushHits()
@@ -953,7 +968,7 @@ func (n *NIC) pass(flush bool) (did, stalled bool) {
 	if n.o.Doorbell == D1 {
 		// Poll the doorbell queue of every active VI.
 		for _, vi := range *n.active.Load() {
-			n.cnt.polls.Add(1)
+			n.pc.polls++
 			w, s := n.runD1(vi)
 			did, stalled = did || w, stalled || s
 		}
@@ -962,7 +977,7 @@ func (n *NIC) pass(flush bool) (did, stalled bool) {
 		q := n.central.q
 		n.central.q = nil
 		n.central.mu.Unlock()
-		n.cnt.polls.Add(1)
+		n.pc.polls++
 		byVI := n.eng.byVI
 		for _, e := range q {
 			vi := e.vi
@@ -1044,30 +1059,54 @@ func fetch(pid int, addr uint64, at Translation) (descHdr, []DataSegment, error)
 	return h, segs, nil
 }
 
+// fetchEntry reads an uncached send-queue entry's descriptor from host
+// memory by DMA; it reports false when the read failed, and completes the
+// descriptor in error then.
+func (n *NIC) fetchEntry(vi *VI, e *sendEntry) bool {
+	if e.cached {
+		return true
+	}
+	h, segs, err := fetch(n.self.pid, uint64(uintptr(unsafe.Pointer(e.d))), n.o.AT)
+	n.cnt.fetches.Add(1)
+	if err != nil {
+		n.flush()
+		n.complete(vi, e.d, 0, StatusDone|StatusProtectionError)
+		return false
+	}
+	e.cached, e.ctl, e.imm, e.rh, e.raddr, e.segs = true, h.Control, h.Imm, h.RemoteHandle, h.RemoteAddr, segs
+	return true
+}
+
+// executeRemote performs a send-queue descriptor of a VI connected to
+// another host (net.go).
+func (n *NIC) executeRemote(vi *VI, e *sendEntry) {
+	if !n.fetchEntry(vi, e) {
+		return
+	}
+	n.flush()
+	n.executeNet(vi, e)
+}
+
 // execute performs one send-queue descriptor. It reports false when the
 // descriptor needs a receive descriptor the peer has not posted yet.
 func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 	t0 := n.execT.start()
 	if vi.net != nil {
-		defer vi.net.executed.Add(1)
+		// Across hosts the calls that follow a descriptor are made
+		// here, not deferred: this function's many returns keep Go from
+		// inlining its deferred calls, and the runtime's defer records
+		// were a cost on every message's way to the wire.
+		n.executeRemote(vi, e)
+		n.execT.stop(t0, &n.cnt.execNs)
+		n.wakeAll()
+		vi.net.executed.Add(1)
+		return true
 	}
 	defer func() {
 		n.execT.stop(t0, &n.cnt.execNs)
 		n.wakeAll()
 	}()
-	if !e.cached {
-		h, segs, err := fetch(n.self.pid, uint64(uintptr(unsafe.Pointer(e.d))), n.o.AT)
-		n.cnt.fetches.Add(1)
-		if err != nil {
-			n.flush()
-			n.complete(vi, e.d, 0, StatusDone|StatusProtectionError)
-			return true
-		}
-		e.cached, e.ctl, e.imm, e.rh, e.raddr, e.segs = true, h.Control, h.Imm, h.RemoteHandle, h.RemoteAddr, segs
-	}
-	if vi.net != nil {
-		n.flush()
-		n.executeNet(vi, e)
+	if !n.fetchEntry(vi, e) {
 		return true
 	}
 	op := e.ctl & 0xff
@@ -1181,14 +1220,14 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 		}
 		if shared {
 			if op == OpRDMARead {
-				n.cnt.rdmaR.Add(1)
+				n.pc.rdmaR++
 			} else {
-				n.cnt.rdmaW.Add(1)
+				n.pc.rdmaW++
 			}
 			if err != nil {
 				st |= StatusTransportError
 			} else {
-				n.cnt.bytes.Add(int64(total))
+				n.pc.bytes += int64(total)
 			}
 		}
 	}
@@ -1196,20 +1235,20 @@ func (n *NIC) execute(vi *VI, e *sendEntry) bool {
 		switch op {
 		case OpRDMARead:
 			err = readRemote(p.pid, remote, local)
-			n.cnt.rdmaR.Add(1)
+			n.pc.rdmaR++
 		default:
 			remote = trim(remote, total)
 			if op == OpRDMAWrite {
-				n.cnt.rdmaW.Add(1)
+				n.pc.rdmaW++
 			} else {
-				n.cnt.sends.Add(1)
+				n.pc.sends++
 			}
 			err = n.scatter(p, local, remote)
 		}
 		if err != nil {
 			st |= StatusTransportError
 		} else {
-			n.cnt.bytes.Add(int64(total))
+			n.pc.bytes += int64(total)
 		}
 	}
 	if needRecv {
@@ -1260,7 +1299,7 @@ func (n *NIC) batchAdd(vi *VI, e *sendEntry, local [][]byte, remote []shm.Remote
 	b.local = append(b.local, local...)
 	b.remote = append(b.remote, remote...)
 	b.recs = append(b.recs, batchRec{d: e.d, total: uint32(total), imm: e.imm, slot: slot})
-	n.cnt.sends.Add(1)
+	n.pc.sends++
 	return true
 }
 
@@ -1309,7 +1348,7 @@ func (n *NIC) flush() {
 		if err != nil {
 			st |= StatusTransportError
 		} else {
-			n.cnt.bytes.Add(int64(r.total))
+			n.pc.bytes += int64(r.total)
 		}
 		if cq != 0 && p.o.CQ == CQ1 {
 			p.cqAppend(cq, vi.peerVI, true)
@@ -1449,21 +1488,23 @@ func readRemote(pid int, remote []shm.RemoteSeg, local [][]byte) error {
 // application's Help or Assist), and the polls of the network endpoint
 // (wire_polls).
 func (n *NIC) Counters() map[string]int64 {
+	n.eng.mu.Lock() // the pass counters (n.pc)
+	defer n.eng.mu.Unlock()
 	return map[string]int64{
 		"nic_posts":            n.cnt.posts.Load(),
 		"nic_kernel_crossings": n.cnt.kernel.Load(),
 		"nic_desc_fetches":     n.cnt.fetches.Load(),
 		"nic_stalls":           n.cnt.stalls.Load(),
 		"nic_sleeps":           n.cnt.sleeps.Load(),
-		"nic_doorbell_polls":   n.cnt.polls.Load(),
-		"nic_bytes":            n.cnt.bytes.Load(),
-		"nic_sends":            n.cnt.sends.Load(),
-		"nic_rdma_writes":      n.cnt.rdmaW.Load(),
-		"nic_rdma_reads":       n.cnt.rdmaR.Load(),
+		"nic_doorbell_polls":   n.pc.polls,
+		"nic_bytes":            n.pc.bytes,
+		"nic_sends":            n.pc.sends,
+		"nic_rdma_writes":      n.pc.rdmaW,
+		"nic_rdma_reads":       n.pc.rdmaR,
 		"nic_recv_posts":       n.cnt.recvPosts.Load(),
 		"nic_executed":         n.cnt.executed.Load(),
-		"nic_helped":           n.cnt.helped.Load(),
-		"nic_inline":           n.cnt.inline.Load(),
+		"nic_helped":           n.pc.helped,
+		"nic_inline":           n.pc.inline,
 		"nic_host_copies":      n.cnt.hostCopies.Load(),
 		"nic_kernel_writes":    n.cnt.kernelWrites.Load(),
 		"nic_shared_init":      n.shared.init.Load(),
@@ -1481,12 +1522,13 @@ func (n *NIC) Counters() map[string]int64 {
 		"tlb_hits":             int64(atomic.LoadUint64(n.self.u64(offTLBHits))),
 		"tlb_misses":           int64(atomic.LoadUint64(n.self.u64(offTLBMisses))),
 		"tlb_reads":            int64(atomic.LoadUint64(n.self.u64(offTLBReads))),
-		"wire_frames_out":      n.cnt.framesOut.Load(),
-		"wire_frames_in":       n.cnt.framesIn.Load(),
+		"wire_frames_out":      n.pc.framesOut,
+		"wire_frames_in":       n.pc.framesIn,
 		"wire_held_frames":     n.cnt.held.Load(),
 		"wire_naks":            n.cnt.naks.Load(),
 		"nic_engine_passes":    n.cnt.enginePasses.Load(),
-		"wire_polls":           n.cnt.netPolls.Load(),
+		"nic_engine_lock_busy": n.cnt.lockBusy.Load(),
+		"wire_polls":           n.pc.netPolls,
 	}
 }
 
