@@ -13,6 +13,14 @@
 // condition) that is the slot it came from, so the descriptor, its slot
 // and the ring of posted descriptors keep their contents and only the
 // positions move.
+//
+// Both halves are arranged around the cache lines a message moves
+// between the two processes' cores (docs/c-abi.md, "Session 10: via's C
+// path"): the send asks for the peer's slot and, after the message, for
+// the next one for writing ahead of its stores, and writes the header in
+// registers, so that its stores wait for nothing but those lines; the
+// receive reads its buffer's first line while it polls the completion,
+// so that the two lines come over together and not one after the other.
 
 #include "fastpath_dev.h"
 
@@ -42,6 +50,24 @@ _Static_assert(sizeof(via_hdr) == VIA_HDR, "MPI header layout");
 #define U32(p, off) ((uint32_t *)((p) + (off)))
 #define U64(p, off) ((uint64_t *)((p) + (off)))
 
+// via_put_hdr writes an eager message's MPI header (via_hdr) at b, a
+// word at a time: typ and ctx, tag and sig, credits and handle 0, size,
+// sid and rid 0, addr 0.
+static inline void via_put_hdr(uint8_t *b, uint32_t tag, uint32_t sig, uint32_t credits, uint64_t n) {
+	__atomic_store_n(U64(b, 0), VIA_EAGER | (uint64_t)adimpi_fast.ctx << 32, __ATOMIC_RELAXED);
+	__atomic_store_n(U64(b, 8), tag | (uint64_t)sig << 32, __ATOMIC_RELAXED);
+	__atomic_store_n(U64(b, 16), credits, __ATOMIC_RELAXED);
+	__atomic_store_n(U64(b, 24), n, __ATOMIC_RELAXED);
+	__atomic_store_n(U64(b, 32), 0, __ATOMIC_RELAXED);
+	__atomic_store_n(U64(b, 40), 0, __ATOMIC_RELAXED);
+}
+
+_Static_assert(offsetof(via_hdr, typ) == 0 && offsetof(via_hdr, ctx) == 4 && offsetof(via_hdr, tag) == 8 &&
+		   offsetof(via_hdr, sig) == 12 && offsetof(via_hdr, credits) == 16 && offsetof(via_hdr, handle) == 20 &&
+		   offsetof(via_hdr, size) == 24 && offsetof(via_hdr, sid) == 32 && offsetof(via_hdr, rid) == 36 &&
+		   offsetof(via_hdr, addr) == 40,
+	       "via_put_hdr's words");
+
 // adimpi_via_send is the device's put of an eager message and the inline
 // doorbell's execute of its send descriptor: 1 if the message is in the
 // peer's oldest posted receive buffer and the descriptor completed, within
@@ -62,16 +88,30 @@ int adimpi_via_send(const void *buf, int count, int datatype, int dest, int tag)
 			return 0; // no receive descriptor: the Go side's NIC waits for one
 	}
 	uint8_t *s = l->peer_rq + VIA_VI_HDR + (head % l->peer_rq_len) * VIA_SLOT;
+	// The completion is written into this line: ask for it for writing
+	// at once rather than read it and then wait again for ownership.
+	__builtin_prefetch(s, 1, 3);
 	uint64_t total = VIA_HDR + (uint64_t)n;
 	uint64_t addr = *U64(s, VIA_SEG0);
-	if (*U32(s, 12) == 0 || *U32(s, 8) == 0 || *U32(s, VIA_SEG0 + 8) < total || addr < l->peer_host_va ||
+	uint32_t seglen = *U32(s, VIA_SEG0 + 8);
+	if (*U32(s, 12) == 0 || *U32(s, 8) == 0 || seglen < total || addr < l->peer_host_va ||
 	    addr - l->peer_host_va > l->peer_host_len || l->peer_host_len - (addr - l->peer_host_va) < total)
 		return 0; // not a cached segment in the peer's host memory that takes it whole
 	uint8_t *b = l->peer_host + (addr - l->peer_host_va);
-	via_hdr h = {.typ = VIA_EAGER, .ctx = adimpi_fast.ctx, .tag = tag, .sig = sig, .credits = (uint32_t)*l->owed, .size = (uint64_t)n};
-	memcpy(b, &h, sizeof h);
-	if (n > 0)
-		memcpy(b + VIA_HDR, buf, (size_t)n);
+	// The data is read before anything is stored into the peer's memory,
+	// and the header goes out from registers, word by word: a header
+	// built on the stack and copied is read back from the stack behind
+	// the first store into the buffer, and so waits for that line.
+	uint64_t data = 0;
+	if (n == 8)
+		__builtin_memcpy(&data, buf, 8);
+	else if (n > 0)
+		memcpy(&data, buf, (size_t)n);
+	via_put_hdr(b, (uint32_t)tag, sig, (uint32_t)*l->owed, (uint64_t)n);
+	if (seglen >= VIA_HDR + 8)
+		__atomic_store_n(U64(b, VIA_HDR), data, __ATOMIC_RELAXED); // the word whole: the segment takes it
+	else if (n > 0)
+		memcpy(b + VIA_HDR, &data, (size_t)n);
 	*l->owed = 0;
 	--*l->credits;
 	// The receive descriptor's completion, as recvComplete writes it: the
@@ -83,6 +123,10 @@ int adimpi_via_send(const void *buf, int count, int datatype, int dest, int tag)
 	__atomic_store_n(&c[1], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&c[2], VIA_DONE, __ATOMIC_SEQ_CST);
 	++*l->rq_head;
+	// The next message's slot, still the peer's last write (its repost),
+	// comes over while this process waits for a reply, not when it sends.
+	if (head + 1 != *l->rq_tail)
+		__builtin_prefetch(l->peer_rq + VIA_VI_HDR + ((head + 1) % l->peer_rq_len) * VIA_SLOT, 1, 3);
 	// ringApp on the peer's view: only a sleeping application is woken.
 	uint32_t *sleepers = (uint32_t *)((uint8_t *)l->peer_app + V.app_sleep);
 	if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) != 0)
@@ -113,33 +157,44 @@ int adimpi_via_recv(void *buf, int count, int datatype, int source, int tag, int
 	uint64_t h = __atomic_load_n(l->rq_app, __ATOMIC_RELAXED);
 	uint8_t *s = l->rq + VIA_VI_HDR + (h % l->rq_len) * VIA_SLOT;
 	uint32_t *c = U32(s, VIA_COMP);
+	if (*U32(s, 12) == 0 || *U32(s, 8) == 0)
+		return 0; // a descriptor the Go side reads
+	// The descriptor is this process's own, posted: its buffer's first
+	// line (the header and the data) is read on every poll, so that the
+	// load that finds it written goes out beside the one that finds the
+	// completion.
+	const via_hdr *m = (const via_hdr *)(uintptr_t)*U64(s, VIA_SEG0);
+	const volatile uint32_t *first = &m->typ;
 	uint32_t st;
-	for (int i = 0; (st = __atomic_load_n(&c[2], __ATOMIC_ACQUIRE)) == 0; i++) {
+	for (int i = 0; (st = __atomic_load_n(&c[2], __ATOMIC_ACQUIRE)), (void)*first, st == 0; i++) {
 		if (i >= adimpi_fast.spin)
 			return 0; // not here yet: the Go side waits (and sleeps)
 		__builtin_ia32_pause();
 	}
-	if (st != VIA_DONE || *U32(s, 12) == 0)
-		return 0; // an error, or a descriptor the Go side reads
+	if (st != VIA_DONE)
+		return 0; // an error: the Go side's
 	uint32_t length = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
-	const via_hdr *m = (const via_hdr *)(uintptr_t)*U64(s, VIA_SEG0);
 	uint64_t n = m->size;
 	if (length < VIA_HDR || m->typ != VIA_EAGER || n != (uint64_t)length - VIA_HDR || m->ctx != adimpi_fast.ctx ||
 	    !adimpi_tag_ok(tag, m->tag) || m->sig != sig || n > ADIMPI_FAST_INLINE || n > (uint64_t)cap ||
 	    (n > 0 && buf == NULL))
 		return 0; // anything else is the Go side's, from this very descriptor
-	int32_t t = m->tag;
-	*l->credits += m->credits;
-	if (n > 0)
-		memcpy(buf, (const uint8_t *)m + VIA_HDR, (size_t)n);
 	// RecvDone takes the descriptor, PostRecv posts it again: its slot's
 	// completion cleared, then the tail moved (the peer's NIC reads the
-	// tail, then the slot). The tail's store is sequentially consistent
-	// for the stalled check below: a NIC that found no descriptor sets the
-	// flag and then reads the tail again.
-	__atomic_store_n(l->rq_app, h + 1, __ATOMIC_RELEASE);
-	*l->ring_head = (*l->ring_head + 1) % rl;
+	// tail, then the slot). The clear goes first, for the line to be
+	// this process's again while the rest is done. The tail's store is
+	// sequentially consistent for the stalled check below: a NIC that
+	// found no descriptor sets the flag and then reads the tail again.
 	__atomic_store_n(&c[2], 0, __ATOMIC_RELEASE);
+	int32_t t = m->tag;
+	*l->credits += m->credits;
+	if (n == 8)
+		__builtin_memcpy(buf, (const uint8_t *)m + VIA_HDR, 8);
+	else if (n > 0)
+		memcpy(buf, (const uint8_t *)m + VIA_HDR, (size_t)n);
+	__atomic_store_n(l->rq_app, h + 1, __ATOMIC_RELEASE);
+	int64_t rh = *l->ring_head + 1;
+	*l->ring_head = rh == rl ? 0 : rh;
 	uint64_t tail = __atomic_load_n(U64(l->rq, 8), __ATOMIC_RELAXED);
 	__atomic_store_n(U64(l->rq, 8), tail + 1, __ATOMIC_SEQ_CST);
 	++*l->owed;

@@ -262,7 +262,7 @@ func TestCPrograms(t *testing.T) {
 }
 
 // fastChecks are the checks of testdata/fastpath.c.
-var fastChecks = []string{"in-order", "unexpected-first", "any-source", "posted-first", "truncate-count", "ping-pong"}
+var fastChecks = []string{"in-order", "unexpected-first", "any-source", "posted-first", "truncate-count", "ping-pong", "sizes"}
 
 // TestCFastPath runs testdata/fastpath.c on netvm, bip, fm and via with the C
 // fast path of MPI_Send and MPI_Recv on, off (ADIMPI_CFAST=off), and on but with

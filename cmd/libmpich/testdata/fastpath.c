@@ -171,6 +171,36 @@ int main(int argc, char **argv) {
 	}
 	OK("ping-pong");
 
+	/* Every size the fast path moves, 0 to 8 bytes, both ways, into a
+	 * larger buffer: each byte of the message arrives, the count is the
+	 * message's, and the bytes past it stay as they were (a device may
+	 * write a whole word into the peer's receive buffer; only n bytes may
+	 * reach the program's). */
+	for (int i = 0; i < 200 && me < 2; i++) {
+		for (int n = 0; n <= 8; n++) {
+			unsigned char out[8], in[16];
+			for (int round = 0; round < 2; round++) {
+				int sender = (me == round);
+				for (int k = 0; k < 8; k++)
+					out[k] = (unsigned char)(i * 31 + n * 7 + k * 13 + round + 1);
+				if (sender)
+					CHECK(MPI_Send(out, n, MPI_BYTE, 1 - me, 7, MPI_COMM_WORLD) == MPI_SUCCESS, "send %d bytes", n);
+				else {
+					MPI_Status st;
+					int got = -1;
+					memset(in, 0xee, sizeof in);
+					CHECK(MPI_Recv(in, sizeof in, MPI_BYTE, 1 - me, 7, MPI_COMM_WORLD, &st) == MPI_SUCCESS, "recv %d bytes", n);
+					MPI_Get_count(&st, MPI_BYTE, &got);
+					CHECK(got == n && st.MPI_SOURCE == 1 - me && st.MPI_TAG == 7, "size %d: count %d source %d tag %d", n, got,
+					      st.MPI_SOURCE, st.MPI_TAG);
+					for (int k = 0; k < (int)sizeof in; k++)
+						CHECK(in[k] == (k < n ? out[k] : 0xee), "size %d round %d: byte %d is %#x", n, i, k, in[k]);
+				}
+			}
+		}
+	}
+	OK("sizes");
+
 	adimpi_fast_state *f = dlsym(RTLD_DEFAULT, "adimpi_fast");
 	printf("rank %d fast sent %llu received %llu\n", me, f ? (unsigned long long)f->sent : 0ULL,
 	       f ? (unsigned long long)f->received : 0ULL);
