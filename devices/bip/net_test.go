@@ -316,3 +316,52 @@ func TestShortFromNetSamePass(t *testing.T) {
 		t.Fatalf("receive: %+v, got %q", recv.Status, got)
 	}
 }
+
+// Short messages both ways between hosts return each other's queue slots:
+// each carries its sender's count of the messages it consumed, so a
+// ping-pong of many queues' worth sends no fCredit frame (it sent one
+// every half queue, a kick of its own on the path of every such message).
+func TestShortCreditsRide(t *testing.T) {
+	t.Setenv(wire.EnvAddr, "127.0.0.1")
+	o := DefaultOptions
+	o.Queue = 4
+	eps := pipeJob(t, []int{0, 1}, o)
+	const rounds = 40
+	errc := make(chan error, 2)
+	for r := range 2 {
+		go func() {
+			e, peer := eps[r], 1-r
+			buf := make([]byte, 16)
+			for i := range rounds {
+				if r == 0 {
+					if err := e.SendShort(peer, uint32(i), []byte{byte(i)}); err != nil {
+						errc <- err
+						return
+					}
+				}
+				from, tag, n, err := e.RecvShort(peer, buf)
+				if err != nil || from != peer || tag != uint32(i) || n != 1 || buf[0] != byte(i) {
+					errc <- fmt.Errorf("rank %d, message %d: from %d tag %d, %d bytes starting %d, err %v", r, i, from, tag, n, buf[0], err)
+					return
+				}
+				if r == 1 {
+					if err := e.SendShort(peer, uint32(i), []byte{byte(i)}); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r, e := range eps {
+		if c := e.net.ep.Counters(); c.FramesOut != rounds || e.Stats.QueueFull != 0 {
+			t.Errorf("rank %d sent %d frames for %d short messages (queue full %d times): want no credit frames", r, c.FramesOut, rounds, e.Stats.QueueFull)
+		}
+	}
+}
