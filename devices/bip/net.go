@@ -333,6 +333,39 @@ func (e *Endpoint) creditRode(p *peer) {
 	}
 }
 
+// shortNetBuf returns where a short message of n bytes to p, a peer on
+// another host, is written for sendShortNow (the head of its frame, past
+// BIP's), or nil when the message does not fit in the head, p's queue has
+// no slot for it or frames to p wait in the endpoint (the message would
+// overtake them, or wait behind them).
+func (e *Endpoint) shortNetBuf(p *peer, n int) []byte {
+	if rp := p.net; n > inlineMax || rp.pending > 0 || rp.lost != nil || p.tail-rp.acked >= uint64(e.opt.Queue) {
+		return nil
+	}
+	return e.net.head[netHead : netHead+n]
+}
+
+// sendShortNow sends the short message of n bytes with tag that the
+// caller wrote where shortNetBuf said, if the wire hands it to the kernel
+// at once (wire.Endpoint.SendNow), and reports whether it went.
+func (e *Endpoint) sendShortNow(p *peer, tag uint32, n int) bool {
+	h := e.net.head[:netHead+n]
+	putHead(h, fShort, tag, uint64(n), p.head, 0)
+	now, err := e.net.ep.SendNow(p.rank, h, nil)
+	if err != nil {
+		e.netLost(p, err) // the request path reports it
+		return false
+	}
+	if !now {
+		return false
+	}
+	p.tail++
+	e.Stats.ShortSent++
+	e.Stats.BytesSent += int64(n)
+	e.creditRode(p)
+	return true
+}
+
 func (n *netSide) getBuf(size int) *shortBuf {
 	if k := len(n.pool); k > 0 {
 		bp := n.pool[k-1]
