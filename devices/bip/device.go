@@ -166,7 +166,18 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.sends = map[uint32]*lsend{}
 	d.ep.OnPeerGone = d.peerGone
+	d.ep.takeNet = d.takeNet
 	return nil
+}
+
+// takeNet takes a short message from a peer on another host as its frame
+// arrives (Endpoint.takeNet), as drain takes one from the queue: the
+// network's handler delivers it to its receive in the poll that read it,
+// with no write into the queue and no second look at the queues.
+func (d *Device) takeNet(src int, typ uint32, b []byte) {
+	if typ != msgEager || !d.eagerIn(src, d.pc[src], b) {
+		d.handle(src, typ, b)
+	}
 }
 
 // OptionHelp describes the device's options, one line each (adi.OptionHelper).

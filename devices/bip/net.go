@@ -689,7 +689,8 @@ func (e *Endpoint) creditIn(p *peer, consumed uint64) {
 }
 
 // placeShort writes a short message from p into p's slot of this
-// endpoint's queue, as p would on shared memory.
+// endpoint's queue, as p would on shared memory, or hands it to takeNet
+// when nothing of p's waits there.
 func (e *Endpoint) placeShort(p *peer, f netFrame, head, body []byte) error {
 	payload := body
 	if len(head) > netHead {
@@ -704,6 +705,15 @@ func (e *Endpoint) placeShort(p *peer, f netFrame, head, body []byte) error {
 	q := uint64(e.opt.Queue)
 	if rp.arrived-p.head >= q {
 		return fmt.Errorf("a short message beyond its %d queue slots", q)
+	}
+	if e.takeNet != nil && rp.arrived == p.head {
+		// Nothing of p's waits in the queue: consume the message here,
+		// as the queue's reader would at once.
+		rp.arrived++
+		e.takeShort(p)
+		e.takeNet(p.rank, f.a, payload)
+		e.consumedNet(p)
+		return nil
 	}
 	s := p.in[e.offQueue+int(rp.arrived%q)*e.slotBytes:][:e.slotBytes]
 	qLen.Set(s, uint32(n))
