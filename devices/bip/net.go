@@ -17,7 +17,11 @@ import (
 //   - A short message is one fShort frame. The receiver writes it into
 //     its own circular queue, in the slot the sender would have written
 //     (the sender's block of the receiver's segment), so that NextShort
-//     and everything above it take it as any other. The sender counts
+//     and everything above it take it as any other; the MPI device,
+//     which would read it back at once, takes it as it arrives instead
+//     when nothing of the sender's waits in the queue (takeNet). A
+//     blocking send of one goes without a request when the wire hands
+//     its frame to the kernel at once (sendShortNow). The sender counts
 //     the queue's slots as credits: at most Queue messages not yet
 //     consumed. Every short message carries its sender's count of the
 //     messages it consumed from its receiver, which returns their slots;
