@@ -173,12 +173,12 @@ type Endpoint struct {
 	// is found dead, after the long operations with it have failed.
 	OnPeerGone func(rank int, err error)
 
-	// takeNet, if set, takes a short message from a peer on another host
-	// as it arrives, when no earlier one waits in the peer's queue
-	// (placeShort): the message is then consumed without being written
-	// into the queue and read back. The MPI device sets it to what its
-	// drain does with each message.
-	takeNet func(src int, tag uint32, msg []byte)
+	// takeNet, if set, is offered a short message from a peer on another
+	// host as it arrives, when no earlier one waits in the peer's queue
+	// (placeShort); a message it takes (true) is consumed without being
+	// written into the queue and read back. The MPI device takes its
+	// eager messages, as its drain would.
+	takeNet func(src int, tag uint32, msg []byte) bool
 
 	rr   int // where NextShort from AnySource starts looking
 	live *liveness.Peers

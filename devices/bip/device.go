@@ -170,14 +170,20 @@ func (d *Device) Init(cfg adi.Config) error {
 	return nil
 }
 
-// takeNet takes a short message from a peer on another host as its frame
+// takeNet takes an eager message from a peer on another host as its frame
 // arrives (Endpoint.takeNet), as drain takes one from the queue: the
 // network's handler delivers it to its receive in the poll that read it,
-// with no write into the queue and no second look at the queues.
-func (d *Device) takeNet(src int, typ uint32, b []byte) {
-	if typ != msgEager || !d.eagerIn(src, d.pc[src], b) {
+// with no write into the queue and no second look at the queues. The
+// other messages (the long protocol's, explicit credits) go through the
+// queue as before, and the eager messages behind them with them.
+func (d *Device) takeNet(src int, typ uint32, b []byte) bool {
+	if typ != msgEager {
+		return false
+	}
+	if !d.eagerIn(src, d.pc[src], b) {
 		d.handle(src, typ, b)
 	}
+	return true
 }
 
 // OptionHelp describes the device's options, one line each (adi.OptionHelper).

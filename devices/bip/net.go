@@ -710,12 +710,11 @@ func (e *Endpoint) placeShort(p *peer, f netFrame, head, body []byte) error {
 	if rp.arrived-p.head >= q {
 		return fmt.Errorf("a short message beyond its %d queue slots", q)
 	}
-	if e.takeNet != nil && rp.arrived == p.head {
-		// Nothing of p's waits in the queue: consume the message here,
-		// as the queue's reader would at once.
+	if e.takeNet != nil && rp.arrived == p.head && e.takeNet(p.rank, f.a, payload) {
+		// Nothing of p's waited in the queue: the message was consumed
+		// here, as the queue's reader would at once.
 		rp.arrived++
 		e.takeShort(p)
-		e.takeNet(p.rank, f.a, payload)
 		e.consumedNet(p)
 		return nil
 	}
