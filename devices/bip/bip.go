@@ -173,6 +173,13 @@ type Endpoint struct {
 	// is found dead, after the long operations with it have failed.
 	OnPeerGone func(rank int, err error)
 
+	// takeNet, if set, is offered a short message from a peer on another
+	// host as it arrives, when no earlier one waits in the peer's queue
+	// (placeShort); a message it takes (true) is consumed without being
+	// written into the queue and read back. The MPI device takes its
+	// eager messages, as its drain would.
+	takeNet func(src int, tag uint32, msg []byte) bool
+
 	rr   int // where NextShort from AnySource starts looking
 	live *liveness.Peers
 	net  *netSide // the network, when some peer runs on another host (net.go)

@@ -166,7 +166,24 @@ func (d *Device) Init(cfg adi.Config) error {
 	}
 	d.sends = map[uint32]*lsend{}
 	d.ep.OnPeerGone = d.peerGone
+	d.ep.takeNet = d.takeNet
 	return nil
+}
+
+// takeNet takes an eager message from a peer on another host as its frame
+// arrives (Endpoint.takeNet), as drain takes one from the queue: the
+// network's handler delivers it to its receive in the poll that read it,
+// with no write into the queue and no second look at the queues. The
+// other messages (the long protocol's, explicit credits) go through the
+// queue as before, and the eager messages behind them with them.
+func (d *Device) takeNet(src int, typ uint32, b []byte) bool {
+	if typ != msgEager {
+		return false
+	}
+	if !d.eagerIn(src, d.pc[src], b) {
+		d.handle(src, typ, b)
+	}
+	return true
 }
 
 // OptionHelp describes the device's options, one line each (adi.OptionHelper).
@@ -396,9 +413,11 @@ func putHdr(b []byte, h *hdr, credits uint32) {
 // backlog, a credit is free and the peer shares this host
 // (adi.ShortSender): the path of a blocking MPI Send of a small message,
 // and the first try of an eager Isend. The MPI-BIP header and the data go
-// straight into the slot (putEager), an 8-byte payload in one move. A peer
-// on another host takes the request path, whose completion waits until
-// the frame is with the kernel.
+// straight into the slot (putEager), an 8-byte payload in one move. To a
+// peer on another host they go into the frame's head, when the wire
+// takes the frame at once (sendShortNet); otherwise the send takes the
+// request path, whose completion waits until the frame is with the
+// kernel.
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	n := len(data)
 	if n > d.eager || uint(peer) >= uint(d.size) {
@@ -410,8 +429,11 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 	}
 	e := d.ep
 	pe := p.peer
-	if pe.net != nil || !e.Alive(peer) {
+	if !e.Alive(peer) {
 		return false
+	}
+	if pe.net != nil {
+		return d.sendShortNet(pe, p, ctx, tag, sig, data)
 	}
 	s := e.reserveShort(pe)
 	if s == nil {
@@ -428,6 +450,34 @@ func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) b
 		copy(b[hdrSize:], data)
 	}
 	e.publishShort(pe, s, msgEager, hdrSize+n)
+	p.used++
+	p.reported = credits
+	d.cnt.eager++
+	return true
+}
+
+// sendShortNet is SendShort to a peer on another host: the MPI-BIP header
+// and the data go straight into the head of the short message's frame,
+// which the wire hands to the kernel at once or not at all
+// (Endpoint.sendShortNow). A send that returns true has then left the
+// process, as one through a request does when it completes.
+func (d *Device) sendShortNet(pe *peer, p *pstate, ctx uint32, tag int, sig uint32, data []byte) bool {
+	e := d.ep
+	n := len(data)
+	b := e.shortNetBuf(pe, hdrSize+n)
+	if b == nil {
+		return false
+	}
+	credits := p.consumed
+	putEager(b, ctx, int32(tag), sig, uint64(n), credits)
+	if n == 8 {
+		*(*[8]byte)(b[hdrSize:]) = *(*[8]byte)(data)
+	} else {
+		copy(b[hdrSize:], data)
+	}
+	if !e.sendShortNow(pe, msgEager, hdrSize+n) {
+		return false
+	}
 	p.used++
 	p.reported = credits
 	d.cnt.eager++

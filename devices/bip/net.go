@@ -17,12 +17,18 @@ import (
 //   - A short message is one fShort frame. The receiver writes it into
 //     its own circular queue, in the slot the sender would have written
 //     (the sender's block of the receiver's segment), so that NextShort
-//     and everything above it take it as any other. The sender counts
+//     and everything above it take it as any other; the MPI device,
+//     which would read it back at once, takes it as it arrives instead
+//     when nothing of the sender's waits in the queue (takeNet). A
+//     blocking send of one goes without a request when the wire hands
+//     its frame to the kernel at once (sendShortNow). The sender counts
 //     the queue's slots as credits: at most Queue messages not yet
-//     consumed. The receiver returns slots (fCredit, its count of
-//     consumed messages) once half the queue is consumed, or at the next
-//     consumption when the sender found the queue full (fWant, the
-//     frame form of the waitSpace word).
+//     consumed. Every short message carries its sender's count of the
+//     messages it consumed from its receiver, which returns their slots;
+//     a receiver that sends nothing back returns them with an fCredit
+//     once half the queue is consumed, or at the next consumption when
+//     the sender found the queue full (fWant, the frame form of the
+//     waitSpace word).
 //   - A long receive posted for such a peer is announced by an fPost
 //     frame (slot, tag, posting order, capacity), which the sender keeps
 //     as its view of the receiver's slot descriptors; a long send matches
@@ -46,7 +52,7 @@ import (
 
 // Frame kinds, the first word of every frame head.
 const (
-	fShort  uint32 = iota + 1 // a short message: a = BIP tag, b = length; payload inline after the head or as the body
+	fShort  uint32 = iota + 1 // a short message: a = BIP tag, b = length, c = the sender's count of the receiver's short messages consumed (as fCredit's b); payload inline after the head or as the body
 	fCredit                   // b = short messages of the sender consumed so far
 	fWant                     // the sender found its queue full
 	fPost                     // a long receive: a = slot, b = posting order, c = capacity, d = BIP tag
@@ -289,7 +295,7 @@ func (e *Endpoint) trySendNet(p *peer, tag uint32, n int, fill func([]byte)) (bo
 		return false, nil
 	}
 	h := e.net.head[:netHead]
-	putHead(h, fShort, tag, uint64(n), 0, 0)
+	putHead(h, fShort, tag, uint64(n), p.head, 0)
 	var body []byte
 	var bp *shortBuf
 	var tok any = rp
@@ -317,7 +323,51 @@ func (e *Endpoint) trySendNet(p *peer, tag uint32, n int, fill func([]byte)) (bo
 	p.tail++
 	e.Stats.ShortSent++
 	e.Stats.BytesSent += int64(n)
+	e.creditRode(p)
 	return true, nil
+}
+
+// creditRode notes that a short message to p carried this endpoint's
+// count of p's messages consumed (c of fShort): p has its queue slots back
+// as an fCredit would give them, so that traffic both ways (a ping-pong)
+// returns slots with no frame of their own.
+func (e *Endpoint) creditRode(p *peer) {
+	if rp := p.net; p.head != rp.reported {
+		rp.reported, rp.asked = p.head, false
+	}
+}
+
+// shortNetBuf returns where a short message of n bytes to p, a peer on
+// another host, is written for sendShortNow (the head of its frame, past
+// BIP's), or nil when the message does not fit in the head, p's queue has
+// no slot for it or frames to p wait in the endpoint (the message would
+// overtake them, or wait behind them).
+func (e *Endpoint) shortNetBuf(p *peer, n int) []byte {
+	if rp := p.net; n > inlineMax || rp.pending > 0 || rp.lost != nil || p.tail-rp.acked >= uint64(e.opt.Queue) {
+		return nil
+	}
+	return e.net.head[netHead : netHead+n]
+}
+
+// sendShortNow sends the short message of n bytes with tag that the
+// caller wrote where shortNetBuf said, if the wire hands it to the kernel
+// at once (wire.Endpoint.SendNow), and reports whether it went.
+func (e *Endpoint) sendShortNow(p *peer, tag uint32, n int) bool {
+	h := e.net.head[:netHead+n]
+	putHead(h, fShort, tag, uint64(n), p.head, 0)
+	now, err := e.net.ep.SendNow(p.rank, h, nil)
+	if err != nil {
+		e.netLost(p, err) // the request path reports it
+		return false
+	}
+	if !now {
+		return false
+	}
+	p.tail++
+	e.Stats.ShortSent++
+	e.Stats.BytesSent += int64(n)
+	e.creditRode(p)
+	return true
 }
 
 func (n *netSide) getBuf(size int) *shortBuf {
@@ -593,9 +643,7 @@ func (e *Endpoint) frame(p *peer, f netFrame, head, body []byte, placed bool) er
 	case fShort:
 		return e.placeShort(p, f, head, body)
 	case fCredit:
-		if f.b > rp.acked && f.b <= p.tail {
-			rp.acked, rp.wanted = f.b, false
-		}
+		e.creditIn(p, f.b)
 	case fWant:
 		if p.head > rp.reported {
 			e.creditNet(p)
@@ -635,8 +683,18 @@ func (e *Endpoint) frame(p *peer, f netFrame, head, body []byte, placed bool) er
 	return nil
 }
 
+// creditIn takes p's count of this endpoint's short messages it consumed
+// (from an fCredit, or riding on an fShort): the queue slots they held
+// are free again.
+func (e *Endpoint) creditIn(p *peer, consumed uint64) {
+	if rp := p.net; consumed > rp.acked && consumed <= p.tail {
+		rp.acked, rp.wanted = consumed, false
+	}
+}
+
 // placeShort writes a short message from p into p's slot of this
-// endpoint's queue, as p would on shared memory.
+// endpoint's queue, as p would on shared memory, or hands it to takeNet
+// when nothing of p's waits there.
 func (e *Endpoint) placeShort(p *peer, f netFrame, head, body []byte) error {
 	payload := body
 	if len(head) > netHead {
@@ -647,9 +705,18 @@ func (e *Endpoint) placeShort(p *peer, f netFrame, head, body []byte) error {
 		return fmt.Errorf("a short message of %d bytes that says %d (at most %d)", len(payload), n, e.opt.Short)
 	}
 	rp := p.net
+	e.creditIn(p, f.c)
 	q := uint64(e.opt.Queue)
 	if rp.arrived-p.head >= q {
 		return fmt.Errorf("a short message beyond its %d queue slots", q)
+	}
+	if e.takeNet != nil && rp.arrived == p.head && e.takeNet(p.rank, f.a, payload) {
+		// Nothing of p's waited in the queue: the message was consumed
+		// here, as the queue's reader would at once.
+		rp.arrived++
+		e.takeShort(p)
+		e.consumedNet(p)
+		return nil
 	}
 	s := p.in[e.offQueue+int(rp.arrived%q)*e.slotBytes:][:e.slotBytes]
 	qLen.Set(s, uint32(n))

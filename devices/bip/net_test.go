@@ -316,3 +316,107 @@ func TestShortFromNetSamePass(t *testing.T) {
 		t.Fatalf("receive: %+v, got %q", recv.Status, got)
 	}
 }
+
+// Short messages both ways between hosts return each other's queue slots:
+// each carries its sender's count of the messages it consumed, so a
+// ping-pong of many queues' worth sends no fCredit frame (it sent one
+// every half queue, a kick of its own on the path of every such message).
+func TestShortCreditsRide(t *testing.T) {
+	t.Setenv(wire.EnvAddr, "127.0.0.1")
+	o := DefaultOptions
+	o.Queue = 4
+	eps := pipeJob(t, []int{0, 1}, o)
+	const rounds = 40
+	errc := make(chan error, 2)
+	for r := range 2 {
+		go func() {
+			e, peer := eps[r], 1-r
+			buf := make([]byte, 16)
+			for i := range rounds {
+				if r == 0 {
+					if err := e.SendShort(peer, uint32(i), []byte{byte(i)}); err != nil {
+						errc <- err
+						return
+					}
+				}
+				from, tag, n, err := e.RecvShort(peer, buf)
+				if err != nil || from != peer || tag != uint32(i) || n != 1 || buf[0] != byte(i) {
+					errc <- fmt.Errorf("rank %d, message %d: from %d tag %d, %d bytes starting %d, err %v", r, i, from, tag, n, buf[0], err)
+					return
+				}
+				if r == 1 {
+					if err := e.SendShort(peer, uint32(i), []byte{byte(i)}); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r, e := range eps {
+		if c := e.net.ep.Counters(); c.FramesOut != rounds || e.Stats.QueueFull != 0 {
+			t.Errorf("rank %d sent %d frames for %d short messages (queue full %d times): want no credit frames", r, c.FramesOut, rounds, e.Stats.QueueFull)
+		}
+	}
+}
+
+// The MPI device takes a short message from another host as its frame
+// arrives, when nothing of its sender's waits in the queue: it reaches its
+// receive without being written into the queue's slot and read back (the
+// slots of the sender's block stay as they were), in order, and the
+// endpoint counts it consumed.
+func TestShortFromNetStraight(t *testing.T) {
+	t.Setenv(wire.EnvAddr, "127.0.0.1")
+	j := aditest.Start(t, pretendHosts(func(r int) int { return r }), 2, nil)
+	const n = 5
+	d := j.Devs[1]
+	got := make([][]byte, n)
+	recvs := make([]*adi.Request, n)
+	for i := range n {
+		got[i] = make([]byte, 8)
+		recvs[i] = &adi.Request{Op: adi.OpRecv, Context: 1, Peer: 0, Tag: 3, Buf: adi.Bytes(got[i])}
+		if err := d.Irecv(recvs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		s := j.Devs[0]
+		for i := range n {
+			msg := []byte(fmt.Sprintf("msg %d!!!", i))
+			send := &adi.Request{Op: adi.OpSend, Context: 1, Peer: 1, Tag: 3, Buf: adi.Bytes(msg)}
+			if err := firstErr(s.Isend(send), func() error { return pollUntil(s, send.Done) }); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	if err := pollUntil(d, recvs[n-1].Done); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recvs {
+		if !r.Done() || r.Status.Err != nil || string(got[i]) != fmt.Sprintf("msg %d!!!", i) {
+			t.Fatalf("receive %d: done %v, %+v, got %q", i, r.Done(), r.Status, got[i])
+		}
+	}
+	e := d.(*hostsDevice).ep
+	p := e.peers[0]
+	if p.head != n || p.net.arrived != n || e.Stats.ShortRecv != n {
+		t.Errorf("head %d, arrived %d, received %d: want %d each", p.head, p.net.arrived, e.Stats.ShortRecv, n)
+	}
+	for k := range e.opt.Queue {
+		if s := p.in[e.offQueue+k*e.slotBytes:][:e.slotBytes]; qSeq.Load(s) != 0 {
+			t.Fatalf("slot %d of rank 0's block was written (sequence %d)", k, qSeq.Load(s))
+		}
+	}
+}

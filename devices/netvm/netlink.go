@@ -144,6 +144,23 @@ func (l *netLink) put(m *outMsg) bool {
 	return true
 }
 
+// putShort sends an eager message as one frame if the wire hands it to
+// the kernel at once (wire.Endpoint.SendNow), and reports whether it went:
+// the blocking send of a small message, with no request.
+func (l *netLink) putShort(ctx uint32, tag int32, sig uint32, data []byte) bool {
+	if l.blocked || l.lost != nil {
+		return false
+	}
+	c := ctl{typ: ctlEager, ctx: ctx, tag: tag, id: sig, n: uint64(len(data))}
+	encodeCtl(l.head[:], &c)
+	now, err := l.ep.SendNow(l.rank, l.head[:], data)
+	if err != nil {
+		l.lost, l.lostAt = err, time.Now()
+		l.d.netGone = true
+	}
+	return now
+}
+
 // next reports nothing: frames are handed to the protocol as the endpoint
 // reads them (Device.Frame).
 func (l *netLink) next(*ctl) bool { return false }

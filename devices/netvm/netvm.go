@@ -363,14 +363,23 @@ func (d *Device) Isend(r *adi.Request) error {
 
 // SendShort sends an eager message without a request (adi.ShortSender):
 // payload and control message go into peer's rings at once, if they have
-// room and nothing waits in the backlog before them.
+// room and nothing waits in the backlog before them. To a peer on another
+// host they go as one frame, if the wire hands it to the kernel at once
+// (netLink.putShort); otherwise the send gets a request: a frame that
+// waits in the endpoint leaves only while this process polls, so such a
+// send completes once the kernel has its frame (netlink.go).
 func (d *Device) SendShort(ctx uint32, peer, tag int, sig uint32, data []byte) bool {
 	p := d.peers[peer]
-	if p.net != nil || !d.live.Alive(peer) {
-		// A peer on another host gets a request: a frame that waits in
-		// the endpoint leaves only while this process polls, so a send
-		// completes once the kernel has its frame (netlink.go).
+	if !d.live.Alive(peer) {
 		return false
+	}
+	if p.net != nil {
+		if d.matched == nil || len(data) > d.eager || len(p.backlog) != 0 || !p.net.putShort(ctx, int32(tag), sig, data) {
+			return false
+		}
+		d.cnt.eagerMsgs++
+		d.cnt.bytesOut += int64(len(data))
+		return true
 	}
 	if d.matched != nil {
 		return d.matched.sendShort(ctx, p, tag, sig, data) // no dispatch

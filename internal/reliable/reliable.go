@@ -272,22 +272,9 @@ func (t *Transport) peer(rank int) *peer {
 // referenced until Handler.Sent(tok); with a nil tok it is copied. Messages
 // to one peer arrive in the order of the Send calls.
 func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
-	if peer < 0 || peer >= t.cfg.Size || peer == t.cfg.Rank {
-		return false, fmt.Errorf("reliable: no rank %d to send to", peer)
-	}
-	if len(head) > MaxHead || len(head)+len(body) > 1<<31-1 {
-		return false, fmt.Errorf("reliable: message to rank %d too large (head %d, body %d bytes)", peer, len(head), len(body))
-	}
-	p := t.peer(peer)
-	if p.gone != nil {
-		return false, fmt.Errorf("reliable: rank %d is unreachable: %w", peer, p.gone)
-	}
-	if p.mac == nil {
-		mac, err := t.cfg.Resolve(peer)
-		if err != nil {
-			return false, fmt.Errorf("reliable: address of rank %d: %w", peer, err)
-		}
-		p.mac = mac
+	p, err := t.sendTo(peer, head, body)
+	if err != nil {
+		return false, err
 	}
 	// The clock is read once the frames are with the kernel (settle), not
 	// before: on the XDP wire the kick runs the whole path to the peer,
@@ -317,6 +304,52 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 	t.flush()
 	t.settle(p, first, armed)
 	return false, nil
+}
+
+// SendNow is Send of a message that fits one frame, when it can be cut
+// into its frame at once: nothing waits for credits before it and the
+// peer grants a frame more. Then it does what Send does and reports true;
+// otherwise it sends nothing and reports false (a caller that would
+// complete its send at once, and leave nothing to be sent later, then
+// takes its slower path).
+func (t *Transport) SendNow(peer int, head, body []byte) (bool, error) {
+	p, err := t.sendTo(peer, head, body)
+	if err != nil || len(p.queue) > 0 || p.blocked() || len(head)+len(body) > t.payload {
+		return false, err
+	}
+	first, armed := p.sendNext, p.rtoAt == 0
+	t.idle = false
+	m := outMsg{head: head, body: body}
+	t.fragment(p, &m)
+	t.transmit(p)
+	t.flush()
+	t.settle(p, first, armed)
+	t.cnt.FramesOut++
+	t.cnt.BytesOut += int64(len(body))
+	return true, nil
+}
+
+// sendTo checks a message of head and body to peer and returns the peer,
+// its address known.
+func (t *Transport) sendTo(peer int, head, body []byte) (*peer, error) {
+	if peer < 0 || peer >= t.cfg.Size || peer == t.cfg.Rank {
+		return nil, fmt.Errorf("reliable: no rank %d to send to", peer)
+	}
+	if len(head) > MaxHead || len(head)+len(body) > 1<<31-1 {
+		return nil, fmt.Errorf("reliable: message to rank %d too large (head %d, body %d bytes)", peer, len(head), len(body))
+	}
+	p := t.peer(peer)
+	if p.gone != nil {
+		return nil, fmt.Errorf("reliable: rank %d is unreachable: %w", peer, p.gone)
+	}
+	if p.mac == nil {
+		mac, err := t.cfg.Resolve(peer)
+		if err != nil {
+			return nil, fmt.Errorf("reliable: address of rank %d: %w", peer, err)
+		}
+		p.mac = mac
+	}
+	return p, nil
 }
 
 // FillSize is the body size, at most want, of a message with a head of

@@ -927,3 +927,41 @@ func TestSendDatesAfterKick(t *testing.T) {
 		t.Fatalf("the retransmission timer runs from %d to %d; want from the kick (%d) on", p.progress, p.rtoAt, k.at)
 	}
 }
+
+// TestSendNow: a one-frame message goes at once, as Send's would; one too
+// large for a frame, or one behind a message that waits for credits, is
+// not sent and SendNow reports false, so that its caller can take the path
+// that waits, and the messages keep their order.
+func TestSendNow(t *testing.T) {
+	a, b, _, sb, ab, ba := pair(t, 0, 0, 0, 1)
+	ab.full, ba.full = 0, 0
+	a.cfg.RecvWindow, b.cfg.RecvWindow = 4, 4
+	msg := func(i int) ([]byte, []byte) { return binary.LittleEndian.AppendUint64(nil, uint64(i)), content(0, i) }
+	for i := range 4 { // 0, 1, 8 and 1000 bytes: a frame each, the 4 frames granted
+		h, body := msg(i)
+		if ok, err := a.SendNow(1, h, body); !ok || err != nil || len(ab.q) != i+1 {
+			t.Fatalf("SendNow of message %d (%d bytes): %v, %v, %d frames on the link", i, len(body), ok, err, len(ab.q))
+		}
+	}
+	h, body := msg(4) // 1438 bytes: two frames
+	if ok, err := a.SendNow(1, h, body); ok || err != nil || len(ab.q) != 4 {
+		t.Fatalf("SendNow of a message of two frames: %v, %v, %d frames on the link", ok, err, len(ab.q))
+	}
+	if now, err := a.Send(1, h, body, nil); now || err != nil {
+		t.Fatalf("Send of message 4 with no credits left: now %v, err %v", now, err)
+	}
+	h, body = msg(5)
+	if ok, err := a.SendNow(1, h, body); ok || err != nil || len(ab.q) != 4 {
+		t.Fatalf("SendNow behind a message waiting for credits: %v, %v, %d frames on the link", ok, err, len(ab.q))
+	}
+	if _, err := a.Send(1, h, body, nil); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); sb.next[0] < 6 || a.Pending() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("not delivered in 10 s: %s", state(a, b))
+		}
+		b.Poll()
+		a.Poll()
+	}
+}

@@ -164,6 +164,22 @@ func (e *Endpoint) Counters() Counters {
 	return c
 }
 
+// SendNow sends a frame of head (at most MaxHead bytes) and body (at most
+// a few hundred bytes: a frame of the XDP wire holds both) to peer, as
+// Send does when it reports true, if the frame can be handed over at once
+// and whole; otherwise it sends nothing and reports false. Only the XDP
+// wire hands frames over this way: to a peer reached over TCP it reports
+// false. Frames keep their order with Send's.
+func (e *Endpoint) SendNow(peer int, head, body []byte) (bool, error) {
+	if len(head) > MaxHead || len(body) > MaxBody {
+		return false, fmt.Errorf("wire: frame to rank %d too large (head %d, body %d bytes)", peer, len(head), len(body))
+	}
+	if e.x != nil && e.x.reaches(peer) {
+		return e.x.sendNow(peer, head, body)
+	}
+	return false, nil
+}
+
 // Send sends a frame of head (at most MaxHead bytes, copied) and body to
 // peer. It reports true when the whole frame is with the kernel, so body
 // may be reused at once. Otherwise the frame waits for the socket: with a

@@ -591,3 +591,22 @@ func TestDirectSleeperWakes(t *testing.T) {
 	ring()
 	s.Sleep(seq, time.Minute) // returns at once: the doorbell moved
 }
+
+// SendNow hands frames over only on the XDP wire: to a peer reached over
+// TCP it sends nothing and reports false (its caller takes the path that
+// waits), and frames sent then with Send arrive in order.
+func TestSendNowTCP(t *testing.T) {
+	j := newJob(t, 2)
+	if ok, err := j.eps[0].SendNow(1, []byte("first"), nil); ok || err != nil {
+		t.Fatalf("SendNow over TCP: %v, %v; want false and no error", ok, err)
+	}
+	for _, h := range []string{"one", "two"} {
+		if _, err := j.eps[0].Send(1, []byte(h), nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.pollUntil(t, "two frames", func() bool { return len(j.recs[1].frames) >= 2 })
+	if f := j.recs[1].frames; len(f) != 2 || string(f[0].head) != "one" || string(f[1].head) != "two" {
+		t.Fatalf("frames %+v: want one and two only", f)
+	}
+}

@@ -152,6 +152,15 @@ func (x *xdpWire) send(peer int, head, body []byte, tok any) (bool, error) {
 	return x.tr.Send(peer, head, body, tok)
 }
 
+// sendNow is the device's SendNow over the transport.
+func (x *xdpWire) sendNow(peer int, head, body []byte) (bool, error) {
+	if !x.inPoll {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+	}
+	return x.tr.SendNow(peer, head, body)
+}
+
 // ChunkSize is the size, at most want, of the pieces in which a device
 // should send a large transfer to peer in messages with a head of head
 // bytes: on the XDP wire, pieces that fill their Ethernet frames exactly
