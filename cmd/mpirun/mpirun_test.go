@@ -536,6 +536,25 @@ func TestForwardLines(t *testing.T) {
 	}
 }
 
+// TestForwardLinesReportBeforeLabels: once a wait report line is heard
+// (and -timeout-stacks may then label every line), the report itself is
+// already written as it came; only the lines after it are labelled.
+// TestTimeoutReport failed 1 run in CI on this when the two raced.
+func TestForwardLinesReportBeforeLabels(t *testing.T) {
+	var b strings.Builder
+	sink := &lineSink{w: &b}
+	in := "adimpi: rank 2: waiting 1s in mpi.Barrier\ngoroutine 1 [running]:\n"
+	forwardLines(io.NopCloser(strings.NewReader(in)), sink, nil, []byte("[2] "), func(line []byte) {
+		if strings.HasPrefix(string(line), "adimpi: rank ") {
+			sink.labelAll.Store(true)
+		}
+	})
+	want := "adimpi: rank 2: waiting 1s in mpi.Barrier\n[2] goroutine 1 [running]:\n"
+	if b.String() != want {
+		t.Errorf("forwarded %q, want %q", b.String(), want)
+	}
+}
+
 // TestMPICHProgram runs a C program built with MPICH's mpicc under mpirun,
 // which starts it on adimpi's libmpich.so.12, and spawns it from a Go
 // program. Skipped when MPICH's compiler wrapper is not installed.

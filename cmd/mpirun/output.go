@@ -36,7 +36,7 @@ func (s *lineSink) writeLine(prefix, line []byte) {
 // forwardLines copies r to sink a line at a time, each line preceded by
 // prefix (or by label, once sink.labelAll is set and prefix is empty),
 // until r ends; a last line without a newline gets one. onLine, if not
-// nil, sees each line before it is written. It closes r.
+// nil, sees each line once it is written. It closes r.
 func forwardLines(r io.ReadCloser, sink *lineSink, prefix, label []byte, onLine func([]byte)) {
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 64*1024)
@@ -51,14 +51,16 @@ func forwardLines(r io.ReadCloser, sink *lineSink, prefix, label []byte, onLine 
 			if line[len(line)-1] != '\n' {
 				line = append(line, '\n')
 			}
-			if onLine != nil {
-				onLine(line)
-			}
 			p := prefix
 			if p == nil && sink.labelAll.Load() {
 				p = label
 			}
 			sink.writeLine(p, line)
+			// After the write, so that a wait report counted as collected
+			// is already out, unlabelled, when the stacks' labels start.
+			if onLine != nil {
+				onLine(line)
+			}
 			line = line[:0]
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
