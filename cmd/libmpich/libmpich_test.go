@@ -494,18 +494,50 @@ func TestCProgramsAcrossHosts(t *testing.T) {
 	launcher := fmt.Sprintf("%s exec -dir %s {host} --", netcluster, c.Dir)
 	for _, dev := range adi.Devices() {
 		for _, p := range cProgs[:2] {
+			// np 4, and the collectives at np 16 too (8 ranks a host).
+			nps := []int{4}
+			if p.name == "coll" {
+				nps = append(nps, 16)
+			}
+			for _, np := range nps {
+				t.Run(fmt.Sprintf("%s/%s/np%d", dev, p.name, np), func(t *testing.T) {
+					parallel(t)
+					out, err := run(t, mpirun, env, "-launcher-exec", launcher, "-hosts", "h1,h2", "-np", strconv.Itoa(np), "-l", "-device", dev, filepath.Join(dir, p.name))
+					if err != nil {
+						t.Fatalf("%s on %s at np %d across h1, h2: %v\n%s", p.name, dev, np, err, out)
+					}
+					if !strings.Contains(out, "[0@h1] ok ") {
+						t.Errorf("rank 0's lines are not labelled as coming from h1:\n%s", out)
+					}
+					for _, ch := range p.checks {
+						if !strings.Contains(out, "ok "+ch+"\n") {
+							t.Errorf("check %q did not pass:\n%s", ch, out)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestCProgramsNP16 runs the p2p and collective programs at np 16 on one
+// host, on every device: 16 processes, each with the Go runtime of the
+// library, on a machine of 2 cores.
+func TestCProgramsNP16(t *testing.T) {
+	t.Parallel()
+	dir, mpirun := setup(t)
+	env := libEnv(t, mpirun, dir)
+	for _, dev := range adi.Devices() {
+		for _, p := range cProgs[:2] {
 			t.Run(dev+"/"+p.name, func(t *testing.T) {
 				parallel(t)
-				out, err := run(t, mpirun, env, "-launcher-exec", launcher, "-hosts", "h1,h2", "-np", "4", "-l", "-device", dev, filepath.Join(dir, p.name))
+				out, err := run(t, mpirun, env, "-device", dev, "-np", "16", filepath.Join(dir, p.name))
 				if err != nil {
-					t.Fatalf("%s on %s across h1, h2: %v\n%s", p.name, dev, err, out)
+					t.Fatalf("mpirun -device %s -np 16 %s: %v\n%s", dev, p.name, err, out)
 				}
-				if !strings.Contains(out, "[0@h1] ok ") {
-					t.Errorf("rank 0's lines are not labelled as coming from h1:\n%s", out)
-				}
-				for _, ch := range p.checks {
-					if !strings.Contains(out, "ok "+ch+"\n") {
-						t.Errorf("check %q did not pass:\n%s", ch, out)
+				for _, c := range p.checks {
+					if !strings.Contains(out, "ok "+c+"\n") {
+						t.Errorf("check %q did not pass:\n%s", c, out)
 					}
 				}
 			})

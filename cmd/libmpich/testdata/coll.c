@@ -151,8 +151,12 @@ int main(int argc, char **argv) {
 		CHECK(cout[total - 1] == 100 * (np - 1) + np - 1, "gatherv_c last %d", cout[total - 1]);
 	int csum = -1;
 	MPI_Count cone = 1;
-	MPI_Reduce_scatter_c(cin, &csum, (MPI_Count[]){1, 1, 1, 1, 1, 1, 1, 1}, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-	CHECK(np > 8 || csum == 100 * np * (np - 1) / 2 + np * me, "reduce_scatter_c %d", csum);
+	MPI_Count *cones = malloc(np * sizeof *cones);
+	for (int i = 0; i < np; i++)
+		cones[i] = 1;
+	MPI_Reduce_scatter_c(cin, &csum, cones, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CHECK(csum == 100 * np * (np - 1) / 2 + np * me, "reduce_scatter_c %d", csum);
+	free(cones);
 	MPI_Request crq;
 	int cb = me == 0 ? 77 : 0;
 	MPI_Ibcast_c(&cb, cone, MPI_INT, 0, MPI_COMM_WORLD, &crq);
