@@ -282,6 +282,9 @@ func (t *Transport) control(p *peer, kind, flags byte) bool {
 
 // input handles one frame from the link, in the pieces it came in.
 func (t *Transport) input(pieces [][]byte) {
+	if t.old { // the turn reused an idle turn's reading: date the frame now
+		t.read()
+	}
 	le := binary.LittleEndian
 	f, size := pieces[0], len(pieces[0])
 	for _, pc := range pieces[1:] {

@@ -161,6 +161,12 @@ type Transport struct {
 	deadline atomic.Int64 // monotonic time (see clock) of the next timer, 0 for none (read by Wait)
 	ackDue   atomic.Int64 // monotonic time of the next delayed acknowledgement, 0 for none
 	now      int64        // the time of this turn (see clock)
+	// stale counts the idle turns left that may date themselves with the
+	// last reading of the clock instead of a fresh one (see turn); refresh,
+	// set by Refresh from any goroutine, makes the next turn read it.
+	stale   int
+	old     bool // this turn compares with an earlier turn's reading
+	refresh atomic.Bool
 	// idle is set when the last turn left nothing to do but wait for
 	// frames until the deadline: no acknowledgement owed at once, nothing
 	// queued or unsent. A turn that then finds no frame does nothing (see
@@ -455,12 +461,42 @@ var epoch = time.Now().Add(-time.Second)
 // an idle turn's time; an integer is one reading and plain comparisons.
 func clock() int64 { return int64(time.Since(epoch)) }
 
+// read reads the clock for this turn and the idle turns after it.
+func (t *Transport) read() {
+	t.now = clock()
+	t.stale = idleReads - 1
+	t.old = false
+	if t.refresh.Load() { // a store is a locked instruction: only when set
+		t.refresh.Store(false)
+	}
+}
+
 // at is a duration as a span of the clock.
 func at(d time.Duration) int64 { return int64(d) }
 
+// idleReads is how often an idle turn reads the clock: one in idleReads.
+// A waiting rank's turn is a look at the RX ring and a comparison of the
+// clock with the next timer, and the reading was a good part of it (see
+// docs/xdp.md, "Session 10, second pass"). The other idle turns compare
+// with the last reading, which is never later than the time: a timer never
+// fires early, and fires at most idleReads-1 idle turns late. A turn that
+// finds a frame or work reads the clock before it dates anything, and so
+// do the turn after Refresh (a sleep) and Tick.
+const idleReads = 4
+
+// Refresh makes the next turn read the clock: the waiter calls it after a
+// sleep, after which the last reading is the sleep's age old. It may be
+// called beside Poll.
+func (t *Transport) Refresh() { t.refresh.Store(true) }
+
 // turn is one pass of Poll's work.
 func (t *Transport) turn() bool {
-	t.now = clock()
+	if !t.idle || t.stale == 0 || t.deferred || t.refresh.Load() {
+		t.read()
+	} else {
+		t.stale--
+		t.old = true
+	}
 	n := t.cfg.Link.Receive(64, t.inputFn)
 	if n == 0 && t.idle {
 		// The waiting rank's turn: no frame came, and no timer is due.
@@ -468,6 +504,9 @@ func (t *Transport) turn() bool {
 			t.flush()
 			return false
 		}
+	}
+	if t.old { // a timer is due by the old reading: run them with a new one
+		t.read()
 	}
 	busy := n > 0
 	idle := true

@@ -698,6 +698,7 @@ func (e *Endpoint) wait(d time.Duration, evs []unix.EpollEvent) bool {
 			d = min(d, time.Millisecond)
 		}
 		defer x.watch.wake()
+		defer x.tr.Refresh() // the transport's last reading is the sleep's age old
 	}
 	ms := int((d + time.Millisecond - 1) / time.Millisecond)
 	n, _ := unix.EpollWait(e.ep, evs, ms)
