@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/adimpi/adimpi/internal/shm"
 	"github.com/adimpi/adimpi/internal/wire"
 )
 
@@ -656,8 +657,13 @@ func (n *NIC) takeRecv(vi *VI, rx *netRx) bool {
 		vi.mu.Unlock()
 		return false
 	}
-	s := off + viHdrSize + uint32(head%uint64(n.lay.rqLen))*slotSize
-	rx.desc = vi.rqDesc[head%uint64(len(vi.rqDesc))]
+	slot := uint32(head % uint64(n.lay.rqLen))
+	s := off + viHdrSize + slot*slotSize
+	// Taken off the slot here, under the lock this look already holds
+	// (the completion needs no second one): no post reuses the slot
+	// before this descriptor completes and the application takes it back.
+	rx.desc = vi.rqDesc[slot]
+	vi.rqDesc[slot] = nil
 	vi.mu.Unlock()
 	var segs []DataSegment
 	if *n.self.u32(s + 12) != 0 {
@@ -679,7 +685,7 @@ func (n *NIC) takeRecv(vi *VI, rx *netRx) bool {
 	// buffer looks up one page, not five. A shorter buffer is translated
 	// whole, and rxBegin finds the length error.
 	segs = trimDS(segs, uint64(rx.total))
-	phys, err := n.self.translateSegs(segs, n.physBuf[:0])
+	phys, err := n.translateRecv(vi, slot, segs, n.physBuf[:0])
 	n.physBuf = phys
 	if err == nil {
 		rx.pieces, err = n.localPieces(segs, phys, rx.pieces[:0])
@@ -688,6 +694,39 @@ func (n *NIC) takeRecv(vi *VI, rx *netRx) bool {
 		rx.st |= StatusProtectionError
 	}
 	return true
+}
+
+// translateRecv translates the segments of the receive descriptor in
+// slot of vi's receive queue. A one-page translation is kept in the
+// slot's register (rxXlate), as a NIC keeps the translation of each
+// posted receive buffer beside the queue: the device reposts its
+// buffers in order, each into the slot it left, and the next message
+// into the slot finds its page there without the translation cache,
+// whose last-translation registers the rotating buffers always miss.
+func (n *NIC) translateRecv(vi *VI, slot uint32, segs []DataSegment, out []shm.RemoteSeg) ([]shm.RemoteSeg, error) {
+	if n.o.AT == AT1 || len(segs) != 1 || segs[0].Len == 0 {
+		return n.self.translateSegs(segs, out)
+	}
+	if vi.rxXlate == nil {
+		vi.rxXlate = make([]lastXlate, n.lay.rqLen)
+	}
+	s, r := segs[0], &vi.rxXlate[slot]
+	addr, size := s.Addr, uint64(s.Len)
+	vpn := addr >> 12
+	onePage := (addr+size-1)>>12 == vpn
+	gen := n.xlateGen.Load() // before the translation: a deregistration after it is not missed
+	if onePage && r.h == s.Handle && r.h != 0 && r.vpn == vpn && addr >= r.base && addr+size <= r.base+r.length && r.gen == gen {
+		n.self.countHits(1)
+		return append(out, shm.RemoteSeg{Addr: r.frame + addr&(pageSize-1), Len: size}), nil
+	}
+	out, err := n.self.translateSegs(segs, out)
+	if err != nil || !onePage || len(out) != 1 {
+		return out, err
+	}
+	if reg := n.region(s.Handle); reg != nil {
+		*r = lastXlate{h: s.Handle, vpn: vpn, frame: out[0].Addr - addr&(pageSize-1), base: reg.base, length: uint64(len(reg.mem)), gen: gen}
+	}
+	return out, nil
 }
 
 // trimDS cuts a scatter list (a copy the caller owns) to its first size
@@ -728,17 +767,14 @@ func (n *NIC) rxEnd(vi *VI) {
 	*rx = netRx{pieces: rx.pieces[:0]}
 }
 
-// recvConsumed advances vi's receive queue past its head descriptor d
-// (and the count RecvDone looks at), then writes d's status and (CQ1)
-// appends the receive CQ's entry. The queue moves first: once the status
+// recvConsumed advances vi's receive queue past its head descriptor d,
+// which the caller took off its slot (and the count RecvDone looks at),
+// then writes d's status and (CQ1) appends the receive CQ's entry. The queue moves first: once the status
 // is visible (CQ2 polls it) the application may repost d, into the slot
 // the head leaves.
 func (n *NIC) recvConsumed(vi *VI, d *Descriptor, st uint32) {
 	off := n.self.viOff(vi.id)
 	h := atomic.LoadUint64(n.self.u64(off))
-	vi.mu.Lock()
-	vi.rqDesc[h%uint64(len(vi.rqDesc))] = nil
-	vi.mu.Unlock()
 	atomic.StoreUint64(n.self.u64(off), h+1)
 	// Counted before the status is stored: a waiter that sees the status
 	// (CQ2, or Done on the descriptor) and then calls RecvDone must find
@@ -881,6 +917,10 @@ func (n *NIC) netBreak(rank int, err error) {
 		}
 		nv.inflight = nil
 		nv.held = nil
+		if rx := &nv.rx; rx.active && rx.need {
+			// The descriptor being filled is off its slot (takeRecv).
+			n.recvConsumed(vi, rx.desc, StatusDone|StatusTransportError)
+		}
 		nv.rx = netRx{}
 		n.lostGen.Add(1)
 		n.flushBroken(vi)
@@ -896,6 +936,7 @@ func (n *NIC) flushBroken(vi *VI) {
 		h := atomic.LoadUint64(n.self.u64(off))
 		vi.mu.Lock()
 		d := vi.rqDesc[h%uint64(len(vi.rqDesc))]
+		vi.rqDesc[h%uint64(len(vi.rqDesc))] = nil
 		vi.mu.Unlock()
 		n.recvConsumed(vi, d, StatusDone|StatusTransportError)
 	}

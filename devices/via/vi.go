@@ -48,6 +48,9 @@ type VI struct {
 	conn   atomic.Bool
 
 	rqDesc []*Descriptor // the receive queue's descriptors, by slot (for this NIC's engine)
+	// rxXlate is the NIC's translation register per receive-queue slot
+	// (engine only; a VI to another host; see translateRecv).
+	rxXlate []lastXlate
 
 	pend []sendEntry // engine only: D2 entries dispatched to this VI
 
