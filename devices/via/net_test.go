@@ -733,35 +733,46 @@ func earlyConnectRace(t *testing.T, where string) {
 // and arrives whole; its completion comes with the peer's acknowledgement.
 func TestNetInline(t *testing.T) {
 	na, nb, a, b, ca, cb := hostPair(t, DefaultOptions())
-	src, dst := pattern(64, 3), make([]byte, 64)
-	ha, hb := reg(t, na, src), reg(t, nb, dst)
-	r := &Descriptor{DS: []DataSegment{Seg(hb, dst)}}
-	if err := b.PostRecv(r); err != nil {
-		t.Fatal(err)
-	}
-	// The engine's passes after the connection are over once it sleeps;
-	// a pass running at the post would take the send itself.
-	deadline := time.Now().Add(10 * time.Second)
-	for atomic.LoadUint32(na.self.u32(offNICSleep)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the engine did not go to sleep in 10 s")
+	// An engine that wakes on its own (a timer) and runs a pass at the
+	// post takes the send itself: such a try is repeated, and only a send
+	// that neither the doorbell nor an engine pass took fails the test.
+	for try := 0; ; try++ {
+		src, dst := pattern(64, 3+try), make([]byte, 64)
+		ha, hb := reg(t, na, src), reg(t, nb, dst)
+		r := &Descriptor{DS: []DataSegment{Seg(hb, dst)}}
+		if err := b.PostRecv(r); err != nil {
+			t.Fatal(err)
 		}
-		runtime.Gosched()
-	}
-	c0 := na.Counters()
-	if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(ha, src)}}); err != nil {
-		t.Fatal(err)
-	}
-	c1 := na.Counters()
-	if c1["nic_inline"]-c0["nic_inline"] != 1 || c1["wire_frames_out"]-c0["wire_frames_out"] != 1 {
-		t.Fatalf("PostSend: nic_inline +%d, wire_frames_out +%d; want the send's frame sent by the doorbell (+1, +1)",
-			c1["nic_inline"]-c0["nic_inline"], c1["wire_frames_out"]-c0["wire_frames_out"])
-	}
-	if got := cqWait(t, cb, b, true); got != r || r.Length != 64 || !bytes.Equal(dst, src) {
-		t.Fatalf("receive: descriptor %p (want %p), length %d, data equal %v", got, r, r.Length, bytes.Equal(dst, src))
-	}
-	if d := cqWait(t, ca, a, false); d == nil || d.Err() != nil {
-		t.Fatalf("send completion: %v", d)
+		// The engine's passes after the connection are over once it sleeps;
+		// a pass running at the post would take the send itself.
+		deadline := time.Now().Add(10 * time.Second)
+		for atomic.LoadUint32(na.self.u32(offNICSleep)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the engine did not go to sleep in 10 s")
+			}
+			runtime.Gosched()
+		}
+		c0 := na.Counters()
+		if err := a.PostSend(&Descriptor{Control: OpSend, DS: []DataSegment{Seg(ha, src)}}); err != nil {
+			t.Fatal(err)
+		}
+		c1 := na.Counters()
+		if got := cqWait(t, cb, b, true); got != r || r.Length != 64 || !bytes.Equal(dst, src) {
+			t.Fatalf("receive: descriptor %p (want %p), length %d, data equal %v", got, r, r.Length, bytes.Equal(dst, src))
+		}
+		if d := cqWait(t, ca, a, false); d == nil || d.Err() != nil {
+			t.Fatalf("send completion: %v", d)
+		}
+		inline, frames := c1["nic_inline"]-c0["nic_inline"], c1["wire_frames_out"]-c0["wire_frames_out"]
+		if inline == 1 && frames == 1 {
+			return
+		}
+		engine := c1["nic_engine_passes"] - c0["nic_engine_passes"] + c1["nic_engine_lock_busy"] - c0["nic_engine_lock_busy"]
+		if engine == 0 || try == 9 {
+			t.Fatalf("PostSend (try %d): nic_inline +%d, wire_frames_out +%d, engine passes +%d; want the send's frame sent by the doorbell (+1, +1)",
+				try, inline, frames, engine)
+		}
+		t.Logf("try %d: the engine woke and took the send (%d passes); again", try, engine)
 	}
 }
 
