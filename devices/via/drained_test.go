@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"testing"
 	"time"
-
-	"github.com/adimpi/adimpi/internal/wire"
 )
 
 // TestDrainedWhileResolving: the first send to a peer on another host makes
@@ -16,58 +14,31 @@ import (
 func TestDrainedWhileResolving(t *testing.T) {
 	asked := make(chan struct{})
 	release := make(chan struct{})
-	nics := make([]*NIC, 2)
-	eps := make([]*wire.Endpoint, 2)
-	for r := range nics {
-		n, err := OpenNIC(DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
+	// Rank 0's first look-up waits for release.
+	first := true
+	na, nb, a, b, _, cb := hostPairResolving(t, DefaultOptions(), func(r int, lookup func(int) (string, error)) func(int) (string, error) {
+		if r != 0 {
+			return lookup
 		}
-		t.Cleanup(func() { n.Close() })
-		resolve := func(p int) (string, error) { return eps[p].Addr(), nil }
-		if r == 0 {
-			first := true
-			resolve = func(p int) (string, error) {
-				if first {
-					first = false
-					close(asked)
-					<-release
-				}
-				return eps[p].Addr(), nil
+		return func(p int) (string, error) {
+			if first {
+				first = false
+				close(asked)
+				<-release
 			}
+			return lookup(p)
 		}
-		ep, err := wire.Open(wire.Config{Rank: r, Job: 7, Secret: bytes.Repeat([]byte{9}, 32), Listen: "127.0.0.1:0",
-			Handler: n.WireHandler(), Logf: t.Logf, Resolve: resolve})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nics[r], eps[r] = n, ep
-	}
+	})
 	released := false
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before the NICs close, which waits for their engines
 		if !released {
 			close(release)
 		}
 	})
-	var vis [2]*VI
-	var cqs [2]*CQ
-	for r, n := range nics {
-		n.UseWire(eps[r])
-		cq, err := n.CreateCQ()
-		if err != nil {
-			t.Fatal(err)
-		}
-		vi, err := n.CreateVI(cq, cq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vis[r], cqs[r] = vi, cq
-	}
-	na, a, b := nics[0], vis[0], vis[1]
 	connectPair(t, a, b)
 
 	src, dst := []byte("last msg"), make([]byte, 8)
-	hs, hd := reg(t, na, src), reg(t, nics[1], dst)
+	hs, hd := reg(t, na, src), reg(t, nb, dst)
 	if err := b.PostRecv(&Descriptor{DS: []DataSegment{Seg(hd, dst)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +73,7 @@ func TestDrainedWhileResolving(t *testing.T) {
 		na.Help()
 		time.Sleep(time.Millisecond)
 	}
-	cqWait(t, cqs[1], b, true)
+	cqWait(t, cb, b, true)
 	if !bytes.Equal(dst, src) {
 		t.Fatalf("received %q, want %q", dst, src)
 	}

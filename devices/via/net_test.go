@@ -35,17 +35,32 @@ func connectPair(t *testing.T, a, b *VI) {
 // hostPairUnconnected is hostPair without the connection.
 func hostPairUnconnected(t *testing.T, o Options) (na, nb *NIC, a, b *VI, ca, cb *CQ) {
 	t.Helper()
+	return hostPairResolving(t, o, nil)
+}
+
+// resolver is how rank r's endpoint learns a peer's address, given the
+// plain look-up (hostPairResolving).
+type resolver func(r int, lookup func(p int) (string, error)) func(p int) (string, error)
+
+// hostPairResolving is hostPairUnconnected with each rank's address
+// look-up made by wrap (nil: the plain one).
+func hostPairResolving(t *testing.T, o Options, wrap resolver) (na, nb *NIC, a, b *VI, ca, cb *CQ) {
+	t.Helper()
 	nics := make([]*NIC, 2)
 	eps := make([]*wire.Endpoint, 2)
+	lookup := func(p int) (string, error) { return eps[p].Addr(), nil }
 	for r := range nics {
 		n, err := OpenNIC(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { n.Close() })
+		resolve := lookup
+		if wrap != nil {
+			resolve = wrap(r, lookup)
+		}
 		ep, err := wire.Open(wire.Config{Rank: r, Job: 7, Secret: bytes.Repeat([]byte{9}, 32), Listen: "127.0.0.1:0",
-			Handler: n.WireHandler(), Logf: t.Logf,
-			Resolve: func(p int) (string, error) { return eps[p].Addr(), nil }})
+			Handler: n.WireHandler(), Logf: t.Logf, Resolve: resolve})
 		if err != nil {
 			t.Fatal(err)
 		}

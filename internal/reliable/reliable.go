@@ -289,11 +289,7 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 	t.idle = false
 	m := outMsg{head: head, body: body, tok: tok}
 	if len(p.queue) == 0 && t.fragment(p, &m) {
-		t.transmit(p)
-		t.flush()
-		t.settle(p, first, armed)
-		t.cnt.FramesOut++
-		t.cnt.BytesOut += int64(len(body))
+		t.push(p, first, armed, len(body))
 		return true, nil
 	}
 	// The rest waits: keep what the frames have not taken.
@@ -304,11 +300,7 @@ func (t *Transport) Send(peer int, head, body []byte, tok any) (bool, error) {
 	p.queue = append(p.queue, m)
 	t.arm(p) // no frame may have been cut (no credits): the wait has a deadline too
 	t.cnt.Queued++
-	t.cnt.FramesOut++
-	t.cnt.BytesOut += int64(len(body))
-	t.transmit(p)
-	t.flush()
-	t.settle(p, first, armed)
+	t.push(p, first, armed, len(body))
 	return false, nil
 }
 
@@ -327,12 +319,18 @@ func (t *Transport) SendNow(peer int, head, body []byte) (bool, error) {
 	t.idle = false
 	m := outMsg{head: head, body: body}
 	t.fragment(p, &m)
+	t.push(p, first, armed, len(body))
+	return true, nil
+}
+
+// push hands what a send cut into frames to the link, stamps the frames
+// from first on (settle) and counts the message of n bytes.
+func (t *Transport) push(p *peer, first uint32, armed bool, n int) {
 	t.transmit(p)
 	t.flush()
 	t.settle(p, first, armed)
 	t.cnt.FramesOut++
-	t.cnt.BytesOut += int64(len(body))
-	return true, nil
+	t.cnt.BytesOut += int64(n)
 }
 
 // sendTo checks a message of head and body to peer and returns the peer,
