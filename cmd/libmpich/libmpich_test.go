@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -259,6 +260,38 @@ func TestCPrograms(t *testing.T) {
 			t.Errorf("the fatal error does not say what failed:\n%s", out)
 		}
 	})
+}
+
+// TestCProgramWrapped runs a C program behind a wrapper that passes its
+// environment on (env(1), as strace, perf or valgrind would be): mpirun
+// sees the program among the wrapper's arguments and gives the ranks
+// adimpi's library, so the program's version check (which wants adimpi's
+// MPI_Get_library_version) passes; without it the program would load
+// Debian's MPICH. A wrapper naming the program by its bare name, found in
+// $PATH, gets the library too.
+func TestCProgramWrapped(t *testing.T) {
+	t.Parallel()
+	dir, mpirun := setup(t)
+	env := libEnv(t, mpirun, dir)
+	for name, args := range map[string][]string{
+		"path":      {"env", "ADIMPI_WRAPPED=1", filepath.Join(dir, "errors")},
+		"bare-name": {"env", "errors"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			parallel(t)
+			cmdEnv := env
+			if name == "bare-name" {
+				cmdEnv = append(slices.Clone(env), "PATH="+dir+":"+os.Getenv("PATH"))
+			}
+			out, err := run(t, mpirun, cmdEnv, append([]string{"-np", "2"}, args...)...)
+			if err != nil {
+				t.Fatalf("mpirun -np 2 %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			if !strings.Contains(out, "ok version\n") {
+				t.Errorf("the wrapped program did not run on adimpi's library:\n%s", out)
+			}
+		})
+	}
 }
 
 // fastChecks are the checks of testdata/fastpath.c.

@@ -43,11 +43,35 @@ func needsLibmpich(path string) bool {
 	return slices.ContainsFunc(libs, func(l string) bool { return slices.Contains(mpichLibs, l) })
 }
 
+// wrapsLibmpich reports whether one of args names an executable (a path,
+// or a command found in $PATH) linked against MPICH's ABI: binary is then a
+// wrapper in front of a C program (strace, ltrace, perf, valgrind, env,
+// time), which passes its environment on, library path included.
+func wrapsLibmpich(args []string) bool {
+	for _, a := range args {
+		if a == "" || a[0] == '-' {
+			continue
+		}
+		path := a
+		if !strings.Contains(a, "/") {
+			var err error
+			if path, err = exec.LookPath(a); err != nil {
+				continue
+			}
+		}
+		if needsLibmpich(path) {
+			return true
+		}
+	}
+	return false
+}
+
 // prepareCProgram readies a C program for the ranks: when binary needs
-// libmpich.so.12, it builds adimpi's (once; later runs reuse it) and
+// libmpich.so.12, or wraps a program that does (wrapsLibmpich, args being
+// binary's arguments), it builds adimpi's (once; later runs reuse it) and
 // returns the directory holding it, or "" for any other executable.
-func prepareCProgram(binary string, stderr io.Writer) (string, error) {
-	if !needsLibmpich(binary) {
+func prepareCProgram(binary string, args []string, stderr io.Writer) (string, error) {
+	if !needsLibmpich(binary) && !wrapsLibmpich(args) {
 		return "", nil
 	}
 	dir := os.Getenv(libmpichEnv)

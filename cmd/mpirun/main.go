@@ -73,9 +73,11 @@ first program.
 
 prog is one of:
   an executable file, or a bare name looked up in $PATH; one linked
-  against libmpich.so.12 (a C program built with mpicc.mpich) gets adimpi's
-  drop-in library, built once from cmd/libmpich into the build cache below
-  and put first in the ranks' LD_LIBRARY_PATH (docs/c-abi.md);
+  against libmpich.so.12 (a C program built with mpicc.mpich), or a
+  wrapper such as strace or perf with such a program among its arguments,
+  gets adimpi's drop-in library, built once from cmd/libmpich into the
+  build cache below and put first in the ranks' LD_LIBRARY_PATH
+  (docs/c-abi.md);
   a Go source file (prog.go), or a Go package directory (./examples/ring)
   or import path: it is built once with "go build" in the current
   directory into mpirun's build cache ($XDG_CACHE_HOME/adimpi/mpirun, else
@@ -458,7 +460,7 @@ func prepareApp(a *appOptions, index int, built map[string]string, stderr io.Wri
 	}
 	ja := &app{index: index, np: a.np, binary: target, argv0: a.prog, args: a.args, wdir: a.wdir, env: a.env}
 	if !build {
-		lib, err := prepareCProgram(target, stderr) // a C program linked against libmpich.so.12 (cprog.go)
+		lib, err := prepareCProgram(target, a.args, stderr) // a C program linked against libmpich.so.12, or a wrapper of one (cprog.go)
 		if err != nil {
 			fmt.Fprintf(stderr, "mpirun: %v\n", err)
 			return nil, nil, exitBuildFailed

@@ -102,7 +102,7 @@ func (j *job) resolveSpawn(cmds []pmi.SpawnCmd) ([]resolved, []bool, error) {
 			// A C child needs the library even when its parent is a Go
 			// program, whose environment does not name it.
 			var out strings.Builder
-			if rc.lib, err = prepareCProgram(rc.path, &out); err != nil && out.Len() > 0 {
+			if rc.lib, err = prepareCProgram(rc.path, rc.args, &out); err != nil && out.Len() > 0 {
 				j.errorf("mpirun: %s", strings.TrimSpace(out.String()))
 			}
 		}
