@@ -29,8 +29,13 @@ const libmpichEnv = "ADIMPI_LIBMPICH_DIR"
 var mpichLibs = []string{libmpichSoname, "libmpichfort.so.12", "libmpichcxx.so.12"}
 
 // needsLibmpich reports whether the executable at path is dynamically
-// linked against MPICH's ABI library or its bindings.
+// linked against MPICH's ABI library or its bindings. Only a regular file
+// with an execute bit is opened: opening a FIFO (a program's argument may
+// be one) would wait for its writer.
 func needsLibmpich(path string) bool {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return false
+	}
 	f, err := elf.Open(path)
 	if err != nil {
 		return false

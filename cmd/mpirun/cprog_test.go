@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestNeedsLibmpich checks which executables mpirun gives adimpi's
@@ -58,5 +60,32 @@ func TestNeedsLibmpich(t *testing.T) {
 	}
 	if !needsLibmpich(fbin) {
 		t.Errorf("a program built with mpif90.mpich was not taken for one that needs libmpich.so.12")
+	}
+}
+
+// TestWrapsLibmpichArguments checks what mpirun makes of a program's
+// arguments when it looks for a C program behind a wrapper: a FIFO among
+// them (a test's gate, say) is not opened, which would wait for its
+// writer and hang mpirun before any rank starts, and flags, bare names
+// not in $PATH and files that are not executables are no C program.
+func TestWrapsLibmpichArguments(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "gate")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.WriteFile(data, []byte("not a program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool, 1)
+	go func() { done <- wrapsLibmpich([]string{"-x", "plain", fifo, data, "no-such-command-here"}) }()
+	select {
+	case got := <-done:
+		if got {
+			t.Error("arguments with no C program among them were taken for a wrapper's")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("wrapsLibmpich still waits after a minute: it opened the FIFO")
 	}
 }
