@@ -40,6 +40,7 @@ type xdpCmpOpts struct {
 	out     string
 	openmpi bool
 	before  string
+	pin     bool
 }
 
 // xdpCmp is one xdpcompare run.
@@ -69,6 +70,7 @@ func runXDPCompare(args []string) int {
 	fs.DurationVar(&o.minTime, "min-time", 300*time.Millisecond, "least time each measurement runs (a 64 KiB window takes milliseconds: shorter runs are mostly noise)")
 	fs.StringVar(&o.out, "out", "", "write the report here as well as to standard output")
 	fs.BoolVar(&o.openmpi, "openmpi", true, "measure Open MPI's TCP BTL (needs mpicc.openmpi and mpirun.openmpi)")
+	fs.BoolVar(&o.pin, "cpu-per-host", false, "give each simulated host a CPU of its own (netcluster up --cpu-per-host): a rank cannot borrow the other host's CPU")
 	fs.StringVar(&o.before, "before", "", "an mpibench built from an earlier tree: its XDP wire rows are measured in the same rounds (A/B)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -93,7 +95,7 @@ func (c *xdpCmp) run(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(c.tmp)
-	nc, err := netcluster.Start(netcluster.Options{Hosts: 3, Dir: filepath.Join(c.tmp, "cluster"), MTU: c.o.mtu})
+	nc, err := netcluster.Start(netcluster.Options{Hosts: 3, Dir: filepath.Join(c.tmp, "cluster"), MTU: c.o.mtu, CPUPerHost: c.o.pin})
 	if err != nil {
 		return err
 	}
@@ -155,6 +157,19 @@ func (c *xdpCmp) note(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	c.notes = append(c.notes, msg)
 	fmt.Fprintln(os.Stderr, msg)
+}
+
+// placement names each host's CPUs ("h1 on CPU 0, h2 on CPU 1").
+func (c *xdpCmp) placement() string {
+	var p []string
+	for _, h := range c.nc.Hosts {
+		cpus := make([]string, len(h.CPUs))
+		for i, cpu := range h.CPUs {
+			cpus[i] = strconv.Itoa(cpu)
+		}
+		p = append(p, h.Name+" on CPU "+strings.Join(cpus, ","))
+	}
+	return strings.Join(p, ", ")
 }
 
 // loadAvg is the machine's load average as uptime prints it.
@@ -381,6 +396,9 @@ func (c *xdpCmp) ratio(a, b string, target float64, atMost bool) string {
 func (c *xdpCmp) report(w io.Writer) {
 	fmt.Fprintf(w, "Run of %s UTC, %d interleaved rounds, links of MTU %d, each point run for at least %v, medians (range in brackets); load average (1, 5, 15 min) at each round's start and at the end: %s.\n\n",
 		c.started.UTC().Format("2006-01-02 15:04"), c.o.rounds, c.o.mtu, c.o.minTime, strings.Join(c.loads, " / "))
+	if c.o.pin {
+		fmt.Fprintf(w, "Each host on a CPU of its own (--cpu-per-host): %s.\n\n", c.placement())
+	}
 	fmt.Fprintln(w, "| target | wire | 8 B latency (µs) | 64 KiB bw (MB/s) | 4 MiB bw (MB/s) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, dev := range c.o.devices {

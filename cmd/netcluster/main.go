@@ -60,7 +60,7 @@ func slurmEnv(dir string, env []string) []string {
 }
 
 const usage = `usage:
-  netcluster up [-n N] [-dir D] [--private-tmp] [--slurm] [--ssh] [--mtu M]
+  netcluster up [-n N] [-dir D] [--private-tmp] [--slurm] [--ssh] [--mtu M] [--cpu-per-host]
   netcluster exec [-dir D] HOST -- CMD [ARGS...]
   netcluster netem [-dir D] HOST NETEM-ARGS...|off
   netcluster link [-dir D] HOST down|up
@@ -91,6 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	slurm := fs.Bool("slurm", false, "run a Slurm cluster on the hosts: slurmctld on h1, slurmd and munged on each (up)")
 	withSSH := fs.Bool("ssh", false, "run an sshd on every host, with key-based login through D/ssh/ssh (up)")
 	mtu := fs.Int("mtu", 0, "the links' MTU, e.g. 9000 for jumbo frames (up; default the kernel's, 1500)")
+	cpuPerHost := fs.Bool("cpu-per-host", false, "run each host's processes on a CPU of its own, host i on CPU (i-1) mod the CPUs there are (up)")
 	if err := fs.Parse(normalize(args)); err != nil {
 		return 2
 	}
@@ -98,9 +99,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch sub {
 	case "up":
-		err = up(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH, *mtu}, stdout)
+		err = up(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH, *mtu, *cpuPerHost}, stdout)
 	case "serve": // the supervisor that "up" starts
-		err = serve(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH, *mtu})
+		err = serve(*dir, *n, hostOpts{*privateTmp, *slurm, *withSSH, *mtu, *cpuPerHost})
 	case "down":
 		err = netcluster.Stop(*dir, stopTimeout)
 	case "hosts":
@@ -208,6 +209,7 @@ type hostOpts struct {
 	slurm      bool // a Slurm cluster runs on the hosts
 	ssh        bool // every host runs sshd
 	mtu        int  // the links' MTU (0: the default)
+	cpuPerHost bool // each host runs on a CPU of its own
 }
 
 // up starts the supervisor ("netcluster serve") in a session of its own,
@@ -242,6 +244,9 @@ func up(dir string, n int, ho hostOpts, stdout io.Writer) error {
 	}
 	if ho.ssh {
 		args = append(args, "--ssh")
+	}
+	if ho.cpuPerHost {
+		args = append(args, "--cpu-per-host")
 	}
 	cmd := exec.Command("/proc/self/exe", args...)
 	cmd.Stderr = logf
@@ -285,7 +290,7 @@ func up(dir string, n int, ho hostOpts, stdout io.Writer) error {
 func serve(dir string, n int, ho hostOpts) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
-	c, err := netcluster.Start(netcluster.Options{Hosts: n, Dir: dir, PrivateTmp: ho.privateTmp, SSH: ho.ssh, MTU: ho.mtu})
+	c, err := netcluster.Start(netcluster.Options{Hosts: n, Dir: dir, PrivateTmp: ho.privateTmp, SSH: ho.ssh, MTU: ho.mtu, CPUPerHost: ho.cpuPerHost})
 	if err != nil {
 		return err
 	}

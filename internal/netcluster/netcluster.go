@@ -72,6 +72,10 @@ type Options struct {
 	// the bridge); 0 keeps the kernel's default of 1500. Jumbo frames
 	// (9000) are what the XDP wire's benchmarks use.
 	MTU int
+	// CPUPerHost runs every process of each host on a CPU of its own
+	// (cpus.go), host i on the (i-1 mod N)-th CPU of the N this process
+	// may use; off, every host may use every CPU. Needs taskset.
+	CPUPerHost bool
 }
 
 // Host is one simulated host.
@@ -86,6 +90,9 @@ type Host struct {
 	// Start is the holder's start time (clock ticks after boot), which
 	// tells it from a later process that reuses PID.
 	Start uint64 `json:"start"`
+	// CPUs are the CPUs the host's processes run on; none means any
+	// (Options.CPUPerHost).
+	CPUs []int `json:"cpus,omitempty"`
 }
 
 // process names a process across PID reuse.
@@ -153,7 +160,11 @@ func Start(opts Options) (c *Cluster, err error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("netcluster: creating namespaces needs root (running as uid %d)", os.Geteuid())
 	}
-	for _, tool := range []string{"ip", "nsenter", "setpriv"} {
+	tools := []string{"ip", "nsenter", "setpriv"}
+	if opts.CPUPerHost {
+		tools = append(tools, "taskset")
+	}
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, fmt.Errorf("netcluster: %s not found (install iproute2 and util-linux): %v", tool, err)
 		}
@@ -182,6 +193,11 @@ func Start(opts Options) (c *Cluster, err error) {
 	for i := 1; i <= opts.Hosts; i++ {
 		c.Hosts = append(c.Hosts, Host{Name: HostName(i), Addr: hostAddr(i)})
 	}
+	if opts.CPUPerHost {
+		if err := assignCPUs(c.Hosts); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.WriteFile(c.HostsFile(), c.hostsFile(), 0o644); err != nil {
 		return nil, fmt.Errorf("netcluster: %v", err)
 	}
@@ -194,6 +210,11 @@ func Start(opts Options) (c *Cluster, err error) {
 			return nil, err
 		}
 		c.Hosts[i].PID, c.Hosts[i].Start = p.PID, p.Start
+		if len(c.Hosts[i].CPUs) > 0 {
+			if err := pin(p.PID, c.Hosts[i].CPUs); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := c.wire(opts.MTU); err != nil {
 		return nil, err

@@ -69,7 +69,8 @@ func run(cmd *exec.Cmd) error {
 // if nsenter dies, so killing cmd.Process ends the program too. (The
 // program's parent is then gone, and its exit is collected by the
 // machine's init, not by the host's holder: the host's teardown waits for
-// that.) An unknown host makes Start fail.
+// that.) On a host with CPUs of its own (Options.CPUPerHost) the program
+// runs on them. An unknown host makes Start fail.
 func (c *Cluster) Command(host, name string, args ...string) *exec.Cmd {
 	h, err := c.Host(host)
 	if err != nil {
@@ -86,7 +87,7 @@ func (c *Cluster) Command(host, name string, args ...string) *exec.Cmd {
 	}
 	argv := append([]string{"--target", strconv.Itoa(h.PID),
 		"--mount", "--uts", "--ipc", "--net", "--pid", "--wd=" + wd,
-		"--", "setpriv", "--pdeathsig", "KILL", "--", name}, args...)
+		"--", "setpriv", "--pdeathsig", "KILL", "--"}, pinned(h, append([]string{name}, args...))...)
 	return exec.Command("nsenter", argv...)
 }
 
