@@ -163,11 +163,7 @@ func (c *xdpCmp) note(format string, args ...any) {
 func (c *xdpCmp) placement() string {
 	var p []string
 	for _, h := range c.nc.Hosts {
-		cpus := make([]string, len(h.CPUs))
-		for i, cpu := range h.CPUs {
-			cpus[i] = strconv.Itoa(cpu)
-		}
-		p = append(p, h.Name+" on CPU "+strings.Join(cpus, ","))
+		p = append(p, h.Name+" on CPU "+h.CPUList())
 	}
 	return strings.Join(p, ", ")
 }

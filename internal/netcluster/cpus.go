@@ -2,7 +2,6 @@ package netcluster
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -52,8 +51,11 @@ func pin(pid int, cpus []int) error {
 	return nil
 }
 
-// cpuList is cpus as taskset and /proc's Cpus_allowed_list write them
-// ("0", "1,3").
+// CPUList is the host's CPUs as taskset writes them ("1", "0,2"); empty
+// when the host may use every CPU.
+func (h Host) CPUList() string { return cpuList(h.CPUs) }
+
+// cpuList is cpus as taskset and /proc's Cpus_allowed_list write them.
 func cpuList(cpus []int) string {
 	s := make([]string, len(cpus))
 	for i, cpu := range cpus {
@@ -69,20 +71,5 @@ func pinned(h Host, argv []string) []string {
 	if len(h.CPUs) == 0 {
 		return argv
 	}
-	return append([]string{"taskset", "--cpu-list", cpuList(h.CPUs)}, argv...)
-}
-
-// AllowedCPUs is the Cpus_allowed_list of process pid ("self" for this
-// one), as /proc reports it.
-func AllowedCPUs(pid string) (string, error) {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
-		return "", err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	return "", fmt.Errorf("netcluster: no Cpus_allowed_list in /proc/%s/status", pid)
+	return append([]string{"taskset", "--cpu-list", h.CPUList()}, argv...)
 }
