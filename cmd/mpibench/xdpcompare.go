@@ -40,7 +40,7 @@ type xdpCmpOpts struct {
 	out     string
 	openmpi bool
 	before  string
-	pin     bool
+	places  []string
 }
 
 // xdpCmp is one xdpcompare run.
@@ -52,8 +52,9 @@ type xdpCmp struct {
 	mpirun  string
 	ncBin   string
 	ompi    string // Open MPI's mpibench, "" when left out
-	nc      *netcluster.Cluster
-	vals    map[string][]float64 // by point: "netvm/xdp/lat8"
+	places  []*xdpPlace
+	nc      *netcluster.Cluster  // the placement being measured or reported
+	vals    map[string][]float64 // its values by point: "netvm/xdp/lat8"
 	loads   []string
 	notes   []string
 	started time.Time
@@ -70,7 +71,7 @@ func runXDPCompare(args []string) int {
 	fs.DurationVar(&o.minTime, "min-time", 300*time.Millisecond, "least time each measurement runs (a 64 KiB window takes milliseconds: shorter runs are mostly noise)")
 	fs.StringVar(&o.out, "out", "", "write the report here as well as to standard output")
 	fs.BoolVar(&o.openmpi, "openmpi", true, "measure Open MPI's TCP BTL (needs mpicc.openmpi and mpirun.openmpi)")
-	fs.BoolVar(&o.pin, "cpu-per-host", false, "give each simulated host a CPU of its own (netcluster up --cpu-per-host): a rank cannot borrow the other host's CPU")
+	fs.StringSliceVar(&o.places, "placement", []string{"shared"}, "where the simulated hosts run, one cluster each, measured in the same rounds: shared (every host may use every CPU), cpu-per-host (each host on a CPU of its own, as netcluster up --cpu-per-host)")
 	fs.StringVar(&o.before, "before", "", "an mpibench built from an earlier tree: its XDP wire rows are measured in the same rounds (A/B)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -79,7 +80,14 @@ func runXDPCompare(args []string) int {
 		fmt.Fprintln(os.Stderr, "mpibench xdpcompare: --rounds must be at least 1")
 		return 2
 	}
-	c := &xdpCmp{o: o, vals: map[string][]float64{}, started: time.Now()}
+	c := &xdpCmp{o: o, started: time.Now()}
+	for _, name := range o.places {
+		if name != "shared" && name != "cpu-per-host" {
+			fmt.Fprintf(os.Stderr, "mpibench xdpcompare: --placement %q: want shared or cpu-per-host\n", name)
+			return 2
+		}
+		c.places = append(c.places, &xdpPlace{name: name, vals: map[string][]float64{}})
+	}
 	if err := c.run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "mpibench xdpcompare:", err)
 		return 1
@@ -95,21 +103,25 @@ func (c *xdpCmp) run(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(c.tmp)
-	nc, err := netcluster.Start(netcluster.Options{Hosts: 3, Dir: filepath.Join(c.tmp, "cluster"), MTU: c.o.mtu, CPUPerHost: c.o.pin})
-	if err != nil {
-		return err
-	}
-	c.nc = nc
-	defer func() {
-		if err := nc.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "tearing down the simulated cluster:", err)
+	for _, p := range c.places {
+		nc, err := netcluster.Start(netcluster.Options{Hosts: 3, Dir: filepath.Join(c.tmp, p.name), MTU: c.o.mtu, CPUPerHost: p.name == "cpu-per-host"})
+		if err != nil {
+			return err
 		}
-	}()
+		p.nc = nc
+		defer func() {
+			if err := nc.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "tearing down the simulated cluster:", err)
+			}
+		}()
+	}
 	os.Setenv("NETCLUSTER", c.ncBin)
-	os.Setenv("NETCLUSTER_DIR", nc.Dir)
 	for r := 1; r <= c.o.rounds; r++ {
 		c.loads = append(c.loads, loadAvg())
-		c.round(ctx, r)
+		for _, p := range c.places {
+			c.use(p)
+			c.round(ctx, r)
+		}
 	}
 	c.loads = append(c.loads, loadAvg())
 	var b strings.Builder
@@ -159,6 +171,20 @@ func (c *xdpCmp) note(format string, args ...any) {
 	fmt.Fprintln(os.Stderr, msg)
 }
 
+// xdpPlace is one placement of the simulated hosts on the CPUs, with a
+// cluster of its own and its measurements.
+type xdpPlace struct {
+	name string // "shared" or "cpu-per-host"
+	nc   *netcluster.Cluster
+	vals map[string][]float64
+}
+
+// use makes p the placement that the next measurements and reports are of.
+func (c *xdpCmp) use(p *xdpPlace) {
+	c.nc, c.vals = p.nc, p.vals
+	os.Setenv("NETCLUSTER_DIR", p.nc.Dir) // bench/netcluster-agent.sh's, for Open MPI
+}
+
 // placement names each host's CPUs ("h1 on CPU 0, h2 on CPU 1").
 func (c *xdpCmp) placement() string {
 	var p []string
@@ -192,7 +218,7 @@ var xdpPoints = []struct {
 
 // round runs every point of every target once, then the loss rows.
 func (c *xdpCmp) round(ctx context.Context, r int) {
-	fmt.Fprintf(os.Stderr, "round %d/%d (load %s)\n", r, c.o.rounds, loadAvg())
+	fmt.Fprintf(os.Stderr, "round %d/%d, %s (load %s)\n", r, c.o.rounds, filepath.Base(c.nc.Dir), loadAvg())
 	c.raw()
 	for _, dev := range c.o.devices {
 		for _, wire := range c.wires() {
@@ -392,9 +418,26 @@ func (c *xdpCmp) ratio(a, b string, target float64, atMost bool) string {
 func (c *xdpCmp) report(w io.Writer) {
 	fmt.Fprintf(w, "Run of %s UTC, %d interleaved rounds, links of MTU %d, each point run for at least %v, medians (range in brackets); load average (1, 5, 15 min) at each round's start and at the end: %s.\n\n",
 		c.started.UTC().Format("2006-01-02 15:04"), c.o.rounds, c.o.mtu, c.o.minTime, strings.Join(c.loads, " / "))
-	if c.o.pin {
-		fmt.Fprintf(w, "Each host on a CPU of its own (--cpu-per-host): %s.\n\n", c.placement())
+	for _, p := range c.places {
+		c.use(p)
+		switch {
+		case p.name == "cpu-per-host":
+			fmt.Fprintf(w, "### Each host on a CPU of its own (--placement cpu-per-host: %s)\n\n", c.placement())
+		case len(c.places) > 1:
+			fmt.Fprintf(w, "### Every host on every CPU (--placement shared)\n\n")
+		}
+		c.reportPlace(w)
 	}
+	if len(c.notes) > 0 {
+		fmt.Fprintln(w, "\nNotes:")
+		for _, n := range c.notes {
+			fmt.Fprintf(w, "- %s\n", n)
+		}
+	}
+}
+
+// reportPlace writes the tables of the placement in use.
+func (c *xdpCmp) reportPlace(w io.Writer) {
 	fmt.Fprintln(w, "| target | wire | 8 B latency (µs) | 64 KiB bw (MB/s) | 4 MiB bw (MB/s) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, dev := range c.o.devices {
@@ -434,10 +477,5 @@ func (c *xdpCmp) report(w io.Writer) {
 				c.cell(k+"bw4m-loss"), c.ratio(k+"bw4m-loss", k+"bw4m", 0.9, false))
 		}
 	}
-	if len(c.notes) > 0 {
-		fmt.Fprintln(w, "\nNotes:")
-		for _, n := range c.notes {
-			fmt.Fprintf(w, "- %s\n", n)
-		}
-	}
+	fmt.Fprintln(w)
 }
