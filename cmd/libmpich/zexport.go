@@ -4717,6 +4717,106 @@ func PMPI_Graph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors 
 	return cGraph_neighbors(comm, rank, maxneighbors, neighbors)
 }
 
+// cGraphdims_get decodes MPI_Graphdims_get's handles and runs its translation.
+func cGraphdims_get(comm C.int, nnodes *C.int, nedges *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Graphdims_get")
+	const fn = "MPI_Graphdims_get"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xGraphdims_get(comm_, nnodes, nedges))
+}
+
+// MPI_Graphdims_get is MPI_Graphdims_get for C programs, with MPICH's signature.
+//
+//export MPI_Graphdims_get
+func MPI_Graphdims_get(comm C.int, nnodes *C.int, nedges *C.int) C.int {
+	return cGraphdims_get(comm, nnodes, nedges)
+}
+
+// PMPI_Graphdims_get is MPI_Graphdims_get for C programs, with MPICH's signature.
+//
+//export PMPI_Graphdims_get
+func PMPI_Graphdims_get(comm C.int, nnodes *C.int, nedges *C.int) C.int {
+	return cGraphdims_get(comm, nnodes, nedges)
+}
+
+// cGraph_get decodes MPI_Graph_get's handles and runs its translation.
+func cGraph_get(comm C.int, maxindex C.int, maxedges C.int, index *C.int, edges *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Graph_get")
+	const fn = "MPI_Graph_get"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xGraph_get(comm_, int(maxindex), int(maxedges), index, edges))
+}
+
+// MPI_Graph_get is MPI_Graph_get for C programs, with MPICH's signature.
+//
+//export MPI_Graph_get
+func MPI_Graph_get(comm C.int, maxindex C.int, maxedges C.int, index *C.int, edges *C.int) C.int {
+	return cGraph_get(comm, maxindex, maxedges, index, edges)
+}
+
+// PMPI_Graph_get is MPI_Graph_get for C programs, with MPICH's signature.
+//
+//export PMPI_Graph_get
+func PMPI_Graph_get(comm C.int, maxindex C.int, maxedges C.int, index *C.int, edges *C.int) C.int {
+	return cGraph_get(comm, maxindex, maxedges, index, edges)
+}
+
+// cCart_map decodes MPI_Cart_map's handles and runs its translation.
+func cCart_map(comm C.int, ndims C.int, dims *C.int, periods *C.int, newrank *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cart_map")
+	const fn = "MPI_Cart_map"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xCart_map(comm_, int(ndims), dims, periods, newrank))
+}
+
+// MPI_Cart_map is MPI_Cart_map for C programs, with MPICH's signature.
+//
+//export MPI_Cart_map
+func MPI_Cart_map(comm C.int, ndims C.int, dims *C.int, periods *C.int, newrank *C.int) C.int {
+	return cCart_map(comm, ndims, dims, periods, newrank)
+}
+
+// PMPI_Cart_map is MPI_Cart_map for C programs, with MPICH's signature.
+//
+//export PMPI_Cart_map
+func PMPI_Cart_map(comm C.int, ndims C.int, dims *C.int, periods *C.int, newrank *C.int) C.int {
+	return cCart_map(comm, ndims, dims, periods, newrank)
+}
+
+// cGraph_map decodes MPI_Graph_map's handles and runs its translation.
+func cGraph_map(comm C.int, nnodes C.int, index *C.int, edges *C.int, newrank *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Graph_map")
+	const fn = "MPI_Graph_map"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xGraph_map(comm_, int(nnodes), index, edges, newrank))
+}
+
+// MPI_Graph_map is MPI_Graph_map for C programs, with MPICH's signature.
+//
+//export MPI_Graph_map
+func MPI_Graph_map(comm C.int, nnodes C.int, index *C.int, edges *C.int, newrank *C.int) C.int {
+	return cGraph_map(comm, nnodes, index, edges, newrank)
+}
+
+// PMPI_Graph_map is MPI_Graph_map for C programs, with MPICH's signature.
+//
+//export PMPI_Graph_map
+func PMPI_Graph_map(comm C.int, nnodes C.int, index *C.int, edges *C.int, newrank *C.int) C.int {
+	return cGraph_map(comm, nnodes, index, edges, newrank)
+}
+
 // cTopo_test decodes MPI_Topo_test's handles and runs its translation.
 func cTopo_test(comm C.int, status *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Topo_test")
@@ -9924,7 +10024,6 @@ var unsupportedNames = [...]string{
 	"MPI_Alltoallw_init_c",
 	"MPI_Buffer_attach_c",
 	"MPI_Buffer_detach_c",
-	"MPI_Cart_map",
 	"MPI_Comm_create_from_group",
 	"MPI_Comm_get_info",
 	"MPI_Comm_set_info",
@@ -10018,9 +10117,6 @@ var unsupportedNames = [...]string{
 	"MPI_File_write_ordered_end",
 	"MPI_File_write_shared",
 	"MPI_File_write_shared_c",
-	"MPI_Graph_get",
-	"MPI_Graph_map",
-	"MPI_Graphdims_get",
 	"MPI_Grequest_complete",
 	"MPI_Grequest_start",
 	"MPI_Group_from_session_pset",
