@@ -20,6 +20,9 @@ func xComm_dup(c *mpi.Comm, out *C.int) error {
 	if err != nil {
 		return err
 	}
+	if err := copyHints(c, n); err != nil {
+		return err
+	}
 	*out = C.int(newComm(n))
 	return nil
 }
@@ -27,6 +30,9 @@ func xComm_dup(c *mpi.Comm, out *C.int) error {
 func xComm_idup(c *mpi.Comm, out *C.int, req *C.int) error {
 	n, r, err := c.Idup()
 	if err != nil {
+		return err
+	}
+	if err := copyHints(c, n); err != nil {
 		return err
 	}
 	*out = C.int(newComm(n))
@@ -83,6 +89,7 @@ func xComm_free(h *C.int) error {
 	if err := c.Free(); err != nil {
 		return err
 	}
+	dropHints(c)
 	comms.del(int32(*h))
 	*h = C.int(hCommNull)
 	return nil

@@ -67,7 +67,22 @@ func xType_ub(t *datatype.Type, ub *C.long) error {
 	return nil
 }
 
-func xComm_dup_with_info(c *mpi.Comm, info int32, out *C.int) error { return xComm_dup(c, out) }
+// xComm_dup_with_info duplicates c with info's hints instead of c's.
+func xComm_dup_with_info(c *mpi.Comm, h int32, out *C.int) error {
+	info, err := infoOrNil("MPI_Comm_dup_with_info", h)
+	if err != nil {
+		return err
+	}
+	n, err := c.Dup()
+	if err != nil {
+		return err
+	}
+	if err := setHints(n, info); err != nil {
+		return err
+	}
+	*out = C.int(newComm(n))
+	return nil
+}
 
 // MPI_Alloc_mem's memory is C memory: nothing in Go keeps it alive or
 // moves it.
@@ -121,6 +136,41 @@ func xInfo_get(h int32, key *C.char, valuelen int, value *C.char, flag *C.int) e
 		putString(v, value, valuelen+1, nil)
 	}
 	return err
+}
+
+// xInfo_get_string is MPI-4's MPI_Info_get: *buflen is the size of value
+// (with its NUL) on entry and the size the whole value needs on return; a
+// longer value is cut to fit, a zero buflen leaves value alone. A key that
+// is not set leaves both alone and clears flag.
+func xInfo_get_string(h int32, key *C.char, buflen *C.int, value *C.char, flag *C.int) error {
+	const fn = "MPI_Info_get_string"
+	i, err := infoOf(fn, h)
+	if err != nil {
+		return err
+	}
+	k := C.GoString(key)
+	if k == "" || len(k) > maxInfoKey {
+		return errorf(29, fn, "info key %q is empty or longer than %d bytes", k, maxInfoKey) // MPI_ERR_INFO_KEY
+	}
+	if buflen == nil || flag == nil {
+		return newErr(mpi.ErrArg, fn, "buflen or flag is NULL")
+	}
+	if *buflen < 0 {
+		return newErr(mpi.ErrArg, fn, "buflen %d is negative", *buflen)
+	}
+	v, ok, err := i.Get(k)
+	if err != nil {
+		return err
+	}
+	*flag = cbool(ok)
+	if !ok {
+		return nil
+	}
+	if *buflen > 0 {
+		putString(v, value, int(*buflen), nil)
+	}
+	*buflen = C.int(len(v) + 1)
+	return nil
 }
 
 func xInfo_get_valuelen(h int32, key *C.char, n *C.int, flag *C.int) error {
@@ -285,8 +335,22 @@ func xIsendrecv_replace(p unsafe.Pointer, count int, t *datatype.Type, dest, sta
 	return nil
 }
 
-func xComm_idup_with_info(c *mpi.Comm, info int32, out *C.int, req *C.int) error {
-	return xComm_idup(c, out, req)
+// xComm_idup_with_info is xComm_dup_with_info's non-blocking form.
+func xComm_idup_with_info(c *mpi.Comm, h int32, out *C.int, req *C.int) error {
+	info, err := infoOrNil("MPI_Comm_idup_with_info", h)
+	if err != nil {
+		return err
+	}
+	n, r, err := c.Idup()
+	if err != nil {
+		return err
+	}
+	if err := setHints(n, info); err != nil {
+		return err
+	}
+	*out = C.int(newComm(n))
+	*req = C.int(requests.add(reqEntry{r: r}))
+	return nil
 }
 
 // narrow copies the MPI_Count or MPI_Aint array of a large-count

@@ -167,6 +167,7 @@ func xComm_disconnect(h *C.int) error {
 	if err := mpi.CommDisconnect(c); err != nil {
 		return err
 	}
+	dropHints(c)
 	comms.del(int32(*h))
 	*h = C.int(hCommNull)
 	return nil

@@ -6010,6 +6010,56 @@ func PMPI_Comm_dup_with_info(comm C.int, info C.int, newcomm *C.int) C.int {
 	return cComm_dup_with_info(comm, info, newcomm)
 }
 
+// cComm_get_info decodes MPI_Comm_get_info's handles and runs its translation.
+func cComm_get_info(comm C.int, info_used *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_get_info")
+	const fn = "MPI_Comm_get_info"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_get_info(comm_, info_used))
+}
+
+// MPI_Comm_get_info is MPI_Comm_get_info for C programs, with MPICH's signature.
+//
+//export MPI_Comm_get_info
+func MPI_Comm_get_info(comm C.int, info_used *C.int) C.int {
+	return cComm_get_info(comm, info_used)
+}
+
+// PMPI_Comm_get_info is MPI_Comm_get_info for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_get_info
+func PMPI_Comm_get_info(comm C.int, info_used *C.int) C.int {
+	return cComm_get_info(comm, info_used)
+}
+
+// cComm_set_info decodes MPI_Comm_set_info's handles and runs its translation.
+func cComm_set_info(comm C.int, info C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_set_info")
+	const fn = "MPI_Comm_set_info"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_set_info(comm_, int32(info)))
+}
+
+// MPI_Comm_set_info is MPI_Comm_set_info for C programs, with MPICH's signature.
+//
+//export MPI_Comm_set_info
+func MPI_Comm_set_info(comm C.int, info C.int) C.int {
+	return cComm_set_info(comm, info)
+}
+
+// PMPI_Comm_set_info is MPI_Comm_set_info for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_set_info
+func PMPI_Comm_set_info(comm C.int, info C.int) C.int {
+	return cComm_set_info(comm, info)
+}
+
 // cInfo_create decodes MPI_Info_create's handles and runs its translation.
 func cInfo_create(info *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Info_create")
@@ -6088,6 +6138,26 @@ func MPI_Info_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.int
 //export PMPI_Info_get_valuelen
 func PMPI_Info_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.int) C.int {
 	return cInfo_get_valuelen(info, key, valuelen, flag)
+}
+
+// cInfo_get_string decodes MPI_Info_get_string's handles and runs its translation.
+func cInfo_get_string(info C.int, key *C.char, buflen *C.int, value *C.char, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Info_get_string")
+	return done(nil, xInfo_get_string(int32(info), key, buflen, value, flag))
+}
+
+// MPI_Info_get_string is MPI_Info_get_string for C programs, with MPICH's signature.
+//
+//export MPI_Info_get_string
+func MPI_Info_get_string(info C.int, key *C.char, buflen *C.int, value *C.char, flag *C.int) C.int {
+	return cInfo_get_string(info, key, buflen, value, flag)
+}
+
+// PMPI_Info_get_string is MPI_Info_get_string for C programs, with MPICH's signature.
+//
+//export PMPI_Info_get_string
+func PMPI_Info_get_string(info C.int, key *C.char, buflen *C.int, value *C.char, flag *C.int) C.int {
+	return cInfo_get_string(info, key, buflen, value, flag)
 }
 
 // cInfo_get_nkeys decodes MPI_Info_get_nkeys's handles and runs its translation.
@@ -10025,8 +10095,6 @@ var unsupportedNames = [...]string{
 	"MPI_Buffer_attach_c",
 	"MPI_Buffer_detach_c",
 	"MPI_Comm_create_from_group",
-	"MPI_Comm_get_info",
-	"MPI_Comm_set_info",
 	"MPI_DUP_FN",
 	"MPI_Dist_graph_create",
 	"MPI_File_call_errhandler",
@@ -10127,7 +10195,6 @@ var unsupportedNames = [...]string{
 	"MPI_Ineighbor_alltoallw",
 	"MPI_Ineighbor_alltoallw_c",
 	"MPI_Info_create_env",
-	"MPI_Info_get_string",
 	"MPI_Intercomm_create_from_groups",
 	"MPI_Neighbor_allgather_init",
 	"MPI_Neighbor_allgather_init_c",

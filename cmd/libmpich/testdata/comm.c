@@ -162,7 +162,6 @@ int main(int argc, char **argv) {
 	expect_class("graph_map too large", MPI_Graph_map(MPI_COMM_WORLD, np + 1, rindex, redges, &mapped), MPI_ERR_ARG);
 	expect_class("graph_get of world", MPI_Graph_get(MPI_COMM_WORLD, np, ne, gi, gg), MPI_ERR_TOPOLOGY);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
-	MPI_Errhandler_free(&eh);
 	MPI_Comm_free(&graph);
 	OK("graph");
 
@@ -192,6 +191,27 @@ int main(int argc, char **argv) {
 	MPI_Info_get(info, "colour", MPI_MAX_INFO_VAL - 1, v, &flag);
 	MPI_Info_get_nkeys(info, &nk);
 	CHECK(flag && strcmp(v, "blue") == 0 && nk == 1, "info %d %s %d", flag, v, nk);
+	/* MPI-4's MPI_Info_get_string: the size the value needs, truncation
+	 * to the buffer, nothing touched for an absent key or a zero size. */
+	int bl = sizeof v;
+	MPI_Info_get_string(info, "colour", &bl, v, &flag);
+	CHECK(flag && bl == 5 && strcmp(v, "blue") == 0, "get_string %d %d %s", flag, bl, v);
+	memset(v, 'x', 8);
+	bl = 3;
+	MPI_Info_get_string(info, "colour", &bl, v, &flag);
+	CHECK(flag && bl == 5 && memcmp(v, "bl\0x", 4) == 0, "get_string truncated %d %d %.4s", flag, bl, v);
+	bl = 0;
+	MPI_Info_get_string(info, "colour", &bl, v, &flag);
+	CHECK(flag && bl == 5 && v[0] == 'b' && v[3] == 'x', "get_string of buflen 0: %d %d", flag, bl);
+	bl = 7;
+	MPI_Info_get_string(info, "shape", &bl, v, &flag);
+	CHECK(!flag && bl == 7 && v[0] == 'b', "get_string of an absent key: %d %d", flag, bl);
+	char longkey[MPI_MAX_INFO_KEY + 2];
+	memset(longkey, 'k', sizeof longkey - 1);
+	longkey[sizeof longkey - 1] = 0;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh);
+	expect_class("get_string of a long key", MPI_Info_get_string(info, longkey, &bl, v, &flag), MPI_ERR_INFO_KEY);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 	MPI_Info_free(&info);
 	CHECK(info == MPI_INFO_NULL, "info not nulled");
 	MPI_Comm parent;
@@ -202,6 +222,53 @@ int main(int argc, char **argv) {
 	mem[1023] = 1;
 	MPI_Free_mem(mem);
 	OK("info-mem");
+
+	/* Communicator hints: dup_with_info's, added to and replaced by
+	 * set_info, copied by dup, none on world or through MPI_INFO_NULL. */
+	MPI_Info hints, used;
+	MPI_Info_create(&hints);
+	MPI_Info_set(hints, "mpi_assert_no_any_tag", "true");
+	MPI_Info_set(hints, "adimpi_test", "1");
+	MPI_Comm hc, hd, hn;
+	MPI_Comm_dup_with_info(MPI_COMM_WORLD, hints, &hc);
+	MPI_Info_free(&hints);
+	MPI_Comm_get_info(hc, &used);
+	MPI_Info_get_nkeys(used, &nk);
+	bl = sizeof v;
+	MPI_Info_get_string(used, "adimpi_test", &bl, v, &flag);
+	CHECK(nk == 2 && flag && strcmp(v, "1") == 0, "dup_with_info's hints: %d keys, %d %s", nk, flag, v);
+	MPI_Info_free(&used);
+	MPI_Info_create(&hints);
+	MPI_Info_set(hints, "adimpi_test", "2");
+	MPI_Info_set(hints, "mpi_assert_exact_length", "true");
+	MPI_Comm_set_info(hc, hints);
+	MPI_Info_free(&hints);
+	MPI_Comm_dup(hc, &hd);
+	MPI_Comm_dup_with_info(hc, MPI_INFO_NULL, &hn);
+	MPI_Comm hs_[2] = {hc, hd};
+	for (int i = 0; i < 2; i++) {
+		MPI_Comm_get_info(hs_[i], &used);
+		MPI_Info_get_nkeys(used, &nk);
+		bl = sizeof v;
+		MPI_Info_get_string(used, "adimpi_test", &bl, v, &flag);
+		CHECK(nk == 3 && flag && strcmp(v, "2") == 0, "%s's hints: %d keys, %d %s", i ? "dup" : "set_info", nk, flag, v);
+		MPI_Info_free(&used);
+	}
+	MPI_Comm_get_info(hn, &used);
+	MPI_Info_get_nkeys(used, &nk);
+	CHECK(nk == 0, "dup_with_info(MPI_INFO_NULL) has %d hints", nk);
+	MPI_Info_free(&used);
+	MPI_Comm_get_info(MPI_COMM_WORLD, &used);
+	MPI_Info_get_string(used, "adimpi_test", &bl, v, &flag);
+	CHECK(!flag, "world has the dup's hint");
+	MPI_Info_free(&used);
+	MPI_Comm_set_errhandler(hc, eh);
+	expect_class("set_info of MPI_INFO_NULL", MPI_Comm_set_info(hc, MPI_INFO_NULL), MPI_ERR_INFO);
+	MPI_Comm_free(&hn);
+	MPI_Comm_free(&hd);
+	MPI_Comm_free(&hc);
+	MPI_Errhandler_free(&eh);
+	OK("comm-info");
 
 	/* An intercommunicator between the halves, merged back. */
 	if (np >= 2) {
