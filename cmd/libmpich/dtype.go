@@ -81,15 +81,27 @@ func xType_create_struct(count int, blocklens *C.int, displs *C.long, ts *C.int,
 }
 
 func xType_create_subarray(ndims int, sizes, subsizes, starts *C.int, order int, old *datatype.Type, out *C.int) error {
+	return subarray(ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims), order, old, out)
+}
+
+// subarray is MPI_Type_create_subarray's and its large-count form's
+// translation, with MPI's order code.
+func subarray(sizes, subsizes, starts []int, order int, old *datatype.Type, out *C.int) error {
 	o := datatype.OrderC
 	if order == 57 { // MPI_ORDER_FORTRAN
 		o = datatype.OrderFortran
 	}
-	t, err := datatype.Subarray(ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims), o, old)
+	t, err := datatype.Subarray(sizes, subsizes, starts, o, old)
 	return putType(t, err, out)
 }
 
 func xType_create_darray(size, rank, ndims int, gsizes, distribs, dargs, psizes *C.int, order int, old *datatype.Type, out *C.int) error {
+	return darray(size, rank, ndims, ints(gsizes, ndims), distribs, dargs, psizes, order, old, out)
+}
+
+// darray is MPI_Type_create_darray's and its large-count form's
+// translation, with MPI's distribution and order codes.
+func darray(size, rank, ndims int, gsizes []int, distribs, dargs, psizes *C.int, order int, old *datatype.Type, out *C.int) error {
 	o := datatype.OrderC
 	if order == 57 {
 		o = datatype.OrderFortran
@@ -105,7 +117,7 @@ func xType_create_darray(size, rank, ndims int, gsizes, distribs, dargs, psizes 
 			ds[i] = datatype.DistributeNone
 		}
 	}
-	t, err := datatype.Darray(size, rank, ints(gsizes, ndims), ds, ints(dargs, ndims), ints(psizes, ndims), o, old)
+	t, err := datatype.Darray(size, rank, gsizes, ds, ints(dargs, ndims), ints(psizes, ndims), o, old)
 	return putType(t, err, out)
 }
 
@@ -236,27 +248,47 @@ func xPack_size(count int, t *datatype.Type, c *mpi.Comm, size *C.int) error {
 }
 
 func xPack(in unsafe.Pointer, count int, t *datatype.Type, out unsafe.Pointer, outsize int, pos *C.int, c *mpi.Comm) error {
-	b, err := buf("MPI_Pack", in, count, t)
-	if err != nil {
-		return err
-	}
-	n, err := datatype.Pack(unsafe.Slice((*byte)(out), outsize), int(*pos), b.Mem, count, b.Type)
-	if err != nil {
-		return newErr(mpi.ErrTruncate, "MPI_Pack", "%v", err)
-	}
+	n, err := pack("MPI_Pack", in, count, t, out, outsize, int(*pos))
 	*pos = C.int(n)
-	return nil
+	return err
+}
+
+// pack is MPI_Pack's and MPI_Pack_c's translation: it packs from position
+// pos and returns the position after the data (pos on an error).
+func pack(fn string, in unsafe.Pointer, count int, t *datatype.Type, out unsafe.Pointer, outsize, pos int) (int, error) {
+	if outsize < 0 {
+		return pos, newErr(mpi.ErrArg, fn, "outsize %d is negative", outsize)
+	}
+	b, err := buf(fn, in, count, t)
+	if err != nil {
+		return pos, err
+	}
+	n, err := datatype.Pack(unsafe.Slice((*byte)(out), outsize), pos, b.Mem, count, b.Type)
+	if err != nil {
+		return pos, newErr(mpi.ErrTruncate, fn, "%v", err)
+	}
+	return n, nil
 }
 
 func xUnpack(in unsafe.Pointer, insize int, pos *C.int, out unsafe.Pointer, count int, t *datatype.Type, c *mpi.Comm) error {
-	b, err := buf("MPI_Unpack", out, count, t)
-	if err != nil {
-		return err
-	}
-	n, err := datatype.Unpack(unsafe.Slice((*byte)(in), insize), int(*pos), b.Mem, count, b.Type)
-	if err != nil {
-		return newErr(mpi.ErrTruncate, "MPI_Unpack", "%v", err)
-	}
+	n, err := unpack("MPI_Unpack", in, insize, int(*pos), out, count, t)
 	*pos = C.int(n)
-	return nil
+	return err
+}
+
+// unpack is MPI_Unpack's and MPI_Unpack_c's translation: it unpacks from
+// position pos and returns the position after the data (pos on an error).
+func unpack(fn string, in unsafe.Pointer, insize, pos int, out unsafe.Pointer, count int, t *datatype.Type) (int, error) {
+	if insize < 0 {
+		return pos, newErr(mpi.ErrArg, fn, "insize %d is negative", insize)
+	}
+	b, err := buf(fn, out, count, t)
+	if err != nil {
+		return pos, err
+	}
+	n, err := datatype.Unpack(unsafe.Slice((*byte)(in), insize), pos, b.Mem, count, b.Type)
+	if err != nil {
+		return pos, newErr(mpi.ErrTruncate, fn, "%v", err)
+	}
+	return n, nil
 }
