@@ -249,38 +249,6 @@ var combinerCode = map[datatype.Combiner]C.int{
 	datatype.CombinerHindexedBlock: 19,
 }
 
-func xType_get_envelope(t *datatype.Type, nints, naddrs, ntypes, combiner *C.int) error {
-	e := t.GetEnvelope()
-	*nints, *naddrs, *ntypes, *combiner = C.int(e.NumInts), C.int(e.NumAddrs), C.int(e.NumTypes), combinerCode[e.Combiner]
-	return nil
-}
-
-func xType_get_contents(t *datatype.Type, maxints, maxaddrs, maxtypes int, ints_ *C.int, addrs *C.long, types_ *C.int) error {
-	is, as, ts, err := t.GetContents()
-	if err != nil {
-		return err
-	}
-	if len(is) > maxints || len(as) > maxaddrs || len(ts) > maxtypes {
-		return newErr(mpi.ErrArg, "MPI_Type_get_contents", "the arrays hold %d, %d, %d; the type has %d ints, %d addresses, %d types",
-			maxints, maxaddrs, maxtypes, len(is), len(as), len(ts))
-	}
-	is = mpiConstants(t.GetEnvelope().Combiner, is)
-	putInts(ints_, is)
-	if len(as) > 0 {
-		d := unsafe.Slice(addrs, len(as))
-		for i, a := range as {
-			d[i] = C.long(a)
-		}
-	}
-	if len(ts) > 0 {
-		d := unsafe.Slice(types_, len(ts))
-		for i, x := range ts {
-			d[i] = C.int(typeHandle(x))
-		}
-	}
-	return nil
-}
-
 // mpiConstants rewrites the order and distribution codes in a subarray's
 // or darray's integers from package datatype's values to MPI's.
 func mpiConstants(c datatype.Combiner, is []int) []int {

@@ -81,27 +81,28 @@ func xType_create_struct(count int, blocklens *C.int, displs *C.long, ts *C.int,
 }
 
 func xType_create_subarray(ndims int, sizes, subsizes, starts *C.int, order int, old *datatype.Type, out *C.int) error {
-	return subarray(ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims), order, old, out)
+	t, err := subarray(ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims), order, old)
+	return putType(t, err, out)
 }
 
 // subarray is MPI_Type_create_subarray's and its large-count form's
 // translation, with MPI's order code.
-func subarray(sizes, subsizes, starts []int, order int, old *datatype.Type, out *C.int) error {
+func subarray(sizes, subsizes, starts []int, order int, old *datatype.Type) (*datatype.Type, error) {
 	o := datatype.OrderC
 	if order == 57 { // MPI_ORDER_FORTRAN
 		o = datatype.OrderFortran
 	}
-	t, err := datatype.Subarray(sizes, subsizes, starts, o, old)
-	return putType(t, err, out)
+	return datatype.Subarray(sizes, subsizes, starts, o, old)
 }
 
 func xType_create_darray(size, rank, ndims int, gsizes, distribs, dargs, psizes *C.int, order int, old *datatype.Type, out *C.int) error {
-	return darray(size, rank, ndims, ints(gsizes, ndims), distribs, dargs, psizes, order, old, out)
+	t, err := darray(size, rank, ndims, ints(gsizes, ndims), distribs, dargs, psizes, order, old)
+	return putType(t, err, out)
 }
 
 // darray is MPI_Type_create_darray's and its large-count form's
 // translation, with MPI's distribution and order codes.
-func darray(size, rank, ndims int, gsizes []int, distribs, dargs, psizes *C.int, order int, old *datatype.Type, out *C.int) error {
+func darray(size, rank, ndims int, gsizes []int, distribs, dargs, psizes *C.int, order int, old *datatype.Type) (*datatype.Type, error) {
 	o := datatype.OrderC
 	if order == 57 {
 		o = datatype.OrderFortran
@@ -117,8 +118,7 @@ func darray(size, rank, ndims int, gsizes []int, distribs, dargs, psizes *C.int,
 			ds[i] = datatype.DistributeNone
 		}
 	}
-	t, err := datatype.Darray(size, rank, gsizes, ds, ints(dargs, ndims), ints(psizes, ndims), o, old)
-	return putType(t, err, out)
+	return datatype.Darray(size, rank, gsizes, ds, ints(dargs, ndims), ints(psizes, ndims), o, old)
 }
 
 func xType_create_resized(old *datatype.Type, lb, extent int, out *C.int) error {
@@ -160,6 +160,7 @@ func xType_free(h *C.int) error {
 	}
 	types.del(int32(*h))
 	typeHandles.Delete(t)
+	largeTypes.Delete(t)
 	*h = C.int(hDatatypeNull)
 	return t.Free()
 }

@@ -40,7 +40,7 @@ var cProgs = []struct {
 }{
 	{"p2p", "p2p.c", "mpicc.mpich", 3, []string{"ring", "isend-irecv-waitall", "wait-test", "sendrecv", "probe", "persistent", "iprobe"}, true, nil},
 	{"coll", "coll.c", "mpicc.mpich", 4, []string{"barrier", "bcast", "reduce", "maxloc", "user-op", "gather-scatter", "gatherv", "alltoall", "scan", "nonblocking-persistent", "large-count"}, true, nil},
-	{"dtype", "dtype.c", "mpicc.mpich", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count", "large-count-pack", "large-count-types", "match-size", "type-attributes"}, true, nil},
+	{"dtype", "dtype.c", "mpicc.mpich", 2, []string{"vector", "indexed", "struct-bottom", "resized", "subarray", "pack", "large-count", "large-count-pack", "large-count-types", "large-count-decode", "match-size", "type-attributes"}, true, nil},
 	{"comm", "comm.c", "mpicc.mpich", 3, []string{"split", "dup", "groups", "cart", "graph", "attributes", "info-mem", "comm-info", "intercomm"}, true, nil},
 	{"errors", "errors.c", "mpicc.mpich", 2, []string{"argument-errors", "truncate", "unsupported", "user-handler", "version"}, true,
 		[]string{"adimpi libmpich: MPI_File_delete is not implemented; it returns MPI_ERR_UNSUPPORTED_OPERATION (docs/c-abi.md lists what is)"}},

@@ -5528,7 +5528,7 @@ func cType_contiguous_c(count C.long, oldtype C.int, newtype *C.int) (rc C.int) 
 	if err != nil {
 		return fail(nil, err)
 	}
-	return done(nil, xType_contiguous(int(count), oldtype_, newtype))
+	return done(nil, xType_contiguous_c(int(count), oldtype_, newtype))
 }
 
 // MPI_Type_contiguous_c is MPI_Type_contiguous_c for C programs, with MPICH's signature.
@@ -5553,7 +5553,7 @@ func cType_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.i
 	if err != nil {
 		return fail(nil, err)
 	}
-	return done(nil, xType_vector(int(count), int(blocklength), int(stride), oldtype_, newtype))
+	return done(nil, xType_vector_c(int(count), int(blocklength), int(stride), oldtype_, newtype))
 }
 
 // MPI_Type_vector_c is MPI_Type_vector_c for C programs, with MPICH's signature.
@@ -5775,7 +5775,7 @@ func cType_create_hvector_c(count C.long, blocklength C.long, stride C.long, old
 	if err != nil {
 		return fail(nil, err)
 	}
-	return done(nil, xType_create_hvector(int(count), int(blocklength), int(stride), oldtype_, newtype))
+	return done(nil, xType_create_hvector_c(int(count), int(blocklength), int(stride), oldtype_, newtype))
 }
 
 // MPI_Type_create_hvector_c is MPI_Type_create_hvector_c for C programs, with MPICH's signature.
@@ -5895,7 +5895,7 @@ func cType_create_resized_c(oldtype C.int, lb C.long, extent C.long, newtype *C.
 	if err != nil {
 		return fail(nil, err)
 	}
-	return done(nil, xType_create_resized(oldtype_, int(lb), int(extent), newtype))
+	return done(nil, xType_create_resized_c(oldtype_, int(lb), int(extent), newtype))
 }
 
 // MPI_Type_create_resized_c is MPI_Type_create_resized_c for C programs, with MPICH's signature.
@@ -6010,6 +6010,56 @@ func MPI_Type_get_true_extent_c(datatype C.int, lb *C.long, extent *C.long) C.in
 //export PMPI_Type_get_true_extent_c
 func PMPI_Type_get_true_extent_c(datatype C.int, lb *C.long, extent *C.long) C.int {
 	return cType_get_true_extent_c(datatype, lb, extent)
+}
+
+// cType_get_envelope_c decodes MPI_Type_get_envelope_c's handles and runs its translation.
+func cType_get_envelope_c(datatype C.int, num_integers *C.long, num_addresses *C.long, num_large_counts *C.long, num_datatypes *C.long, combiner *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_envelope_c")
+	const fn = "MPI_Type_get_envelope_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_get_envelope_c(datatype_, num_integers, num_addresses, num_large_counts, num_datatypes, combiner))
+}
+
+// MPI_Type_get_envelope_c is MPI_Type_get_envelope_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_get_envelope_c
+func MPI_Type_get_envelope_c(datatype C.int, num_integers *C.long, num_addresses *C.long, num_large_counts *C.long, num_datatypes *C.long, combiner *C.int) C.int {
+	return cType_get_envelope_c(datatype, num_integers, num_addresses, num_large_counts, num_datatypes, combiner)
+}
+
+// PMPI_Type_get_envelope_c is MPI_Type_get_envelope_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_get_envelope_c
+func PMPI_Type_get_envelope_c(datatype C.int, num_integers *C.long, num_addresses *C.long, num_large_counts *C.long, num_datatypes *C.long, combiner *C.int) C.int {
+	return cType_get_envelope_c(datatype, num_integers, num_addresses, num_large_counts, num_datatypes, combiner)
+}
+
+// cType_get_contents_c decodes MPI_Type_get_contents_c's handles and runs its translation.
+func cType_get_contents_c(datatype C.int, max_integers C.long, max_addresses C.long, max_large_counts C.long, max_datatypes C.long, integers *C.int, addresses *C.long, large_counts *C.long, datatypes *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_contents_c")
+	const fn = "MPI_Type_get_contents_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_get_contents_c(datatype_, int(max_integers), int(max_addresses), int(max_large_counts), int(max_datatypes), integers, addresses, large_counts, datatypes))
+}
+
+// MPI_Type_get_contents_c is MPI_Type_get_contents_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_get_contents_c
+func MPI_Type_get_contents_c(datatype C.int, max_integers C.long, max_addresses C.long, max_large_counts C.long, max_datatypes C.long, integers *C.int, addresses *C.long, large_counts *C.long, datatypes *C.int) C.int {
+	return cType_get_contents_c(datatype, max_integers, max_addresses, max_large_counts, max_datatypes, integers, addresses, large_counts, datatypes)
+}
+
+// PMPI_Type_get_contents_c is MPI_Type_get_contents_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_get_contents_c
+func PMPI_Type_get_contents_c(datatype C.int, max_integers C.long, max_addresses C.long, max_large_counts C.long, max_datatypes C.long, integers *C.int, addresses *C.long, large_counts *C.long, datatypes *C.int) C.int {
+	return cType_get_contents_c(datatype, max_integers, max_addresses, max_large_counts, max_datatypes, integers, addresses, large_counts, datatypes)
 }
 
 // cStatus_set_elements decodes MPI_Status_set_elements's handles and runs its translation.
@@ -10735,8 +10785,6 @@ var unsupportedNames = [...]string{
 	"MPI_Type_create_f90_complex",
 	"MPI_Type_create_f90_integer",
 	"MPI_Type_create_f90_real",
-	"MPI_Type_get_contents_c",
-	"MPI_Type_get_envelope_c",
 	"MPI_Unpack_external",
 	"MPI_Unpack_external_c",
 }

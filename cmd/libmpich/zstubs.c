@@ -448,11 +448,7 @@ int MPI_Type_create_f90_integer() { return adimpi_unsupported(219); }
 int PMPI_Type_create_f90_integer() __attribute__((alias("MPI_Type_create_f90_integer")));
 int MPI_Type_create_f90_real() { return adimpi_unsupported(220); }
 int PMPI_Type_create_f90_real() __attribute__((alias("MPI_Type_create_f90_real")));
-int MPI_Type_get_contents_c() { return adimpi_unsupported(221); }
-int PMPI_Type_get_contents_c() __attribute__((alias("MPI_Type_get_contents_c")));
-int MPI_Type_get_envelope_c() { return adimpi_unsupported(222); }
-int PMPI_Type_get_envelope_c() __attribute__((alias("MPI_Type_get_envelope_c")));
-int MPI_Unpack_external() { return adimpi_unsupported(223); }
+int MPI_Unpack_external() { return adimpi_unsupported(221); }
 int PMPI_Unpack_external() __attribute__((alias("MPI_Unpack_external")));
-int MPI_Unpack_external_c() { return adimpi_unsupported(224); }
+int MPI_Unpack_external_c() { return adimpi_unsupported(222); }
 int PMPI_Unpack_external_c() __attribute__((alias("MPI_Unpack_external_c")));

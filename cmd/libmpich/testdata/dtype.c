@@ -44,6 +44,29 @@ static void same_type(const char *what, MPI_Datatype a, MPI_Datatype b) {
 	MPI_Type_free(&b);
 }
 
+/* check_decode checks MPI_Type_get_envelope_c's and _contents_c's answer
+ * for t: the combiner, ni integers, nc large counts (no addresses) and nd
+ * types, the first of them old; then frees t. */
+static void check_decode(const char *what, MPI_Datatype t, int comb, int ni, const int *wi, int nc, const MPI_Count *wc, int nd,
+			 MPI_Datatype old) {
+	MPI_Count ei, ea, ec, ed;
+	int ecomb;
+	MPI_Type_get_envelope_c(t, &ei, &ea, &ec, &ed, &ecomb);
+	CHECK(ecomb == comb && ei == ni && ea == 0 && ec == nc && ed == nd, "%s: envelope_c %d %ld %ld %ld %ld, want %d %d 0 %d %d", what,
+	      ecomb, (long)ei, (long)ea, (long)ec, (long)ed, comb, ni, nc, nd);
+	int gi[32];
+	MPI_Aint ga[1];
+	MPI_Count gc[32];
+	MPI_Datatype gt[8];
+	MPI_Type_get_contents_c(t, 32, 1, 32, 8, gi, ga, gc, gt);
+	for (int i = 0; i < ni; i++)
+		CHECK(gi[i] == wi[i], "%s: integer %d is %d, want %d", what, i, gi[i], wi[i]);
+	for (int i = 0; i < nc; i++)
+		CHECK(gc[i] == wc[i], "%s: large count %d is %ld, want %ld", what, i, (long)gc[i], (long)wc[i]);
+	CHECK(gt[0] == old, "%s: old type %#x, want %#x", what, gt[0], old);
+	MPI_Type_free(&t);
+}
+
 static int lc_calls, lc_class;
 static void lc_errh(MPI_Comm *c, int *code, ...) {
 	lc_calls++;
@@ -271,8 +294,52 @@ int main(int argc, char **argv) {
 			     MPI_ERR_TYPE);
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 	}
-	MPI_Errhandler_free(&lceh);
 	OK("large-count-types");
+
+	/* Decoding: a large-count constructor's type has its counts as
+	 * MPI_Counts, which only the _c forms return; an int one's are ints. */
+	{
+		MPI_Datatype t;
+		MPI_Count c3[3] = {3, 2, 24}, cv[3] = {4, 1, 5};
+		int iv3w[3] = {4, 1, 5};
+		MPI_Type_vector_c(4, 1, 5, MPI_DOUBLE, &t);
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, lceh);
+		int ni, na, nt, comb, iv8[8];
+		MPI_Aint av1[1];
+		MPI_Datatype tv1[1];
+		expect_class("get_envelope of a vector_c", MPI_Type_get_envelope(t, &ni, &na, &nt, &comb), MPI_ERR_TYPE);
+		expect_class("get_contents of a vector_c", MPI_Type_get_contents(t, 8, 1, 1, iv8, av1, tv1), MPI_ERR_TYPE);
+		MPI_Count gc[3];
+		expect_class("get_contents_c with room for 2 counts", MPI_Type_get_contents_c(t, 8, 1, 2, 1, iv8, av1, gc, tv1), MPI_ERR_ARG);
+		MPI_Count ei, ea, ec, ed;
+		expect_class("get_contents_c of MPI_INT", MPI_Type_get_contents_c(MPI_INT, 8, 1, 2, 1, iv8, av1, gc, tv1), MPI_ERR_TYPE);
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+		MPI_Type_get_envelope_c(MPI_INT, &ei, &ea, &ec, &ed, &comb);
+		CHECK(comb == MPI_COMBINER_NAMED && ei == 0 && ea == 0 && ec == 0 && ed == 0, "envelope_c of MPI_INT: %d", comb);
+		check_decode("vector_c", t, MPI_COMBINER_VECTOR, 0, NULL, 3, cv, 1, MPI_DOUBLE);
+		MPI_Type_vector(4, 1, 5, MPI_DOUBLE, &t);
+		check_decode("vector", t, MPI_COMBINER_VECTOR, 3, iv3w, 0, NULL, 1, MPI_DOUBLE);
+		MPI_Type_create_hvector_c(3, 2, 24, MPI_INT, &t);
+		check_decode("hvector_c", t, MPI_COMBINER_HVECTOR, 0, NULL, 3, c3, 1, MPI_INT);
+		MPI_Count sbl[3] = {2, 1, 3}, sdp[3] = {40, 0, 72}, sw[7] = {3, 2, 1, 3, 40, 0, 72};
+		MPI_Datatype sts[3] = {MPI_CHAR, MPI_DOUBLE, MPI_INT};
+		MPI_Type_create_struct_c(3, sbl, sdp, sts, &t);
+		check_decode("struct_c", t, MPI_COMBINER_STRUCT, 0, NULL, 7, sw, 3, MPI_CHAR);
+		MPI_Count ssz[3] = {4, 5, 6}, ssub[3] = {2, 3, 2}, sst[3] = {1, 2, 3}, saw[9] = {4, 5, 6, 2, 3, 2, 1, 2, 3};
+		int saiw[2] = {3, MPI_ORDER_FORTRAN};
+		MPI_Type_create_subarray_c(3, ssz, ssub, sst, MPI_ORDER_FORTRAN, MPI_SHORT, &t);
+		check_decode("subarray_c", t, MPI_COMBINER_SUBARRAY, 2, saiw, 9, saw, 1, MPI_SHORT);
+		MPI_Count dgs[2] = {6, 8};
+		int dist[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC}, darg[2] = {MPI_DISTRIBUTE_DFLT_DARG, 2}, psz[2] = {2, 2};
+		int daiw[12] = {4, 1, 2, MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_DFLT_DARG, 2, 2, 2, MPI_ORDER_C};
+		MPI_Type_create_darray_c(4, 1, 2, dgs, dist, darg, psz, MPI_ORDER_C, MPI_INT, &t);
+		check_decode("darray_c", t, MPI_COMBINER_DARRAY, 10, daiw, 2, dgs, 1, MPI_INT);
+		MPI_Count rw[2] = {-4, 20};
+		MPI_Type_create_resized_c(MPI_INT, -4, 20, &t);
+		check_decode("resized_c", t, MPI_COMBINER_RESIZED, 0, NULL, 2, rw, 1, MPI_INT);
+	}
+	MPI_Errhandler_free(&lceh);
+	OK("large-count-decode");
 
 	/* MPI_Type_match_size (ScaLAPACK's BLACS asks it): a predefined type of
 	 * the class and size, usable in a transfer; no type for a size the
