@@ -56,7 +56,7 @@ func xComm_get_info(c *mpi.Comm, out *C.int) error {
 	if v, ok := commHints.Load(c); ok {
 		d, err := v.(*mpi.Info).Dup()
 		if err != nil {
-			return err
+			return unraised(err)
 		}
 		i = d
 	}
@@ -72,6 +72,11 @@ func xComm_set_info(c *mpi.Comm, h int32) error {
 	if err != nil {
 		return err
 	}
+	return unraised(mergeHints(c, info))
+}
+
+// mergeHints adds info's keys to c's hints.
+func mergeHints(c *mpi.Comm, info *mpi.Info) error {
 	n, err := info.NKeys()
 	if err != nil {
 		return err

@@ -112,30 +112,53 @@ func infoOf(fn string, h int32) (*mpi.Info, error) {
 	return nil, errorf(28, fn, "invalid info handle %#x", uint32(h)) // MPI_ERR_INFO
 }
 
+// infoKey is an info call's key, checked as MPICH does: an empty key or
+// one over MPI_MAX_INFO_KEY bytes is MPI_ERR_INFO_KEY.
+func infoKey(fn string, key *C.char) (string, error) {
+	k := C.GoString(key)
+	if k == "" || len(k) > maxInfoKey {
+		return "", errorf(29, fn, "info key %q is empty or longer than %d bytes", k, maxInfoKey) // MPI_ERR_INFO_KEY
+	}
+	return k, nil
+}
+
 func xInfo_create(out *C.int) error {
 	*out = C.int(infos.add(mpi.NewInfo()))
 	return nil
 }
 
 func xInfo_set(h int32, key, value *C.char) error {
-	i, err := infoOf("MPI_Info_set", h)
+	const fn = "MPI_Info_set"
+	i, err := infoOf(fn, h)
 	if err != nil {
 		return err
 	}
-	return i.Set(C.GoString(key), C.GoString(value))
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
+	}
+	if v := C.GoString(value); len(v) > mpi.InfoMaxVal {
+		return errorf(30, fn, "the value of info key %q is %d bytes, longer than %d", k, len(v), mpi.InfoMaxVal) // MPI_ERR_INFO_VALUE
+	}
+	return unraised(i.Set(k, C.GoString(value)))
 }
 
 func xInfo_get(h int32, key *C.char, valuelen int, value *C.char, flag *C.int) error {
-	i, err := infoOf("MPI_Info_get", h)
+	const fn = "MPI_Info_get"
+	i, err := infoOf(fn, h)
 	if err != nil {
 		return err
 	}
-	v, ok, err := i.Get(C.GoString(key))
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
+	}
+	v, ok, err := i.Get(k)
 	*flag = cbool(ok)
 	if ok {
 		putString(v, value, valuelen+1, nil)
 	}
-	return err
+	return unraised(err)
 }
 
 // xInfo_get_string is MPI-4's MPI_Info_get: *buflen is the size of value
@@ -148,9 +171,9 @@ func xInfo_get_string(h int32, key *C.char, buflen *C.int, value *C.char, flag *
 	if err != nil {
 		return err
 	}
-	k := C.GoString(key)
-	if k == "" || len(k) > maxInfoKey {
-		return errorf(29, fn, "info key %q is empty or longer than %d bytes", k, maxInfoKey) // MPI_ERR_INFO_KEY
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
 	}
 	if buflen == nil || flag == nil {
 		return newErr(mpi.ErrArg, fn, "buflen or flag is NULL")
@@ -160,7 +183,7 @@ func xInfo_get_string(h int32, key *C.char, buflen *C.int, value *C.char, flag *
 	}
 	v, ok, err := i.Get(k)
 	if err != nil {
-		return err
+		return unraised(err)
 	}
 	*flag = cbool(ok)
 	if !ok {
@@ -174,13 +197,18 @@ func xInfo_get_string(h int32, key *C.char, buflen *C.int, value *C.char, flag *
 }
 
 func xInfo_get_valuelen(h int32, key *C.char, n *C.int, flag *C.int) error {
-	i, err := infoOf("MPI_Info_get_valuelen", h)
+	const fn = "MPI_Info_get_valuelen"
+	i, err := infoOf(fn, h)
 	if err != nil {
 		return err
 	}
-	v, ok, err := i.Get(C.GoString(key))
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
+	}
+	v, ok, err := i.Get(k)
 	*flag, *n = cbool(ok), C.int(len(v))
-	return err
+	return unraised(err)
 }
 
 func xInfo_get_nkeys(h int32, n *C.int) error {
@@ -190,7 +218,7 @@ func xInfo_get_nkeys(h int32, n *C.int) error {
 	}
 	k, err := i.NKeys()
 	*n = C.int(k)
-	return err
+	return unraised(err)
 }
 
 func xInfo_get_nthkey(h int32, n int, key *C.char) error {
@@ -202,15 +230,20 @@ func xInfo_get_nthkey(h int32, n int, key *C.char) error {
 	if err == nil {
 		putString(k, key, maxInfoKey+1, nil)
 	}
-	return err
+	return unraised(err)
 }
 
 func xInfo_delete(h int32, key *C.char) error {
-	i, err := infoOf("MPI_Info_delete", h)
+	const fn = "MPI_Info_delete"
+	i, err := infoOf(fn, h)
 	if err != nil {
 		return err
 	}
-	if err := i.Delete(C.GoString(key)); err != nil {
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
+	}
+	if err := i.Delete(k); err != nil {
 		return errorf(errInfoNokey, "MPI_Info_delete", "%v", err)
 	}
 	return nil
@@ -223,7 +256,7 @@ func xInfo_dup(h int32, out *C.int) error {
 	}
 	d, err := i.Dup()
 	if err != nil {
-		return err
+		return unraised(err)
 	}
 	*out = C.int(infos.add(d))
 	return nil
@@ -236,7 +269,7 @@ func xInfo_free(h *C.int) error {
 	}
 	infos.del(int32(*h))
 	*h = C.int(hInfoNull)
-	return i.Free()
+	return unraised(i.Free())
 }
 
 // Datatype decoding: MPICH's combiner numbers, and the MPI constants that

@@ -19,7 +19,7 @@ import (
 
 func putType(t *datatype.Type, err error, out *C.int) error {
 	if err != nil {
-		return err
+		return unraised(err)
 	}
 	*out = C.int(newType(t))
 	return nil
@@ -34,6 +34,15 @@ func aints(p *C.long, n int) []int {
 		out[i] = int(v)
 	}
 	return out
+}
+
+// checkArrayCount fails a constructor fn with MPI_ERR_COUNT for a
+// negative number of blocks or dimensions.
+func checkArrayCount(fn string, count int) error {
+	if count < 0 {
+		return newErr(mpi.ErrCount, fn, "count %d is negative", count)
+	}
+	return nil
 }
 
 func xType_contiguous(count int, old *datatype.Type, out *C.int) error {
@@ -52,26 +61,41 @@ func xType_create_hvector(count, blocklen int, stride int, old *datatype.Type, o
 }
 
 func xType_indexed(count int, blocklens, displs *C.int, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_indexed", count); err != nil {
+		return err
+	}
 	t, err := datatype.Indexed(ints(blocklens, count), ints(displs, count), old)
 	return putType(t, err, out)
 }
 
 func xType_create_hindexed(count int, blocklens *C.int, displs *C.long, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_hindexed", count); err != nil {
+		return err
+	}
 	t, err := datatype.Hindexed(ints(blocklens, count), aints(displs, count), old)
 	return putType(t, err, out)
 }
 
 func xType_create_indexed_block(count, blocklen int, displs *C.int, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_indexed_block", count); err != nil {
+		return err
+	}
 	t, err := datatype.IndexedBlock(blocklen, ints(displs, count), old)
 	return putType(t, err, out)
 }
 
 func xType_create_hindexed_block(count, blocklen int, displs *C.long, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_hindexed_block", count); err != nil {
+		return err
+	}
 	t, err := datatype.HindexedBlock(blocklen, aints(displs, count), old)
 	return putType(t, err, out)
 }
 
 func xType_create_struct(count int, blocklens *C.int, displs *C.long, ts *C.int, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_struct", count); err != nil {
+		return err
+	}
 	types, err := typeArray("MPI_Type_create_struct", ts, count)
 	if err != nil {
 		return err
@@ -81,6 +105,9 @@ func xType_create_struct(count int, blocklens *C.int, displs *C.long, ts *C.int,
 }
 
 func xType_create_subarray(ndims int, sizes, subsizes, starts *C.int, order int, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_subarray", ndims); err != nil {
+		return err
+	}
 	t, err := subarray(ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims), order, old)
 	return putType(t, err, out)
 }
@@ -96,6 +123,9 @@ func subarray(sizes, subsizes, starts []int, order int, old *datatype.Type) (*da
 }
 
 func xType_create_darray(size, rank, ndims int, gsizes, distribs, dargs, psizes *C.int, order int, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_darray", ndims); err != nil {
+		return err
+	}
 	t, err := darray(size, rank, ndims, ints(gsizes, ndims), distribs, dargs, psizes, order, old)
 	return putType(t, err, out)
 }
@@ -143,7 +173,7 @@ func xType_commit(h *C.int) error {
 	if err != nil {
 		return err
 	}
-	return t.Commit()
+	return unraised(t.Commit())
 }
 
 func xType_free(h *C.int) error {
@@ -162,7 +192,7 @@ func xType_free(h *C.int) error {
 	typeHandles.Delete(t)
 	largeTypes.Delete(t)
 	*h = C.int(hDatatypeNull)
-	return t.Free()
+	return unraised(t.Free())
 }
 
 func xType_size(t *datatype.Type, size *C.int) error {

@@ -39,15 +39,6 @@ func checkCount(fn string, count int, t *datatype.Type) error {
 	return nil
 }
 
-// checkArrayCount fails a constructor fn with MPI_ERR_COUNT for a
-// negative number of blocks or dimensions.
-func checkArrayCount(fn string, count int) error {
-	if count < 0 {
-		return newErr(mpi.ErrCount, fn, "count %d is negative", count)
-	}
-	return nil
-}
-
 // largeTypes holds the types a large-count constructor made (as keys):
 // MPI-4 decodes them with their counts and displacements as MPI_Counts,
 // which only MPI_Type_get_envelope_c and MPI_Type_get_contents_c return.

@@ -211,6 +211,12 @@ int main(int argc, char **argv) {
 	longkey[sizeof longkey - 1] = 0;
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh);
 	expect_class("get_string of a long key", MPI_Info_get_string(info, longkey, &bl, v, &flag), MPI_ERR_INFO_KEY);
+	expect_class("get of a long key", MPI_Info_get(info, longkey, 10, v, &flag), MPI_ERR_INFO_KEY);
+	expect_class("set of an empty key", MPI_Info_set(info, "", "x"), MPI_ERR_INFO_KEY);
+	static char longval[MPI_MAX_INFO_VAL + 2];
+	memset(longval, 'v', sizeof longval - 1);
+	expect_class("set of a long value", MPI_Info_set(info, "colour", longval), MPI_ERR_INFO_VALUE);
+	expect_class("nthkey beyond the keys", MPI_Info_get_nthkey(info, 5, v), MPI_ERR_ARG);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 	MPI_Info_free(&info);
 	CHECK(info == MPI_INFO_NULL, "info not nulled");

@@ -290,6 +290,11 @@ int main(int argc, char **argv) {
 		same_type("darray_c", a, b);
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, lceh);
 		expect_class("indexed_c of a negative count", MPI_Type_indexed_c(-1, cbl, cdp, MPI_INT, &b), MPI_ERR_COUNT);
+		expect_class("indexed of a negative count", MPI_Type_indexed(-1, ibl, idp, MPI_INT, &b), MPI_ERR_COUNT);
+		expect_class("vector_c of a negative count", MPI_Type_vector_c(-1, 1, 1, MPI_INT, &b), MPI_ERR_COUNT);
+		csub[0] = 5;
+		expect_class("subarray_c of a subsize beyond the size", MPI_Type_create_subarray_c(3, csz3, csub, cst, MPI_ORDER_C, MPI_INT, &b),
+			     MPI_ERR_ARG);
 		expect_class("struct_c of a null type", MPI_Type_create_struct_c(1, cbl, chdp, (MPI_Datatype[]){MPI_DATATYPE_NULL}, &b),
 			     MPI_ERR_TYPE);
 		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
