@@ -272,40 +272,6 @@ func xInfo_free(h *C.int) error {
 	return unraised(i.Free())
 }
 
-// Datatype decoding: MPICH's combiner numbers, and the MPI constants that
-// subarray and darray contents hold.
-var combinerCode = map[datatype.Combiner]C.int{
-	datatype.CombinerNamed: 1, datatype.CombinerDup: 2, datatype.CombinerContiguous: 3,
-	datatype.CombinerVector: 4, datatype.CombinerHvector: 6, datatype.CombinerIndexed: 7,
-	datatype.CombinerHindexed: 9, datatype.CombinerIndexedBlock: 10, datatype.CombinerStruct: 12,
-	datatype.CombinerSubarray: 13, datatype.CombinerDarray: 14, datatype.CombinerResized: 18,
-	datatype.CombinerHindexedBlock: 19,
-}
-
-// mpiConstants rewrites the order and distribution codes in a subarray's
-// or darray's integers from package datatype's values to MPI's.
-func mpiConstants(c datatype.Combiner, is []int) []int {
-	order := func(i int) {
-		if i < len(is) {
-			is[i] = 56 + is[i] // MPI_ORDER_C, MPI_ORDER_FORTRAN
-		}
-	}
-	switch c {
-	case datatype.CombinerSubarray:
-		order(len(is) - 1)
-	case datatype.CombinerDarray:
-		if len(is) < 3 {
-			return is
-		}
-		nd := is[2]
-		for i := 3 + nd; i < 3+2*nd && i < len(is); i++ {
-			is[i] = map[int]int{int(datatype.DistributeBlock): 121, int(datatype.DistributeCyclic): 122, int(datatype.DistributeNone): 123}[is[i]]
-		}
-		order(len(is) - 1)
-	}
-	return is
-}
-
 func xIsendrecv(sp unsafe.Pointer, scount int, st *datatype.Type, dest, stag int, rp unsafe.Pointer, rcount int, rt *datatype.Type, src, rtag int, c *mpi.Comm, req *C.int) error {
 	sb, err := buf("MPI_Isendrecv", sp, scount, st)
 	if err != nil {
