@@ -20,6 +20,9 @@ func xComm_dup(c *mpi.Comm, out *C.int) error {
 	if err != nil {
 		return err
 	}
+	if err := copyHints(c, n); err != nil {
+		return err
+	}
 	*out = C.int(newComm(n))
 	return nil
 }
@@ -27,6 +30,9 @@ func xComm_dup(c *mpi.Comm, out *C.int) error {
 func xComm_idup(c *mpi.Comm, out *C.int, req *C.int) error {
 	n, r, err := c.Idup()
 	if err != nil {
+		return err
+	}
+	if err := copyHints(c, n); err != nil {
 		return err
 	}
 	*out = C.int(newComm(n))
@@ -83,6 +89,7 @@ func xComm_free(h *C.int) error {
 	if err := c.Free(); err != nil {
 		return err
 	}
+	dropHints(c)
 	comms.del(int32(*h))
 	*h = C.int(hCommNull)
 	return nil
@@ -391,6 +398,103 @@ func xGraph_neighbors(c *mpi.Comm, rank, maxn int, out *C.int) error {
 	}
 	putInts(out, nb[:min(maxn, len(nb))])
 	return nil
+}
+
+// graphLists are a graph topology's index and edges arrays, as
+// MPI_Graph_create had them: the mpi package gives each node's neighbours,
+// which in node order are the edges, and their running counts the index.
+func graphLists(fn string, c *mpi.Comm) (index, edges []int, err error) {
+	if c.Topo() != mpi.TopoGraph {
+		return nil, nil, newErr(mpi.ErrTopology, fn, "%s has no graph topology", c.Name())
+	}
+	for r := range c.Size() {
+		nb, err := c.GraphNeighbors(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		edges = append(edges, nb...)
+		index = append(index, len(edges))
+	}
+	return index, edges, nil
+}
+
+func xGraphdims_get(c *mpi.Comm, nnodes, nedges *C.int) error {
+	index, edges, err := graphLists("MPI_Graphdims_get", c)
+	if err != nil {
+		return err
+	}
+	*nnodes, *nedges = C.int(len(index)), C.int(len(edges))
+	return nil
+}
+
+// xGraph_get stores as much of the index and edges arrays as maxindex and
+// maxedges allow, as MPICH does.
+func xGraph_get(c *mpi.Comm, maxindex, maxedges int, index, edges *C.int) error {
+	const fn = "MPI_Graph_get"
+	if maxindex < 0 || maxedges < 0 {
+		return newErr(mpi.ErrArg, fn, "maxindex %d or maxedges %d is negative", maxindex, maxedges)
+	}
+	idx, e, err := graphLists(fn, c)
+	if err != nil {
+		return err
+	}
+	putInts(index, idx[:min(maxindex, len(idx))])
+	putInts(edges, e[:min(maxedges, len(e))])
+	return nil
+}
+
+// mapRank is MPI_Cart_map's and MPI_Graph_map's answer for a topology of
+// n processes over c: ranks are not reordered, so a process keeps its rank
+// if it is among the first n and is left out (MPI_UNDEFINED) otherwise.
+func mapRank(fn string, c *mpi.Comm, n int, class mpi.Class, newrank *C.int) error {
+	if c.IsInter() {
+		return newErr(mpi.ErrComm, fn, "%s is an intercommunicator", c.Name())
+	}
+	if n > c.Size() {
+		return newErr(class, fn, "a topology of %d processes is larger than %s (%d)", n, c.Name(), c.Size())
+	}
+	*newrank = C.int(mpi.Undefined)
+	if c.Rank() < n {
+		*newrank = C.int(c.Rank())
+	}
+	return nil
+}
+
+func xCart_map(c *mpi.Comm, ndims int, dims, periods *C.int, newrank *C.int) error {
+	const fn = "MPI_Cart_map"
+	if ndims < 0 {
+		return newErr(mpi.ErrDims, fn, "ndims %d is negative", ndims)
+	}
+	n := 1
+	for i, d := range ints(dims, ndims) {
+		if d <= 0 {
+			return newErr(mpi.ErrDims, fn, "dims[%d] = %d is not positive", i, d)
+		}
+		if n *= d; n > c.Size() {
+			return newErr(mpi.ErrDims, fn, "the grid's first %d dimensions already hold %d processes, more than %s's %d", i+1, n, c.Name(), c.Size())
+		}
+	}
+	return mapRank(fn, c, n, mpi.ErrDims, newrank)
+}
+
+func xGraph_map(c *mpi.Comm, nnodes int, index, edges *C.int, newrank *C.int) error {
+	const fn = "MPI_Graph_map"
+	if nnodes <= 0 {
+		return newErr(mpi.ErrArg, fn, "nnodes %d is not positive", nnodes)
+	}
+	prev := 0
+	for i, x := range ints(index, nnodes) {
+		if x < prev {
+			return newErr(mpi.ErrArg, fn, "index[%d] = %d is below index[%d] = %d", i, x, i-1, prev)
+		}
+		prev = x
+	}
+	for i, e := range ints(edges, prev) {
+		if e < 0 || e >= nnodes {
+			return newErr(mpi.ErrArg, fn, "edges[%d] = %d is outside the graph's %d nodes", i, e, nnodes)
+		}
+	}
+	return mapRank(fn, c, nnodes, mpi.ErrArg, newrank)
 }
 
 func xTopo_test(c *mpi.Comm, kind *C.int) error {

@@ -67,7 +67,22 @@ func xType_ub(t *datatype.Type, ub *C.long) error {
 	return nil
 }
 
-func xComm_dup_with_info(c *mpi.Comm, info int32, out *C.int) error { return xComm_dup(c, out) }
+// xComm_dup_with_info duplicates c with info's hints instead of c's.
+func xComm_dup_with_info(c *mpi.Comm, h int32, out *C.int) error {
+	info, err := infoOrNil("MPI_Comm_dup_with_info", h)
+	if err != nil {
+		return err
+	}
+	n, err := c.Dup()
+	if err != nil {
+		return err
+	}
+	if err := setHints(n, info); err != nil {
+		return err
+	}
+	*out = C.int(newComm(n))
+	return nil
+}
 
 // MPI_Alloc_mem's memory is C memory: nothing in Go keeps it alive or
 // moves it.
@@ -97,40 +112,103 @@ func infoOf(fn string, h int32) (*mpi.Info, error) {
 	return nil, errorf(28, fn, "invalid info handle %#x", uint32(h)) // MPI_ERR_INFO
 }
 
+// infoKey is an info call's key, checked as MPICH does: an empty key or
+// one over MPI_MAX_INFO_KEY bytes is MPI_ERR_INFO_KEY.
+func infoKey(fn string, key *C.char) (string, error) {
+	k := C.GoString(key)
+	if k == "" || len(k) > maxInfoKey {
+		return "", errorf(29, fn, "info key %q is empty or longer than %d bytes", k, maxInfoKey) // MPI_ERR_INFO_KEY
+	}
+	return k, nil
+}
+
 func xInfo_create(out *C.int) error {
 	*out = C.int(infos.add(mpi.NewInfo()))
 	return nil
 }
 
 func xInfo_set(h int32, key, value *C.char) error {
-	i, err := infoOf("MPI_Info_set", h)
+	const fn = "MPI_Info_set"
+	i, err := infoOf(fn, h)
 	if err != nil {
 		return err
 	}
-	return i.Set(C.GoString(key), C.GoString(value))
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
+	}
+	if v := C.GoString(value); len(v) > mpi.InfoMaxVal {
+		return errorf(30, fn, "the value of info key %q is %d bytes, longer than %d", k, len(v), mpi.InfoMaxVal) // MPI_ERR_INFO_VALUE
+	}
+	return unraised(i.Set(k, C.GoString(value)))
 }
 
 func xInfo_get(h int32, key *C.char, valuelen int, value *C.char, flag *C.int) error {
-	i, err := infoOf("MPI_Info_get", h)
+	const fn = "MPI_Info_get"
+	i, err := infoOf(fn, h)
 	if err != nil {
 		return err
 	}
-	v, ok, err := i.Get(C.GoString(key))
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
+	}
+	v, ok, err := i.Get(k)
 	*flag = cbool(ok)
 	if ok {
 		putString(v, value, valuelen+1, nil)
 	}
-	return err
+	return unraised(err)
 }
 
-func xInfo_get_valuelen(h int32, key *C.char, n *C.int, flag *C.int) error {
-	i, err := infoOf("MPI_Info_get_valuelen", h)
+// xInfo_get_string is MPI-4's MPI_Info_get: *buflen is the size of value
+// (with its NUL) on entry and the size the whole value needs on return; a
+// longer value is cut to fit, a zero buflen leaves value alone. A key that
+// is not set leaves both alone and clears flag.
+func xInfo_get_string(h int32, key *C.char, buflen *C.int, value *C.char, flag *C.int) error {
+	const fn = "MPI_Info_get_string"
+	i, err := infoOf(fn, h)
 	if err != nil {
 		return err
 	}
-	v, ok, err := i.Get(C.GoString(key))
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
+	}
+	if buflen == nil || flag == nil {
+		return newErr(mpi.ErrArg, fn, "buflen or flag is NULL")
+	}
+	if *buflen < 0 {
+		return newErr(mpi.ErrArg, fn, "buflen %d is negative", *buflen)
+	}
+	v, ok, err := i.Get(k)
+	if err != nil {
+		return unraised(err)
+	}
+	*flag = cbool(ok)
+	if !ok {
+		return nil
+	}
+	if *buflen > 0 {
+		putString(v, value, int(*buflen), nil)
+	}
+	*buflen = C.int(len(v) + 1)
+	return nil
+}
+
+func xInfo_get_valuelen(h int32, key *C.char, n *C.int, flag *C.int) error {
+	const fn = "MPI_Info_get_valuelen"
+	i, err := infoOf(fn, h)
+	if err != nil {
+		return err
+	}
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
+	}
+	v, ok, err := i.Get(k)
 	*flag, *n = cbool(ok), C.int(len(v))
-	return err
+	return unraised(err)
 }
 
 func xInfo_get_nkeys(h int32, n *C.int) error {
@@ -140,7 +218,7 @@ func xInfo_get_nkeys(h int32, n *C.int) error {
 	}
 	k, err := i.NKeys()
 	*n = C.int(k)
-	return err
+	return unraised(err)
 }
 
 func xInfo_get_nthkey(h int32, n int, key *C.char) error {
@@ -152,15 +230,20 @@ func xInfo_get_nthkey(h int32, n int, key *C.char) error {
 	if err == nil {
 		putString(k, key, maxInfoKey+1, nil)
 	}
-	return err
+	return unraised(err)
 }
 
 func xInfo_delete(h int32, key *C.char) error {
-	i, err := infoOf("MPI_Info_delete", h)
+	const fn = "MPI_Info_delete"
+	i, err := infoOf(fn, h)
 	if err != nil {
 		return err
 	}
-	if err := i.Delete(C.GoString(key)); err != nil {
+	k, err := infoKey(fn, key)
+	if err != nil {
+		return err
+	}
+	if err := i.Delete(k); err != nil {
 		return errorf(errInfoNokey, "MPI_Info_delete", "%v", err)
 	}
 	return nil
@@ -173,7 +256,7 @@ func xInfo_dup(h int32, out *C.int) error {
 	}
 	d, err := i.Dup()
 	if err != nil {
-		return err
+		return unraised(err)
 	}
 	*out = C.int(infos.add(d))
 	return nil
@@ -186,73 +269,7 @@ func xInfo_free(h *C.int) error {
 	}
 	infos.del(int32(*h))
 	*h = C.int(hInfoNull)
-	return i.Free()
-}
-
-// Datatype decoding: MPICH's combiner numbers, and the MPI constants that
-// subarray and darray contents hold.
-var combinerCode = map[datatype.Combiner]C.int{
-	datatype.CombinerNamed: 1, datatype.CombinerDup: 2, datatype.CombinerContiguous: 3,
-	datatype.CombinerVector: 4, datatype.CombinerHvector: 6, datatype.CombinerIndexed: 7,
-	datatype.CombinerHindexed: 9, datatype.CombinerIndexedBlock: 10, datatype.CombinerStruct: 12,
-	datatype.CombinerSubarray: 13, datatype.CombinerDarray: 14, datatype.CombinerResized: 18,
-	datatype.CombinerHindexedBlock: 19,
-}
-
-func xType_get_envelope(t *datatype.Type, nints, naddrs, ntypes, combiner *C.int) error {
-	e := t.GetEnvelope()
-	*nints, *naddrs, *ntypes, *combiner = C.int(e.NumInts), C.int(e.NumAddrs), C.int(e.NumTypes), combinerCode[e.Combiner]
-	return nil
-}
-
-func xType_get_contents(t *datatype.Type, maxints, maxaddrs, maxtypes int, ints_ *C.int, addrs *C.long, types_ *C.int) error {
-	is, as, ts, err := t.GetContents()
-	if err != nil {
-		return err
-	}
-	if len(is) > maxints || len(as) > maxaddrs || len(ts) > maxtypes {
-		return newErr(mpi.ErrArg, "MPI_Type_get_contents", "the arrays hold %d, %d, %d; the type has %d ints, %d addresses, %d types",
-			maxints, maxaddrs, maxtypes, len(is), len(as), len(ts))
-	}
-	is = mpiConstants(t.GetEnvelope().Combiner, is)
-	putInts(ints_, is)
-	if len(as) > 0 {
-		d := unsafe.Slice(addrs, len(as))
-		for i, a := range as {
-			d[i] = C.long(a)
-		}
-	}
-	if len(ts) > 0 {
-		d := unsafe.Slice(types_, len(ts))
-		for i, x := range ts {
-			d[i] = C.int(typeHandle(x))
-		}
-	}
-	return nil
-}
-
-// mpiConstants rewrites the order and distribution codes in a subarray's
-// or darray's integers from package datatype's values to MPI's.
-func mpiConstants(c datatype.Combiner, is []int) []int {
-	order := func(i int) {
-		if i < len(is) {
-			is[i] = 56 + is[i] // MPI_ORDER_C, MPI_ORDER_FORTRAN
-		}
-	}
-	switch c {
-	case datatype.CombinerSubarray:
-		order(len(is) - 1)
-	case datatype.CombinerDarray:
-		if len(is) < 3 {
-			return is
-		}
-		nd := is[2]
-		for i := 3 + nd; i < 3+2*nd && i < len(is); i++ {
-			is[i] = map[int]int{int(datatype.DistributeBlock): 121, int(datatype.DistributeCyclic): 122, int(datatype.DistributeNone): 123}[is[i]]
-		}
-		order(len(is) - 1)
-	}
-	return is
+	return unraised(i.Free())
 }
 
 func xIsendrecv(sp unsafe.Pointer, scount int, st *datatype.Type, dest, stag int, rp unsafe.Pointer, rcount int, rt *datatype.Type, src, rtag int, c *mpi.Comm, req *C.int) error {
@@ -285,8 +302,22 @@ func xIsendrecv_replace(p unsafe.Pointer, count int, t *datatype.Type, dest, sta
 	return nil
 }
 
-func xComm_idup_with_info(c *mpi.Comm, info int32, out *C.int, req *C.int) error {
-	return xComm_idup(c, out, req)
+// xComm_idup_with_info is xComm_dup_with_info's non-blocking form.
+func xComm_idup_with_info(c *mpi.Comm, h int32, out *C.int, req *C.int) error {
+	info, err := infoOrNil("MPI_Comm_idup_with_info", h)
+	if err != nil {
+		return err
+	}
+	n, r, err := c.Idup()
+	if err != nil {
+		return err
+	}
+	if err := setHints(n, info); err != nil {
+		return err
+	}
+	*out = C.int(newComm(n))
+	*req = C.int(requests.add(reqEntry{r: r}))
+	return nil
 }
 
 // narrow copies the MPI_Count or MPI_Aint array of a large-count

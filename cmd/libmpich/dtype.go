@@ -19,7 +19,7 @@ import (
 
 func putType(t *datatype.Type, err error, out *C.int) error {
 	if err != nil {
-		return err
+		return unraised(err)
 	}
 	*out = C.int(newType(t))
 	return nil
@@ -34,6 +34,15 @@ func aints(p *C.long, n int) []int {
 		out[i] = int(v)
 	}
 	return out
+}
+
+// checkArrayCount fails a constructor fn with MPI_ERR_COUNT for a
+// negative number of blocks or dimensions.
+func checkArrayCount(fn string, count int) error {
+	if count < 0 {
+		return newErr(mpi.ErrCount, fn, "count %d is negative", count)
+	}
+	return nil
 }
 
 func xType_contiguous(count int, old *datatype.Type, out *C.int) error {
@@ -52,26 +61,41 @@ func xType_create_hvector(count, blocklen int, stride int, old *datatype.Type, o
 }
 
 func xType_indexed(count int, blocklens, displs *C.int, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_indexed", count); err != nil {
+		return err
+	}
 	t, err := datatype.Indexed(ints(blocklens, count), ints(displs, count), old)
 	return putType(t, err, out)
 }
 
 func xType_create_hindexed(count int, blocklens *C.int, displs *C.long, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_hindexed", count); err != nil {
+		return err
+	}
 	t, err := datatype.Hindexed(ints(blocklens, count), aints(displs, count), old)
 	return putType(t, err, out)
 }
 
 func xType_create_indexed_block(count, blocklen int, displs *C.int, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_indexed_block", count); err != nil {
+		return err
+	}
 	t, err := datatype.IndexedBlock(blocklen, ints(displs, count), old)
 	return putType(t, err, out)
 }
 
 func xType_create_hindexed_block(count, blocklen int, displs *C.long, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_hindexed_block", count); err != nil {
+		return err
+	}
 	t, err := datatype.HindexedBlock(blocklen, aints(displs, count), old)
 	return putType(t, err, out)
 }
 
 func xType_create_struct(count int, blocklens *C.int, displs *C.long, ts *C.int, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_struct", count); err != nil {
+		return err
+	}
 	types, err := typeArray("MPI_Type_create_struct", ts, count)
 	if err != nil {
 		return err
@@ -81,15 +105,34 @@ func xType_create_struct(count int, blocklens *C.int, displs *C.long, ts *C.int,
 }
 
 func xType_create_subarray(ndims int, sizes, subsizes, starts *C.int, order int, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_subarray", ndims); err != nil {
+		return err
+	}
+	t, err := subarray(ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims), order, old)
+	return putType(t, err, out)
+}
+
+// subarray is MPI_Type_create_subarray's and its large-count form's
+// translation, with MPI's order code.
+func subarray(sizes, subsizes, starts []int, order int, old *datatype.Type) (*datatype.Type, error) {
 	o := datatype.OrderC
 	if order == 57 { // MPI_ORDER_FORTRAN
 		o = datatype.OrderFortran
 	}
-	t, err := datatype.Subarray(ints(sizes, ndims), ints(subsizes, ndims), ints(starts, ndims), o, old)
-	return putType(t, err, out)
+	return datatype.Subarray(sizes, subsizes, starts, o, old)
 }
 
 func xType_create_darray(size, rank, ndims int, gsizes, distribs, dargs, psizes *C.int, order int, old *datatype.Type, out *C.int) error {
+	if err := checkArrayCount("MPI_Type_create_darray", ndims); err != nil {
+		return err
+	}
+	t, err := darray(size, rank, ndims, ints(gsizes, ndims), distribs, dargs, psizes, order, old)
+	return putType(t, err, out)
+}
+
+// darray is MPI_Type_create_darray's and its large-count form's
+// translation, with MPI's distribution and order codes.
+func darray(size, rank, ndims int, gsizes []int, distribs, dargs, psizes *C.int, order int, old *datatype.Type) (*datatype.Type, error) {
 	o := datatype.OrderC
 	if order == 57 {
 		o = datatype.OrderFortran
@@ -105,8 +148,7 @@ func xType_create_darray(size, rank, ndims int, gsizes, distribs, dargs, psizes 
 			ds[i] = datatype.DistributeNone
 		}
 	}
-	t, err := datatype.Darray(size, rank, ints(gsizes, ndims), ds, ints(dargs, ndims), ints(psizes, ndims), o, old)
-	return putType(t, err, out)
+	return datatype.Darray(size, rank, gsizes, ds, ints(dargs, ndims), ints(psizes, ndims), o, old)
 }
 
 func xType_create_resized(old *datatype.Type, lb, extent int, out *C.int) error {
@@ -131,7 +173,7 @@ func xType_commit(h *C.int) error {
 	if err != nil {
 		return err
 	}
-	return t.Commit()
+	return unraised(t.Commit())
 }
 
 func xType_free(h *C.int) error {
@@ -148,8 +190,9 @@ func xType_free(h *C.int) error {
 	}
 	types.del(int32(*h))
 	typeHandles.Delete(t)
+	largeTypes.Delete(t)
 	*h = C.int(hDatatypeNull)
-	return t.Free()
+	return unraised(t.Free())
 }
 
 func xType_size(t *datatype.Type, size *C.int) error {
@@ -236,27 +279,47 @@ func xPack_size(count int, t *datatype.Type, c *mpi.Comm, size *C.int) error {
 }
 
 func xPack(in unsafe.Pointer, count int, t *datatype.Type, out unsafe.Pointer, outsize int, pos *C.int, c *mpi.Comm) error {
-	b, err := buf("MPI_Pack", in, count, t)
-	if err != nil {
-		return err
-	}
-	n, err := datatype.Pack(unsafe.Slice((*byte)(out), outsize), int(*pos), b.Mem, count, b.Type)
-	if err != nil {
-		return newErr(mpi.ErrTruncate, "MPI_Pack", "%v", err)
-	}
+	n, err := pack("MPI_Pack", in, count, t, out, outsize, int(*pos))
 	*pos = C.int(n)
-	return nil
+	return err
+}
+
+// pack is MPI_Pack's and MPI_Pack_c's translation: it packs from position
+// pos and returns the position after the data (pos on an error).
+func pack(fn string, in unsafe.Pointer, count int, t *datatype.Type, out unsafe.Pointer, outsize, pos int) (int, error) {
+	if outsize < 0 {
+		return pos, newErr(mpi.ErrArg, fn, "outsize %d is negative", outsize)
+	}
+	b, err := buf(fn, in, count, t)
+	if err != nil {
+		return pos, err
+	}
+	n, err := datatype.Pack(unsafe.Slice((*byte)(out), outsize), pos, b.Mem, count, b.Type)
+	if err != nil {
+		return pos, newErr(mpi.ErrTruncate, fn, "%v", err)
+	}
+	return n, nil
 }
 
 func xUnpack(in unsafe.Pointer, insize int, pos *C.int, out unsafe.Pointer, count int, t *datatype.Type, c *mpi.Comm) error {
-	b, err := buf("MPI_Unpack", out, count, t)
-	if err != nil {
-		return err
-	}
-	n, err := datatype.Unpack(unsafe.Slice((*byte)(in), insize), int(*pos), b.Mem, count, b.Type)
-	if err != nil {
-		return newErr(mpi.ErrTruncate, "MPI_Unpack", "%v", err)
-	}
+	n, err := unpack("MPI_Unpack", in, insize, int(*pos), out, count, t)
 	*pos = C.int(n)
-	return nil
+	return err
+}
+
+// unpack is MPI_Unpack's and MPI_Unpack_c's translation: it unpacks from
+// position pos and returns the position after the data (pos on an error).
+func unpack(fn string, in unsafe.Pointer, insize, pos int, out unsafe.Pointer, count int, t *datatype.Type) (int, error) {
+	if insize < 0 {
+		return pos, newErr(mpi.ErrArg, fn, "insize %d is negative", insize)
+	}
+	b, err := buf(fn, out, count, t)
+	if err != nil {
+		return pos, err
+	}
+	n, err := datatype.Unpack(unsafe.Slice((*byte)(in), insize), pos, b.Mem, count, b.Type)
+	if err != nil {
+		return pos, newErr(mpi.ErrTruncate, fn, "%v", err)
+	}
+	return n, nil
 }

@@ -66,6 +66,19 @@ func newErr(c mpi.Class, fn, format string, args ...any) error {
 	return &localErr{adi.Errorf(c, fn, format, args...)}
 }
 
+// unraised makes an error no error handler has seen this layer's, so that
+// done runs the call's handler (MPI_COMM_WORLD's if it has no
+// communicator) for it as for the errors this layer finds: those of
+// package datatype and of the mpi package's Info objects, and of the mpi
+// calls without a communicator (ports, the name service).
+func unraised(err error) error {
+	var le *localErr
+	if err == nil || errors.As(err, &le) {
+		return err
+	}
+	return &localErr{err}
+}
+
 // fail runs c's error handler (MPI_COMM_WORLD's for nil) for an error this
 // layer found, and returns its code.
 func fail(c *mpi.Comm, err error) C.int {

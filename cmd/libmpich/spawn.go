@@ -22,15 +22,6 @@ import (
 
 const maxPortName = 256 // MPI_MAX_PORT_NAME
 
-// unraised marks an error of a call the mpi package does not raise (it has
-// no communicator), so that done runs MPI_COMM_WORLD's handler for it.
-func unraised(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &localErr{err}
-}
-
 // cStrings reads a NULL-terminated C array of strings (nil for NULL).
 func cStrings(p unsafe.Pointer) []string {
 	if p == nil {
@@ -167,6 +158,7 @@ func xComm_disconnect(h *C.int) error {
 	if err := mpi.CommDisconnect(c); err != nil {
 		return err
 	}
+	dropHints(c)
 	comms.del(int32(*h))
 	*h = C.int(hCommNull)
 	return nil

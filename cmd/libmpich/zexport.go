@@ -4717,6 +4717,106 @@ func PMPI_Graph_neighbors(comm C.int, rank C.int, maxneighbors C.int, neighbors 
 	return cGraph_neighbors(comm, rank, maxneighbors, neighbors)
 }
 
+// cGraphdims_get decodes MPI_Graphdims_get's handles and runs its translation.
+func cGraphdims_get(comm C.int, nnodes *C.int, nedges *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Graphdims_get")
+	const fn = "MPI_Graphdims_get"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xGraphdims_get(comm_, nnodes, nedges))
+}
+
+// MPI_Graphdims_get is MPI_Graphdims_get for C programs, with MPICH's signature.
+//
+//export MPI_Graphdims_get
+func MPI_Graphdims_get(comm C.int, nnodes *C.int, nedges *C.int) C.int {
+	return cGraphdims_get(comm, nnodes, nedges)
+}
+
+// PMPI_Graphdims_get is MPI_Graphdims_get for C programs, with MPICH's signature.
+//
+//export PMPI_Graphdims_get
+func PMPI_Graphdims_get(comm C.int, nnodes *C.int, nedges *C.int) C.int {
+	return cGraphdims_get(comm, nnodes, nedges)
+}
+
+// cGraph_get decodes MPI_Graph_get's handles and runs its translation.
+func cGraph_get(comm C.int, maxindex C.int, maxedges C.int, index *C.int, edges *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Graph_get")
+	const fn = "MPI_Graph_get"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xGraph_get(comm_, int(maxindex), int(maxedges), index, edges))
+}
+
+// MPI_Graph_get is MPI_Graph_get for C programs, with MPICH's signature.
+//
+//export MPI_Graph_get
+func MPI_Graph_get(comm C.int, maxindex C.int, maxedges C.int, index *C.int, edges *C.int) C.int {
+	return cGraph_get(comm, maxindex, maxedges, index, edges)
+}
+
+// PMPI_Graph_get is MPI_Graph_get for C programs, with MPICH's signature.
+//
+//export PMPI_Graph_get
+func PMPI_Graph_get(comm C.int, maxindex C.int, maxedges C.int, index *C.int, edges *C.int) C.int {
+	return cGraph_get(comm, maxindex, maxedges, index, edges)
+}
+
+// cCart_map decodes MPI_Cart_map's handles and runs its translation.
+func cCart_map(comm C.int, ndims C.int, dims *C.int, periods *C.int, newrank *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Cart_map")
+	const fn = "MPI_Cart_map"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xCart_map(comm_, int(ndims), dims, periods, newrank))
+}
+
+// MPI_Cart_map is MPI_Cart_map for C programs, with MPICH's signature.
+//
+//export MPI_Cart_map
+func MPI_Cart_map(comm C.int, ndims C.int, dims *C.int, periods *C.int, newrank *C.int) C.int {
+	return cCart_map(comm, ndims, dims, periods, newrank)
+}
+
+// PMPI_Cart_map is MPI_Cart_map for C programs, with MPICH's signature.
+//
+//export PMPI_Cart_map
+func PMPI_Cart_map(comm C.int, ndims C.int, dims *C.int, periods *C.int, newrank *C.int) C.int {
+	return cCart_map(comm, ndims, dims, periods, newrank)
+}
+
+// cGraph_map decodes MPI_Graph_map's handles and runs its translation.
+func cGraph_map(comm C.int, nnodes C.int, index *C.int, edges *C.int, newrank *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Graph_map")
+	const fn = "MPI_Graph_map"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xGraph_map(comm_, int(nnodes), index, edges, newrank))
+}
+
+// MPI_Graph_map is MPI_Graph_map for C programs, with MPICH's signature.
+//
+//export MPI_Graph_map
+func MPI_Graph_map(comm C.int, nnodes C.int, index *C.int, edges *C.int, newrank *C.int) C.int {
+	return cGraph_map(comm, nnodes, index, edges, newrank)
+}
+
+// PMPI_Graph_map is MPI_Graph_map for C programs, with MPICH's signature.
+//
+//export PMPI_Graph_map
+func PMPI_Graph_map(comm C.int, nnodes C.int, index *C.int, edges *C.int, newrank *C.int) C.int {
+	return cGraph_map(comm, nnodes, index, edges, newrank)
+}
+
 // cTopo_test decodes MPI_Topo_test's handles and runs its translation.
 func cTopo_test(comm C.int, status *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Topo_test")
@@ -5428,7 +5528,7 @@ func cType_contiguous_c(count C.long, oldtype C.int, newtype *C.int) (rc C.int) 
 	if err != nil {
 		return fail(nil, err)
 	}
-	return done(nil, xType_contiguous(int(count), oldtype_, newtype))
+	return done(nil, xType_contiguous_c(int(count), oldtype_, newtype))
 }
 
 // MPI_Type_contiguous_c is MPI_Type_contiguous_c for C programs, with MPICH's signature.
@@ -5453,7 +5553,7 @@ func cType_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.i
 	if err != nil {
 		return fail(nil, err)
 	}
-	return done(nil, xType_vector(int(count), int(blocklength), int(stride), oldtype_, newtype))
+	return done(nil, xType_vector_c(int(count), int(blocklength), int(stride), oldtype_, newtype))
 }
 
 // MPI_Type_vector_c is MPI_Type_vector_c for C programs, with MPICH's signature.
@@ -5468,6 +5568,498 @@ func MPI_Type_vector_c(count C.long, blocklength C.long, stride C.long, oldtype 
 //export PMPI_Type_vector_c
 func PMPI_Type_vector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype *C.int) C.int {
 	return cType_vector_c(count, blocklength, stride, oldtype, newtype)
+}
+
+// cPack_c decodes MPI_Pack_c's handles and runs its translation.
+func cPack_c(inbuf unsafe.Pointer, incount C.long, datatype C.int, outbuf unsafe.Pointer, outsize C.long, position *C.long, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Pack_c")
+	const fn = "MPI_Pack_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xPack_c(inbuf, int(incount), datatype_, outbuf, int(outsize), position, comm_))
+}
+
+// MPI_Pack_c is MPI_Pack_c for C programs, with MPICH's signature.
+//
+//export MPI_Pack_c
+func MPI_Pack_c(inbuf unsafe.Pointer, incount C.long, datatype C.int, outbuf unsafe.Pointer, outsize C.long, position *C.long, comm C.int) C.int {
+	return cPack_c(inbuf, incount, datatype, outbuf, outsize, position, comm)
+}
+
+// PMPI_Pack_c is MPI_Pack_c for C programs, with MPICH's signature.
+//
+//export PMPI_Pack_c
+func PMPI_Pack_c(inbuf unsafe.Pointer, incount C.long, datatype C.int, outbuf unsafe.Pointer, outsize C.long, position *C.long, comm C.int) C.int {
+	return cPack_c(inbuf, incount, datatype, outbuf, outsize, position, comm)
+}
+
+// cUnpack_c decodes MPI_Unpack_c's handles and runs its translation.
+func cUnpack_c(inbuf unsafe.Pointer, insize C.long, position *C.long, outbuf unsafe.Pointer, outcount C.long, datatype C.int, comm C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Unpack_c")
+	const fn = "MPI_Unpack_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xUnpack_c(inbuf, int(insize), position, outbuf, int(outcount), datatype_, comm_))
+}
+
+// MPI_Unpack_c is MPI_Unpack_c for C programs, with MPICH's signature.
+//
+//export MPI_Unpack_c
+func MPI_Unpack_c(inbuf unsafe.Pointer, insize C.long, position *C.long, outbuf unsafe.Pointer, outcount C.long, datatype C.int, comm C.int) C.int {
+	return cUnpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm)
+}
+
+// PMPI_Unpack_c is MPI_Unpack_c for C programs, with MPICH's signature.
+//
+//export PMPI_Unpack_c
+func PMPI_Unpack_c(inbuf unsafe.Pointer, insize C.long, position *C.long, outbuf unsafe.Pointer, outcount C.long, datatype C.int, comm C.int) C.int {
+	return cUnpack_c(inbuf, insize, position, outbuf, outcount, datatype, comm)
+}
+
+// cPack_size_c decodes MPI_Pack_size_c's handles and runs its translation.
+func cPack_size_c(incount C.long, datatype C.int, comm C.int, size *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Pack_size_c")
+	const fn = "MPI_Pack_size_c"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(comm_, err)
+	}
+	return done(comm_, xPack_size_c(int(incount), datatype_, comm_, size))
+}
+
+// MPI_Pack_size_c is MPI_Pack_size_c for C programs, with MPICH's signature.
+//
+//export MPI_Pack_size_c
+func MPI_Pack_size_c(incount C.long, datatype C.int, comm C.int, size *C.long) C.int {
+	return cPack_size_c(incount, datatype, comm, size)
+}
+
+// PMPI_Pack_size_c is MPI_Pack_size_c for C programs, with MPICH's signature.
+//
+//export PMPI_Pack_size_c
+func PMPI_Pack_size_c(incount C.long, datatype C.int, comm C.int, size *C.long) C.int {
+	return cPack_size_c(incount, datatype, comm, size)
+}
+
+// cBuffer_attach_c decodes MPI_Buffer_attach_c's handles and runs its translation.
+func cBuffer_attach_c(buffer unsafe.Pointer, size C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Buffer_attach_c")
+	return done(nil, xBuffer_attach(buffer, int(size)))
+}
+
+// MPI_Buffer_attach_c is MPI_Buffer_attach_c for C programs, with MPICH's signature.
+//
+//export MPI_Buffer_attach_c
+func MPI_Buffer_attach_c(buffer unsafe.Pointer, size C.long) C.int {
+	return cBuffer_attach_c(buffer, size)
+}
+
+// PMPI_Buffer_attach_c is MPI_Buffer_attach_c for C programs, with MPICH's signature.
+//
+//export PMPI_Buffer_attach_c
+func PMPI_Buffer_attach_c(buffer unsafe.Pointer, size C.long) C.int {
+	return cBuffer_attach_c(buffer, size)
+}
+
+// cBuffer_detach_c decodes MPI_Buffer_detach_c's handles and runs its translation.
+func cBuffer_detach_c(buffer_addr *uintptr, size *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Buffer_detach_c")
+	return done(nil, xBuffer_detach_c(buffer_addr, size))
+}
+
+// MPI_Buffer_detach_c is MPI_Buffer_detach_c for C programs, with MPICH's signature.
+//
+//export MPI_Buffer_detach_c
+func MPI_Buffer_detach_c(buffer_addr *uintptr, size *C.long) C.int {
+	return cBuffer_detach_c(buffer_addr, size)
+}
+
+// PMPI_Buffer_detach_c is MPI_Buffer_detach_c for C programs, with MPICH's signature.
+//
+//export PMPI_Buffer_detach_c
+func PMPI_Buffer_detach_c(buffer_addr *uintptr, size *C.long) C.int {
+	return cBuffer_detach_c(buffer_addr, size)
+}
+
+// cOp_create_c decodes MPI_Op_create_c's handles and runs its translation.
+func cOp_create_c(user_fn unsafe.Pointer, commute C.int, op *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Op_create_c")
+	return done(nil, xOp_create_c(user_fn, int(commute), op))
+}
+
+// MPI_Op_create_c is MPI_Op_create_c for C programs, with MPICH's signature.
+//
+//export MPI_Op_create_c
+func MPI_Op_create_c(user_fn unsafe.Pointer, commute C.int, op *C.int) C.int {
+	return cOp_create_c(user_fn, commute, op)
+}
+
+// PMPI_Op_create_c is MPI_Op_create_c for C programs, with MPICH's signature.
+//
+//export PMPI_Op_create_c
+func PMPI_Op_create_c(user_fn unsafe.Pointer, commute C.int, op *C.int) C.int {
+	return cOp_create_c(user_fn, commute, op)
+}
+
+// cWin_shared_query_c decodes MPI_Win_shared_query_c's handles and runs its translation.
+func cWin_shared_query_c(win C.int, rank C.int, size *C.long, disp_unit *C.long, baseptr unsafe.Pointer) (rc C.int) {
+	defer guard(&rc, "MPI_Win_shared_query_c")
+	const fn = "MPI_Win_shared_query_c"
+	win_, err := winOf(fn, int32(win))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return winDone(win_, xWin_shared_query_c(win_, int(rank), size, disp_unit, baseptr))
+}
+
+// MPI_Win_shared_query_c is MPI_Win_shared_query_c for C programs, with MPICH's signature.
+//
+//export MPI_Win_shared_query_c
+func MPI_Win_shared_query_c(win C.int, rank C.int, size *C.long, disp_unit *C.long, baseptr unsafe.Pointer) C.int {
+	return cWin_shared_query_c(win, rank, size, disp_unit, baseptr)
+}
+
+// PMPI_Win_shared_query_c is MPI_Win_shared_query_c for C programs, with MPICH's signature.
+//
+//export PMPI_Win_shared_query_c
+func PMPI_Win_shared_query_c(win C.int, rank C.int, size *C.long, disp_unit *C.long, baseptr unsafe.Pointer) C.int {
+	return cWin_shared_query_c(win, rank, size, disp_unit, baseptr)
+}
+
+// cType_indexed_c decodes MPI_Type_indexed_c's handles and runs its translation.
+func cType_indexed_c(count C.long, blocklengths *C.long, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_indexed_c")
+	const fn = "MPI_Type_indexed_c"
+	oldtype_, err := typeOf(fn, int32(oldtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_indexed_c(int(count), blocklengths, displacements, oldtype_, newtype))
+}
+
+// MPI_Type_indexed_c is MPI_Type_indexed_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_indexed_c
+func MPI_Type_indexed_c(count C.long, blocklengths *C.long, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_indexed_c(count, blocklengths, displacements, oldtype, newtype)
+}
+
+// PMPI_Type_indexed_c is MPI_Type_indexed_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_indexed_c
+func PMPI_Type_indexed_c(count C.long, blocklengths *C.long, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_indexed_c(count, blocklengths, displacements, oldtype, newtype)
+}
+
+// cType_create_hvector_c decodes MPI_Type_create_hvector_c's handles and runs its translation.
+func cType_create_hvector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_hvector_c")
+	const fn = "MPI_Type_create_hvector_c"
+	oldtype_, err := typeOf(fn, int32(oldtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_create_hvector_c(int(count), int(blocklength), int(stride), oldtype_, newtype))
+}
+
+// MPI_Type_create_hvector_c is MPI_Type_create_hvector_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_create_hvector_c
+func MPI_Type_create_hvector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_hvector_c(count, blocklength, stride, oldtype, newtype)
+}
+
+// PMPI_Type_create_hvector_c is MPI_Type_create_hvector_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_create_hvector_c
+func PMPI_Type_create_hvector_c(count C.long, blocklength C.long, stride C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_hvector_c(count, blocklength, stride, oldtype, newtype)
+}
+
+// cType_create_hindexed_c decodes MPI_Type_create_hindexed_c's handles and runs its translation.
+func cType_create_hindexed_c(count C.long, blocklengths *C.long, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_hindexed_c")
+	const fn = "MPI_Type_create_hindexed_c"
+	oldtype_, err := typeOf(fn, int32(oldtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_create_hindexed_c(int(count), blocklengths, displacements, oldtype_, newtype))
+}
+
+// MPI_Type_create_hindexed_c is MPI_Type_create_hindexed_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_create_hindexed_c
+func MPI_Type_create_hindexed_c(count C.long, blocklengths *C.long, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_hindexed_c(count, blocklengths, displacements, oldtype, newtype)
+}
+
+// PMPI_Type_create_hindexed_c is MPI_Type_create_hindexed_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_create_hindexed_c
+func PMPI_Type_create_hindexed_c(count C.long, blocklengths *C.long, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_hindexed_c(count, blocklengths, displacements, oldtype, newtype)
+}
+
+// cType_create_hindexed_block_c decodes MPI_Type_create_hindexed_block_c's handles and runs its translation.
+func cType_create_hindexed_block_c(count C.long, blocklength C.long, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_hindexed_block_c")
+	const fn = "MPI_Type_create_hindexed_block_c"
+	oldtype_, err := typeOf(fn, int32(oldtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_create_hindexed_block_c(int(count), int(blocklength), displacements, oldtype_, newtype))
+}
+
+// MPI_Type_create_hindexed_block_c is MPI_Type_create_hindexed_block_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_create_hindexed_block_c
+func MPI_Type_create_hindexed_block_c(count C.long, blocklength C.long, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_hindexed_block_c(count, blocklength, displacements, oldtype, newtype)
+}
+
+// PMPI_Type_create_hindexed_block_c is MPI_Type_create_hindexed_block_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_create_hindexed_block_c
+func PMPI_Type_create_hindexed_block_c(count C.long, blocklength C.long, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_hindexed_block_c(count, blocklength, displacements, oldtype, newtype)
+}
+
+// cType_create_indexed_block_c decodes MPI_Type_create_indexed_block_c's handles and runs its translation.
+func cType_create_indexed_block_c(count C.long, blocklength C.long, displacements *C.long, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_indexed_block_c")
+	const fn = "MPI_Type_create_indexed_block_c"
+	oldtype_, err := typeOf(fn, int32(oldtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_create_indexed_block_c(int(count), int(blocklength), displacements, oldtype_, newtype))
+}
+
+// MPI_Type_create_indexed_block_c is MPI_Type_create_indexed_block_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_create_indexed_block_c
+func MPI_Type_create_indexed_block_c(count C.long, blocklength C.long, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_indexed_block_c(count, blocklength, displacements, oldtype, newtype)
+}
+
+// PMPI_Type_create_indexed_block_c is MPI_Type_create_indexed_block_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_create_indexed_block_c
+func PMPI_Type_create_indexed_block_c(count C.long, blocklength C.long, displacements *C.long, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_indexed_block_c(count, blocklength, displacements, oldtype, newtype)
+}
+
+// cType_create_struct_c decodes MPI_Type_create_struct_c's handles and runs its translation.
+func cType_create_struct_c(count C.long, blocklengths *C.long, displacements *C.long, types *C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_struct_c")
+	return done(nil, xType_create_struct_c(int(count), blocklengths, displacements, types, newtype))
+}
+
+// MPI_Type_create_struct_c is MPI_Type_create_struct_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_create_struct_c
+func MPI_Type_create_struct_c(count C.long, blocklengths *C.long, displacements *C.long, types *C.int, newtype *C.int) C.int {
+	return cType_create_struct_c(count, blocklengths, displacements, types, newtype)
+}
+
+// PMPI_Type_create_struct_c is MPI_Type_create_struct_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_create_struct_c
+func PMPI_Type_create_struct_c(count C.long, blocklengths *C.long, displacements *C.long, types *C.int, newtype *C.int) C.int {
+	return cType_create_struct_c(count, blocklengths, displacements, types, newtype)
+}
+
+// cType_create_resized_c decodes MPI_Type_create_resized_c's handles and runs its translation.
+func cType_create_resized_c(oldtype C.int, lb C.long, extent C.long, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_resized_c")
+	const fn = "MPI_Type_create_resized_c"
+	oldtype_, err := typeOf(fn, int32(oldtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_create_resized_c(oldtype_, int(lb), int(extent), newtype))
+}
+
+// MPI_Type_create_resized_c is MPI_Type_create_resized_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_create_resized_c
+func MPI_Type_create_resized_c(oldtype C.int, lb C.long, extent C.long, newtype *C.int) C.int {
+	return cType_create_resized_c(oldtype, lb, extent, newtype)
+}
+
+// PMPI_Type_create_resized_c is MPI_Type_create_resized_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_create_resized_c
+func PMPI_Type_create_resized_c(oldtype C.int, lb C.long, extent C.long, newtype *C.int) C.int {
+	return cType_create_resized_c(oldtype, lb, extent, newtype)
+}
+
+// cType_create_subarray_c decodes MPI_Type_create_subarray_c's handles and runs its translation.
+func cType_create_subarray_c(ndims C.int, sizes *C.long, subsizes *C.long, starts *C.long, order C.int, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_subarray_c")
+	const fn = "MPI_Type_create_subarray_c"
+	oldtype_, err := typeOf(fn, int32(oldtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_create_subarray_c(int(ndims), sizes, subsizes, starts, int(order), oldtype_, newtype))
+}
+
+// MPI_Type_create_subarray_c is MPI_Type_create_subarray_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_create_subarray_c
+func MPI_Type_create_subarray_c(ndims C.int, sizes *C.long, subsizes *C.long, starts *C.long, order C.int, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_subarray_c(ndims, sizes, subsizes, starts, order, oldtype, newtype)
+}
+
+// PMPI_Type_create_subarray_c is MPI_Type_create_subarray_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_create_subarray_c
+func PMPI_Type_create_subarray_c(ndims C.int, sizes *C.long, subsizes *C.long, starts *C.long, order C.int, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_subarray_c(ndims, sizes, subsizes, starts, order, oldtype, newtype)
+}
+
+// cType_create_darray_c decodes MPI_Type_create_darray_c's handles and runs its translation.
+func cType_create_darray_c(size C.int, rank C.int, ndims C.int, gsizes *C.long, distribs *C.int, dargs *C.int, psizes *C.int, order C.int, oldtype C.int, newtype *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_create_darray_c")
+	const fn = "MPI_Type_create_darray_c"
+	oldtype_, err := typeOf(fn, int32(oldtype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_create_darray_c(int(size), int(rank), int(ndims), gsizes, distribs, dargs, psizes, int(order), oldtype_, newtype))
+}
+
+// MPI_Type_create_darray_c is MPI_Type_create_darray_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_create_darray_c
+func MPI_Type_create_darray_c(size C.int, rank C.int, ndims C.int, gsizes *C.long, distribs *C.int, dargs *C.int, psizes *C.int, order C.int, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_darray_c(size, rank, ndims, gsizes, distribs, dargs, psizes, order, oldtype, newtype)
+}
+
+// PMPI_Type_create_darray_c is MPI_Type_create_darray_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_create_darray_c
+func PMPI_Type_create_darray_c(size C.int, rank C.int, ndims C.int, gsizes *C.long, distribs *C.int, dargs *C.int, psizes *C.int, order C.int, oldtype C.int, newtype *C.int) C.int {
+	return cType_create_darray_c(size, rank, ndims, gsizes, distribs, dargs, psizes, order, oldtype, newtype)
+}
+
+// cType_get_extent_c decodes MPI_Type_get_extent_c's handles and runs its translation.
+func cType_get_extent_c(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_extent_c")
+	const fn = "MPI_Type_get_extent_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_get_extent(datatype_, lb, extent))
+}
+
+// MPI_Type_get_extent_c is MPI_Type_get_extent_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_get_extent_c
+func MPI_Type_get_extent_c(datatype C.int, lb *C.long, extent *C.long) C.int {
+	return cType_get_extent_c(datatype, lb, extent)
+}
+
+// PMPI_Type_get_extent_c is MPI_Type_get_extent_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_get_extent_c
+func PMPI_Type_get_extent_c(datatype C.int, lb *C.long, extent *C.long) C.int {
+	return cType_get_extent_c(datatype, lb, extent)
+}
+
+// cType_get_true_extent_c decodes MPI_Type_get_true_extent_c's handles and runs its translation.
+func cType_get_true_extent_c(datatype C.int, lb *C.long, extent *C.long) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_true_extent_c")
+	const fn = "MPI_Type_get_true_extent_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_get_true_extent(datatype_, lb, extent))
+}
+
+// MPI_Type_get_true_extent_c is MPI_Type_get_true_extent_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_get_true_extent_c
+func MPI_Type_get_true_extent_c(datatype C.int, lb *C.long, extent *C.long) C.int {
+	return cType_get_true_extent_c(datatype, lb, extent)
+}
+
+// PMPI_Type_get_true_extent_c is MPI_Type_get_true_extent_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_get_true_extent_c
+func PMPI_Type_get_true_extent_c(datatype C.int, lb *C.long, extent *C.long) C.int {
+	return cType_get_true_extent_c(datatype, lb, extent)
+}
+
+// cType_get_envelope_c decodes MPI_Type_get_envelope_c's handles and runs its translation.
+func cType_get_envelope_c(datatype C.int, num_integers *C.long, num_addresses *C.long, num_large_counts *C.long, num_datatypes *C.long, combiner *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_envelope_c")
+	const fn = "MPI_Type_get_envelope_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_get_envelope_c(datatype_, num_integers, num_addresses, num_large_counts, num_datatypes, combiner))
+}
+
+// MPI_Type_get_envelope_c is MPI_Type_get_envelope_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_get_envelope_c
+func MPI_Type_get_envelope_c(datatype C.int, num_integers *C.long, num_addresses *C.long, num_large_counts *C.long, num_datatypes *C.long, combiner *C.int) C.int {
+	return cType_get_envelope_c(datatype, num_integers, num_addresses, num_large_counts, num_datatypes, combiner)
+}
+
+// PMPI_Type_get_envelope_c is MPI_Type_get_envelope_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_get_envelope_c
+func PMPI_Type_get_envelope_c(datatype C.int, num_integers *C.long, num_addresses *C.long, num_large_counts *C.long, num_datatypes *C.long, combiner *C.int) C.int {
+	return cType_get_envelope_c(datatype, num_integers, num_addresses, num_large_counts, num_datatypes, combiner)
+}
+
+// cType_get_contents_c decodes MPI_Type_get_contents_c's handles and runs its translation.
+func cType_get_contents_c(datatype C.int, max_integers C.long, max_addresses C.long, max_large_counts C.long, max_datatypes C.long, integers *C.int, addresses *C.long, large_counts *C.long, datatypes *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Type_get_contents_c")
+	const fn = "MPI_Type_get_contents_c"
+	datatype_, err := typeOf(fn, int32(datatype))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(nil, xType_get_contents_c(datatype_, int(max_integers), int(max_addresses), int(max_large_counts), int(max_datatypes), integers, addresses, large_counts, datatypes))
+}
+
+// MPI_Type_get_contents_c is MPI_Type_get_contents_c for C programs, with MPICH's signature.
+//
+//export MPI_Type_get_contents_c
+func MPI_Type_get_contents_c(datatype C.int, max_integers C.long, max_addresses C.long, max_large_counts C.long, max_datatypes C.long, integers *C.int, addresses *C.long, large_counts *C.long, datatypes *C.int) C.int {
+	return cType_get_contents_c(datatype, max_integers, max_addresses, max_large_counts, max_datatypes, integers, addresses, large_counts, datatypes)
+}
+
+// PMPI_Type_get_contents_c is MPI_Type_get_contents_c for C programs, with MPICH's signature.
+//
+//export PMPI_Type_get_contents_c
+func PMPI_Type_get_contents_c(datatype C.int, max_integers C.long, max_addresses C.long, max_large_counts C.long, max_datatypes C.long, integers *C.int, addresses *C.long, large_counts *C.long, datatypes *C.int) C.int {
+	return cType_get_contents_c(datatype, max_integers, max_addresses, max_large_counts, max_datatypes, integers, addresses, large_counts, datatypes)
 }
 
 // cStatus_set_elements decodes MPI_Status_set_elements's handles and runs its translation.
@@ -5910,6 +6502,56 @@ func PMPI_Comm_dup_with_info(comm C.int, info C.int, newcomm *C.int) C.int {
 	return cComm_dup_with_info(comm, info, newcomm)
 }
 
+// cComm_get_info decodes MPI_Comm_get_info's handles and runs its translation.
+func cComm_get_info(comm C.int, info_used *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_get_info")
+	const fn = "MPI_Comm_get_info"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_get_info(comm_, info_used))
+}
+
+// MPI_Comm_get_info is MPI_Comm_get_info for C programs, with MPICH's signature.
+//
+//export MPI_Comm_get_info
+func MPI_Comm_get_info(comm C.int, info_used *C.int) C.int {
+	return cComm_get_info(comm, info_used)
+}
+
+// PMPI_Comm_get_info is MPI_Comm_get_info for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_get_info
+func PMPI_Comm_get_info(comm C.int, info_used *C.int) C.int {
+	return cComm_get_info(comm, info_used)
+}
+
+// cComm_set_info decodes MPI_Comm_set_info's handles and runs its translation.
+func cComm_set_info(comm C.int, info C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Comm_set_info")
+	const fn = "MPI_Comm_set_info"
+	comm_, err := commOf(fn, int32(comm))
+	if err != nil {
+		return fail(nil, err)
+	}
+	return done(comm_, xComm_set_info(comm_, int32(info)))
+}
+
+// MPI_Comm_set_info is MPI_Comm_set_info for C programs, with MPICH's signature.
+//
+//export MPI_Comm_set_info
+func MPI_Comm_set_info(comm C.int, info C.int) C.int {
+	return cComm_set_info(comm, info)
+}
+
+// PMPI_Comm_set_info is MPI_Comm_set_info for C programs, with MPICH's signature.
+//
+//export PMPI_Comm_set_info
+func PMPI_Comm_set_info(comm C.int, info C.int) C.int {
+	return cComm_set_info(comm, info)
+}
+
 // cInfo_create decodes MPI_Info_create's handles and runs its translation.
 func cInfo_create(info *C.int) (rc C.int) {
 	defer guard(&rc, "MPI_Info_create")
@@ -5988,6 +6630,26 @@ func MPI_Info_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.int
 //export PMPI_Info_get_valuelen
 func PMPI_Info_get_valuelen(info C.int, key *C.char, valuelen *C.int, flag *C.int) C.int {
 	return cInfo_get_valuelen(info, key, valuelen, flag)
+}
+
+// cInfo_get_string decodes MPI_Info_get_string's handles and runs its translation.
+func cInfo_get_string(info C.int, key *C.char, buflen *C.int, value *C.char, flag *C.int) (rc C.int) {
+	defer guard(&rc, "MPI_Info_get_string")
+	return done(nil, xInfo_get_string(int32(info), key, buflen, value, flag))
+}
+
+// MPI_Info_get_string is MPI_Info_get_string for C programs, with MPICH's signature.
+//
+//export MPI_Info_get_string
+func MPI_Info_get_string(info C.int, key *C.char, buflen *C.int, value *C.char, flag *C.int) C.int {
+	return cInfo_get_string(info, key, buflen, value, flag)
+}
+
+// PMPI_Info_get_string is MPI_Info_get_string for C programs, with MPICH's signature.
+//
+//export PMPI_Info_get_string
+func PMPI_Info_get_string(info C.int, key *C.char, buflen *C.int, value *C.char, flag *C.int) C.int {
+	return cInfo_get_string(info, key, buflen, value, flag)
 }
 
 // cInfo_get_nkeys decodes MPI_Info_get_nkeys's handles and runs its translation.
@@ -9922,12 +10584,7 @@ var unsupportedNames = [...]string{
 	"MPI_Add_error_string",
 	"MPI_Alltoallw_init",
 	"MPI_Alltoallw_init_c",
-	"MPI_Buffer_attach_c",
-	"MPI_Buffer_detach_c",
-	"MPI_Cart_map",
 	"MPI_Comm_create_from_group",
-	"MPI_Comm_get_info",
-	"MPI_Comm_set_info",
 	"MPI_DUP_FN",
 	"MPI_Dist_graph_create",
 	"MPI_File_call_errhandler",
@@ -10018,9 +10675,6 @@ var unsupportedNames = [...]string{
 	"MPI_File_write_ordered_end",
 	"MPI_File_write_shared",
 	"MPI_File_write_shared_c",
-	"MPI_Graph_get",
-	"MPI_Graph_map",
-	"MPI_Graphdims_get",
 	"MPI_Grequest_complete",
 	"MPI_Grequest_start",
 	"MPI_Group_from_session_pset",
@@ -10031,7 +10685,6 @@ var unsupportedNames = [...]string{
 	"MPI_Ineighbor_alltoallw",
 	"MPI_Ineighbor_alltoallw_c",
 	"MPI_Info_create_env",
-	"MPI_Info_get_string",
 	"MPI_Intercomm_create_from_groups",
 	"MPI_Neighbor_allgather_init",
 	"MPI_Neighbor_allgather_init_c",
@@ -10049,13 +10702,10 @@ var unsupportedNames = [...]string{
 	"MPI_Neighbor_alltoallw_c",
 	"MPI_Neighbor_alltoallw_init",
 	"MPI_Neighbor_alltoallw_init_c",
-	"MPI_Op_create_c",
-	"MPI_Pack_c",
 	"MPI_Pack_external",
 	"MPI_Pack_external_c",
 	"MPI_Pack_external_size",
 	"MPI_Pack_external_size_c",
-	"MPI_Pack_size_c",
 	"MPI_Parrived",
 	"MPI_Pready",
 	"MPI_Pready_list",
@@ -10132,24 +10782,9 @@ var unsupportedNames = [...]string{
 	"MPI_T_source_get_info",
 	"MPI_T_source_get_num",
 	"MPI_T_source_get_timestamp",
-	"MPI_Type_create_darray_c",
 	"MPI_Type_create_f90_complex",
 	"MPI_Type_create_f90_integer",
 	"MPI_Type_create_f90_real",
-	"MPI_Type_create_hindexed_block_c",
-	"MPI_Type_create_hindexed_c",
-	"MPI_Type_create_hvector_c",
-	"MPI_Type_create_indexed_block_c",
-	"MPI_Type_create_resized_c",
-	"MPI_Type_create_struct_c",
-	"MPI_Type_create_subarray_c",
-	"MPI_Type_get_contents_c",
-	"MPI_Type_get_envelope_c",
-	"MPI_Type_get_extent_c",
-	"MPI_Type_get_true_extent_c",
-	"MPI_Type_indexed_c",
-	"MPI_Unpack_c",
 	"MPI_Unpack_external",
 	"MPI_Unpack_external_c",
-	"MPI_Win_shared_query_c",
 }

@@ -46,463 +46,409 @@ int MPI_Alltoallw_init() { return adimpi_unsupported(18); }
 int PMPI_Alltoallw_init() __attribute__((alias("MPI_Alltoallw_init")));
 int MPI_Alltoallw_init_c() { return adimpi_unsupported(19); }
 int PMPI_Alltoallw_init_c() __attribute__((alias("MPI_Alltoallw_init_c")));
-int MPI_Buffer_attach_c() { return adimpi_unsupported(20); }
-int PMPI_Buffer_attach_c() __attribute__((alias("MPI_Buffer_attach_c")));
-int MPI_Buffer_detach_c() { return adimpi_unsupported(21); }
-int PMPI_Buffer_detach_c() __attribute__((alias("MPI_Buffer_detach_c")));
-int MPI_Cart_map() { return adimpi_unsupported(22); }
-int PMPI_Cart_map() __attribute__((alias("MPI_Cart_map")));
-int MPI_Comm_create_from_group() { return adimpi_unsupported(23); }
+int MPI_Comm_create_from_group() { return adimpi_unsupported(20); }
 int PMPI_Comm_create_from_group() __attribute__((alias("MPI_Comm_create_from_group")));
-int MPI_Comm_get_info() { return adimpi_unsupported(24); }
-int PMPI_Comm_get_info() __attribute__((alias("MPI_Comm_get_info")));
-int MPI_Comm_set_info() { return adimpi_unsupported(25); }
-int PMPI_Comm_set_info() __attribute__((alias("MPI_Comm_set_info")));
-int MPI_DUP_FN() { return adimpi_unsupported(26); }
+int MPI_DUP_FN() { return adimpi_unsupported(21); }
 int PMPI_DUP_FN() __attribute__((alias("MPI_DUP_FN")));
-int MPI_Dist_graph_create() { return adimpi_unsupported(27); }
+int MPI_Dist_graph_create() { return adimpi_unsupported(22); }
 int PMPI_Dist_graph_create() __attribute__((alias("MPI_Dist_graph_create")));
-int MPI_File_call_errhandler() { return adimpi_unsupported(28); }
+int MPI_File_call_errhandler() { return adimpi_unsupported(23); }
 int PMPI_File_call_errhandler() __attribute__((alias("MPI_File_call_errhandler")));
-int MPI_File_close() { return adimpi_unsupported(29); }
+int MPI_File_close() { return adimpi_unsupported(24); }
 int PMPI_File_close() __attribute__((alias("MPI_File_close")));
-int MPI_File_create_errhandler() { return adimpi_unsupported(30); }
+int MPI_File_create_errhandler() { return adimpi_unsupported(25); }
 int PMPI_File_create_errhandler() __attribute__((alias("MPI_File_create_errhandler")));
-int MPI_File_delete() { return adimpi_unsupported(31); }
+int MPI_File_delete() { return adimpi_unsupported(26); }
 int PMPI_File_delete() __attribute__((alias("MPI_File_delete")));
-int MPI_File_get_amode() { return adimpi_unsupported(32); }
+int MPI_File_get_amode() { return adimpi_unsupported(27); }
 int PMPI_File_get_amode() __attribute__((alias("MPI_File_get_amode")));
-int MPI_File_get_atomicity() { return adimpi_unsupported(33); }
+int MPI_File_get_atomicity() { return adimpi_unsupported(28); }
 int PMPI_File_get_atomicity() __attribute__((alias("MPI_File_get_atomicity")));
-int MPI_File_get_byte_offset() { return adimpi_unsupported(34); }
+int MPI_File_get_byte_offset() { return adimpi_unsupported(29); }
 int PMPI_File_get_byte_offset() __attribute__((alias("MPI_File_get_byte_offset")));
-int MPI_File_get_errhandler() { return adimpi_unsupported(35); }
+int MPI_File_get_errhandler() { return adimpi_unsupported(30); }
 int PMPI_File_get_errhandler() __attribute__((alias("MPI_File_get_errhandler")));
-int MPI_File_get_group() { return adimpi_unsupported(36); }
+int MPI_File_get_group() { return adimpi_unsupported(31); }
 int PMPI_File_get_group() __attribute__((alias("MPI_File_get_group")));
-int MPI_File_get_info() { return adimpi_unsupported(37); }
+int MPI_File_get_info() { return adimpi_unsupported(32); }
 int PMPI_File_get_info() __attribute__((alias("MPI_File_get_info")));
-int MPI_File_get_position() { return adimpi_unsupported(38); }
+int MPI_File_get_position() { return adimpi_unsupported(33); }
 int PMPI_File_get_position() __attribute__((alias("MPI_File_get_position")));
-int MPI_File_get_position_shared() { return adimpi_unsupported(39); }
+int MPI_File_get_position_shared() { return adimpi_unsupported(34); }
 int PMPI_File_get_position_shared() __attribute__((alias("MPI_File_get_position_shared")));
-int MPI_File_get_size() { return adimpi_unsupported(40); }
+int MPI_File_get_size() { return adimpi_unsupported(35); }
 int PMPI_File_get_size() __attribute__((alias("MPI_File_get_size")));
-int MPI_File_get_type_extent() { return adimpi_unsupported(41); }
+int MPI_File_get_type_extent() { return adimpi_unsupported(36); }
 int PMPI_File_get_type_extent() __attribute__((alias("MPI_File_get_type_extent")));
-int MPI_File_get_type_extent_c() { return adimpi_unsupported(42); }
+int MPI_File_get_type_extent_c() { return adimpi_unsupported(37); }
 int PMPI_File_get_type_extent_c() __attribute__((alias("MPI_File_get_type_extent_c")));
-int MPI_File_get_view() { return adimpi_unsupported(43); }
+int MPI_File_get_view() { return adimpi_unsupported(38); }
 int PMPI_File_get_view() __attribute__((alias("MPI_File_get_view")));
-int MPI_File_iread() { return adimpi_unsupported(44); }
+int MPI_File_iread() { return adimpi_unsupported(39); }
 int PMPI_File_iread() __attribute__((alias("MPI_File_iread")));
-int MPI_File_iread_all() { return adimpi_unsupported(45); }
+int MPI_File_iread_all() { return adimpi_unsupported(40); }
 int PMPI_File_iread_all() __attribute__((alias("MPI_File_iread_all")));
-int MPI_File_iread_all_c() { return adimpi_unsupported(46); }
+int MPI_File_iread_all_c() { return adimpi_unsupported(41); }
 int PMPI_File_iread_all_c() __attribute__((alias("MPI_File_iread_all_c")));
-int MPI_File_iread_at() { return adimpi_unsupported(47); }
+int MPI_File_iread_at() { return adimpi_unsupported(42); }
 int PMPI_File_iread_at() __attribute__((alias("MPI_File_iread_at")));
-int MPI_File_iread_at_all() { return adimpi_unsupported(48); }
+int MPI_File_iread_at_all() { return adimpi_unsupported(43); }
 int PMPI_File_iread_at_all() __attribute__((alias("MPI_File_iread_at_all")));
-int MPI_File_iread_at_all_c() { return adimpi_unsupported(49); }
+int MPI_File_iread_at_all_c() { return adimpi_unsupported(44); }
 int PMPI_File_iread_at_all_c() __attribute__((alias("MPI_File_iread_at_all_c")));
-int MPI_File_iread_at_c() { return adimpi_unsupported(50); }
+int MPI_File_iread_at_c() { return adimpi_unsupported(45); }
 int PMPI_File_iread_at_c() __attribute__((alias("MPI_File_iread_at_c")));
-int MPI_File_iread_c() { return adimpi_unsupported(51); }
+int MPI_File_iread_c() { return adimpi_unsupported(46); }
 int PMPI_File_iread_c() __attribute__((alias("MPI_File_iread_c")));
-int MPI_File_iread_shared() { return adimpi_unsupported(52); }
+int MPI_File_iread_shared() { return adimpi_unsupported(47); }
 int PMPI_File_iread_shared() __attribute__((alias("MPI_File_iread_shared")));
-int MPI_File_iread_shared_c() { return adimpi_unsupported(53); }
+int MPI_File_iread_shared_c() { return adimpi_unsupported(48); }
 int PMPI_File_iread_shared_c() __attribute__((alias("MPI_File_iread_shared_c")));
-int MPI_File_iwrite() { return adimpi_unsupported(54); }
+int MPI_File_iwrite() { return adimpi_unsupported(49); }
 int PMPI_File_iwrite() __attribute__((alias("MPI_File_iwrite")));
-int MPI_File_iwrite_all() { return adimpi_unsupported(55); }
+int MPI_File_iwrite_all() { return adimpi_unsupported(50); }
 int PMPI_File_iwrite_all() __attribute__((alias("MPI_File_iwrite_all")));
-int MPI_File_iwrite_all_c() { return adimpi_unsupported(56); }
+int MPI_File_iwrite_all_c() { return adimpi_unsupported(51); }
 int PMPI_File_iwrite_all_c() __attribute__((alias("MPI_File_iwrite_all_c")));
-int MPI_File_iwrite_at() { return adimpi_unsupported(57); }
+int MPI_File_iwrite_at() { return adimpi_unsupported(52); }
 int PMPI_File_iwrite_at() __attribute__((alias("MPI_File_iwrite_at")));
-int MPI_File_iwrite_at_all() { return adimpi_unsupported(58); }
+int MPI_File_iwrite_at_all() { return adimpi_unsupported(53); }
 int PMPI_File_iwrite_at_all() __attribute__((alias("MPI_File_iwrite_at_all")));
-int MPI_File_iwrite_at_all_c() { return adimpi_unsupported(59); }
+int MPI_File_iwrite_at_all_c() { return adimpi_unsupported(54); }
 int PMPI_File_iwrite_at_all_c() __attribute__((alias("MPI_File_iwrite_at_all_c")));
-int MPI_File_iwrite_at_c() { return adimpi_unsupported(60); }
+int MPI_File_iwrite_at_c() { return adimpi_unsupported(55); }
 int PMPI_File_iwrite_at_c() __attribute__((alias("MPI_File_iwrite_at_c")));
-int MPI_File_iwrite_c() { return adimpi_unsupported(61); }
+int MPI_File_iwrite_c() { return adimpi_unsupported(56); }
 int PMPI_File_iwrite_c() __attribute__((alias("MPI_File_iwrite_c")));
-int MPI_File_iwrite_shared() { return adimpi_unsupported(62); }
+int MPI_File_iwrite_shared() { return adimpi_unsupported(57); }
 int PMPI_File_iwrite_shared() __attribute__((alias("MPI_File_iwrite_shared")));
-int MPI_File_iwrite_shared_c() { return adimpi_unsupported(63); }
+int MPI_File_iwrite_shared_c() { return adimpi_unsupported(58); }
 int PMPI_File_iwrite_shared_c() __attribute__((alias("MPI_File_iwrite_shared_c")));
-int MPI_File_open() { return adimpi_unsupported(64); }
+int MPI_File_open() { return adimpi_unsupported(59); }
 int PMPI_File_open() __attribute__((alias("MPI_File_open")));
-int MPI_File_preallocate() { return adimpi_unsupported(65); }
+int MPI_File_preallocate() { return adimpi_unsupported(60); }
 int PMPI_File_preallocate() __attribute__((alias("MPI_File_preallocate")));
-int MPI_File_read() { return adimpi_unsupported(66); }
+int MPI_File_read() { return adimpi_unsupported(61); }
 int PMPI_File_read() __attribute__((alias("MPI_File_read")));
-int MPI_File_read_all() { return adimpi_unsupported(67); }
+int MPI_File_read_all() { return adimpi_unsupported(62); }
 int PMPI_File_read_all() __attribute__((alias("MPI_File_read_all")));
-int MPI_File_read_all_begin() { return adimpi_unsupported(68); }
+int MPI_File_read_all_begin() { return adimpi_unsupported(63); }
 int PMPI_File_read_all_begin() __attribute__((alias("MPI_File_read_all_begin")));
-int MPI_File_read_all_begin_c() { return adimpi_unsupported(69); }
+int MPI_File_read_all_begin_c() { return adimpi_unsupported(64); }
 int PMPI_File_read_all_begin_c() __attribute__((alias("MPI_File_read_all_begin_c")));
-int MPI_File_read_all_c() { return adimpi_unsupported(70); }
+int MPI_File_read_all_c() { return adimpi_unsupported(65); }
 int PMPI_File_read_all_c() __attribute__((alias("MPI_File_read_all_c")));
-int MPI_File_read_all_end() { return adimpi_unsupported(71); }
+int MPI_File_read_all_end() { return adimpi_unsupported(66); }
 int PMPI_File_read_all_end() __attribute__((alias("MPI_File_read_all_end")));
-int MPI_File_read_at() { return adimpi_unsupported(72); }
+int MPI_File_read_at() { return adimpi_unsupported(67); }
 int PMPI_File_read_at() __attribute__((alias("MPI_File_read_at")));
-int MPI_File_read_at_all() { return adimpi_unsupported(73); }
+int MPI_File_read_at_all() { return adimpi_unsupported(68); }
 int PMPI_File_read_at_all() __attribute__((alias("MPI_File_read_at_all")));
-int MPI_File_read_at_all_begin() { return adimpi_unsupported(74); }
+int MPI_File_read_at_all_begin() { return adimpi_unsupported(69); }
 int PMPI_File_read_at_all_begin() __attribute__((alias("MPI_File_read_at_all_begin")));
-int MPI_File_read_at_all_begin_c() { return adimpi_unsupported(75); }
+int MPI_File_read_at_all_begin_c() { return adimpi_unsupported(70); }
 int PMPI_File_read_at_all_begin_c() __attribute__((alias("MPI_File_read_at_all_begin_c")));
-int MPI_File_read_at_all_c() { return adimpi_unsupported(76); }
+int MPI_File_read_at_all_c() { return adimpi_unsupported(71); }
 int PMPI_File_read_at_all_c() __attribute__((alias("MPI_File_read_at_all_c")));
-int MPI_File_read_at_all_end() { return adimpi_unsupported(77); }
+int MPI_File_read_at_all_end() { return adimpi_unsupported(72); }
 int PMPI_File_read_at_all_end() __attribute__((alias("MPI_File_read_at_all_end")));
-int MPI_File_read_at_c() { return adimpi_unsupported(78); }
+int MPI_File_read_at_c() { return adimpi_unsupported(73); }
 int PMPI_File_read_at_c() __attribute__((alias("MPI_File_read_at_c")));
-int MPI_File_read_c() { return adimpi_unsupported(79); }
+int MPI_File_read_c() { return adimpi_unsupported(74); }
 int PMPI_File_read_c() __attribute__((alias("MPI_File_read_c")));
-int MPI_File_read_ordered() { return adimpi_unsupported(80); }
+int MPI_File_read_ordered() { return adimpi_unsupported(75); }
 int PMPI_File_read_ordered() __attribute__((alias("MPI_File_read_ordered")));
-int MPI_File_read_ordered_begin() { return adimpi_unsupported(81); }
+int MPI_File_read_ordered_begin() { return adimpi_unsupported(76); }
 int PMPI_File_read_ordered_begin() __attribute__((alias("MPI_File_read_ordered_begin")));
-int MPI_File_read_ordered_begin_c() { return adimpi_unsupported(82); }
+int MPI_File_read_ordered_begin_c() { return adimpi_unsupported(77); }
 int PMPI_File_read_ordered_begin_c() __attribute__((alias("MPI_File_read_ordered_begin_c")));
-int MPI_File_read_ordered_c() { return adimpi_unsupported(83); }
+int MPI_File_read_ordered_c() { return adimpi_unsupported(78); }
 int PMPI_File_read_ordered_c() __attribute__((alias("MPI_File_read_ordered_c")));
-int MPI_File_read_ordered_end() { return adimpi_unsupported(84); }
+int MPI_File_read_ordered_end() { return adimpi_unsupported(79); }
 int PMPI_File_read_ordered_end() __attribute__((alias("MPI_File_read_ordered_end")));
-int MPI_File_read_shared() { return adimpi_unsupported(85); }
+int MPI_File_read_shared() { return adimpi_unsupported(80); }
 int PMPI_File_read_shared() __attribute__((alias("MPI_File_read_shared")));
-int MPI_File_read_shared_c() { return adimpi_unsupported(86); }
+int MPI_File_read_shared_c() { return adimpi_unsupported(81); }
 int PMPI_File_read_shared_c() __attribute__((alias("MPI_File_read_shared_c")));
-int MPI_File_seek() { return adimpi_unsupported(87); }
+int MPI_File_seek() { return adimpi_unsupported(82); }
 int PMPI_File_seek() __attribute__((alias("MPI_File_seek")));
-int MPI_File_seek_shared() { return adimpi_unsupported(88); }
+int MPI_File_seek_shared() { return adimpi_unsupported(83); }
 int PMPI_File_seek_shared() __attribute__((alias("MPI_File_seek_shared")));
-int MPI_File_set_atomicity() { return adimpi_unsupported(89); }
+int MPI_File_set_atomicity() { return adimpi_unsupported(84); }
 int PMPI_File_set_atomicity() __attribute__((alias("MPI_File_set_atomicity")));
-int MPI_File_set_errhandler() { return adimpi_unsupported(90); }
+int MPI_File_set_errhandler() { return adimpi_unsupported(85); }
 int PMPI_File_set_errhandler() __attribute__((alias("MPI_File_set_errhandler")));
-int MPI_File_set_info() { return adimpi_unsupported(91); }
+int MPI_File_set_info() { return adimpi_unsupported(86); }
 int PMPI_File_set_info() __attribute__((alias("MPI_File_set_info")));
-int MPI_File_set_size() { return adimpi_unsupported(92); }
+int MPI_File_set_size() { return adimpi_unsupported(87); }
 int PMPI_File_set_size() __attribute__((alias("MPI_File_set_size")));
-int MPI_File_set_view() { return adimpi_unsupported(93); }
+int MPI_File_set_view() { return adimpi_unsupported(88); }
 int PMPI_File_set_view() __attribute__((alias("MPI_File_set_view")));
-int MPI_File_sync() { return adimpi_unsupported(94); }
+int MPI_File_sync() { return adimpi_unsupported(89); }
 int PMPI_File_sync() __attribute__((alias("MPI_File_sync")));
-int MPI_File_write() { return adimpi_unsupported(95); }
+int MPI_File_write() { return adimpi_unsupported(90); }
 int PMPI_File_write() __attribute__((alias("MPI_File_write")));
-int MPI_File_write_all() { return adimpi_unsupported(96); }
+int MPI_File_write_all() { return adimpi_unsupported(91); }
 int PMPI_File_write_all() __attribute__((alias("MPI_File_write_all")));
-int MPI_File_write_all_begin() { return adimpi_unsupported(97); }
+int MPI_File_write_all_begin() { return adimpi_unsupported(92); }
 int PMPI_File_write_all_begin() __attribute__((alias("MPI_File_write_all_begin")));
-int MPI_File_write_all_begin_c() { return adimpi_unsupported(98); }
+int MPI_File_write_all_begin_c() { return adimpi_unsupported(93); }
 int PMPI_File_write_all_begin_c() __attribute__((alias("MPI_File_write_all_begin_c")));
-int MPI_File_write_all_c() { return adimpi_unsupported(99); }
+int MPI_File_write_all_c() { return adimpi_unsupported(94); }
 int PMPI_File_write_all_c() __attribute__((alias("MPI_File_write_all_c")));
-int MPI_File_write_all_end() { return adimpi_unsupported(100); }
+int MPI_File_write_all_end() { return adimpi_unsupported(95); }
 int PMPI_File_write_all_end() __attribute__((alias("MPI_File_write_all_end")));
-int MPI_File_write_at() { return adimpi_unsupported(101); }
+int MPI_File_write_at() { return adimpi_unsupported(96); }
 int PMPI_File_write_at() __attribute__((alias("MPI_File_write_at")));
-int MPI_File_write_at_all() { return adimpi_unsupported(102); }
+int MPI_File_write_at_all() { return adimpi_unsupported(97); }
 int PMPI_File_write_at_all() __attribute__((alias("MPI_File_write_at_all")));
-int MPI_File_write_at_all_begin() { return adimpi_unsupported(103); }
+int MPI_File_write_at_all_begin() { return adimpi_unsupported(98); }
 int PMPI_File_write_at_all_begin() __attribute__((alias("MPI_File_write_at_all_begin")));
-int MPI_File_write_at_all_begin_c() { return adimpi_unsupported(104); }
+int MPI_File_write_at_all_begin_c() { return adimpi_unsupported(99); }
 int PMPI_File_write_at_all_begin_c() __attribute__((alias("MPI_File_write_at_all_begin_c")));
-int MPI_File_write_at_all_c() { return adimpi_unsupported(105); }
+int MPI_File_write_at_all_c() { return adimpi_unsupported(100); }
 int PMPI_File_write_at_all_c() __attribute__((alias("MPI_File_write_at_all_c")));
-int MPI_File_write_at_all_end() { return adimpi_unsupported(106); }
+int MPI_File_write_at_all_end() { return adimpi_unsupported(101); }
 int PMPI_File_write_at_all_end() __attribute__((alias("MPI_File_write_at_all_end")));
-int MPI_File_write_at_c() { return adimpi_unsupported(107); }
+int MPI_File_write_at_c() { return adimpi_unsupported(102); }
 int PMPI_File_write_at_c() __attribute__((alias("MPI_File_write_at_c")));
-int MPI_File_write_c() { return adimpi_unsupported(108); }
+int MPI_File_write_c() { return adimpi_unsupported(103); }
 int PMPI_File_write_c() __attribute__((alias("MPI_File_write_c")));
-int MPI_File_write_ordered() { return adimpi_unsupported(109); }
+int MPI_File_write_ordered() { return adimpi_unsupported(104); }
 int PMPI_File_write_ordered() __attribute__((alias("MPI_File_write_ordered")));
-int MPI_File_write_ordered_begin() { return adimpi_unsupported(110); }
+int MPI_File_write_ordered_begin() { return adimpi_unsupported(105); }
 int PMPI_File_write_ordered_begin() __attribute__((alias("MPI_File_write_ordered_begin")));
-int MPI_File_write_ordered_begin_c() { return adimpi_unsupported(111); }
+int MPI_File_write_ordered_begin_c() { return adimpi_unsupported(106); }
 int PMPI_File_write_ordered_begin_c() __attribute__((alias("MPI_File_write_ordered_begin_c")));
-int MPI_File_write_ordered_c() { return adimpi_unsupported(112); }
+int MPI_File_write_ordered_c() { return adimpi_unsupported(107); }
 int PMPI_File_write_ordered_c() __attribute__((alias("MPI_File_write_ordered_c")));
-int MPI_File_write_ordered_end() { return adimpi_unsupported(113); }
+int MPI_File_write_ordered_end() { return adimpi_unsupported(108); }
 int PMPI_File_write_ordered_end() __attribute__((alias("MPI_File_write_ordered_end")));
-int MPI_File_write_shared() { return adimpi_unsupported(114); }
+int MPI_File_write_shared() { return adimpi_unsupported(109); }
 int PMPI_File_write_shared() __attribute__((alias("MPI_File_write_shared")));
-int MPI_File_write_shared_c() { return adimpi_unsupported(115); }
+int MPI_File_write_shared_c() { return adimpi_unsupported(110); }
 int PMPI_File_write_shared_c() __attribute__((alias("MPI_File_write_shared_c")));
-int MPI_Graph_get() { return adimpi_unsupported(116); }
-int PMPI_Graph_get() __attribute__((alias("MPI_Graph_get")));
-int MPI_Graph_map() { return adimpi_unsupported(117); }
-int PMPI_Graph_map() __attribute__((alias("MPI_Graph_map")));
-int MPI_Graphdims_get() { return adimpi_unsupported(118); }
-int PMPI_Graphdims_get() __attribute__((alias("MPI_Graphdims_get")));
-int MPI_Grequest_complete() { return adimpi_unsupported(119); }
+int MPI_Grequest_complete() { return adimpi_unsupported(111); }
 int PMPI_Grequest_complete() __attribute__((alias("MPI_Grequest_complete")));
-int MPI_Grequest_start() { return adimpi_unsupported(120); }
+int MPI_Grequest_start() { return adimpi_unsupported(112); }
 int PMPI_Grequest_start() __attribute__((alias("MPI_Grequest_start")));
-int MPI_Group_from_session_pset() { return adimpi_unsupported(121); }
+int MPI_Group_from_session_pset() { return adimpi_unsupported(113); }
 int PMPI_Group_from_session_pset() __attribute__((alias("MPI_Group_from_session_pset")));
-int MPI_Ineighbor_allgatherv() { return adimpi_unsupported(122); }
+int MPI_Ineighbor_allgatherv() { return adimpi_unsupported(114); }
 int PMPI_Ineighbor_allgatherv() __attribute__((alias("MPI_Ineighbor_allgatherv")));
-int MPI_Ineighbor_allgatherv_c() { return adimpi_unsupported(123); }
+int MPI_Ineighbor_allgatherv_c() { return adimpi_unsupported(115); }
 int PMPI_Ineighbor_allgatherv_c() __attribute__((alias("MPI_Ineighbor_allgatherv_c")));
-int MPI_Ineighbor_alltoallv() { return adimpi_unsupported(124); }
+int MPI_Ineighbor_alltoallv() { return adimpi_unsupported(116); }
 int PMPI_Ineighbor_alltoallv() __attribute__((alias("MPI_Ineighbor_alltoallv")));
-int MPI_Ineighbor_alltoallv_c() { return adimpi_unsupported(125); }
+int MPI_Ineighbor_alltoallv_c() { return adimpi_unsupported(117); }
 int PMPI_Ineighbor_alltoallv_c() __attribute__((alias("MPI_Ineighbor_alltoallv_c")));
-int MPI_Ineighbor_alltoallw() { return adimpi_unsupported(126); }
+int MPI_Ineighbor_alltoallw() { return adimpi_unsupported(118); }
 int PMPI_Ineighbor_alltoallw() __attribute__((alias("MPI_Ineighbor_alltoallw")));
-int MPI_Ineighbor_alltoallw_c() { return adimpi_unsupported(127); }
+int MPI_Ineighbor_alltoallw_c() { return adimpi_unsupported(119); }
 int PMPI_Ineighbor_alltoallw_c() __attribute__((alias("MPI_Ineighbor_alltoallw_c")));
-int MPI_Info_create_env() { return adimpi_unsupported(128); }
+int MPI_Info_create_env() { return adimpi_unsupported(120); }
 int PMPI_Info_create_env() __attribute__((alias("MPI_Info_create_env")));
-int MPI_Info_get_string() { return adimpi_unsupported(129); }
-int PMPI_Info_get_string() __attribute__((alias("MPI_Info_get_string")));
-int MPI_Intercomm_create_from_groups() { return adimpi_unsupported(130); }
+int MPI_Intercomm_create_from_groups() { return adimpi_unsupported(121); }
 int PMPI_Intercomm_create_from_groups() __attribute__((alias("MPI_Intercomm_create_from_groups")));
-int MPI_Neighbor_allgather_init() { return adimpi_unsupported(131); }
+int MPI_Neighbor_allgather_init() { return adimpi_unsupported(122); }
 int PMPI_Neighbor_allgather_init() __attribute__((alias("MPI_Neighbor_allgather_init")));
-int MPI_Neighbor_allgather_init_c() { return adimpi_unsupported(132); }
+int MPI_Neighbor_allgather_init_c() { return adimpi_unsupported(123); }
 int PMPI_Neighbor_allgather_init_c() __attribute__((alias("MPI_Neighbor_allgather_init_c")));
-int MPI_Neighbor_allgatherv() { return adimpi_unsupported(133); }
+int MPI_Neighbor_allgatherv() { return adimpi_unsupported(124); }
 int PMPI_Neighbor_allgatherv() __attribute__((alias("MPI_Neighbor_allgatherv")));
-int MPI_Neighbor_allgatherv_c() { return adimpi_unsupported(134); }
+int MPI_Neighbor_allgatherv_c() { return adimpi_unsupported(125); }
 int PMPI_Neighbor_allgatherv_c() __attribute__((alias("MPI_Neighbor_allgatherv_c")));
-int MPI_Neighbor_allgatherv_init() { return adimpi_unsupported(135); }
+int MPI_Neighbor_allgatherv_init() { return adimpi_unsupported(126); }
 int PMPI_Neighbor_allgatherv_init() __attribute__((alias("MPI_Neighbor_allgatherv_init")));
-int MPI_Neighbor_allgatherv_init_c() { return adimpi_unsupported(136); }
+int MPI_Neighbor_allgatherv_init_c() { return adimpi_unsupported(127); }
 int PMPI_Neighbor_allgatherv_init_c() __attribute__((alias("MPI_Neighbor_allgatherv_init_c")));
-int MPI_Neighbor_alltoall_init() { return adimpi_unsupported(137); }
+int MPI_Neighbor_alltoall_init() { return adimpi_unsupported(128); }
 int PMPI_Neighbor_alltoall_init() __attribute__((alias("MPI_Neighbor_alltoall_init")));
-int MPI_Neighbor_alltoall_init_c() { return adimpi_unsupported(138); }
+int MPI_Neighbor_alltoall_init_c() { return adimpi_unsupported(129); }
 int PMPI_Neighbor_alltoall_init_c() __attribute__((alias("MPI_Neighbor_alltoall_init_c")));
-int MPI_Neighbor_alltoallv() { return adimpi_unsupported(139); }
+int MPI_Neighbor_alltoallv() { return adimpi_unsupported(130); }
 int PMPI_Neighbor_alltoallv() __attribute__((alias("MPI_Neighbor_alltoallv")));
-int MPI_Neighbor_alltoallv_c() { return adimpi_unsupported(140); }
+int MPI_Neighbor_alltoallv_c() { return adimpi_unsupported(131); }
 int PMPI_Neighbor_alltoallv_c() __attribute__((alias("MPI_Neighbor_alltoallv_c")));
-int MPI_Neighbor_alltoallv_init() { return adimpi_unsupported(141); }
+int MPI_Neighbor_alltoallv_init() { return adimpi_unsupported(132); }
 int PMPI_Neighbor_alltoallv_init() __attribute__((alias("MPI_Neighbor_alltoallv_init")));
-int MPI_Neighbor_alltoallv_init_c() { return adimpi_unsupported(142); }
+int MPI_Neighbor_alltoallv_init_c() { return adimpi_unsupported(133); }
 int PMPI_Neighbor_alltoallv_init_c() __attribute__((alias("MPI_Neighbor_alltoallv_init_c")));
-int MPI_Neighbor_alltoallw() { return adimpi_unsupported(143); }
+int MPI_Neighbor_alltoallw() { return adimpi_unsupported(134); }
 int PMPI_Neighbor_alltoallw() __attribute__((alias("MPI_Neighbor_alltoallw")));
-int MPI_Neighbor_alltoallw_c() { return adimpi_unsupported(144); }
+int MPI_Neighbor_alltoallw_c() { return adimpi_unsupported(135); }
 int PMPI_Neighbor_alltoallw_c() __attribute__((alias("MPI_Neighbor_alltoallw_c")));
-int MPI_Neighbor_alltoallw_init() { return adimpi_unsupported(145); }
+int MPI_Neighbor_alltoallw_init() { return adimpi_unsupported(136); }
 int PMPI_Neighbor_alltoallw_init() __attribute__((alias("MPI_Neighbor_alltoallw_init")));
-int MPI_Neighbor_alltoallw_init_c() { return adimpi_unsupported(146); }
+int MPI_Neighbor_alltoallw_init_c() { return adimpi_unsupported(137); }
 int PMPI_Neighbor_alltoallw_init_c() __attribute__((alias("MPI_Neighbor_alltoallw_init_c")));
-int MPI_Op_create_c() { return adimpi_unsupported(147); }
-int PMPI_Op_create_c() __attribute__((alias("MPI_Op_create_c")));
-int MPI_Pack_c() { return adimpi_unsupported(148); }
-int PMPI_Pack_c() __attribute__((alias("MPI_Pack_c")));
-int MPI_Pack_external() { return adimpi_unsupported(149); }
+int MPI_Pack_external() { return adimpi_unsupported(138); }
 int PMPI_Pack_external() __attribute__((alias("MPI_Pack_external")));
-int MPI_Pack_external_c() { return adimpi_unsupported(150); }
+int MPI_Pack_external_c() { return adimpi_unsupported(139); }
 int PMPI_Pack_external_c() __attribute__((alias("MPI_Pack_external_c")));
-int MPI_Pack_external_size() { return adimpi_unsupported(151); }
+int MPI_Pack_external_size() { return adimpi_unsupported(140); }
 int PMPI_Pack_external_size() __attribute__((alias("MPI_Pack_external_size")));
-int MPI_Pack_external_size_c() { return adimpi_unsupported(152); }
+int MPI_Pack_external_size_c() { return adimpi_unsupported(141); }
 int PMPI_Pack_external_size_c() __attribute__((alias("MPI_Pack_external_size_c")));
-int MPI_Pack_size_c() { return adimpi_unsupported(153); }
-int PMPI_Pack_size_c() __attribute__((alias("MPI_Pack_size_c")));
-int MPI_Parrived() { return adimpi_unsupported(154); }
+int MPI_Parrived() { return adimpi_unsupported(142); }
 int PMPI_Parrived() __attribute__((alias("MPI_Parrived")));
-int MPI_Pready() { return adimpi_unsupported(155); }
+int MPI_Pready() { return adimpi_unsupported(143); }
 int PMPI_Pready() __attribute__((alias("MPI_Pready")));
-int MPI_Pready_list() { return adimpi_unsupported(156); }
+int MPI_Pready_list() { return adimpi_unsupported(144); }
 int PMPI_Pready_list() __attribute__((alias("MPI_Pready_list")));
-int MPI_Pready_range() { return adimpi_unsupported(157); }
+int MPI_Pready_range() { return adimpi_unsupported(145); }
 int PMPI_Pready_range() __attribute__((alias("MPI_Pready_range")));
-int MPI_Precv_init() { return adimpi_unsupported(158); }
+int MPI_Precv_init() { return adimpi_unsupported(146); }
 int PMPI_Precv_init() __attribute__((alias("MPI_Precv_init")));
-int MPI_Psend_init() { return adimpi_unsupported(159); }
+int MPI_Psend_init() { return adimpi_unsupported(147); }
 int PMPI_Psend_init() __attribute__((alias("MPI_Psend_init")));
-int MPI_Register_datarep() { return adimpi_unsupported(160); }
+int MPI_Register_datarep() { return adimpi_unsupported(148); }
 int PMPI_Register_datarep() __attribute__((alias("MPI_Register_datarep")));
-int MPI_Register_datarep_c() { return adimpi_unsupported(161); }
+int MPI_Register_datarep_c() { return adimpi_unsupported(149); }
 int PMPI_Register_datarep_c() __attribute__((alias("MPI_Register_datarep_c")));
-int MPI_Session_call_errhandler() { return adimpi_unsupported(162); }
+int MPI_Session_call_errhandler() { return adimpi_unsupported(150); }
 int PMPI_Session_call_errhandler() __attribute__((alias("MPI_Session_call_errhandler")));
-int MPI_Session_create_errhandler() { return adimpi_unsupported(163); }
+int MPI_Session_create_errhandler() { return adimpi_unsupported(151); }
 int PMPI_Session_create_errhandler() __attribute__((alias("MPI_Session_create_errhandler")));
-int MPI_Session_finalize() { return adimpi_unsupported(164); }
+int MPI_Session_finalize() { return adimpi_unsupported(152); }
 int PMPI_Session_finalize() __attribute__((alias("MPI_Session_finalize")));
-int MPI_Session_get_errhandler() { return adimpi_unsupported(165); }
+int MPI_Session_get_errhandler() { return adimpi_unsupported(153); }
 int PMPI_Session_get_errhandler() __attribute__((alias("MPI_Session_get_errhandler")));
-int MPI_Session_get_info() { return adimpi_unsupported(166); }
+int MPI_Session_get_info() { return adimpi_unsupported(154); }
 int PMPI_Session_get_info() __attribute__((alias("MPI_Session_get_info")));
-int MPI_Session_get_nth_pset() { return adimpi_unsupported(167); }
+int MPI_Session_get_nth_pset() { return adimpi_unsupported(155); }
 int PMPI_Session_get_nth_pset() __attribute__((alias("MPI_Session_get_nth_pset")));
-int MPI_Session_get_num_psets() { return adimpi_unsupported(168); }
+int MPI_Session_get_num_psets() { return adimpi_unsupported(156); }
 int PMPI_Session_get_num_psets() __attribute__((alias("MPI_Session_get_num_psets")));
-int MPI_Session_get_pset_info() { return adimpi_unsupported(169); }
+int MPI_Session_get_pset_info() { return adimpi_unsupported(157); }
 int PMPI_Session_get_pset_info() __attribute__((alias("MPI_Session_get_pset_info")));
-int MPI_Session_init() { return adimpi_unsupported(170); }
+int MPI_Session_init() { return adimpi_unsupported(158); }
 int PMPI_Session_init() __attribute__((alias("MPI_Session_init")));
-int MPI_Session_set_errhandler() { return adimpi_unsupported(171); }
+int MPI_Session_set_errhandler() { return adimpi_unsupported(159); }
 int PMPI_Session_set_errhandler() __attribute__((alias("MPI_Session_set_errhandler")));
-int MPI_Status_c2f() { return adimpi_unsupported(172); }
+int MPI_Status_c2f() { return adimpi_unsupported(160); }
 int PMPI_Status_c2f() __attribute__((alias("MPI_Status_c2f")));
-int MPI_Status_c2f08() { return adimpi_unsupported(173); }
+int MPI_Status_c2f08() { return adimpi_unsupported(161); }
 int PMPI_Status_c2f08() __attribute__((alias("MPI_Status_c2f08")));
-int MPI_Status_f082c() { return adimpi_unsupported(174); }
+int MPI_Status_f082c() { return adimpi_unsupported(162); }
 int PMPI_Status_f082c() __attribute__((alias("MPI_Status_f082c")));
-int MPI_Status_f082f() { return adimpi_unsupported(175); }
+int MPI_Status_f082f() { return adimpi_unsupported(163); }
 int PMPI_Status_f082f() __attribute__((alias("MPI_Status_f082f")));
-int MPI_Status_f2c() { return adimpi_unsupported(176); }
+int MPI_Status_f2c() { return adimpi_unsupported(164); }
 int PMPI_Status_f2c() __attribute__((alias("MPI_Status_f2c")));
-int MPI_Status_f2f08() { return adimpi_unsupported(177); }
+int MPI_Status_f2f08() { return adimpi_unsupported(165); }
 int PMPI_Status_f2f08() __attribute__((alias("MPI_Status_f2f08")));
-int MPI_Status_set_elements_x() { return adimpi_unsupported(178); }
+int MPI_Status_set_elements_x() { return adimpi_unsupported(166); }
 int PMPI_Status_set_elements_x() __attribute__((alias("MPI_Status_set_elements_x")));
-int MPI_T_category_changed() { return adimpi_unsupported(179); }
+int MPI_T_category_changed() { return adimpi_unsupported(167); }
 int PMPI_T_category_changed() __attribute__((alias("MPI_T_category_changed")));
-int MPI_T_category_get_categories() { return adimpi_unsupported(180); }
+int MPI_T_category_get_categories() { return adimpi_unsupported(168); }
 int PMPI_T_category_get_categories() __attribute__((alias("MPI_T_category_get_categories")));
-int MPI_T_category_get_cvars() { return adimpi_unsupported(181); }
+int MPI_T_category_get_cvars() { return adimpi_unsupported(169); }
 int PMPI_T_category_get_cvars() __attribute__((alias("MPI_T_category_get_cvars")));
-int MPI_T_category_get_events() { return adimpi_unsupported(182); }
+int MPI_T_category_get_events() { return adimpi_unsupported(170); }
 int PMPI_T_category_get_events() __attribute__((alias("MPI_T_category_get_events")));
-int MPI_T_category_get_index() { return adimpi_unsupported(183); }
+int MPI_T_category_get_index() { return adimpi_unsupported(171); }
 int PMPI_T_category_get_index() __attribute__((alias("MPI_T_category_get_index")));
-int MPI_T_category_get_info() { return adimpi_unsupported(184); }
+int MPI_T_category_get_info() { return adimpi_unsupported(172); }
 int PMPI_T_category_get_info() __attribute__((alias("MPI_T_category_get_info")));
-int MPI_T_category_get_num() { return adimpi_unsupported(185); }
+int MPI_T_category_get_num() { return adimpi_unsupported(173); }
 int PMPI_T_category_get_num() __attribute__((alias("MPI_T_category_get_num")));
-int MPI_T_category_get_num_events() { return adimpi_unsupported(186); }
+int MPI_T_category_get_num_events() { return adimpi_unsupported(174); }
 int PMPI_T_category_get_num_events() __attribute__((alias("MPI_T_category_get_num_events")));
-int MPI_T_category_get_pvars() { return adimpi_unsupported(187); }
+int MPI_T_category_get_pvars() { return adimpi_unsupported(175); }
 int PMPI_T_category_get_pvars() __attribute__((alias("MPI_T_category_get_pvars")));
-int MPI_T_cvar_get_index() { return adimpi_unsupported(188); }
+int MPI_T_cvar_get_index() { return adimpi_unsupported(176); }
 int PMPI_T_cvar_get_index() __attribute__((alias("MPI_T_cvar_get_index")));
-int MPI_T_cvar_get_info() { return adimpi_unsupported(189); }
+int MPI_T_cvar_get_info() { return adimpi_unsupported(177); }
 int PMPI_T_cvar_get_info() __attribute__((alias("MPI_T_cvar_get_info")));
-int MPI_T_cvar_get_num() { return adimpi_unsupported(190); }
+int MPI_T_cvar_get_num() { return adimpi_unsupported(178); }
 int PMPI_T_cvar_get_num() __attribute__((alias("MPI_T_cvar_get_num")));
-int MPI_T_cvar_handle_alloc() { return adimpi_unsupported(191); }
+int MPI_T_cvar_handle_alloc() { return adimpi_unsupported(179); }
 int PMPI_T_cvar_handle_alloc() __attribute__((alias("MPI_T_cvar_handle_alloc")));
-int MPI_T_cvar_handle_free() { return adimpi_unsupported(192); }
+int MPI_T_cvar_handle_free() { return adimpi_unsupported(180); }
 int PMPI_T_cvar_handle_free() __attribute__((alias("MPI_T_cvar_handle_free")));
-int MPI_T_cvar_read() { return adimpi_unsupported(193); }
+int MPI_T_cvar_read() { return adimpi_unsupported(181); }
 int PMPI_T_cvar_read() __attribute__((alias("MPI_T_cvar_read")));
-int MPI_T_cvar_write() { return adimpi_unsupported(194); }
+int MPI_T_cvar_write() { return adimpi_unsupported(182); }
 int PMPI_T_cvar_write() __attribute__((alias("MPI_T_cvar_write")));
-int MPI_T_enum_get_info() { return adimpi_unsupported(195); }
+int MPI_T_enum_get_info() { return adimpi_unsupported(183); }
 int PMPI_T_enum_get_info() __attribute__((alias("MPI_T_enum_get_info")));
-int MPI_T_enum_get_item() { return adimpi_unsupported(196); }
+int MPI_T_enum_get_item() { return adimpi_unsupported(184); }
 int PMPI_T_enum_get_item() __attribute__((alias("MPI_T_enum_get_item")));
-int MPI_T_event_callback_get_info() { return adimpi_unsupported(197); }
+int MPI_T_event_callback_get_info() { return adimpi_unsupported(185); }
 int PMPI_T_event_callback_get_info() __attribute__((alias("MPI_T_event_callback_get_info")));
-int MPI_T_event_callback_set_info() { return adimpi_unsupported(198); }
+int MPI_T_event_callback_set_info() { return adimpi_unsupported(186); }
 int PMPI_T_event_callback_set_info() __attribute__((alias("MPI_T_event_callback_set_info")));
-int MPI_T_event_copy() { return adimpi_unsupported(199); }
+int MPI_T_event_copy() { return adimpi_unsupported(187); }
 int PMPI_T_event_copy() __attribute__((alias("MPI_T_event_copy")));
-int MPI_T_event_get_index() { return adimpi_unsupported(200); }
+int MPI_T_event_get_index() { return adimpi_unsupported(188); }
 int PMPI_T_event_get_index() __attribute__((alias("MPI_T_event_get_index")));
-int MPI_T_event_get_info() { return adimpi_unsupported(201); }
+int MPI_T_event_get_info() { return adimpi_unsupported(189); }
 int PMPI_T_event_get_info() __attribute__((alias("MPI_T_event_get_info")));
-int MPI_T_event_get_num() { return adimpi_unsupported(202); }
+int MPI_T_event_get_num() { return adimpi_unsupported(190); }
 int PMPI_T_event_get_num() __attribute__((alias("MPI_T_event_get_num")));
-int MPI_T_event_get_source() { return adimpi_unsupported(203); }
+int MPI_T_event_get_source() { return adimpi_unsupported(191); }
 int PMPI_T_event_get_source() __attribute__((alias("MPI_T_event_get_source")));
-int MPI_T_event_get_timestamp() { return adimpi_unsupported(204); }
+int MPI_T_event_get_timestamp() { return adimpi_unsupported(192); }
 int PMPI_T_event_get_timestamp() __attribute__((alias("MPI_T_event_get_timestamp")));
-int MPI_T_event_handle_alloc() { return adimpi_unsupported(205); }
+int MPI_T_event_handle_alloc() { return adimpi_unsupported(193); }
 int PMPI_T_event_handle_alloc() __attribute__((alias("MPI_T_event_handle_alloc")));
-int MPI_T_event_handle_free() { return adimpi_unsupported(206); }
+int MPI_T_event_handle_free() { return adimpi_unsupported(194); }
 int PMPI_T_event_handle_free() __attribute__((alias("MPI_T_event_handle_free")));
-int MPI_T_event_handle_get_info() { return adimpi_unsupported(207); }
+int MPI_T_event_handle_get_info() { return adimpi_unsupported(195); }
 int PMPI_T_event_handle_get_info() __attribute__((alias("MPI_T_event_handle_get_info")));
-int MPI_T_event_handle_set_info() { return adimpi_unsupported(208); }
+int MPI_T_event_handle_set_info() { return adimpi_unsupported(196); }
 int PMPI_T_event_handle_set_info() __attribute__((alias("MPI_T_event_handle_set_info")));
-int MPI_T_event_read() { return adimpi_unsupported(209); }
+int MPI_T_event_read() { return adimpi_unsupported(197); }
 int PMPI_T_event_read() __attribute__((alias("MPI_T_event_read")));
-int MPI_T_event_register_callback() { return adimpi_unsupported(210); }
+int MPI_T_event_register_callback() { return adimpi_unsupported(198); }
 int PMPI_T_event_register_callback() __attribute__((alias("MPI_T_event_register_callback")));
-int MPI_T_event_set_dropped_handler() { return adimpi_unsupported(211); }
+int MPI_T_event_set_dropped_handler() { return adimpi_unsupported(199); }
 int PMPI_T_event_set_dropped_handler() __attribute__((alias("MPI_T_event_set_dropped_handler")));
-int MPI_T_finalize() { return adimpi_unsupported(212); }
+int MPI_T_finalize() { return adimpi_unsupported(200); }
 int PMPI_T_finalize() __attribute__((alias("MPI_T_finalize")));
-int MPI_T_init_thread() { return adimpi_unsupported(213); }
+int MPI_T_init_thread() { return adimpi_unsupported(201); }
 int PMPI_T_init_thread() __attribute__((alias("MPI_T_init_thread")));
-int MPI_T_pvar_get_index() { return adimpi_unsupported(214); }
+int MPI_T_pvar_get_index() { return adimpi_unsupported(202); }
 int PMPI_T_pvar_get_index() __attribute__((alias("MPI_T_pvar_get_index")));
-int MPI_T_pvar_get_info() { return adimpi_unsupported(215); }
+int MPI_T_pvar_get_info() { return adimpi_unsupported(203); }
 int PMPI_T_pvar_get_info() __attribute__((alias("MPI_T_pvar_get_info")));
-int MPI_T_pvar_get_num() { return adimpi_unsupported(216); }
+int MPI_T_pvar_get_num() { return adimpi_unsupported(204); }
 int PMPI_T_pvar_get_num() __attribute__((alias("MPI_T_pvar_get_num")));
-int MPI_T_pvar_handle_alloc() { return adimpi_unsupported(217); }
+int MPI_T_pvar_handle_alloc() { return adimpi_unsupported(205); }
 int PMPI_T_pvar_handle_alloc() __attribute__((alias("MPI_T_pvar_handle_alloc")));
-int MPI_T_pvar_handle_free() { return adimpi_unsupported(218); }
+int MPI_T_pvar_handle_free() { return adimpi_unsupported(206); }
 int PMPI_T_pvar_handle_free() __attribute__((alias("MPI_T_pvar_handle_free")));
-int MPI_T_pvar_read() { return adimpi_unsupported(219); }
+int MPI_T_pvar_read() { return adimpi_unsupported(207); }
 int PMPI_T_pvar_read() __attribute__((alias("MPI_T_pvar_read")));
-int MPI_T_pvar_readreset() { return adimpi_unsupported(220); }
+int MPI_T_pvar_readreset() { return adimpi_unsupported(208); }
 int PMPI_T_pvar_readreset() __attribute__((alias("MPI_T_pvar_readreset")));
-int MPI_T_pvar_reset() { return adimpi_unsupported(221); }
+int MPI_T_pvar_reset() { return adimpi_unsupported(209); }
 int PMPI_T_pvar_reset() __attribute__((alias("MPI_T_pvar_reset")));
-int MPI_T_pvar_session_create() { return adimpi_unsupported(222); }
+int MPI_T_pvar_session_create() { return adimpi_unsupported(210); }
 int PMPI_T_pvar_session_create() __attribute__((alias("MPI_T_pvar_session_create")));
-int MPI_T_pvar_session_free() { return adimpi_unsupported(223); }
+int MPI_T_pvar_session_free() { return adimpi_unsupported(211); }
 int PMPI_T_pvar_session_free() __attribute__((alias("MPI_T_pvar_session_free")));
-int MPI_T_pvar_start() { return adimpi_unsupported(224); }
+int MPI_T_pvar_start() { return adimpi_unsupported(212); }
 int PMPI_T_pvar_start() __attribute__((alias("MPI_T_pvar_start")));
-int MPI_T_pvar_stop() { return adimpi_unsupported(225); }
+int MPI_T_pvar_stop() { return adimpi_unsupported(213); }
 int PMPI_T_pvar_stop() __attribute__((alias("MPI_T_pvar_stop")));
-int MPI_T_pvar_write() { return adimpi_unsupported(226); }
+int MPI_T_pvar_write() { return adimpi_unsupported(214); }
 int PMPI_T_pvar_write() __attribute__((alias("MPI_T_pvar_write")));
-int MPI_T_source_get_info() { return adimpi_unsupported(227); }
+int MPI_T_source_get_info() { return adimpi_unsupported(215); }
 int PMPI_T_source_get_info() __attribute__((alias("MPI_T_source_get_info")));
-int MPI_T_source_get_num() { return adimpi_unsupported(228); }
+int MPI_T_source_get_num() { return adimpi_unsupported(216); }
 int PMPI_T_source_get_num() __attribute__((alias("MPI_T_source_get_num")));
-int MPI_T_source_get_timestamp() { return adimpi_unsupported(229); }
+int MPI_T_source_get_timestamp() { return adimpi_unsupported(217); }
 int PMPI_T_source_get_timestamp() __attribute__((alias("MPI_T_source_get_timestamp")));
-int MPI_Type_create_darray_c() { return adimpi_unsupported(230); }
-int PMPI_Type_create_darray_c() __attribute__((alias("MPI_Type_create_darray_c")));
-int MPI_Type_create_f90_complex() { return adimpi_unsupported(231); }
+int MPI_Type_create_f90_complex() { return adimpi_unsupported(218); }
 int PMPI_Type_create_f90_complex() __attribute__((alias("MPI_Type_create_f90_complex")));
-int MPI_Type_create_f90_integer() { return adimpi_unsupported(232); }
+int MPI_Type_create_f90_integer() { return adimpi_unsupported(219); }
 int PMPI_Type_create_f90_integer() __attribute__((alias("MPI_Type_create_f90_integer")));
-int MPI_Type_create_f90_real() { return adimpi_unsupported(233); }
+int MPI_Type_create_f90_real() { return adimpi_unsupported(220); }
 int PMPI_Type_create_f90_real() __attribute__((alias("MPI_Type_create_f90_real")));
-int MPI_Type_create_hindexed_block_c() { return adimpi_unsupported(234); }
-int PMPI_Type_create_hindexed_block_c() __attribute__((alias("MPI_Type_create_hindexed_block_c")));
-int MPI_Type_create_hindexed_c() { return adimpi_unsupported(235); }
-int PMPI_Type_create_hindexed_c() __attribute__((alias("MPI_Type_create_hindexed_c")));
-int MPI_Type_create_hvector_c() { return adimpi_unsupported(236); }
-int PMPI_Type_create_hvector_c() __attribute__((alias("MPI_Type_create_hvector_c")));
-int MPI_Type_create_indexed_block_c() { return adimpi_unsupported(237); }
-int PMPI_Type_create_indexed_block_c() __attribute__((alias("MPI_Type_create_indexed_block_c")));
-int MPI_Type_create_resized_c() { return adimpi_unsupported(238); }
-int PMPI_Type_create_resized_c() __attribute__((alias("MPI_Type_create_resized_c")));
-int MPI_Type_create_struct_c() { return adimpi_unsupported(239); }
-int PMPI_Type_create_struct_c() __attribute__((alias("MPI_Type_create_struct_c")));
-int MPI_Type_create_subarray_c() { return adimpi_unsupported(240); }
-int PMPI_Type_create_subarray_c() __attribute__((alias("MPI_Type_create_subarray_c")));
-int MPI_Type_get_contents_c() { return adimpi_unsupported(241); }
-int PMPI_Type_get_contents_c() __attribute__((alias("MPI_Type_get_contents_c")));
-int MPI_Type_get_envelope_c() { return adimpi_unsupported(242); }
-int PMPI_Type_get_envelope_c() __attribute__((alias("MPI_Type_get_envelope_c")));
-int MPI_Type_get_extent_c() { return adimpi_unsupported(243); }
-int PMPI_Type_get_extent_c() __attribute__((alias("MPI_Type_get_extent_c")));
-int MPI_Type_get_true_extent_c() { return adimpi_unsupported(244); }
-int PMPI_Type_get_true_extent_c() __attribute__((alias("MPI_Type_get_true_extent_c")));
-int MPI_Type_indexed_c() { return adimpi_unsupported(245); }
-int PMPI_Type_indexed_c() __attribute__((alias("MPI_Type_indexed_c")));
-int MPI_Unpack_c() { return adimpi_unsupported(246); }
-int PMPI_Unpack_c() __attribute__((alias("MPI_Unpack_c")));
-int MPI_Unpack_external() { return adimpi_unsupported(247); }
+int MPI_Unpack_external() { return adimpi_unsupported(221); }
 int PMPI_Unpack_external() __attribute__((alias("MPI_Unpack_external")));
-int MPI_Unpack_external_c() { return adimpi_unsupported(248); }
+int MPI_Unpack_external_c() { return adimpi_unsupported(222); }
 int PMPI_Unpack_external_c() __attribute__((alias("MPI_Unpack_external_c")));
-int MPI_Win_shared_query_c() { return adimpi_unsupported(249); }
-int PMPI_Win_shared_query_c() __attribute__((alias("MPI_Win_shared_query_c")));

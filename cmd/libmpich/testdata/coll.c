@@ -15,6 +15,16 @@ static void absmax(void *in, void *inout, int *len, MPI_Datatype *dt) {
 	}
 }
 
+/* absmax_c is absmax with MPI_User_function_c's signature; it keeps the
+ * largest count it was given. */
+static MPI_Count maxlen_c;
+static void absmax_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt) {
+	if (*len > maxlen_c)
+		maxlen_c = *len;
+	int n = (int)*len;
+	absmax(in, inout, &n, dt);
+}
+
 int main(int argc, char **argv) {
 	start(&argc, &argv);
 	int root = np - 1;
@@ -56,6 +66,17 @@ int main(int argc, char **argv) {
 	CHECK(zr[0] == want && zr[1] == 1, "user op %d want %d", zr[0], want);
 	MPI_Op_free(&op);
 	CHECK(op == MPI_OP_NULL, "op not nulled");
+	/* The same through MPI_Op_create_c: its count is an MPI_Count. */
+	MPI_Op_create_c(absmax_c, 1, &op);
+	zr[0] = zr[1] = -1;
+	MPI_Allreduce_c(z, zr, (MPI_Count)2, MPI_INT, op, MPI_COMM_WORLD);
+	long lens = maxlen_c, maxlen;
+	MPI_Allreduce(&lens, &maxlen, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD); /* some ranks may not call it */
+	CHECK(zr[0] == want && zr[1] == 1 && (np == 1 || maxlen == 2), "user op _c %d want %d, count %ld", zr[0], want, maxlen);
+	int commute;
+	MPI_Op_commutative(op, &commute);
+	CHECK(commute, "op_create_c's op is not commutative");
+	MPI_Op_free(&op);
 	OK("user-op");
 
 	int *all = malloc(np * 2 * sizeof(int));

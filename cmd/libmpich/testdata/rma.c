@@ -227,6 +227,21 @@ int main(int argc, char **argv) {
 	rc = MPI_Win_free(&win);
 	MPI_Error_string(rc, msg, &len);
 	CHECK(rc == MPI_SUCCESS && win == MPI_WIN_NULL, "MPI_Win_free left %#x: %s", win, msg);
+
+	/* MPI_Win_shared_query_c: the int form's answer, in MPI_Aints. */
+	double *sbase, *q;
+	MPI_Win sw;
+	MPI_Win_allocate_shared(5 * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_SELF, &sbase, &sw);
+	MPI_Aint qsize, csize, cdisp;
+	int qdisp;
+	MPI_Win_shared_query(sw, 0, &qsize, &qdisp, &q);
+	double *cq = NULL;
+	MPI_Win_shared_query_c(sw, 0, &csize, &cdisp, &cq);
+	CHECK(csize == qsize && csize == 5 * sizeof(double) && cdisp == qdisp && cdisp == sizeof(double) && cq == q && cq == sbase,
+	      "shared_query_c: size %ld disp %ld base %p, want %ld %d %p", (long)csize, (long)cdisp, (void *)cq, (long)qsize, qdisp,
+	      (void *)sbase);
+	MPI_Win_free(&sw);
+	OK("shared-query-c");
 	if (argc > 1 && strcmp(argv[1], "fatal") == 0) {
 		MPI_Win w2;
 		MPI_Win_create(mem, sizeof mem, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w2);
