@@ -31,6 +31,8 @@ func build(t *testing.T) {
 			"datatypes":   "github.com/adimpi/adimpi/conformance/datatypes",
 			"collectives": "github.com/adimpi/adimpi/conformance/collectives",
 			"viaping":     "github.com/adimpi/adimpi/devices/via/testdata/viaping",
+			"viaprocs":    "github.com/adimpi/adimpi/devices/via/testdata/viaprocs",
+			"netcluster":  "github.com/adimpi/adimpi/cmd/netcluster",
 			"stress":      "github.com/adimpi/adimpi/conformance/stress",
 			"rma":         "github.com/adimpi/adimpi/conformance/rma",
 		}

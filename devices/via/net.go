@@ -174,7 +174,8 @@ type readTok struct{}
 
 // netPort is the NIC's endpoint.
 type netPort struct {
-	ep *wire.Endpoint
+	ep  *wire.Endpoint
+	app *wire.Waiter // the application's sleep on it with one Go processor (procs.go)
 }
 
 // netHandler is the NIC as the endpoint's Handler (and Placer); its
@@ -194,7 +195,7 @@ func (n *NIC) WireHandler() wire.Handler { return netHandler{n} }
 // other hosts (ConnectRemote). From then on the engine owns it: it polls
 // it, sends on it, and closes it when the NIC closes.
 func (n *NIC) UseWire(ep *wire.Endpoint) {
-	p := &netPort{ep: ep}
+	p := &netPort{ep: ep, app: ep.NewWaiter()}
 	n.port.Store(p)
 	n.self.ringNIC()
 }

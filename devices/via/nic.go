@@ -471,6 +471,7 @@ type NIC struct {
 
 	cnt struct {
 		posts, taken, executed, kernel, fetches, stalls, sleeps atomic.Int64
+		portSleeps                                              atomic.Int64 // the application's sleeps on the network port (procs.go)
 		recvPosts, postNs, execNs, cqNs, cqCalls                atomic.Int64
 		hostCopies, kernelWrites                                atomic.Int64
 		held, naks                                              atomic.Int64 // the wire (net.go)

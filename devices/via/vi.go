@@ -612,6 +612,10 @@ func (n *NIC) Seq() uint32 { return atomic.LoadUint32(n.self.u32(offAppBell)) }
 // returns at once if something completed in the meantime: a peer that
 // completed it before the announcement did not move Seq.
 func (n *NIC) Sleep(seq uint32, timeout time.Duration) {
+	if port := n.port.Load(); port != nil && runtime.GOMAXPROCS(0) == 1 {
+		n.sleepOnPort(port, seq, timeout)
+		return
+	}
 	if n.eng.lastAssist.Swap(0) != 0 && atomic.LoadUint32(n.self.u32(offNICSleep)) == sleepAssisted {
 		// The engine takes the network back: wake it into epoll.
 		atomic.AddUint32(n.self.u32(offNICBell), 1)
@@ -1499,6 +1503,7 @@ func (n *NIC) Counters() map[string]int64 {
 		"nic_desc_fetches":     n.cnt.fetches.Load(),
 		"nic_stalls":           n.cnt.stalls.Load(),
 		"nic_sleeps":           n.cnt.sleeps.Load(),
+		"nic_port_sleeps":      n.cnt.portSleeps.Load(),
 		"nic_doorbell_polls":   n.pc.polls,
 		"nic_bytes":            n.pc.bytes,
 		"nic_sends":            n.pc.sends,

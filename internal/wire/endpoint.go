@@ -714,6 +714,21 @@ func (e *Endpoint) wait(d time.Duration, evs []unix.EpollEvent) bool {
 	return n > 0
 }
 
+// Waiter waits on an endpoint as Wait does, with an event buffer of its
+// own: for a second waiter that may sleep while another is in Wait.
+type Waiter struct {
+	e   *Endpoint
+	evs []unix.EpollEvent
+}
+
+// NewWaiter returns a Waiter on e.
+func (e *Endpoint) NewWaiter() *Waiter {
+	return &Waiter{e: e, evs: make([]unix.EpollEvent, len(e.wevents))}
+}
+
+// Wait is Endpoint.Wait; it reports whether an event ended it.
+func (w *Waiter) Wait(d time.Duration) bool { return w.e.wait(d, w.evs) }
+
 // Wake makes a Wait return.
 func (e *Endpoint) Wake() {
 	var one [8]byte
