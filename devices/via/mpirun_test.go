@@ -60,13 +60,7 @@ func run(t *testing.T, np int, opts []string, want string, prog string, args ...
 	}
 	a = append(append(a, bins[prog]), args...)
 	cmd := exec.Command(bins["mpirun"], a...)
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ADIMPI_") && !strings.HasPrefix(kv, "PMI_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
+	cmd.Env = jobEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), want) {
 		t.Fatalf("mpirun %s: %v (want %q)\n%s", strings.Join(a, " "), err, want, out)
@@ -151,4 +145,21 @@ func TestFewCredits(t *testing.T) {
 		}
 		run(t, np, opts, "PASS "+c.check, c.prog, c.check)
 	}
+}
+
+// jobEnv is this process's environment without the variables of an
+// enclosing job (ADIMPI_, PMI_) and those named in drop ("GOMAXPROCS="),
+// for an mpirun the test starts.
+func jobEnv(drop ...string) []string {
+	var env []string
+next:
+	for _, kv := range os.Environ() {
+		for _, p := range append([]string{"ADIMPI_", "PMI_"}, drop...) {
+			if strings.HasPrefix(kv, p) {
+				continue next
+			}
+		}
+		env = append(env, kv)
+	}
+	return env
 }
